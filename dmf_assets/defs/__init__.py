@@ -1,0 +1,1 @@
+"""Dagster definitions, loaded by `load_from_defs_folder`."""

@@ -1,0 +1,21 @@
+"""One partition per registry day, in Korean time.
+
+`end_offset=1` makes today's partition available from 00:00 KST, so the 06:00 schedule collects
+the registry of the day it runs on (and the 09:00 freshness deadline refers to that same day).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import dagster as dg
+
+TIMEZONE = "Asia/Seoul"
+FIRST_DAY = "2025-01-01"
+
+daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone=TIMEZONE, end_offset=1)
+
+
+def partition_days(context: dg.AssetExecutionContext) -> list[date]:
+    """The day(s) this step covers, oldest first (one per run, or a range in a single-run backfill)."""
+    return sorted(date.fromisoformat(k) for k in context.partition_keys)

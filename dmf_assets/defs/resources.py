@@ -1,0 +1,94 @@
+"""Resources: the MFDS client (or its emulator twin), the history database, the workspace.
+
+Built from config/dmf.toml at load time (configuration, not secrets). The service key is an
+`EnvVar`, resolved by Dagster at run time and never written anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+from dagster_duckdb import DuckDBResource
+
+from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
+from dmf_assets.source.client import MfdsClient
+from dmf_assets.storage.db import open_database
+
+
+class HistoryDatabase(DuckDBResource):
+    """The DuckDB history file: one writer at a time (file lock), migrated on open."""
+
+    backups_dir: str = "data/backups"
+    lock_timeout_s: float = 900.0
+
+    @contextlib.contextmanager
+    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
+        with open_database(
+            self.database, backups_dir=self.backups_dir, lock_timeout_s=self.lock_timeout_s, purpose="dagster"
+        ) as conn:
+            yield conn
+
+
+class DmfWorkspace(dg.ConfigurableResource):
+    """Where the project's files live and which settings apply, read at run time.
+
+    Settings are re-read on every run, so raising a gate threshold in config/dmf.local.toml and
+    re-running a day needs no restart of the UI.
+    """
+
+    root: str = str(PROJECT_ROOT)
+    config_file: str = ""  # empty: config/dmf.toml + config/dmf.local.toml (or $DMF_CONFIG)
+
+    def settings(self) -> Settings:
+        return load_settings(self.config_file or None)
+
+    def path(self, name: str) -> Path:
+        value = Path(getattr(self.settings().paths, name))
+        return value if value.is_absolute() else Path(self.root) / value
+
+
+def build_resources(
+    settings: Settings | None = None,
+    *,
+    root: str | Path = PROJECT_ROOT,
+    config_file: str = "",
+    service_key: str | dg.EnvVar | None = None,
+    emulator_faults: dict[str, str] | None = None,
+    base_url: str | None = None,
+) -> dict[str, object]:
+    """The three resources, consistent with one settings file and one project root."""
+    settings = settings or load_settings(config_file or None)
+    root = Path(root)
+
+    def resolve(p: str) -> str:
+        return str(Path(p) if Path(p).is_absolute() else root / p)
+
+    src = settings.source
+    return {
+        "mfds": MfdsClient(
+            base_url=base_url or src.base_url,
+            service_key=service_key if service_key is not None else dg.EnvVar("MFDS_SERVICE_KEY"),
+            num_of_rows=src.num_of_rows,
+            max_attempts=src.max_attempts,
+            connect_timeout_s=src.connect_timeout_s,
+            read_timeout_s=src.read_timeout_s,
+            min_interval_s=src.min_interval_s,
+            backoff_base_s=src.backoff_base_s,
+            backoff_max_s=src.backoff_max_s,
+            daily_request_cap=src.daily_request_cap,
+            emulator_seed=settings.emulator.seed,
+            emulator_faults=dict(emulator_faults if emulator_faults is not None else settings.emulator.faults),
+            raw_dir=resolve(settings.paths.raw_dir),
+        ),
+        "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir)),
+        "workspace": DmfWorkspace(root=str(root), config_file=config_file),
+    }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources=build_resources())

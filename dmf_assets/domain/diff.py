@@ -1,0 +1,451 @@
+"""The diff between the comparison base and today's snapshot (DESIGN.md §4–§5), vectorized.
+
+Matching, in order — each step only sees what earlier steps left unmatched:
+1. a number (or synthetic key) present once on each side: a direct pair;
+2. duplicate-number groups: group-to-group, identical content first, then the most similar remaining
+   record if more than half the fields agree — so a reordering of duplicates never makes events;
+3. registrations without a number (synthetic keys) on either side: the same registration if its
+   ingredient and applicant agree and most other fields do — a registration receiving its number is
+   one CHANGED event (`number_assigned`), never WITHDRAWN + NEW;
+4. whatever is left: NEW (a reappearance if the number was seen on an earlier accepted day) or
+   WITHDRAWN.
+A pair differs per field: equal matching keys with different display values = COSMETIC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from dmf_assets.domain.model import (
+    COMPARED_FIELDS,
+    FIELD_COLUMNS,
+    SEVERITY_RANK,
+    Event,
+    EventType,
+    FieldChange,
+    Severity,
+)
+
+#: fields scored when matching inside duplicate groups / pending registrations
+SIMILARITY_KEYS: tuple[str, ...] = tuple(key for name, (_, key) in FIELD_COLUMNS.items() if name != "permit_no")
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "permit_no",
+    "ingredient",
+    "ingredient_base",
+    "applicant",
+    "bizrno",
+    "manufacturer",
+    "address",
+    "countries",
+    "issue_date",
+    "target_class",
+)
+_RANK_TO_SEVERITY = {rank: name for name, rank in SEVERITY_RANK.items()}
+
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "event_type": pl.Utf8,
+    "severity": pl.Utf8,
+    "dmf_key": pl.Utf8,
+    "base_dmf_key": pl.Utf8,
+    "permit_no": pl.Utf8,
+    "is_cosmetic": pl.Boolean,
+    "is_reappearance": pl.Boolean,
+    "number_assigned": pl.Boolean,
+    "is_transfer": pl.Boolean,
+    "is_rename": pl.Boolean,
+    "watchlist_hit": pl.Boolean,
+    "watch_reasons": pl.List(pl.Utf8),
+    "changed_fields": pl.List(pl.Utf8),
+    "cosmetic_fields": pl.List(pl.Utf8),
+    **{f"{c}_summary": pl.Utf8 for c in SUMMARY_COLUMNS if c != "permit_no"},
+}
+CHANGE_SCHEMA: dict[str, pl.DataType] = {
+    "dmf_key": pl.Utf8,
+    "base_dmf_key": pl.Utf8,
+    "field": pl.Utf8,
+    "before": pl.Utf8,
+    "after": pl.Utf8,
+    "is_cosmetic": pl.Boolean,
+    "severity": pl.Utf8,
+}
+
+
+@dataclass(frozen=True)
+class Watchlist:
+    """Case-insensitive substrings, matched against matching keys (so spacing/case never matter)."""
+
+    ingredients: tuple[str, ...] = ()
+    applicants: tuple[str, ...] = ()
+    manufacturers: tuple[str, ...] = ()
+    countries: tuple[str, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not (self.ingredients or self.applicants or self.manufacturers or self.countries)
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    events: pl.DataFrame  # EVENT_SCHEMA, sorted by severity (worst first) then key
+    changes: pl.DataFrame  # CHANGE_SCHEMA, one row per changed field (cosmetic included)
+    pairs: pl.DataFrame  # base_dmf_key -> dmf_key for every matched pair (unchanged included)
+    baseline: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def substantive_event_count(self) -> int:
+        return self.counts.get("substantive", 0)
+
+    def to_events(self) -> list[Event]:
+        """Events as dataclasses (for the CLI and tests; the pipeline keeps frames)."""
+        by_key: dict[tuple[str | None, str | None], list[FieldChange]] = {}
+        for row in self.changes.iter_rows(named=True):
+            by_key.setdefault((row["dmf_key"], row["base_dmf_key"]), []).append(
+                FieldChange(row["field"], row["before"], row["after"], row["is_cosmetic"], Severity(row["severity"]))
+            )
+        out = []
+        for row in self.events.iter_rows(named=True):
+            out.append(
+                Event(
+                    event_type=EventType(row["event_type"]),
+                    dmf_key=row["dmf_key"],
+                    permit_no=row["permit_no"],
+                    severity=Severity(row["severity"]),
+                    base_dmf_key=row["base_dmf_key"],
+                    is_cosmetic=row["is_cosmetic"],
+                    is_reappearance=row["is_reappearance"],
+                    number_assigned=row["number_assigned"],
+                    is_transfer=row["is_transfer"],
+                    is_rename=row["is_rename"],
+                    watchlist_hit=row["watchlist_hit"],
+                    watch_reasons=tuple(row["watch_reasons"] or ()),
+                    changes=tuple(by_key.get((row["dmf_key"], row["base_dmf_key"]), ()))
+                    if row["event_type"] == "CHANGED"
+                    else (),
+                )
+            )
+        return out
+
+
+# --- matching ------------------------------------------------------------------------------------
+
+
+def _similarity(a: Mapping, b: Mapping) -> float:
+    return sum(1 for k in SIMILARITY_KEYS if a.get(k) == b.get(k)) / len(SIMILARITY_KEYS)
+
+
+def _greedy_match(base_rows: list[dict], new_rows: list[dict], *, min_score: float) -> list[tuple[str, str]]:
+    """Content-identical pairs first, then best-similarity pairs above `min_score`, deterministic."""
+    pairs: list[tuple[str, str]] = []
+    free_base = sorted(base_rows, key=lambda r: r["dmf_key"])
+    free_new = sorted(new_rows, key=lambda r: r["dmf_key"])
+    for b in list(free_base):
+        twin = next((n for n in free_new if n["content_hash"] == b["content_hash"]), None)
+        if twin is not None:
+            pairs.append((b["dmf_key"], twin["dmf_key"]))
+            free_base.remove(b)
+            free_new.remove(twin)
+    scored = sorted(
+        ((-_similarity(b, n), b["dmf_key"], n["dmf_key"]) for b in free_base for n in free_new),
+    )
+    used_b: set[str] = set()
+    used_n: set[str] = set()
+    for neg_score, bk, nk in scored:
+        if -neg_score <= min_score:
+            break
+        if bk in used_b or nk in used_n:
+            continue
+        pairs.append((bk, nk))
+        used_b.add(bk)
+        used_n.add(nk)
+    return pairs
+
+
+def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """All matched pairs as (base_dmf_key, dmf_key, match)."""
+    match_cols = ["dmf_key", "group_key", "content_hash", "is_synthetic", "ingredient_key", "applicant_identity", *SIMILARITY_KEYS]
+    match_cols = list(dict.fromkeys(match_cols))
+    b = base.select(match_cols)
+    n = new.select(match_cols)
+    b_counts = b.group_by("group_key").len("b_n")
+    n_counts = n.group_by("group_key").len("n_n")
+    counts = b_counts.join(n_counts, on="group_key", how="inner")
+
+    # 1. one on each side
+    single = counts.filter((pl.col("b_n") == 1) & (pl.col("n_n") == 1)).select("group_key")
+    direct = (
+        b.join(single, on="group_key", how="semi")
+        .select(pl.col("group_key"), pl.col("dmf_key").alias("base_dmf_key"))
+        .join(n.join(single, on="group_key", how="semi").select("group_key", "dmf_key"), on="group_key")
+        .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"))
+    )
+    pairs = [direct]
+
+    # 2. duplicate groups, group-to-group (few rows: plain Python is clearer here)
+    multi = counts.filter((pl.col("b_n") > 1) | (pl.col("n_n") > 1)).select("group_key")
+    if multi.height:
+        b_multi = b.join(multi, on="group_key", how="semi").partition_by("group_key", as_dict=True)
+        n_multi = n.join(multi, on="group_key", how="semi").partition_by("group_key", as_dict=True)
+        group_pairs = []
+        for gk, b_rows in b_multi.items():
+            n_rows = n_multi.get(gk)
+            if n_rows is not None:
+                group_pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
+        if group_pairs:
+            pairs.append(_pairs_frame(group_pairs, "duplicate_group"))
+
+    matched = pl.concat(pairs)
+
+    # 3. registrations without a number, on either side
+    b_left = b.join(matched.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti")
+    n_left = n.join(matched.select("dmf_key"), on="dmf_key", how="anti")
+    b_cand = b_left.filter(pl.col("is_synthetic"))
+    n_cand = n_left
+    pending_pairs: list[tuple[str, str]] = []
+    if b_cand.height and n_cand.height:
+        pending_pairs += _pending_match(b_cand, n_cand)
+    # a numbered registration that lost its number is the mirror case
+    n_syn = n_left.filter(pl.col("is_synthetic"))
+    if n_syn.height:
+        taken_b = {p[0] for p in pending_pairs}
+        taken_n = {p[1] for p in pending_pairs}
+        b_num = b_left.filter(~pl.col("is_synthetic") & ~pl.col("dmf_key").is_in(list(taken_b)))
+        n_syn = n_syn.filter(~pl.col("dmf_key").is_in(list(taken_n)))
+        if b_num.height and n_syn.height:
+            pending_pairs += _pending_match(b_num, n_syn)
+    if pending_pairs:
+        matched = pl.concat([matched, _pairs_frame(pending_pairs, "pending")])
+    return matched
+
+
+def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tuple[str, str]]:
+    """Same ingredient and applicant, then the most similar record (more than half the fields)."""
+    on = ["ingredient_key", "applicant_identity"]
+    candidates = base_rows.join(new_rows.select(on).unique(), on=on, how="semi")
+    if not candidates.height:
+        return []
+    pairs: list[tuple[str, str]] = []
+    base_groups = candidates.partition_by(on, as_dict=True)
+    new_groups = new_rows.join(candidates.select(on).unique(), on=on, how="semi").partition_by(on, as_dict=True)
+    for gk, b_rows in base_groups.items():
+        n_rows = new_groups.get(gk)
+        if n_rows is not None:
+            pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
+    return pairs
+
+
+def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"base_dmf_key": [p[0] for p in pairs], "dmf_key": [p[1] for p in pairs], "match": [kind] * len(pairs)},
+        schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8},
+    )
+
+
+# --- comparison ----------------------------------------------------------------------------------
+
+
+def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-field changes of matched pairs -> (CHANGED events without watchlist, field changes)."""
+    value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair})
+    joined = pairs.join(
+        base.select("dmf_key", *value_cols).rename({c: f"b.{c}" for c in ["dmf_key", *value_cols]}),
+        left_on="base_dmf_key",
+        right_on="b.dmf_key",
+    ).join(new.select("dmf_key", *value_cols).rename({c: f"n.{c}" for c in value_cols}), on="dmf_key")
+
+    change_frames = []
+    for name, (display, key) in FIELD_COLUMNS.items():
+        display_changed = ~pl.col(f"b.{display}").eq_missing(pl.col(f"n.{display}"))
+        key_changed = ~pl.col(f"b.{key}").eq_missing(pl.col(f"n.{key}"))
+        change_frames.append(
+            joined.filter(display_changed).select(
+                "dmf_key",
+                "base_dmf_key",
+                pl.lit(name).alias("field"),
+                pl.col(f"b.{display}").alias("before"),
+                pl.col(f"n.{display}").alias("after"),
+                (~key_changed).alias("is_cosmetic"),
+                pl.when(key_changed)
+                .then(pl.lit(COMPARED_FIELDS[name].value))
+                .otherwise(pl.lit(Severity.COSMETIC.value))
+                .alias("severity"),
+            )
+        )
+    changes = pl.concat(change_frames).cast(CHANGE_SCHEMA)  # type: ignore[arg-type]
+
+    rank = pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8)
+    per_event = changes.group_by("dmf_key", "base_dmf_key").agg(
+        changed_fields=pl.col("field").filter(~pl.col("is_cosmetic")),
+        cosmetic_fields=pl.col("field").filter(pl.col("is_cosmetic")),
+        worst=rank.max(),
+    )
+    flags = joined.select(
+        "dmf_key",
+        "base_dmf_key",
+        number_assigned=pl.col("b.permit_no").is_null() & pl.col("n.permit_no").is_not_null(),
+        is_transfer=pl.col("b.bizrno").is_not_null()
+        & pl.col("n.bizrno").is_not_null()
+        & (pl.col("b.bizrno") != pl.col("n.bizrno")),
+        is_rename=pl.col("b.bizrno").is_not_null()
+        & pl.col("b.bizrno").eq_missing(pl.col("n.bizrno"))
+        & ~pl.col("b.applicant_key").eq_missing(pl.col("n.applicant_key")),
+    )
+    events = per_event.join(flags, on=["dmf_key", "base_dmf_key"], how="left").with_columns(
+        event_type=pl.lit(EventType.CHANGED.value),
+        severity=pl.col("worst").replace_strict(_RANK_TO_SEVERITY, return_dtype=pl.Utf8),
+        is_cosmetic=pl.col("changed_fields").list.len() == 0,
+        is_reappearance=pl.lit(False),
+    )
+    return events.drop("worst"), changes
+
+
+def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
+    """Display values of the registration (today's; the base's for WITHDRAWN) for people and files."""
+    cols = [c for c in SUMMARY_COLUMNS if c != "permit_no"]
+    new_summary = new.select("dmf_key", pl.col("permit_no").alias("n_permit"), *[pl.col(c).alias(f"{c}_summary") for c in cols])
+    base_summary = base.select(
+        pl.col("dmf_key").alias("base_dmf_key"),
+        pl.col("permit_no").alias("b_permit"),
+        *[pl.col(c).alias(f"b_{c}_summary") for c in cols],
+    )
+    withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
+    out = events.join(new_summary, on="dmf_key", how="left").join(base_summary, on="base_dmf_key", how="left")
+    return out.with_columns(
+        permit_no=pl.when(withdrawn).then(pl.col("b_permit")).otherwise(pl.col("n_permit")),
+        **{
+            f"{c}_summary": pl.when(withdrawn).then(pl.col(f"b_{c}_summary")).otherwise(pl.col(f"{c}_summary"))
+            for c in cols
+        },
+    ).drop("n_permit", "b_permit", *[f"b_{c}_summary" for c in cols])
+
+
+def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None, key_of) -> pl.DataFrame:
+    if watchlist is None or watchlist.is_empty():
+        return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
+    reasons = []
+    for label, column, patterns, kind in (
+        ("성분", "ingredient_key", watchlist.ingredients, "text"),
+        ("신청인", "applicant_key", watchlist.applicants, "company"),
+        ("제조소", "manufacturer_key", watchlist.manufacturers, "company"),
+        ("제조국", "countries_key", watchlist.countries, "country"),
+    ):
+        for pattern in patterns:
+            needle = key_of(pattern, kind)
+            if needle:
+                reasons.append(
+                    pl.when(pl.col(f"_w_{column}").fill_null("").str.contains(needle, literal=True)).then(
+                        pl.lit(f"{label}: {pattern}")
+                    )
+                )
+    if not reasons:
+        return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
+    events = events.with_columns(watch_reasons=pl.concat_list(reasons).list.drop_nulls())
+    hit = pl.col("watch_reasons").list.len() > 0
+    raise_to_high = hit & ~pl.col("is_cosmetic") & (
+        pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8) < SEVERITY_RANK["HIGH"]
+    )
+    return events.with_columns(
+        watchlist_hit=hit,
+        severity=pl.when(raise_to_high).then(pl.lit("HIGH")).otherwise(pl.col("severity")),
+    )
+
+
+def diff_snapshots(
+    base: pl.DataFrame | None,
+    new: pl.DataFrame,
+    *,
+    previously_seen: Iterable[str] = (),
+    watchlist: Watchlist | None = None,
+) -> DiffResult:
+    """Events turning `base` into `new`; both are keyed frames (`keys.assign_keys` output).
+
+    `base` None = the first accepted day: a baseline with no events. `previously_seen` = numbers (or
+    synthetic keys) and identity hashes present on an accepted day before the base but not in it: a
+    NEW registration matching one of those is a reappearance (HIGH).
+    """
+    if base is None:
+        empty = pl.DataFrame(schema=EVENT_SCHEMA)
+        return DiffResult(
+            events=empty,
+            changes=pl.DataFrame(schema=CHANGE_SCHEMA),
+            pairs=pl.DataFrame(schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8}),
+            baseline=True,
+            counts={"NEW": 0, "CHANGED": 0, "WITHDRAWN": 0, "COSMETIC": 0, "substantive": 0, "population": new.height},
+        )
+
+    pairs = _match(base, new)
+    changed, changes = _compare_pairs(base, new, pairs)
+
+    seen = pl.Series("seen", list(previously_seen), dtype=pl.Utf8)
+    new_rows = new.join(pairs.select("dmf_key"), on="dmf_key", how="anti").select(
+        "dmf_key",
+        base_dmf_key=pl.lit(None, dtype=pl.Utf8),
+        event_type=pl.lit(EventType.NEW.value),
+        # the number came back, or (inside a duplicate-number group) the very same registration did
+        is_reappearance=pl.col("group_key").is_in(seen) | pl.col("identity_hash").is_in(seen),
+    )
+    new_rows = new_rows.with_columns(
+        severity=pl.when(pl.col("is_reappearance")).then(pl.lit("HIGH")).otherwise(pl.lit("INFO"))
+    )
+    withdrawn = base.join(pairs.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti").select(
+        "dmf_key",
+        base_dmf_key=pl.col("dmf_key"),
+        event_type=pl.lit(EventType.WITHDRAWN.value),
+        is_reappearance=pl.lit(False),
+        severity=pl.lit("CRITICAL"),
+    )
+    plain = {
+        "is_cosmetic": pl.lit(False),
+        "number_assigned": pl.lit(False),
+        "is_transfer": pl.lit(False),
+        "is_rename": pl.lit(False),
+        "changed_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
+        "cosmetic_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
+    }
+    events = pl.concat(
+        [
+            changed.select(sorted(changed.columns)),
+            new_rows.with_columns(**plain).select(sorted(changed.columns)),
+            withdrawn.with_columns(**plain).select(sorted(changed.columns)),
+        ]
+    )
+    events = _attach_summary(events, base, new)
+
+    # watchlist: today's keys, the base's for withdrawn registrations
+    watch_cols = ["ingredient_key", "applicant_key", "manufacturer_key", "countries_key"]
+    events = events.join(
+        new.select("dmf_key", *[pl.col(c).alias(f"_n_{c}") for c in watch_cols]), on="dmf_key", how="left"
+    ).join(
+        base.select(pl.col("dmf_key").alias("base_dmf_key"), *[pl.col(c).alias(f"_b_{c}") for c in watch_cols]),
+        on="base_dmf_key",
+        how="left",
+    )
+    is_withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
+    events = events.with_columns(
+        **{f"_w_{c}": pl.when(is_withdrawn).then(pl.col(f"_b_{c}")).otherwise(pl.col(f"_n_{c}")) for c in watch_cols}
+    )
+    from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
+
+    events = _apply_watchlist(events, watchlist, match_key)
+    events = events.drop([c for c in events.columns if c.startswith("_")])
+
+    events = (
+        events.with_columns(_rank=pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8))
+        .sort(["_rank", "dmf_key"], descending=[True, False])
+        .drop("_rank")
+        .select(list(EVENT_SCHEMA))
+        .cast(EVENT_SCHEMA)  # type: ignore[arg-type]
+    )
+    counts = {
+        "NEW": int((events["event_type"] == "NEW").sum()),
+        "CHANGED": int(((events["event_type"] == "CHANGED") & ~events["is_cosmetic"]).sum()),
+        "WITHDRAWN": int((events["event_type"] == "WITHDRAWN").sum()),
+        "COSMETIC": int(events["is_cosmetic"].sum()),
+        "REAPPEARED": int(events["is_reappearance"].sum()),
+        "NUMBER_ASSIGNED": int(events["number_assigned"].sum()),
+        "population": max(base.height, 1),
+    }
+    counts["substantive"] = counts["NEW"] + counts["CHANGED"] + counts["WITHDRAWN"]
+    return DiffResult(events=events, changes=changes, pairs=pairs, counts=counts)

@@ -1,0 +1,364 @@
+"""The six acceptance gates and the quality metrics (DESIGN.md §6), as pure functions.
+
+Gates 1–5 judge the fetched snapshot on its own (and its size against the last accepted day);
+gate 6 judges the diff. A day is accepted only if all six pass. Every outcome carries the observed
+value, the threshold and a Korean sentence with the numbers, so the UI and the workbook explain
+themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import polars as pl
+
+from dmf_assets.settings import Gates, Quality
+
+GATE_LABELS: dict[int, tuple[str, str]] = {
+    1: ("transport", "전송"),
+    2: ("completeness", "완전성"),
+    3: ("drop", "감소율"),
+    4: ("nulls", "결측"),
+    5: ("duplicates", "중복"),
+    6: ("churn", "변동률"),
+}
+
+
+@dataclass(frozen=True)
+class FetchFacts:
+    """What the fetch proved about the day's transfer (built from the client's FetchResult)."""
+
+    transport_ok: bool
+    transport_errors: tuple[str, ...] = ()
+    pages_ok: int = 0
+    pages_failed: int = 0
+    total_count: int | None = None  # consistent totalCount across pages; None when unknown/inconsistent
+    total_count_note: str = ""  # why total_count is None, when it is
+    rows_received: int = 0
+    rows_after_dedup: int = 0
+    duplicate_rows_dropped: int = 0
+    unexpected_fields: tuple[str, ...] = ()
+    missing_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    number: int
+    passed: bool | None  # None = not evaluated (an earlier gate already rejected the day)
+    observed_value: float | None
+    threshold_value: float | None
+    observed: str
+    threshold: str
+    detail: str
+    samples: tuple[dict, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return GATE_LABELS[self.number][0]
+
+    @property
+    def label_ko(self) -> str:
+        return GATE_LABELS[self.number][1]
+
+
+@dataclass(frozen=True)
+class QualityMetric:
+    name: str
+    label_ko: str
+    value: float
+    expected: str
+    ok: bool
+    detail: str = ""
+    samples: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class BaseFacts:
+    """The comparison base: the latest accepted day before the day being judged."""
+
+    day: date | None = None
+    total_count: int | None = None
+    population: int | None = None
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.2f} %"
+
+
+def gate_transport(f: FetchFacts) -> GateOutcome:
+    passed = f.transport_ok and f.pages_failed == 0
+    errors = "; ".join(f.transport_errors[:3])
+    return GateOutcome(
+        1,
+        passed,
+        float(f.pages_failed),
+        0.0,
+        f"정상 {f.pages_ok:,}쪽 / 실패 {f.pages_failed:,}쪽",
+        "모든 쪽 HTTP 200 · resultCode 00 · 올바른 응답",
+        "모든 쪽을 정상 수신했습니다." if passed else f"수신 실패: {errors or '원인 미상'}",
+        tuple({"error": e} for e in f.transport_errors[:10]),
+    )
+
+
+def gate_completeness(f: FetchFacts) -> GateOutcome:
+    if f.total_count is None:
+        return GateOutcome(
+            2,
+            False,
+            float(f.rows_after_dedup),
+            None,
+            f"수신 {f.rows_after_dedup:,}건 / totalCount 확인 불가",
+            "수신 건수 = totalCount",
+            f"totalCount를 확정할 수 없어 완전성을 증명할 수 없습니다. {f.total_count_note}".strip(),
+        )
+    passed = f.rows_after_dedup == f.total_count and f.total_count > 0
+    note = f" (페이지 간 반복된 동일 행 {f.duplicate_rows_dropped:,}건 제외)" if f.duplicate_rows_dropped else ""
+    gap = f.rows_after_dedup - f.total_count
+    if passed:
+        detail = "전체 목록을 빠짐없이 받았습니다."
+    elif f.total_count == 0:
+        detail = "totalCount가 0입니다 — 빈 목록은 받아들이지 않습니다."
+    elif gap < 0:
+        detail = f"{-gap:,}건이 누락되었습니다."
+    else:
+        detail = f"totalCount보다 {gap:,}건 더 받았습니다 — 목록이 불안정합니다."
+    return GateOutcome(
+        2,
+        passed,
+        float(f.rows_after_dedup),
+        float(f.total_count),
+        f"수신 {f.rows_after_dedup:,}건 / totalCount {f.total_count:,}건{note}",
+        "수신 건수 = totalCount",
+        detail,
+    )
+
+
+def gate_drop(f: FetchFacts, base: BaseFacts, gates: Gates) -> GateOutcome:
+    threshold = gates.drop_max_ratio
+    if base.day is None or not base.total_count:
+        return GateOutcome(3, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", "첫 수집일이므로 감소율을 비교하지 않습니다.")
+    current = f.total_count if f.total_count is not None else f.rows_after_dedup
+    drop = max(0.0, (base.total_count - current) / base.total_count)
+    passed = drop <= threshold
+    return GateOutcome(
+        3,
+        passed,
+        drop,
+        threshold,
+        f"{base.total_count:,}건 → {current:,}건 ({_pct(drop)} 감소)",
+        f"≤ {_pct(threshold)}",
+        f"기준일 {base.day.isoformat()} 대비 감소율이 허용 범위 안입니다."
+        if passed
+        else f"기준일 {base.day.isoformat()} 대비 {base.total_count - current:,}건({_pct(drop)})이 사라졌습니다 — 부분 목록으로 보고 거부합니다.",
+    )
+
+
+def gate_nulls(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
+    threshold = gates.null_max_ratio
+    n = frame.height
+    if n == 0:
+        return GateOutcome(4, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다.")
+    ratios = {
+        "등록번호": frame["permit_no"].null_count() / n,
+        "성분명": frame["ingredient"].null_count() / n,
+        "신청인": frame["applicant"].null_count() / n,
+    }
+    worst_label, worst = max(ratios.items(), key=lambda kv: kv[1])
+    passed = worst <= threshold
+    failing = [k for k, v in ratios.items() if v > threshold]
+    samples = (
+        frame.filter(pl.col("permit_no").is_null() | pl.col("ingredient").is_null() | pl.col("applicant").is_null())
+        .select("row_no", "permit_no_raw", "ingredient", "applicant")
+        .head(10)
+        .to_dicts()
+    )
+    return GateOutcome(
+        4,
+        passed,
+        worst,
+        threshold,
+        " · ".join(f"{k} {_pct(v)}" for k, v in ratios.items()),
+        f"각 ≤ {_pct(threshold)}",
+        "핵심 필드 결측이 허용 범위 안입니다."
+        if passed
+        else f"{', '.join(failing)} 결측 비율이 높습니다 (최대 {worst_label} {_pct(worst)}) — 응답 형식이 바뀌었을 수 있습니다.",
+        tuple(samples),
+    )
+
+
+def gate_duplicates(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
+    threshold = gates.duplicate_max_ratio
+    numbered = frame.filter(pl.col("permit_no").is_not_null())
+    n = numbered.height
+    surplus = n - numbered["permit_no"].n_unique() if n else 0
+    ratio = surplus / n if n else 0.0
+    passed = ratio <= threshold
+    dup_numbers = (
+        numbered.group_by("permit_no").len().filter(pl.col("len") > 1).sort("len", "permit_no", descending=[True, False]).head(10)
+    )
+    return GateOutcome(
+        5,
+        passed,
+        ratio,
+        threshold,
+        f"중복 등록번호 초과분 {surplus:,}건 / {n:,}건 ({_pct(ratio)})",
+        f"≤ {_pct(threshold)}",
+        "중복 등록번호가 허용 범위 안입니다." if passed else "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
+        tuple({"permit_no": r["permit_no"], "count": r["len"]} for r in dup_numbers.to_dicts()),
+    )
+
+
+def gate_churn(counts: dict[str, int], population: int, gates: Gates, samples: tuple[dict, ...] = ()) -> GateOutcome:
+    threshold = gates.churn_max_ratio
+    changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
+    ratio = changed / max(population, 1)
+    passed = ratio <= threshold
+    return GateOutcome(
+        6,
+        passed,
+        ratio,
+        threshold,
+        f"신규 {counts.get('NEW', 0):,} · 변경 {counts.get('CHANGED', 0):,} · 취하 {counts.get('WITHDRAWN', 0):,} "
+        f"/ {population:,}건 ({_pct(ratio)})",
+        f"≤ {_pct(threshold)}",
+        "변동이 허용 범위 안입니다."
+        if passed
+        else "하루 변동이 비정상적으로 큽니다 — 원천 데이터 이상으로 보고 거부합니다. 실제 대규모 변경이면 "
+        "config의 gates.churn_max_ratio를 높여 이 날짜를 다시 실행하세요.",
+        samples,
+    )
+
+
+def not_evaluated(number: int, reason: str) -> GateOutcome:
+    return GateOutcome(number, None, None, None, "평가하지 않음", "-", reason)
+
+
+def pre_diff_gates(frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: Gates) -> list[GateOutcome]:
+    """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived."""
+    transport = gate_transport(fetch)
+    completeness = gate_completeness(fetch)
+    if not transport.passed and fetch.rows_after_dedup == 0:
+        reason = "전송 게이트에서 이미 거부되었습니다."
+        return [transport, completeness, not_evaluated(3, reason), not_evaluated(4, reason), not_evaluated(5, reason)]
+    return [transport, completeness, gate_drop(fetch, base, gates), gate_nulls(frame, gates), gate_duplicates(frame, gates)]
+
+
+def first_failure(outcomes: list[GateOutcome]) -> GateOutcome | None:
+    return next((o for o in outcomes if o.passed is False), None)
+
+
+# --- quality metrics (warnings only) -------------------------------------------------------------
+
+
+def quality_metrics(
+    frame: pl.DataFrame,
+    fetch: FetchFacts,
+    day: date,
+    quality: Quality,
+    *,
+    days_since_source_change: int | None = None,
+) -> list[QualityMetric]:
+    n = max(frame.height, 1)
+    numbered = frame.filter(pl.col("permit_no").is_not_null())
+    unknown = numbered.filter(pl.col("permit_fmt") == "unknown")
+    parse_rate = 1 - unknown.height / max(numbered.height, 1)
+    new_substance = frame.filter(pl.col("permit_fmt") == "new_substance").height / n
+    unknown_groups = numbered.filter(
+        (pl.col("permit_fmt") == "standard") & pl.col("permit_table").is_null()
+    )
+    day_iso = day.isoformat()
+    future = frame.filter(pl.col("issue_date") > day_iso)
+    ancient = frame.filter(pl.col("issue_date") < "1990-01-01")
+    before_accept = frame.filter(
+        pl.col("permit_accept_date").is_not_null()
+        & pl.col("issue_date").is_not_null()
+        & (pl.col("issue_date") < pl.col("permit_accept_date"))
+    )
+    invalid_dates = frame.filter(pl.col("issue_date_invalid"))
+    unresolved = frame.filter(pl.col("unresolved_countries").list.len() > 0)
+    oversize = frame.filter(pl.col("oversize_fields").list.len() > 0)
+    garbled = frame.filter(pl.col("has_replacement_char"))
+    split_failed = frame.filter((pl.col("site_count") > 1) & ~pl.col("sites_split_ok"))
+    synthetic = frame.filter(pl.col("permit_no").is_null())
+    rows = frame.height
+
+    def sample(df: pl.DataFrame, *cols: str) -> tuple[dict, ...]:
+        return tuple(df.select("row_no", *cols).head(5).to_dicts())
+
+    metrics = [
+        QualityMetric(
+            "row_count", "수집 건수 범위", rows, f"{quality.row_count_min:,}–{quality.row_count_max:,}",
+            quality.row_count_min <= rows <= quality.row_count_max, f"{rows:,}건",
+        ),
+        QualityMetric(
+            "permit_parse_rate", "등록번호 해석률", round(parse_rate, 6), f"≥ {_pct(quality.permit_parse_min_ratio)}",
+            parse_rate >= quality.permit_parse_min_ratio, f"해석 불가 {unknown.height:,}건",
+            sample(unknown, "permit_no_raw"),
+        ),
+        QualityMetric(
+            "new_substance_ratio", "신물질 비율", round(new_substance, 6), f"≤ {_pct(quality.new_substance_max_ratio)}",
+            new_substance <= quality.new_substance_max_ratio, _pct(new_substance),
+        ),
+        QualityMetric(
+            "unknown_groups", "미확인 그룹 문자", unknown_groups.height, "정보", True,
+            f"{unknown_groups.height:,}건 (예: HP 등 표에 없는 그룹)", sample(unknown_groups, "permit_no"),
+        ),
+        QualityMetric(
+            "synthetic_keys", "등록번호 미부여(합성 키)", synthetic.height, f"≤ {quality.synthetic_key_max}",
+            synthetic.height <= quality.synthetic_key_max, f"{synthetic.height:,}건", sample(synthetic, "ingredient", "applicant"),
+        ),
+        QualityMetric(
+            "invalid_dates", "발급일자 형식 오류", invalid_dates.height, "0", invalid_dates.height == 0,
+            f"{invalid_dates.height:,}건", sample(invalid_dates, "permit_no"),
+        ),
+        QualityMetric(
+            "future_dates", "미래 발급일자", future.height, "0", future.height == 0, f"{future.height:,}건",
+            sample(future, "permit_no", "issue_date"),
+        ),
+        QualityMetric(
+            "ancient_dates", "1990년 이전 발급일자", ancient.height, "0", ancient.height == 0, f"{ancient.height:,}건",
+            sample(ancient, "permit_no", "issue_date"),
+        ),
+        QualityMetric(
+            "issue_before_acceptance", "접수일 이전 발급일자", before_accept.height, "정보", True,
+            f"{before_accept.height:,}건", sample(before_accept, "permit_no", "issue_date", "permit_accept_date"),
+        ),
+        QualityMetric(
+            "unresolved_countries", "미확인 국가명", unresolved.height, f"≤ {quality.unresolved_country_max}",
+            unresolved.height <= quality.unresolved_country_max, f"{unresolved.height:,}건",
+            sample(unresolved, "countries"),
+        ),
+        QualityMetric(
+            "oversize_fields", "규격 초과 길이", oversize.height, f"≤ {quality.oversize_max}",
+            oversize.height <= quality.oversize_max, f"{oversize.height:,}건", sample(oversize, "permit_no"),
+        ),
+        QualityMetric(
+            "replacement_chars", "깨진 문자(U+FFFD)", garbled.height, f"≤ {quality.replacement_char_max}",
+            garbled.height <= quality.replacement_char_max, f"{garbled.height:,}건", sample(garbled, "permit_no"),
+        ),
+        QualityMetric(
+            "site_split_failures", "제조소 분리 실패", split_failed.height, "정보", True, f"{split_failed.height:,}건",
+            sample(split_failed, "permit_no"),
+        ),
+        QualityMetric(
+            "schema_drift", "응답 필드 변화", len(fetch.unexpected_fields) + len(fetch.missing_fields), "0",
+            not (fetch.unexpected_fields or fetch.missing_fields),
+            (f"예상 밖 필드: {', '.join(fetch.unexpected_fields)} " if fetch.unexpected_fields else "")
+            + (f"누락 필드: {', '.join(fetch.missing_fields)}" if fetch.missing_fields else "")
+            or "변화 없음",
+        ),
+        QualityMetric(
+            "page_repeats", "페이지 간 반복 행", fetch.duplicate_rows_dropped, "정보", True,
+            f"{fetch.duplicate_rows_dropped:,}건 제거",
+        ),
+    ]
+    if days_since_source_change is not None:
+        metrics.append(
+            QualityMetric(
+                "days_since_source_change", "원천 무변동 일수", days_since_source_change,
+                f"≤ {quality.stale_source_days}", days_since_source_change <= quality.stale_source_days,
+                f"{days_since_source_change}일째 변경 없음",
+            )
+        )
+    return metrics

@@ -1,0 +1,250 @@
+"""The shared vocabulary of DMF Watch: source fields, internal field names, severities, events.
+
+Everything else (emulator, normalizer, diff, storage, workbook) speaks these names, so a field is
+called the same thing from the API row to the Excel column. Pure data, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+# --- source --------------------------------------------------------------------------------------
+
+#: API item field -> internal field name (DESIGN.md §2.1). Order is the API's documented order.
+SOURCE_FIELDS: dict[str, str] = {
+    "DMF_PERMIT_NO": "permit_no_raw",
+    "INGR_KOR_NAME": "ingredient",
+    "ENTP_NAME": "applicant",
+    "MNFCTR_NAME": "manufacturer",
+    "MNFCTR_PLACE": "address",
+    "MANUF_COUNTRY_CODE_NM": "countries",
+    "DMF_PERMIT_DATE": "issue_date",
+    "BIZRNO": "bizrno",
+    "NOTICE_CODE": "target_class",
+}
+API_FIELDS: tuple[str, ...] = tuple(SOURCE_FIELDS)
+
+#: Documented maximum sizes (characters). Many values longer than this = the source changed shape.
+SPEC_SIZES: dict[str, int] = {
+    "DMF_PERMIT_NO": 200,
+    "INGR_KOR_NAME": 3000,
+    "ENTP_NAME": 200,
+    "MNFCTR_NAME": 150,
+    "MNFCTR_PLACE": 2000,
+    "MANUF_COUNTRY_CODE_NM": 1000,
+    "DMF_PERMIT_DATE": 30,
+}
+
+#: NOTICE_CODE values seen in the registry (empty is also normal).
+TARGET_CLASSES: tuple[str, ...] = ("별표1", "별표1의2", "신물질", "기타", "인태반 유래")
+
+#: Permit-number group letter -> (별표 table, effective date). Sort by date, not by letter.
+PERMIT_GROUPS: dict[str, tuple[str, str]] = {
+    "A": ("별표1", "2003-01-01"),
+    "B": ("별표1", "2003-01-01"),
+    "C": ("별표1", "2003-01-01"),
+    "D": ("별표1", "2003-01-01"),
+    "E": ("별표1", "2008-01-01"),
+    "F": ("별표1", "2009-01-01"),
+    "G": ("별표1", "2010-01-01"),
+    "H": ("별표1", "2011-01-01"),
+    "I": ("별표1", "2013-01-01"),
+    "J": ("별표1", "2017-12-25"),
+    "K": ("별표1의2", "2018-01-01"),
+}
+
+# --- compared fields and severity ----------------------------------------------------------------
+
+
+class Severity(str, Enum):
+    CRITICAL = "CRITICAL"
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    INFO = "INFO"
+    COSMETIC = "COSMETIC"
+
+    @property
+    def rank(self) -> int:
+        return SEVERITY_RANK[self.value]
+
+    @property
+    def label_ko(self) -> str:
+        return SEVERITY_LABEL_KO[self.value]
+
+
+SEVERITY_RANK: dict[str, int] = {"CRITICAL": 4, "HIGH": 3, "MEDIUM": 2, "INFO": 1, "COSMETIC": 0}
+SEVERITY_LABEL_KO: dict[str, str] = {
+    "CRITICAL": "심각",
+    "HIGH": "높음",
+    "MEDIUM": "보통",
+    "INFO": "정보",
+    "COSMETIC": "표기 변경",
+}
+
+
+class EventType(str, Enum):
+    NEW = "NEW"
+    CHANGED = "CHANGED"
+    WITHDRAWN = "WITHDRAWN"
+
+    @property
+    def label_ko(self) -> str:
+        return EVENT_LABEL_KO[self.value]
+
+
+EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
+
+#: Fields compared by the diff, in display order, with the severity of a substantive change
+#: (DESIGN.md §5). `permit_no` only changes when a registration receives its number.
+COMPARED_FIELDS: dict[str, Severity] = {
+    "permit_no": Severity.INFO,
+    "ingredient": Severity.HIGH,
+    "applicant": Severity.HIGH,
+    "bizrno": Severity.HIGH,
+    "manufacturer": Severity.CRITICAL,
+    "address": Severity.CRITICAL,
+    "countries": Severity.CRITICAL,
+    "issue_date": Severity.MEDIUM,
+    "target_class": Severity.MEDIUM,
+}
+
+FIELD_LABEL_KO: dict[str, str] = {
+    "permit_no": "등록번호",
+    "ingredient": "성분명",
+    "applicant": "신청인",
+    "bizrno": "사업자등록번호",
+    "manufacturer": "제조소명",
+    "address": "제조소 소재지",
+    "countries": "제조국",
+    "issue_date": "발급일자",
+    "target_class": "대상의약품",
+}
+
+#: For every compared field: the column holding its display value and the column holding its
+#: matching key in the normalized frame. Equal keys with different display values = COSMETIC.
+FIELD_COLUMNS: dict[str, tuple[str, str]] = {
+    "permit_no": ("permit_no", "permit_no"),
+    "ingredient": ("ingredient", "ingredient_key"),
+    "applicant": ("applicant", "applicant_key"),
+    "bizrno": ("bizrno", "bizrno"),
+    "manufacturer": ("manufacturer", "manufacturer_key"),
+    "address": ("address", "address_key"),
+    "countries": ("countries", "countries_key"),
+    "issue_date": ("issue_date", "issue_date"),
+    "target_class": ("target_class", "target_class_key"),
+}
+
+# --- the normalized frame ------------------------------------------------------------------------
+#: Columns produced by `domain.normalize.normalize_items` (polars), one row per API item.
+#: Display values are what people read; *_key columns are the matching keys (DESIGN.md §3).
+NORMALIZED_COLUMNS: dict[str, str] = {
+    "row_no": "Int32 — position in the fetched order (after page concatenation), for audit",
+    "permit_no_raw": "Utf8? — DMF_PERMIT_NO exactly as received",
+    "permit_no": "Utf8? — NFKC, punctuation folded, whitespace removed, upper-case; null if blank",
+    "permit_fmt": "Utf8 — standard | new_substance | unknown | missing",
+    "permit_accept_date": "Utf8? — ISO date of the 8-digit acceptance-date prefix (standard)",
+    "permit_ingr_no": "Utf8? — 별표1 ingredient no. (standard) / first number (new_substance)",
+    "permit_group": "Utf8? — group letters: A..K, HP, …, ND for new substances",
+    "permit_serial": "Utf8? — serial token",
+    "permit_seq": "Utf8? — same-ingredient sequence (absent for group J)",
+    "permit_grant": "Utf8? — grant suffix without parentheses: '1', '14', 'A', …",
+    "permit_prefix": "Utf8? — Hangul prefix of new-substance numbers ('수')",
+    "permit_table": "Utf8? — 별표1 | 별표1의2 from the group letter",
+    "permit_group_date": "Utf8? — ISO effective date of the group",
+    "ingredient": "Utf8? display",
+    "ingredient_key": "Utf8? matching key",
+    "ingredient_base": "Utf8? base name (aggregation only)",
+    "is_micronized": "Boolean",
+    "applicant": "Utf8? display",
+    "applicant_key": "Utf8? key (legal-form words removed)",
+    "manufacturer": "Utf8? display",
+    "manufacturer_key": "Utf8? key (legal-form words removed)",
+    "address": "Utf8? display",
+    "address_key": "Utf8? key",
+    "countries": "Utf8? display (normalized text, source order kept)",
+    "countries_key": "Utf8? canonical names, de-duplicated, sorted, joined with '|'",
+    "country_list": "List[Utf8] canonical country per site, in source order",
+    "site_count": "Int32 — number of sites = number of country entries",
+    "sites": "List[Struct{name, address, country, role}] per-site split",
+    "sites_split_ok": "Boolean — manufacturer/address split into exactly site_count parts",
+    "issue_date": "Utf8? ISO YYYY-MM-DD; null if missing or invalid",
+    "issue_date_invalid": "Boolean — a value was present but not a valid date",
+    "bizrno": "Utf8? 10 digits, separators removed; null if blank",
+    "bizrno_valid": "Boolean — exactly 10 digits",
+    "target_class": "Utf8? display",
+    "target_class_key": "Utf8? key",
+    "oversize_fields": "List[Utf8] — API fields whose raw value exceeds SPEC_SIZES",
+    "has_replacement_char": "Boolean — U+FFFD anywhere in the raw row",
+    "unresolved_countries": "List[Utf8] — country names not in the alias table",
+}
+
+# --- events --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    before: str | None
+    after: str | None
+    is_cosmetic: bool
+    severity: Severity
+
+
+@dataclass(frozen=True)
+class Event:
+    """One registration-level change between the comparison base and the day (DESIGN.md §5)."""
+
+    event_type: EventType
+    dmf_key: str  # today's key (NEW/CHANGED) or the base key (WITHDRAWN)
+    permit_no: str | None
+    severity: Severity  # worst non-cosmetic field, raised by flags/watchlist; COSMETIC if only cosmetic
+    base_dmf_key: str | None = None  # base key when it differs (number assigned, duplicate group)
+    is_cosmetic: bool = False  # CHANGED where every field change is cosmetic
+    is_reappearance: bool = False  # NEW that was withdrawn before
+    number_assigned: bool = False  # CHANGED: a synthetic-key registration received its number
+    is_transfer: bool = False  # BIZRNO changed (양도양수)
+    is_rename: bool = False  # applicant name changed, BIZRNO unchanged
+    watchlist_hit: bool = False
+    watch_reasons: tuple[str, ...] = ()
+    changes: tuple[FieldChange, ...] = ()
+
+    @property
+    def changed_fields(self) -> tuple[str, ...]:
+        return tuple(c.field for c in self.changes if not c.is_cosmetic)
+
+    @property
+    def cosmetic_fields(self) -> tuple[str, ...]:
+        return tuple(c.field for c in self.changes if c.is_cosmetic)
+
+
+# --- ground truth (emulator) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TruthChange:
+    """What really happened to one registration between two emulator dates.
+
+    `permit_no` is the registration's number on the later date (NEW/CHANGED) or on the earlier
+    date (WITHDRAWN); None while it has no number. `entity_id` is the emulator's own identity.
+    """
+
+    entity_id: int
+    event_type: EventType
+    permit_no: str | None
+    base_permit_no: str | None = None  # number on the earlier date (None if it had none)
+    substantive_fields: frozenset[str] = frozenset()  # COMPARED_FIELDS names whose meaning changed
+    cosmetic_fields: frozenset[str] = frozenset()  # re-typed only (same matching key)
+    is_reappearance: bool = False
+    number_assigned: bool = False
+    is_transfer: bool = False
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    old_date: str
+    new_date: str
+    changes: tuple[TruthChange, ...] = field(default_factory=tuple)
+
+    def of_type(self, event_type: EventType) -> tuple[TruthChange, ...]:
+        return tuple(c for c in self.changes if c.event_type is event_type)

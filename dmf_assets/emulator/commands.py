@@ -1,0 +1,123 @@
+"""`dmf emulator serve | faults | truth` — the local MFDS emulator."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("emulator", help="로컬 MFDS API 에뮬레이터 / the local MFDS API emulator")
+    sub = p.add_subparsers(dest="emulator_command", metavar="SUBCOMMAND")
+    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+
+    s = sub.add_parser("serve", help="에뮬레이터를 HTTP로 제공 / serve the emulator over HTTP")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8089)
+    s.add_argument("--service-key", default=None, help="accept only this key (default: any non-empty key)")
+    s.add_argument("--date", default=None, help="date served when the request has no X-Emulator-Date header "
+                   "(default: today in Asia/Seoul)")
+    s.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND[:p=v,...]",
+                   help="fault for a date (repeatable; added to config emulator.faults)")
+    s.add_argument("--seed", type=int, default=None, help="registry seed (default from config)")
+    s.add_argument("--items-style", default="list", choices=("list", "item", "item_absent"),
+                   help="JSON shape of `items` (list = bare list; item = {\"item\": ...})")
+    s.set_defaults(handler=serve)
+
+    f = sub.add_parser("faults", help="고장 종류 목록 / list the fault kinds")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(handler=faults)
+
+    t = sub.add_parser("truth", help="두 날짜 사이 실제 변경 / ground truth between two dates")
+    t.add_argument("--old", required=True)
+    t.add_argument("--new", required=True)
+    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(handler=truth)
+
+
+def serve(args: argparse.Namespace) -> int:
+    from dmf_assets.cli import UserError
+    from dmf_assets.emulator.app import EmulatorApp
+    from dmf_assets.emulator.faults import FaultPlan
+    from dmf_assets.emulator.server import EmulatorServer
+    from dmf_assets.settings import settings
+
+    s = settings()
+    try:
+        plan = FaultPlan.parse(s.emulator.faults).merged(FaultPlan.from_cli(args.fault))
+        app = EmulatorApp(seed=args.seed if args.seed is not None else s.emulator.seed,
+                          service_key=args.service_key, faults=plan, default_date=args.date,
+                          items_style=args.items_style)
+        server = EmulatorServer(args.host, args.port, app=app,
+                                emit=lambda line: print(line, file=sys.stderr, flush=True))
+    except (ValueError, OSError) as exc:
+        raise UserError(f"emulator: {exc}") from None
+    print(server.base_url, flush=True)
+    print(f"serving the MFDS emulator at {server.base_url} (date: {args.date or 'today, Asia/Seoul'}; "
+          f"faults: {plan.to_config() or 'none'}; key: {'fixed' if args.service_key else 'any'}) — Ctrl-C stops",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+def faults(args: argparse.Namespace) -> int:
+    from dmf_assets.emulator.faults import FAULT_KINDS, describe_table
+
+    if args.json:
+        print(json.dumps([{"kind": k.name, "ko": k.ko, "en": k.en, "expected": k.expected,
+                           "params": dict(k.defaults)} for k in FAULT_KINDS.values()],
+                         ensure_ascii=False, indent=1))
+        return 0
+    print("고장 종류 / fault kinds — config: [emulator.faults] \"YYYY-MM-DD\" = \"kind[:param=value,...]\"")
+    for kind, ko, en, expected, params in describe_table():
+        print(f"\n{kind}  (params: {params})")
+        print(f"  {ko}")
+        print(f"  {en}")
+        print(f"  → expected: {expected}")
+    return 0
+
+
+def truth(args: argparse.Namespace) -> int:
+    from dmf_assets.cli import UserError
+    from dmf_assets.settings import settings
+
+    try:
+        from dmf_assets.emulator.registry import RegistrySimulator
+    except ImportError as exc:
+        raise UserError(f"the registry simulator is not available in this build: {exc}") from None
+    sim = RegistrySimulator(args.seed if args.seed is not None else settings().emulator.seed)
+    if not hasattr(sim, "truth"):
+        raise UserError("this registry simulator has no ground truth")
+    try:
+        gt = sim.truth(args.old, args.new)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    rows = [
+        {
+            "event": c.event_type.value,
+            "permit_no": c.permit_no,
+            "base_permit_no": c.base_permit_no,
+            "substantive": sorted(c.substantive_fields),
+            "cosmetic": sorted(c.cosmetic_fields),
+            "flags": [n for n in ("is_reappearance", "number_assigned", "is_transfer") if getattr(c, n)],
+            "entity_id": c.entity_id,
+        }
+        for c in gt.changes
+    ]
+    if args.json:
+        print(json.dumps({"old": gt.old_date, "new": gt.new_date, "changes": rows}, ensure_ascii=False, indent=1))
+        return 0
+    counts = {e: sum(r["event"] == e for r in rows) for e in ("NEW", "CHANGED", "WITHDRAWN")}
+    print(f"ground truth {gt.old_date} → {gt.new_date}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for r in rows:
+        detail = ",".join(r["substantive"]) or ("cosmetic: " + ",".join(r["cosmetic"]) if r["cosmetic"] else "")
+        flags = " ".join(r["flags"])
+        print(f"  {r['event']:<9} {r['permit_no'] or '(번호 없음)':<28} {detail} {flags}".rstrip())
+    return 0

@@ -1,0 +1,969 @@
+"""The emulated MFDS DMF registry: any day's full list, its evolution, and the ground truth.
+
+`RegistrySimulator(seed)` builds, once per instance, a compact event log for 2025-01-01..2027-12-31:
+an initial registry of ≈8,600 rows (the 151 real seed rows among them) and, day by day, new
+registrations on Korean business days, grant-derived copies, numbers assigned to registrations
+published without one, substantive changes, cosmetic re-typings, withdrawals and reappearances.
+Each registration is an *entity* with a list of (first day, row) versions, so `items(day)` is a
+replay (one bisect per entity) and `truth(old, new)` compares the two rendered states directly.
+
+`synthetic_registry` / `churn_day` reuse the same record factory for benchmark-sized frames.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import random
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import polars as pl
+
+from dmf_assets.domain.model import API_FIELDS, EventType, GroundTruth, TruthChange
+from dmf_assets.emulator import _keys, _vocab
+from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
+from dmf_assets.emulator._calendar import (
+    FIRST_DATE,
+    LAST_DATE,
+    add_business_days,
+    check_in_range,
+    is_business_day,
+    next_business_day,
+    parse_day,
+    previous_business_day,
+)
+from dmf_assets.emulator._records import (
+    ADDR,
+    APP,
+    BIZ,
+    CTRY,
+    DATE,
+    GROUP_DATES,
+    ING,
+    MFR,
+    NOTICE,
+    P,
+    Applicant,
+    Draft,
+    Factory,
+    Row,
+    canonical_of,
+    cosmetic_edit,
+    malform_number,
+    site_count,
+    split_grant,
+)
+
+__all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "synthetic_registry", "churn_day", "compare_rows"]
+
+#: model.COMPARED_FIELDS name -> position in a row (API field order)
+COMPARED_POSITIONS: dict[str, int] = {
+    "permit_no": P, "ingredient": ING, "applicant": APP, "bizrno": BIZ, "manufacturer": MFR,
+    "address": ADDR, "countries": CTRY, "issue_date": DATE, "target_class": NOTICE,
+}
+SEED_DATE = date.fromisoformat(_vocab.SEED_OBSERVED_ON)
+INITIAL_SIZE = 8600
+#: registry size the simulation steers towards (DESIGN.md §2: 9,167 on 2026-10-08)
+SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
+SUBSTANTIVE_KINDS = ("mfr_add", "mfr_replace", "address", "country", "transfer", "rename", "ingredient",
+                     "issue_date", "notice")
+
+
+# --- comparison (ground truth) ---------------------------------------------------------------------
+
+
+def compare_rows(old: Row, new: Row) -> tuple[frozenset[str], frozenset[str]]:
+    """(substantive fields, cosmetic fields) between two renderings of one registration."""
+    subst, cosm = [], []
+    for fld, i in COMPARED_POSITIONS.items():
+        a, b = old[i], new[i]
+        # DESIGN §5: versions are told apart by display values; a re-typing that normalizes away
+        # (extra spaces, a trailing CR/LF) is not a change at all
+        if a == b or _keys.field_display(fld, a) == _keys.field_display(fld, b):
+            continue
+        if _keys.field_key(fld, a) != _keys.field_key(fld, b):
+            subst.append(fld)
+        else:
+            cosm.append(fld)
+    return frozenset(subst), frozenset(cosm)
+
+
+def _truth_change(eid: int, old: Row | None, new: Row | None, reappeared: bool = False) -> TruthChange | None:
+    if old is None and new is None:
+        return None
+    if old is None:
+        return TruthChange(eid, EventType.NEW, _keys.permit_key(new[P]), is_reappearance=reappeared)
+    if new is None:
+        return TruthChange(eid, EventType.WITHDRAWN, _keys.permit_key(old[P]), base_permit_no=_keys.permit_key(old[P]))
+    if old == new:
+        return None
+    subst, cosm = compare_rows(old, new)
+    if not subst and not cosm:
+        return None
+    return TruthChange(
+        eid,
+        EventType.CHANGED,
+        _keys.permit_key(new[P]),
+        base_permit_no=_keys.permit_key(old[P]),
+        substantive_fields=subst,
+        cosmetic_fields=cosm,
+        number_assigned=old[P] is None and new[P] is not None,
+        is_transfer="bizrno" in subst,
+    )
+
+
+# --- substantive edits (pure: row in, (row, description, target fields) out) ----------------------------
+
+_Edit = tuple[Row, str, tuple[str, ...]]
+
+
+def _single_site(row: Row) -> bool:
+    return site_count(row) == 1 and not (row[MFR] or "").rstrip().endswith(",")
+
+
+def _is_valid_substantive(old: Row, edit: _Edit) -> bool:
+    """Every target field changes its matching key under every key variant (see _keys.py)."""
+    new, _, fields = edit
+    return all(_keys.is_substantive_edit(fld, old[COMPARED_POSITIONS[fld]], new[COMPARED_POSITIONS[fld]])
+               for fld in fields)
+
+
+def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    c = f.pick_country()
+    m = f.pick_manufacturer(c)
+    role = rng.choice(_vocab.ROLE_PREFIXES).format(ingr=(row[ING] or "").strip()) if rng.random() < 0.3 else ""
+    sep = "," if rng.random() < 0.55 else ", "
+    mfr = (row[MFR] or "").rstrip().rstrip(",")
+    new = row[:MFR] + (f"{mfr}{sep}{role}{m.name}", f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
+                       f"{row[CTRY]},{c.spell(rng)}") + row[CTRY + 1:]
+    return new, f"manufacturer added: {role}{m.name} ({c.canonical})", ("manufacturer", "address")
+
+
+def _country_of(row: Row):
+    return COUNTRY_BY_NAME.get(canonical_of(row[CTRY] or "") or "")
+
+
+def _edit_mfr_replace(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    current = _country_of(row)
+    c = current if current and rng.random() < 0.7 else f.pick_country()
+    m = f.pick_manufacturer(c)
+    new = row[:MFR] + (m.name, m.address, c.spell(rng)) + row[CTRY + 1:]
+    return new, f"manufacturer replaced: {row[MFR]!r} -> {m.name!r}", ("manufacturer", "address")
+
+
+def _edit_address(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    addr = _vocab.manufacturer_address(rng, _country_of(row) or COUNTRIES[0])
+    return row[:ADDR] + (addr,) + row[ADDR + 1:], f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
+
+
+def _edit_country(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    spelling = f.pick_country().spell(rng)
+    return (row[:CTRY] + (spelling,) + row[CTRY + 1:], f"country corrected: {row[CTRY]!r} -> {spelling!r}",
+            ("countries",))
+
+
+def _edit_transfer(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    a = f.pick_applicant(row[BIZ])
+    new = row[:APP] + (a.name,) + row[APP + 1:BIZ] + (a.bizrno,) + row[BIZ + 1:]
+    return new, f"transferred (양도양수): {row[APP]} [{row[BIZ]}] -> {a.name} [{a.bizrno}]", ("applicant", "bizrno")
+
+
+def _edit_rename(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    name = _vocab.korean_company_name(rng)
+    return row[:APP] + (name,) + row[APP + 1:], f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
+
+
+def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    name = (row[ING] or "").strip()
+    r = rng.random()
+    if r < 0.4:
+        fixed = name + rng.choice(_vocab.CORRECTION_SUFFIXES)
+    elif r < 0.7:
+        fixed = name[3:] if name.startswith("미분화") else "미분화" + name
+    else:
+        salts = [s for s in _vocab.CORRECTION_SUFFIXES if name.endswith(s) and len(name) > len(s) + 1]
+        if not salts:
+            return None
+        fixed = name[: -len(salts[0])]
+    return row[:ING] + (fixed,) + row[ING + 1:], f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
+
+
+def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    if row[DATE] is None:
+        return None
+    old = date.fromisoformat(row[DATE])
+    new_date = min(today, old + timedelta(days=rng.choice((-1, 1)) * rng.randint(1, 45)))
+    if new_date == old:
+        return None
+    return (row[:DATE] + (new_date.isoformat(),) + row[DATE + 1:],
+            f"issue date corrected: {row[DATE]} -> {new_date.isoformat()}", ("issue_date",))
+
+
+def _edit_notice(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
+    value = rng.choices(("별표1", "기타", "신물질", "별표1의2", ""), (0.35, 0.35, 0.15, 0.1, 0.05))[0]
+    return row[:NOTICE] + (value,), f"target class changed: {row[NOTICE]!r} -> {value!r}", ("target_class",)
+
+
+SUBSTANTIVE_EDITS = {
+    "mfr_add": _edit_mfr_add, "mfr_replace": _edit_mfr_replace, "address": _edit_address,
+    "country": _edit_country, "transfer": _edit_transfer, "rename": _edit_rename,
+    "ingredient": _edit_ingredient, "issue_date": _edit_issue_date, "notice": _edit_notice,
+}
+SINGLE_SITE_EDITS = frozenset({"mfr_replace", "address", "country"})
+
+
+# --- the simulation ----------------------------------------------------------------------------------
+
+
+class _Entity:
+    __slots__ = ("eid", "starts", "rows", "draft", "is_grant", "is_seed", "locked_until", "created")
+
+    def __init__(self, eid: int, day: int, row: Row | None, draft: Draft | None = None, *,
+                 is_grant: bool = False, is_seed: bool = False) -> None:
+        self.eid = eid
+        self.starts: list[int] = [day]
+        self.rows: list[Row | None] = [row]
+        self.draft = draft
+        self.is_grant = is_grant
+        self.is_seed = is_seed
+        self.locked_until = -1
+        self.created = day
+
+    def row_at(self, day: int) -> Row | None:
+        i = bisect.bisect_right(self.starts, day) - 1
+        return self.rows[i] if i >= 0 else None
+
+    @property
+    def current(self) -> Row | None:
+        return self.rows[-1]
+
+    def set(self, day: int, row: Row | None) -> None:
+        if self.starts[-1] == day:
+            self.rows[-1] = row
+        else:
+            self.starts.append(day)
+            self.rows.append(row)
+
+
+@dataclass
+class _Counters:
+    withdrawals: int = 0
+    pending_numbers: int = 0
+
+
+class _Timeline:
+    """Builds the whole 2025–2027 history for one seed (deterministic; under a second)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.ndays = (LAST_DATE - FIRST_DATE).days + 1
+        self.seed_lock = (SEED_DATE - FIRST_DATE).days
+        self.entities: list[_Entity] = []
+        self.logs: list[list[str]] = [[] for _ in range(self.ndays)]
+        self.present: list[int] = []
+        self._pos: dict[int, int] = {}
+        self.scheduled: dict[int, list[tuple]] = {}
+        self.counters = _Counters()
+        self.factory = Factory(self.rng, _vocab.load_seed_rows())
+        self._subst_cycle: list[str] = []
+        self._build_initial()
+        self._evolve()
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    def _new_entity(self, day: int, row: Row | None, draft: Draft | None = None, **kw) -> _Entity:
+        e = _Entity(len(self.entities), day, row, draft, **kw)
+        self.entities.append(e)
+        if row is not None:
+            self._add_present(e.eid)
+        return e
+
+    def _add_present(self, eid: int) -> None:
+        self._pos[eid] = len(self.present)
+        self.present.append(eid)
+
+    def _remove_present(self, eid: int) -> None:
+        i = self._pos.pop(eid)
+        last = self.present.pop()
+        if last != eid:
+            self.present[i] = last
+            self._pos[last] = i
+
+    def _schedule(self, day: int, *event) -> None:
+        if day < self.ndays:
+            self.scheduled.setdefault(day, []).append(event)
+
+    def _log(self, day: int, text: str) -> None:
+        self.logs[day].append(text)
+
+    def _editable(self, e: _Entity, day: int) -> bool:
+        return e.current is not None and e.locked_until < day and e.current[P] is not None
+
+    def _pick_editable(self, day: int, ok=lambda e: True, tries: int = 60) -> _Entity | None:
+        rng = self.rng
+        for _ in range(tries):
+            e = self.entities[rng.choice(self.present)]
+            if self._editable(e, day) and ok(e):
+                return e
+        return None
+
+    # --- initial registry ---------------------------------------------------------------------
+    def _build_initial(self) -> None:
+        rng, f = self.rng, self.factory
+        seed_rows = _vocab.load_seed_rows()
+        initial: list[tuple[Row, Draft | None, dict]] = []  # row, draft, entity kwargs
+        later: list[tuple[date, Row, dict]] = []
+        seed_numbers = {_keys.permit_key(r["DMF_PERMIT_NO"]) for r in seed_rows}
+        f.used |= seed_numbers
+        bases: dict[str, tuple[date, Row]] = {}
+        for r in seed_rows:
+            row = tuple(r[k] for k in API_FIELDS)
+            base_no, suffix = split_grant(_keys.permit_key(row[P]) or "")
+            issue = date.fromisoformat(row[DATE])
+            if suffix:
+                f.grants.setdefault(base_no, []).append(suffix)
+                if base_no not in seed_numbers:
+                    prev = bases.get(base_no)
+                    if prev is None or issue < prev[0]:
+                        bases[base_no] = (issue, row)
+            if issue <= FIRST_DATE:
+                initial.append((row, None, {"is_seed": True}))
+            else:
+                later.append((issue, row, {"is_seed": True}))
+        # the originals the seed rows were derived from (other applicants, same ingredient and sites)
+        for base_no in sorted(bases):
+            grant_issue, srow = bases[base_no]
+            head = base_no[:8]
+            if head.isdigit():
+                issue = date(int(head[:4]), int(head[4:6]), int(head[6:8]))
+            else:
+                issue = grant_issue - timedelta(days=rng.randint(200, 2500))
+            issue = min(issue, grant_issue)
+            applicant = f.pick_applicant()
+            row = (base_no, srow[ING], applicant.name, srow[MFR], srow[ADDR], srow[CTRY], issue.isoformat(),
+                   applicant.bizrno, srow[NOTICE])
+            f.used.add(base_no)
+            if issue <= FIRST_DATE:
+                initial.append((row, None, {}))
+            else:
+                later.append((issue, row, {}))
+        n_pending, n_dups = 4, 18
+        n_gen = INITIAL_SIZE - len(initial) - n_pending - n_dups
+        n_grants = int(n_gen * 0.3)
+        n_orig = n_gen - n_grants
+        slots = _allocate([a.weight for a in f.applicants], n_gen)
+        rng.shuffle(slots)
+        countries = _allocate([c.entries / 1.1 for c in COUNTRIES], n_gen)
+        rng.shuffle(countries)
+        latest = FIRST_DATE - timedelta(days=1)
+        drafts: list[Draft] = []
+        for i in range(n_orig):
+            applicant = f.applicants[slots[i]]
+            ing = f.pick_ingredient()
+            earliest = max(date(2003, 6, 1), _group_date(ing))
+            issue = f.random_issue_date(earliest, latest)
+            drafts.append(f.original(issue, applicant, ingredient=ing, first_country=COUNTRIES[countries[i]]))
+        drafts.sort(key=lambda d: (d.accept, d.issue))
+        originals: list[tuple[Row, Draft]] = []
+        for d in drafts:
+            f.assign_number(d)
+            originals.append((f.render(d), d))
+        # grant-derived copies: popular originals are copied many times (heavy tail)
+        by_country: dict[int, list[tuple[Row, Draft]]] = {}
+        for brow, bd in originals:
+            by_country.setdefault(COUNTRIES.index(bd.sites[0][1].country), []).append((brow, bd))
+        weights = {k: _cum([rng.paretovariate(1.1) for _ in v]) for k, v in by_country.items()}
+        plan = []
+        for i in range(n_orig, n_gen):
+            applicant = f.applicants[slots[i]]
+            group = countries[i] if countries[i] in by_country else 0
+            for _ in range(20):
+                brow, bd = by_country[group][_pick(rng, weights[group])]
+                if bd.applicant.bizrno != applicant.bizrno and bd.issue < latest - timedelta(days=20):
+                    break
+            gissue = f.random_issue_date(bd.issue + timedelta(days=20), latest)
+            plan.append((gissue, brow, bd, applicant))
+        plan.sort(key=lambda p: (p[0], p[1][P]))
+        grants: list[tuple[Row, Draft]] = []
+        for gissue, brow, bd, applicant in plan:
+            g = f.grant(brow, bd.number, bd.ingredient, gissue, applicant)
+            for _ in range(50):
+                if g is not None:
+                    break
+                brow, bd = originals[rng.randrange(len(originals))]
+                if bd.issue < gissue and bd.applicant.bizrno != applicant.bizrno:
+                    g = f.grant(brow, bd.number, bd.ingredient, gissue, applicant)
+            if g is not None:
+                grants.append((f.render(g), g))
+        # a few duplicate numbers: a second record published under an existing number
+        dups = []
+        for _ in range(n_dups):
+            brow, bd = originals[rng.randrange(len(originals))]
+            d = f.original(bd.issue, f.pick_applicant(bd.applicant.bizrno), ingredient=bd.ingredient)
+            d.number, d.accept, d.ingr_text = bd.number, bd.accept, bd.ingr_text
+            dups.append((f.render(d), d))
+        rows = originals + grants + dups
+        # a few malformed numbers (they normalize to the clean number, which stays unique)
+        for i in rng.sample(range(len(originals)), int(len(rows) * 0.003)):
+            row, d = rows[i]
+            rows[i] = ((malform_number(row[P], rng),) + row[1:], d)
+        # registrations published just before the first day, still waiting for their number
+        for k in range(n_pending):
+            issue = previous_business_day(latest - timedelta(days=2 * k))
+            d = f.original(issue, f.pick_applicant(), accept=issue)
+            row = f.render(d, with_number=False, with_date=rng.random() < 0.6)
+            initial.append((row, d, {"pending": add_business_days(FIRST_DATE, 1 + k * 2)}))
+        initial.extend((row, d, {"is_grant": d.base_no is not None}) for row, d in rows)
+        self._ensure_country_spellings(initial)
+        initial.sort(key=lambda t: (t[0][DATE] or "9999", t[0][P] or ""))
+        for row, d, kw in initial:
+            pending = kw.pop("pending", None)
+            e = self._new_entity(0, row, d, **kw)
+            if e.is_seed:
+                e.locked_until = self.seed_lock
+            if pending is not None:
+                self._lock_pending(e, (d.issue - FIRST_DATE).days, pending)
+        for issue, row, kw in sorted(later, key=lambda t: (t[0], t[1][P])):
+            day = (next_business_day(issue) - FIRST_DATE).days
+            self._schedule(day, "appear", row, kw)
+
+    def _ensure_country_spellings(self, initial) -> None:
+        """Every one of the 49 planned country spellings is written somewhere on day one."""
+        written = Counter(p for row, _, _ in initial for p in (row[CTRY] or "").split(","))
+        planned = [(c.canonical, s) for c in COUNTRIES for s, _ in c.spellings] + [(c.canonical, c.canonical) for c in COUNTRIES]
+        for canonical, spelling in planned:
+            spellings = (canonical,) + tuple(s for s, _ in COUNTRY_BY_NAME[canonical].spellings)
+            for i, (row, d, kw) in enumerate(initial):
+                if written[spelling] >= 3:
+                    break
+                if kw.get("is_seed") or "pending" in kw or row[CTRY] not in spellings or row[CTRY] == spelling:
+                    continue
+                if written[row[CTRY]] > 3:
+                    written[row[CTRY]] -= 1
+                    written[spelling] += 1
+                    initial[i] = (row[:CTRY] + (spelling,) + row[CTRY + 1:], d, kw)
+
+    def _lock_pending(self, e: _Entity, publish_day: int, assign_day: date) -> None:
+        day = (assign_day - FIRST_DATE).days
+        e.locked_until = day
+        self.counters.pending_numbers += 1
+        self._schedule(day, "assign", e.eid, publish_day)
+
+    # --- evolution --------------------------------------------------------------------------------
+    def _evolve(self) -> None:
+        rng = self.rng
+        bdays = {}
+        for (d0, _), (d1, _) in zip(SIZE_PATH, SIZE_PATH[1:]):
+            bdays[d0] = sum(1 for k in range((d1 - d0).days) if is_business_day(d0 + timedelta(days=k)))
+        next_withdrawal = add_business_days(FIRST_DATE, rng.randint(3, 9))
+        for di in range(1, self.ndays):
+            d = FIRST_DATE + timedelta(days=di)
+            for event in self.scheduled.pop(di, []):
+                self._run_scheduled(di, d, event)
+            if is_business_day(d):
+                self._new_registrations(di, d, self._mean_new(d, bdays))
+                if rng.random() < 0.72:
+                    self._substantive(di, d)
+                if d >= next_withdrawal:
+                    self._withdraw(di, d)
+                    next_withdrawal = add_business_days(d, rng.randint(3, 8))
+                n_cosm = (rng.random() < 0.6) + (rng.random() < 0.1)
+            else:
+                n_cosm = rng.random() < 0.08
+            for _ in range(n_cosm):
+                self._cosmetic(di)
+
+    def _mean_new(self, d: date, bdays: dict) -> float:
+        for (d0, v0), (d1, v1) in zip(SIZE_PATH, SIZE_PATH[1:]):
+            if d <= d1:
+                slope = (v1 - v0) / bdays[d0]
+                target = v0 + (v1 - v0) * (d - d0).days / (d1 - d0).days
+                break
+        # withdrawals run at ≈0.1 a business day net of reappearances; steer gently back to the path
+        mean = slope + 0.1 + (target - len(self.present)) * 0.08
+        return min(4.0, max(0.3, mean))
+
+    def _run_scheduled(self, di: int, d: date, event: tuple) -> None:
+        kind = event[0]
+        if kind == "appear":
+            _, row, kw = event
+            e = self._new_entity(di, row, **kw)
+            if e.is_seed:
+                e.locked_until = self.seed_lock
+            self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (real seed row)" if e.is_seed
+                      else f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (original of a seed grant)")
+        elif kind == "assign":
+            _, eid, publish_day = event
+            e = self.entities[eid]
+            row = e.current
+            publish = FIRST_DATE + timedelta(days=publish_day)
+            number = self.factory.assign_number(e.draft, accept=min(publish, d))
+            new = (number,) + row[1:DATE] + (row[DATE] or d.isoformat(),) + row[DATE + 1:]
+            e.set(di, new)
+            self.counters.pending_numbers -= 1
+            self._log(di, f"NUMBER #{eid} assigned {number} (published without a number"
+                          f"{'' if row[DATE] else ' and date'} on {publish.isoformat()})")
+        elif kind == "reappear":
+            _, eid = event
+            e = self.entities[eid]
+            if e.current is None:
+                row = next(r for r in reversed(e.rows) if r is not None)
+                e.set(di, row)
+                self._add_present(eid)
+                self._log(di, f"REAPPEAR #{eid} {row[P]} (withdrawn earlier, same number and content)")
+
+    def _new_registrations(self, di: int, d: date, mean: float) -> None:
+        rng, f = self.rng, self.factory
+        lam = mean * rng.gammavariate(2.5, 1 / 2.5)
+        n = min(10, _poisson(rng, lam))
+        if n == 0 and rng.random() < 0.5:  # the real registry rarely has a working day without one
+            n = 1
+        for _ in range(n):
+            if rng.random() < 0.25 and self._new_grant(di, d):
+                continue
+            applicant = f.pick_applicant()
+            accept = previous_business_day(d - timedelta(days=rng.choice((0, 0, 0, 1, 3, 7, 14))))
+            draft = f.original(d, applicant, accept=accept)
+            if rng.random() < 0.3 and self.counters.pending_numbers < 8:
+                with_date = rng.random() < 0.6
+                row = f.render(draft, with_number=False, with_date=with_date)
+                e = self._new_entity(di, row, draft)
+                self._lock_pending(e, di, add_business_days(d, rng.randint(1, 10)))
+                self._log(di, f"NEW #{e.eid} (no number yet{'' if with_date else ', no date'}) "
+                              f"{row[ING]} / {row[APP]}")
+            else:
+                f.assign_number(draft)
+                row = f.render(draft)
+                e = self._new_entity(di, row, draft)
+                self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]}")
+
+    def _new_grant(self, di: int, d: date) -> bool:
+        f = self.factory
+        base = self._pick_editable(di, lambda e: not e.is_grant and e.draft is not None and e.draft.number is not None
+                                   and split_grant(e.draft.number)[1] is None)
+        if base is None:
+            return False
+        applicant = f.pick_applicant(base.current[BIZ])
+        g = f.grant(base.current, base.draft.number, base.draft.ingredient, d, applicant)
+        if g is None:
+            return False
+        row = f.render(g)
+        e = self._new_entity(di, row, g, is_grant=True)
+        self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (grant-derived from #{base.eid})")
+        return True
+
+    def _withdraw(self, di: int, d: date) -> None:
+        e = self._pick_editable(di)
+        if e is None:
+            return
+        row = e.current
+        e.set(di, None)
+        self._remove_present(e.eid)
+        self.counters.withdrawals += 1
+        note = ""
+        if self.counters.withdrawals % 3 == 0:
+            back = add_business_days(d, self.rng.randint(3, 12))
+            self._schedule((back - FIRST_DATE).days, "reappear", e.eid)
+            note = f" (will reappear {back.isoformat()})"
+        self._log(di, f"WITHDRAWN #{e.eid} {row[P]} {row[ING]} / {row[APP]}{note}")
+
+    def _cosmetic(self, di: int) -> None:
+        rng = self.rng
+        for _ in range(25):
+            e = self._pick_editable(di)
+            if e is None:
+                return
+            fld = rng.choices(("applicant", "manufacturer", "address", "countries", "ingredient"),
+                              (0.1, 0.35, 0.35, 0.1, 0.1))[0]
+            new_value = cosmetic_edit(rng, e.current, fld)
+            if new_value is None:
+                continue
+            i = COMPARED_POSITIONS[fld]
+            old = e.current
+            e.set(di, old[:i] + (new_value,) + old[i + 1:])
+            self._log(di, f"COSMETIC #{e.eid} {old[P]} {fld}: {old[i]!r} -> {new_value!r}")
+            return
+
+    # --- substantive changes ------------------------------------------------------------------------
+    def _substantive(self, di: int, d: date) -> None:
+        if not self._subst_cycle:
+            self._subst_cycle = list(SUBSTANTIVE_KINDS)
+            self.rng.shuffle(self._subst_cycle)
+        kind = self._subst_cycle.pop()
+        for _ in range(30):
+            if kind == "rename":
+                if self._op_rename(di, d):
+                    return
+                continue
+            edit_fn = SUBSTANTIVE_EDITS[kind]
+            e = self._pick_editable(di, (lambda e: _single_site(e.current)) if kind in SINGLE_SITE_EDITS else
+                                    (lambda e: True))
+            if e is not None and self._apply(di, e, edit_fn(self.rng, self.factory, e.current, d)):
+                return
+
+    def _apply(self, di: int, e: _Entity, edit: tuple[Row, str, tuple[str, ...]] | None) -> bool:
+        if edit is None or not _is_valid_substantive(e.current, edit):
+            return False
+        old = e.current
+        e.set(di, edit[0])
+        self._log(di, f"CHANGED #{e.eid} {old[P]} {edit[1]}")
+        return True
+
+    def _op_rename(self, di: int, d: date) -> bool:
+        rng, f = self.rng, self.factory
+        by_biz: dict[str, list[int]] = {}
+        for eid in self.present:
+            by_biz.setdefault(self.entities[eid].current[BIZ] or "", []).append(eid)
+        candidates = [i for i, a in enumerate(f.applicants[7:], start=7) if 1 <= len(by_biz.get(a.bizrno, ())) <= 15]
+        if not candidates:
+            return False
+        k = rng.choice(candidates)
+        a = f.applicants[k]
+        members = sorted(by_biz[a.bizrno])
+        if any(not self._editable(self.entities[eid], di) for eid in members):
+            return False
+        new_name = _vocab.korean_company_name(rng)
+        if any(not _keys.is_substantive_edit("applicant", self.entities[eid].current[APP], new_name) for eid in members):
+            return False
+        if any(_keys.text_key("applicant", new_name) == _keys.text_key("applicant", b.name) for b in f.applicants):
+            return False
+        for eid in members:
+            e = self.entities[eid]
+            e.set(di, e.current[:APP] + (new_name,) + e.current[APP + 1:])
+        f.applicants[k] = Applicant(new_name, a.bizrno, a.weight)
+        self._log(di, f"RENAMED applicant [{a.bizrno}] {a.name} -> {new_name} on {len(members)} records "
+                      f"(#{', #'.join(map(str, members))})")
+        return True
+
+
+
+def _group_date(ing) -> date:
+    return GROUP_DATES.get(ing.group, date(2003, 1, 1))
+
+
+def _allocate(weights: list[float], n: int) -> list[int]:
+    """Exactly n slots split by weight (largest remainders), as a list of indices."""
+    total = sum(weights)
+    raw = [w * n / total for w in weights]
+    counts = [int(x) for x in raw]
+    order = sorted(range(len(weights)), key=lambda i: (-(raw[i] - counts[i]), i))
+    for i in order[: n - sum(counts)]:
+        counts[i] += 1
+    return [i for i, c in enumerate(counts) for _ in range(c)]
+
+
+def _cum(weights: list[float]) -> list[float]:
+    out, s = [], 0.0
+    for w in weights:
+        s += w
+        out.append(s)
+    return out
+
+
+def _pick(rng: random.Random, cum: list[float]) -> int:
+    return min(len(cum) - 1, bisect.bisect_right(cum, rng.random() * cum[-1]))
+
+
+def _poisson(rng: random.Random, lam: float) -> int:
+    limit, k, p = math.exp(-lam), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+# --- public API ----------------------------------------------------------------------------------------
+
+
+class RegistrySimulator:
+    """Deterministic emulation of the MFDS DMF registry for any day in FIRST_DATE..LAST_DATE."""
+
+    def __init__(self, seed: int = 20250101) -> None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.seed = seed
+        self._timeline: _Timeline | None = None
+        self._snapshots: dict[int, list[tuple[int, Row]]] = {}
+        self._lock = threading.Lock()  # the HTTP half may serve pages from several threads
+
+    @property
+    def _tl(self) -> _Timeline:
+        if self._timeline is None:
+            with self._lock:
+                if self._timeline is None:
+                    self._timeline = _Timeline(self.seed)
+        return self._timeline
+
+    def _index(self, day: date | str, what: str = "day") -> int:
+        return (check_in_range(parse_day(day, what=what)) - FIRST_DATE).days
+
+    def _snapshot(self, di: int) -> list[tuple[int, Row]]:
+        """(entity id, row) present on day index `di`, in served order (issue date, then id)."""
+        snap = self._snapshots.get(di)
+        if snap is None:
+            rows = []
+            for e in self._tl.entities:
+                row = e.row_at(di)
+                if row is not None:
+                    rows.append((e.eid, row))
+            rows.sort(key=lambda t: (t[1][DATE] or "9999-99-99", t[0]))
+            with self._lock:
+                if len(self._snapshots) > 8:
+                    self._snapshots.pop(next(iter(self._snapshots)))
+                self._snapshots[di] = snap = rows
+        return snap
+
+    def items(self, day: date | str) -> list[dict[str, str | None]]:
+        """The registry as the API serves it on `day`: the 9 API fields per row, in served order."""
+        return [dict(zip(API_FIELDS, row)) for _, row in self._snapshot(self._index(day))]
+
+    def entities(self, day: date | str) -> dict[int, dict[str, str | None]]:
+        """Emulator identity -> row on `day` (for tests and scoring; same rows as `items`)."""
+        return {eid: dict(zip(API_FIELDS, row)) for eid, row in self._snapshot(self._index(day))}
+
+    def truth(self, old: date | str, new: date | str, seen: Iterable[date | str] = ()) -> GroundTruth:
+        """What really changed between the registry on `old` and on `new` (old < new).
+
+        `seen`: earlier dates the observer accepted; a NEW entity absent on `old` but present on any
+        of them is a reappearance. Dates on or after `new` are ignored for that purpose.
+        """
+        o, n = self._index(old, "old"), self._index(new, "new")
+        if o >= n:
+            raise ValueError(f"truth needs old < new, got old={old} new={new}")
+        seen_idx = sorted({self._index(s, "seen date") for s in seen})
+        seen_idx = [s for s in seen_idx if s < n]
+        changes = []
+        for e in self._tl.entities:
+            if e.starts[0] > n:
+                continue
+            a, b = e.row_at(o), e.row_at(n)
+            if a is b:
+                continue
+            reappeared = a is None and any(e.row_at(s) is not None for s in seen_idx)
+            c = _truth_change(e.eid, a, b, reappeared)
+            if c is not None:
+                changes.append(c)
+        return GroundTruth(FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + o).isoformat(),
+                           FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + n).isoformat(), tuple(changes))
+
+    def day_log(self, day: date | str) -> list[str]:
+        """What the simulation did on `day`, one line per action (empty list: nothing happened)."""
+        return list(self._tl.logs[self._index(day)])
+
+    def items_json(self, day: date | str) -> str:
+        """`items(day)` as canonical JSON text (for determinism checks and fixtures)."""
+        return json.dumps(self.items(day), ensure_ascii=False, separators=(",", ":"))
+
+
+# --- benchmark-sized registries ---------------------------------------------------------------------
+
+#: the two days a `churn_day` ground truth is labelled with
+SYNTHETIC_OLD_DATE = "2026-10-07"
+SYNTHETIC_NEW_DATE = "2026-10-08"
+_POOL_MAX = 20_000
+_BUMP_RE = (re.compile(r"^(\d{8}-\d{1,3}-[A-Z]{1,2}-)(\d+)(.*)$"), re.compile(r"^(수?)(\d+)(-\d+-ND.*)$"))
+_SCHEMA = {name: pl.Utf8 for name in API_FIELDS}
+
+
+def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[int]]:
+    """n registry rows from the record factory (originals, grants, duplicates, pending numbers),
+    with clean numbers; also the indices that will be rendered with a malformed number."""
+    latest = date.fromisoformat(SYNTHETIC_OLD_DATE)
+    n_null = max(1 if n >= 2000 else 0, round(n * 0.0005))
+    n_dup = round(n * 0.002)
+    n_grant = int(n * 0.3)
+    n_orig = max(1, n - n_null - n_dup - n_grant)
+    drafts = []
+    for _ in range(n_orig):
+        ing = f.pick_ingredient()
+        issue = f.random_issue_date(max(date(2003, 6, 1), _group_date(ing)), latest)
+        drafts.append(f.original(issue, f.pick_applicant(), ingredient=ing))
+    drafts.sort(key=lambda d: (d.accept, d.issue))
+    originals = []
+    for d in drafts:
+        f.assign_number(d)
+        originals.append((f.render(d), d))
+    weights = _cum([rng.paretovariate(1.1) for _ in originals])
+    rows: list[Row] = [r for r, _ in originals]
+    for _ in range(n_grant):
+        for _ in range(20):
+            brow, bd = originals[_pick(rng, weights)]
+            g = f.grant(brow, bd.number, bd.ingredient, f.random_issue_date(bd.issue, latest),
+                        f.pick_applicant(bd.applicant.bizrno))
+            if g is not None:
+                rows.append(f.render(g))
+                break
+    for _ in range(n_dup):
+        brow, bd = originals[rng.randrange(len(originals))]
+        d = f.original(bd.issue, f.pick_applicant(bd.applicant.bizrno), ingredient=bd.ingredient)
+        d.number, d.ingr_text = bd.number, bd.ingr_text
+        rows.append(f.render(d))
+    for _ in range(n_null):
+        d = f.original(latest, f.pick_applicant())
+        rows.append(f.render(d, with_number=False, with_date=rng.random() < 0.6))
+    while len(rows) < n:  # grants may run out of free numbers on tiny pools
+        d = f.original(latest, f.pick_applicant())
+        f.assign_number(d)
+        rows.append(f.render(d))
+    malformed = set(rng.sample(range(len(originals)), int(len(originals) * 0.003)))
+    return rows[:n], malformed
+
+
+def _bump(number: str | None, k: int) -> str | None:
+    """The k-th copy of a pool number: same shape, a serial no other row uses."""
+    if number is None or k == 0:
+        return number
+    for rx in _BUMP_RE:
+        m = rx.match(number)
+        if m:
+            return f"{m.group(1)}{int(m.group(2)) + 10_000 * k}{m.group(3)}"
+    return f"{number}-{k}"  # pragma: no cover - every factory number matches one shape
+
+
+def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
+    """A registry of `n_rows` rows drawn from the emulator's record factory (benchmarks).
+
+    Up to 20,000 rows are drawn one by one; larger frames repeat that pool with fresh serial numbers
+    (so numbers stay unique apart from the planned ≈0.3 % duplicates) and re-drawn applicants.
+    Columns: the 9 API fields, Utf8, nullable.
+    """
+    if not isinstance(n_rows, int) or n_rows < 0:
+        raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}")
+    if n_rows == 0:
+        return pl.DataFrame(schema=_SCHEMA)
+    rng = random.Random(seed)
+    f = Factory(rng, _vocab.load_seed_rows())
+    pool, malformed = _draw_pool(f, rng, min(n_rows, _POOL_MAX))
+    size = len(pool)
+    columns: list[list[str | None]] = [[] for _ in API_FIELDS]
+    for i in range(n_rows):
+        k, j = divmod(i, size)
+        row = pool[j]
+        number = _bump(row[P], k)
+        if j in malformed and number is not None:
+            number = malform_number(number, rng)
+        if k:
+            a = f.pick_applicant(row[BIZ])
+            row = (number, row[ING], a.name, row[MFR], row[ADDR], row[CTRY], row[DATE], a.bizrno, row[NOTICE])
+        else:
+            row = (number,) + row[1:]
+        for c, v in zip(columns, row):
+            c.append(v)
+    return pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns)})
+
+
+def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[pl.DataFrame, GroundTruth]:
+    """One day of churn on a synthetic registry: about `rate` × rows registrations are touched —
+    new (≈35 %, a quarter of them grant-derived), substantive changes (≈25 %), cosmetic re-typings
+    (≈20 %), withdrawals (≈10 %) and number assignments (≈10 %, as many as rows without a number).
+
+    Returns the next day's frame (surviving rows in their old order, changed in place, new rows
+    appended) and its ground truth: `entity_id` is the old row index, or len(frame) + k for the k-th
+    new row.
+    """
+    missing = [c for c in API_FIELDS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"churn_day needs the 9 API columns; missing: {', '.join(missing)}")
+    if not 0 <= rate <= 0.5:
+        raise ValueError(f"rate must be between 0 and 0.5, got {rate!r}")
+    frame = frame.select(API_FIELDS)
+    n = frame.height
+    rng = random.Random(seed)
+    f = Factory(rng, _vocab.load_seed_rows())
+    today = date.fromisoformat(SYNTHETIC_NEW_DATE)
+    f.used = set(frame.get_column("DMF_PERMIT_NO").drop_nulls().to_list())
+    total = round(rate * n)
+    null_idx = frame.with_row_index("_i").filter(pl.col("DMF_PERMIT_NO").is_null()).get_column("_i").to_list()
+    n_assign = min(len(null_idx), round(total * 0.10))
+    n_sub, n_cos, n_wd = round(total * 0.25), round(total * 0.20), round(total * 0.10)
+    n_new = max(0, total - n_assign - n_sub - n_cos - n_wd)
+    nulls = set(null_idx)
+    eligible = n - len(nulls)
+    picked: list[int] = []
+    seen_idx: set[int] = set()
+    while len(picked) < min(eligible, n_sub + n_cos + n_wd):
+        i = rng.randrange(n)
+        if i not in nulls and i not in seen_idx:
+            seen_idx.add(i)
+            picked.append(i)
+    sub_idx, cos_idx = picked[:n_sub], picked[n_sub:n_sub + n_cos]
+    wd_idx = picked[n_sub + n_cos:]
+    assign_idx = sorted(rng.sample(null_idx, n_assign)) if n_assign else []
+    touched = sorted(set(sub_idx) | set(cos_idx) | set(assign_idx))
+    old_rows = dict(zip(touched, frame[touched].rows())) if touched else {}
+    new_rows: dict[int, Row] = {}
+    kinds = [k for k in SUBSTANTIVE_KINDS]
+    for i in sub_idx:
+        row = old_rows[i]
+        for _ in range(20):
+            kind = rng.choice(kinds)
+            if kind in SINGLE_SITE_EDITS and not _single_site(row):
+                continue
+            edit = SUBSTANTIVE_EDITS[kind](rng, f, row, today)
+            if edit is not None and _is_valid_substantive(row, edit):
+                new_rows[i] = edit[0]
+                break
+    for i in cos_idx:
+        row = old_rows[i]
+        for _ in range(20):
+            fld = rng.choice(("applicant", "manufacturer", "address", "countries", "ingredient"))
+            value = cosmetic_edit(rng, row, fld)
+            if value is not None:
+                pos = COMPARED_POSITIONS[fld]
+                new_rows[i] = row[:pos] + (value,) + row[pos + 1:]
+                break
+    for i in assign_idx:
+        row = old_rows[i]
+        d = f.original(today, f.pick_applicant())
+        number = f.assign_number(d, accept=today)
+        new_rows[i] = (number,) + row[1:DATE] + (row[DATE] or today.isoformat(),) + row[DATE + 1:]
+    added: list[Row] = []
+    originals = frame.get_column("DMF_PERMIT_NO")
+    for _ in range(n_new):
+        if rng.random() < 0.25 and n:
+            j = rng.randrange(n)
+            base = originals[j]
+            if base and split_grant(base)[1] is None and base == _keys.permit_key(base):
+                for s in range(1, 26):
+                    number = f"{base}({s})"
+                    if number not in f.used:
+                        f.used.add(number)
+                        brow = frame.row(j)
+                        a = f.pick_applicant(brow[BIZ])
+                        added.append((number, brow[ING], a.name, brow[MFR], brow[ADDR], brow[CTRY],
+                                      today.isoformat(), a.bizrno, brow[NOTICE]))
+                        break
+                else:
+                    base = None
+                if base:
+                    continue
+        d = f.original(today, f.pick_applicant(), accept=today)
+        f.assign_number(d)
+        added.append(f.render(d))
+    changes: list[TruthChange] = []
+    for i in sorted(new_rows):
+        c = _truth_change(i, old_rows[i], new_rows[i])
+        if c is not None:
+            changes.append(c)
+    wd_rows = dict(zip(sorted(wd_idx), frame[sorted(wd_idx)].rows())) if wd_idx else {}
+    for i in sorted(wd_rows):
+        changes.append(_truth_change(i, wd_rows[i], None))
+    for k, row in enumerate(added):
+        changes.append(_truth_change(n + k, None, row))
+    changes.sort(key=lambda c: c.entity_id)
+    drop = sorted(set(wd_idx) | set(new_rows))
+    indexed = frame.with_row_index("_i").with_columns(pl.col("_i").cast(pl.Int64))
+    parts = [indexed.filter(~pl.col("_i").is_in(drop))] if drop else [indexed]
+    if new_rows:
+        keep = [i for i in sorted(new_rows) if i not in wd_rows]
+        parts.append(pl.DataFrame([new_rows[i] for i in keep], schema=_SCHEMA, orient="row")
+                     .with_columns(pl.Series("_i", keep, dtype=pl.Int64)).select(indexed.columns))
+    out = pl.concat(parts).sort("_i").drop("_i")
+    if added:
+        out = pl.concat([out, pl.DataFrame(added, schema=_SCHEMA, orient="row")])
+    return out, GroundTruth(SYNTHETIC_OLD_DATE, SYNTHETIC_NEW_DATE, tuple(changes))

@@ -1,0 +1,144 @@
+"""The workbook's look: one font, one header style, severity colours, number/date formats.
+
+Named styles are registered once per workbook and then assigned by name, so 20k cells share a
+handful of style records (fast to write, small file, consistent look on every sheet).
+"""
+
+from __future__ import annotations
+
+from openpyxl import Workbook
+from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
+
+#: Korean-capable UI font shipped with Windows/Office; LibreOffice substitutes a Korean font.
+FONT_NAME = "맑은 고딕"
+FONT_SIZE = 10
+
+FMT_INT = "#,##0"
+FMT_DATE = "yyyy-mm-dd"
+FMT_DATETIME = "yyyy-mm-dd hh:mm"
+FMT_PCT = "0.0%"
+
+NAVY = "1F3864"
+WHITE = "FFFFFF"
+GRID = "BFBFBF"
+
+#: Severity -> (fill colour, font colour). CRITICAL red, HIGH orange, MEDIUM yellow,
+#: INFO light blue, COSMETIC grey (the brief's palette).
+SEVERITY_COLOURS: dict[str, tuple[str, str]] = {
+    "CRITICAL": ("FF5B5B", "FFFFFF"),
+    "HIGH": ("F4B183", "000000"),
+    "MEDIUM": ("FFE699", "000000"),
+    "INFO": ("DDEBF7", "000000"),
+    "COSMETIC": ("D9D9D9", "595959"),
+}
+
+#: Banner (first row of every sheet) per DayStatus value -> (fill, font colour).
+BANNER_COLOURS: dict[str, tuple[str, str]] = {
+    "rejected": ("C00000", "FFFFFF"),
+    "baseline": ("2F5597", "FFFFFF"),
+    "unchanged": ("548235", "FFFFFF"),
+    "accepted": (NAVY, "FFFFFF"),
+}
+
+#: Pass/fail colours for gates and quality metrics.
+OK_FILL = "C6EFCE"
+OK_FONT = "006100"
+WARN_FILL = "FFEB9C"
+WARN_FONT = "9C5700"
+FAIL_FILL = "FFC7CE"
+FAIL_FONT = "9C0006"
+NA_FILL = "EDEDED"
+NA_FONT = "595959"
+
+
+def solid(colour: str) -> PatternFill:
+    return PatternFill(fill_type="solid", start_color=colour, end_color=colour)
+
+
+_thin = Side(style="thin", color=GRID)
+_GRID_BORDER = Border(left=_thin, right=_thin, top=_thin, bottom=_thin)
+
+
+def font(**kw) -> Font:
+    """The house font with overrides (bold, color, size, …)."""
+    return Font(name=FONT_NAME, size=kw.pop("size", FONT_SIZE), **kw)
+
+
+# Style names (assign with `cell.style = TEXT` etc.)
+TEXT = "dmf_text"
+TEXT_WRAP = "dmf_text_wrap"
+INT = "dmf_int"
+PCT = "dmf_pct"
+DATE = "dmf_date"
+DATETIME = "dmf_datetime"
+HEADER = "dmf_header"
+LINK = "dmf_link"
+TITLE = "dmf_title"
+SUBTITLE = "dmf_subtitle"
+NOTE = "dmf_note"
+LABEL = "dmf_label"
+SECTION = "dmf_section"
+PLAIN = "dmf_plain"
+
+
+def _named_styles() -> list[NamedStyle]:
+    top = Alignment(vertical="top")
+    return [
+        NamedStyle(TEXT, font=font(), alignment=top, border=_GRID_BORDER),
+        NamedStyle(TEXT_WRAP, font=font(), alignment=Alignment(vertical="top", wrap_text=True), border=_GRID_BORDER),
+        NamedStyle(INT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_INT),
+        NamedStyle(PCT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_PCT),
+        NamedStyle(
+            DATE, font=font(), alignment=Alignment(vertical="top", horizontal="center"), border=_GRID_BORDER, number_format=FMT_DATE
+        ),
+        NamedStyle(DATETIME, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_DATETIME),
+        NamedStyle(
+            HEADER,
+            font=font(bold=True, color=WHITE),
+            fill=solid(NAVY),
+            alignment=Alignment(horizontal="center", vertical="center", wrap_text=True),
+            border=_GRID_BORDER,
+        ),
+        NamedStyle(LINK, font=font(color="0563C1", underline="single"), alignment=top, border=_GRID_BORDER),
+        NamedStyle(TITLE, font=font(size=16, bold=True, color=NAVY), alignment=Alignment(vertical="center")),
+        NamedStyle(SUBTITLE, font=font(size=10, color="404040"), alignment=Alignment(vertical="center")),
+        NamedStyle(NOTE, font=font(italic=True, color="595959"), alignment=Alignment(vertical="top", wrap_text=False)),
+        NamedStyle(LABEL, font=font(bold=True), alignment=top, border=_GRID_BORDER, fill=solid("F2F2F2")),
+        NamedStyle(SECTION, font=font(size=12, bold=True, color=NAVY), alignment=Alignment(vertical="bottom")),
+        NamedStyle(PLAIN, font=font(), alignment=top),
+    ]
+
+
+def register_styles(wb: Workbook) -> None:
+    """Add the named styles to a new workbook (idempotent)."""
+    existing = set(wb.named_styles)
+    for style in _named_styles():
+        if style.name not in existing:
+            wb.add_named_style(style)
+
+
+def severity_fill(severity: str) -> PatternFill:
+    return solid(SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"])[0])
+
+
+def severity_font(severity: str, bold: bool = True) -> Font:
+    return font(bold=bold, color=SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"])[1])
+
+
+def banner_fill(status: str) -> PatternFill:
+    return solid(BANNER_COLOURS[status][0])
+
+
+def banner_font(status: str) -> Font:
+    return font(size=12, bold=True, color=BANNER_COLOURS[status][1])
+
+
+def verdict_style(kind: str) -> tuple[PatternFill, Font]:
+    """kind: ok | warn | fail | na -> (fill, font) for result cells on the quality sheet."""
+    fill, colour = {
+        "ok": (OK_FILL, OK_FONT),
+        "warn": (WARN_FILL, WARN_FONT),
+        "fail": (FAIL_FILL, FAIL_FONT),
+        "na": (NA_FILL, NA_FONT),
+    }[kind]
+    return solid(fill), font(bold=True, color=colour)

@@ -1,0 +1,213 @@
+"""The raw archive: every page body as received, gzip'd, per day, plus a manifest.
+
+Layout under `raw_dir` (DESIGN.md §7):
+    YYYY-MM-DD/page-0001.json.gz …   the published archive of the day (+ manifest.json)
+    .YYYY-MM-DD.partial/              the fetch in progress (or one that was interrupted)
+    .YYYY-MM-DD.lock                  one fetch per day at a time (flock, released if the process dies)
+    _requests/YYYY-MM-DD.json         requests sent per host on that (Seoul) day — the daily cap
+Every file is written atomically (temporary file + rename), the manifest after every page, and a
+finished fetch replaces the day directory in one rename, so a crash never leaves a half-written
+archive where a reader expects a finished one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded
+
+try:  # POSIX advisory locks; on other systems the lock degrades to an exclusive-create file
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux
+    fcntl = None  # type: ignore[assignment]
+
+MANIFEST = "manifest.json"
+PAGE_EXTS = ("json", "xml", "html", "txt")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be read by others
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None  # a damaged manifest is treated as no manifest: the fetch starts over
+    return data if isinstance(data, dict) else None
+
+
+@contextlib.contextmanager
+def _flock(path: Path, *, blocking: bool) -> Iterator[bool]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+")  # noqa: SIM115 - held for the duration of the block
+    try:
+        if fcntl is None:  # pragma: no cover
+            yield True
+            return
+        flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+        try:
+            fcntl.flock(fh.fileno(), flags)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
+class DayArchive:
+    """The archive of one day under `raw_dir`."""
+
+    def __init__(self, raw_dir: Path, day: date) -> None:
+        self.raw_dir = raw_dir
+        self.day = day
+        iso = day.isoformat()
+        self.day_dir = raw_dir / iso
+        self.work_dir = raw_dir / f".{iso}.partial"
+        self._old_dir = raw_dir / f".{iso}.old"
+        self._lock_path = raw_dir / f".{iso}.lock"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        with _flock(self._lock_path, blocking=False) as got:
+            if not got:
+                raise FetchInProgress(
+                    f"{self.day}: 이미 다른 수집이 진행 중입니다 / another fetch of this day is running "
+                    f"(lock {self._lock_path.name})"
+                )
+            yield
+
+    def recover(self) -> None:
+        """Finish a publish that a crash interrupted between its two renames."""
+        if self._old_dir.exists():
+            if self.day_dir.exists():
+                shutil.rmtree(self._old_dir, ignore_errors=True)
+            else:
+                os.replace(self._old_dir, self.day_dir)
+
+    # -- manifests ------------------------------------------------------------------------------
+
+    def published_manifest(self) -> dict[str, Any] | None:
+        return read_json(self.day_dir / MANIFEST)
+
+    def partial_manifest(self) -> dict[str, Any] | None:
+        return read_json(self.work_dir / MANIFEST)
+
+    def write_manifest(self, manifest: dict[str, Any], text_filter=None) -> None:
+        text = json.dumps(manifest, ensure_ascii=False, indent=1) + "\n"
+        if text_filter is not None:
+            text = text_filter(text)
+        atomic_write_bytes(self.work_dir / MANIFEST, text.encode("utf-8"))
+
+    # -- the working directory ------------------------------------------------------------------
+
+    def begin(self, keep: Iterable[tuple[Path, str]] = ()) -> None:
+        """Start a fresh working directory holding only the `keep` files (dir, name) reused from
+        an earlier fetch. Files already in the working directory are kept in place."""
+        keep = list(keep)
+        keep_here = {name for d, name in keep if d == self.work_dir}
+        if self.work_dir.exists():
+            for child in self.work_dir.iterdir():
+                if child.name not in keep_here:
+                    if child.is_dir():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        for directory, name in keep:
+            if directory != self.work_dir:
+                shutil.copy2(directory / name, self.work_dir / name)
+
+    def write_page(self, page_no: int, body: bytes, fmt: str) -> str:
+        """Gzip one page body into the working directory; returns the file name."""
+        stem = f"page-{page_no:04d}"
+        name = f"{stem}.{fmt}.gz"
+        atomic_write_bytes(self.work_dir / name, gzip.compress(body, compresslevel=6, mtime=0))
+        for other in PAGE_EXTS:  # an earlier attempt may have left another format for this page
+            if other != fmt:
+                with contextlib.suppress(FileNotFoundError):
+                    (self.work_dir / f"{stem}.{other}.gz").unlink()
+        return name
+
+    def publish(self) -> Path:
+        """Replace the day directory with the working directory (rename, rename, delete)."""
+        if self.day_dir.exists():
+            if self._old_dir.exists():
+                shutil.rmtree(self._old_dir)
+            os.replace(self.day_dir, self._old_dir)
+        os.replace(self.work_dir, self.day_dir)
+        if self._old_dir.exists():
+            shutil.rmtree(self._old_dir, ignore_errors=True)
+        return self.day_dir
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @staticmethod
+    def read_page(directory: Path, name: str, sha256: str | None) -> bytes:
+        try:
+            data = gzip.decompress((directory / name).read_bytes())
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise ArchiveCorrupt(f"{directory.name}/{name}: unreadable ({exc})") from None
+        if sha256 is not None and sha256_hex(data) != sha256:
+            raise ArchiveCorrupt(f"{directory.name}/{name}: sha256 does not match the manifest")
+        return data
+
+
+class RequestCounter:
+    """Requests sent per host and (Seoul) calendar day, shared by every process using `raw_dir`."""
+
+    def __init__(self, raw_dir: Path) -> None:
+        self.dir = raw_dir / "_requests"
+
+    def count(self, host: str, today: date) -> int:
+        data = read_json(self.dir / f"{today.isoformat()}.json") or {}
+        return int((data.get("hosts") or {}).get(host, 0))
+
+    def take(self, host: str, cap: int, today: date) -> int:
+        """Count one request; raises RequestCapExceeded (without counting) when the cap is reached."""
+        path = self.dir / f"{today.isoformat()}.json"
+        with _flock(self.dir / ".lock", blocking=True):
+            data = read_json(path) or {}
+            hosts = dict(data.get("hosts") or {})
+            used = int(hosts.get(host, 0))
+            if used >= cap:
+                raise RequestCapExceeded(host, cap, used)
+            hosts[host] = used + 1
+            atomic_write_json(path, {"day": today.isoformat(), "hosts": hosts})
+            return used + 1

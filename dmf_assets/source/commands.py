@@ -1,0 +1,80 @@
+"""`dmf fetch` — fetch (or replay) one day's registry into the raw archive and print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+STATUS_KO = {"complete": "완료", "incomplete": "불완전", "failed": "실패"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "fetch",
+        help="하루치 DMF 목록 수집 (원본 보관) / fetch one day into the raw archive",
+        description="Fetch the whole registry for one day (or replay it from data/raw/). "
+        "Exit code 0 if the fetch is complete, 1 if not. The service key is read from MFDS_SERVICE_KEY.",
+    )
+    p.add_argument("--date", help="YYYY-MM-DD (default: today in Asia/Seoul)")
+    p.add_argument("--base-url", help="emulator://local (default from config) or the MFDS service base URL")
+    p.add_argument("--no-resume", action="store_true", help="fetch again even if the archive is complete")
+    p.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND",
+                   help="emulator fault for a date (repeatable; see `dmf emulator faults`)")
+    p.add_argument("--num-of-rows", type=int, help="rows per page (default from config)")
+    p.add_argument("--raw-dir", help="archive root (default from config)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log every page")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dmf_assets.cli import UserError
+    from dmf_assets.emulator.app import seoul_today
+    from dmf_assets.emulator.faults import FaultPlan
+    from dmf_assets.settings import settings
+    from dmf_assets.source.client import FetchConfig, fetch_day, resolve_endpoint
+    from dmf_assets.source.errors import SourceError
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    s = settings()
+    overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
+    if args.base_url:
+        overrides["base_url"] = args.base_url
+    if args.num_of_rows:
+        overrides["num_of_rows"] = args.num_of_rows
+    if args.raw_dir:
+        overrides["raw_dir"] = args.raw_dir
+    try:
+        config = FetchConfig.from_settings(s, **overrides)
+        endpoint = resolve_endpoint(config.base_url)
+        if args.fault:
+            if endpoint.kind != "emulator":
+                raise UserError("--fault works only with the in-process emulator (base URL emulator://local); "
+                                "for a loopback server pass --fault to `dmf emulator serve`")
+            plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
+            config = FetchConfig(**{**config.__dict__, "emulator_faults": plan.to_config()})
+        day = args.date or seoul_today().isoformat()
+        result = fetch_day(config, day, resume=not args.no_resume)
+    except (SourceError, ValueError) as exc:
+        raise UserError(str(exc)) from None
+    _print_summary(result)
+    return 0 if result.complete else 1
+
+
+def _print_summary(r) -> None:
+    out = sys.stdout
+    print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
+    print(f"  source 출처: {r.source}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
+    print(f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
+          f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"
+          + (f" (per page: {sorted(set(r.total_counts))})" if len(set(r.total_counts)) > 1 else ""), file=out)
+    print(f"  requests 요청: {r.requests}   retries 재시도: {r.retries}   time 시간: {r.elapsed_s:.1f} s", file=out)
+    print(f"  transport 전송: {'OK' if r.transport_ok else 'FAILED 실패'}", file=out)
+    for err in r.transport_errors[:10]:
+        print(f"    - {err}", file=out)
+    for problem in r.problems[:10]:
+        print(f"  problem 문제: {problem}", file=out)
+    if r.unexpected_fields or r.missing_fields:
+        print(f"  schema drift 스키마 변화: unexpected {r.unexpected_fields}, missing {r.missing_fields}", file=out)
+    print(f"  archive 보관: {r.archive_dir}", file=out)

@@ -1,0 +1,248 @@
+"""Parse one `getMdcDmfList01` response body into a `Page` (pure, no I/O).
+
+Handles every shape data.go.kr services are known to use (DESIGN.md §2):
+- JSON with `header`/`body` at the top level, or wrapped in `{"response": {...}}`;
+- `items` as a bare list, `{"item": [...]}`, `{"item": {...}}` (one row), or `""`/absent/null on an
+  empty page;
+- XML success bodies (what the API returns when `type` is not `json`);
+- XML gateway errors (`OpenAPI_ServiceResponse/cmmMsgHeader`), even when JSON was asked for;
+- non-"00" resultCode in the normal envelope;
+- truncated or otherwise unparseable bodies (`MalformedPage`, which the client retries).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any
+
+from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
+
+_CHARSET = re.compile(r"charset\s*=\s*\"?([\w.:-]+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One successfully parsed page (resultCode "00")."""
+
+    fmt: str  # "json" | "xml"
+    result_code: str
+    result_msg: str
+    page_no: int | None
+    num_of_rows: int | None
+    total_count: int
+    items: list[dict[str, str | None]] = field(repr=False)
+    items_shape: str  # "list" | "item_list" | "item_object" | "empty"
+    wrapped: bool  # JSON: the envelope sat inside {"response": ...}
+
+    @property
+    def rows(self) -> int:
+        return len(self.items)
+
+
+def parse_page(body: bytes, content_type: str | None = None) -> Page:
+    """Parse a response body. Raises GatewayError, ApiResultError or MalformedPage."""
+    text = _decode(body, content_type)
+    stripped = text.lstrip()
+    if not stripped:
+        raise MalformedPage("empty body")
+    if stripped[0] == "<":
+        return _parse_xml(stripped)
+    if stripped[0] in "{[":
+        return _parse_json(stripped)
+    raise MalformedPage(f"body is neither JSON nor XML (starts with {stripped[:20]!r})")
+
+
+def body_format(body: bytes, content_type: str | None = None) -> str:
+    """'json' | 'xml' | 'html' | 'txt' — used to name archived files."""
+    head = body[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.lower().startswith((b"<html", b"<!doctype html")):
+        return "html"
+    if head.startswith(b"<"):
+        return "xml"
+    if head.startswith((b"{", b"[")):
+        return "json"
+    ct = (content_type or "").lower()
+    if "json" in ct:
+        return "json"
+    if "xml" in ct:
+        return "xml"
+    return "txt"
+
+
+# --- decoding ------------------------------------------------------------------------------------
+
+
+def _decode(body: bytes, content_type: str | None) -> str:
+    charset = "utf-8"
+    if content_type:
+        m = _CHARSET.search(content_type)
+        if m:
+            charset = m.group(1)
+    try:
+        text = body.decode(charset)
+    except LookupError:
+        text = _strict_utf8(body)
+    except UnicodeDecodeError as exc:
+        raise MalformedPage(f"body is not valid {charset}: {exc.reason} at byte {exc.start}") from None
+    return text.removeprefix("\ufeff")
+
+
+def _strict_utf8(body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedPage(f"body is not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def _parse_json(text: str) -> Page:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedPage(
+            f"invalid or truncated JSON: {exc.msg} at char {exc.pos} of {len(text)}"
+        ) from None
+    if not isinstance(doc, dict):
+        raise MalformedPage(f"JSON top level is {type(doc).__name__}, expected an object")
+    if "OpenAPI_ServiceResponse" in doc:  # a gateway error rendered as JSON by some proxies
+        hdr = _as_dict(doc["OpenAPI_ServiceResponse"]).get("cmmMsgHeader")
+        _raise_gateway(_as_dict(hdr))
+    wrapped = isinstance(doc.get("response"), dict)
+    env = doc["response"] if wrapped else doc
+    header = env.get("header")
+    if not isinstance(header, dict):
+        raise MalformedPage("JSON envelope has no header")
+    code = _code(header.get("resultCode"))
+    msg = str(header.get("resultMsg") or "")
+    if code != "00":
+        raise ApiResultError(code, msg)
+    body = env.get("body")
+    if not isinstance(body, dict):
+        raise MalformedPage("JSON envelope has no body")
+    items, shape = _json_items(body.get("items"))
+    return Page(
+        fmt="json",
+        result_code=code,
+        result_msg=msg,
+        page_no=_opt_int(body.get("pageNo"), "pageNo"),
+        num_of_rows=_opt_int(body.get("numOfRows"), "numOfRows"),
+        total_count=_req_int(body.get("totalCount"), "totalCount"),
+        items=items,
+        items_shape=shape,
+        wrapped=wrapped,
+    )
+
+
+def _json_items(raw: Any) -> tuple[list[dict[str, str | None]], str]:
+    if raw is None or raw == "":
+        return [], "empty"
+    if isinstance(raw, list):
+        return [_clean_item(r) for r in raw], "list"
+    if isinstance(raw, dict):
+        inner = raw.get("item")
+        if inner is None or inner == "":
+            return [], "empty"
+        if isinstance(inner, list):
+            return [_clean_item(r) for r in inner], "item_list"
+        if isinstance(inner, dict):
+            return [_clean_item(inner)], "item_object"
+    raise MalformedPage(f"unexpected items shape: {type(raw).__name__}")
+
+
+def _clean_item(raw: Any) -> dict[str, str | None]:
+    if not isinstance(raw, dict):
+        raise MalformedPage(f"an item is {type(raw).__name__}, expected an object")
+    out: dict[str, str | None] = {}
+    for key, value in raw.items():
+        if value is None or isinstance(value, str):
+            out[str(key)] = value
+        elif isinstance(value, (int, float, bool)):
+            out[str(key)] = str(value)  # the contract is str|None; keep the information
+        else:  # nested structure = the source changed shape; keep it visible as text
+            out[str(key)] = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return out
+
+
+# --- XML -----------------------------------------------------------------------------------------
+
+
+def _parse_xml(text: str) -> Page:
+    try:
+        root = ET.fromstring(text)  # already decoded: the declaration's encoding is ignored
+    except ET.ParseError as exc:
+        raise MalformedPage(f"invalid or truncated XML: {exc}") from None
+    if root.tag == "OpenAPI_ServiceResponse":
+        hdr = root.find("cmmMsgHeader")
+        fields = {child.tag: (child.text or "").strip() for child in (hdr if hdr is not None else root)}
+        _raise_gateway(fields)
+    if root.tag != "response":
+        raise MalformedPage(f"unexpected XML root <{root.tag}>")
+    header = root.find("header")
+    if header is None:
+        raise MalformedPage("XML envelope has no header")
+    code = _code(header.findtext("resultCode"))
+    msg = (header.findtext("resultMsg") or "").strip()
+    if code != "00":
+        raise ApiResultError(code, msg)
+    body = root.find("body")
+    if body is None:
+        raise MalformedPage("XML envelope has no body")
+    items_el = body.find("items")
+    items: list[dict[str, str | None]] = []
+    if items_el is not None:
+        # One element per field; a null field is omitted by the emulator, empty text is "".
+        items = [{child.tag: child.text or "" for child in item} for item in items_el.findall("item")]
+    return Page(
+        fmt="xml",
+        result_code=code,
+        result_msg=msg,
+        page_no=_opt_int(body.findtext("pageNo"), "pageNo"),
+        num_of_rows=_opt_int(body.findtext("numOfRows"), "numOfRows"),
+        total_count=_req_int(body.findtext("totalCount"), "totalCount"),
+        items=items,
+        items_shape="item_list" if items else "empty",
+        wrapped=True,
+    )
+
+
+def _raise_gateway(fields: dict[str, Any]) -> None:
+    raise GatewayError(
+        err_msg=str(fields.get("errMsg") or ""),
+        return_auth_msg=str(fields.get("returnAuthMsg") or ""),
+        return_reason_code=str(fields.get("returnReasonCode") or ""),
+    )
+
+
+# --- small converters ----------------------------------------------------------------------------
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _code(value: Any) -> str:
+    if value is None:
+        raise MalformedPage("header has no resultCode")
+    code = str(value).strip()
+    return code.zfill(2) if code.isdigit() else code
+
+
+def _opt_int(value: Any, name: str) -> int | None:
+    if value is None or value == "":
+        return None
+    return _req_int(value, name)
+
+
+def _req_int(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise MalformedPage(f"{name} is not a number: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise MalformedPage(f"{name} missing or not a number: {value!r}")

@@ -1,0 +1,262 @@
+"""Opening the history database: one writer at a time, migrated, never half-written.
+
+DuckDB allows one writing process per file; concurrent Dagster runs would otherwise fail on its
+lock (DAGSTER_NOTES). Every access goes through `open_database`, which first takes an OS file lock
+beside the database (released by the kernel even if the process is SIGKILLed), records who holds
+it (for `dmf doctor`), then applies pending migrations — after copying the file to backups/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+from dmf_assets.settings import PROJECT_ROOT
+
+SQL_DIR = PROJECT_ROOT / "sql"
+MIGRATIONS_DIR = SQL_DIR / "migrations"
+QUERIES_DIR = SQL_DIR / "queries"
+
+
+class DatabaseBusy(RuntimeError):
+    """Another process kept the database longer than we were willing to wait."""
+
+
+class MigrationError(RuntimeError):
+    """The database schema does not match the migration files (edited after being applied?)."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+def migrations() -> list[Migration]:
+    found = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        m = re.match(r"(\d+)_(.+)\.sql$", path.name)
+        if m:
+            found.append(Migration(int(m.group(1)), m.group(2), path.read_text(encoding="utf-8")))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"duplicate migration numbers in {MIGRATIONS_DIR}: {versions}")
+    return found
+
+
+@lru_cache(maxsize=None)
+def _query_file(name: str) -> dict[str, str]:
+    text = (QUERIES_DIR / f"{name}.sql").read_text(encoding="utf-8")
+    queries: dict[str, str] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = re.match(r"--\s*name:\s*(\w+)", line)
+        if m:
+            current = m.group(1)
+            queries[current] = ""
+        elif current:
+            queries[current] += line + "\n"
+    return {k: v.strip() for k, v in queries.items()}
+
+
+def query(name: str) -> str:
+    """A named SQL statement from sql/queries/<file>.sql: `query("history.latest_accepted_before")`."""
+    file, _, key = name.partition(".")
+    try:
+        return _query_file(file)[key]
+    except KeyError:
+        raise KeyError(f"no query named {key!r} in sql/queries/{file}.sql") from None
+
+
+def fetch_one(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> tuple | None:
+    """First row or None. DuckDB 2 wants every result consumed before the next statement."""
+    rows = conn.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def lock_path(database: Path) -> Path:
+    return database.with_name(database.name + ".lock")
+
+
+def lock_holder(database: Path) -> dict | None:
+    """Who holds the database lock right now (None if free). Used by `dmf doctor`."""
+    path = lock_path(database)
+    if not path.exists():
+        return None
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            try:
+                return json.loads(fh.read() or "{}")
+            except json.JSONDecodeError:
+                return {"holder": "unknown"}
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return None
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "a+")
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    fh.seek(0)
+                    holder = fh.read().strip() or "unknown"
+                    raise DatabaseBusy(
+                        f"DB가 다른 실행에 의해 {timeout_s:.0f}초 넘게 사용 중입니다 (holder: {holder}). "
+                        f"The history database is busy; retry later or check `dmf doctor`."
+                    ) from None
+                time.sleep(0.2)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "purpose": purpose,
+                    "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                }
+            )
+        )
+        fh.flush()
+        try:
+            yield
+        finally:
+            fh.seek(0)
+            fh.truncate()
+            fh.flush()
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    finally:
+        fh.close()
+
+
+def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    # Our file lock serialises DMF Watch itself; this loop covers anyone else (a DuckDB CLI left open).
+    deadline = time.monotonic() + timeout_s
+    delay = 0.2
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                raise DatabaseBusy(
+                    f"DB 파일을 열 수 없습니다: {exc}. Another program holds {path}; close it and retry."
+                ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def applied_migrations(conn: duckdb.DuckDBPyConnection) -> dict[int, tuple[str, str]]:
+    exists = fetch_one(conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'")[0]
+    if not exists:
+        return {}
+    return {v: (n, c) for v, n, c in conn.execute("SELECT version, name, checksum FROM schema_migrations").fetchall()}
+
+
+def check_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[list[Migration], list[str]]:
+    """(pending migrations, problems): problems = applied files whose checksum changed or vanished."""
+    applied = applied_migrations(conn)
+    files = {m.version: m for m in migrations()}
+    problems = []
+    for version, (name, checksum) in sorted(applied.items()):
+        m = files.get(version)
+        if m is None:
+            problems.append(f"migration {version:04d}_{name} is applied but its file is missing")
+        elif m.checksum != checksum:
+            problems.append(f"migration {version:04d}_{name}.sql was edited after it was applied (checksum differs)")
+    pending = [m for v, m in sorted(files.items()) if v not in applied]
+    return pending, problems
+
+
+def backup_database(path: Path, backups_dir: Path, label: str) -> Path | None:
+    """Copy the database file (caller holds the lock and has no open connection)."""
+    if not path.exists():
+        return None
+    backups_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = backups_dir / f"{path.stem}-{label}-{stamp}{path.suffix}"
+    tmp = target.with_suffix(target.suffix + ".tmp")
+    shutil.copy2(path, tmp)
+    os.replace(tmp, target)
+    return target
+
+
+def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    conn = _connect(path, timeout_s)
+    pending, problems = check_migrations(conn)
+    if problems:
+        conn.close()
+        raise MigrationError("; ".join(problems) + " — restore the original sql/migrations files.")
+    if not pending:
+        return conn
+    if applied_migrations(conn):
+        # An existing history: copy it before changing its schema.
+        conn.execute("CHECKPOINT")
+        conn.close()
+        backup_database(path, backups_dir, f"before-migration-{pending[0].version:04d}")
+        conn = _connect(path, timeout_s)
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "checksum VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    for m in pending:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(m.sql)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?, now()::TIMESTAMP)", [m.version, m.name, m.checksum]
+            )
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            conn.close()
+            raise
+    return conn
+
+
+@contextlib.contextmanager
+def open_database(
+    path: str | Path,
+    *,
+    backups_dir: str | Path | None = None,
+    lock_timeout_s: float = 900.0,
+    purpose: str = "dmf",
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Exclusive, migrated connection to the history database; always closed, lock always released."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backups = Path(backups_dir) if backups_dir else path.parent / "backups"
+    with _file_lock(lock_path(path), lock_timeout_s, purpose):
+        conn = _migrate(path, backups, lock_timeout_s)
+        try:
+            yield conn
+        finally:
+            conn.close()

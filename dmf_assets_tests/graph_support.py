@@ -1,0 +1,68 @@
+"""Helpers for tests that run the real Dagster graph on a temporary project folder."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+
+from dmf_assets.defs.resources import build_resources
+from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.emulator.scoring import Score, score
+from dmf_assets.settings import PROJECT_ROOT, load_settings
+from dmf_assets.storage import history
+from dmf_assets.storage.db import open_database
+from dmf_assets.storage.report_data import stored_events
+
+FAKE_KEY = "FAKEKEY+abc/123=="
+
+
+@dataclass
+class Workspace:
+    root: Path
+    instance: dg.DagsterInstance
+    resources: dict
+
+    @property
+    def database(self) -> Path:
+        return self.root / "data" / "dmf.duckdb"
+
+    def connect(self):
+        return open_database(self.database, purpose="test")
+
+
+def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY) -> Workspace:
+    """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config."""
+    home = root / "dagster_home"
+    home.mkdir(parents=True)
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    instance = dg.DagsterInstance.from_config(str(home))
+    resources = build_resources(load_settings(), root=root, service_key=service_key, emulator_faults=faults or {})
+    return Workspace(root, instance, resources)
+
+
+def runs_by_day(ws: Workspace) -> dict[date, dict]:
+    with ws.connect() as conn:
+        rows = conn.execute("SELECT day_id FROM runs ORDER BY day_id").fetchall()
+        return {history.to_date(d): history.run_row(conn, history.to_date(d)) for (d,) in rows}
+
+
+def score_history(ws: Workspace, sim: RegistrySimulator) -> tuple[Score, int]:
+    """Score every accepted, non-baseline day's stored events against the emulator's ground truth."""
+    total, days = Score(), 0
+    runs = runs_by_day(ws)
+    accepted = [d for d, r in runs.items() if r["status"] in ("accepted", "baseline")]
+    with ws.connect() as conn:
+        for day in accepted:
+            run = runs[day]
+            if run["status"] == "baseline":
+                assert not stored_events(conn, day)
+                continue
+            base = history.to_date(run["base_day_id"])
+            truth = sim.truth(base, day, seen=[d for d in accepted if d < base])
+            total = total + score(stored_events(conn, day), truth)
+            days += 1
+    return total, days

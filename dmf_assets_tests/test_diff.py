@@ -1,0 +1,213 @@
+"""Keys, hashes and the diff on real MFDS rows: every rule of DESIGN.md §4–§5 with exact expectations."""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dmf_assets.domain.diff import Watchlist, diff_snapshots
+from dmf_assets.domain.model import EventType, Severity
+from dmf_assets.domain.snapshot import build_snapshot, seen_markers
+
+
+@pytest.fixture(scope="module")
+def base_items(real_items) -> list[dict]:
+    return copy.deepcopy(real_items)
+
+
+@pytest.fixture(scope="module")
+def base(base_items) -> pl.DataFrame:
+    return build_snapshot(base_items)
+
+
+def events_of(old_items, new_items, **kw):
+    return diff_snapshots(build_snapshot(old_items), build_snapshot(new_items), **kw).to_events()
+
+
+def only(events, event_type):
+    found = [e for e in events if e.event_type is event_type]
+    assert len(found) == 1, events
+    return found[0]
+
+
+def test_keys_are_unique_and_numbers_kept(base, base_items):
+    assert base.height == len(base_items)
+    assert base["dmf_key"].n_unique() == base.height
+    assert base["is_synthetic"].sum() == 0
+    # a unique number is its own key
+    assert set(base["dmf_key"]) == {i["DMF_PERMIT_NO"].strip() for i in base_items}
+
+
+def test_same_rows_no_events(base_items):
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(list(reversed(base_items))))
+    assert diff.events.is_empty() and diff.changes.is_empty()
+    assert diff.counts["substantive"] == 0
+
+
+def test_baseline_has_no_events(base):
+    diff = diff_snapshots(None, base)
+    assert diff.baseline and diff.events.is_empty()
+
+
+def test_cosmetic_retyping_is_cosmetic(base_items):
+    new = copy.deepcopy(base_items)
+    new[1]["ENTP_NAME"] = "  주식회사   하이플 "  # ㈜하이플 re-typed
+    new[4]["MNFCTR_NAME"] = "GLOCHEM INDUSTRIES PRIVATE LIMITED."  # case + punctuation
+    new[11]["MANUF_COUNTRY_CODE_NM"] = "체코"  # 체코공화국 -> canonical spelling
+    events = events_of(base_items, new)
+    assert len(events) == 3
+    for e in events:
+        assert e.event_type is EventType.CHANGED and e.is_cosmetic and e.severity is Severity.COSMETIC
+        assert e.changed_fields == () and len(e.cosmetic_fields) == 1
+    assert {e.cosmetic_fields[0] for e in events} == {"applicant", "manufacturer", "countries"}
+
+
+@pytest.mark.parametrize(
+    ("api_field", "value", "field", "severity"),
+    [
+        ("MNFCTR_NAME", "Hetero Labs Limited", "manufacturer", Severity.CRITICAL),
+        ("MNFCTR_PLACE", "Plot 1, Jeedimetla, Hyderabad, India", "address", Severity.CRITICAL),
+        ("MANUF_COUNTRY_CODE_NM", "중국", "countries", Severity.CRITICAL),
+        ("INGR_KOR_NAME", "암로디핀말레산염", "ingredient", Severity.HIGH),
+        ("DMF_PERMIT_DATE", "2011-06-16", "issue_date", Severity.MEDIUM),
+        ("NOTICE_CODE", "기타", "target_class", Severity.MEDIUM),
+    ],
+)
+def test_substantive_change_severity(base_items, api_field, value, field, severity):
+    new = copy.deepcopy(base_items)
+    new[1][api_field] = value
+    e = only(events_of(base_items, new), EventType.CHANGED)
+    assert e.dmf_key == base_items[1]["DMF_PERMIT_NO"]
+    assert e.changed_fields == (field,) and not e.is_cosmetic and e.severity is severity
+    (change,) = e.changes
+    assert change.after is not None and change.before != change.after
+
+
+def test_transfer_and_rename(base_items):
+    transfer = copy.deepcopy(base_items)
+    transfer[2]["ENTP_NAME"] = "(주)파마피아"
+    transfer[2]["BIZRNO"] = "1234567890"
+    e = only(events_of(base_items, transfer), EventType.CHANGED)
+    assert e.is_transfer and not e.is_rename and e.severity is Severity.HIGH
+    assert set(e.changed_fields) == {"applicant", "bizrno"}
+
+    rename = copy.deepcopy(base_items)
+    rename[2]["ENTP_NAME"] = "하이플제약(주)"
+    e = only(events_of(base_items, rename), EventType.CHANGED)
+    assert e.is_rename and not e.is_transfer and e.changed_fields == ("applicant",)
+
+
+def test_withdrawn_and_new(base_items):
+    new = copy.deepcopy(base_items)
+    gone = new.pop(7)
+    added = dict(base_items[8], DMF_PERMIT_NO="20261130-209-J-9999", INGR_KOR_NAME="새성분")
+    new.append(added)
+    events = events_of(base_items, new)
+    w = only(events, EventType.WITHDRAWN)
+    n = only(events, EventType.NEW)
+    assert w.dmf_key == gone["DMF_PERMIT_NO"] and w.severity is Severity.CRITICAL
+    assert n.dmf_key == "20261130-209-J-9999" and n.severity is Severity.INFO and not n.is_reappearance
+
+
+def test_reappearance_is_high(base_items):
+    without = [i for k, i in enumerate(base_items) if k != 5]
+    first, middle, last = build_snapshot(base_items), build_snapshot(without), build_snapshot(base_items)
+    seen = seen_markers(first) - seen_markers(middle)
+    e = only(diff_snapshots(middle, last, previously_seen=seen).to_events(), EventType.NEW)
+    assert e.is_reappearance and e.severity is Severity.HIGH and e.dmf_key == base_items[5]["DMF_PERMIT_NO"]
+
+
+def test_number_assignment_is_one_changed_event(base_items):
+    pending = copy.deepcopy(base_items)
+    pending[3]["DMF_PERMIT_NO"] = None
+    pending[3]["DMF_PERMIT_DATE"] = None  # published before both number and date
+    numbered = copy.deepcopy(base_items)
+    events = events_of(pending, numbered)
+    assert [e.event_type for e in events] == [EventType.CHANGED]
+    e = events[0]
+    assert e.number_assigned and e.base_dmf_key.startswith("SYN-") and e.dmf_key == base_items[3]["DMF_PERMIT_NO"]
+    assert set(e.changed_fields) == {"permit_no", "issue_date"}
+    assert not any(x.event_type is EventType.WITHDRAWN for x in events)
+
+
+def test_synthetic_key_survives_cosmetic_edit(base_items):
+    a = copy.deepcopy(base_items)
+    a[3]["DMF_PERMIT_NO"] = None
+    b = copy.deepcopy(a)
+    b[3]["ENTP_NAME"] = "주식회사 하이플"
+    sa, sb = build_snapshot(a), build_snapshot(b)
+    assert sa["dmf_key"][3] == sb["dmf_key"][3] and sa["dmf_key"][3].startswith("SYN-")
+    e = only(diff_snapshots(sa, sb).to_events(), EventType.CHANGED)
+    assert e.is_cosmetic
+
+
+def test_duplicate_numbers_matched_group_to_group(base_items):
+    twin = dict(base_items[9], MNFCTR_NAME="Other Manufacturer S.p.A.", MNFCTR_PLACE="Via Roma 1, Milano, Italy",
+                MANUF_COUNTRY_CODE_NM="이탈리아")
+    old = copy.deepcopy(base_items) + [twin]
+    snap = build_snapshot(old)
+    keys = snap.filter(pl.col("permit_no") == base_items[9]["DMF_PERMIT_NO"])["dmf_key"].to_list()
+    assert sorted(keys) == sorted([base_items[9]["DMF_PERMIT_NO"], base_items[9]["DMF_PERMIT_NO"] + "#2"])
+    # reordering the duplicates (even across the list) produces nothing
+    reordered = [twin] + list(reversed(copy.deepcopy(base_items)))
+    assert diff_snapshots(snap, build_snapshot(reordered)).events.is_empty()
+    # changing one of them changes exactly that one
+    changed = copy.deepcopy(old)
+    changed[-1]["MNFCTR_PLACE"] = "Via Torino 2, Milano, Italy"
+    e = only(events_of(old, changed), EventType.CHANGED)
+    assert e.changed_fields == ("address",) and e.permit_no == base_items[9]["DMF_PERMIT_NO"]
+
+
+def test_watchlist_raises_to_high(base_items):
+    new = copy.deepcopy(base_items)
+    new[0]["DMF_PERMIT_DATE"] = "2010-04-03"  # MEDIUM on its own
+    plain = only(events_of(base_items, new), EventType.CHANGED)
+    watched = only(events_of(base_items, new, watchlist=Watchlist(ingredients=("인 태반",))), EventType.CHANGED)
+    assert plain.severity is Severity.MEDIUM and not plain.watchlist_hit
+    assert watched.severity is Severity.HIGH and watched.watchlist_hit and watched.watch_reasons == ("성분: 인 태반",)
+
+
+def test_hashes_are_stable(base):
+    # md5-based, so a library upgrade can never silently re-version the whole history
+    row = base.filter(pl.col("dmf_key") == "20100402-01-HP-22-17").row(0, named=True)
+    assert row["content_hash"] == "59e9792c23cdc309"
+    assert len(row["identity_hash"]) == 16 and len(row["syn_basis_hash"]) == 16
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+_COSMETIC = [
+    lambda s: "  " + s + " ",
+    lambda s: s.replace(" ", "  "),
+    lambda s: s.replace("(주)", "㈜").replace("㈜", "주식회사 "),
+    lambda s: s.upper(),
+    lambda s: s.replace(",", " ,").replace(".", ""),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), edits=st.integers(0, 6), repeats=st.integers(0, 3), shuffle=st.booleans())
+def test_order_paging_and_retyping_never_change_substantive_events(base_items, seed, edits, repeats, shuffle):
+    rng = random.Random(seed)
+    old = copy.deepcopy(base_items)
+    # one real change so the property is about *keeping* the substantive events unchanged
+    truth_new = copy.deepcopy(old)
+    truth_new[10]["MNFCTR_NAME"] = "Completely Different Pharma Ltd"
+    reference = {(e.event_type, e.dmf_key, e.changed_fields) for e in events_of(old, truth_new) if not e.is_cosmetic}
+
+    noisy = copy.deepcopy(truth_new)
+    for _ in range(edits):
+        row = rng.choice(noisy)
+        fld = rng.choice(["ENTP_NAME", "MNFCTR_NAME", "MNFCTR_PLACE", "INGR_KOR_NAME"])
+        row[fld] = rng.choice(_COSMETIC)(row[fld])
+    for _ in range(repeats):  # identical row served again on another page
+        noisy.append(dict(rng.choice(noisy)))
+    if shuffle:
+        rng.shuffle(noisy)
+    got = {(e.event_type, e.dmf_key, e.changed_fields) for e in events_of(old, noisy) if not e.is_cosmetic}
+    assert got == reference

@@ -1,0 +1,114 @@
+"""The whole asset graph in real Dagster runs on a temp DuckDB file, scored against the emulator's truth.
+
+22 emulator days with three injected faults (completeness, drop, churn — two of them back to back):
+run-per-day (what the schedule and a per-day backfill do) and a single-run backfill must both accept
+exactly the good days, write nothing for the rejected ones, cover the gap on recovery, and store
+exactly the true events.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+from openpyxl import load_workbook
+
+from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.orchestration import runner
+from dmf_assets.report.workbook import workbook_day
+from dmf_assets.storage import history
+from dmf_assets_tests.graph_support import make_workspace, runs_by_day, score_history
+
+START = date(2026, 10, 5)
+DAYS = [START + timedelta(days=i) for i in range(22)]
+FAULTS = {
+    "2026-10-08": "page_missing_rows",  # gate 2
+    "2026-10-14": "mass_disappearance",  # gate 3
+    "2026-10-15": "schema_drift_missing",  # gate 6 — the day after another rejected day
+}
+EXPECTED_GATE = {date.fromisoformat(d): g for d, g in {"2026-10-08": 2, "2026-10-14": 3, "2026-10-15": 6}.items()}
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return RegistrySimulator()
+
+
+def _assert_history_is_true(ws, sim):
+    runs = runs_by_day(ws)
+    assert set(runs) == set(DAYS)
+    assert runs[DAYS[0]]["status"] == "baseline"
+    for day, run in runs.items():
+        if day in EXPECTED_GATE:
+            assert run["status"] == "rejected" and run["rejected_gate"] == EXPECTED_GATE[day], (day, run)
+        else:
+            assert run["status"] in ("accepted", "baseline"), (day, run)
+    with ws.connect() as conn:
+        for day in EXPECTED_GATE:
+            d = history.day_id(day)
+            assert conn.execute("SELECT count(*) FROM snapshots WHERE day_id = ?", [d]).fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM events WHERE day_id = ?", [d]).fetchone() == (0,)
+    # recovery covers the gap: after two rejected days the base is the last accepted day before them
+    assert runs[date(2026, 10, 9)]["base_day_id"] == history.day_id(date(2026, 10, 7))
+    assert runs[date(2026, 10, 16)]["base_day_id"] == history.day_id(date(2026, 10, 13))
+    total, scored = score_history(ws, sim)
+    assert scored == len(DAYS) - 1 - len(EXPECTED_GATE)
+    for kind in ("NEW", "CHANGED", "WITHDRAWN"):
+        assert total.precision(kind) == 1.0 and total.recall(kind) == 1.0, (kind, total.missed, total.spurious)
+    assert total.false_positive["WITHDRAWN"] == 0
+    assert sum(total.true_positive.values()) > 40  # the 22 days really changed things
+
+
+def _event_rows(ws):
+    with ws.connect() as conn:
+        return conn.execute(
+            "SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, "
+            "e.is_cosmetic, e.changed_fields FROM events e ORDER BY e.event_id"
+        ).fetchall()
+
+
+@pytest.fixture(scope="module")
+def per_day(tmp_path_factory, sim):
+    ws = make_workspace(tmp_path_factory.mktemp("per_day"), FAULTS)
+    reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
+    return ws, reports
+
+
+def test_run_per_day_accepts_good_days_and_rejects_faults(per_day, sim):
+    ws, reports = per_day
+    assert all(r.failure is None for r in reports), [r for r in reports if r.failure]
+    # a rejected day stops its own run (blocking check) and is completed by a follow-up run
+    stopped = {date.fromisoformat(r.day) for r in reports if not r.success}
+    assert stopped == set(EXPECTED_GATE)
+    _assert_history_is_true(ws, sim)
+
+
+def test_every_day_has_a_workbook_and_rejected_days_say_so(per_day):
+    ws, _ = per_day
+    for day in DAYS:
+        path = ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx"
+        assert path.exists(), path
+    wb = load_workbook(ws.root / "reports" / "DMF_리포트_2026-10-15.xlsx", read_only=True)
+    for ws_ in wb.worksheets:
+        first = next(ws_.iter_rows(min_row=1, max_row=1, values_only=True))
+        assert "수집 실패 — 비교 기준은 여전히 2026-10-13" in str(first[0]), (ws_.title, first)
+    assert workbook_day(ws.root / "reports" / "DMF_리포트_최신.xlsx") == DAYS[-1]
+
+
+def test_rerunning_a_day_is_idempotent(per_day):
+    ws, _ = per_day
+    before = _event_rows(ws)
+    runner.run_day(date(2026, 10, 20), instance=ws.instance, resources=ws.resources)
+    assert _event_rows(ws) == before
+
+
+def test_single_run_backfill_gives_the_same_history(tmp_path, per_day, sim):
+    ws = make_workspace(tmp_path, FAULTS)
+    report = runner.run_range_single(DAYS[0], DAYS[-1], instance=ws.instance, resources=ws.resources)
+    assert report.failure is None
+    _assert_history_is_true(ws, sim)
+    assert _event_rows(ws) == _event_rows(per_day[0])
+    for day in DAYS:
+        assert (ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx").exists()

@@ -1,0 +1,178 @@
+"""The history database: one transaction per day, idempotent re-runs, any commit order, migrations, lock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from dmf_assets.domain.diff import diff_snapshots
+from dmf_assets.domain.gates import BaseFacts, GateOutcome
+from dmf_assets.domain.snapshot import build_snapshot
+from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.storage import db as dbmod
+from dmf_assets.storage import history
+from dmf_assets.storage.db import DatabaseBusy, MigrationError, open_database
+
+DAYS = [date(2026, 10, 5) + timedelta(days=i) for i in range(5)]  # Mon..Fri: changes every day
+
+
+@pytest.fixture(scope="module")
+def snapshots() -> dict[date, object]:
+    sim = RegistrySimulator()
+    return {d: build_snapshot(sim.items(d)) for d in DAYS}
+
+
+def _churn_ok() -> GateOutcome:
+    return GateOutcome(6, True, 0.0, 0.1, "ok", "≤ 10 %", "test")
+
+
+def commit(conn, day, snapshots):
+    base = history.comparison_base(conn, day)
+    base_frame = history.load_snapshot(conn, base.day) if base.day else None
+    seen = history.previously_seen(conn, base.day) if base.day else []
+    diff = diff_snapshots(base_frame, snapshots[day], previously_seen=seen)
+    conn.execute(
+        "INSERT INTO runs (day_id, status) VALUES (?, 'pending') ON CONFLICT DO NOTHING", [history.day_id(day)]
+    )
+    return history.commit_day(conn, day, snapshots[day], diff, base=base, churn=_churn_ok())
+
+
+def event_table(conn) -> list[tuple]:
+    return conn.execute(
+        "SELECT day_id, base_day_id, event_id, event_type, severity, dmf_key, base_dmf_key, is_cosmetic, "
+        "number_assigned, changed_fields FROM events ORDER BY event_id"
+    ).fetchall()
+
+
+def change_table(conn) -> list[tuple]:
+    return conn.execute("SELECT event_id, field, before, after, is_cosmetic FROM event_changes ORDER BY ALL").fetchall()
+
+
+def snapshot_contents(conn) -> list[tuple]:
+    return conn.execute(
+        "SELECT s.day_id, r.dmf_key, v.content_hash FROM snapshots s JOIN records r USING (record_id) "
+        "JOIN record_versions v ON v.version_id = s.version_id ORDER BY ALL"
+    ).fetchall()
+
+
+def test_days_in_order_then_rerun_is_idempotent(tmp_path, snapshots):
+    with open_database(tmp_path / "h.duckdb") as conn:
+        first = [commit(conn, d, snapshots) for d in DAYS]
+        assert [o.status for o in first] == ["baseline"] + ["accepted"] * 4
+        assert first[0].counts["population"] == snapshots[DAYS[0]].height
+        events, changes, snaps = event_table(conn), change_table(conn), snapshot_contents(conn)
+        assert events, "five business days of the emulator always bring events"
+        versions = conn.execute("SELECT count(*) FROM record_versions").fetchone()[0]
+        # content and membership are separate: later days add only what changed
+        assert versions < snapshots[DAYS[0]].height + 200
+        for d in (DAYS[2], DAYS[4]):
+            commit(conn, d, snapshots)
+        assert event_table(conn) == events and change_table(conn) == changes and snapshot_contents(conn) == snaps
+        assert conn.execute("SELECT count(*) FROM record_versions").fetchone()[0] == versions
+
+
+def test_any_commit_order_ends_like_date_order(tmp_path, snapshots):
+    with open_database(tmp_path / "ordered.duckdb") as conn:
+        for d in DAYS:
+            commit(conn, d, snapshots)
+        expected = (event_table(conn), change_table(conn), snapshot_contents(conn))
+    with open_database(tmp_path / "shuffled.duckdb") as conn:
+        outcomes = [commit(conn, d, snapshots) for d in (DAYS[4], DAYS[0], DAYS[2], DAYS[1], DAYS[3])]
+        # committing an earlier day re-derives the next accepted one
+        assert outcomes[1].rederived_day == DAYS[4] and outcomes[3].rederived_day == DAYS[2]
+        assert (event_table(conn), change_table(conn), snapshot_contents(conn)) == expected
+        statuses = conn.execute("SELECT status FROM runs ORDER BY day_id").fetchall()
+        assert [s for (s,) in statuses] == ["baseline"] + ["accepted"] * 4
+
+
+def test_rejecting_an_accepted_day_removes_it_and_rederives_the_next(tmp_path, snapshots):
+    with open_database(tmp_path / "h.duckdb") as conn:
+        for d in DAYS[:4]:
+            commit(conn, d, snapshots)
+        gate = GateOutcome(2, False, 9000.0, 9200.0, "9,000 / 9,200", "= totalCount", "200건 누락")
+        out = history.reject_day(conn, DAYS[2], gate)
+        assert out.status == "rejected" and out.base_day == DAYS[1] and out.rederived_day == DAYS[3]
+        d2 = history.day_id(DAYS[2])
+        assert conn.execute("SELECT count(*) FROM snapshots WHERE day_id = ?", [d2]).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM events WHERE day_id = ?", [d2]).fetchone()[0] == 0
+        run = history.run_row(conn, DAYS[3])
+        assert run["base_day_id"] == history.day_id(DAYS[1]) and run["rederived_by"] == d2
+        assert history.comparison_base(conn, DAYS[4]).day == DAYS[3]
+        # the re-derived day now covers the gap: same as diffing day 1 against day 3 directly
+        direct = diff_snapshots(snapshots[DAYS[1]], snapshots[DAYS[3]])
+        got = conn.execute(
+            "SELECT event_type, count(*) FROM events WHERE day_id = ? AND NOT is_cosmetic GROUP BY ALL ORDER BY 1",
+            [history.day_id(DAYS[3])],
+        ).fetchall()
+        want = sorted((t, n) for t, n in direct.events.filter(~direct.events["is_cosmetic"])
+                      .group_by("event_type").len().rows())
+        assert got == want
+
+
+def test_failed_commit_leaves_nothing(tmp_path, snapshots):
+    with open_database(tmp_path / "h.duckdb") as conn:
+        commit(conn, DAYS[0], snapshots)
+        before = (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall())
+        broken = snapshots[DAYS[1]].drop("content_hash")  # fails inside the transaction
+        with pytest.raises(Exception):
+            history.commit_day(conn, DAYS[1], broken, diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
+                               base=BaseFacts(day=DAYS[0]), churn=_churn_ok())
+        assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
+
+
+def test_migrations_are_recorded_checksummed_and_backed_up(tmp_path, monkeypatch):
+    path = tmp_path / "h.duckdb"
+    with open_database(path) as conn:
+        applied = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
+    assert applied == [(m.version, m.checksum) for m in dbmod.migrations()]
+
+    migrations = tmp_path / "migrations"
+    shutil.copytree(dbmod.MIGRATIONS_DIR, migrations)
+    monkeypatch.setattr(dbmod, "MIGRATIONS_DIR", migrations)
+    (migrations / "0099_test_column.sql").write_text("ALTER TABLE runs ADD COLUMN note VARCHAR;", encoding="utf-8")
+    backups = tmp_path / "backups"
+    with open_database(path, backups_dir=backups) as conn:
+        assert "note" in [c[0] for c in conn.execute("DESCRIBE runs").fetchall()]
+    copies = list(backups.glob("h-before-migration-0099-*.duckdb"))
+    assert len(copies) == 1
+    with duckdb.connect(str(copies[0]), read_only=True) as old:
+        assert "note" not in [c[0] for c in old.execute("DESCRIBE runs").fetchall()]
+
+    (migrations / "0001_history.sql").write_text("-- edited after the fact\n", encoding="utf-8")
+    with pytest.raises(MigrationError, match="edited after it was applied"):
+        with open_database(path, backups_dir=backups):
+            pass
+
+
+def _hold_lock(path: str, seconds: float, ready) -> None:
+    with open_database(path, purpose="holder test"):
+        ready.set()
+        time.sleep(seconds)
+
+
+def test_second_process_waits_then_reports_who_holds_the_database(tmp_path):
+    path = str(tmp_path / "h.duckdb")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(path, 3.0, ready))
+    holder.start()
+    try:
+        assert ready.wait(60)
+        assert dbmod.lock_holder(Path(path))["purpose"] == "holder test"
+        started = time.monotonic()
+        with pytest.raises(DatabaseBusy, match="holder test"):
+            with open_database(path, lock_timeout_s=0.5):
+                pass
+        assert time.monotonic() - started < 3
+        # a patient caller simply gets the database once the holder is done
+        with open_database(path, lock_timeout_s=30) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        holder.join(30)
+    assert dbmod.lock_holder(Path(path)) is None

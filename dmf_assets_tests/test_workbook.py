@@ -1,0 +1,771 @@
+"""The daily workbook: sheets, banners, KPI cells, ordering, colours, links, text safety, round trip.
+
+Reports are built in memory (the writer never touches the database); every assertion reads the real
+.xlsx back with openpyxl.
+"""
+
+from __future__ import annotations
+
+import random
+import zipfile
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from openpyxl import load_workbook
+
+from dmf_assets.cli import UserError
+from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.report import styles as st
+from dmf_assets.report.model import (
+    AggregateRow,
+    DayReport,
+    DayStatus,
+    EventRow,
+    FieldChangeRow,
+    GateRow,
+    HistoryPoint,
+    Kpis,
+    QualityRow,
+)
+from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
+from dmf_assets.report.workbook import (
+    ATTRIBUTION,
+    EVENT_COLUMNS,
+    EXCEL_MAX_CHARS,
+    KPI_LABELS,
+    NEDRUG_DMF_SEARCH_PATH,
+    NOT_REFLECTED,
+    SHEET_EVENTS,
+    SHEET_FIELDS,
+    SHEET_NAMES,
+    SHEET_NEW_WITHDRAWN,
+    SHEET_SUMMARY,
+    TRUNCATION_MARK,
+    RejectedDayError,
+    WorkbookError,
+    build_workbook,
+    cell_text,
+    read_events_sheet,
+    store_text,
+    workbook_day,
+    write_workbook,
+)
+
+DAY = date(2026, 10, 8)
+BASE = date(2026, 10, 7)
+
+BIG_TEXT = ("가나다라마바사 ABC 💊 " * 8000)[:100_000]  # ~100 k characters, emoji included
+HOSTILE: tuple[str, ...] = (
+    "=1+1",
+    "+SUM(A1)",
+    "-2",
+    "@x",
+    "\t=x",
+    "\r=cr",
+    '"큰따옴표" \'작은따옴표\' ""',
+    "#N/A",
+    "ctrl\x00\x01\x08\x0b\x0c\x1f end",
+    "replacement \ufffd char",
+    "\u200f\u202e RTL mark אבג",
+    "emoji 💊🧪👩‍🔬",
+    "_x000D_ literal escape",
+    "line1\nline2",
+    " leading and trailing ",
+    BIG_TEXT,
+)
+
+
+# --- report builders (also used by test_workbook_render / test_workbook_retention) ---------------
+
+
+def _change(ev_key: str, permit: str | None, ingr: str | None, appl: str | None, field: str, before, after, cosmetic=False):
+    severity = "COSMETIC" if cosmetic else COMPARED_FIELDS[field].value
+    return FieldChangeRow(
+        dmf_key=ev_key,
+        permit_no=permit,
+        ingredient=ingr,
+        applicant=appl,
+        field=field,
+        before=before,
+        after=after,
+        is_cosmetic=cosmetic,
+        severity=severity,
+    )
+
+
+def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[EventRow, ...]:
+    """`n` events covering every type, severity and flag; hostile source text in some of them."""
+    rng = random.Random(seed)
+    events: list[EventRow] = []
+    hostile_iter = iter(HOSTILE if hostile else ())
+    for i in range(n):
+        kind = i % 10
+        key = f"2026{(i * 37) % 10000:04d}-{i % 300}-{'ABCDEFGHIJK'[i % 11]}-{i}-0{i % 9}"
+        permit: str | None = key
+        ingr = f"성분{rng.randint(1, 900)}염산염"
+        appl = f"(주)테스트제약{i % 40}"
+        manu = f"Maker {i} Co., Ltd.,Second Plant {i}"
+        addr = f"{i} Industrial Area, Hyderabad, Telangana, India"
+        countries = "인도,중국" if i % 3 else "인도"
+        issue = (date(2010, 1, 1) + timedelta(days=i * 31)).isoformat()
+        text = next(hostile_iter, None) if kind != 8 else None  # kind 8 is cosmetic (not a headline)
+        if text is not None:  # rotate hostile text over the source-text fields
+            slot = i % 4
+            if slot == 0:
+                ingr = text
+            elif slot == 1:
+                appl = text
+            elif slot == 2:
+                manu = text
+            else:
+                addr = text
+        base = dict(
+            dmf_key=key,
+            permit_no=permit,
+            base_dmf_key=None,
+            ingredient=ingr,
+            ingredient_base=(ingr or "")[:20] or None,
+            applicant=appl,
+            bizrno=f"{1000000000 + i * 7919}",
+            manufacturer=manu,
+            address=addr,
+            countries=countries,
+            issue_date=issue,
+            target_class=("별표1", "별표1의2", "신물질", "기타", "인태반 유래")[i % 5],
+        )
+        if kind in (0, 1):
+            ev = EventRow(event_type="NEW", severity="INFO", **base)
+            if i % 20 == 1:
+                ev = replace(ev, severity="HIGH", is_reappearance=True)
+        elif kind == 2:
+            ch = _change(key, permit, ingr, appl, "manufacturer", manu + " (old)", manu)
+            ch2 = _change(key, permit, ingr, appl, "countries", "인도", countries)
+            ev = EventRow(event_type="CHANGED", severity="CRITICAL", changed_fields=("manufacturer", "countries"), changes=(ch, ch2), **base)
+        elif kind == 3:
+            ch = _change(key, permit, ingr, appl, "address", "Old address " + str(i), addr)
+            cos = _change(key, permit, ingr, appl, "applicant", appl.replace("(주)", "주식회사 "), appl, cosmetic=True)
+            ev = EventRow(
+                event_type="CHANGED",
+                severity="CRITICAL",
+                changed_fields=("address",),
+                cosmetic_fields=("applicant",),
+                changes=(ch, cos),
+                **base,
+            )
+        elif kind == 4:
+            ch = _change(key, permit, ingr, appl, "bizrno", "1111111111", base["bizrno"])
+            ev = EventRow(
+                event_type="CHANGED", severity="HIGH", changed_fields=("bizrno",), changes=(ch,), is_transfer=True, **base
+            )
+        elif kind == 5:
+            ch = _change(key, permit, ingr, appl, "applicant", "(주)옛이름", appl)
+            ev = EventRow(
+                event_type="CHANGED",
+                severity="HIGH",
+                changed_fields=("applicant",),
+                changes=(ch,),
+                is_rename=True,
+                watchlist_hit=True,
+                watch_reasons=("신청인: 테스트제약", "성분: 성분"),
+                **base,
+            )
+        elif kind == 6:
+            ch = _change(key, permit, ingr, appl, "issue_date", "2010-01-01", issue)
+            ev = EventRow(event_type="CHANGED", severity="MEDIUM", changed_fields=("issue_date",), changes=(ch,), **base)
+        elif kind == 7:
+            syn = f"SYN-{i:08x}"
+            ch = _change(key, permit, ingr, appl, "permit_no", None, permit)
+            ev = EventRow(
+                event_type="CHANGED",
+                severity="INFO",
+                changed_fields=("permit_no",),
+                changes=(ch,),
+                number_assigned=True,
+                **{**base, "base_dmf_key": syn},
+            )
+        elif kind == 8:
+            cos = _change(key, permit, ingr, appl, "manufacturer", manu.replace(",", ", "), manu, cosmetic=True)
+            ev = EventRow(
+                event_type="CHANGED", severity="COSMETIC", cosmetic_fields=("manufacturer",), changes=(cos,), is_cosmetic=True, **base
+            )
+        else:
+            ev = EventRow(event_type="WITHDRAWN", severity="CRITICAL", **base)
+        events.append(ev)
+    return tuple(events)
+
+
+def kpis_for(events: tuple[EventRow, ...], registry_size: int) -> Kpis:
+    headline = [e for e in events if not e.is_cosmetic]
+    changed = [e for e in headline if e.event_type == "CHANGED"]
+    return Kpis(
+        registry_size=registry_size,
+        new=sum(e.event_type == "NEW" for e in headline),
+        changed=len(changed),
+        changed_by_severity={s: sum(e.severity == s for e in changed) for s in ("CRITICAL", "HIGH", "MEDIUM", "INFO")},
+        withdrawn=sum(e.event_type == "WITHDRAWN" for e in headline),
+        reappeared=sum(e.is_reappearance for e in headline),
+        number_assigned=sum(e.number_assigned for e in headline),
+        cosmetic=sum(e.is_cosmetic for e in events),
+        watchlist_hits=sum(e.watchlist_hit for e in headline),
+    )
+
+
+def aggregates(registry: int, n: int, prefix: str, seed: int) -> tuple[AggregateRow, ...]:
+    rng = random.Random(seed)
+    weights = [1 / (i + 1) ** 0.9 for i in range(n)]
+    total = sum(weights)
+    return tuple(
+        AggregateRow(
+            label=f"{prefix}{i:04d}",
+            registrations=max(1, round(registry * w / total)),
+            manufacturers=rng.randint(1, 40),
+            applicants=rng.randint(1, 30),
+            countries=rng.randint(1, 8),
+            ingredients=rng.randint(1, 200),
+        )
+        for i, w in enumerate(weights)
+    )
+
+
+def history(day: date, n: int = 90, rejected_days: tuple[int, ...] = (12,)) -> tuple[HistoryPoint, ...]:
+    points = []
+    for k in range(n, 0, -1):
+        d = day - timedelta(days=k)
+        status = "rejected" if k in rejected_days else "accepted"
+        points.append(
+            HistoryPoint(
+                day=d,
+                status=status,
+                registry_size=9100 + (n - k) if status != "rejected" else None,
+                new=(k * 7) % 9,
+                changed=(k * 3) % 4,
+                withdrawn=1 if k % 17 == 0 else 0,
+                cosmetic=k % 3,
+            )
+        )
+    return tuple(points)
+
+
+def gates(failed: int | None = None) -> tuple[GateRow, ...]:
+    names = [("transport", "전송"), ("completeness", "완전성"), ("drop", "감소율"), ("nulls", "결측"), ("duplicates", "중복"), ("churn", "변동률")]
+    rows = []
+    for i, (name, label) in enumerate(names, 1):
+        if failed is None or i < failed:
+            passed: bool | None = True
+        elif i == failed:
+            passed = False
+        else:
+            passed = None
+        observed = "8,940 / 9,203 (97.1 %)" if (failed == i == 2) else "정상"
+        rows.append(GateRow(i, name, label, passed, observed, "= totalCount" if i == 2 else "≤ 5 %", "테스트 설명"))
+    return tuple(rows)
+
+
+QUALITY = (
+    QualityRow("row_count", "행 수 범위", "9,203", "8,000–12,000", True),
+    QualityRow("permit_parse", "등록번호 해석률", "99.2 %", "≥ 98 %", True),
+    QualityRow("unresolved_countries", "미해결 국가명", "2", "0", False, "말레이지아, 체코공화국"),
+)
+
+
+def accepted_report(n_events: int = 100, *, registry: int = 9_203, hostile: bool = True, day: date = DAY) -> DayReport:
+    events = make_events(n_events, hostile=hostile)
+    return DayReport(
+        day=day,
+        status=DayStatus.ACCEPTED,
+        status_reason="6개 게이트 모두 통과",
+        comparison_base=day - timedelta(days=1),
+        last_accepted_day=day,
+        kpis=kpis_for(events, registry),
+        events=events,
+        history=history(day),
+        by_ingredient=aggregates(registry, 3000, "성분", 1),
+        by_applicant=aggregates(registry, 450, "업체", 2),
+        by_country=aggregates(registry, 50, "국가", 3),
+        gates=gates(),
+        quality=QUALITY,
+        watchlist={"ingredients": ("메트포르민",), "applicants": ("테스트제약",), "manufacturers": (), "countries": ()},
+        run_info={"실행 ID": "run-abc123", "수집 페이지": "19", "소요 시간": "41.2 s"},
+        generated_at=datetime(2026, 10, 7, 21, 12, 5, tzinfo=timezone.utc),
+    )
+
+
+REJECT_REASON = "완전성 게이트 실패: 8,940 / 9,203행 수신 (97.1 %)"
+
+
+def rejected_report(day: date = DAY, base: date = BASE, base_size: int = 9_167) -> DayReport:
+    return DayReport(
+        day=day,
+        status=DayStatus.REJECTED,
+        status_reason=REJECT_REASON,
+        comparison_base=base,
+        last_accepted_day=base,
+        kpis=Kpis(registry_size=base_size),
+        history=history(day),
+        by_ingredient=aggregates(base_size, 300, "성분", 1),
+        by_applicant=aggregates(base_size, 45, "업체", 2),
+        by_country=aggregates(base_size, 10, "국가", 3),
+        gates=gates(failed=2),
+        quality=QUALITY,
+        generated_at=datetime(2026, 10, 8, 6, 3),
+    )
+
+
+def baseline_report(day: date = DAY) -> DayReport:
+    return DayReport(
+        day=day,
+        status=DayStatus.BASELINE,
+        status_reason="최초 정상 수집일 — 비교 대상 없음",
+        comparison_base=None,
+        last_accepted_day=day,
+        kpis=Kpis(registry_size=9_167),
+        by_ingredient=aggregates(9_167, 100, "성분", 1),
+        by_applicant=aggregates(9_167, 40, "업체", 2),
+        by_country=aggregates(9_167, 10, "국가", 3),
+        gates=gates(),
+    )
+
+
+def unchanged_report(day: date = DAY, base: date = BASE) -> DayReport:
+    return DayReport(
+        day=day,
+        status=DayStatus.UNCHANGED,
+        status_reason="변경 없음",
+        comparison_base=base,
+        last_accepted_day=day,
+        kpis=Kpis(registry_size=9_167, changed_by_severity={"CRITICAL": 0, "HIGH": 0, "MEDIUM": 0, "INFO": 0}),
+        history=history(day, n=30),
+        by_ingredient=aggregates(9_167, 100, "성분", 1),
+        by_applicant=aggregates(9_167, 40, "업체", 2),
+        by_country=aggregates(9_167, 10, "국가", 3),
+        gates=gates(),
+    )
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def kpi_value(ws, key: str):
+    label = KPI_LABELS[key]
+    for row in ws.iter_rows(min_row=1, max_row=80, max_col=2):
+        if row[0].value == label:
+            return row[1].value
+    raise AssertionError(f"KPI row {label!r} not found")
+
+
+@pytest.fixture(scope="module")
+def accepted_book(tmp_path_factory):
+    report = accepted_report()
+    out = tmp_path_factory.mktemp("accepted")
+    result = write_workbook(report, out)
+    return report, result, load_workbook(result.path)
+
+
+@pytest.fixture(scope="module")
+def rejected_book(tmp_path_factory):
+    report = rejected_report()
+    out = tmp_path_factory.mktemp("rejected")
+    result = write_workbook(report, out)
+    return report, result, load_workbook(result.path)
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+
+def test_sheet_names_order_and_file_names(accepted_book):
+    report, result, wb = accepted_book
+    assert wb.sheetnames == list(SHEET_NAMES)
+    assert result.path.name == "DMF_리포트_2026-10-08.xlsx"
+    assert result.latest_path.name == LATEST_NAME and result.latest_updated
+    assert result.latest_path.read_bytes() == result.path.read_bytes()
+    assert workbook_day(result.latest_path) == DAY
+    assert result.bytes == result.path.stat().st_size > 50_000
+    headline = [e for e in report.events if not e.is_cosmetic]
+    assert result.sheet_rows[SHEET_EVENTS] == len(headline) == 90
+    assert result.sheet_rows[SHEET_FIELDS] == sum(len(e.changes) for e in report.events)
+    assert result.sheet_rows[SHEET_NEW_WITHDRAWN] == sum(e.event_type in ("NEW", "WITHDRAWN") for e in report.events) == 30
+    assert result.sheet_rows["성분별"] == 3000 and result.sheet_rows["업체별"] == 450 and result.sheet_rows["제조국"] == 50
+    # nothing but the two workbooks (and the lock file) is left in the folder: no temp files
+    assert sorted(p.name for p in result.path.parent.iterdir() if not p.name.startswith(".DMF_리포트.lock")) == sorted(
+        [result.path.name, LATEST_NAME]
+    )
+
+
+def test_accepted_banner_and_kpi_cells(accepted_book):
+    report, _, wb = accepted_book
+    k = report.kpis
+    for name in SHEET_NAMES:
+        banner = wb[name]["A1"].value
+        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 60 · 취하 10"), (name, banner)
+    ws = wb[SHEET_SUMMARY]
+    expected = {
+        "registry_size": 9_203,
+        "new": 20,
+        "changed": 60,
+        "changed_CRITICAL": 20,
+        "changed_HIGH": 20,
+        "changed_MEDIUM": 10,
+        "changed_INFO": 10,
+        "withdrawn": 10,
+        "reappeared": 5,
+        "number_assigned": 10,
+        "watchlist_hits": 10,
+        "cosmetic": 10,
+    }
+    # the builder's own counts agree with the hand-computed numbers above
+    assert (k.new, k.changed, k.withdrawn, k.cosmetic) == (20, 60, 10, 10)
+    for key, value in expected.items():
+        cell_value = kpi_value(ws, key)
+        assert cell_value == value, key
+    # severity-coloured KPI value cells
+    for sev in ("CRITICAL", "HIGH", "MEDIUM", "INFO"):
+        row = next(r for r in ws.iter_rows(max_col=2) if r[0].value == KPI_LABELS[f"changed_{sev}"])
+        assert row[1].fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS[sev][0])
+        assert row[1].number_format == st.FMT_INT
+    # gates table on the summary: six rows, all passed
+    verdicts = [r[1].value for r in ws.iter_rows(max_col=2) if isinstance(r[0].value, str) and r[0].value[:2] in {f"{i}." for i in range(1, 7)}]
+    assert verdicts == ["통과"] * 6
+
+
+def test_events_sorted_by_severity_then_key_with_colours(accepted_book):
+    report, result, wb = accepted_book
+    ws = wb[SHEET_EVENTS]
+    assert [c.value for c in ws[4]][: len(EVENT_COLUMNS)] == [c.header for c in EVENT_COLUMNS]
+    rows = read_events_sheet(result.path)
+    keys = [(SEVERITY_RANK[r["severity"]], r["dmf_key"]) for r in rows]
+    assert keys == sorted(keys, key=lambda t: (-t[0], t[1]))
+    assert {r["severity"] for r in rows} == {"CRITICAL", "HIGH", "MEDIUM", "INFO"}  # cosmetic excluded
+    assert rows[0]["severity"] == "CRITICAL" and rows[-1]["severity"] == "INFO"
+    for i, r in enumerate(rows, 5):
+        cell = ws.cell(row=i, column=1)
+        assert cell.value == SEVERITY_LABEL_KO[r["severity"]]
+        assert cell.fill.fill_type == "solid"
+        assert cell.fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS[r["severity"]][0])
+
+
+def _expected_event_rows(report: DayReport) -> list[dict]:
+    ordered = sorted(report.headline_events, key=lambda e: (-SEVERITY_RANK[e.severity], e.dmf_key))
+    return ordered
+
+
+def test_round_trip_of_events_table_including_hostile_text(accepted_book):
+    report, result, _ = accepted_book
+    rows = read_events_sheet(result.path)
+    expected = _expected_event_rows(report)
+    assert len(rows) == len(expected) == 90
+    text_fields = ("permit_no", "ingredient", "applicant", "manufacturer", "countries", "target_class", "bizrno", "address", "dmf_key", "base_dmf_key")
+    seen_hostile = set()
+    for got, ev in zip(rows, expected):
+        assert got["event_type"] == ev.event_type and got["severity"] == ev.severity
+        for f in text_fields:
+            want = getattr(ev, f)
+            assert got[f] == cell_text(want), (f, want[:40] if want else want)
+            if want in HOSTILE:
+                seen_hostile.add(want)
+                if want is not BIG_TEXT and "\x00" not in want:
+                    assert got[f] == want  # exactly the source text, not "sanitised"
+        assert got["issue_date"] == ev.issue_date
+        assert got["changed_fields"] == ev.changed_fields
+        assert got["watch_reasons"] == ev.watch_reasons
+        for flag in ("is_reappearance", "number_assigned", "is_transfer", "is_rename", "watchlist_hit"):
+            assert got[flag] == getattr(ev, flag), flag
+        if ev.event_type == "CHANGED":
+            for ch in ev.changes:
+                if not ch.is_cosmetic:
+                    assert f"{ch.after}" in (got["change_summary"] or "") or len(ch.after or "") > 1000
+    # every hostile value that landed in a headline event was checked
+    headline_values = {getattr(e, f) for e in report.headline_events for f in ("ingredient", "applicant", "manufacturer", "address")}
+    assert seen_hostile == set(HOSTILE) & headline_values
+    assert len(seen_hostile) >= 12
+    # the control characters became U+FFFD, the 100 k text was cut and marked
+    ctrl = next(r for r in rows if any((r[f] or "").startswith("ctrl") for f in text_fields))
+    assert any(r == "ctrl\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd end" for r in ctrl.values())
+    big = next(r[f] for r in rows for f in text_fields if (r[f] or "").startswith("가나다라마바사"))
+    assert big.endswith(TRUNCATION_MARK) and len(big.encode("utf-16-le")) // 2 <= EXCEL_MAX_CHARS
+    assert big.startswith(BIG_TEXT[:30000])
+
+
+def test_no_formula_anywhere_and_hostile_cells_are_literal_text(accepted_book):
+    _, result, wb = accepted_book
+    formula_like = 0
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                assert cell.data_type != "f", (ws.title, cell.coordinate, cell.value)
+                if isinstance(cell.value, str) and cell.value[:1] in ("=", "+", "-", "@", "\t"):
+                    formula_like += 1
+                    assert cell.data_type == "s" and cell.quotePrefix, (ws.title, cell.coordinate)
+                if cell.value == "#N/A":
+                    assert cell.data_type == "s"
+    assert formula_like >= 5
+    # and at the XML level: no <f> element in any sheet
+    with zipfile.ZipFile(result.path) as zf:
+        for name in zf.namelist():
+            if name.startswith("xl/worksheets/sheet"):
+                assert b"<f>" not in zf.read(name) and b"<f " not in zf.read(name)
+
+
+def test_store_text_rules():
+    assert store_text(None) is None and store_text("") is None
+    assert store_text("a\x00b\x1fc\ud800d\uffff") == "a\ufffdb\ufffdc\ufffdd\ufffd"
+    assert cell_text("\r=x") == "\r=x" and store_text("\r=x") == "_x000D_=x"
+    assert cell_text("_x000D_") == "_x000D_" and store_text("_x000D_") == "_x005F_x000D_"
+    emoji_wall = "💊" * 20_000  # 40,000 UTF-16 units: Excel counts the emoji twice
+    cut = cell_text(emoji_wall)
+    assert cut.endswith(TRUNCATION_MARK) and len(cut.encode("utf-16-le")) // 2 <= EXCEL_MAX_CHARS
+    assert cut.startswith("💊" * 16_000)
+    crs = "\r" * 10_000  # escapes grow 7x: the stored form must still fit
+    stored = store_text(crs)
+    assert len(stored) <= EXCEL_MAX_CHARS and cell_text(crs).endswith(TRUNCATION_MARK)
+    assert store_text(12345) == "12345"
+
+
+def test_dates_numbers_and_percent_formats(accepted_book):
+    report, _, wb = accepted_book
+    ws = wb[SHEET_EVENTS]
+    col = [c.header for c in EVENT_COLUMNS].index("발급일자") + 1
+    cell = ws.cell(row=5, column=col)
+    assert isinstance(cell.value, datetime) and cell.number_format == st.FMT_DATE
+    ws = wb["성분별"]
+    assert ws["C5"].number_format == st.FMT_INT and isinstance(ws["C5"].value, int)
+    assert ws["D5"].number_format == st.FMT_PCT and 0 < ws["D5"].value < 1
+    assert ws["A5"].value == 1 and ws["A6"].value == 2
+    top = max(report.by_ingredient, key=lambda a: a.registrations)
+    assert ws["B5"].value == top.label and ws["C5"].value == top.registrations
+    summary = wb[SHEET_SUMMARY]
+    assert isinstance(summary["B6"].value, datetime) and summary["B6"].number_format == st.FMT_DATE
+    # generated_at is shown in Korean time (21:12 UTC -> 06:12 KST next day)
+    gen = next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == "생성 시각 (KST)")
+    assert gen == datetime(2026, 10, 8, 6, 12, 5)
+
+
+def test_hyperlinks_search_the_registration_on_nedrug(accepted_book):
+    report, result, wb = accepted_book
+    rows = read_events_sheet(result.path)
+    assert all(r["link"] for r in rows)
+    for r in rows:
+        parts = urlsplit(r["link"])
+        assert (parts.scheme, parts.netloc, parts.path) == ("https", "nedrug.mfds.go.kr", NEDRUG_DMF_SEARCH_PATH)
+        query = parse_qs(parts.query)
+        if r["ingredient"] and len(r["ingredient"]) < 100 and "\ufffd" not in r["ingredient"]:
+            assert query["searchIngrKorName"] == [r["ingredient"]]
+        assert len(r["link"]) <= 2000
+    # the 100 k ingredient falls back to its base name, still a valid short link
+    ws = wb[SHEET_NEW_WITHDRAWN]
+    links = [c.hyperlink.target for c in ws["O"][4:] if c.hyperlink]
+    assert len(links) == 30
+
+
+def test_frozen_panes_filters_print_setup_and_charts(accepted_book):
+    _, result, wb = accepted_book
+    for ws in wb.worksheets:
+        assert ws.freeze_panes is not None, ws.title
+        assert ws.auto_filter.ref, ws.title
+        assert ws.page_setup.orientation == "landscape" and int(ws.page_setup.paperSize) == 9, ws.title
+        assert ws.page_setup.fitToWidth == 1 and ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.print_title_rows, ws.title
+        assert ws["A1"].font.name == st.FONT_NAME
+        assert ws.column_dimensions["A"].width >= 6
+    assert wb[SHEET_EVENTS].freeze_panes == "A5"
+    assert wb[SHEET_EVENTS].auto_filter.ref == f"A4:R{4 + 90}"
+    with zipfile.ZipFile(result.path) as zf:
+        charts = [n for n in zf.namelist() if n.startswith("xl/charts/chart")]
+    assert len(charts) == 4  # 30-90-day history + three top-20 aggregates
+    assert wb["메타"]["C5"].value == ATTRIBUTION
+
+
+def test_rejected_day_says_so_on_every_sheet(rejected_book):
+    report, result, wb = rejected_book
+    expected_banner = f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})"
+    for ws in wb.worksheets:
+        assert ws["A1"].value == expected_banner, ws.title
+        assert ws["A1"].fill.fgColor.rgb.endswith(st.BANNER_COLOURS["rejected"][0]), ws.title
+    for name in (SHEET_EVENTS, SHEET_FIELDS, SHEET_NEW_WITHDRAWN):
+        ws = wb[name]
+        assert NOT_REFLECTED in ws["A3"].value, name
+        values = [c.value for row in ws.iter_rows(min_row=4) for c in row if c.value is not None]
+        assert values == [], (name, values[:5])  # no table that could read as "no changes"
+    with pytest.raises(RejectedDayError):
+        read_events_sheet(result.path)
+    summary = wb[SHEET_SUMMARY]
+    assert kpi_value(summary, "registry_size") == 9_167  # the last accepted state
+    for key in ("new", "changed", "withdrawn", "cosmetic"):
+        assert kpi_value(summary, key) == "미반영"  # never a zero that reads as "nothing changed"
+    verdicts = {r[0].value: r[1].value for r in summary.iter_rows(max_col=2) if isinstance(r[0].value, str) and r[0].value[:1].isdigit()}
+    assert verdicts["2. 완전성 (completeness)"] == "실패"
+    assert verdicts["1. 전송 (transport)"] == "통과"
+    assert verdicts["6. 변동률 (churn)"] == "미평가"
+    observed = [r[2].value for r in summary.iter_rows(max_col=3) if r[0].value == "2. 완전성 (completeness)"]
+    assert observed == ["8,940 / 9,203 (97.1 %)"]
+    assert "마지막 정상 수집일 2026-10-07 기준" in wb["성분별"]["A3"].value
+    assert result.sheet_rows[SHEET_EVENTS] == 0
+
+
+def test_rejected_day_without_any_accepted_day(tmp_path):
+    report = replace(rejected_report(), comparison_base=None, last_accepted_day=None, kpis=Kpis(registry_size=None))
+    wb, _ = build_workbook(report)
+    assert wb[SHEET_EVENTS]["A1"].value.startswith("수집 실패 — 아직 정상 수집된 비교 기준일이 없습니다 (사유: ")
+
+
+def test_baseline_and_unchanged_days_say_why_there_are_no_events(tmp_path):
+    base_res = write_workbook(baseline_report(), tmp_path / "b")
+    wb = load_workbook(base_res.path)
+    for ws in wb.worksheets:
+        assert ws["A1"].value.startswith("기준일 — 2026-10-08은(는) 최초 정상 수집일입니다"), ws.title
+    assert "설계상" in wb[SHEET_EVENTS]["A3"].value
+    assert read_events_sheet(base_res.path) == []
+    assert kpi_value(wb[SHEET_SUMMARY], "new") == "해당 없음"
+    assert kpi_value(wb[SHEET_SUMMARY], "registry_size") == 9_167
+
+    unch = write_workbook(unchanged_report(), tmp_path / "u")
+    wb = load_workbook(unch.path)
+    for ws in wb.worksheets:
+        assert ws["A1"].value.startswith("변경 없음 — 2026-10-08 수집분이 비교 기준 2026-10-07"), ws.title
+    assert wb[SHEET_EVENTS]["A3"].value.startswith("변경 없음 — 비교 기준 2026-10-07")
+    assert read_events_sheet(unch.path) == []
+    summary = wb[SHEET_SUMMARY]
+    for key in ("new", "changed", "withdrawn", "changed_CRITICAL"):
+        assert kpi_value(summary, key) == 0  # a real, explained zero
+
+
+def test_cosmetic_rows_marked_on_field_sheet(accepted_book):
+    report, _, wb = accepted_book
+    ws = wb[SHEET_FIELDS]
+    rows = list(ws.iter_rows(min_row=5, values_only=False))
+    kinds = [r[1].value for r in rows if r[1].value]
+    n_cosmetic = sum(c.is_cosmetic for e in report.events for c in e.changes)
+    assert kinds.count("표기 변경") == n_cosmetic == 20
+    assert kinds == sorted(kinds, key=lambda k: k == "표기 변경")  # substantive first
+    for r in rows:
+        if r[1].value == "표기 변경":
+            assert r[1].fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS["COSMETIC"][0])
+            assert r[0].value == SEVERITY_LABEL_KO["COSMETIC"]
+
+
+def test_unwritable_reports_dir_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(WorkbookError) as err:
+        write_workbook(baseline_report(), blocker / "reports")
+    assert isinstance(err.value, UserError)
+    assert "리포트 폴더" in str(err.value) and str(blocker) in str(err.value)
+
+
+def test_latest_copy_is_only_replaced_by_a_newer_or_same_day(tmp_path):
+    d8 = write_workbook(baseline_report(DAY), tmp_path)
+    assert d8.latest_updated and workbook_day(tmp_path / LATEST_NAME) == DAY
+    backfill = write_workbook(unchanged_report(DAY - timedelta(days=3), DAY - timedelta(days=4)), tmp_path)
+    assert not backfill.latest_updated
+    assert workbook_day(tmp_path / LATEST_NAME) == DAY  # the older day did not replace it
+    assert (tmp_path / dated_workbook_name(DAY - timedelta(days=3))).exists()
+    newer = write_workbook(rejected_report(DAY + timedelta(days=1), DAY), tmp_path)
+    assert newer.latest_updated and workbook_day(tmp_path / LATEST_NAME) == DAY + timedelta(days=1)
+    rerun = write_workbook(unchanged_report(DAY + timedelta(days=1), DAY), tmp_path)
+    assert rerun.latest_updated  # re-running the latest day refreshes it
+    assert (tmp_path / LATEST_NAME).read_bytes() == rerun.path.read_bytes()
+    # 최신 deleted by hand: a backfill restores it from the newest dated workbook, not from itself
+    (tmp_path / LATEST_NAME).unlink()
+    again = write_workbook(baseline_report(DAY - timedelta(days=10)), tmp_path)
+    assert not again.latest_updated
+    assert workbook_day(tmp_path / LATEST_NAME) == DAY + timedelta(days=1)
+
+
+def test_write_time_for_a_full_size_day(tmp_path, record_property):
+    """9.2 k registry (3,000 ingredients, 450 applicants, 50 countries) and 100 events."""
+    report = accepted_report(100, registry=9_203, hostile=False)
+    result = write_workbook(report, tmp_path)
+    record_property("workbook_seconds", round(result.seconds, 3))
+    print(f"\nworkbook write: {result.seconds:.2f} s, {result.bytes / 1024:.0f} KiB, rows {result.sheet_rows}")
+    assert result.seconds <= 5.0  # generous sanity bound; the real number is printed
+
+
+def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted_book):
+    report, _, wb = accepted_book
+    ws = wb[SHEET_SUMMARY]
+    header = next(r[0].row for r in ws.iter_rows(max_col=2) if (r[0].value, r[1].value) == ("날짜", "상태"))
+    assert ws.auto_filter.ref == f"A{header}:G{header + len(report.history)}"
+    table = [[c.value for c in row] for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=7)]
+    days = [row[0].date() for row in table]
+    assert days == sorted((h.day for h in report.history), reverse=True)
+    assert days[0] == DAY - timedelta(days=1)
+    by_day = {h.day: h for h in report.history}
+    rejected = [row for row in table if by_day[row[0].date()].status == "rejected"]
+    assert len(rejected) == 1
+    assert rejected[0][1] == "수집 실패 — 결과 미반영" and rejected[0][2:] == [None] * 5  # blank, not zero
+    ok = next(row for row in table if by_day[row[0].date()].status == "accepted")
+    h = by_day[ok[0].date()]
+    assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.cosmetic]
+
+
+def test_rejected_churn_day_does_not_show_its_unapplied_diff():
+    """Gate 6 runs after the diff: the rejected day may carry events — they must not be tabled."""
+    report = replace(rejected_report(), events=make_events(30, hostile=False), gates=gates(failed=6))
+    wb, rows = build_workbook(report)
+    for name in (SHEET_EVENTS, SHEET_FIELDS, SHEET_NEW_WITHDRAWN):
+        note = wb[name]["A3"].value
+        assert NOT_REFLECTED in note and "거부된 비교 결과 30건은 반영되지 않음" in note
+        assert wb[name].max_row == 3 and rows[name] == 0
+    summary = wb[SHEET_SUMMARY]
+    assert not any(r[0].value and str(r[0].value).startswith("관심목록 해당 이벤트") for r in summary.iter_rows(max_col=1))
+
+
+def test_missing_values_and_unnumbered_registrations(tmp_path):
+    ev = EventRow(
+        event_type="NEW",
+        severity="INFO",
+        dmf_key="SYN-0badc0de",
+        permit_no=None,
+        base_dmf_key=None,
+        ingredient=None,
+        ingredient_base=None,
+        applicant="",
+        bizrno=None,
+        manufacturer=None,
+        address=None,
+        countries=None,
+        issue_date="2026-02-30",  # invalid date stays text, never a crash
+        target_class=None,
+    )
+    report = replace(accepted_report(0), events=(ev,), kpis=kpis_for((ev,), 9_000))
+    result = write_workbook(report, tmp_path)
+    (row,) = read_events_sheet(result.path)
+    assert row["dmf_key"] == "SYN-0badc0de" and row["permit_no"] is None and row["applicant"] is None
+    assert row["issue_date"] == "2026-02-30"
+    assert row["link"] == "https://nedrug.mfds.go.kr" + NEDRUG_DMF_SEARCH_PATH  # nothing to search: the list page
+    assert row["changed_fields"] == () and row["watch_reasons"] == () and not row["watchlist_hit"]
+
+
+def test_real_registry_rows_round_trip(real_items, tmp_path):
+    """The 151 real API rows (raw, un-normalized: \\r\\n, full-width punctuation, 'Co., Ltd.' commas)."""
+    events = tuple(
+        EventRow(
+            event_type="NEW",
+            severity="INFO",
+            dmf_key=(item.get("DMF_PERMIT_NO") or f"SYN-{i:04d}"),
+            permit_no=item.get("DMF_PERMIT_NO"),
+            base_dmf_key=None,
+            ingredient=item.get("INGR_KOR_NAME"),
+            ingredient_base=None,
+            applicant=item.get("ENTP_NAME"),
+            bizrno=item.get("BIZRNO"),
+            manufacturer=item.get("MNFCTR_NAME"),
+            address=item.get("MNFCTR_PLACE"),
+            countries=item.get("MANUF_COUNTRY_CODE_NM"),
+            issue_date=item.get("DMF_PERMIT_DATE"),
+            target_class=item.get("NOTICE_CODE"),
+        )
+        for i, item in enumerate(real_items)
+    )
+    report = replace(accepted_report(0), events=events, kpis=kpis_for(events, 9_167))
+    result = write_workbook(report, tmp_path)
+    rows = read_events_sheet(result.path)
+    assert len(rows) == len(real_items) == 151
+    by_key = {r["dmf_key"]: r for r in rows}
+    for ev in events:
+        got = by_key[ev.dmf_key]
+        for f in ("permit_no", "ingredient", "applicant", "manufacturer", "address", "countries", "bizrno", "target_class"):
+            assert got[f] == (getattr(ev, f) or None), f
+        assert got["issue_date"] == (ev.issue_date or None)

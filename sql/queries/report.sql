@@ -1,0 +1,69 @@
+-- Named statements used by dmf_assets/storage/report_data.py. Values are always bound parameters.
+
+-- name: day_events
+SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
+       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
+       v.countries, v.issue_date, v.target_class
+FROM events e
+LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
+WHERE e.day_id = ?
+ORDER BY e.event_id;
+
+-- name: day_changes
+SELECT event_id, field, before, after, is_cosmetic, severity
+FROM event_changes
+WHERE day_id = ?
+ORDER BY event_id;
+
+-- name: history_points
+SELECT day_id, status, population, coalesce(new_count, 0), coalesce(changed_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0)
+FROM runs
+WHERE day_id BETWEEN ? AND ?
+ORDER BY day_id;
+
+-- name: by_ingredient
+SELECT coalesce(v.ingredient_base, '(성분명 없음)') AS label,
+       count(*) AS registrations,
+       count(DISTINCT v.manufacturer_key) AS manufacturers,
+       count(DISTINCT coalesce(v.bizrno, v.applicant_key)) AS applicants,
+       count(DISTINCT v.countries_key) AS countries
+FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id
+WHERE s.day_id = ?
+GROUP BY 1
+ORDER BY registrations DESC, label;
+
+-- name: by_applicant
+SELECT mode(v.applicant) AS label,
+       count(*) AS registrations,
+       count(DISTINCT v.manufacturer_key) AS manufacturers,
+       count(DISTINCT v.ingredient_base) AS ingredients,
+       count(DISTINCT v.countries_key) AS countries
+FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id
+WHERE s.day_id = ?
+GROUP BY coalesce(v.bizrno, v.applicant_key)
+ORDER BY registrations DESC, label;
+
+-- name: by_country
+SELECT c.country AS label,
+       count(DISTINCT c.record_id) AS registrations,
+       count(DISTINCT c.manufacturer_key) AS manufacturers,
+       count(DISTINCT c.applicant) AS applicants,
+       count(DISTINCT c.ingredient_base) AS ingredients
+FROM (
+    SELECT s.record_id, v.manufacturer_key, coalesce(v.bizrno, v.applicant_key) AS applicant,
+           v.ingredient_base, unnest(list_distinct(v.country_list)) AS country
+    FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id
+    WHERE s.day_id = ?
+) c
+WHERE c.country IS NOT NULL
+GROUP BY 1
+ORDER BY registrations DESC, label;
+
+-- name: day_quality
+SELECT name, label, value, expected, ok, detail FROM quality_checks WHERE day_id = ? ORDER BY ok, name;
+
+-- name: day_fetch_pages
+SELECT count(*), sum(attempts), sum(bytes), sum(elapsed_ms) FROM fetch_stats WHERE day_id = ?;
