@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: module path -> what it adds (for --help ordering only)
@@ -16,7 +17,8 @@ COMMAND_MODULES = (
     "dmf_assets.emulator.commands",  # dmf emulator serve | faults | truth
     "dmf_assets.source.commands",  # dmf fetch
     "dmf_assets.domain.commands",  # dmf diff
-    "dmf_assets.orchestration.commands",  # dmf demo | run | backfill | ui | doctor | prune | backup
+    "dmf_assets.orchestration.commands",  # dmf demo | run | backfill | ui
+    "dmf_assets.ops.commands",  # dmf doctor | prune | backup
     "dmf_assets.bench.commands",  # dmf bench
 )
 
@@ -57,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dmf: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # output piped into `head` and friends: stop quietly, like other command-line tools
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

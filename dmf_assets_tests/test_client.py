@@ -216,6 +216,14 @@ def check_outage(res, man, reqs, rows, kind):
     assert res.items == [] and "HTTP 503" in res.transport_errors[0]
 
 
+def check_hostile_text(res, man, reqs, rows, kind):
+    hostile = F.hostile_rows(ISO, rows)
+    assert res.status == "complete" and res.transport_ok and len(hostile) == len(F.HOSTILE_PAYLOADS)
+    # served verbatim (control characters, U+FFFD, RTL mark, 100 KB included), every other row untouched
+    assert res.items == [{**r, **hostile[i]} if i in hostile else r for i, r in enumerate(rows)]
+    assert any(r.get("MNFCTR_NAME") == F.HOSTILE_CONTROLS for r in res.items)
+
+
 CASES = {
     "http_5xx_burst": ("http_5xx_burst", {}),
     "rate_limit_429": ("rate_limit_429", {}),
@@ -235,6 +243,7 @@ CASES = {
     "garbled_text": ("garbled_text", {}),
     "mass_disappearance": ("mass_disappearance", {}),
     "outage": ("outage", {}),
+    "hostile_text": ("hostile_text", {}),
 }
 
 

@@ -278,7 +278,7 @@ def test_dmf_emulator_serve_command_serves_and_logs_without_the_key():
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dmf_assets.cli", "emulator", "serve", "--port", "0", "--date", ISO,
+        [sys.executable, "-m", "dmf_assets", "emulator", "serve", "--port", "0", "--date", ISO,
          "--service-key", FAKE_KEY_ENCODED, "--fault", f"{ISO}=total_count_inflated:delta=7"],
         cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

@@ -130,12 +130,14 @@ def test_trailing_commas_are_not_boundaries(real_items):
     ("names", "addresses", "countries", "expected_names", "ok"),
     [
         # legal-form words after a comma keep it inside the name
-        ("Alpha Co., Ltd.,Beta Co.,Ltd.", "Road 1, China,Road 2, China", "중국,중국", ["Alpha Co., Ltd.", "Beta Co.,Ltd."], True),
+        ("Alpha Co., Ltd.,Beta Co.,Ltd.", "Road 1, China,Road 2, China", "중국,중국",
+         ["Alpha Co., Ltd.", "Beta Co.,Ltd."], True),
         # the strongest boundaries win: a role bracket beats a tight comma
         ("Alpha Limited,Beta Unit,[원료 제조소]Gamma Ltd", "A, India,B, India", "인도,인도",
          ["Alpha Limited,Beta Unit", "Gamma Ltd"], True),
         # commas inside parentheses are never cut
-        ("Alpha (Unit 1, Unit 2) Ltd,Beta Ltd", "A, India,B, India", "인도,인도", ["Alpha (Unit 1, Unit 2) Ltd", "Beta Ltd"], True),
+        ("Alpha (Unit 1, Unit 2) Ltd,Beta Ltd", "A, India,B, India", "인도,인도",
+         ["Alpha (Unit 1, Unit 2) Ltd", "Beta Ltd"], True),
         # a stray '(' that is never closed does not hide later commas
         ("Alpha (Unit 1 Ltd,Beta Ltd", "A, India,B, India", "인도,인도", ["Alpha (Unit 1 Ltd", "Beta Ltd"], True),
         # more countries than sites in the text
@@ -159,7 +161,8 @@ def test_split_rules(names, addresses, countries, expected_names, ok):
 
 
 def test_address_cut_prefers_the_comma_after_a_country_name():
-    split = split_sites("A Ltd,B Ltd", "Unit-1,Sy.No.:291,346P,Telangana State, India,Plot 5,6, Road, China", "인도,중국")
+    address = "Unit-1,Sy.No.:291,346P,Telangana State, India,Plot 5,6, Road, China"
+    split = split_sites("A Ltd,B Ltd", address, "인도,중국")
     assert [s.address for s in split.sites] == ["Unit-1,Sy.No.:291,346P,Telangana State, India", "Plot 5,6, Road, China"]
 
 

@@ -445,7 +445,9 @@ def oracle_text_key(value: str) -> str | None:
 # characters assigned in Python's Unicode database (polars may know a newer Unicode version: newly
 # assigned code points can legitimately differ), plus the characters the rules are about
 _ASSIGNED = st.characters(exclude_categories=("Cn", "Cs", "Co"))
-_INTERESTING = st.sampled_from(list(PUNCTUATION_FOLDS) + list("ⅠⅡⅢ㈜（）－　\u00a0\u200f\ufeff\ufffd\r\n\t,.[] Σσς"))
+_INTERESTING = st.sampled_from(
+    list(PUNCTUATION_FOLDS) + list("ⅠⅡⅢ㈜（）－　\u00a0\u200f\ufeff\ufffd\r\n\t,.[] Σσς")
+)
 
 
 @settings(max_examples=300, deadline=None)

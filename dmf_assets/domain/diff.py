@@ -249,6 +249,15 @@ def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
 def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-field changes of matched pairs -> (CHANGED events without watchlist, field changes)."""
     value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair})
+    # content_hash covers exactly the compared display values, so a pair with equal hashes has no
+    # field change: compare only the (few) pairs whose hashes differ instead of every pair.
+    pairs = (
+        pairs.join(base.select(pl.col("dmf_key").alias("base_dmf_key"), pl.col("content_hash").alias("_b_hash")),
+                   on="base_dmf_key")
+        .join(new.select("dmf_key", pl.col("content_hash").alias("_n_hash")), on="dmf_key")
+        .filter(~pl.col("_b_hash").eq_missing(pl.col("_n_hash")))
+        .drop("_b_hash", "_n_hash")
+    )
     joined = pairs.join(
         base.select("dmf_key", *value_cols).rename({c: f"b.{c}" for c in ["dmf_key", *value_cols]}),
         left_on="base_dmf_key",

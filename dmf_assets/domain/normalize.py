@@ -254,7 +254,8 @@ def _multi_site_columns(frame: pl.DataFrame) -> pl.DataFrame:
         _regroup(per_site.get_column("site"), lengths).alias("_multi_sites"),
         pl.Series("_multi_ok", oks, dtype=pl.Boolean),
     )
-    return rows.select("row_no", *_SITE_KEYS).join(table, on=_SITE_KEYS, how="left", nulls_equal=True).drop(_SITE_KEYS)
+    joined = rows.select("row_no", *_SITE_KEYS).join(table, on=_SITE_KEYS, how="left", nulls_equal=True)
+    return joined.drop(_SITE_KEYS)
 
 
 def _regroup(flat: pl.Series, lengths: list[int]) -> pl.Series:
@@ -297,25 +298,41 @@ def _site_columns(frame: pl.DataFrame) -> pl.DataFrame:
 # --- quality flags ---------------------------------------------------------------------------------
 
 
-def _quality_columns() -> list[pl.Expr]:
-    oversize = pl.concat_list(
-        [pl.when(pl.col(f).str.len_chars() > size).then(pl.lit(f)) for f, size in SPEC_SIZES.items()]
-    ).list.drop_nulls()
+def _quality_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """row_no, permit_no_raw, oversize_fields, has_replacement_char.
+
+    Over-size values are rare, so the per-row field lists are built only for the rows that have one
+    (a list per row for all rows would cost more than the rest of the field checks together).
+    """
+    too_long = frame.select(
+        "row_no", *[(pl.col(f).str.len_chars() > size).fill_null(False).alias(f) for f, size in SPEC_SIZES.items()]
+    )
+    hits = too_long.filter(pl.any_horizontal(list(SPEC_SIZES)))
+    per_row = (
+        hits.unpivot(index="row_no", on=list(SPEC_SIZES), variable_name="field", value_name="hit")
+        .filter("hit")  # unpivot stacks field by field, so each row's list keeps SPEC_SIZES order
+        .group_by("row_no", maintain_order=True)
+        .agg(pl.col("field").alias("oversize_fields"))
+    )
     replacement = pl.any_horizontal(
         [pl.col(f).str.contains("\ufffd", literal=True).fill_null(False) for f in API_FIELDS]
     )
-    return [oversize.alias("oversize_fields"), replacement.alias("has_replacement_char")]
+    return (
+        frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw"), replacement.alias("has_replacement_char"))
+        .join(per_row, on="row_no", how="left", maintain_order="left")
+        .with_columns(pl.col("oversize_fields").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+    )
 
 
 # --- the frame -------------------------------------------------------------------------------------
 
 
-def normalize_items(raw: pl.DataFrame) -> pl.DataFrame:
+def normalize_items(raw: pl.DataFrame | list[Mapping[str, object]]) -> pl.DataFrame:
     """Normalize API rows: exactly NORMALIZED_COLUMNS (in order, with NORMALIZED_SCHEMA dtypes),
-    one row per input row in input order. Missing API columns count as all-null; extras are ignored."""
-    frame = _coerce(raw)
-    quality = frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw"), *_quality_columns())
-    out = pl.concat([quality, *_field_columns(frame)], how="horizontal").with_columns(
+    one row per input row in input order. Missing API columns count as all-null; extras are ignored.
+    A list of item dicts is accepted too (see `items_to_frame`)."""
+    frame = _coerce(raw if isinstance(raw, pl.DataFrame) else items_to_frame(raw))
+    out = pl.concat([_quality_columns(frame), *_field_columns(frame)], how="horizontal").with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("is_micronized").fill_null(False),

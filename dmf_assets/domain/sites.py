@@ -183,7 +183,7 @@ def _comma_scores(text: str, is_address: bool) -> list[tuple[int, int]]:
     return out
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)  # the same name/address recurs across combinations and days
 def split_field(text: str | None, n_sites: int, is_address: bool) -> tuple[tuple[str, ...], bool]:
     """Cut one display value into `n_sites` raw parts; (parts, exact). Null -> ((), False)."""
     if text is None:

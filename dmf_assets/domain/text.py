@@ -2,8 +2,8 @@
 compares.
 
 Every rule is written once, as a polars expression, and the scalar helpers (`display_text`,
-`match_key`) evaluate that same expression on a one-value frame. So the vectorized pipeline, the
-emulator and small code paths can never disagree about what a key is.
+`match_key`) evaluate that same expression on a one-value frame (cached), so the vectorized pipeline
+and the scalar helpers cannot disagree about what a key is.
 
 - display: drop control/format characters (line breaks become spaces first), NFKC, fold look-alike
   punctuation, collapse whitespace, trim; empty -> null. Case and punctuation are otherwise kept.

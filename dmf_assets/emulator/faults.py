@@ -149,6 +149,15 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "every request answers 503 (all attempts)",
             "transport gate",
         ),
+        FaultKind(
+            "hostile_text",
+            "8개 행에 악성·비정상 값 (100 KB 주소, 제어문자, U+FFFD, =·+·-·@·탭으로 시작하는 수식형 텍스트, "
+            "SQL형 따옴표 텍스트, RTL 기호, 이모지)",
+            "8 rows get hostile values (100 KB address, control characters, U+FFFD, formula-like text "
+            "starting with = + - @ or tab, SQL-like text with quotes, RTL override, emoji)",
+            "not a transport fault: accepted, a few CHANGED events; values stored verbatim-but-safe "
+            "(never formulas), counted by the quality metrics (oversize, U+FFFD)",
+        ),
     )
 }
 
@@ -351,7 +360,43 @@ def served_sequence(fault: Fault | None, day: str, rows: list[Row], num_of_rows:
         rng = rng_for(day, kind)
         share = float(fault.param("share"))
         return [_garble(r) if rng.random() < share else r for r in rows], len(rows)
+    if kind == "hostile_text":
+        hostile = hostile_rows(day, rows)
+        return [{**r, **hostile[i]} if i in hostile else r for i, r in enumerate(rows)], len(rows)
     return rows, len(rows)
+
+
+#: 100 KB of address text: 50x MNFCTR_PLACE's spec size (2000), far beyond Excel's 32,767-char cell.
+HOSTILE_LONG_ADDRESS = ("Plot 7, Hostile Industrial Estate, Phase II, " * 2300)[:100_000]
+#: every C0 control character and DEL, between visible text (display drops them, the archive keeps them)
+HOSTILE_CONTROLS = "Ctrl" + "".join(map(chr, range(0x20))) + "\x7f" + "Pharma Ltd."
+
+#: What `hostile_text` writes, one mapping per affected row (field -> the value served, verbatim).
+HOSTILE_PAYLOADS: tuple[dict[str, str], ...] = (
+    {"MNFCTR_PLACE": HOSTILE_LONG_ADDRESS},
+    {"MNFCTR_NAME": HOSTILE_CONTROLS, "ENTP_NAME": "'; DROP TABLE records; --"},
+    {"INGR_KOR_NAME": "깨진\ufffd\ufffd성분명"},
+    {"MNFCTR_NAME": '=HYPERLINK("http://x","y")'},
+    {"ENTP_NAME": "+SUM(A1)", "MNFCTR_PLACE": "-2+3"},
+    {"MNFCTR_NAME": "@cmd", "INGR_KOR_NAME": "\t=1+1"},
+    {"MNFCTR_PLACE": "\u202eRTL 주소 gnp.exe"},
+    {"INGR_KOR_NAME": "💊 알약 성분"},
+)
+
+
+def hostile_rows(day: str, rows: list[Row]) -> dict[int, dict[str, str]]:
+    """Which rows `hostile_text` rewrites on `day` (row index -> the fields it overwrites).
+
+    Only rows whose permit number occurs once that day, so each hostile row is one registration a
+    test can follow by number. Reproducible per date.
+    """
+    counts: dict[str, int] = {}
+    for r in rows:
+        number = (r.get("DMF_PERMIT_NO") or "").strip()
+        counts[number] = counts.get(number, 0) + 1
+    candidates = [i for i, r in enumerate(rows) if (n := (r.get("DMF_PERMIT_NO") or "").strip()) and counts[n] == 1]
+    chosen = sorted(rng_for(day, "hostile_text").sample(candidates, min(len(candidates), len(HOSTILE_PAYLOADS))))
+    return {i: dict(p) for i, p in zip(chosen, HOSTILE_PAYLOADS)}
 
 
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")

@@ -62,6 +62,35 @@ def ensure_service_key(base_url: str) -> bool:
     return False
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover_orphaned_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark runs whose process died (SIGKILL, power loss) as failed and free their pool slots.
+
+    A killed in-process run would otherwise hold the `duckdb` pool slot forever and every later run
+    would wait for it. (`dagster dev`'s run monitoring does the same for runs it launched.)
+    """
+    recovered = []
+    in_flight = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING]))
+    for run in in_flight:
+        records = instance.get_records_for_run(run.run_id, limit=50, ascending=False).records
+        pids = {r.event_log_entry.dagster_event.pid for r in records if r.event_log_entry.dagster_event}
+        pids.discard(None)
+        if pids and not any(_pid_alive(pid) for pid in pids):
+            instance.report_run_failed(run, "실행 프로세스가 사라졌습니다 (강제 종료 등). The run's process died; marked failed.")
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+            recovered.append(run.run_id)
+    return recovered
+
+
 @dataclass(frozen=True)
 class RunReport:
     day: str
@@ -105,6 +134,7 @@ def complete_days(instance: dg.DagsterInstance, resources: dict, partitions: lis
 
 
 def run_day(day: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None) -> RunReport:
+    recover_orphaned_runs(instance)
     result = dg.materialize(
         all_assets(),
         partition_key=day.isoformat(),
@@ -119,6 +149,7 @@ def run_day(day: date, *, instance: dg.DagsterInstance, resources: dict, tags: d
 
 def run_range_single(start: date, end: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None) -> RunReport:
     """One run for the whole range (what a single-run backfill launches); days processed in date order."""
+    recover_orphaned_runs(instance)
     result = dg.materialize(
         all_assets(),
         instance=instance,

@@ -38,6 +38,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.cli import UserError
+from dmf_assets.faultpoints import crash_point
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     EVENT_LABEL_KO,
@@ -1270,6 +1271,7 @@ def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
         write(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        crash_point("workbook_write")  # crash-safety tests: the old workbook must survive this
         os.replace(tmp, target)
     except OSError as exc:
         raise WorkbookError(f"리포트 파일을 쓸 수 없습니다: {target} ({exc.strerror or exc})") from exc

@@ -36,6 +36,7 @@ import httpx
 from pydantic import Field
 
 from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.faultpoints import crash_point
 from dmf_assets.emulator.app import DATE_HEADER, SERVICE_BASE_PATH, seoul_today
 from dmf_assets.settings import EMULATOR_URL, PROJECT_ROOT, API_OPERATION
 from dmf_assets.source.archive import DayArchive, RequestCounter, sha256_hex
@@ -630,6 +631,7 @@ class _DayFetch:
         page = reusable.get(page_no) or self._fetch_page(page_no)
         self.pages[page_no] = page
         self._write_manifest("running")
+        crash_point("fetch_page")  # crash-safety tests: the archive must let a re-run resume here
         return page
 
     def _round(self, reusable: dict[int, _Page]) -> str:

@@ -25,6 +25,7 @@ from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
 from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import NORMALIZED_COLUMNS
+from dmf_assets.faultpoints import crash_point
 from dmf_assets.storage.db import fetch_one, query
 
 #: columns of record_versions that come from the keyed day frame
@@ -329,6 +330,7 @@ def commit_day(
         _write_gate(conn, d, churn)
         _delete_day_history(conn, d)
         _insert_snapshot(conn, d, keyed)
+        crash_point("history_write")  # crash-safety tests: half a day must never be visible
         if base.day is not None:
             _insert_events(conn, d, day_id(base.day), diff)
         conn.execute(

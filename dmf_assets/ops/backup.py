@@ -1,0 +1,166 @@
+"""`dmf backup`: a consistent, verified copy of the history database (DESIGN.md §7: backups kept 30 days).
+
+Consistent: taken under the database lock after a CHECKPOINT (everything is in the main file, no
+WAL), so no run can write half-way through the copy. Atomic: copied to a hidden temporary file,
+verified, then renamed — a crash leaves either no backup or a whole one. Verified: the copy is
+opened read-only and every table's row count must equal the original's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from dmf_assets.ops.common import KST, kst_now, table_counts
+from dmf_assets.storage.db import _file_lock, lock_path
+
+#: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
+_DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
+#: dmf-before-migration-0002-20261008-053000.duckdb (storage.db.backup_database, local time)
+_MIGRATION_RE = re.compile(r"^(?P<stem>.+)-before-migration-\d{4}-(?P<day>\d{8})-(?P<time>\d{6})\.duckdb$")
+
+
+class BackupError(RuntimeError):
+    """The backup could not be made or did not verify; nothing was left under a backup name."""
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    path: Path
+    bytes: int
+    table_counts: dict[str, int]
+    waited_s: float  # time spent waiting for the database lock
+    seconds: float  # total, including the wait
+
+    @property
+    def runs(self) -> int:
+        return self.table_counts.get("runs", 0)
+
+
+@dataclass(frozen=True)
+class BackupFile:
+    path: Path
+    taken_at: datetime  # timezone-aware
+
+
+def backup_time(name: str) -> datetime | None:
+    """When a backup file was taken, from its name; None if the name is not a backup's."""
+    if m := _MIGRATION_RE.match(name):
+        try:  # db.backup_database stamps naive local time
+            return datetime.strptime(m["day"] + m["time"], "%Y%m%d%H%M%S").astimezone()
+        except ValueError:
+            return None
+    if m := _DAILY_RE.match(name):
+        try:
+            return datetime.strptime(m["day"] + m["time"], "%Y-%m-%d%H%M%S").replace(tzinfo=KST)
+        except ValueError:
+            return None
+    return None
+
+
+def list_backups(backups_dir: Path) -> list[BackupFile]:
+    """Every backup file in `backups_dir` (daily and before-migration copies), oldest first."""
+    backups_dir = Path(backups_dir)
+    if not backups_dir.is_dir():
+        return []
+    found = []
+    for path in backups_dir.iterdir():
+        taken = backup_time(path.name)
+        if taken is not None and path.is_file():
+            found.append(BackupFile(path, taken))
+    return sorted(found, key=lambda b: (b.taken_at, b.path.name))
+
+
+def _target(backups_dir: Path, stem: str, now: datetime) -> Path:
+    base = f"{stem}-{now.astimezone(KST):%Y-%m-%d-%H%M%S}"
+    target, n = backups_dir / f"{base}.duckdb", 2
+    while target.exists():
+        target, n = backups_dir / f"{base}-{n}.duckdb", n + 1
+    return target
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_durably(src: Path, dst: Path) -> None:
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, length=4 * 1024 * 1024)
+        fout.flush()
+        os.fsync(fout.fileno())
+
+
+def backup_database(
+    database: Path,
+    backups_dir: Path,
+    *,
+    lock_timeout_s: float = 900.0,
+    now: datetime | None = None,
+) -> BackupResult:
+    """Copy `database` to `backups_dir/<stem>-YYYY-MM-DD-HHMMSS.duckdb`, verified; returns what was made.
+
+    Raises `storage.db.DatabaseBusy` if a run keeps the database longer than `lock_timeout_s`,
+    `BackupError` for everything else (no database, another program holding it, a bad copy).
+    """
+    database, backups_dir = Path(database), Path(backups_dir)
+    started = time.monotonic()
+    if not database.is_file():
+        raise BackupError(f"백업할 DB 파일이 없습니다 / no database to back up at {database}")
+    backups_dir.mkdir(parents=True, exist_ok=True)
+    target = _target(backups_dir, database.stem, now or kst_now())
+    tmp = backups_dir / f".{target.name}.tmp"
+    try:
+        with _file_lock(lock_path(database), lock_timeout_s, "dmf backup"):
+            waited = time.monotonic() - started
+            try:
+                conn = duckdb.connect(str(database))
+            except duckdb.Error as exc:
+                raise BackupError(f"DB를 열 수 없습니다 / cannot open {database}: {exc}") from None
+            try:
+                conn.execute("CHECKPOINT")  # fold the WAL into the main file: the file alone is the database
+                counts = table_counts(conn)
+            except duckdb.Error as exc:
+                raise BackupError(f"DB를 읽을 수 없습니다 / cannot read {database}: {exc}") from None
+            finally:
+                conn.close()
+            wal = database.with_name(database.name + ".wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise BackupError(f"CHECKPOINT 뒤에도 WAL이 남아 있습니다 / {wal} is not empty after CHECKPOINT")
+            _copy_durably(database, tmp)
+        # The lock is released: verifying the copy needs only the copy.
+        copied = _verify(tmp, counts)
+        os.replace(tmp, target)
+        _fsync_dir(backups_dir)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return BackupResult(target, copied, counts, waited, time.monotonic() - started)
+
+
+def _verify(copy: Path, expected: dict[str, int]) -> int:
+    try:
+        conn = duckdb.connect(str(copy), read_only=True)
+    except duckdb.Error as exc:
+        raise BackupError(f"백업 사본을 열 수 없습니다 / the copy does not open: {exc}") from None
+    try:
+        got = table_counts(conn)
+    except duckdb.Error as exc:
+        raise BackupError(f"백업 사본을 읽을 수 없습니다 / the copy is unreadable: {exc}") from None
+    finally:
+        conn.close()
+    if got != expected:
+        diff = {t: (expected.get(t), got.get(t)) for t in set(expected) | set(got) if expected.get(t) != got.get(t)}
+        raise BackupError(f"백업 사본의 행 수가 다릅니다 / row counts differ in the copy: {diff}")
+    return copy.stat().st_size

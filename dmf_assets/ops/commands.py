@@ -1,0 +1,105 @@
+"""`dmf doctor | prune | backup` — operations commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date, datetime
+from pathlib import Path
+
+from dmf_assets.cli import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="설치 상태 점검: DB 무결성·스키마·최신성·디스크·백업 (문제 시 0이 아닌 종료 코드)")
+    _location_args(p)
+    p.add_argument("--json", action="store_true", help="기계가 읽는 JSON으로 출력")
+    p.add_argument("--strict", action="store_true", help="WARN도 실패로 (종료 코드 1)")
+    p.add_argument("--today", type=date.fromisoformat, default=None, help="최신성 기준 날짜 (기본: 오늘, KST)")
+    p.add_argument("--stale-warn-days", type=int, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
+    p.add_argument("--stale-fail-days", type=int, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
+    p.add_argument("--lock-wait", type=float, default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
+    p.set_defaults(handler=_doctor)
+
+    p = sub.add_parser("prune", help="보존 기간이 지난 원본·리포트·백업·로그 정리 (마지막 반영일의 데이터는 항상 보존)")
+    _location_args(p)
+    p.add_argument("--dry-run", action="store_true", help="지우지 않고 지울 목록만 보여 줌")
+    p.add_argument("--today", type=date.fromisoformat, default=None, help="기준 날짜 (기본: 오늘, KST)")
+    p.add_argument("--lock-wait", type=float, default=60.0, help="DB 잠금을 기다리는 최대 초 (기본 60)")
+    p.set_defaults(handler=_prune)
+
+    p = sub.add_parser("backup", help="DB를 잠근 채 일관된 사본을 data/backups/에 만들고 검증")
+    _location_args(p)
+    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.set_defaults(handler=_backup)
+
+
+def _location_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default=None, help="프로젝트 폴더 (상대 경로의 기준; 기본: 이 프로젝트)")
+    p.add_argument("--database", default=None, help="DB 파일 경로 (기본: config의 paths.database)")
+    p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
+
+
+def _paths(args):
+    from dmf_assets.ops.common import project_paths
+    from dmf_assets.settings import load_settings
+
+    if args.config and not Path(args.config).is_file():
+        raise UserError(f"설정 파일이 없습니다 / no configuration file at {args.config}")
+    try:
+        settings = load_settings(args.config)
+    except Exception as exc:  # a TOML or validation error: one clear line, not a traceback
+        raise UserError(f"설정을 읽을 수 없습니다 / cannot read the configuration: {exc}") from None
+    # paths typed on the command line are relative to where the user is, not to the project
+    root = Path(args.root).resolve() if args.root else None
+    database = Path(args.database).resolve() if args.database else None
+    return settings, project_paths(settings, root, database=database)
+
+
+def _now(day: date | None) -> datetime:
+    from dmf_assets.ops.common import KST, kst_now
+
+    now = kst_now()
+    return now if day is None else datetime.combine(day, now.time(), tzinfo=KST)
+
+
+def _doctor(args) -> int:
+    from dmf_assets.ops.doctor import Thresholds, run_doctor
+
+    if args.stale_fail_days < args.stale_warn_days:
+        raise UserError("--stale-fail-days는 --stale-warn-days 이상이어야 합니다")
+    _, paths = _paths(args)
+    thresholds = Thresholds(stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days,
+                            lock_wait_s=args.lock_wait)
+    report = run_doctor(paths, now=_now(args.today), thresholds=thresholds)
+    if args.json:
+        print(json.dumps(report.to_dict(args.strict), ensure_ascii=False, indent=1, default=str))
+    else:
+        print(report.table(args.strict))
+    return report.exit_code(args.strict)
+
+
+def _prune(args) -> int:
+    from dmf_assets.ops.retention import prune
+
+    settings, paths = _paths(args)
+    report = prune(paths, settings.retention, now=_now(args.today), dry_run=args.dry_run, lock_timeout_s=args.lock_wait)
+    print("\n".join(report.lines()))
+    return 0
+
+
+def _backup(args) -> int:
+    from dmf_assets.ops.backup import BackupError, backup_database
+    from dmf_assets.ops.common import human_size
+    from dmf_assets.storage.db import DatabaseBusy
+
+    _, paths = _paths(args)
+    try:
+        result = backup_database(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
+    except (BackupError, DatabaseBusy) as exc:
+        raise UserError(str(exc)) from None
+    waited = f", 잠금 대기 {result.waited_s:.1f}초" if result.waited_s >= 0.5 else ""
+    print(f"백업 완료 / backup written: {result.path}")
+    print(f"  {human_size(result.bytes)}, 실행 기록 {result.runs}일, 표 {len(result.table_counts)}개 검증됨 "
+          f"({result.seconds:.1f}초{waited})")
+    return 0

@@ -1,0 +1,142 @@
+"""What `dmf doctor`, `dmf prune` and `dmf backup` share: the project's paths, a read-only look at
+the history database under its lock, the last accepted day, and file sizes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import duckdb
+
+from dmf_assets.settings import PROJECT_ROOT, Settings
+from dmf_assets.storage.db import _file_lock, fetch_one, lock_path, query
+
+KST = ZoneInfo("Asia/Seoul")
+ACCEPTED_STATUSES = ("accepted", "baseline")
+
+
+def kst_now() -> datetime:
+    return datetime.now(KST)
+
+
+@dataclass(frozen=True)
+class ProjectPaths:
+    """Every folder the operations commands look at, resolved against one project root."""
+
+    root: Path
+    database: Path
+    raw_dir: Path
+    staging_dir: Path
+    reports_dir: Path
+    backups_dir: Path
+    logs_dir: Path
+    events_dir: Path
+    dagster_home: Path
+
+    @property
+    def dagster_storage(self) -> Path:
+        """Where Dagster's local compute-log manager keeps per-run stdout/stderr."""
+        return self.dagster_home / "storage"
+
+
+def project_paths(
+    settings: Settings,
+    root: str | Path | None = None,
+    *,
+    database: str | Path | None = None,
+    dagster_home: str | Path | None = None,
+) -> ProjectPaths:
+    """Paths from config/dmf.toml, relative ones resolved against `root` (default: the project).
+
+    DAGSTER_HOME: explicit argument, else `root/dagster_home` when a root is given (tests, temp
+    projects), else $DAGSTER_HOME, else the project's dagster_home/ (what `dmf ui` uses).
+    """
+    base = Path(root) if root else PROJECT_ROOT
+
+    def resolve(value: str | Path) -> Path:
+        p = Path(value)
+        return p if p.is_absolute() else base / p
+
+    p = settings.paths
+    if dagster_home is None:
+        dagster_home = base / "dagster_home" if root else os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / "dagster_home"
+    return ProjectPaths(
+        root=base,
+        database=resolve(database) if database else resolve(p.database),
+        raw_dir=resolve(p.raw_dir),
+        staging_dir=resolve(p.staging_dir),
+        reports_dir=resolve(p.reports_dir),
+        backups_dir=resolve(p.backups_dir),
+        logs_dir=resolve(p.logs_dir),
+        events_dir=resolve(p.events_dir),
+        dagster_home=Path(dagster_home),
+    )
+
+
+@contextlib.contextmanager
+def read_only_database(database: Path, *, lock_timeout_s: float, purpose: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only DuckDB connection taken under the DMF Watch database lock.
+
+    The lock keeps writers out while we read (a reader and a writer in two processes would fail on
+    DuckDB's own file lock). Raises `storage.db.DatabaseBusy` when the lock stays taken longer than
+    `lock_timeout_s`, `FileNotFoundError` when there is no database, and `duckdb.Error` when the file
+    cannot be opened (damaged, or held by another program). Never migrates, never writes the file.
+    """
+    database = Path(database)
+    if not database.is_file():
+        raise FileNotFoundError(f"DB 파일이 없습니다 / no database file at {database}")
+    with _file_lock(lock_path(database), lock_timeout_s, purpose):
+        conn = duckdb.connect(str(database), read_only=True)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+def last_accepted_day(conn: duckdb.DuckDBPyConnection) -> date | None:
+    row = fetch_one(conn, query("ops.last_accepted_day"))
+    value = row[0] if row else None
+    return None if value is None else date(value // 10000, value // 100 % 100, value % 100)
+
+
+def table_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in conn.execute(query("ops.tables")).fetchall()]
+
+
+def quote_ident(name: str) -> str:
+    """A catalog identifier (table name read from information_schema), quoted for SQL."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Row count of every table (identifiers come from the catalog, not from users)."""
+    return {t: conn.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchone()[0] for t in table_names(conn)}
+
+
+def path_size(path: Path) -> int:
+    """Bytes of a file, or of every file under a directory (0 if missing); symlinks are not followed."""
+    try:
+        if path.is_symlink() or path.is_file():
+            return path.lstat().st_size
+    except FileNotFoundError:
+        return 0
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover

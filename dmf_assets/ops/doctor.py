@@ -1,0 +1,404 @@
+"""`dmf doctor`: is the installation healthy? Read-only; never waits long for the database.
+
+Checks, each OK / WARN / FAIL with one Korean + English line:
+  database    the file opens read-only and every row of every table can be read (DuckDB verifies
+              block checksums while reading, so a damaged file fails here — no CHECKPOINT, no write)
+  schema      applied migrations vs sql/migrations (versions and checksums)
+  references  snapshots/events/changes/versions point at rows that exist; no duplicate keys
+  days        accepted days have a snapshot, rejected days have no history, nothing else has one
+  freshness   last accepted day vs today (Asia/Seoul); its raw archive is still there
+  lock        who holds the database lock, and for how long
+  backup      age of the newest backup, and that it opens
+  disk        free space where the data lives
+  sizes       database, raw archive, staging, workbooks, backups, logs
+
+Exit code: 2 if anything FAILs; 1 with `--strict` if anything WARNs; else 0.
+"""
+
+from __future__ import annotations
+
+import shutil
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+import duckdb
+
+from dmf_assets.ops.backup import list_backups
+from dmf_assets.ops.common import (
+    ProjectPaths,
+    human_size,
+    kst_now,
+    last_accepted_day,
+    path_size,
+    quote_ident,
+    read_only_database,
+    table_names,
+)
+from dmf_assets.report.retention import dated_workbooks
+from dmf_assets.storage.db import DatabaseBusy, MigrationError, check_migrations, fetch_one, lock_holder, migrations, query
+
+OK, WARN, FAIL = "OK", "WARN", "FAIL"
+_RANK = {OK: 0, WARN: 1, FAIL: 2}
+STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "judged": "판정만"}
+
+#: (query name in sql/queries/ops.sql, Korean, English) — each must find nothing
+REFERENCE_CHECKS = (
+    ("snapshot_without_record", "스냅샷이 없는 등록을 가리킴", "snapshot rows without a record"),
+    ("snapshot_without_version", "스냅샷이 없는 버전을 가리킴", "snapshot rows without a version"),
+    ("snapshot_version_of_other_record", "스냅샷 버전이 다른 등록의 것", "snapshot version belongs to another record"),
+    ("snapshot_duplicates", "스냅샷 (날짜, 등록) 중복", "duplicate (day_id, record_id) in snapshots"),
+    ("version_without_record", "버전이 없는 등록을 가리킴", "versions without a record"),
+    ("record_current_version_missing", "현재 버전이 없음", "records whose current version is missing"),
+    ("event_without_record", "이벤트가 없는 등록을 가리킴", "events without their record"),
+    ("event_without_version", "이벤트가 없는 버전을 가리킴", "events without their version"),
+    ("change_without_event", "변경 내역이 없는 이벤트를 가리킴", "event_changes without an event"),
+    ("duplicate_event_ids", "이벤트 ID 중복", "duplicate event ids"),
+)
+DAY_CHECKS = (
+    ("accepted_day_without_snapshot", "반영된 날에 스냅샷이 없음", "accepted days without snapshot rows"),
+    ("rejected_day_with_history", "거부된 날에 이력이 있음", "rejected days with snapshot or event rows"),
+    ("snapshot_day_not_accepted", "반영되지 않은 날의 스냅샷", "snapshot rows for days not accepted"),
+    ("event_day_not_accepted", "반영되지 않은 날의 이벤트", "events for days not accepted"),
+    ("snapshot_size_mismatch", "스냅샷 행 수가 등록 수와 다름", "snapshot rows differ from runs.population"),
+)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    stale_warn_days: int = 1  # last accepted day older than this: WARN
+    stale_fail_days: int = 3  # …older than this: FAIL
+    disk_warn_bytes: int = 2 * 1024**3
+    disk_fail_bytes: int = 200 * 1024**2
+    backup_warn_hours: float = 48.0  # the daily backup runs at 05:30 KST
+    lock_wait_s: float = 5.0  # how long the doctor waits for a run to release the database
+    lock_stuck_hours: float = 6.0  # a lock held this long belongs to a stuck process
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    label: str
+    message_ko: str
+    message_en: str
+    details: dict = field(default_factory=dict)
+
+
+@dataclass
+class DoctorReport:
+    database: Path
+    now: datetime
+    checks: list[Check]
+
+    @property
+    def status(self) -> str:
+        return max((c.status for c in self.checks), key=_RANK.__getitem__, default=OK)
+
+    def exit_code(self, strict: bool = False) -> int:
+        return 2 if self.status == FAIL else 1 if (strict and self.status == WARN) else 0
+
+    def check(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_dict(self, strict: bool = False) -> dict:
+        return {
+            "database": str(self.database),
+            "checked_at": self.now.isoformat(timespec="seconds"),
+            "status": self.status,
+            "exit_code": self.exit_code(strict),
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+    def table(self, strict: bool = False) -> str:
+        width = max(_display_width(c.label) for c in self.checks)
+        lines = [f"DMF Watch 점검 / doctor — {self.database} — {self.now:%Y-%m-%d %H:%M} KST"]
+        for c in self.checks:
+            pad = " " * (width - _display_width(c.label))
+            lines.append(f"  {c.status:<4}  {c.label}{pad}  {c.message_ko} — {c.message_en}")
+        counts = {s: sum(1 for c in self.checks if c.status == s) for s in (OK, WARN, FAIL)}
+        lines.append(
+            f"결과 / result: OK {counts[OK]} · WARN {counts[WARN]} · FAIL {counts[FAIL]} "
+            f"→ 종료 코드 / exit {self.exit_code(strict)}" + (" (--strict)" if strict else "")
+        )
+        return "\n".join(lines)
+
+
+def _display_width(text: str) -> int:
+    # Hangul takes two terminal columns; pad by what the eye sees so the table lines up
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _day(value: int) -> date:
+    return date(value // 10000, value // 100 % 100, value % 100)
+
+
+# --- database checks ----------------------------------------------------------------------------
+
+
+def _scan_tables(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Read every value of every table: DuckDB verifies each block's checksum as it reads it.
+    (A bare count(*) could be answered from metadata; hashing every column touches every block.)"""
+    counts = {}
+    for t in table_names(conn):
+        try:  # identifier from the catalog, not from a user
+            counts[t] = conn.execute(f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(t)}").fetchone()[0]
+        except duckdb.Error as exc:
+            raise _Unreadable(t, _first_line(exc)) from None
+    return counts
+
+
+class _Unreadable(Exception):
+    def __init__(self, table: str, error: str) -> None:
+        super().__init__(f"{table}: {error}")
+        self.table, self.error = table, error
+
+
+def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
+    problems, details = [], {}
+    for query_name, ko, en in specs:
+        try:
+            n, sample = fetch_one(conn, query(f"ops.{query_name}"))
+        except duckdb.Error as exc:
+            problems.append((f"{ko}: 확인 불가 ({_first_line(exc)})", f"{en}: cannot check"))
+            details[query_name] = {"error": _first_line(exc)}
+            continue
+        details[query_name] = {"count": n, "sample": [str(s) for s in (sample or [])]}
+        if n:
+            shown = ", ".join(str(s) for s in (sample or []))
+            problems.append((f"{ko} {n}건 (예: {shown})", f"{en}: {n} (e.g. {shown})"))
+    if problems:
+        return Check(name, FAIL, label, "; ".join(p[0] for p in problems), "; ".join(p[1] for p in problems), details)
+    return Check(name, OK, label, ok_ko, ok_en, details)
+
+
+def _schema_check(conn, tables: list[str]) -> Check:
+    label = "스키마 / schema"
+    if "schema_migrations" not in tables:
+        return Check("schema", FAIL, label, "schema_migrations 표가 없습니다 (DMF Watch DB가 아님)",
+                     "no schema_migrations table: not a DMF Watch database")
+    try:
+        pending, problems = check_migrations(conn)
+    except MigrationError as exc:  # e.g. two migration files with one number
+        return Check("schema", FAIL, label, f"마이그레이션 파일 오류: {exc}", str(exc))
+    applied = sorted(v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall())
+    files = [m.version for m in migrations()]
+    details = {"applied": applied, "files": files, "pending": [m.version for m in pending], "problems": problems}
+    if problems:
+        return Check("schema", FAIL, label, "마이그레이션 파일이 적용 후 바뀌었습니다: " + "; ".join(problems),
+                     "; ".join(problems) + " — restore the original sql/migrations files", details)
+    version = applied[-1] if applied else 0
+    if pending:
+        names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
+        return Check("schema", WARN, label, f"버전 {version}, 대기 중인 마이그레이션 {names} (다음 실행 때 적용)",
+                     f"version {version}; pending {names} (applied, after a backup, on the next run)", details)
+    return Check("schema", OK, label, f"버전 {version}, 체크섬 일치 ({len(applied)}개)",
+                 f"version {version}, {len(applied)} migration checksum(s) match", details)
+
+
+def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
+    label = "최신 반영일 / freshness"
+    last = last_accepted_day(conn)
+    latest = fetch_one(conn, query("ops.latest_run"))
+    latest_note_ko = latest_note_en = ""
+    if latest:
+        d, status, gate = _day(latest[0]), latest[1], latest[2]
+        gate_txt = f", 게이트 {gate}" if gate else ""
+        latest_note_ko = f"; 마지막 실행 {d} {STATUS_KO.get(status, status)}{gate_txt}"
+        latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
+    if last is None:
+        return Check("freshness", FAIL, label, "반영된 날이 없습니다" + latest_note_ko,
+                     "no accepted day yet" + latest_note_en, {"last_accepted": None})
+    age = (today - last).days
+    details = {"last_accepted": last.isoformat(), "age_days": age, "today": today.isoformat(),
+               "latest_run": latest and {"day": _day(latest[0]).isoformat(), "status": latest[1]}}
+    status = FAIL if age > th.stale_fail_days else WARN if age > th.stale_warn_days else OK
+    ko = f"마지막 반영일 {last} ({age}일 전){latest_note_ko}"
+    en = f"last accepted day {last} ({age} day(s) ago){latest_note_en}"
+    if status != OK:
+        limit = th.stale_fail_days if status == FAIL else th.stale_warn_days
+        ko += f" — {limit}일 초과, 수집이 멈췄는지 확인하세요"
+        en += f" — older than {limit} day(s): is the daily run failing?"
+    if not (paths.raw_dir / last.isoformat()).is_dir():
+        status = max(status, WARN, key=_RANK.__getitem__)
+        ko += f"; 마지막 반영일의 원본 보관({paths.raw_dir / last.isoformat()})이 없습니다"
+        en += "; the raw archive of the last accepted day is missing"
+        details["raw_archive_missing"] = True
+    return Check("freshness", status, label, ko, en, details)
+
+
+def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[list[Check], dict | None]:
+    """The checks that need the database; plus the lock holder when the lock could not be taken."""
+    label = "DB 파일 / database"
+    db = paths.database
+    if not db.is_file():
+        return [Check("database", FAIL, label, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
+                      f"no database file at {db}")], None
+    try:
+        with read_only_database(db, lock_timeout_s=th.lock_wait_s, purpose="dmf doctor") as conn:
+            try:
+                counts = _scan_tables(conn)
+            except _Unreadable as exc:
+                return [Check("database", FAIL, label, f"'{exc.table}' 표를 읽을 수 없습니다 (손상?): {exc.error}",
+                              f"table {exc.table} is unreadable (damaged file?) — restore the latest backup",
+                              {"table": exc.table, "error": exc.error})], None
+            except duckdb.Error as exc:  # the catalog itself
+                return [Check("database", FAIL, label, f"DB를 읽을 수 없습니다 (손상?): {_first_line(exc)}",
+                              "cannot read the catalog (damaged file?) — restore the latest backup",
+                              {"error": _first_line(exc)})], None
+            size = path_size(db)
+            shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
+            checks = [Check("database", OK, label, f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
+                            f"all {len(counts)} tables readable, {human_size(size)}", {"tables": counts, "bytes": size})]
+            tables = list(counts)
+            checks.append(_schema_check(conn, tables))
+            checks.append(_problem_check(conn, "references", "참조 무결성 / references", REFERENCE_CHECKS,
+                                         "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
+                                         "snapshots, events, changes and versions all resolve"))
+            checks.append(_problem_check(conn, "days", "날짜 일관성 / days", DAY_CHECKS,
+                                         "반영일만 스냅샷이 있고 거부일은 이력이 없음",
+                                         "only accepted days have history; rejected days have none"))
+            try:
+                checks.append(_freshness_check(conn, paths, today, th))
+            except duckdb.Error as exc:
+                checks.append(Check("freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}",
+                                    "cannot read the runs table"))
+            return checks, None
+    except DatabaseBusy:
+        holder = lock_holder(db) or {"holder": "unknown"}
+        return [Check("database", WARN, label, f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
+                      f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped", {"holder": holder})], holder
+    except duckdb.Error as exc:
+        msg = _first_line(exc)
+        busy = "lock" in msg.lower()
+        ko = "다른 프로그램이 DB 파일을 열고 있습니다" if busy else "DB 파일을 열 수 없습니다 (손상?)"
+        en = "another program holds the file" if busy else "the file does not open (damaged?) — restore the latest backup"
+        return [Check("database", FAIL, label, f"{ko}: {msg}", en, {"error": msg})], None
+
+
+# --- file checks --------------------------------------------------------------------------------
+
+
+def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: Thresholds) -> Check:
+    label = "DB 잠금 / lock"
+    if holder is None:
+        if was_held:
+            return Check("lock", OK, label, f"잠시 사용 중이었다가 풀림 (pid {was_held.get('pid')})",
+                         f"briefly held by pid {was_held.get('pid')} ({was_held.get('purpose')}), released", {"was_held": was_held})
+        return Check("lock", OK, label, "사용 중인 실행 없음", "free")
+    who = f"pid {holder.get('pid')} @ {holder.get('host')} ({holder.get('purpose')})"
+    held_h = None
+    try:
+        held_h = (now - datetime.fromisoformat(holder["since"])).total_seconds() / 3600
+    except (KeyError, TypeError, ValueError):
+        pass
+    since = f", {held_h:.1f}시간째" if held_h is not None else ""
+    since_en = f" for {held_h:.1f} h" if held_h is not None else ""
+    if held_h is not None and held_h > th.lock_stuck_hours:
+        return Check("lock", FAIL, label, f"{who}가 DB를 잡고 있음{since} — 멈춘 프로세스인지 확인하세요",
+                     f"held by {who}{since_en}: stuck process?", {"holder": holder, "held_hours": held_h})
+    return Check("lock", WARN, label, f"{who}가 사용 중{since}", f"held by {who}{since_en}",
+                 {"holder": holder, "held_hours": held_h})
+
+
+def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
+    label = "백업 / backup"
+    backups = list_backups(paths.backups_dir)
+    if not backups:
+        return Check("backup", WARN, label, "백업이 없습니다 — `dmf backup` (매일 05:30 KST 자동)",
+                     "no backup yet — run `dmf backup` (daily at 05:30 KST)", {"count": 0})
+    newest = backups[-1]
+    age_h = max(0.0, (now - newest.taken_at).total_seconds() / 3600)
+    details = {"count": len(backups), "newest": str(newest.path), "age_hours": round(age_h, 1)}
+    try:
+        conn = duckdb.connect(str(newest.path), read_only=True)
+        try:
+            details["runs"] = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        finally:
+            conn.close()
+    except duckdb.Error as exc:
+        return Check("backup", FAIL, label, f"최신 백업을 열 수 없습니다 ({newest.path.name}): {_first_line(exc)}",
+                     "the newest backup does not open", details)
+    ko = f"최신 {newest.path.name} ({age_h:.1f}시간 전, 실행 기록 {details['runs']}일), 모두 {len(backups)}개"
+    en = f"newest {age_h:.1f} h old, opens ({details['runs']} runs); {len(backups)} backup(s)"
+    if age_h > th.backup_warn_hours:
+        return Check("backup", WARN, label, ko + f" — {th.backup_warn_hours:.0f}시간 초과",
+                     en + f" — older than {th.backup_warn_hours:.0f} h", details)
+    return Check("backup", OK, label, ko, en, details)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _disk_check(paths: ProjectPaths, th: Thresholds) -> Check:
+    label = "디스크 / disk"
+    # data/, reports/ and backups may sit on different file systems: the fullest one decides
+    places: dict[int, Path] = {}
+    for folder in (paths.database.parent, paths.raw_dir, paths.reports_dir, paths.backups_dir):
+        where = _existing_ancestor(folder)
+        places.setdefault(where.stat().st_dev, where)
+    free_by_place = {where: shutil.disk_usage(where).free for where in places.values()}
+    where = min(free_by_place, key=free_by_place.__getitem__)
+    free = free_by_place[where]
+    details = {"path": str(where), "free_bytes": free, "places": {str(p): f for p, f in free_by_place.items()}}
+    ko, en = f"{where} 여유 {human_size(free)}", f"{human_size(free)} free under {where}"
+    if free < th.disk_fail_bytes:
+        return Check("disk", FAIL, label, ko + f" (< {human_size(th.disk_fail_bytes)})",
+                     en + f" (< {human_size(th.disk_fail_bytes)})", details)
+    if free < th.disk_warn_bytes:
+        return Check("disk", WARN, label, ko + f" (< {human_size(th.disk_warn_bytes)})",
+                     en + f" (< {human_size(th.disk_warn_bytes)})", details)
+    return Check("disk", OK, label, ko, en, details)
+
+
+def _sizes_check(paths: ProjectPaths) -> Check:
+    db = path_size(paths.database) + path_size(paths.database.with_name(paths.database.name + ".wal"))
+    raw_days = sorted(p.name for p in paths.raw_dir.glob("????-??-??") if p.is_dir()) if paths.raw_dir.is_dir() else []
+    workbooks = dated_workbooks(paths.reports_dir)
+    backups = list_backups(paths.backups_dir)
+    sizes = {
+        "database": db,
+        "raw": path_size(paths.raw_dir),
+        "staging": path_size(paths.staging_dir),
+        "reports": path_size(paths.reports_dir),
+        "backups": path_size(paths.backups_dir),
+        "events": path_size(paths.events_dir),
+        "logs": path_size(paths.logs_dir),
+        "dagster_logs": path_size(paths.dagster_storage),
+    }
+    oldest_raw = raw_days[0] if raw_days else "-"
+    ko = (f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw}) · "
+          f"리포트 {human_size(sizes['reports'])} ({len(workbooks)}개) · 백업 {human_size(sizes['backups'])} "
+          f"({len(backups)}개) · 스테이징 {human_size(sizes['staging'])} · 로그 "
+          f"{human_size(sizes['logs'] + sizes['dagster_logs'])}")
+    en = (f"db {human_size(db)}, raw {human_size(sizes['raw'])}, reports {human_size(sizes['reports'])}, "
+          f"backups {human_size(sizes['backups'])}")
+    return Check("sizes", OK, "용량 / sizes", ko, en,
+                 {"bytes": sizes, "raw_days": len(raw_days), "oldest_raw_day": raw_days[0] if raw_days else None,
+                  "workbooks": len(workbooks), "backups": len(backups)})
+
+
+def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: Thresholds | None = None) -> DoctorReport:
+    """Every check, in display order. Never raises for a bad database: that is a FAIL line."""
+    th = thresholds or Thresholds()
+    now = now or kst_now()
+    was_held = lock_holder(paths.database) if paths.database.is_file() else None
+    db_checks, holder = _database_checks(paths, now.date(), th)
+    checks = [
+        *db_checks,
+        _lock_check(holder, was_held, now, th),
+        _backup_check(paths, now, th),
+        _disk_check(paths, th),
+        _sizes_check(paths),
+    ]
+    return DoctorReport(paths.database, now, checks)

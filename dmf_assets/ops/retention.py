@@ -1,0 +1,340 @@
+"""`dmf prune`: retention per DESIGN.md §7 and `[retention]` in config/dmf.toml.
+
+Events and versions (the database) are kept forever; raw archives `raw_days`, workbooks
+`reports_days`, staging folders `staging_days`, backups `backups_days`, logs `logs_days`.
+
+The rule that keeps users safe: the data of the **last accepted day** is never deleted. Every
+day-bound window (raw, staging, workbooks) is stretched back to reach that day — after a long outage
+the last good day's archive, staging and workbook stay, and so do the rejected days after it (the
+evidence of the outage). That day is read from the database; when the database cannot be read,
+nothing day-bound is pruned and the report says why. Backups always keep the newest one.
+Only names that match the expected patterns are ever touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from dmf_assets.ops.backup import list_backups
+from dmf_assets.ops.common import ProjectPaths, human_size, kst_now, last_accepted_day, path_size, read_only_database
+from dmf_assets.orchestration.staging import prune_staging
+from dmf_assets.report.retention import dated_workbooks, prune_reports
+from dmf_assets.settings import Retention
+from dmf_assets.source.archive import DayArchive
+from dmf_assets.source.errors import FetchInProgress
+from dmf_assets.storage.db import DatabaseBusy
+
+_DAY = r"(\d{4}-\d{2}-\d{2})"
+_RAW_DAY_DIR = re.compile(rf"^{_DAY}$")
+_RAW_WORK = re.compile(rf"^\.{_DAY}\.(partial|old)$")  # an interrupted fetch / publish leftover
+_RAW_LOCK = re.compile(rf"^\.{_DAY}\.lock$")
+_REQUESTS_FILE = re.compile(rf"^{_DAY}\.json$")
+#: Dagster run ids are UUIDs; only those folders under DAGSTER_HOME/storage are compute logs of a run
+_RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_STALE_TMP_S = 24 * 3600  # a backup's temporary file this old belongs to a crashed backup
+_STAGING_IN_USE_S = 6 * 3600  # an old day's staging written this recently belongs to a running backfill
+
+
+@dataclass(frozen=True)
+class Removal:
+    kind: str  # raw | staging | report | backup | log | dagster_log
+    path: Path
+    bytes: int
+
+
+@dataclass
+class PruneReport:
+    today: date
+    dry_run: bool
+    last_accepted: date | None
+    removed: list[Removal] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # why something was kept or skipped
+
+    @property
+    def bytes(self) -> int:
+        return sum(r.bytes for r in self.removed)
+
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        for r in self.removed:
+            n, b = out.get(r.kind, (0, 0))
+            out[r.kind] = (n + 1, b + r.bytes)
+        return out
+
+    def lines(self, limit: int | None = None) -> list[str]:
+        """Human-readable report; `limit` caps the per-file lines (the totals always follow)."""
+        verb = "삭제 예정 (dry run)" if self.dry_run else "삭제함"
+        last = self.last_accepted.isoformat() if self.last_accepted else "알 수 없음 / unknown"
+        out = [f"보존 정리 / retention prune — 기준일 {self.today}, 마지막 반영일 / last accepted day {last}"]
+        removed = sorted(self.removed, key=lambda r: (r.kind, str(r.path)))
+        for r in removed[:limit]:
+            out.append(f"  {verb}: [{r.kind}] {r.path} ({human_size(r.bytes)})")
+        if limit is not None and len(removed) > limit:
+            out.append(f"  … 외 {len(removed) - limit}개 / and {len(removed) - limit} more")
+        out += [f"  참고 / note: {n}" for n in self.notes]
+        summary = ", ".join(f"{k} {n}개 {human_size(b)}" for k, (n, b) in sorted(self.by_kind().items())) or "없음 / nothing"
+        out.append(f"  합계 / total: {len(self.removed)}개 {human_size(self.bytes)} — {summary}")
+        return out
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _day(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def protected_cutoff(today: date, keep_days: int, last_accepted: date | None) -> date:
+    """Days strictly before the cutoff may go; never later than the last accepted day."""
+    if keep_days < 0:
+        raise ValueError(f"keep_days must be >= 0, got {keep_days}")
+    cutoff = today - timedelta(days=keep_days)
+    return min(cutoff, last_accepted) if last_accepted else cutoff
+
+
+def _effective_keep_days(today: date, keep_days: int, last_accepted: date | None) -> int:
+    """The keep_days to hand to the existing prune helpers so their cutoff honours the last accepted day."""
+    return (today - protected_cutoff(today, keep_days, last_accepted)).days
+
+
+# --- raw archive ---------------------------------------------------------------------------------
+
+
+def prune_raw(raw_dir: Path, cutoff: date, *, dry_run: bool = False) -> tuple[list[Removal], list[str]]:
+    """Delete raw archive entries of days before `cutoff`: `YYYY-MM-DD/`, `.YYYY-MM-DD.partial|old/`,
+    `.YYYY-MM-DD.lock` and `_requests/YYYY-MM-DD.json`. A day whose fetch is running is skipped
+    (its lock is held while we delete, so no fetch can start half-way). Anything else is left alone."""
+    raw_dir = Path(raw_dir)
+    removed: list[Removal] = []
+    notes: list[str] = []
+    if not raw_dir.is_dir():
+        return removed, notes
+    per_day: dict[date, list[Path]] = {}
+    locks: dict[date, Path] = {}
+    for entry in raw_dir.iterdir():
+        if (m := _RAW_DAY_DIR.match(entry.name)) and entry.is_dir():
+            d = _day(m.group(1))
+        elif m := _RAW_WORK.match(entry.name):
+            d = _day(m.group(1))
+        elif m := _RAW_LOCK.match(entry.name):
+            if (d := _day(m.group(1))) is not None and d < cutoff:
+                locks[d] = entry
+            continue
+        else:
+            continue  # _requests/ is handled below; unknown names are not ours to delete
+        if d is not None and d < cutoff:
+            per_day.setdefault(d, []).append(entry)
+
+    for d in sorted(set(per_day) | set(locks)):
+        entries = sorted(per_day.get(d, []))
+        if dry_run:
+            removed += [Removal("raw", e, path_size(e)) for e in [*entries, *([locks[d]] if d in locks else [])]]
+            continue
+        archive = DayArchive(raw_dir, d)
+        try:
+            with archive.locked():
+                for e in entries:
+                    size = path_size(e)
+                    _remove(e)
+                    removed.append(Removal("raw", e, size))
+                lock = locks.get(d) or raw_dir / f".{d.isoformat()}.lock"
+                # Unlinked while we hold it: a fetch of this old day would have to start from scratch anyway.
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
+                    if d in locks:
+                        removed.append(Removal("raw", lock, 0))
+        except FetchInProgress:
+            notes.append(f"{d}: 수집 중이라 원본을 지우지 않았습니다 / fetch in progress, raw archive kept")
+
+    requests_dir = raw_dir / "_requests"
+    if requests_dir.is_dir():
+        for entry in sorted(requests_dir.iterdir()):
+            m = _REQUESTS_FILE.match(entry.name)
+            if m and (d := _day(m.group(1))) is not None and d < cutoff and entry.is_file():
+                size = path_size(entry)
+                if not dry_run:
+                    entry.unlink(missing_ok=True)
+                removed.append(Removal("raw", entry, size))
+    return removed, notes
+
+
+# --- staging and workbooks (existing helpers; dry run lists what they would delete) ----------------
+
+
+def _newest_mtime(folder: Path) -> float:
+    return max(
+        (os.lstat(os.path.join(dp, n)).st_mtime for dp, _, files in os.walk(folder) for n in files),
+        default=folder.lstat().st_mtime,
+    )
+
+
+def _prune_staging(
+    staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]
+) -> list[Removal]:
+    staging_dir = Path(staging_dir)
+    if not staging_dir.is_dir():
+        return []
+    cutoff = today - timedelta(days=keep_days)
+    candidates = [p for p in sorted(staging_dir.glob("????-??-??")) if (d := _day(p.name)) and d < cutoff]
+    # A backfill of old days writes their staging now and reads it a step later: leave it alone.
+    in_use = [p.name for p in candidates if time.time() - _newest_mtime(p) < _STAGING_IN_USE_S]
+    if in_use:
+        notes.append(f"스테이징 {', '.join(in_use[:5])} 사용 중(최근 수정)이라 이번에는 정리하지 않음 / "
+                     f"staging of old days was written in the last {_STAGING_IN_USE_S // 3600} h "
+                     "(a backfill?): staging not pruned this time")
+        return []
+    sizes = {p: path_size(p) for p in candidates}
+    if dry_run:
+        return [Removal("staging", p, sizes[p]) for p in candidates]
+    return [Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today)]
+
+
+def _prune_reports(reports_dir: Path, keep_days: int, today: date, dry_run: bool) -> list[Removal]:
+    workbooks = dated_workbooks(Path(reports_dir))
+    sizes = {p: path_size(p) for _, p in workbooks}
+    if dry_run:
+        # Same rule as report.retention.prune_reports (a test keeps the two in step).
+        cutoff = today - timedelta(days=keep_days)
+        newest = workbooks[-1][1] if workbooks else None
+        return [Removal("report", p, sizes[p]) for d, p in workbooks if d < cutoff and p != newest]
+    return [Removal("report", p, sizes.get(p, 0)) for p in prune_reports(Path(reports_dir), keep_days, today)]
+
+
+# --- backups and logs (not day-bound) ------------------------------------------------------------
+
+
+def prune_backups(backups_dir: Path, keep_days: int, now: datetime, *, dry_run: bool = False) -> list[Removal]:
+    """Delete backups taken more than `keep_days` before `now`; the newest backup always stays.
+    Also removes temporary files of backups that crashed more than a day ago."""
+    backups = list_backups(Path(backups_dir))
+    removed: list[Removal] = []
+    cutoff = now - timedelta(days=keep_days)
+    for b in backups[:-1]:  # never the newest
+        if b.taken_at < cutoff:
+            size = path_size(b.path)
+            if not dry_run:
+                b.path.unlink(missing_ok=True)
+            removed.append(Removal("backup", b.path, size))
+    if Path(backups_dir).is_dir():
+        for tmp in Path(backups_dir).glob(".*.duckdb.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - tmp.stat().st_mtime > _STALE_TMP_S:
+                    size = path_size(tmp)
+                    if not dry_run:
+                        tmp.unlink()
+                    removed.append(Removal("backup", tmp, size))
+    return removed
+
+
+def prune_logs(logs_dir: Path, keep_days: int, now: datetime, *, dry_run: bool = False) -> list[Removal]:
+    """Delete files under `logs_dir` last modified more than `keep_days` ago (then empty folders)."""
+    logs_dir = Path(logs_dir)
+    if not logs_dir.is_dir():
+        return []
+    cutoff = now.timestamp() - keep_days * 86400
+    removed = []
+    for dirpath, _, files in os.walk(logs_dir):
+        for name in files:
+            path = Path(dirpath) / name
+            with contextlib.suppress(FileNotFoundError):
+                st = path.lstat()
+                if st.st_mtime < cutoff:
+                    if not dry_run:
+                        path.unlink()
+                    removed.append(Removal("log", path, st.st_size))
+    if not dry_run:
+        for dirpath, _, _ in sorted(os.walk(logs_dir), key=lambda w: -len(w[0])):
+            if Path(dirpath) != logs_dir:
+                with contextlib.suppress(OSError):
+                    os.rmdir(dirpath)  # only succeeds when empty
+    return removed
+
+
+def prune_dagster_logs(storage_dir: Path, keep_days: int, now: datetime, *, dry_run: bool = False) -> list[Removal]:
+    """Delete per-run compute-log folders (DAGSTER_HOME/storage/<run id>/) untouched for `keep_days`.
+    Only folders named like a run id; the run history itself (Dagster's SQLite) is not touched."""
+    storage_dir = Path(storage_dir)
+    if not storage_dir.is_dir():
+        return []
+    cutoff = now.timestamp() - keep_days * 86400
+    removed = []
+    for folder in sorted(storage_dir.iterdir()):
+        if not (_RUN_ID.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
+            continue
+        if _newest_mtime(folder) < cutoff:
+            size = path_size(folder)
+            if not dry_run:
+                shutil.rmtree(folder, ignore_errors=True)
+            removed.append(Removal("dagster_log", folder, size))
+    return removed
+
+
+# --- everything ----------------------------------------------------------------------------------
+
+
+def read_last_accepted(database: Path, lock_timeout_s: float) -> tuple[date | None, str | None]:
+    """(last accepted day, None) or (None, why the database could not be read)."""
+    try:
+        with read_only_database(database, lock_timeout_s=lock_timeout_s, purpose="dmf prune") as conn:
+            return last_accepted_day(conn), None
+    except FileNotFoundError:
+        return None, f"DB 파일이 없습니다 / no database at {database}"
+    except DatabaseBusy as exc:
+        return None, f"DB 사용 중 / database busy: {exc}"
+    except duckdb.Error as exc:
+        return None, f"DB를 읽을 수 없습니다 / database unreadable: {str(exc).splitlines()[0]}"
+
+
+def prune(
+    paths: ProjectPaths,
+    retention: Retention,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = False,
+    lock_timeout_s: float = 60.0,
+) -> PruneReport:
+    """Apply every retention rule; returns what was (or, with dry_run, would be) deleted."""
+    now = now or kst_now()
+    today = now.date()
+    last, why = read_last_accepted(paths.database, lock_timeout_s)
+    report = PruneReport(today=today, dry_run=dry_run, last_accepted=last)
+    if why is not None:
+        report.notes.append(
+            f"원본·스테이징·리포트는 정리하지 않았습니다 (마지막 반영일을 알 수 없음) / "
+            f"raw, staging and workbooks not pruned: {why}"
+        )
+    else:
+        if last is None:
+            report.notes.append("반영된 날이 아직 없습니다 / no accepted day yet: plain retention windows apply")
+        raw_cutoff = protected_cutoff(today, retention.raw_days, last)
+        if last is not None and raw_cutoff == last and last < today - timedelta(days=retention.raw_days):
+            report.notes.append(f"마지막 반영일 {last}의 데이터는 보존 기간이 지나도 남깁니다 / last accepted day kept")
+        removed, notes = prune_raw(paths.raw_dir, raw_cutoff, dry_run=dry_run)
+        report.removed += removed
+        report.notes += notes
+        report.removed += _prune_staging(
+            paths.staging_dir, _effective_keep_days(today, retention.staging_days, last), today, dry_run, report.notes
+        )
+        report.removed += _prune_reports(
+            paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
+        )
+    report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
+    report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
+    report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)
+    return report

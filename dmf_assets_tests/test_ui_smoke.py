@@ -1,0 +1,283 @@
+"""The real product as a user starts it: `dagster dev` (webserver + daemon) on the project's workspace.
+
+A temporary DAGSTER_HOME (the project's dagster.yaml) and a DMF_CONFIG override with every path in a
+temporary folder keep the project's data/ and reports/ untouched. Through the GraphQL API: the code
+location loads with the six assets, the schedule and the sensor; a 3-day partition backfill of
+`dmf_daily_job` runs to the end under the daemon; the DuckDB history then holds the three days
+accepted in date order, and the workbook behind `xlsx_report`'s `download` link is served by the
+report file server with Korean download headers (and no path tricks).
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import httpx
+import pytest
+
+from dmf_assets.report.fileserver import XLSX, serve_reports
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage import history
+from dmf_assets.storage.db import open_database
+
+pytestmark = pytest.mark.slow
+
+DAYS = [date(2026, 10, 5) + timedelta(days=i) for i in range(3)]
+ASSETS = {"raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"}
+FAKE_KEY = "FAKEKEY+abc/123=="
+STARTUP_TIMEOUT_S = 120
+BACKFILL_TIMEOUT_S = 240
+TERMINAL_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
+
+Q_WORKSPACE = """
+query { workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus
+  locationOrLoadError { __typename ... on PythonError { message } } } } ... on PythonError { message } } }
+"""
+Q_REPOSITORY = """
+query($sel: RepositorySelector!) { repositoryOrError(repositorySelector: $sel) { __typename
+  ... on Repository { name jobs { name } assetNodes { assetKey { path } }
+    schedules { name cronSchedule executionTimezone }
+    sensors { name } }
+  ... on PythonError { message } ... on RepositoryNotFoundError { message } } }
+"""
+M_BACKFILL = """
+mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) { __typename
+  ... on LaunchBackfillSuccess { backfillId }
+  ... on PythonError { message stack }
+  ... on PartitionSetNotFoundError { message }
+  ... on PartitionKeysNotFoundError { message } } }
+"""
+Q_BACKFILL = """
+query($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
+  ... on PartitionBackfill { status numPartitions error { message }
+    runs { runId status tags { key value } } }
+  ... on PythonError { message } } }
+"""
+Q_RUNS = """
+query($tags: [ExecutionTag!]) { runsOrError(filter: {tags: $tags}) { __typename
+  ... on Runs { results { runId status tags { key value } } } ... on PythonError { message } } }
+"""
+Q_REPORT = """
+query { assetOrError(assetKey: {path: ["xlsx_report"]}) { __typename
+  ... on Asset { assetMaterializations(limit: 1) { partition runId
+    metadataEntries { label __typename ... on UrlMetadataEntry { url } ... on PathMetadataEntry { path } } } } } }
+"""
+
+
+def _project_marks() -> dict[str, float | None]:
+    """Modification times of what a run of DAYS would write with the project's default paths."""
+    paths = []
+    for d in DAYS:
+        day = d.isoformat()
+        paths += [PROJECT_ROOT / "data" / "staging" / day, PROJECT_ROOT / "data" / "raw" / day,
+                  PROJECT_ROOT / "data" / "events" / f"{day}.jsonl", PROJECT_ROOT / "reports" / f"DMF_리포트_{day}.xlsx"]
+    return {str(p): (p.stat().st_mtime if p.exists() else None) for p in paths}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_config(folder: Path, report_port: int) -> Path:
+    """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root."""
+    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
+    lines = ["[paths]"] + [f'{n} = "{(folder / "data" / n).as_posix()}"' for n in names]
+    lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]", "",
+              "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""']
+    path = folder / "dmf.smoke.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Dagit:
+    """`dagster dev` in its own process group, spoken to over GraphQL."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.port = _free_port()
+        self.report_port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        home = tmp / "dagster_home"
+        home.mkdir()
+        shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+        self.config = _write_config(tmp, self.report_port)
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "DMF_"))},
+            "DAGSTER_HOME": str(home),
+            "DMF_CONFIG": str(self.config),
+            "MFDS_SERVICE_KEY": FAKE_KEY,
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.log_path = tmp / "dagster-dev.log"
+        self.proc: subprocess.Popen | None = None
+        self.project_marks_before = _project_marks()
+        self.client = httpx.Client(timeout=30.0)
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
+               "-h", "127.0.0.1", "-p", str(self.port)]
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"dagster dev exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if self.client.get(f"{self.base}/server_info").status_code == 200 and self._location_loaded():
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(1.0)
+        pytest.fail(f"dagster dev not ready after {STARTUP_TIMEOUT_S} s:\n{self.log_tail()}")
+
+    def _location_loaded(self) -> bool:
+        data = self.gql(Q_WORKSPACE)["workspaceOrError"]
+        entries = {e["name"]: e for e in data.get("locationEntries", [])}
+        entry = entries.get("dmf_assets")
+        if entry is None or entry["loadStatus"] != "LOADED":
+            return False
+        error = entry["locationOrLoadError"]
+        assert error["__typename"] == "RepositoryLocation", error.get("message")
+        return True
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the group: webserver, daemon, code server, runs
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-n:])
+
+    def gql(self, query: str, **variables) -> dict:
+        response = self.client.post(f"{self.base}/graphql", json={"query": query, "variables": variables})
+        assert response.status_code == 200, response.text[:500]
+        body = response.json()
+        assert not body.get("errors"), body["errors"]
+        return body["data"]
+
+
+@pytest.fixture(scope="module")
+def dagit(tmp_path_factory):
+    d = Dagit(tmp_path_factory.mktemp("ui_smoke"))
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+
+
+def _wait_for_runs(dagit: Dagit, backfill_id: str) -> tuple[dict, list[dict]]:
+    """Until the backfill's runs (one per day) have all finished. The backfill's own status turns
+    COMPLETED only on the daemon's next pass (≈30 s later), so it is checked for failure only."""
+    deadline = time.monotonic() + BACKFILL_TIMEOUT_S
+    tags = [{"key": "dagster/backfill", "value": backfill_id}]
+    while True:
+        backfill = dagit.gql(Q_BACKFILL, id=backfill_id)["partitionBackfillOrError"]
+        assert backfill["__typename"] == "PartitionBackfill", backfill
+        assert backfill["status"] not in ("FAILED", "FAILING", "CANCELED", "CANCELING", "COMPLETED_FAILED"), (
+            backfill, dagit.log_tail())
+        runs = dagit.gql(Q_RUNS, tags=tags)["runsOrError"]["results"]
+        if len(runs) >= len(DAYS) and all(r["status"] in TERMINAL_RUN for r in runs):
+            return backfill, runs
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT_S} s: {backfill['status']}, "
+                f"runs {[r['status'] for r in runs]}\n{dagit.log_tail()}"
+            )
+        time.sleep(2.0)
+
+
+def test_repository_loads_with_assets_schedule_and_sensor(dagit):
+    repo = dagit.gql(Q_REPOSITORY, sel={"repositoryLocationName": "dmf_assets", "repositoryName": "__repository__"})
+    repo = repo["repositoryOrError"]
+    assert repo["__typename"] == "Repository", repo
+    assert {"/".join(a["assetKey"]["path"]) for a in repo["assetNodes"]} == ASSETS
+    assert "dmf_daily_job" in {j["name"] for j in repo["jobs"]}
+    schedules = {s["name"]: s for s in repo["schedules"]}
+    assert schedules["daily_0600_kst"]["cronSchedule"] == "0 6 * * *"
+    assert schedules["daily_0600_kst"]["executionTimezone"] == "Asia/Seoul"
+    assert "dmf_watch_sensor" in {s["name"] for s in repo["sensors"]}
+
+
+def test_backfill_through_the_daemon_accepts_three_days_and_serves_the_workbook(dagit):
+    params = {
+        "selector": {
+            "partitionSetName": "dmf_daily_job_partition_set",
+            "repositorySelector": {"repositoryLocationName": "dmf_assets", "repositoryName": "__repository__"},
+        },
+        "partitionNames": [d.isoformat() for d in DAYS],
+        "fromFailure": False,
+        "tags": [{"key": "dmf/trigger", "value": "ui-smoke-test"}],
+    }
+    launched = dagit.gql(M_BACKFILL, params=params)["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    backfill, runs = _wait_for_runs(dagit, launched["backfillId"])
+    assert backfill["numPartitions"] == len(DAYS)
+    assert sorted(r["status"] for r in runs) == ["SUCCESS"] * len(DAYS), runs
+    run_days = sorted(next(t["value"] for t in r["tags"] if t["key"] == "dagster/partition") for r in runs)
+    assert run_days == [d.isoformat() for d in DAYS]
+
+    # the history: three days accepted, each against the day before, committed in date order
+    data = dagit.tmp / "data"
+    with open_database(data / "database", backups_dir=data / "backups_dir", purpose="ui smoke test") as conn:
+        rows = [history.run_row(conn, d) for d in DAYS]
+    assert [r["status"] for r in rows] == ["baseline", "accepted", "accepted"], rows
+    assert [r["base_day_id"] for r in rows] == [None, history.day_id(DAYS[0]), history.day_id(DAYS[1])]
+    assert all(8_000 <= r["population"] <= 12_000 for r in rows), [r["population"] for r in rows]
+    committed = [r["committed_at"] for r in rows]
+    assert committed == sorted(committed), committed
+    assert _project_marks() == dagit.project_marks_before, "the smoke test wrote into the project's own folders"
+
+    # the latest xlsx_report materialization links the workbook through the report file server
+    asset = dagit.gql(Q_REPORT)["assetOrError"]
+    latest = asset["assetMaterializations"][0]
+    entries = {e["label"]: e for e in latest["metadataEntries"]}
+    assert entries["download"]["__typename"] == "UrlMetadataEntry", entries.get("download")
+    url = entries["download"]["url"]
+    name = f"DMF_리포트_{latest['partition']}.xlsx"
+    assert latest["partition"] == DAYS[-1].isoformat()
+    assert url == f"http://127.0.0.1:{dagit.report_port}/{quote(name)}"
+    reports = data / "reports_dir"
+    assert (reports / name).is_file()
+
+    with serve_reports(reports, port=dagit.report_port) as base:
+        assert base == f"http://127.0.0.1:{dagit.report_port}"
+        response = httpx.get(url, timeout=10)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == XLSX
+        disposition = response.headers["content-disposition"]
+        assert disposition == f"attachment; filename*=UTF-8''{quote(name)}"
+        assert unquote(disposition.split("''", 1)[1]) == f"DMF_리포트_{DAYS[-1].isoformat()}.xlsx"  # Korean name intact
+        assert response.content == (reports / name).read_bytes()
+        assert response.content[:2] == b"PK"  # a zip container, i.e. a real .xlsx
+        # path tricks never leave the reports folder (raw request line: clients would normalise "..")
+        (dagit.tmp / "data" / "secret.txt").write_text("not for download", encoding="utf-8")
+        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/../../dmf.smoke.toml",
+                     "/%2E%2E%2F%2E%2E%2Fdmf.smoke.toml"):
+            conn = http.client.HTTPConnection("127.0.0.1", dagit.report_port, timeout=10)
+            conn.request("GET", path)
+            reply = conn.getresponse()
+            body = reply.read()
+            conn.close()
+            assert reply.status == 404, (path, reply.status, body[:80])
+            assert b"not for download" not in body
