@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 #: module path -> what it adds (for --help ordering only)
 COMMAND_MODULES = (
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Dagster marks some parameters we rely on (backfill_policy) as beta: not news for a user at a terminal
+    warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)

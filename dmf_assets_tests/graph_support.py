@@ -44,6 +44,13 @@ def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_
     return Workspace(root, instance, resources)
 
 
+def open_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY) -> Workspace:
+    """The same workspace seen from another process (make_workspace must have created it)."""
+    instance = dg.DagsterInstance.from_config(str(root / "dagster_home"))
+    resources = build_resources(load_settings(), root=root, service_key=service_key, emulator_faults=faults or {})
+    return Workspace(root, instance, resources)
+
+
 def runs_by_day(ws: Workspace) -> dict[date, dict]:
     with ws.connect() as conn:
         rows = conn.execute("SELECT day_id FROM runs ORDER BY day_id").fetchall()

@@ -162,7 +162,7 @@ def _wait_for_url(path: Path, proc: subprocess.Popen, timeout_s: float = 120.0) 
     raise AssertionError("emulator did not start")
 
 
-def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd):
+def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, monkeypatch):
     caplog.set_level(logging.DEBUG)
     root, captured = tmp_path / "workspace", tmp_path / "captured"
     captured.mkdir()
@@ -179,12 +179,10 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd):
                        "--raw-dir", str(cli_raw / "in_process")], captured / "fetch_in_process", _env(config, SECRET))
     try:
         # the graph, the production way: the key only in the environment, resolved by Dagster at run time
-        os.environ["MFDS_SERVICE_KEY"] = SECRET
-        try:
-            ws = make_workspace(root, FAULTS, service_key=dg.EnvVar("MFDS_SERVICE_KEY"))
-            reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
-        finally:
-            del os.environ["MFDS_SERVICE_KEY"]
+        monkeypatch.setenv("MFDS_SERVICE_KEY", SECRET)
+        ws = make_workspace(root, FAULTS, service_key=dg.EnvVar("MFDS_SERVICE_KEY"))
+        reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
+        monkeypatch.delenv("MFDS_SERVICE_KEY")
         runs = runs_by_day(ws)
         assert [runs[d]["status"] for d in DAYS] == ["baseline", "rejected", "rejected", "accepted"]
         assert [runs[d]["rejected_gate"] for d in DAYS[1:3]] == [1, 1]
@@ -255,8 +253,8 @@ def test_the_search_finds_every_form_in_every_container(tmp_path):
     con.commit()
     con.close()
     db = duckdb.connect(str(tmp_path / "dmf.duckdb"))
-    db.execute("CREATE TABLE runs (reason VARCHAR)")
-    db.executemany("INSERT INTO runs VALUES (?)", [[f"row {i}"] for i in range(5000)] + [[f"key {SECRET}"]])
+    db.execute("CREATE TABLE runs AS SELECT 'row ' || range AS reason FROM range(5000)")
+    db.execute("INSERT INTO runs VALUES (?)", [f"key {SECRET}"])
     db.close()
     pl.DataFrame({"v": [f"x{i}" for i in range(5000)] + [SECRET]}).write_parquet(tmp_path / "items.parquet",
                                                                                   compression="zstd")

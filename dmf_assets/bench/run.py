@@ -94,8 +94,10 @@ def _proc_status_mb(field: str) -> float | None:
     return None
 
 
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (VmHWM; getrusage where /proc is missing)."""
+_peak_before_resets_mb = 0.0  # what VmHWM had reached before `reset_peak_rss` restarted it
+
+
+def _hwm_mb() -> float:
     hwm = _proc_status_mb("VmHWM")
     if hwm is not None:
         return hwm
@@ -103,11 +105,23 @@ def peak_rss_mb() -> float:
     return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
 
 
+def peak_rss_mb() -> float:
+    """Peak resident set size of this whole process so far (VmHWM; getrusage where /proc is missing)."""
+    return max(_hwm_mb(), _peak_before_resets_mb)
+
+
+def section_peak_rss_mb() -> float:
+    """Peak RSS since the last `reset_peak_rss`."""
+    return _hwm_mb()
+
+
 def reset_peak_rss() -> bool:
     """Restart the VmHWM count at the current RSS (Linux ≥ 4.0); False where unsupported."""
+    global _peak_before_resets_mb
+    _peak_before_resets_mb = peak_rss_mb()
     try:
         Path("/proc/self/clear_refs").write_text("5")
-        return True
+        return _proc_status_mb("VmHWM") is not None
     except OSError:
         return False
 
@@ -201,7 +215,7 @@ def measure_domain(rows: int, repeats: int = 1, seed: int = 1, churn_seed: int =
         cpu = time.process_time() - c0
 
         if peak_ok:
-            section_peaks.append(peak_rss_mb())
+            section_peaks.append(section_peak_rss_mb())
         runs.append({"normalize_base_s": t1 - t0, "normalize_next_s": t2 - t1, "diff_s": t3 - t2, "total_s": t3 - t0,
                      "cpu_s": cpu})
         if i == 0:

@@ -237,14 +237,15 @@ def integrity_verdict(context: dg.AssetExecutionContext, workspace: DmfWorkspace
     settings = workspace.settings()
     staging_dir = workspace.path("staging_dir")
     judgements = {}
-    with duckdb.get_connection() as conn:
-        for day in partition_days(context):
+    for day in partition_days(context):
+        with duckdb.get_connection() as conn:  # per day: other runs may interleave between days
             j = pipeline.judge(conn, staging_dir, day, settings, run_id=context.run_id)
-            judgements[day] = j
-            if j.passed:
-                context.log.info(f"{day}: 게이트 1–5 통과 (기준일 {j.base.day or '없음 — 첫 수집일'})")
-            else:
-                context.log.warning(f"{day}: 거부 — {j.rejection and history.run_row(conn, day)['reason']}")
+            reason = None if j.passed else history.run_row(conn, day)["reason"]
+        judgements[day] = j
+        if j.passed:
+            context.log.info(f"{day}: 게이트 1–5 통과 (기준일 {j.base.day or '없음 — 첫 수집일'})")
+        else:
+            context.log.warning(f"{day}: 거부 — {reason}")
     day, j = sorted(judgements.items())[-1]
     statuses = {d.isoformat(): ("통과" if x.passed else "거부") for d, x in judgements.items()}
     yield dg.MaterializeResult(
@@ -293,23 +294,23 @@ def snapshot_diff(context: dg.AssetExecutionContext, workspace: DmfWorkspace, du
     settings = workspace.settings()
     staging_dir = workspace.path("staging_dir")
     outcomes = {}
-    with duckdb.get_connection() as conn:
-        for day in partition_days(context):
-            try:
+    for day in partition_days(context):
+        try:
+            with duckdb.get_connection() as conn:  # one transaction per day, lock per day
                 out = pipeline.diff_and_commit(conn, staging_dir, day, settings, run_id=context.run_id)
-            except (staging.StagingMissing, pipeline.JudgementMismatch) as exc:
-                raise dg.Failure(description=str(exc)) from None
-            outcomes[day] = out
-            if out.status == "rejected":
-                context.log.warning(f"{day}: 거부 — 기준일 {out.base_day}을(를) 유지합니다. {out.reason or ''}")
-            else:
-                c = out.counts
-                context.log.info(
-                    f"{day}: {out.status} (기준일 {out.base_day or '없음'}) 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)}"
-                    f" · 취하 {c.get('WITHDRAWN', 0)} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
-                )
-            if out.rederived_day:
-                context.log.info(f"{day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
+        except (staging.StagingMissing, pipeline.JudgementMismatch) as exc:
+            raise dg.Failure(description=str(exc)) from None
+        outcomes[day] = out
+        if out.status == "rejected":
+            context.log.warning(f"{day}: 거부 — 기준일 {out.base_day}을(를) 유지합니다. {out.reason or ''}")
+        else:
+            c = out.counts
+            context.log.info(
+                f"{day}: {out.status} (기준일 {out.base_day or '없음'}) 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)}"
+                f" · 취하 {c.get('WITHDRAWN', 0)} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
+            )
+        if out.rederived_day:
+            context.log.info(f"{day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
     day, out = sorted(outcomes.items())[-1]
     c = out.counts
     status_ko = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
@@ -355,15 +356,14 @@ def snapshot_diff(context: dg.AssetExecutionContext, workspace: DmfWorkspace, du
 def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase) -> dg.MaterializeResult:
     events_dir = workspace.path("events_dir")
     per_day = {}
-    with duckdb.get_connection() as conn:
-        for day in partition_days(context):
+    for day in partition_days(context):
+        with duckdb.get_connection() as conn:
             run = history.run_row(conn, day)
             if run is None or run["status"] == "pending":
                 raise dg.Failure(description=f"{day}: snapshot_diff가 아직 이 날짜를 처리하지 않았습니다. Run snapshot_diff first.")
             frame = day_events_frame(conn, day) if run["status"] != "rejected" else pl.DataFrame()
-            per_day[day] = (run, frame)
-            path = events_dir / f"{day.isoformat()}.jsonl"
-            _write_jsonl(path, frame, run)
+        per_day[day] = (run, frame)
+        _write_jsonl(events_dir / f"{day.isoformat()}.jsonl", frame, run)
     day, (run, frame) = sorted(per_day.items())[-1]
     if run["status"] == "rejected":
         summary = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {history.to_date(run['base_day_id']) or '없음'}으로 유지됩니다."
@@ -428,15 +428,15 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
     settings = workspace.settings()
     reports_dir = workspace.path("reports_dir")
     written = []
-    with duckdb.get_connection() as conn:
-        for day in partition_days(context):
-            try:
+    for day in partition_days(context):
+        try:
+            with duckdb.get_connection() as conn:
                 report = build_day_report(conn, day, settings, run_info={"리포트 생성 run": context.run_id})
-            except DayNotReady as exc:
-                raise dg.Failure(description=str(exc)) from None
-            result = write_workbook(report, reports_dir)
-            context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
-            written.append((report, result))
+        except DayNotReady as exc:
+            raise dg.Failure(description=str(exc)) from None
+        result = write_workbook(report, reports_dir)  # no database lock needed for the file
+        context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
+        written.append((report, result))
     report, result = written[-1]
     url = f"{settings.report.base_url}/{quote(result.path.name)}"
     k = report.kpis

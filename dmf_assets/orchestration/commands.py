@@ -118,10 +118,28 @@ def _print_summary(days: list[date]) -> None:
     print(f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected})")
 
 
+def _day_line(day: str) -> str:
+    """The day's verdict from the history database, in one line."""
+    rows = _summary_rows([date.fromisoformat(day)])
+    r = rows[0]
+    status = r.get("status")
+    if status == "rejected":
+        return f"거부 — {(r.get('reason') or '')[:80]}"
+    if status in ("accepted", "baseline"):
+        return (f"{STATUS_KO[status]} · 등록 {r.get('population') or 0:,} · 신규 {r.get('new_count') or 0} · "
+                f"변경 {r.get('changed_count') or 0} · 표기 {r.get('cosmetic_count') or 0} · 취하 {r.get('withdrawn_count') or 0}")
+    return STATUS_KO.get(status, str(status))
+
+
 def _progress(report, seconds: float) -> None:
-    mark = "ok" if report.success else "stopped by a gate" if report.failure is None else f"FAILED: {report.failure}"
-    extra = f" (+{report.followups} follow-up run)" if report.followups else ""
-    print(f"  {report.day}  {seconds:5.1f}s  {mark}{extra}", flush=True)
+    if report.failure is not None:
+        line = f"실패 / FAILED: {report.failure}"
+    elif "." in report.day:  # a single run over a range
+        line = "완료 / done" if report.success else "게이트 거부일 포함 — 나머지는 후속 실행으로 완료"
+    else:
+        line = _day_line(report.day)
+    extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
+    print(f"  {report.day}  {seconds:5.1f}s  {line}{extra}", flush=True)
 
 
 def _demo(args) -> int:
@@ -144,7 +162,7 @@ def _demo(args) -> int:
     started = time.monotonic()
     instance = dg.DagsterInstance.get()
     runner.run_days(days, instance=instance, resources=_resources(settings, EMULATOR_URL, faults),
-                    tags={"dmf/trigger": "demo"}, progress=_progress)
+                    tags={"dmf/trigger": "demo"}, progress=_progress, run_config=runner.QUIET)
     _print_summary(days)
     reports = settings.paths.resolve("reports_dir")
     latest = reports / "DMF_리포트_최신.xlsx"
@@ -163,9 +181,10 @@ def _run(args) -> int:
 
     settings, url, _, _ = _prepare()
     day = args.date or runner.kst_today()
-    report = runner.run_day(day, instance=dg.DagsterInstance.get(),
+    started = time.monotonic()
+    report = runner.run_day(day, instance=dg.DagsterInstance.get(), run_config=runner.QUIET,
                             resources=_resources(settings, url, _parse_faults(args.fault)), tags={"dmf/trigger": "cli"})
-    _progress(report, 0.0)
+    _progress(report, time.monotonic() - started)
     _print_summary([day])
     return 0 if report.failure is None else 1
 
@@ -184,11 +203,13 @@ def _backfill(args) -> int:
     tags = {"dmf/trigger": "cli-backfill"}
     if args.single_run:
         started = time.monotonic()
-        report = runner.run_range_single(args.start, args.end, instance=instance, resources=resources, tags=tags)
+        report = runner.run_range_single(args.start, args.end, instance=instance, resources=resources, tags=tags,
+                                         run_config=runner.QUIET)
         _progress(report, time.monotonic() - started)
         failed = report.failure is not None
     else:
-        reports = runner.run_days(days, instance=instance, resources=resources, tags=tags, progress=_progress)
+        reports = runner.run_days(days, instance=instance, resources=resources, tags=tags, progress=_progress,
+                                  run_config=runner.QUIET)
         failed = any(r.failure for r in reports)
     _print_summary(days)
     return 1 if failed else 0

@@ -22,6 +22,9 @@ from dmf_assets.settings import PROJECT_ROOT
 
 KST = ZoneInfo("Asia/Seoul")
 DEMO_SERVICE_KEY = "emulator-demo-key"
+#: run config for command-line runs: Dagster's step-by-step log stays in the instance (the UI shows it);
+#: the terminal gets the command's own one-line-per-day summary
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 def kst_today() -> date:
@@ -108,7 +111,9 @@ def _failure_message(result: dg.ExecuteInProcessResult) -> str | None:
     return None
 
 
-def complete_days(instance: dg.DagsterInstance, resources: dict, partitions: list[str] | None = None, *, tags=None) -> int:
+def complete_days(
+    instance: dg.DagsterInstance, resources: dict, partitions: list[str] | None = None, *, tags=None, run_config=None
+) -> int:
     """Run the follow-ups the sensor would request, oldest day first. Returns how many ran.
 
     Like the sensor, each situation (run key) is attempted once: a step that *failed* is left for a
@@ -129,11 +134,14 @@ def complete_days(instance: dg.DagsterInstance, resources: dict, partitions: lis
                 resources=resources,
                 raise_on_error=False,
                 tags={"dmf/trigger": "followup", **(tags or {})},
+                run_config=run_config,
             )
     return len(attempted)
 
 
-def run_day(day: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None) -> RunReport:
+def run_day(
+    day: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None, run_config: dict | None = None
+) -> RunReport:
     recover_orphaned_runs(instance)
     result = dg.materialize(
         all_assets(),
@@ -142,12 +150,16 @@ def run_day(day: date, *, instance: dg.DagsterInstance, resources: dict, tags: d
         resources=resources,
         raise_on_error=False,
         tags=tags or {},
+        run_config=run_config,
     )
-    n = complete_days(instance, resources, None, tags=tags)
+    n = complete_days(instance, resources, None, tags=tags, run_config=run_config)
     return RunReport(day.isoformat(), result.success, n, None if result.success else _failure_message(result))
 
 
-def run_range_single(start: date, end: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None) -> RunReport:
+def run_range_single(
+    start: date, end: date, *, instance: dg.DagsterInstance, resources: dict, tags: dict | None = None,
+    run_config: dict | None = None,
+) -> RunReport:
     """One run for the whole range (what a single-run backfill launches); days processed in date order."""
     recover_orphaned_runs(instance)
     result = dg.materialize(
@@ -160,8 +172,9 @@ def run_range_single(start: date, end: date, *, instance: dg.DagsterInstance, re
             "dagster/asset_partition_range_end": end.isoformat(),
             **(tags or {}),
         },
+        run_config=run_config,
     )
-    n = complete_days(instance, resources, None, tags=tags)
+    n = complete_days(instance, resources, None, tags=tags, run_config=run_config)
     return RunReport(f"{start}..{end}", result.success, n, None if result.success else _failure_message(result))
 
 
@@ -172,13 +185,14 @@ def run_days(
     resources: dict,
     tags: dict | None = None,
     progress: Callable[[RunReport, float], None] | None = None,
+    run_config: dict | None = None,
 ) -> list[RunReport]:
     import time
 
     reports = []
     for day in sorted(days):
         started = time.monotonic()
-        report = run_day(day, instance=instance, resources=resources, tags=tags)
+        report = run_day(day, instance=instance, resources=resources, tags=tags, run_config=run_config)
         reports.append(report)
         if progress:
             progress(report, time.monotonic() - started)

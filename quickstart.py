@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Set up DMF Watch and run it — the README's two commands need nothing but Python ≥ 3.11 and pip.
+
+    python3 quickstart.py demo    set up, then run the main job on the built-in MFDS emulator (30 days)
+    python3 quickstart.py test    set up, then run the whole test suite (what CI runs)
+    python3 quickstart.py ui      set up, then start the Dagster UI and the workbook download server
+
+Set-up = a virtual environment in .venv with the exact versions pinned in requirements.lock, and this
+project installed into it (editable). It is skipped when the lock file has not changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+LOCK = ROOT / "requirements.lock"
+STAMP = VENV / ".dmf-installed"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def fail(message: str) -> None:
+    print(f"quickstart: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def step(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def setup() -> None:
+    if sys.version_info < (3, 11):
+        fail(f"Python 3.11 이상이 필요합니다 (지금 {sys.version.split()[0]}). Python 3.11+ is required.")
+    wanted = hashlib.sha256(LOCK.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return
+    if not PYTHON.exists():
+        step(f"가상환경 만들기 / creating {VENV}")
+        try:
+            venv.EnvBuilder(with_pip=True, clear=VENV.exists()).create(VENV)
+        except Exception as exc:  # Debian/Ubuntu ship venv separately
+            fail(f"가상환경을 만들 수 없습니다: {exc}\n  Debian/Ubuntu: sudo apt install python3-venv, 그 다음 다시 실행하세요.")
+    step("고정된 의존성 설치 / installing the locked dependencies (requirements.lock)")
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
+    run(pip + ["install", "--quiet", "-r", str(LOCK)])
+    run(pip + ["install", "--quiet", "--no-deps", "-e", str(ROOT)])
+    STAMP.write_text(wanted)
+
+
+def run(cmd: list[str], **kw) -> None:
+    result = subprocess.run(cmd, cwd=ROOT, **kw)
+    if result.returncode != 0:
+        fail(f"명령 실패 (exit {result.returncode}): {' '.join(cmd)}")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] not in ("demo", "test", "ui"):
+        print(__doc__)
+        return 2
+    setup()
+    if argv[0] == "demo":
+        cmd = [str(PYTHON), "-m", "dmf_assets", "demo"]
+    elif argv[0] == "ui":
+        cmd = [str(PYTHON), "-m", "dmf_assets", "ui"]
+    else:
+        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
+    os.chdir(ROOT)
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
