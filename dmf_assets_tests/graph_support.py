@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from datetime import date
@@ -34,21 +35,28 @@ class Workspace:
         return open_database(self.database, purpose="test")
 
 
-def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY) -> Workspace:
+def _resources(root: Path, faults: dict[str, str] | None, service_key: str, **client_overrides) -> dict:
+    # the production path: the key reaches the client through the environment (EnvVar), never as config
+    os.environ["MFDS_SERVICE_KEY"] = service_key
+    return build_resources(load_settings(), root=root, service_key=dg.EnvVar("MFDS_SERVICE_KEY"),
+                           emulator_faults=faults or {}, **client_overrides)
+
+
+def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY,
+                   **client_overrides) -> Workspace:
     """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config."""
     home = root / "dagster_home"
     home.mkdir(parents=True)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     instance = dg.DagsterInstance.from_config(str(home))
-    resources = build_resources(load_settings(), root=root, service_key=service_key, emulator_faults=faults or {})
-    return Workspace(root, instance, resources)
+    return Workspace(root, instance, _resources(root, faults, service_key, **client_overrides))
 
 
-def open_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY) -> Workspace:
+def open_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY,
+                   **client_overrides) -> Workspace:
     """The same workspace seen from another process (make_workspace must have created it)."""
     instance = dg.DagsterInstance.from_config(str(root / "dagster_home"))
-    resources = build_resources(load_settings(), root=root, service_key=service_key, emulator_faults=faults or {})
-    return Workspace(root, instance, resources)
+    return Workspace(root, instance, _resources(root, faults, service_key, **client_overrides))
 
 
 def runs_by_day(ws: Workspace) -> dict[date, dict]:

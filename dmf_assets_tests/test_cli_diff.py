@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from dmf_assets.domain.model import Event, EventType, FieldChange, Severity
+from dmf_assets.domain.model import Event
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.emulator.scoring import score
 from dmf_assets.source.client import FetchConfig, fetch_day
@@ -25,17 +25,7 @@ def dmf(*args: str) -> subprocess.CompletedProcess:
 
 
 def parse_events(jsonl: str) -> list[Event]:
-    events = []
-    for line in jsonl.splitlines():
-        e = json.loads(line)
-        events.append(Event(
-            event_type=EventType(e["event_type"]), dmf_key=e["dmf_key"], permit_no=e["permit_no"],
-            severity=Severity(e["severity"]), base_dmf_key=e["base_dmf_key"], is_cosmetic=e["is_cosmetic"],
-            is_reappearance=e["is_reappearance"], number_assigned=e["number_assigned"], is_transfer=e["is_transfer"],
-            changes=tuple(FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"]))
-                          for c in e["changes"]),
-        ))
-    return events
+    return [Event.from_row(e, e["changes"]) for e in map(json.loads, jsonl.splitlines())]
 
 
 def test_items_json_files(tmp_path, real_fixture_files):

@@ -22,13 +22,10 @@ B_DAYS = [date(2026, 10, 9) + timedelta(days=i) for i in range(3)]  # 10-09 .. 1
 
 def _worker(root: str, days: list[date], out) -> None:
     from dmf_assets.orchestration import runner
-    from dmf_assets.defs.resources import build_resources
-    from dmf_assets.settings import load_settings
-    from dmf_assets_tests.graph_support import FAKE_KEY
+    from dmf_assets_tests.graph_support import open_workspace
 
-    instance = dg.DagsterInstance.from_config(str(Path(root) / "dagster_home"))
-    resources = build_resources(load_settings(), root=root, service_key=FAKE_KEY, emulator_faults=FAULTS)
-    reports = runner.run_days(days, instance=instance, resources=resources)
+    ws = open_workspace(Path(root), FAULTS)
+    reports = runner.run_days(days, instance=ws.instance, resources=ws.resources)
     out.put([(r.day, r.success, r.failure) for r in reports])
 
 

@@ -96,30 +96,12 @@ GATE_NAMES = {1: "전송 transport", 2: "완전성 completeness", 3: "감소율 
 _TEMPLATE: Path | None = None
 
 
-def _fast_resources(resources: dict) -> dict:
-    """Same resources, with a short read timeout and backoff (a fresh MfdsClient: Dagster builds runs
-    from a resource's own config, so copying the pydantic model is not enough)."""
-    from dmf_assets.source.client import MfdsClient
-
-    old = resources["mfds"]
-    values = {name: getattr(old, name) for name in MfdsClient.model_fields}
-    values.update(read_timeout_s=READ_TIMEOUT_S, backoff_base_s=BACKOFF_BASE_S)
-    return {**resources, "mfds": MfdsClient(**values)}
-
-
 def _workspace(root: Path, faults: dict[str, str], *, fresh: bool):
-    from dmf_assets.defs.resources import build_resources
-    from dmf_assets.settings import load_settings
-    from dmf_assets_tests.graph_support import FAKE_KEY, Workspace, make_workspace
+    from dmf_assets_tests.graph_support import make_workspace, open_workspace
 
-    if fresh:
-        ws = make_workspace(root, faults)
-    else:
-        instance = dg.DagsterInstance.from_config(str(root / "dagster_home"))
-        ws = Workspace(root, instance, build_resources(load_settings(), root=root, service_key=FAKE_KEY,
-                                                       emulator_faults=faults))
-    ws.resources = _fast_resources(ws.resources)
-    return ws
+    # a short read timeout and backoff keep the transient faults fast
+    fast = {"read_timeout_s": READ_TIMEOUT_S, "backoff_base_s": BACKOFF_BASE_S}
+    return make_workspace(root, faults, **fast) if fresh else open_workspace(root, faults, **fast)
 
 
 def _baseline(base_dir: Path) -> Path:

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="성능 측정: 정규화+비교(10k/100k/1M행), 하루 전체 그래프, 30일 백필, 365일 DB 크기, 엑셀 작성 시간",
         description=(
             "Benchmark on this machine; results as JSON in bench/results/ (see bench/README.md). "
-            "Full run ≈ 10–15 min on 2 cores; --quick ≈ 30 s."
+            "Full run ≈ 5–10 min on 2 cores (more on a busy machine); --quick ≈ 20–30 s."
         ),
     )
     p.add_argument("--quick", action="store_true",

@@ -7,6 +7,7 @@ Built from config/dmf.toml at load time (configuration, not secrets). The servic
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 
 from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
-from dmf_assets.source.client import MfdsClient
+from dmf_assets.source.client import FetchConfig, MfdsClient
 from dmf_assets.storage.db import open_database
 
 
@@ -56,34 +57,34 @@ def build_resources(
     *,
     root: str | Path = PROJECT_ROOT,
     config_file: str = "",
-    service_key: str | dg.EnvVar | None = None,
+    service_key: dg.EnvVar | None = None,
     emulator_faults: dict[str, str] | None = None,
     base_url: str | None = None,
+    **client_overrides,
 ) -> dict[str, object]:
-    """The three resources, consistent with one settings file and one project root."""
+    """The three resources, consistent with one settings file and one project root.
+
+    The service key must be an `EnvVar` (default: MFDS_SERVICE_KEY): Dagster records a resource's
+    configuration in its run history, so a plain string key would be written to disk there.
+    """
+    if service_key is not None and not isinstance(service_key, dg.EnvVar):
+        raise TypeError("service_key must be dg.EnvVar(...): a plain key would be stored in Dagster's run history")
     settings = settings or load_settings(config_file or None)
     root = Path(root)
 
     def resolve(p: str) -> str:
         return str(Path(p) if Path(p).is_absolute() else root / p)
 
-    src = settings.source
+    fetch = FetchConfig.from_settings(
+        settings,
+        raw_dir=resolve(settings.paths.raw_dir),
+        base_url=base_url or settings.source.base_url,
+        emulator_faults=dict(emulator_faults if emulator_faults is not None else settings.emulator.faults),
+    )
+    client_fields = {f.name: getattr(fetch, f.name) for f in dataclasses.fields(FetchConfig) if f.name != "service_key"}
     return {
-        "mfds": MfdsClient(
-            base_url=base_url or src.base_url,
-            service_key=service_key if service_key is not None else dg.EnvVar("MFDS_SERVICE_KEY"),
-            num_of_rows=src.num_of_rows,
-            max_attempts=src.max_attempts,
-            connect_timeout_s=src.connect_timeout_s,
-            read_timeout_s=src.read_timeout_s,
-            min_interval_s=src.min_interval_s,
-            backoff_base_s=src.backoff_base_s,
-            backoff_max_s=src.backoff_max_s,
-            daily_request_cap=src.daily_request_cap,
-            emulator_seed=settings.emulator.seed,
-            emulator_faults=dict(emulator_faults if emulator_faults is not None else settings.emulator.faults),
-            raw_dir=resolve(settings.paths.raw_dir),
-        ),
+        "mfds": MfdsClient(**{**client_fields, **client_overrides},
+                           service_key=service_key or dg.EnvVar("MFDS_SERVICE_KEY")),
         "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir)),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
     }

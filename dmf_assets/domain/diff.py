@@ -19,15 +19,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from dmf_assets.domain.model import (
-    COMPARED_FIELDS,
-    FIELD_COLUMNS,
-    SEVERITY_RANK,
-    Event,
-    EventType,
-    FieldChange,
-    Severity,
-)
+from dmf_assets.domain.model import COMPARED_FIELDS, FIELD_COLUMNS, SEVERITY_RANK, Event, EventType, Severity
 
 #: fields scored when matching inside duplicate groups / pending registrations
 SIMILARITY_KEYS: tuple[str, ...] = tuple(key for name, (_, key) in FIELD_COLUMNS.items() if name != "permit_no")
@@ -100,33 +92,13 @@ class DiffResult:
 
     def to_events(self) -> list[Event]:
         """Events as dataclasses (for the CLI and tests; the pipeline keeps frames)."""
-        by_key: dict[tuple[str | None, str | None], list[FieldChange]] = {}
+        by_key: dict[tuple[str | None, str | None], list[dict]] = {}
         for row in self.changes.iter_rows(named=True):
-            by_key.setdefault((row["dmf_key"], row["base_dmf_key"]), []).append(
-                FieldChange(row["field"], row["before"], row["after"], row["is_cosmetic"], Severity(row["severity"]))
-            )
-        out = []
-        for row in self.events.iter_rows(named=True):
-            out.append(
-                Event(
-                    event_type=EventType(row["event_type"]),
-                    dmf_key=row["dmf_key"],
-                    permit_no=row["permit_no"],
-                    severity=Severity(row["severity"]),
-                    base_dmf_key=row["base_dmf_key"],
-                    is_cosmetic=row["is_cosmetic"],
-                    is_reappearance=row["is_reappearance"],
-                    number_assigned=row["number_assigned"],
-                    is_transfer=row["is_transfer"],
-                    is_rename=row["is_rename"],
-                    watchlist_hit=row["watchlist_hit"],
-                    watch_reasons=tuple(row["watch_reasons"] or ()),
-                    changes=tuple(by_key.get((row["dmf_key"], row["base_dmf_key"]), ()))
-                    if row["event_type"] == "CHANGED"
-                    else (),
-                )
-            )
-        return out
+            by_key.setdefault((row["dmf_key"], row["base_dmf_key"]), []).append(row)
+        return [
+            Event.from_row(row, by_key.get((row["dmf_key"], row["base_dmf_key"]), ()) if row["event_type"] == "CHANGED" else ())
+            for row in self.events.iter_rows(named=True)
+        ]
 
 
 # --- matching ------------------------------------------------------------------------------------

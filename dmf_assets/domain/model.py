@@ -209,6 +209,27 @@ class Event:
     watch_reasons: tuple[str, ...] = ()
     changes: tuple[FieldChange, ...] = ()
 
+    @classmethod
+    def from_row(cls, row: dict, changes: tuple[dict, ...] | list[dict] = ()) -> "Event":
+        """From an events row (frame or database) and its field-change rows."""
+        return cls(
+            event_type=EventType(row["event_type"]),
+            dmf_key=row["dmf_key"],
+            permit_no=row["permit_no"],
+            severity=Severity(row["severity"]),
+            base_dmf_key=row["base_dmf_key"],
+            is_cosmetic=row["is_cosmetic"],
+            is_reappearance=row["is_reappearance"],
+            number_assigned=row["number_assigned"],
+            is_transfer=row["is_transfer"],
+            is_rename=row["is_rename"],
+            watchlist_hit=row["watchlist_hit"],
+            watch_reasons=tuple(row["watch_reasons"] or ()),
+            changes=tuple(
+                FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"])) for c in changes
+            ),
+        )
+
     @property
     def changed_fields(self) -> tuple[str, ...]:
         return tuple(c.field for c in self.changes if not c.is_cosmetic)

@@ -845,6 +845,10 @@ def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
         k, j = divmod(i, size)
         row = pool[j]
         number = _bump(row[P], k)
+        if number is None and k:
+            # a copy of a pending registration would be an exact twin of it (indistinguishable for
+            # any observer): copies get a number of their own, only the pool keeps the pending ones
+            number = f"20260101-209-J-{800000 + i}"
         if j in malformed and number is not None:
             number = malform_number(number, rng)
         if k:

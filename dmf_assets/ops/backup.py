@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.ops.common import KST, kst_now, table_counts
-from dmf_assets.storage.db import _file_lock, lock_path
+from dmf_assets.storage.db import database_lock, lock_path
 
 #: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
 _DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
@@ -122,7 +122,7 @@ def backup_database(
     target = _target(backups_dir, database.stem, now or kst_now())
     tmp = backups_dir / f".{target.name}.tmp"
     try:
-        with _file_lock(lock_path(database), lock_timeout_s, "dmf backup"):
+        with database_lock(lock_path(database), lock_timeout_s, "dmf backup"):
             waited = time.monotonic() - started
             try:
                 conn = duckdb.connect(str(database))

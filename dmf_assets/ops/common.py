@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import duckdb
 
 from dmf_assets.settings import PROJECT_ROOT, Settings
-from dmf_assets.storage.db import _file_lock, fetch_one, lock_path, query
+from dmf_assets.storage.db import database_lock, fetch_one, lock_path, query
 
 KST = ZoneInfo("Asia/Seoul")
 ACCEPTED_STATUSES = ("accepted", "baseline")
@@ -90,7 +90,7 @@ def read_only_database(database: Path, *, lock_timeout_s: float, purpose: str) -
     database = Path(database)
     if not database.is_file():
         raise FileNotFoundError(f"DB 파일이 없습니다 / no database file at {database}")
-    with _file_lock(lock_path(database), lock_timeout_s, purpose):
+    with database_lock(lock_path(database), lock_timeout_s, purpose):
         conn = duckdb.connect(str(database), read_only=True)
         try:
             yield conn

@@ -16,6 +16,7 @@ The service key is a secret: it goes into the query string and nowhere else.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -991,14 +992,8 @@ class MfdsClient(dg.ConfigurableResource):
     raw_dir: str = "data/raw"
 
     def fetch_config(self) -> FetchConfig:
-        return FetchConfig(
-            base_url=self.base_url, service_key=self.service_key, num_of_rows=self.num_of_rows,
-            max_attempts=self.max_attempts, connect_timeout_s=self.connect_timeout_s,
-            read_timeout_s=self.read_timeout_s, min_interval_s=self.min_interval_s,
-            backoff_base_s=self.backoff_base_s, backoff_max_s=self.backoff_max_s,
-            daily_request_cap=self.daily_request_cap, emulator_seed=self.emulator_seed,
-            emulator_faults=dict(self.emulator_faults), raw_dir=self.raw_dir,
-        )
+        # the resource's fields are exactly FetchConfig's (a dataclass, so the client runs without Dagster)
+        return FetchConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(FetchConfig)})
 
     def fetch_day(self, day: date | str, *, log: _Log | None = None, resume: bool = True,
                   http_client: httpx.Client | None = None) -> FetchResult:

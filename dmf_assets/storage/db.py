@@ -28,6 +28,9 @@ import duckdb
 from dmf_assets.settings import PROJECT_ROOT
 
 SQL_DIR = PROJECT_ROOT / "sql"
+#: Block size of a NEW database file (existing files keep theirs). 64 KiB instead of DuckDB's 256 KiB
+#: halves the file: many small tables (runs, gates, events) would each pin mostly empty 256 KiB blocks.
+BLOCK_SIZE = 65536
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 QUERIES_DIR = SQL_DIR / "queries"
 
@@ -116,7 +119,8 @@ def lock_holder(database: Path) -> dict | None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
+def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
+    """The exclusive lock beside the database file (held by every access; the kernel drops it on exit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+")
     try:
@@ -164,7 +168,7 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     delay = 0.2
     while True:
         try:
-            return duckdb.connect(str(path))
+            return duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
@@ -254,7 +258,7 @@ def open_database(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     backups = Path(backups_dir) if backups_dir else path.parent / "backups"
-    with _file_lock(lock_path(path), lock_timeout_s, purpose):
+    with database_lock(lock_path(path), lock_timeout_s, purpose):
         conn = _migrate(path, backups, lock_timeout_s)
         try:
             yield conn

@@ -227,29 +227,6 @@ def _fmt(value) -> str:
 
 def stored_events(conn: duckdb.DuckDBPyConnection, day: date) -> list:
     """A day's committed events as domain Events (for scoring and the CLI)."""
-    from dmf_assets.domain.model import Event, EventType, FieldChange, Severity
+    from dmf_assets.domain.model import Event
 
-    frame = day_events_frame(conn, day)
-    out = []
-    for e in frame.iter_rows(named=True):
-        out.append(
-            Event(
-                event_type=EventType(e["event_type"]),
-                dmf_key=e["dmf_key"],
-                permit_no=e["permit_no"],
-                severity=Severity(e["severity"]),
-                base_dmf_key=e["base_dmf_key"],
-                is_cosmetic=e["is_cosmetic"],
-                is_reappearance=e["is_reappearance"],
-                number_assigned=e["number_assigned"],
-                is_transfer=e["is_transfer"],
-                is_rename=e["is_rename"],
-                watchlist_hit=e["watchlist_hit"],
-                watch_reasons=tuple(e["watch_reasons"] or ()),
-                changes=tuple(
-                    FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"]))
-                    for c in (e["changes"] or ())
-                ),
-            )
-        )
-    return out
+    return [Event.from_row(e, e["changes"] or ()) for e in day_events_frame(conn, day).iter_rows(named=True)]

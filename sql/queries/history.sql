@@ -132,7 +132,19 @@ FROM (
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events
                WHERE is_reappearance GROUP BY record_id) ra ON ra.record_id = r.record_id
 ) l
-WHERE records.record_id = l.record_id;
+WHERE records.record_id = l.record_id
+  -- only rows whose lifecycle moved: rewriting all ~9k rows every day would leave dead blocks behind
+  AND (records.first_day IS DISTINCT FROM l.first_day
+       OR records.last_day IS DISTINCT FROM l.last_day
+       OR records.current_version_id IS DISTINCT FROM l.current_version_id
+       OR records.numbered_as IS DISTINCT FROM l.numbered_as
+       OR records.times_changed IS DISTINCT FROM l.times_changed
+       OR records.times_withdrawn IS DISTINCT FROM l.times_withdrawn
+       OR records.times_reappeared IS DISTINCT FROM l.times_reappeared
+       OR records.status IS DISTINCT FROM CASE
+            WHEN l.last_day = (SELECT max(day_id) FROM snapshots) THEN 'active'
+            WHEN l.numbered_as IS NOT NULL THEN 'numbered'
+            ELSE 'withdrawn' END);
 
 -- name: delete_orphan_versions
 DELETE FROM record_versions v
