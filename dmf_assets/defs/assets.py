@@ -8,7 +8,9 @@ in whatever kind of run.
 
 
 import json
+import os
 import time
+import warnings
 from datetime import date, timedelta
 from urllib.parse import quote
 
@@ -26,6 +28,10 @@ from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import PastDateUnavailable, RequestCapExceeded
 from dmf_assets.storage import history
 from dmf_assets.storage.report_data import DayNotReady, build_day_report, day_events_frame
+
+# We rely on backfill_policy deliberately (run-per-day or single-run backfills, config [backfill]);
+# Dagster flags the parameter as beta at every load — once per asset — which is noise for users.
+warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy` of function `asset` is currently in beta")
 
 BACKFILL_POLICY = (
     dg.BackfillPolicy.single_run() if load_settings().backfill.single_run else dg.BackfillPolicy.multi_run(1)
@@ -394,8 +400,6 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
 
 
 def _write_jsonl(path, frame: pl.DataFrame, run: dict) -> None:
-    import os
-
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from pathlib import Path
 
 from dmf_assets.source.archive import DayArchive, read_json
@@ -30,7 +31,7 @@ def _from_archive(directory: Path) -> list[dict]:
     if not manifest:
         raise DumpError(f"{directory}: manifest.json가 없습니다 — 보관된 날짜 폴더(data/raw/YYYY-MM-DD)가 아닙니다")
     if manifest.get("status") != "complete":
-        print(f"주의: {directory.name} 수집 상태가 '{manifest.get('status')}'입니다 — 불완전한 목록일 수 있습니다.")
+        print(f"주의: {directory.name} 수집 상태가 '{manifest.get('status')}'입니다 — 불완전한 목록일 수 있습니다.", file=sys.stderr)
     items: list[dict] = []
     seen: set[str] = set()
     for entry in manifest.get("pages") or []:

@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 
 import duckdb
 import polars as pl
@@ -110,24 +110,13 @@ class CommitOutcome:
     seconds: float
 
 
-def _gate_params(d: int, g: GateOutcome) -> list:
-    return [
-        d,
-        g.number,
-        g.name,
-        g.passed,
-        g.observed_value,
-        g.threshold_value,
-        g.observed,
-        g.threshold,
-        g.detail,
-        json.dumps(list(g.samples), ensure_ascii=False, default=str),
-    ]
-
-
-def _write_gate(conn: duckdb.DuckDBPyConnection, d: int, gate: GateOutcome) -> None:
-    conn.execute(query("history.delete_gate"), [d, gate.number])
-    conn.execute(query("history.insert_gate"), _gate_params(d, gate))
+def _write_gate(conn: duckdb.DuckDBPyConnection, d: int, g: GateOutcome) -> None:
+    conn.execute(query("history.delete_gate"), [d, g.number])
+    conn.execute(
+        query("history.insert_gate"),
+        [d, g.number, g.name, g.passed, g.observed_value, g.threshold_value, g.observed, g.threshold, g.detail,
+         json.dumps(list(g.samples), ensure_ascii=False, default=str)],
+    )
 
 
 def _delete_day_history(conn: duckdb.DuckDBPyConnection, d: int) -> None:
@@ -342,8 +331,3 @@ def commit_day(
         return CommitOutcome(day, status, base.day, dict(diff.counts), rederived, time.monotonic() - started)
 
     return _in_transaction(conn, work)
-
-
-def judged_at(conn: duckdb.DuckDBPyConnection, day: date) -> datetime | None:
-    row = run_row(conn, day)
-    return row["judged_at"] if row else None

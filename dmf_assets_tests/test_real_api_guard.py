@@ -1,0 +1,46 @@
+"""Against the real MFDS API a past date cannot be fetched: the run says why, in Korean and English,
+and nothing is written. With an archive of that day it is re-processed without any request."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+
+import dagster as dg
+
+from dmf_assets.defs.resources import build_resources
+from dmf_assets.orchestration import runner
+from dmf_assets.settings import REAL_API_URL, load_settings
+from dmf_assets_tests.graph_support import make_workspace
+
+PAST = date(2026, 10, 5)
+
+
+def _real_api_resources(root):
+    return build_resources(load_settings(), root=root, base_url=REAL_API_URL, service_key=dg.EnvVar("MFDS_SERVICE_KEY"))
+
+
+def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
+    ws = make_workspace(tmp_path)
+    result = dg.materialize(runner.all_assets(), partition_key=PAST.isoformat(), instance=ws.instance,
+                            resources=_real_api_resources(tmp_path), raise_on_error=False)
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "raw_pages"
+    message = failure.step_failure_data.user_failure_data.description
+    assert "식약처 API는 현재(오늘) 등록 현황만 제공합니다" in message
+    assert "serves only the current registry" in message
+    assert not (tmp_path / "data" / "dmf.duckdb").exists()  # nothing judged, nothing written
+
+
+def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path):
+    # the archive was made on that day (here by the emulator); the real API is never asked again
+    emulated = make_workspace(tmp_path / "then")
+    runner.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
+    ws = make_workspace(tmp_path / "now")
+    shutil.copytree(tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat())
+    report = runner.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
+    assert report.success and report.failure is None
+    with ws.connect() as conn:
+        run = conn.execute("SELECT status, source, population FROM runs").fetchall()
+    assert run[0][0] == "baseline" and run[0][1] == "archive" and run[0][2] > 9000
