@@ -231,16 +231,24 @@ def _ui(args) -> int:
     if defaulted:
         print("MFDS_SERVICE_KEY 미설정 → 에뮬레이터용 데모 키 사용")
     proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)  # a service manager's stop is handled like Ctrl-C
     try:
         return proc.wait()
     except KeyboardInterrupt:
         print("\n종료 중… (stopping)")
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
         return 0
     finally:
+        # dagster dev runs in its own process group (it ignores SIGINT when started from a script):
+        # stop the whole group so no webserver or daemon is left behind
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
         server.shutdown()
         server.server_close()
