@@ -112,3 +112,29 @@ def test_single_run_backfill_gives_the_same_history(tmp_path, per_day, sim):
     assert _event_rows(ws) == _event_rows(per_day[0])
     for day in DAYS:
         assert (ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx").exists()
+
+
+def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
+    """The 변경 이벤트 sheet, read back with openpyxl, is exactly the database's non-cosmetic events."""
+    from dmf_assets.report.workbook import RejectedDayError, read_events_sheet
+    from dmf_assets.settings import load_settings
+    from dmf_assets.storage.report_data import build_day_report
+
+    ws, _ = per_day
+    checked = 0
+    for day in DAYS[1:]:
+        path = ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx"
+        if day in EXPECTED_GATE:
+            with pytest.raises(RejectedDayError):
+                read_events_sheet(path)
+            continue
+        with ws.connect() as conn:
+            stored = build_day_report(conn, day, load_settings()).headline_events
+        sheet = read_events_sheet(path)
+        fields = ("event_type", "severity", "dmf_key", "base_dmf_key", "permit_no", "ingredient", "applicant",
+                  "manufacturer", "countries", "address", "bizrno", "target_class", "issue_date", "changed_fields")
+        got = sorted(tuple(row[f] for f in fields) for row in sheet)
+        want = sorted(tuple(getattr(e, f) for f in fields) for e in stored)
+        assert got == want, day
+        checked += len(want)
+    assert checked > 20
