@@ -190,8 +190,7 @@ def _prune_staging(
     staging_dir = Path(staging_dir)
     if not staging_dir.is_dir():
         return []
-    cutoff = today - timedelta(days=keep_days)
-    candidates = [p for p in sorted(staging_dir.glob("????-??-??")) if (d := _day(p.name)) and d < cutoff]
+    candidates = prune_staging(staging_dir, keep_days, today, dry_run=True)
     # A backfill of old days writes their staging now and reads it a step later: leave it alone.
     in_use = [p.name for p in candidates if time.time() - _newest_mtime(p) < _STAGING_IN_USE_S]
     if in_use:
@@ -200,20 +199,12 @@ def _prune_staging(
                      "(a backfill?): staging not pruned this time")
         return []
     sizes = {p: path_size(p) for p in candidates}
-    if dry_run:
-        return [Removal("staging", p, sizes[p]) for p in candidates]
-    return [Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today)]
+    return [Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today, dry_run=dry_run)]
 
 
 def _prune_reports(reports_dir: Path, keep_days: int, today: date, dry_run: bool) -> list[Removal]:
-    workbooks = dated_workbooks(Path(reports_dir))
-    sizes = {p: path_size(p) for _, p in workbooks}
-    if dry_run:
-        # Same rule as report.retention.prune_reports (a test keeps the two in step).
-        cutoff = today - timedelta(days=keep_days)
-        newest = workbooks[-1][1] if workbooks else None
-        return [Removal("report", p, sizes[p]) for d, p in workbooks if d < cutoff and p != newest]
-    return [Removal("report", p, sizes.get(p, 0)) for p in prune_reports(Path(reports_dir), keep_days, today)]
+    sizes = {p: path_size(p) for _, p in dated_workbooks(Path(reports_dir))}
+    return [Removal("report", p, sizes.get(p, 0)) for p in prune_reports(Path(reports_dir), keep_days, today, dry_run=dry_run)]
 
 
 # --- backups and logs (not day-bound) ------------------------------------------------------------

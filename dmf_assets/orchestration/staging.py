@@ -102,8 +102,11 @@ def read_quality(staging_dir: Path, day: date) -> list[QualityMetric]:
     return [QualityMetric(**{**q, "samples": tuple(q.get("samples") or ())}) for q in raw]
 
 
-def prune_staging(staging_dir: Path, keep_days: int, today: date) -> list[Path]:
-    """Delete staging folders older than keep_days (the raw archive can rebuild them)."""
+def prune_staging(staging_dir: Path, keep_days: int, today: date, *, dry_run: bool = False) -> list[Path]:
+    """Delete staging folders older than keep_days (the raw archive can rebuild them).
+
+    `dry_run`: return what would be deleted, delete nothing.
+    """
     removed = []
     cutoff = today - timedelta(days=keep_days)
     for folder in sorted(Path(staging_dir).glob("????-??-??")):
@@ -112,6 +115,7 @@ def prune_staging(staging_dir: Path, keep_days: int, today: date) -> list[Path]:
         except ValueError:
             continue
         if d < cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
+            if not dry_run:
+                shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
