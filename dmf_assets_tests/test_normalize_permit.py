@@ -145,3 +145,48 @@ def test_frame_and_scalar_parsers_agree(values):
         assert (row["permit_ingr_no"], row["permit_group"], row["permit_serial"], row["permit_seq"],
                 row["permit_grant"], row["permit_prefix"]) == parts.tokens
         assert (row["permit_table"], row["permit_group_date"]) == (parts.table, parts.group_date)
+
+
+# --- grant links: base_permit_no and cohort (DESIGN.md §10) --------------------------------------
+
+
+@pytest.mark.parametrize("raw", [r[0] for r in REAL_SHAPES])
+def test_grant_derived_numbers_link_to_their_original(raw):
+    p = parse_permit(raw)
+    if p.grant is None:
+        assert p.base_permit_no is None
+    else:
+        assert p.base_permit_no == p.permit_no[: -len(f"({p.grant})")]
+        # the original parses as the same registration family, without a grant
+        base = parse_permit(p.base_permit_no)
+        assert base.grant is None and base.fmt == p.fmt and base.cohort == p.cohort
+    assert p.cohort == f"{int(p.ingr_no)}-{p.group}"
+
+
+def test_real_rows_carry_grant_links_in_the_frame(real_items):
+    frame = normalize_items(real_items)
+    grants = frame.filter(frame["permit_grant"].is_not_null())
+    assert grants.height > 10, "the real rows include many grant-derived numbers"
+    for row in grants.iter_rows(named=True):
+        assert row["permit_no"].startswith(row["base_permit_no"]) and row["permit_no"].endswith(f"({row['permit_grant']})")
+    unknown = frame.filter(frame["permit_fmt"].is_in(["unknown", "missing"]))
+    assert unknown["cohort"].null_count() == unknown.height and unknown["base_permit_no"].null_count() == unknown.height
+
+
+def test_migration_fills_grant_links_of_existing_versions_like_the_normalizer(tmp_path, real_items):
+    """0002 adds the columns and derives them in SQL for versions written before it: same answer."""
+    import duckdb
+
+    from dmf_assets.storage.db import MIGRATIONS_DIR
+
+    frame = normalize_items(real_items).select("permit_no", "permit_grant", "permit_ingr_no", "permit_group",
+                                               "base_permit_no", "cohort")
+    con = duckdb.connect(str(tmp_path / "m.duckdb"))
+    con.execute("CREATE TABLE record_versions (permit_no VARCHAR, permit_grant VARCHAR, permit_ingr_no VARCHAR, "
+                "permit_group VARCHAR)")
+    con.register("f", frame.to_arrow())
+    con.execute("INSERT INTO record_versions SELECT permit_no, permit_grant, permit_ingr_no, permit_group FROM f")
+    con.execute((MIGRATIONS_DIR / "0002_grant_links.sql").read_text(encoding="utf-8"))
+    got = con.execute("SELECT permit_no, base_permit_no, cohort FROM record_versions ORDER BY ALL").fetchall()
+    want = sorted(frame.select("permit_no", "base_permit_no", "cohort").rows(), key=lambda r: tuple((x is None, x) for x in r))
+    assert sorted(got, key=lambda r: tuple((x is None, x) for x in r)) == want

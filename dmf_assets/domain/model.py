@@ -152,6 +152,8 @@ NORMALIZED_COLUMNS: dict[str, str] = {
     "permit_prefix": "Utf8? — Hangul prefix of new-substance numbers ('수')",
     "permit_table": "Utf8? — 별표1 | 별표1의2 from the group letter",
     "permit_group_date": "Utf8? — ISO effective date of the group",
+    "base_permit_no": "Utf8? — grant-derived (n)/(A) numbers: the original number without the grant suffix",
+    "cohort": "Utf8? — '{ingredient no}-{group}' (leading zeros dropped), e.g. '71-B', '6580-ND'",
     "ingredient": "Utf8? display",
     "ingredient_key": "Utf8? matching key",
     "ingredient_base": "Utf8? base name (aggregation only)",

@@ -43,6 +43,8 @@ PERMIT_COLUMNS: tuple[str, ...] = (
     "permit_prefix",
     "permit_table",
     "permit_group_date",
+    "base_permit_no",
+    "cohort",
 )
 
 _GROUP_TABLE = {letter: table for letter, (table, _) in PERMIT_GROUPS.items()}
@@ -92,6 +94,14 @@ def with_permit_columns(frame: FrameT, raw: str) -> FrameT:
     frame = frame.with_columns(
         group.replace_strict(_GROUP_TABLE, default=None, return_dtype=pl.String).alias("permit_table"),
         group.replace_strict(_GROUP_DATE, default=None, return_dtype=pl.String).alias("permit_group_date"),
+        # grant-derived (자료공유 허여) numbers link to the original: the number without "(n)"/"(A)"
+        pl.when(pl.col("permit_grant").is_not_null())
+        .then(pl.col("permit_no").str.replace(r"\([0-9A-Z]+\)$", ""))
+        .alias("base_permit_no"),
+        # registrations of one 별표 ingredient and group: "{ingredient no}-{group}", e.g. "71-B", "6580-ND"
+        pl.when(pl.col("permit_ingr_no").is_not_null() & group.is_not_null())
+        .then(pl.col("permit_ingr_no").str.strip_chars_start("0").replace("", "0") + pl.lit("-") + group)
+        .alias("cohort"),
     )
     return frame.drop("_std", "_new", "_is_std", "_is_new")
 
@@ -111,6 +121,8 @@ class PermitParts:
     prefix: str | None = None
     table: str | None = None
     group_date: str | None = None
+    base_permit_no: str | None = None  # grant-derived: the original registration's number
+    cohort: str | None = None  # "{ingredient no}-{group}"
 
     @property
     def tokens(self) -> tuple[str | None, ...]:
