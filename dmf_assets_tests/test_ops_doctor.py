@@ -18,7 +18,8 @@ import pytest
 
 from dmf_assets import cli
 from dmf_assets.ops.backup import BackupError, backup_database, backup_time, list_backups
-from dmf_assets.ops.common import KST, project_paths, table_counts
+from dmf_assets.clock import KST
+from dmf_assets.ops.common import project_paths, table_counts
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Thresholds, run_doctor
 from dmf_assets.orchestration import runner
 from dmf_assets.settings import PROJECT_ROOT, load_settings

@@ -12,13 +12,13 @@ import duckdb
 from dmf_assets.defs.maintenance import backup_history, daily_maintenance, dmf_maintenance_job, prune_retention
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops.backup import list_backups
-from dmf_assets.ops.common import kst_now
+from dmf_assets.clock import now_kst
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.test_ops_retention import _file, _raw_day, make_history
 
 
 def test_job_backs_up_then_prunes_in_a_temp_project(tmp_path):
-    today = kst_now().date()
+    today = now_kst().date()
     last, old = today - timedelta(days=1), today - timedelta(days=200)
     db = make_history(tmp_path, {old: "baseline", last: "accepted"})
     old_raw, last_raw = _raw_day(tmp_path, old), _raw_day(tmp_path, last)

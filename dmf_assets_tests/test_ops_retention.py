@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from dmf_assets import cli
-from dmf_assets.ops.common import KST, project_paths
+from dmf_assets.clock import KST
+from dmf_assets.ops.common import project_paths
 from dmf_assets.ops.retention import prune, prune_backups
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.settings import Retention, load_settings

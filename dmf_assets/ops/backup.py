@@ -19,12 +19,13 @@ from pathlib import Path
 
 import duckdb
 
-from dmf_assets.ops.common import KST, kst_now, table_counts
+from dmf_assets.clock import KST, now_kst
+from dmf_assets.ops.common import table_counts
 from dmf_assets.storage.db import database_lock, lock_path
 
 #: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
 _DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
-#: dmf-before-migration-0002-20261008-053000.duckdb (storage.db.backup_database, local time)
+#: dmf-before-migration-0002-20261008-053000.duckdb (storage.db.backup_database, Seoul time)
 _MIGRATION_RE = re.compile(r"^(?P<stem>.+)-before-migration-\d{4}-(?P<day>\d{8})-(?P<time>\d{6})\.duckdb$")
 
 
@@ -54,8 +55,8 @@ class BackupFile:
 def backup_time(name: str) -> datetime | None:
     """When a backup file was taken, from its name; None if the name is not a backup's."""
     if m := _MIGRATION_RE.match(name):
-        try:  # db.backup_database stamps naive local time
-            return datetime.strptime(m["day"] + m["time"], "%Y%m%d%H%M%S").astimezone()
+        try:  # db.backup_database stamps Seoul time
+            return datetime.strptime(m["day"] + m["time"], "%Y%m%d%H%M%S").replace(tzinfo=KST)
         except ValueError:
             return None
     if m := _DAILY_RE.match(name):
@@ -119,7 +120,7 @@ def backup_database(
     if not database.is_file():
         raise BackupError(f"백업할 DB 파일이 없습니다 / no database to back up at {database}")
     backups_dir.mkdir(parents=True, exist_ok=True)
-    target = _target(backups_dir, database.stem, now or kst_now())
+    target = _target(backups_dir, database.stem, now or now_kst())
     tmp = backups_dir / f".{target.name}.tmp"
     try:
         with database_lock(lock_path(database), lock_timeout_s, "dmf backup"):

@@ -57,9 +57,9 @@ def _paths(args):
 
 
 def _now(day: date | None) -> datetime:
-    from dmf_assets.ops.common import KST, kst_now
+    from dmf_assets.clock import KST, now_kst
 
-    now = kst_now()
+    now = now_kst()
     return now if day is None else datetime.combine(day, now.time(), tzinfo=KST)
 
 

@@ -7,21 +7,15 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import duckdb
 
 from dmf_assets.settings import PROJECT_ROOT, Settings
 from dmf_assets.storage.db import database_lock, fetch_one, lock_path, query
 
-KST = ZoneInfo("Asia/Seoul")
 ACCEPTED_STATUSES = ("accepted", "baseline")
-
-
-def kst_now() -> datetime:
-    return datetime.now(KST)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import duckdb
 
+from dmf_assets.clock import now_kst
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
     human_size,
-    kst_now,
     last_accepted_day,
     path_size,
     quote_ident,
@@ -391,7 +391,7 @@ def _sizes_check(paths: ProjectPaths) -> Check:
 def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: Thresholds | None = None) -> DoctorReport:
     """Every check, in display order. Never raises for a bad database: that is a FAIL line."""
     th = thresholds or Thresholds()
-    now = now or kst_now()
+    now = now or now_kst()
     was_held = lock_holder(paths.database) if paths.database.is_file() else None
     db_checks, holder = _database_checks(paths, now.date(), th)
     checks = [

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import duckdb
 
+from dmf_assets.clock import now_kst
 from dmf_assets.ops.backup import list_backups
-from dmf_assets.ops.common import ProjectPaths, human_size, kst_now, last_accepted_day, path_size, read_only_database
+from dmf_assets.ops.common import ProjectPaths, human_size, last_accepted_day, path_size, read_only_database
 from dmf_assets.orchestration.staging import prune_staging
 from dmf_assets.report.retention import dated_workbooks, prune_reports
 from dmf_assets.settings import Retention
@@ -301,7 +302,7 @@ def prune(
     lock_timeout_s: float = 60.0,
 ) -> PruneReport:
     """Apply every retention rule; returns what was (or, with dry_run, would be) deleted."""
-    now = now or kst_now()
+    now = now or now_kst()
     today = now.date()
     last, why = read_last_accepted(paths.database, lock_timeout_s)
     report = PruneReport(today=today, dry_run=dry_run, last_accepted=last)

@@ -5,7 +5,8 @@ Layout under `raw_dir` (DESIGN.md §7):
     .YYYY-MM-DD.partial/              the fetch in progress (or one that was interrupted)
     .YYYY-MM-DD.lock                  one fetch per day at a time (flock, released if the process dies)
     _requests/YYYY-MM-DD.json         requests sent per host on that (Seoul) day — the daily cap
-Every file is written atomically (temporary file + rename), the manifest after every page, and a
+Every file is written atomically (`fsutil.atomic_write_bytes`: temporary file + fsync + rename, mode
+from the umask, no temporary file left on failure), the manifest after every page, and a
 finished fetch replaces the day directory in one rename, so a crash never leaves a half-written
 archive where a reader expects a finished one.
 """
@@ -18,12 +19,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from dmf_assets.fsutil import atomic_write_bytes
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded
 
 try:  # POSIX advisory locks; on other systems the lock degrades to an exclusive-create file
@@ -37,22 +38,6 @@ PAGE_EXTS = ("json", "xml", "html", "txt")
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o644)  # mkstemp makes 0600; archives are meant to be read by others
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

@@ -19,12 +19,13 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 
+from dmf_assets.clock import TIMEZONE_NAME, now_kst
+from dmf_assets.fsutil import atomic_output
 from dmf_assets.settings import PROJECT_ROOT
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -146,7 +147,7 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
                     "pid": os.getpid(),
                     "host": socket.gethostname(),
                     "purpose": purpose,
-                    "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "since": now_kst().isoformat(timespec="seconds"),
                 }
             )
         )
@@ -168,7 +169,8 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     delay = 0.2
     while True:
         try:
-            return duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+            conn = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+            break
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
@@ -176,6 +178,10 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
+    # now()::TIMESTAMP in sql/ is then Seoul wall time whatever the server's zone (ICU is built into
+    # the duckdb wheel; TimeZone cannot be passed to connect())
+    conn.execute("SET TimeZone = ?", [TIMEZONE_NAME])
+    return conn
 
 
 def applied_migrations(conn: duckdb.DuckDBPyConnection) -> dict[int, tuple[str, str]]:
@@ -205,11 +211,10 @@ def backup_database(path: Path, backups_dir: Path, label: str) -> Path | None:
     if not path.exists():
         return None
     backups_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = now_kst().strftime("%Y%m%d-%H%M%S")  # Seoul time, like every name the product writes
     target = backups_dir / f"{path.stem}-{label}-{stamp}{path.suffix}"
-    tmp = target.with_suffix(target.suffix + ".tmp")
-    shutil.copy2(path, tmp)
-    os.replace(tmp, target)
+    with atomic_output(target) as tmp:
+        shutil.copyfile(path, tmp)
     return target
 
 
