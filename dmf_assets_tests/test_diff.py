@@ -211,3 +211,97 @@ def test_order_paging_and_retyping_never_change_substantive_events(base_items, s
         rng.shuffle(noisy)
     got = {(e.event_type, e.dmf_key, e.changed_fields) for e in events_of(old, noisy) if not e.is_cosmetic}
     assert got == reference
+
+
+# --- sites as first-class changes (issue 12) -----------------------------------------------------
+
+
+def _row(items, permit):
+    return next(i for i, it in enumerate(items) if it["DMF_PERMIT_NO"] == permit)
+
+
+def _site_rows(diff, permit):
+    ch = diff.changes.filter(pl.col("dmf_key") == permit)
+    return ch.filter(pl.col("field") == "sites").rows(named=True), ch
+
+
+def test_site_added_in_a_country_already_listed_is_critical_not_cosmetic(base_items):
+    """The real two-site row 인도,중국 gets a third site in China: the country *set* is unchanged."""
+    permit = "20210626-211-J-1002"  # Avik (인도) + Tianjin Tianyao (중국)
+    new = copy.deepcopy(base_items)
+    i = _row(new, permit)
+    new[i]["MNFCTR_NAME"] += ",Zhejiang Huahai Pharmaceutical Co., Ltd."
+    new[i]["MNFCTR_PLACE"] += ",Xunqiao, Linhai, Zhejiang, China"
+    new[i]["MANUF_COUNTRY_CODE_NM"] += ",중국"
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    (ev,) = [e for e in diff.to_events() if e.dmf_key == permit]
+    assert ev.event_type is EventType.CHANGED and ev.severity is Severity.CRITICAL and not ev.is_cosmetic
+    assert set(ev.changed_fields) == {"manufacturer", "address", "countries"} and ev.cosmetic_fields == ()
+    sites, ch = _site_rows(diff, permit)
+    assert sites == [{"dmf_key": permit, "base_dmf_key": permit, "field": "sites", "before": None,
+                      "after": "Zhejiang Huahai Pharmaceutical Co., Ltd. (중국)", "is_cosmetic": False,
+                      "severity": "CRITICAL"}]
+    countries = ch.filter(pl.col("field") == "countries").row(0, named=True)
+    assert (countries["before"], countries["after"], countries["is_cosmetic"]) == ("인도,중국", "인도,중국,중국", False)
+    assert diff.counts["COSMETIC"] == 0 and diff.counts["CHANGED"] == 1
+
+
+def test_site_removed_from_the_real_three_site_row(base_items):
+    permit = "수30-4-ND"  # Vasudha, [데스로라타딘 제조원] Vasudha, [데스로라타딘 제조원] Vasudha Unit-II
+    old = build_snapshot(base_items)
+    three = old.filter(pl.col("dmf_key") == permit).row(0, named=True)
+    assert three["site_count"] == 3 and three["sites_split_ok"]
+    new = copy.deepcopy(base_items)
+    i = _row(new, permit)
+    names, places = new[i]["MNFCTR_NAME"], new[i]["MNFCTR_PLACE"]
+    new[i]["MNFCTR_NAME"] = names[: names.rindex(",")]
+    new[i]["MNFCTR_PLACE"] = places[: places.rindex(",[")]
+    new[i]["MANUF_COUNTRY_CODE_NM"] = "인도,인도"
+    diff = diff_snapshots(old, build_snapshot(new))
+    sites, _ = _site_rows(diff, permit)
+    last = three["sites"][2]
+    assert [(s["before"], s["after"]) for s in sites] == [(f"[{last['role']}] {last['name']} (인도)", None)]
+    (ev,) = [e for e in diff.to_events() if e.dmf_key == permit]
+    assert ev.severity is Severity.CRITICAL and "countries" in ev.changed_fields
+
+
+def test_retyped_site_list_has_no_site_rows_and_stays_cosmetic(base_items):
+    """Same sites, only spacing after the comma: cosmetic, no site change."""
+    permit = "20210626-211-J-1002"
+    new = copy.deepcopy(base_items)
+    i = _row(new, permit)
+    new[i]["MNFCTR_NAME"] = new[i]["MNFCTR_NAME"].replace("Limited,Tianjin", "Limited, Tianjin")
+    new[i]["MANUF_COUNTRY_CODE_NM"] = "인도, 중국"
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    sites, ch = _site_rows(diff, permit)
+    assert sites == [] and ch.height >= 1 and ch["is_cosmetic"].all()
+    (ev,) = [e for e in diff.to_events() if e.dmf_key == permit]
+    assert ev.is_cosmetic and ev.severity is Severity.COSMETIC
+
+
+def test_site_address_changed_is_one_changed_site(base_items):
+    permit = "20200722-93-E-160-09"  # Avik (인도) + [베타메타손 제조소] Hunan Yuxin (중국)
+    new = copy.deepcopy(base_items)
+    i = _row(new, permit)
+    new[i]["MNFCTR_PLACE"] = new[i]["MNFCTR_PLACE"].replace("Longxutang", "No. 8 Baoqing Road")
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    sites, _ = _site_rows(diff, permit)
+    assert len(sites) == 1
+    assert sites[0]["before"].startswith("[베타메타손 제조소] Hunan Yuxin Pharmaceutical Co. Ltd. (중국) — Longxutang")
+    assert sites[0]["after"].startswith("[베타메타손 제조소] Hunan Yuxin Pharmaceutical Co. Ltd. (중국) — No. 8 Baoqing Road")
+
+
+def test_change_rows_have_one_order_whatever_the_input_order(base_items):
+    new = copy.deepcopy(base_items)
+    for k, it in enumerate(new[:60]):
+        it["MNFCTR_PLACE"] = (it["MNFCTR_PLACE"] or "") + f" Block {k}"
+        it["ENTP_NAME"] = (it["ENTP_NAME"] or "") + " "  # cosmetic or none
+        if k % 3 == 0:
+            it["DMF_PERMIT_DATE"] = "2001-01-01"
+    base_frame = build_snapshot(base_items)
+    runs = []
+    for seed in range(4):
+        shuffled = list(new)
+        random.Random(seed).shuffle(shuffled)
+        runs.append(diff_snapshots(base_frame, build_snapshot(shuffled)).changes.rows())
+    assert runs[0] and all(r == runs[0] for r in runs)

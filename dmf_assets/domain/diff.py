@@ -9,7 +9,11 @@ Matching, in order — each step only sees what earlier steps left unmatched:
    one CHANGED event (`number_assigned`), never WITHDRAWN + NEW;
 4. whatever is left: NEW (a reappearance if the number was seen on an earlier accepted day) or
    WITHDRAWN.
-A pair differs per field: equal matching keys with different display values = COSMETIC.
+A pair differs per field: equal matching keys with different display values = COSMETIC — except for
+the manufacturer / address / country fields when the number of sites changed: a site added in a
+country already listed leaves the country *set* alone, but it is never a re-typing. Such pairs also
+get one `sites` row per added / removed / changed site (CRITICAL), e.g. "제조소 추가: Name (중국)".
+Change rows are sorted (key, field order, before, after) so identical runs store identical rows.
 """
 
 from __future__ import annotations
@@ -19,7 +23,18 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from dmf_assets.domain.model import COMPARED_FIELDS, FIELD_COLUMNS, SEVERITY_RANK, Event, EventType, Severity
+from dmf_assets.domain.model import (
+    COMPARED_FIELDS,
+    FIELD_COLUMNS,
+    SEVERITY_RANK,
+    SITE_FIELDS,
+    SITES_FIELD,
+    Event,
+    EventType,
+    Severity,
+)
+from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
+from dmf_assets.domain.text import company_key_expr, text_key_expr
 
 #: fields scored when matching inside duplicate groups / pending registrations
 SIMILARITY_KEYS: tuple[str, ...] = tuple(key for name, (_, key) in FIELD_COLUMNS.items() if name != "permit_no")
@@ -218,9 +233,64 @@ def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
 # --- comparison ----------------------------------------------------------------------------------
 
 
+_FIELD_ORDER: dict[str, int] = {name: i for i, name in enumerate([*FIELD_COLUMNS, SITES_FIELD])}
+_SITE_VALUE_COLS = ("site_count", "sites", "sites_split_ok")
+
+
+def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
+    """`sites` change rows of the pairs whose manufacturer/address/countries changed (CHANGE_SCHEMA)."""
+    display_changed = pl.any_horizontal(
+        [~pl.col(f"b.{FIELD_COLUMNS[f][0]}").eq_missing(pl.col(f"n.{FIELD_COLUMNS[f][0]}")) for f in SITE_FIELDS]
+    )
+    # single site on both sides: the field rows already say it all
+    multi = (pl.col("b.site_count") != pl.col("n.site_count")) | (pl.col("b.site_count") > 1) | (pl.col("n.site_count") > 1)
+    cand = joined.filter(display_changed & multi.fill_null(False)).select(
+        "dmf_key", "base_dmf_key", "b.sites", "n.sites", "b.site_count", "n.site_count", "b.sites_split_ok",
+        "n.sites_split_ok",
+    )
+    rows: list[dict] = []
+    if cand.height:
+        # matching keys of every site name/address, computed once with the normalizer's own rules
+        flat = pl.concat(
+            [cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")]
+        ).select("name", "address").unique()
+        keys = {
+            (r["name"], r["address"]): (r["nk"], r["ak"])
+            for r in flat.with_columns(nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))).iter_rows(named=True)
+        }
+
+        def keyed(sites) -> list[KeyedSite]:
+            return [KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
+                    for s in (sites or [])]
+
+        for r in cand.iter_rows(named=True):
+            if r["b.sites_split_ok"] and r["n.sites_split_ok"]:
+                for ch in site_changes(keyed(r["b.sites"]), keyed(r["n.sites"])):
+                    detail = ch.kind == "changed"
+                    rows.append({"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"],
+                                 "before": site_label(ch.before, detail), "after": site_label(ch.after, detail)})
+            elif r["b.site_count"] != r["n.site_count"]:
+                # the split could not be trusted: say only how many sites there are
+                rows.append({"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"],
+                             "before": f"제조소 {r['b.site_count']}곳", "after": f"제조소 {r['n.site_count']}곳"})
+    return pl.DataFrame(rows, schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8}).select(
+        "dmf_key", "base_dmf_key", pl.lit(SITES_FIELD).alias("field"), "before", "after",
+        pl.lit(False).alias("is_cosmetic"), pl.lit(Severity.CRITICAL.value).alias("severity"),
+    )
+
+
+def _sort_changes(changes: pl.DataFrame) -> pl.DataFrame:
+    """A total order: the same diff always stores its change rows in the same order."""
+    return (
+        changes.with_columns(_order=pl.col("field").replace_strict(_FIELD_ORDER, default=99, return_dtype=pl.Int16))
+        .sort(["dmf_key", "base_dmf_key", "_order", "before", "after"], nulls_last=False)
+        .drop("_order")
+    )
+
+
 def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-field changes of matched pairs -> (CHANGED events without watchlist, field changes)."""
-    value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair})
+    value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair} | set(_SITE_VALUE_COLS))
     # content_hash covers exactly the compared display values, so a pair with equal hashes has no
     # field change: compare only the (few) pairs whose hashes differ instead of every pair.
     pairs = (
@@ -236,10 +306,13 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
         right_on="b.dmf_key",
     ).join(new.select("dmf_key", *value_cols).rename({c: f"n.{c}" for c in value_cols}), on="dmf_key")
 
+    sites_differ = ~pl.col("b.site_count").eq_missing(pl.col("n.site_count"))
     change_frames = []
     for name, (display, key) in FIELD_COLUMNS.items():
         display_changed = ~pl.col(f"b.{display}").eq_missing(pl.col(f"n.{display}"))
         key_changed = ~pl.col(f"b.{key}").eq_missing(pl.col(f"n.{key}"))
+        if name in SITE_FIELDS:  # a different number of sites is never a re-typing
+            key_changed = key_changed | sites_differ
         change_frames.append(
             joined.filter(display_changed).select(
                 "dmf_key",
@@ -254,11 +327,13 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
                 .alias("severity"),
             )
         )
-    changes = pl.concat(change_frames).cast(CHANGE_SCHEMA)  # type: ignore[arg-type]
+    change_frames.append(_site_rows(joined))
+    changes = _sort_changes(pl.concat(change_frames).cast(CHANGE_SCHEMA))  # type: ignore[arg-type]
 
     rank = pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8)
-    per_event = changes.group_by("dmf_key", "base_dmf_key").agg(
-        changed_fields=pl.col("field").filter(~pl.col("is_cosmetic")),
+    compared = pl.col("field") != SITES_FIELD  # changed_fields name compared fields only
+    per_event = changes.group_by("dmf_key", "base_dmf_key", maintain_order=True).agg(
+        changed_fields=pl.col("field").filter(~pl.col("is_cosmetic") & compared),
         cosmetic_fields=pl.col("field").filter(pl.col("is_cosmetic")),
         worst=rank.max(),
     )

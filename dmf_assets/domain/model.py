@@ -119,7 +119,14 @@ FIELD_LABEL_KO: dict[str, str] = {
     "countries": "제조국",
     "issue_date": "발급일자",
     "target_class": "대상의약품",
+    "sites": "제조소(사이트)",
 }
+
+#: Field name of site-level change rows (one row per added/removed/changed site, always CRITICAL).
+#: Not a compared field of its own: it details manufacturer/address/countries changes site by site,
+#: so `Event.changed_fields` (and the emulator's ground truth) keep naming only COMPARED_FIELDS.
+SITES_FIELD = "sites"
+SITE_FIELDS: tuple[str, ...] = ("manufacturer", "address", "countries")
 
 #: For every compared field: the column holding its display value and the column holding its
 #: matching key in the normalized frame. Equal keys with different display values = COSMETIC.
@@ -234,7 +241,11 @@ class Event:
 
     @property
     def changed_fields(self) -> tuple[str, ...]:
-        return tuple(c.field for c in self.changes if not c.is_cosmetic)
+        return tuple(dict.fromkeys(c.field for c in self.changes if not c.is_cosmetic and c.field in COMPARED_FIELDS))
+
+    @property
+    def site_changes(self) -> tuple[FieldChange, ...]:
+        return tuple(c for c in self.changes if c.field == SITES_FIELD)
 
     @property
     def cosmetic_fields(self) -> tuple[str, ...]:

@@ -236,3 +236,77 @@ def split_sites(names: str | None, addresses: str | None, countries: str | None)
 
 def sites_as_dicts(split: SiteSplit) -> list[dict[str, str | None]]:
     return [{"name": s.name, "address": s.address, "country": s.country, "role": s.role} for s in split.sites]
+
+
+# --- site-level changes (DESIGN.md §5: a site added or removed is never cosmetic) -----------------
+
+#: SiteChange.kind -> Korean label used in every sheet and in `dmf history`
+SITE_CHANGE_LABEL_KO: dict[str, str] = {"added": "제조소 추가", "removed": "제조소 삭제", "changed": "제조소 변경"}
+
+
+@dataclass(frozen=True)
+class KeyedSite:
+    """One site with the matching keys of its name and address (computed by the caller, vectorized)."""
+
+    name: str | None
+    address: str | None
+    country: str | None
+    role: str | None
+    name_key: str | None
+    address_key: str | None
+
+
+@dataclass(frozen=True)
+class SiteChange:
+    kind: str  # added | removed | changed
+    before: KeyedSite | None
+    after: KeyedSite | None
+
+
+def site_label(site: KeyedSite | None, with_address: bool = False) -> str | None:
+    """'[role] Name (country)' — optionally '— address' — as shown to people."""
+    if site is None:
+        return None
+    text = f"[{site.role}] " if site.role else ""
+    text += site.name or "(제조소명 없음)"
+    text += f" ({site.country or '국가 미상'})"
+    if with_address and site.address:
+        text += f" — {site.address}"
+    return text
+
+
+def site_changes(before: list[KeyedSite], after: list[KeyedSite]) -> list[SiteChange]:
+    """Which sites were added, removed or changed between two versions of one registration.
+
+    Sites are matched as multisets, most certain first: identical (name, address, country) keys,
+    then the same name key (the address or country changed), then the same address key (the
+    manufacturer was renamed at the same address). Whatever is left was added or removed — also
+    when its country is already listed, which the country set alone would hide.
+    """
+    free_b, free_a = list(before), list(after)
+    out: list[SiteChange] = []
+
+    def pair(same) -> None:
+        for b in list(free_b):
+            a = next((x for x in free_a if same(b, x)), None)
+            if a is not None:
+                free_b.remove(b)
+                free_a.remove(a)
+                if (b.name_key, b.address_key, b.country) != (a.name_key, a.address_key, a.country):
+                    out.append(SiteChange("changed", b, a))
+
+    pair(lambda b, a: (b.name_key, b.address_key, b.country) == (a.name_key, a.address_key, a.country))
+    pair(lambda b, a: b.name_key is not None and b.name_key == a.name_key)
+    pair(lambda b, a: b.address_key is not None and b.address_key == a.address_key)
+    out += [SiteChange("removed", b, None) for b in free_b]
+    out += [SiteChange("added", None, a) for a in free_a]
+    return out
+
+
+def describe_site_change(before: str | None, after: str | None) -> str:
+    """One stored `sites` change row as a sentence: '제조소 추가: Name (중국)'."""
+    if before is None:
+        return f"{SITE_CHANGE_LABEL_KO['added']}: {after}"
+    if after is None:
+        return f"{SITE_CHANGE_LABEL_KO['removed']}: {before}"
+    return f"{SITE_CHANGE_LABEL_KO['changed']}: {before} → {after}"

@@ -87,7 +87,8 @@ def compare_rows(old: Row, new: Row) -> tuple[frozenset[str], frozenset[str]]:
         # (extra spaces, a trailing CR/LF) is not a change at all
         if a == b or _keys.field_display(fld, a) == _keys.field_display(fld, b):
             continue
-        if _keys.field_key(fld, a) != _keys.field_key(fld, b):
+        # a site added/removed (even in a country already listed) is never cosmetic (DESIGN §5, issue 12)
+        if _keys.field_key(fld, a) != _keys.field_key(fld, b) or (fld == "countries" and site_count(old) != site_count(new)):
             subst.append(fld)
         else:
             cosm.append(fld)
