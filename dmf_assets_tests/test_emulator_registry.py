@@ -428,7 +428,10 @@ def _check_truth_against_items(sim, old: date, new: date) -> GroundTruth:
                 assert _keys.field_display(fld, before) != _keys.field_display(fld, after)
                 assert local_key(fld, before) == local_key(fld, after), (fld, before, after)
             elif fld in c.substantive_fields:
-                assert local_key(fld, before) != local_key(fld, after), (fld, before, after)
+                # …or the number of sites changed (a site in a country already listed, issue 12)
+                assert local_key(fld, before) != local_key(fld, after) or (
+                    fld == "countries" and len((before or "").split(",")) != len((after or "").split(","))
+                ), (fld, before, after)
             else:
                 assert _keys.field_display(fld, before) == _keys.field_display(fld, after)
         assert c.is_transfer == ("bizrno" in c.substantive_fields)
@@ -564,7 +567,9 @@ def test_churn_day_truth_matches_the_frames():
         for fld, api in FIELD_OF.items():
             k = API_FIELDS.index(api)
             if fld in c.substantive_fields:
-                assert local_key(fld, before[k]) != local_key(fld, now[k])
+                assert local_key(fld, before[k]) != local_key(fld, now[k]) or (
+                    fld == "countries" and len((before[k] or "").split(",")) != len((now[k] or "").split(","))
+                )
             elif fld in c.cosmetic_fields:
                 assert _keys.field_display(fld, before[k]) != _keys.field_display(fld, now[k])
                 assert local_key(fld, before[k]) == local_key(fld, now[k])
