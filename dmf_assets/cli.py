@@ -8,8 +8,10 @@ and a broken optional part never breaks the others.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
+import re
 import sys
 import warnings
 
@@ -45,18 +47,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _disk_full(exc: BaseException | None) -> str | None:
+    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`, however deeply a
+    library wrapped it; DuckDB reports it as an IOException whose text names the file."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return str(exc.filename or "?")
+        if "No space left on device" in str(exc):
+            m = re.search(r'"([^"]+)"', str(exc))
+            return m[1] if m else "?"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    from dmf_assets.settings import ConfigError
+
     # Dagster marks some parameters we rely on (backfill_policy) as beta: not news for a user at a terminal
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 2
     try:
+        parser = build_parser()  # command modules may read the settings while importing
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            return 2
         return int(handler(args) or 0)
-    except UserError as exc:
+    except (UserError, ConfigError) as exc:
         print(f"dmf: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -66,4 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         # output piped into `head` and friends: stop quietly, like other command-line tools
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:
+        where = _disk_full(exc)
+        if where is None:
+            raise
+        print(f"dmf: 디스크 공간이 부족합니다 (No space left on device): {where} — 공간을 확보한 뒤 다시 실행하세요 "
+              f"(`dmf doctor`, `dmf prune`) / free some space and run again", file=sys.stderr)
+        return 1
 

@@ -50,9 +50,11 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
         with open(tmp, "rb+") as fh:  # the writer may have closed its own handle without fsync
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # write() on a descriptor names no file; "disk full" should
         raise
     fsync_dir(path.parent)
 

@@ -1,17 +1,28 @@
 """Project settings: `config/dmf.toml` (documented defaults) + `config/dmf.local.toml` (git-ignored).
 
-Only configuration lives here. The service key is a secret and is never read from these files.
+Only configuration lives here. The service key and the SMTP password are secrets and are never read
+from these files (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD in the environment).
+
+The settings are a contract (DESIGN.md §9): every key is typed (strict — "5" is not a number, 1 is
+not true) and range-checked, unknown keys and sections are refused, a `DMF_CONFIG` that does not
+exist is an error. Every problem becomes one `ConfigError` whose text names the file, the TOML line,
+the key and what is allowed — in Korean and English, never a pydantic dump.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
+import re
 import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import annotated_types
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "dmf.toml"
@@ -19,21 +30,93 @@ LOCAL_CONFIG = PROJECT_ROOT / "config" / "dmf.local.toml"
 EMULATOR_URL = "emulator://local"
 REAL_API_URL = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"
 API_OPERATION = "getMdcDmfList01"
+SMTP_PASSWORD_ENV = "DMF_SMTP_PASSWORD"
+
+
+# --- value rules (each raises ValueError("한국어 / English")) --------------------------------------
+
+
+def _not_empty_path(value: str) -> str:
+    if not value.strip():
+        raise ValueError("빈 경로는 쓸 수 없습니다 (프로젝트 폴더 전체를 가리킴) / an empty path would mean the whole "
+                         "project folder; write a folder such as \"reports\"")
+    return value
+
+
+def _http_url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError(f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _http_url_or_empty(value: str) -> str:
+    return value and _http_url(value)
+
+
+def _base_url(value: str) -> str:
+    return value if value == EMULATOR_URL else _http_url(value)
+
+
+_EMAIL = re.compile(r"^[^@\s,;<>]+@[^@\s,;<>]+\.[^@\s,;<>]+$")
+
+
+def _email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise ValueError(f"e-메일 주소 형식이 아닙니다 / not an e-mail address: {value!r} (name@example.com)")
+    return value
+
+
+def _email_or_empty(value: str) -> str:
+    return value and _email(value)
+
+
+def _hh_mm(value: str) -> str:
+    m = re.match(r"^(\d{2}):(\d{2})$", value)
+    if not m or int(m[1]) > 23 or int(m[2]) > 59:
+        raise ValueError(f"HH:MM 형식의 시각(KST)이어야 합니다 / must be a time HH:MM (KST), e.g. \"09:00\"; got {value!r}")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("비어 있으면 안 됩니다 / must not be empty")
+    return value
+
+
+def _fault_plan(value: dict[str, str]) -> dict[str, str]:
+    from dmf_assets.emulator.faults import FaultPlan
+
+    FaultPlan.parse(value)  # ValueError names the bad date or kind and lists the known kinds
+    return value
+
+
+def _fault_kind(value: str) -> str:
+    from dmf_assets.emulator.faults import parse_fault
+
+    parse_fault(value)
+    return value
+
+
+Ratio = Annotated[float, Field(ge=0, le=1)]
+Count = Annotated[int, Field(ge=0)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Seconds = Annotated[float, Field(gt=0)]
+PathText = Annotated[str, AfterValidator(_not_empty_path)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Paths(_Section):
-    database: str = "data/dmf.duckdb"
-    raw_dir: str = "data/raw"
-    staging_dir: str = "data/staging"
-    alerts_dir: str = "data/alerts"
-    backups_dir: str = "data/backups"
-    reports_dir: str = "reports"
-    events_dir: str = "data/events"
-    logs_dir: str = "data/logs"
+    database: PathText = "data/dmf.duckdb"
+    raw_dir: PathText = "data/raw"
+    staging_dir: PathText = "data/staging"
+    alerts_dir: PathText = "data/alerts"
+    backups_dir: PathText = "data/backups"
+    reports_dir: PathText = "reports"
+    events_dir: PathText = "data/events"
+    logs_dir: PathText = "data/logs"
 
     def resolve(self, name: str) -> Path:
         p = Path(getattr(self, name))
@@ -41,39 +124,39 @@ class Paths(_Section):
 
 
 class Source(_Section):
-    base_url: str = EMULATOR_URL
+    base_url: Annotated[str, AfterValidator(_base_url)] = EMULATOR_URL
     num_of_rows: int = Field(500, ge=1, le=1000)
     max_attempts: int = Field(3, ge=1, le=10)
-    connect_timeout_s: float = 10.0
-    read_timeout_s: float = 30.0
-    min_interval_s: float = 2.0
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 30.0
-    daily_request_cap: int = 300
+    connect_timeout_s: Seconds = 10.0
+    read_timeout_s: Seconds = 30.0
+    min_interval_s: float = Field(2.0, ge=0)
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(30.0, ge=0)
+    daily_request_cap: int = Field(300, ge=1)
 
 
 class Emulator(_Section):
     seed: int = 20250101
-    faults: dict[str, str] = Field(default_factory=dict)
+    faults: Annotated[dict[str, str], AfterValidator(_fault_plan)] = Field(default_factory=dict)
 
 
 class Gates(_Section):
-    drop_max_ratio: float = 0.05
-    null_max_ratio: float = 0.01
-    duplicate_max_ratio: float = 0.02
-    churn_max_ratio: float = 0.10
+    drop_max_ratio: Ratio = 0.05
+    null_max_ratio: Ratio = 0.01
+    duplicate_max_ratio: Ratio = 0.02
+    churn_max_ratio: Ratio = 0.10
 
 
 class Quality(_Section):
-    row_count_min: int = 8000
-    row_count_max: int = 12000
-    permit_parse_min_ratio: float = 0.98
-    new_substance_max_ratio: float = 0.25
-    synthetic_key_max: int = 50
-    unresolved_country_max: int = 0
-    oversize_max: int = 0
-    replacement_char_max: int = 0
-    stale_source_days: int = 7
+    row_count_min: Count = 8000
+    row_count_max: Count = 12000
+    permit_parse_min_ratio: Ratio = 0.98
+    new_substance_max_ratio: Ratio = 0.25
+    synthetic_key_max: Count = 50
+    unresolved_country_max: Count = 0
+    oversize_max: Count = 0
+    replacement_char_max: Count = 0
+    stale_source_days: int = Field(7, ge=1)
 
 
 class Watchlist(_Section):
@@ -84,10 +167,10 @@ class Watchlist(_Section):
 
 
 class Report(_Section):
-    file_server_host: str = "127.0.0.1"
-    file_server_port: int = 8765
-    public_base_url: str = ""
-    history_days: int = 90
+    file_server_host: Annotated[str, AfterValidator(_not_blank)] = "127.0.0.1"
+    file_server_port: Port = 8765
+    public_base_url: Annotated[str, AfterValidator(_http_url_or_empty)] = ""
+    history_days: int = Field(90, ge=1)
 
     @property
     def base_url(self) -> str:
@@ -95,11 +178,11 @@ class Report(_Section):
 
 
 class Retention(_Section):
-    raw_days: int = 180
-    reports_days: int = 365
-    backups_days: int = 30
-    logs_days: int = 90
-    staging_days: int = 14
+    raw_days: Count = 180
+    reports_days: Count = 365
+    backups_days: Count = 30
+    logs_days: Count = 90
+    staging_days: Count = 14
 
 
 class Backfill(_Section):
@@ -107,9 +190,49 @@ class Backfill(_Section):
 
 
 class Demo(_Section):
-    days: int = 30
-    fault_days_ago: int = 12
-    fault_kind: str = "page_missing_rows"
+    days: int = Field(30, ge=1, le=3650)
+    fault_days_ago: Count = 12
+    fault_kind: Annotated[str, AfterValidator(_fault_kind)] = "page_missing_rows"
+
+
+class AlertEmail(_Section):
+    """SMTP delivery of alerts and the daily workbook. The password: env DMF_SMTP_PASSWORD only."""
+
+    smtp_host: str = ""  # empty = no e-mail
+    smtp_port: Port = 25
+    starttls: bool = False
+    username: str = ""
+    sender: Annotated[str, AfterValidator(_email_or_empty)] = ""
+    recipients: list[Annotated[str, AfterValidator(_email)]] = Field(default_factory=list)
+    timeout_s: Seconds = 30.0
+
+
+class Alerts(_Section):
+    webhook_urls: list[Annotated[str, AfterValidator(_http_url)]] = Field(default_factory=list)
+    slow_run_factor: float = Field(3.0, ge=1)
+    withdrawal_share_max: Ratio = 0.02
+    rejected_streak: int = Field(3, ge=2)
+    overdue_at: Annotated[str, AfterValidator(_hh_mm)] = "09:00"
+    email: AlertEmail = Field(default_factory=AlertEmail)
+
+
+class Retry(_Section):
+    transient_attempts: int = Field(3, ge=0, le=10)
+    interval_minutes: int = Field(30, ge=1, le=720)
+
+
+class Runs(_Section):
+    max_minutes: int = Field(30, ge=1, le=1440)
+
+
+class Products(_Section):
+    file: str = ""  # empty = no product list; relative to the project root
+
+    def resolve(self) -> Path | None:
+        if not self.file:
+            return None
+        p = Path(self.file)
+        return p if p.is_absolute() else PROJECT_ROOT / p
 
 
 class Settings(_Section):
@@ -123,6 +246,206 @@ class Settings(_Section):
     retention: Retention = Field(default_factory=Retention)
     backfill: Backfill = Field(default_factory=Backfill)
     demo: Demo = Field(default_factory=Demo)
+    alerts: Alerts = Field(default_factory=Alerts)
+    retry: Retry = Field(default_factory=Retry)
+    runs: Runs = Field(default_factory=Runs)
+    products: Products = Field(default_factory=Products)
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: Path | None
+    key: str  # dotted: gates.drop_max_ratio ("" for the whole file)
+    line: int | None
+    message: str  # "한국어 / English"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; `str()` is the whole message for the user (no traceback)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        head = "설정 오류 / configuration error" + (f" ({len(self.problems)}건)" if len(self.problems) > 1 else "")
+        lines = [head + ":"]
+        for p in self.problems:
+            where = _shown(p.file) if p.file else "설정 / settings"
+            if p.line:
+                where += f" {p.line}행 / line {p.line}"
+            lines.append(f"  {where}: {p.key + ' — ' if p.key else ''}{p.message}")
+        lines.append(f"설정 파일을 고친 뒤 다시 실행하세요 (키와 기본값: {_shown(DEFAULT_CONFIG)}) / "
+                     f"fix the file and run again (keys and defaults: {_shown(DEFAULT_CONFIG)})")
+        return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    """config/dmf.local.toml inside the project, the absolute path elsewhere."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _toml_value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if isinstance(value, str | bool | list | dict) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'. ]+?)\s*=")
+
+
+def _find_line(text: str, loc: tuple[str, ...]) -> int | None:
+    """The line where `loc` (section…, key) is written, else where its nearest parent is (inline tables)."""
+    while loc:
+        if line := _find_exact_line(text, loc):
+            return line
+        loc = loc[:-1]
+    return None
+
+
+def _find_exact_line(text: str, loc: tuple[str, ...]) -> int | None:
+    header: tuple[str, ...] = ()
+    for n, line in enumerate(text.splitlines(), 1):
+        if m := _HEADER.match(line):
+            header = tuple(part.strip().strip("\"'") for part in m[1].split("."))
+            if header == loc:
+                return n
+            continue
+        if m := _KEY.match(line):
+            key = tuple(part.strip().strip("\"'") for part in m[1].split("."))
+            if header + key == loc:
+                return n
+    return None
+
+
+def _has(data: dict[str, Any], loc: tuple[str, ...]) -> bool:
+    for part in loc:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _field(loc: tuple[str, ...]):
+    """(model class holding loc[-1], its FieldInfo or None) walking Settings by the key path."""
+    model: Any = Settings
+    for i, part in enumerate(loc):
+        info = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if info is None or i == len(loc) - 1:
+            return model, info
+        model = info.annotation
+    return model, None
+
+
+def _allowed(info) -> str:
+    """'0 ≤ x ≤ 1' from a field's constraints."""
+    lower = upper = ""
+    for m in info.metadata:
+        if isinstance(m, annotated_types.Ge):
+            lower = f"{m.ge:g} ≤ "
+        elif isinstance(m, annotated_types.Gt):
+            lower = f"{m.gt:g} < "
+        elif isinstance(m, annotated_types.Le):
+            upper = f" ≤ {m.le:g}"
+        elif isinstance(m, annotated_types.Lt):
+            upper = f" < {m.lt:g}"
+    return f"{lower}x{upper}" if lower or upper else ""
+
+
+_TYPES = {  # pydantic error type -> (Korean, English) of what the key must be
+    "int_type": ("따옴표 없는 정수여야 합니다", "must be a whole number without quotes, e.g. 30"),
+    "float_type": ("따옴표 없는 숫자여야 합니다", "must be a number without quotes, e.g. 30 or 0.05"),
+    "bool_type": ("true 또는 false여야 합니다", "must be true or false (no quotes)"),
+    "string_type": ("따옴표 안의 문자열이어야 합니다", "must be a string in quotes"),
+    "list_type": ("목록이어야 합니다", 'must be a list, e.g. ["a", "b"]'),
+    "dict_type": ("[섹션] 표여야 합니다", "must be a table ([section])"),
+    "model_type": ("[섹션] 표여야 합니다", "must be a table ([section])"),
+}
+_SECRET_HINTS = {
+    "password": f"비밀번호는 설정 파일에 쓰지 않습니다 — 환경 변수 {SMTP_PASSWORD_ENV}에 넣으세요 / the SMTP password "
+                f"never goes in a config file: set the environment variable {SMTP_PASSWORD_ENV}",
+    "key": "서비스 키는 설정 파일에 쓰지 않습니다 — 환경 변수 MFDS_SERVICE_KEY에 넣으세요 / the service key never goes "
+           "in a config file: set the environment variable MFDS_SERVICE_KEY",
+}
+
+
+def _secret_hint(name: str) -> str | None:
+    lowered = name.lower().replace("-", "_")
+    if "password" in lowered or "passwd" in lowered:
+        return _SECRET_HINTS["password"]
+    if "service_key" in lowered or "servicekey" in lowered or lowered == "api_key":
+        return _SECRET_HINTS["key"]
+    return None
+
+
+def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    """(key path, 'ko / en' message) for one pydantic error."""
+    loc = tuple(str(p) for p in err["loc"] if not isinstance(p, int))
+    # a list item: show its position (recipients[1]) but look the key itself up
+    name = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"][len(loc) - 1:]).lstrip(".") if loc else ""
+    value, kind = err.get("input"), err["type"]
+    model, info = _field(loc)
+    if kind == "extra_forbidden":
+        if hint := _secret_hint(name):
+            return loc, hint
+        known = list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+        close = difflib.get_close_matches(name, known, n=1)
+        guess = f" — '{close[0]}'을(를) 뜻했나요? / did you mean '{close[0]}'?" if close else ""
+        what = ("알 수 없는 섹션 / unknown section", f"[{name}]") if isinstance(value, dict) else ("알 수 없는 키 / unknown key", name)
+        return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
+    shown = f"{name} = {_toml_value(value)}"
+    allowed = _allowed(info) if info is not None else ""
+    if kind in ("less_than_equal", "less_than") and err.get("ctx", {}).get("le") == 1 and isinstance(value, int | float):
+        # a ratio typed as a percentage: the mistake that once switched the drop gate off
+        ko = f"비율은 0과 1 사이로 씁니다: {shown}은(는) {value * 100:g} %입니다"
+        en = f"a ratio is written between 0 and 1: {shown} means {value * 100:g} %"
+        if value <= 100:
+            ko, en = ko + f"; {value:g} %라면 {value / 100:g}로 쓰세요", en + f"; write {value / 100:g}"
+        return loc, f"{ko} / {en}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        return loc, f"범위를 벗어났습니다 / out of range: {shown}; 허용 / allowed: {allowed}"
+    if kind in _TYPES:
+        ko, en = _TYPES[kind]
+        return loc, f"{shown} — {ko} / {en}"
+    if kind == "value_error":
+        reason = str(err["ctx"]["error"])
+        if not re.search(r"[가-힣]", reason):  # a message from another module (emulator fault plans): English only
+            reason = f"허용되지 않는 값 / invalid value: {reason}"
+        return loc, f"{shown} — {reason}"
+    return loc, f"{shown} — {err['msg']}"  # pragma: no cover - a pydantic error kind we did not foresee
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([Problem(path, "", None, f"설정 파일이 없습니다 / no configuration file at {path} "
+                                                   f"({why}) — 경로를 고치세요 / fix the path")]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([Problem(path, "", None, "UTF-8 텍스트가 아닙니다 / the file is not UTF-8 text")]) from None
+    except OSError as exc:
+        raise ConfigError([Problem(path, "", None, f"읽을 수 없습니다 / cannot read the file: "
+                                                   f"{exc.strerror or exc}")]) from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line = int(m[1]) if m else None
+        reason = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(exc))
+        quoted = ""
+        if line and line <= len(text.splitlines()):
+            quoted = f" — `{text.splitlines()[line - 1].strip()[:80]}`"
+        col = f", column {m[2]}" if m else ""
+        raise ConfigError([Problem(path, "", line, f"TOML 문법 오류 / TOML syntax error{col}: {reason}{quoted}")]) from None
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -135,15 +458,73 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
+def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
+    """Rules between keys and against the disk, once the types are right."""
+    out = []
+    for low, high, section in (("row_count_min", "row_count_max", s.quality),
+                               ("backoff_base_s", "backoff_max_s", s.source)):
+        a, b = getattr(section, low), getattr(section, high)
+        name = "quality" if section is s.quality else "source"
+        if a > b:
+            out.append(((name, low), f"{low} = {a:g}이(가) {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
+    if s.demo.fault_days_ago >= s.demo.days:
+        out.append((("demo", "fault_days_ago"), f"fault_days_ago = {s.demo.fault_days_ago}은(는) days = {s.demo.days}보다 "
+                                                f"작아야 합니다 / must be < demo.days ({s.demo.days})"))
+    for name in Paths.model_fields:
+        p = s.paths.resolve(name)
+        if name == "database":
+            if p.is_dir():
+                out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더입니다 — DB 파일 경로를 쓰세요 / "
+                                             f"is a folder ({p}); write a file path such as \"data/dmf.duckdb\""))
+        elif p.exists() and not p.is_dir():
+            out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더가 아닙니다 / "
+                                         f"must be a folder, but {p} is a file"))
+    products = s.products.resolve()
+    if products is not None and not products.is_file():
+        out.append((("products", "file"), f"file = \"{s.products.file}\" — 제품 목록 파일이 없습니다 / "
+                                          f"no product list file at {products} (empty = no product list)"))
+    return out
+
+
+def _in_file_order(problems) -> list[Problem]:
+    return sorted(problems, key=lambda p: (str(p.file), p.line or 0, p.key))
+
+
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read the defaults, then the local override (or the file named by DMF_CONFIG)."""
-    data: dict[str, Any] = {}
+    """Read the defaults, then the local override (or the file named by `path` or DMF_CONFIG).
+
+    Raises `ConfigError` (one message naming file, line, key and what is allowed) for anything wrong.
+    """
+    files: list[tuple[Path, dict[str, Any], str]] = []
     if DEFAULT_CONFIG.exists():
-        data = tomllib.loads(DEFAULT_CONFIG.read_text(encoding="utf-8"))
-    override = Path(path) if path else Path(os.environ["DMF_CONFIG"]) if os.environ.get("DMF_CONFIG") else LOCAL_CONFIG
-    if override.exists():
-        data = _deep_merge(data, tomllib.loads(override.read_text(encoding="utf-8")))
-    return Settings.model_validate(data)
+        files.append((DEFAULT_CONFIG, *_read_toml(DEFAULT_CONFIG, why="defaults")))
+    if path:
+        override: Path | None = Path(path)
+        why = "--config"
+    elif os.environ.get("DMF_CONFIG"):
+        override, why = Path(os.environ["DMF_CONFIG"]), "named by the environment variable DMF_CONFIG"
+    else:
+        override, why = (LOCAL_CONFIG if LOCAL_CONFIG.exists() else None), "local override"
+    if override is not None:
+        files.append((override, *_read_toml(override, why=why)))
+    data: dict[str, Any] = {}
+    for _, part, _ in files:
+        data = _deep_merge(data, part)
+
+    def problem(loc: tuple[str, ...], message: str) -> Problem:
+        # the file that set the key last is the one to fix
+        for file, part, text in reversed(files):
+            if _has(part, loc):
+                return Problem(file, ".".join(loc), _find_line(text, loc), message)
+        return Problem(files[-1][0] if files else None, ".".join(loc), None, message)
+
+    try:
+        result = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_in_file_order(problem(*_explain(e)) for e in exc.errors(include_url=False))) from None
+    if crossed := _cross_checks(result):
+        raise ConfigError(_in_file_order(problem(loc, msg) for loc, msg in crossed))
+    return result
 
 
 @lru_cache(maxsize=1)

@@ -44,12 +44,7 @@ def _paths(args):
     from dmf_assets.ops.common import project_paths
     from dmf_assets.settings import load_settings
 
-    if args.config and not Path(args.config).is_file():
-        raise UserError(f"설정 파일이 없습니다 / no configuration file at {args.config}")
-    try:
-        settings = load_settings(args.config)
-    except Exception as exc:  # a TOML or validation error: one clear line, not a traceback
-        raise UserError(f"설정을 읽을 수 없습니다 / cannot read the configuration: {exc}") from None
+    settings = load_settings(args.config)  # a ConfigError names file, line and key; cli.main prints it
     # paths typed on the command line are relative to where the user is, not to the project
     root = Path(args.root).resolve() if args.root else None
     database = Path(args.database).resolve() if args.database else None
