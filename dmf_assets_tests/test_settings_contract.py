@@ -1,0 +1,174 @@
+"""Settings are a contract (issue 10, DESIGN.md §9): the real `dmf` CLI, run as a user would, refuses a
+bad configuration with one message naming the file, the TOML line, the key and what is allowed — exit 2,
+never a traceback, nothing written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dmf_assets.settings import PROJECT_ROOT, ConfigError, load_settings
+
+PYTHON = str(PROJECT_ROOT / ".venv" / "bin" / "python") if (PROJECT_ROOT / ".venv").is_dir() else sys.executable
+
+
+def dmf(*args: str, config: Path | None = None, cwd: Path = PROJECT_ROOT, env_extra: dict | None = None):
+    env = {k: v for k, v in os.environ.items() if k != "DMF_CONFIG"}
+    if config is not None:
+        env["DMF_CONFIG"] = str(config)
+    env.update(env_extra or {})
+    return subprocess.run([PYTHON, "-m", "dmf_assets", *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120)
+
+
+def project_config(tmp_path: Path, text: str) -> Path:
+    """A config whose data folders are under tmp_path (so a command that did start would write there)."""
+    folders = "\n".join(f'{k} = "{tmp_path / v}"' for k, v in (
+        ("database", "data/dmf.duckdb"), ("raw_dir", "data/raw"), ("staging_dir", "data/staging"),
+        ("alerts_dir", "data/alerts"), ("backups_dir", "data/backups"), ("reports_dir", "reports"),
+        ("events_dir", "data/events"), ("logs_dir", "data/logs")))
+    path = tmp_path / "dmf.local.toml"
+    body = text if "[paths]" in text else f"[paths]\n{folders}\n\n{text}"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def assert_refused(result, *expected: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert "validation error" not in result.stderr  # no pydantic dump
+    assert result.stderr.startswith("dmf: 설정 오류 / configuration error"), result.stderr
+    for text in expected:
+        assert text in result.stderr, (text, result.stderr)
+
+
+def test_a_valid_config_loads_and_the_command_runs(tmp_path):
+    # the control: the same command with a good config gets past the settings (and reports the empty project)
+    cfg = project_config(tmp_path, "[gates]\ndrop_max_ratio = 0.05\n")
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert "설정 오류" not in result.stderr, result.stderr
+    assert "DMF Watch 점검 / doctor" in result.stdout
+    assert not (tmp_path / "data" / "dmf.duckdb").exists()  # doctor never creates a database
+
+
+def test_percentage_for_a_ratio_is_refused_with_the_fix(tmp_path):
+    cfg = project_config(tmp_path, "[gates]\n# a user meaning 5 %\ndrop_max_ratio = 5\n")
+    line = cfg.read_text().splitlines().index("drop_max_ratio = 5") + 1
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert_refused(result, str(cfg), f"line {line}", "gates.drop_max_ratio",
+                   "drop_max_ratio = 5 means 500 %; write 0.05")
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--date", "2026-10-05"],
+    ["backfill", "--start", "2026-10-05", "--end", "2026-10-06"],
+    ["demo", "--days", "2"],
+    ["fetch", "--date", "2026-10-05"],
+    ["prune", "--dry-run"],
+    ["backup"],
+    ["emulator", "truth", "--old", "2026-10-05", "--new", "2026-10-06"],
+])
+def test_every_command_refuses_before_touching_anything(tmp_path, command):
+    cfg = project_config(tmp_path, "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
+    result = dmf(*command, config=cfg)
+    assert_refused(result, "drop_max_ratio = 5 means 500 %", "churn_max_ratio = 10 means 1000 %; write 0.1")
+    assert not (tmp_path / "data").exists()  # no database, no archive, no staging: nothing ran
+
+
+def test_negative_threshold(tmp_path):
+    cfg = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n[quality]\nsynthetic_key_max = -1\n")
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert_refused(result, "gates.null_max_ratio", "null_max_ratio = -0.01", "0 ≤ x ≤ 1",
+                   "quality.synthetic_key_max", "synthetic_key_max = -1", "0 ≤ x")
+    assert "(2건)" in result.stderr  # both problems in one message, not one per attempt
+
+
+def test_string_for_a_number(tmp_path):
+    cfg = project_config(tmp_path, '[source]\nread_timeout_s = "30"\n')
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert_refused(result, "source.read_timeout_s", 'read_timeout_s = "30"', "must be a number without quotes")
+
+
+def test_unknown_key_and_section(tmp_path):
+    cfg = project_config(tmp_path, "[gates]\ndrop_max = 0.05\n\n[alert]\nwebhook_urls = []\n")
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert_refused(result, "unknown key drop_max", "did you mean 'drop_max_ratio'?",
+                   "unknown section [alert]", "did you mean 'alerts'?")
+    text = cfg.read_text().splitlines()
+    assert f"line {text.index('drop_max = 0.05') + 1}" in result.stderr
+    assert f"line {text.index('[alert]') + 1}" in result.stderr
+
+
+def test_password_key_is_refused_with_the_environment_hint(tmp_path):
+    cfg = project_config(tmp_path, '[alerts.email]\nsmtp_host = "smtp.example.com"\npassword = "hunter2"\n')
+    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
+    assert_refused(result, "alerts.email.password", "DMF_SMTP_PASSWORD")
+    assert "hunter2" not in result.stderr  # a secret typed in the wrong place is not echoed
+
+
+def test_malformed_toml_names_file_and_line(tmp_path):
+    cfg = project_config(tmp_path, "[gates]\ndrop_max_ratio = 0.05\nchurn_max_ratio 0.1\n")
+    line = cfg.read_text().splitlines().index("churn_max_ratio 0.1") + 1
+    result = dmf("run", "--date", "2026-10-05", config=cfg)
+    assert_refused(result, str(cfg), f"line {line}", "TOML", "churn_max_ratio 0.1")
+
+
+def test_missing_dmf_config_is_an_error(tmp_path):
+    missing = tmp_path / "nonexistent" / "dmf.toml"
+    result = dmf("run", "--date", "2026-10-05", config=missing)
+    assert_refused(result, str(missing), "DMF_CONFIG")
+
+
+def test_malformed_local_config_of_a_fresh_project(tmp_path):
+    # config/dmf.local.toml is found by location: a copy of the project, as a fresh clone would be
+    root = tmp_path / "clone"
+    for name in ("dmf_assets", "sql", "config"):
+        shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "dmf.local.toml"))
+    (root / "config" / "dmf.local.toml").write_text("[gates]\ndrop_max_ratio = = 0.05\n", encoding="utf-8")
+    result = dmf("doctor", cwd=root, env_extra={"PYTHONPATH": str(root)})
+    assert_refused(result, "config/dmf.local.toml", "line 2")
+
+
+def test_new_sections_have_the_documented_defaults():
+    s = load_settings(PROJECT_ROOT / "config" / "dmf.toml")
+    assert s.alerts.webhook_urls == [] and s.alerts.slow_run_factor == 3.0
+    assert s.alerts.withdrawal_share_max == 0.02 and s.alerts.rejected_streak == 3 and s.alerts.overdue_at == "09:00"
+    e = s.alerts.email
+    assert (e.smtp_host, e.smtp_port, e.starttls, e.username, e.sender, e.recipients, e.timeout_s) == (
+        "", 25, False, "", "", [], 30.0)
+    assert (s.retry.transient_attempts, s.retry.interval_minutes, s.runs.max_minutes, s.products.file) == (3, 30, 30, "")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('[report]\nfile_server_port = 70000\n', "1 ≤ x ≤ 65535"),
+    ('[alerts.email]\nsmtp_port = 0\n', "alerts.email.smtp_port"),
+    ('[alerts.email]\ntimeout_s = 0\n', "0 < x"),
+    ('[alerts.email]\nrecipients = ["ra@example.com", "ra-team"]\n', "recipients[1] = \"ra-team\""),
+    ('[alerts]\nwebhook_urls = ["hooks.slack.com/x"]\n', "http:// or https://"),
+    ('[alerts]\noverdue_at = "9시"\n', "HH:MM"),
+    ('[alerts]\nrejected_streak = 1\n', "2 ≤ x"),
+    ('[alerts]\nslow_run_factor = 0.5\n', "1 ≤ x"),
+    ('[alerts]\nwithdrawal_share_max = 2\n', "withdrawal_share_max = 2 means 200 %; write 0.02"),
+    ('[retry]\ntransient_attempts = 11\n', "0 ≤ x ≤ 10"),
+    ('[retry]\ninterval_minutes = 0\n', "1 ≤ x ≤ 720"),
+    ('[runs]\nmax_minutes = 2000\n', "1 ≤ x ≤ 1440"),
+    ('[products]\nfile = "no/such/products.csv"\n', "no product list file"),
+    ('[quality]\nrow_count_min = 9000\nrow_count_max = 100\n', "row_count_min (9000) must be ≤ row_count_max (100)"),
+    ('[backfill]\nsingle_run = 1\n', "must be true or false"),
+    ('[paths]\nreports_dir = ""\n', "an empty path"),
+    ('[paths]\nreports_dir = "config/dmf.toml"\n', "must be a folder"),
+    ('[emulator.faults]\n"2026-11-18" = "no_such_fault"\n', "unknown fault kind"),
+])
+def test_each_rule(tmp_path, text, expected):
+    cfg = tmp_path / "dmf.toml"
+    cfg.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cfg)
+    message = str(err.value)
+    assert expected in message and str(cfg) in message, message
+    assert "pydantic" not in message and "Traceback" not in message
