@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
+from dmf_assets.clock import now_kst
 from dmf_assets.domain.gates import GATE_LABELS
 from dmf_assets.report.model import (
     AggregateRow,
@@ -213,7 +214,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         quality=quality,
         watchlist={k: tuple(v) for k, v in w.model_dump().items() if v},
         run_info=info,
-        generated_at=datetime.now().replace(microsecond=0),
+        generated_at=now_kst().replace(microsecond=0),
     )
 
 
