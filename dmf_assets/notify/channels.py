@@ -1,0 +1,211 @@
+"""Where messages go: SMTP e-mail (standard library) and webhooks (httpx): generic JSON, Slack, Teams.
+
+Each `send_*` function makes ONE attempt and raises `DeliveryError` with a short, secret-free
+reason; retrying and recording is `delivery.py`'s job. A webhook's flavour is recognised by host:
+  hooks.slack.com                         -> Slack incoming-webhook payload (text + blocks)
+  *.webhook.office.com, *.logic.azure.com, *.powerplatform.com
+                                          -> Teams: a message with an Adaptive Card attachment (accepted by
+                                             the classic connector URLs and by Workflows/Power Automate)
+  anything else                           -> generic JSON {source, type, kind, day, level, subject, text, facts}
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+
+from dmf_assets.notify.config import EmailConfig
+from dmf_assets.notify.messages import CRITICAL, INFO, Message
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+USER_AGENT = "DMF-Watch-notify/1"
+_URL = re.compile(r"https?://\S+")
+
+
+class DeliveryError(Exception):
+    """One failed attempt; the message is safe to store (no secret, no URL path)."""
+
+    def __init__(self, reason: str, *, permanent: bool = False):
+        super().__init__(reason)
+        self.permanent = permanent  # retrying will not help (e.g. 400 Bad Request, auth refused)
+
+
+def redact_url(url: str) -> str:
+    """scheme://host/… — webhook paths and queries are credentials (Slack, Teams sig=)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/…" if (parts.path not in ("", "/") or parts.query) else f"{parts.scheme}://{host}{port}"
+
+
+def scrub(text: str, *secrets: str | None) -> str:
+    """An error text with URLs reduced to their host and every secret removed."""
+    out = _URL.sub(lambda m: redact_url(m.group(0)), str(text))
+    for s in secrets:
+        if s:
+            out = out.replace(s, "***")
+    return out.strip().splitlines()[0][:300] if out.strip() else ""
+
+
+# --- e-mail -------------------------------------------------------------------------------------
+
+
+def build_email(cfg: EmailConfig, message: Message, attachment: Path | None = None) -> EmailMessage:
+    msg = EmailMessage()
+    msg["Subject"] = message.subject
+    msg["From"] = cfg.from_address
+    msg["To"] = ", ".join(cfg.recipients)
+    msg["Date"] = formatdate(localtime=False)
+    domain = cfg.from_address.rpartition("@")[2] or "localhost"
+    msg["Message-ID"] = make_msgid("dmf", domain=domain)
+    if message.level == CRITICAL:
+        msg["X-Priority"] = "1"
+        msg["Importance"] = "high"
+    msg.set_content(message.text(), charset="utf-8")
+    if attachment is not None:
+        data = attachment.read_bytes()
+        ctype = XLSX if attachment.suffix == ".xlsx" else (mimetypes.guess_type(attachment.name)[0] or "application/octet-stream")
+        maintype, _, subtype = ctype.partition("/")
+        msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=attachment.name)
+    return msg
+
+
+def send_email(cfg: EmailConfig, message: Message, attachment: Path | None = None) -> str:
+    """Send once; returns a short note (the accepted recipients). Raises DeliveryError."""
+    password = cfg.password()
+    try:
+        email = build_email(cfg, message, attachment)
+    except OSError as exc:
+        raise DeliveryError(f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True) from None
+    try:
+        with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=cfg.timeout_s) as smtp:
+            smtp.ehlo()
+            if cfg.starttls:
+                smtp.starttls(context=ssl.create_default_context())
+                smtp.ehlo()
+            if cfg.username:
+                if not password:
+                    raise DeliveryError("SMTP 로그인에 필요한 비밀번호가 없습니다: 환경 변수 DMF_SMTP_PASSWORD를 설정하세요 "
+                                        "/ DMF_SMTP_PASSWORD is not set", permanent=True)
+                smtp.login(cfg.username, password)
+            refused = smtp.send_message(email)
+    except DeliveryError:
+        raise
+    except smtplib.SMTPAuthenticationError as exc:
+        raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
+    except smtplib.SMTPRecipientsRefused as exc:
+        raise DeliveryError(f"모든 수신자가 거부됨 / all recipients refused: {', '.join(exc.recipients)}", permanent=True) from None
+    except smtplib.SMTPResponseException as exc:
+        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        raise DeliveryError(f"SMTP {exc.smtp_code} {scrub(text, password)}", permanent=500 <= exc.smtp_code < 600) from None
+    except (OSError, smtplib.SMTPException) as exc:
+        reason = scrub(str(exc) or type(exc).__name__, password)
+        raise DeliveryError(f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}") from None
+    accepted = [r for r in cfg.recipients if r not in (refused or {})]
+    return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
+
+
+# --- webhooks -----------------------------------------------------------------------------------
+
+GENERIC, SLACK, TEAMS = "webhook", "slack", "teams"
+
+
+def webhook_flavour(url: str) -> str:
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "hooks.slack.com":
+        return SLACK
+    if host.endswith(".webhook.office.com") or host.endswith(".logic.azure.com") or host.endswith(".powerplatform.com"):
+        return TEAMS
+    return GENERIC
+
+
+_EMOJI = {INFO: ":information_source:", "warning": ":warning:", CRITICAL: ":rotating_light:"}
+_TEAMS_COLOR = {INFO: "Good", "warning": "Warning", CRITICAL: "Attention"}
+
+
+def generic_payload(message: Message, *, kind: str) -> dict:
+    return {
+        "source": "dmf-watch",
+        "type": kind,  # alert | report
+        "kind": message.kind,
+        "day": message.day,
+        "level": message.level,
+        "subject": message.subject,
+        "title": message.title,
+        "text": message.text(),
+        "sections": [{"heading": h, "text": t} for h, t in message.sections],
+        "facts": {k: v for k, v in message.facts},
+        "link": message.link or None,
+    }
+
+
+def slack_payload(message: Message) -> dict:
+    """Slack incoming-webhook format: `text` (notification fallback) + Block Kit blocks."""
+    blocks: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": message.subject[:150], "emoji": True}}]
+    for heading, text in message.sections:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{heading}*\n{text}"[:3000]}})
+    if message.facts:
+        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"[:2000]}
+                                                     for k, v in message.facts[:10]]})
+    if message.link:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{message.link}|리포트 / open>"}})
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "DMF Watch"}]})
+    return {"text": f"{_EMOJI.get(message.level, '')} {message.subject}".strip(), "blocks": blocks}
+
+
+def teams_payload(message: Message) -> dict:
+    """A Teams message with one Adaptive Card (1.4): title, sections, a FactSet, an optional link."""
+    body: list[dict] = [
+        {"type": "TextBlock", "text": message.subject, "weight": "Bolder", "size": "Medium", "wrap": True,
+         "color": _TEAMS_COLOR.get(message.level, "Default")},
+    ]
+    for heading, text in message.sections:
+        body.append({"type": "TextBlock", "text": heading, "weight": "Bolder", "wrap": True, "spacing": "Medium"})
+        body.append({"type": "TextBlock", "text": text, "wrap": True})
+    if message.facts:
+        body.append({"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in message.facts]})
+    card: dict = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard",
+                  "version": "1.4", "body": body, "msteams": {"width": "Full"}}
+    if message.link:
+        card["actions"] = [{"type": "Action.OpenUrl", "title": "리포트 열기 / Open", "url": message.link}]
+    return {"type": "message", "summary": message.subject,
+            "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None,
+                             "content": card}]}
+
+
+def webhook_payload(url: str, message: Message, *, kind: str) -> dict:
+    flavour = webhook_flavour(url)
+    if flavour == SLACK:
+        return slack_payload(message)
+    if flavour == TEAMS:
+        return teams_payload(message)
+    return generic_payload(message, kind=kind)
+
+
+def send_webhook(url: str, message: Message, *, kind: str, timeout_s: float = 10.0,
+                 client: httpx.Client | None = None) -> str:
+    """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
+    payload = webhook_payload(url, message, kind=kind)
+    own = client is None
+    client = client or httpx.Client(timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=False)
+    try:
+        response = client.post(url, json=payload)
+    except httpx.HTTPError as exc:
+        raise DeliveryError(f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}") from None
+    finally:
+        if own:
+            client.close()
+    if response.status_code >= 300:
+        body = scrub(response.text[:200]) if response.text else ""
+        permanent = response.status_code in (400, 401, 403, 404, 410)
+        raise DeliveryError(f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""),
+                            permanent=permanent)
+    return f"HTTP {response.status_code}"
