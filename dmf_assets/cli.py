@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "dmf_assets.orchestration.commands",  # dmf demo | run | backfill | ui
     "dmf_assets.ops.commands",  # dmf doctor | prune | backup
     "dmf_assets.bench.commands",  # dmf bench
+    "dmf_assets.analyst.commands",  # dmf history | asof | report
 )
 
 

@@ -1,0 +1,1 @@
+"""Analyst questions over the history: `dmf history`, `dmf asof`, `dmf report` and the product list."""

@@ -1,0 +1,279 @@
+"""`dmf history`, `dmf asof`, `dmf report` — the analyst's questions, answered from the history DB."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import re
+import sys
+from datetime import date
+from pathlib import Path
+
+from dmf_assets.cli import UserError
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"날짜는 YYYY-MM-DD 형식이어야 합니다: {text!r}") from None
+
+
+def _location(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--database", default=None, help="DB 파일 (기본: config의 paths.database)")
+    p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
+    p.add_argument("--lock-wait", type=float, default=30.0, help="DB 잠금을 기다리는 최대 초 (기본 30)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="한 등록의 전체 이력: 버전·이벤트·변경 전 → 후 (등록번호, SYN- 키, 또는 패턴)")
+    p.add_argument("key", nargs="?", help="등록번호 (띄어쓰기·대소문자·전각 무관), '…#2', 또는 SYN-… 키")
+    p.add_argument("--ingredient", help="성분명 패턴 (부분 일치, 띄어쓰기·문장부호 무시)")
+    p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
+    p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
+    p.add_argument("--format", choices=("table", "jsonl", "xlsx"), default="table")
+    p.add_argument("--out", help="xlsx 파일 경로 (기본: reports/DMF_이력_<키>.xlsx)")
+    p.add_argument("--include-cosmetic", action="store_true", help="표에 표기 변경도 표시 (jsonl·xlsx는 항상 포함)")
+    _location(p)
+    p.set_defaults(handler=_history)
+
+    p = sub.add_parser("asof", help="그날 정상 수집(반영)된 그대로의 등록 현황 (그날이 실패면 그 전 마지막 반영일)")
+    p.add_argument("date", type=_day, help="YYYY-MM-DD")
+    p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table")
+    p.add_argument("--out", help="csv/xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
+    _location(p)
+    p.set_defaults(handler=_asof)
+
+    p = sub.add_parser("report", help="기간 리포트 (주간·월간 검토): 기간의 모든 이벤트 + 등록별 순변경 + 검토 열")
+    p.add_argument("--from", dest="start", type=_day, required=True, help="시작일 YYYY-MM-DD (포함)")
+    p.add_argument("--to", dest="end", type=_day, required=True, help="종료일 YYYY-MM-DD (포함)")
+    p.add_argument("--out", help="xlsx 파일 경로 (기본: reports/DMF_기간리포트_<시작>_<종료>.xlsx)")
+    _location(p)
+    p.set_defaults(handler=_report)
+
+
+@contextlib.contextmanager
+def _connect(args):
+    from dmf_assets.settings import load_settings
+    from dmf_assets.storage.db import DatabaseBusy, MigrationError, open_database
+
+    settings = load_settings(args.config)
+    path = Path(args.database).resolve() if args.database else settings.paths.resolve("database")
+    if not path.is_file():
+        raise UserError(f"이력 DB가 없습니다: {path} — 먼저 `dmf backfill` 또는 `dmf run`으로 수집하십시오")
+    try:
+        with open_database(path, lock_timeout_s=args.lock_wait, purpose=f"dmf {args.command}") as conn:
+            yield settings, conn
+    except DatabaseBusy as exc:
+        raise UserError(f"이력 DB를 다른 작업이 사용 중입니다 ({exc}) — 잠시 후 다시 실행하거나 --lock-wait를 늘리십시오") from None
+    except MigrationError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^\w\-()가-힣#]+", "_", text).strip("_")[:80] or "결과"
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if isinstance(value, date) else value
+
+
+# --- dmf history ----------------------------------------------------------------------------------
+
+
+def _history(args) -> int:
+    from dmf_assets.analyst import queries as q
+    from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
+
+    if not (args.key or args.ingredient or args.applicant or args.manufacturer):
+        raise UserError("등록번호(또는 SYN- 키)나 --ingredient / --applicant / --manufacturer 중 하나가 필요합니다")
+    if args.key is not None and not args.key.strip():
+        raise UserError("빈 등록번호입니다")
+    with _connect(args) as (settings, conn):
+        ids = q.find_records(conn, args.key, ingredient=args.ingredient, applicant=args.applicant,
+                             manufacturer=args.manufacturer)
+        if not ids:
+            what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
+            raise UserError(f"이력에 해당 등록이 없습니다: {what!r} (정규화: {q.normalize_key(args.key) if args.key else '-'})")
+        hist = q.registration_history(conn, ids)
+    out = sys.stdout
+    if args.format == "jsonl":
+        for v in hist.versions:
+            out.write(json.dumps({"kind": "version", "dmf_key": v.dmf_key, "version_no": v.version_no,
+                                  "first_seen": _iso(v.first_day), "last_seen": _iso(v.last_day),
+                                  "days_observed": v.days_observed, **v.values}, ensure_ascii=False) + "\n")
+        for e in hist.events:
+            out.write(json.dumps(_event_json(e), ensure_ascii=False) + "\n")
+        return 0
+    if args.format == "xlsx":
+        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
+        _history_xlsx(hist, path, args)
+        print(f"{path} — 등록 {len({v.dmf_key for v in hist.versions}):,}건, 버전 {len(hist.versions):,}개, 이벤트 {len(hist.events):,}건")
+        return 0
+    keys = list(dict.fromkeys(v.dmf_key for v in hist.versions))
+    print(f"등록 {len(keys):,}건 · 버전 {len(hist.versions):,}개 · 이벤트 {len(hist.events):,}건", file=out)
+    for key in keys:
+        versions = [v for v in hist.versions if v.dmf_key == key]
+        last = versions[-1].values
+        print(f"\n■ {key} — {last['ingredient'] or '-'} · {last['applicant'] or '-'} · {last['countries'] or '-'}", file=out)
+        if last.get("base_permit_no") or last.get("cohort"):
+            print(f"  원 등록번호(허여): {last.get('base_permit_no') or '-'} · 코호트: {last.get('cohort') or '-'}", file=out)
+        for v in versions:
+            span = f"{_iso(v.first_day) or '?'} ~ {_iso(v.last_day) or '?'} ({v.days_observed}일 관측)"
+            print(f"  버전 {v.version_no}: {span}", file=out)
+        for e in hist.events:
+            if key not in (e.dmf_key, e.base_dmf_key) or (e.is_cosmetic and not args.include_cosmetic):
+                continue
+            base = f" (기준 {e.base_day})" if e.base_day else ""
+            flags = f" [{', '.join(e.flags)}]" if e.flags else ""
+            print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
+                  f"{base}{flags}", file=out)
+            for c in e.changes:
+                if c.is_cosmetic and not args.include_cosmetic:
+                    continue
+                print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
+        hidden = sum(1 for e in hist.events if key in (e.dmf_key, e.base_dmf_key) and e.is_cosmetic)
+        if hidden and not args.include_cosmetic:
+            print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
+    return 0
+
+
+def _event_json(e) -> dict:
+    return {
+        "kind": "event",
+        "day": _iso(e.day),
+        "base_day": _iso(e.base_day),
+        "event_type": e.event_type,
+        "severity": e.severity,
+        "dmf_key": e.dmf_key,
+        "base_dmf_key": e.base_dmf_key,
+        "permit_no": e.permit_no,
+        "is_cosmetic": e.is_cosmetic,
+        "flags": list(e.flags),
+        "watch_reasons": list(e.watch_reasons),
+        "ingredient": e.ingredient,
+        "applicant": e.applicant,
+        "changes": [{"field": c.field, "before": c.before, "after": c.after, "is_cosmetic": c.is_cosmetic,
+                     "severity": c.severity, "text": c.text} for c in e.changes],
+    }
+
+
+def _history_xlsx(hist, path: Path, args) -> None:
+    from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
+    from dmf_assets.report.workbook import Col, TableSheet, write_tables_workbook
+
+    event_cols = (
+        Col("day", "관측일", 11, "date"), Col("base_day", "비교 기준일", 11, "date"), Col("severity", "심각도", 9),
+        Col("event_type", "이벤트", 7), Col("permit_no", "등록번호", 22), Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
+        Col("flags", "표시", 12, "wrap"), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
+        Col("dmf_key", "관리 키", 22), Col("base_dmf_key", "이전 관리 키", 22),
+    )
+    event_rows = [
+        {"day": e.day, "base_day": e.base_day, "severity": SEVERITY_LABEL_KO.get(e.severity, e.severity),
+         "event_type": EVENT_LABEL_KO.get(e.event_type, e.event_type), "permit_no": e.permit_no,
+         "changes": "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes) or None,
+         "flags": ", ".join(e.flags) or None, "ingredient": e.ingredient, "applicant": e.applicant,
+         "dmf_key": e.dmf_key, "base_dmf_key": e.base_dmf_key, "_severity_code": e.severity}
+        for e in hist.events
+    ]
+    version_cols = (
+        Col("dmf_key", "관리 키", 22), Col("version_no", "버전", 6, "int"), Col("first_day", "처음 관측", 11, "date"),
+        Col("last_day", "마지막 관측", 11, "date"), Col("days_observed", "관측 일수", 8, "int"),
+        Col("permit_no", "등록번호", 22), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
+        Col("bizrno", "사업자등록번호", 13), Col("sites", "제조소 (사이트별)", 44, "wrap"),
+        Col("address", "제조소 소재지", 44, "wrap"), Col("countries", "제조국", 14, "wrap"),
+        Col("issue_date", "발급일자", 11, "date"), Col("target_class", "대상의약품", 10),
+        Col("base_permit_no", "원 등록번호 (허여)", 22), Col("cohort", "코호트", 10),
+    )
+    version_rows = [{"dmf_key": v.dmf_key, "version_no": v.version_no, "first_day": v.first_day, "last_day": v.last_day,
+                     "days_observed": v.days_observed, **v.values} for v in hist.versions]
+    what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
+    write_tables_workbook(
+        path,
+        [TableSheet("이벤트", f"등록 이력 · {what}", "관측일 순. 표기 변경 행은 '(표기)'로 표시.", event_cols, event_rows, severity_col=3),
+         TableSheet("버전", f"버전 · {what}", "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).", version_cols, version_rows)],
+        banner=f"등록 이력 — {what}: 버전 {len(hist.versions):,}개 · 이벤트 {len(hist.events):,}건",
+        doc_title=f"DMF 등록 이력 {what}",
+    )
+
+
+# --- dmf asof -------------------------------------------------------------------------------------
+
+#: flat columns of `dmf asof` (csv / table); jsonl adds the per-site list
+ASOF_COLUMNS = (
+    "permit_no", "dmf_key", "permit_fmt", "permit_accept_date", "permit_ingr_no", "permit_group", "permit_serial",
+    "permit_seq", "permit_grant", "permit_prefix", "permit_table", "base_permit_no", "cohort", "ingredient",
+    "ingredient_base", "applicant", "bizrno", "manufacturer", "address", "countries", "site_count", "issue_date",
+    "target_class", "first_seen", "last_changed", "times_changed",
+)
+
+
+def _asof(args) -> int:
+    from dmf_assets.analyst import queries as q
+
+    with _connect(args) as (settings, conn):
+        try:
+            accepted, frame = q.registry_asof(conn, args.date)
+        except q.NoHistory as exc:
+            raise UserError(str(exc)) from None
+    note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
+    print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
+    rows = frame.to_dicts()
+    if args.format == "jsonl":
+        for r in rows:
+            rec = {c: _iso(r[c]) for c in ASOF_COLUMNS}
+            rec.update(asof_day=accepted.isoformat(), countries_list=list(dict.fromkeys(r["country_list"] or ())),
+                       sites=[dict(s) for s in (r["sites"] or ())])
+            sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        return 0
+    if args.format == "csv":
+        target = open(args.out, "w", encoding="utf-8-sig", newline="") if args.out else sys.stdout  # BOM: Excel reads Hangul
+        try:
+            w = csv.writer(target)
+            w.writerow([*ASOF_COLUMNS, "sites"])
+            for r in rows:
+                w.writerow([_iso(r[c]) for c in ASOF_COLUMNS] + [_sites_line(r["sites"])])
+        finally:
+            if args.out:
+                target.close()
+        return 0
+    if args.format == "xlsx":
+        from dmf_assets.report.workbook import LEDGER_COLUMNS, TableSheet, ledger_row, write_tables_workbook
+
+        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
+        cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
+        write_tables_workbook(
+            path, [TableSheet("전체현황", f"등록 현황 · {accepted}", f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
+                              cols, [ledger_row(r) for r in rows])],
+            banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}", doc_title=f"DMF 등록 현황 {accepted}",
+        )
+        print(path)
+        return 0
+    for r in rows:
+        print("\t".join(str(_iso(r[c]) or "-") for c in ("permit_no", "ingredient", "applicant", "countries", "site_count",
+                                                           "first_seen", "last_changed")))
+    return 0
+
+
+def _sites_line(sites) -> str:
+    return " | ".join(f"{s['name'] or ''} ({s['country'] or ''})" for s in (sites or ()))
+
+
+# --- dmf report -----------------------------------------------------------------------------------
+
+
+def _report(args) -> int:
+    from dmf_assets.report.workbook import write_period_workbook
+    from dmf_assets.storage.report_data import build_period_report
+
+    if args.end < args.start:
+        raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
+    with _connect(args) as (settings, conn):
+        period = build_period_report(conn, args.start, args.end, settings)
+    path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_기간리포트_{args.start}_{args.end}.xlsx"
+    write_period_workbook(period, path)
+    print(f"{path} — 이벤트 {len(period.events):,}건, 등록별 순변경 {len(period.net):,}건, "
+          f"정상 반영일 {period.accepted_days:,}일 / 실패일 {period.rejected_days:,}일")
+    return 0

@@ -1,0 +1,109 @@
+-- Named statements used by dmf_assets/analyst/queries.py. Values are always bound parameters.
+
+-- name: records_by_key
+-- a permit number (normalized), a dmf_key ("…#2", "SYN-…") — and the registrations linked to it by
+-- a number assignment (the synthetic record that received the number, or the number it received)
+WITH hit AS (
+    SELECT record_id FROM records WHERE permit_no = ? OR dmf_key = ?
+)
+SELECT record_id FROM hit
+UNION
+SELECT r.record_id FROM records r JOIN hit h ON r.numbered_as = h.record_id
+UNION
+SELECT r.numbered_as FROM records r JOIN hit h ON r.record_id = h.record_id WHERE r.numbered_as IS NOT NULL;
+
+-- name: records_by_pattern
+-- any version whose matching key contains the pattern's key (column chosen by the caller's constant)
+SELECT DISTINCT record_id FROM record_versions
+WHERE (? = 'ingredient' AND contains(ingredient_key, ?))
+   OR (? = 'applicant' AND contains(applicant_key, ?))
+   OR (? = 'manufacturer' AND contains(manufacturer_key, ?));
+
+-- name: record_versions
+-- every distinct content of the registrations, with the accepted days it was observed on
+SELECT r.dmf_key, v.version_id, v.permit_no, v.ingredient, v.applicant, v.bizrno, v.manufacturer, v.address,
+       v.countries, v.site_count, v.sites, v.issue_date, v.target_class, v.base_permit_no, v.cohort,
+       min(s.day_id) AS first_day, max(s.day_id) AS last_day, count(s.day_id) AS days_observed
+FROM record_versions v
+JOIN records r ON r.record_id = v.record_id
+LEFT JOIN snapshots s ON s.version_id = v.version_id
+WHERE v.record_id IN (SELECT unnest(?::INTEGER[]))
+GROUP BY ALL
+ORDER BY first_day NULLS LAST, r.dmf_key, v.version_id;
+
+-- name: record_events
+SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename, e.watchlist_hit,
+       e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       v.ingredient, v.applicant, v.manufacturer, v.countries
+FROM events e
+LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
+WHERE e.record_id IN (SELECT unnest(?::INTEGER[])) OR e.base_record_id IN (SELECT unnest(?::INTEGER[]))
+ORDER BY e.day_id, e.event_id;
+
+-- name: event_changes_of
+SELECT event_id, field, before, after, is_cosmetic, severity
+FROM event_changes
+WHERE event_id IN (SELECT unnest(?::BIGINT[]))
+ORDER BY event_id;
+
+-- name: accepted_day_on_or_before
+SELECT day_id FROM runs WHERE status IN ('accepted', 'baseline') AND day_id <= ? ORDER BY day_id DESC LIMIT 1;
+
+-- name: first_accepted_day
+SELECT min(day_id) FROM runs WHERE status IN ('accepted', 'baseline');
+
+-- name: registry_asof
+-- the registry exactly as accepted on that day: one row per registration, with its lifecycle up to then
+WITH seen AS (
+    -- a registration that received its number counts from the day its synthetic twin first appeared
+    SELECT coalesce(r.numbered_as, s.record_id) AS record_id, min(s.day_id) AS first_day
+    FROM snapshots s JOIN records r ON r.record_id = s.record_id
+    WHERE s.day_id <= ?
+    GROUP BY 1
+), changed AS (
+    SELECT record_id, max(day_id) AS last_changed_day, count(*) AS times_changed
+    FROM events
+    WHERE event_type = 'CHANGED' AND NOT is_cosmetic AND day_id <= ?
+    GROUP BY 1
+)
+SELECT r.dmf_key, v.permit_no, v.permit_no_raw, v.permit_fmt, v.permit_accept_date, v.permit_ingr_no, v.permit_group,
+       v.permit_serial, v.permit_seq, v.permit_grant, v.permit_prefix, v.permit_table, v.permit_group_date,
+       v.base_permit_no, v.cohort,
+       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address, v.countries,
+       v.country_list, v.site_count, v.sites, v.issue_date, v.target_class,
+       v.ingredient_key, v.manufacturer_key,
+       seen.first_day, changed.last_changed_day, coalesce(changed.times_changed, 0) AS times_changed,
+       s.record_id
+FROM snapshots s
+JOIN records r ON r.record_id = s.record_id
+JOIN record_versions v ON v.version_id = s.version_id
+LEFT JOIN seen ON seen.record_id = s.record_id
+LEFT JOIN changed ON changed.record_id = s.record_id
+WHERE s.day_id = ?
+ORDER BY v.permit_no NULLS LAST, r.dmf_key;
+
+-- name: period_events
+SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
+       e.record_id, e.base_record_id,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename, e.watchlist_hit,
+       e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address, v.countries,
+       v.issue_date, v.target_class, v.ingredient_key, v.manufacturer_key, v.base_permit_no, v.cohort
+FROM events e
+LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
+WHERE e.day_id BETWEEN ? AND ?
+ORDER BY e.day_id, e.event_id;
+
+-- name: period_changes
+SELECT event_id, field, before, after, is_cosmetic, severity
+FROM event_changes
+WHERE day_id BETWEEN ? AND ?
+ORDER BY event_id;
+
+-- name: period_runs
+SELECT day_id, status, base_day_id, population, coalesce(new_count, 0), coalesce(changed_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason
+FROM runs
+WHERE day_id BETWEEN ? AND ?
+ORDER BY day_id;
