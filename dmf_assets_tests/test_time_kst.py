@@ -1,0 +1,85 @@
+"""Time is KST where it says KST (issue 10): on a server whose clock runs in Los Angeles, every timestamp the
+product writes — database rows, the lock record, backup names, the workbook's 생성 시각 (KST) — is Korean time."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+from openpyxl import load_workbook
+
+from dmf_assets.clock import KST
+from dmf_assets.ops.backup import backup_time
+from dmf_assets.settings import PROJECT_ROOT
+
+LA = {"TZ": "America/Los_Angeles"}
+MINUTE = timedelta(minutes=1)
+
+WRITER = """
+import datetime, json, sys
+from pathlib import Path
+from dmf_assets.storage.db import backup_database, lock_path, open_database
+db = Path(sys.argv[1])
+with open_database(db, purpose="tz test") as conn:
+    applied = conn.execute("SELECT max(applied_at) FROM schema_migrations").fetchone()[0]
+    since = json.loads(lock_path(db).read_text())["since"]
+    conn.execute("CHECKPOINT")
+backup = backup_database(db, db.parent / "backups", "before-migration-0099")
+print(json.dumps({"applied": applied.isoformat(), "since": since, "backup": backup.name,
+                  "local": datetime.datetime.now().isoformat()}))
+"""
+
+
+def kst_wall() -> datetime:
+    return datetime.now(KST).replace(tzinfo=None)
+
+
+def run_in_la(args: list[str], **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, **LA, **kw.pop("env", {})}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
+                          timeout=kw.pop("timeout", 120), **kw)
+
+
+def test_database_lock_and_backup_times_are_kst(tmp_path):
+    result = run_in_la(["-c", WRITER, str(tmp_path / "dmf.duckdb")])
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    # the subprocess really ran on Los Angeles time (17 h behind Seoul in December, 16 h in summer)
+    assert abs(datetime.fromisoformat(got["local"]) - kst_wall()) > timedelta(hours=15)
+    assert abs(datetime.fromisoformat(got["applied"]) - kst_wall()) < MINUTE  # now()::TIMESTAMP in SQL
+    since = datetime.fromisoformat(got["since"])
+    assert since.utcoffset() == timedelta(hours=9) and abs(since - datetime.now(KST)) < MINUTE
+    taken = backup_time(got["backup"])
+    assert taken is not None and abs(taken - datetime.now(KST)) < MINUTE
+
+
+def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
+    day = date(2026, 10, 5)
+    paths = {"database": "data/dmf.duckdb", "raw_dir": "data/raw", "staging_dir": "data/staging",
+             "alerts_dir": "data/alerts", "backups_dir": "data/backups", "reports_dir": "reports",
+             "events_dir": "data/events", "logs_dir": "data/logs"}
+    config = tmp_path / "dmf.toml"
+    config.write_text("[paths]\n" + "".join(f'{k} = "{tmp_path / v}"\n' for k, v in paths.items()), encoding="utf-8")
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    result = run_in_la(["-m", "dmf_assets", "run", "--date", day.isoformat()], timeout=600,
+                       env={"DMF_CONFIG": str(config), "DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "tz-test-key"})
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    workbook = tmp_path / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx"
+    assert workbook.is_file(), (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    summary = load_workbook(workbook, read_only=True).worksheets[0]
+    generated = next(r[1] for r in summary.iter_rows(max_col=2, values_only=True) if r[0] == "생성 시각 (KST)")
+    assert isinstance(generated, datetime) and abs(generated - kst_wall()) < MINUTE, generated
+    conn = duckdb.connect(str(tmp_path / "data" / "dmf.duckdb"), read_only=True)
+    try:
+        stamps = conn.execute("SELECT judged_at, committed_at FROM runs").fetchall()
+    finally:
+        conn.close()
+    assert stamps and all(v is not None and abs(v - kst_wall()) < MINUTE for row in stamps for v in row), stamps
