@@ -35,6 +35,7 @@ def test_items_json_files(tmp_path, real_fixture_files):
     new["items"][1]["MNFCTR_NAME"] = "Other Pharma Co., Ltd."
     new["items"][0]["ENTP_NAME"] = "하이플생명과학 주식회사"
     gone = new["items"].pop(5)
+    new["totalCount"] = len(new["items"])  # a consistent dump (the completeness gate reads it)
     path = tmp_path / "new.json"
     path.write_text(json.dumps(new, ensure_ascii=False), encoding="utf-8")
 
@@ -62,8 +63,11 @@ def test_api_pages_and_archived_days_scored_against_truth(tmp_path):
 
     # one saved API response page (gzip'd JSON envelope) compares too
     page = sorted((raw / D1.isoformat()).glob("page-*.json.gz"))[0]
+    # … but one page of a multi-page registry is not the registry: the completeness gate refuses it
     same = dmf("diff", str(page), str(page))
-    assert same.returncode == 0 and "변경 없음" in same.stdout
+    assert same.returncode == 3 and "완전성(completeness)" in same.stderr and not same.stdout
+    forced = dmf("diff", str(page), str(page), "--force")
+    assert forced.returncode == 0 and "(--force)" in forced.stdout and "변경 없음" in forced.stdout
     assert gzip.decompress(page.read_bytes())  # really the archived bytes
 
 

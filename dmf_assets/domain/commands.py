@@ -1,4 +1,13 @@
-"""`dmf diff OLD NEW` — compare two registry dumps without Dagster or a database."""
+"""`dmf diff OLD NEW` — compare two registry dumps without Dagster or a database.
+
+The same acceptance gates as the pipeline (`domain.gates`, DESIGN.md §6) judge the NEW dump against
+the OLD one before anything is listed: completeness (where a dump carries a totalCount), drop, nulls,
+duplicates, and — after the diff — churn. A dump that fails one is refused (exit 3) instead of
+listing a mass withdrawal; `--force` lists the events anyway under a warning banner.
+
+Only argparse work happens at import time: `dmf` imports every command module to build its parser,
+so polars, DuckDB, pydantic and the pipeline are imported inside the handler, and never Dagster.
+"""
 
 from __future__ import annotations
 
@@ -6,47 +15,172 @@ import argparse
 import json
 import sys
 
-from dmf_assets.cli import UserError
-from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO
+EXIT_OK = 0
+EXIT_UNREADABLE = 2  # an input that is not a usable dump, or a configuration error (cli.main)
+EXIT_REJECTED = 3  # a gate refused the NEW dump (nothing listed unless --force)
+
+FORCE_BANNER = "⚠ 게이트 실패를 무시하고 표시 (--force)"
+
+#: gate number -> the setting that holds its threshold (for the hint in a refusal)
+_GATE_SETTING = {3: "gates.drop_max_ratio", 4: "gates.null_max_ratio", 5: "gates.duplicate_max_ratio",
+                 6: "gates.churn_max_ratio"}
+
+_EPILOG = """\
+종료 코드 / exit codes:
+  0  비교 완료 (게이트 통과, 또는 --force로 표시) / compared
+  2  읽을 수 없는 입력 또는 설정 오류 (빈 파일, [], {"items": []}, 실패한 수집 폴더, API 오류 응답 …)
+     / an input that is not a usable registry dump, or a configuration error
+  3  게이트 거부: 새 덤프가 완전성·감소율·결측·중복·변동률 게이트 중 하나를 통과하지 못함 — 이벤트를
+     표시하지 않음 (--force로 표시 가능) / rejected by an acceptance gate; nothing is listed
+게이트 기준값은 config의 [gates] (DESIGN.md §6)를 따릅니다 / thresholds come from the [gates] settings."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "diff",
         help="두 등록 현황 덤프를 비교해 신규·변경·취하 이벤트를 출력 (items JSON, API 응답 쪽, 보관된 날짜 폴더)",
+        description="두 등록 현황 덤프를 파이프라인과 같은 게이트로 검사한 뒤 비교합니다 / compare two registry "
+        "dumps after the pipeline's acceptance gates.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("old", help="이전 덤프: items JSON 파일, API 응답(JSON/XML), 또는 data/raw/YYYY-MM-DD 폴더")
     p.add_argument("new", help="새 덤프 (같은 형식들)")
     p.add_argument("--format", choices=("table", "jsonl"), default="table")
     p.add_argument("--include-cosmetic", action="store_true", help="표기만 바뀐 변경도 표에 표시 (jsonl은 항상 포함)")
     p.add_argument("--no-watchlist", action="store_true", help="config의 관심 목록을 적용하지 않음")
+    p.add_argument("--force", action="store_true",
+                   help="게이트에 실패해도 이벤트를 표시 (경고 표시와 함께) / list the events even if a gate fails")
     p.set_defaults(handler=_diff)
 
 
+# --- the gates -----------------------------------------------------------------------------------
+
+
+class _DumpLabel(str):
+    """A dump's name where the gates print a base day (`BaseFacts.day.isoformat()`)."""
+
+    def isoformat(self) -> str:
+        return str(self)
+
+
+def _pre_diff_gates(old, new, old_snap, new_snap, gates_cfg) -> list:
+    """Gates 2–5 of the pipeline for NEW (and completeness of OLD: a partial base is no base either)."""
+    from dmf_assets.domain.gates import (
+        BaseFacts,
+        FetchFacts,
+        gate_completeness,
+        gate_drop,
+        gate_duplicates,
+        gate_nulls,
+    )
+
+    def facts(dump, snap) -> FetchFacts:  # a snapshot has one row per distinct raw row
+        return FetchFacts(
+            transport_ok=True,
+            pages_ok=dump.pages,
+            total_count=dump.total_count,
+            total_count_note=dump.total_count_note,
+            rows_received=dump.rows,
+            rows_after_dedup=snap.height,
+            duplicate_rows_dropped=dump.rows - snap.height,
+        )
+
+    new_facts = facts(new, new_snap)
+    outcomes = []
+    for who, dump, snap in (("이전", old, old_snap), ("새", new, new_snap)):
+        if dump.total_count is not None or dump.total_count_note:
+            outcomes.append((who, gate_completeness(facts(dump, snap))))
+    base = BaseFacts(day=_DumpLabel(old.label), total_count=old.total_count or old_snap.height,  # type: ignore[arg-type]
+                     population=old_snap.height)
+    outcomes.append(("새", gate_drop(new_facts, base, gates_cfg)))
+    outcomes.append(("새", gate_nulls(new_snap, gates_cfg)))
+    outcomes.append(("새", gate_duplicates(new_snap, gates_cfg)))
+    return outcomes
+
+
+def _refusal(failed: list) -> str:
+    lines = []
+    for who, g in failed:
+        lines.append(
+            f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
+        )
+    numbers = {g.number for _, g in failed}
+    settings_hint = ", ".join(_GATE_SETTING[n] for n in sorted(numbers) if n in _GATE_SETTING)
+    hint = ("불완전하거나 의심스러운 목록이므로 이벤트(특히 취하)를 표시하지 않습니다. 실제 대규모 변경이면 "
+            + (f"config의 {settings_hint}를 조정하거나 " if settings_hint else "")
+            + "--force로 표시하세요 / rejected by an acceptance gate: nothing listed (use --force to list anyway)")
+    return "게이트 거부 / rejected by a gate:\n  " + "\n  ".join(lines) + "\n  " + hint
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
 def _diff(args) -> int:
-    from dmf_assets.domain.diff import diff_snapshots
-    from dmf_assets.domain.snapshot import build_snapshot
-    from dmf_assets.orchestration.pipeline import watchlist_of
-    from dmf_assets.settings import load_settings
-    from dmf_assets.source.dumps import DumpError, load_items
+    from dmf_assets.cli import UserError
+    from dmf_assets.source.dumps import DumpError, load_dump
 
     try:
-        old_items, new_items = load_items(args.old), load_items(args.new)
+        old, new = load_dump(args.old), load_dump(args.new)
     except DumpError as exc:
         raise UserError(str(exc)) from None
-    watchlist = None if args.no_watchlist else watchlist_of(load_settings())
-    result = diff_snapshots(build_snapshot(old_items), build_snapshot(new_items), watchlist=watchlist)
+
+    from dmf_assets.domain.diff import Watchlist, diff_snapshots
+    from dmf_assets.domain.gates import gate_churn
+    from dmf_assets.domain.keys import assign_keys
+    from dmf_assets.domain.normalize import normalize_items
+    from dmf_assets.domain.snapshot import drop_repeated_rows
+    from dmf_assets.settings import load_settings
+
+    settings = load_settings()
+    old_raw, _ = drop_repeated_rows(old.frame)
+    new_raw, _ = drop_repeated_rows(new.frame)
+    old_snap = assign_keys(normalize_items(old_raw))
+    new_snap = assign_keys(normalize_items(new_raw))
+    del old_raw, new_raw
+    outcomes = _pre_diff_gates(old, new, old_snap, new_snap, settings.gates)
+    failed = [(who, g) for who, g in outcomes if g.passed is False]
+    if failed and not args.force:
+        print(f"dmf: {_refusal(failed)}", file=sys.stderr)
+        return EXIT_REJECTED
+
+    w = settings.watchlist
+    watchlist = None if args.no_watchlist else Watchlist(
+        tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries)
+    )
+    result = diff_snapshots(old_snap, new_snap, watchlist=watchlist)
+    churn = gate_churn(result.counts, old_snap.height, settings.gates)
+    if churn.passed is False:
+        failed.append(("새", churn))
+        if not args.force:
+            print(f"dmf: {_refusal(failed)}", file=sys.stderr)
+            return EXIT_REJECTED
     events = result.to_events()
     out = sys.stdout
+    if failed:  # --force: say so first, where the user looks, and why
+        print(FORCE_BANNER, file=out if args.format == "table" else sys.stderr)
+        for who, g in failed:
+            print(f"  게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프]: {g.observed} / 기준 {g.threshold}",
+                  file=out if args.format == "table" else sys.stderr)
     if args.format == "jsonl":
         for e in events:
-            out.write(json.dumps(_event_json(e), ensure_ascii=False) + "\n")
-        return 0
+            row = _event_json(e)
+            if failed:
+                row["forced"] = True  # listed although a gate refused the dump
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    _print_table(result, events, old_snap.height, new_snap.height, args.include_cosmetic, out)
+    return EXIT_OK
+
+
+def _print_table(result, events, old_rows: int, new_rows: int, include_cosmetic: bool, out) -> None:
+    from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO
+
     c = result.counts
-    print(f"이전 {len(old_items):,}건 → 새 {len(new_items):,}건 | 신규 {c['NEW']:,} · 변경 {c['CHANGED']:,} · "
+    print(f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · 변경 {c['CHANGED']:,} · "
           f"취하 {c['WITHDRAWN']:,} · 표기 변경 {c['COSMETIC']:,} (별도) · 재등장 {c['REAPPEARED']:,} · 번호 부여 "
           f"{c['NUMBER_ASSIGNED']:,}", file=out)
-    shown = [e for e in events if args.include_cosmetic or not e.is_cosmetic]
+    shown = [e for e in events if include_cosmetic or not e.is_cosmetic]
     if not shown:
         print("변경 없음 (no changes)", file=out)
     for e in shown:
@@ -58,8 +192,7 @@ def _diff(args) -> int:
               + (f" ({', '.join(flags)})" if flags else ""), file=out)
         for ch in e.changes:
             mark = " (표기)" if ch.is_cosmetic else ""
-            print(f"    {FIELD_LABEL_KO[ch.field]}{mark}: {ch.before!s} → {ch.after!s}", file=out)
-    return 0
+            print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {ch.before!s} → {ch.after!s}", file=out)
 
 
 def _event_json(e) -> dict:

@@ -1,67 +1,304 @@
 """Read a registry dump from disk, whatever its shape: what `dmf diff` compares.
 
-- a JSON file holding an `items` list (like ../shared/fixtures/real/*.json),
-- one API response page as saved from the API (JSON envelope or XML, gzip'd or not),
+- a JSON file holding an `items` list (like ../shared/fixtures/real/*.json, optionally with a
+  top-level `totalCount`), or a bare JSON list of items — gzip'd or not;
+- one API response page as saved from the API (JSON envelope or XML, gzip'd or not);
 - an archived day directory (data/raw/YYYY-MM-DD/ with manifest.json and gzip'd pages).
+
+Everything is read straight into columns (`Dump.frame`: the nine API fields as String columns — other
+keys are not kept, normalization ignores them — rows as received — identical rows repeated across pages are kept; `snapshot.drop_repeated_rows` removes
+them, and gate 2 counts them). Items JSON is streamed in blocks: each block of items is turned into
+JSON Lines and parsed by polars, so a 1 M-row dump never becomes a million Python dicts. A block the
+fast reader cannot prove it reads exactly (numbers, booleans, nested values, surrogate escapes,
+anything unusual) sends the whole file down the careful item-by-item path, which gives the same
+values `normalize.items_to_frame` always gave.
+
+Anything that is not a usable registry dump raises `DumpError` with a Korean + English sentence:
+missing/empty/binary files, JSON that is not a list of objects, API error envelopes, an archive day
+whose fetch failed or whose pages are missing, a dump with no rows at all.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
-import sys
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from dmf_assets.source.archive import DayArchive, read_json
-from dmf_assets.source.envelope import parse_page
-from dmf_assets.source.errors import SourceError
+from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.source.archive import MANIFEST, DayArchive, read_json
+from dmf_assets.source.envelope import parse_page_frame
+from dmf_assets.source.errors import ArchiveCorrupt, SourceError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 class DumpError(ValueError):
     """The file or folder is not a registry dump we can read."""
 
 
+@dataclass(frozen=True)
+class Dump:
+    """One readable dump: its rows as columns and what it says about its own completeness."""
+
+    path: Path
+    kind: str  # "items" | "page" | "archive"
+    frame: pl.DataFrame = field(repr=False)  # String columns; rows as received (repeats kept)
+    total_count: int | None = None  # the source's totalCount, when the dump carries one
+    total_count_note: str = ""  # why a dump that should carry one has none (pages disagree)
+    pages: int = 1
+    label: str = ""  # what to call this dump in messages (day or file name)
+
+    @property
+    def rows(self) -> int:
+        return self.frame.height
+
+
+#: bytes read per block when streaming an items JSON file
+BLOCK_BYTES = 4 << 20
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_LIST_START = re.compile(rb"\s*\[")
+_OBJECT_START = re.compile(rb"\s*\{")
+_ITEMS_KEY = re.compile(rb'"items"\s*:\s*\[')
+#: a value that is not a string or null ("key": 1 / true / [ / {): the careful path converts those
+_NON_TEXT_VALUE = re.compile(rb'":\s*[^"\sn]')
+#: surrogate escapes (\ud800…\udfff): the careful path turns lone ones into U+FFFD like before
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_ITEM_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+
+
+class _NotFast(Exception):
+    """The streaming reader cannot vouch for this file: use the careful path."""
+
+
+def _open(path: Path) -> BinaryIO:
+    fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed there
+    if fh.read(2) == _GZIP_MAGIC:
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    fh.seek(0)
+    return fh
+
+
 def _read_bytes(path: Path) -> bytes:
-    data = path.read_bytes()
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    with _open(path) as fh:
+        try:
+            return fh.read()
+        except (OSError, EOFError) as exc:
+            raise DumpError(f"{path}: gzip 파일이 손상되었습니다 / damaged gzip file ({exc})") from None
 
 
-def _from_archive(directory: Path) -> list[dict]:
-    manifest = read_json(directory / "manifest.json")
-    if not manifest:
-        raise DumpError(f"{directory}: manifest.json가 없습니다 — 보관된 날짜 폴더(data/raw/YYYY-MM-DD)가 아닙니다")
-    if manifest.get("status") != "complete":
-        print(f"주의: {directory.name} 수집 상태가 '{manifest.get('status')}'입니다 — 불완전한 목록일 수 있습니다.", file=sys.stderr)
-    items: list[dict] = []
-    seen: set[str] = set()
-    for entry in manifest.get("pages") or []:
-        if entry.get("status") != "ok":
+def _lines_frame(block: bytes) -> pl.DataFrame:
+    """A run of `{…}, {…}` item objects (all values strings or null) as a frame."""
+    import polars as pl
+
+    block = block.strip(b" \t\r\n,")
+    if not block:
+        return pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
+    if _NON_TEXT_VALUE.search(block) or _SURROGATE_ESCAPE.search(block):
+        raise _NotFast
+    # valid JSON has no raw line breaks inside strings: every one is whitespace between tokens
+    block = block.replace(b"\r", b" ").replace(b"\n", b" ")
+    # a boundary found inside a string leaves an unterminated string behind, which fails to parse
+    block = _ITEM_BOUNDARY.sub(b"}\n{", block)
+    if not block.startswith(b"{") or not block.endswith(b"}"):
+        raise _NotFast
+    try:  # every value is a string or null (checked above): the nine API fields, as text
+        return pl.read_ndjson(block, schema={name: pl.String for name in API_FIELDS})
+    except Exception:  # noqa: BLE001 - whatever polars refuses, the careful path explains
+        raise _NotFast from None
+
+
+def _last_item_end(buf: bytearray) -> int:
+    """Position of the last '}' followed by ',' (the end of an item with another one after it)."""
+    pos = len(buf)
+    while True:
+        pos = buf.rfind(b"}", 0, pos)
+        if pos < 0:
+            return -1
+        j = pos + 1
+        while j < len(buf) and buf[j] in b" \t\r\n":
+            j += 1
+        if j < len(buf) and buf[j] == 0x2C:  # ','
+            return pos
+
+
+def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """(items frame, the other top-level keys) of `[…]` or `{…, "items": […]}` with items last."""
+    import orjson
+    import polars as pl
+
+    head = fh.read(block_bytes)
+    head = head[len(_BOM):] if head.startswith(_BOM) else head
+    m = _LIST_START.match(head)
+    if m:
+        prefix = b""
+    else:
+        if not _OBJECT_START.match(head):
+            raise _NotFast
+        m = _ITEMS_KEY.search(head)
+        if not m:
+            raise _NotFast
+        prefix = head[: m.end() - 1]  # up to (without) the '[' of the items list
+    buf = bytearray(head[m.end():])
+    frames: list[pl.DataFrame] = []
+    while True:
+        more = fh.read(block_bytes)
+        if not more:
+            break
+        buf += more
+        cut = _last_item_end(buf)
+        if cut < 0:
             continue
-        page = parse_page(DayArchive.read_page(directory, entry["file"], entry.get("sha256")))
-        for item in page.items:
-            marker = json.dumps(item, sort_keys=True, ensure_ascii=False)
-            if marker not in seen:  # identical rows repeated across pages count once
-                seen.add(marker)
-                items.append(item)
-    return items
+        frames.append(_lines_frame(bytes(buf[: cut + 1])))
+        del buf[: cut + 1]
+    end = buf.rfind(b"]")  # the items list must be the last list of the document
+    if end < 0:
+        raise _NotFast
+    frames.append(_lines_frame(bytes(buf[:end])))
+    # what surrounds the list must be a valid document by itself: "[]" + tail, or prefix + "[]" + tail
+    try:
+        rest = orjson.loads(prefix + b"[]" + bytes(buf[end + 1:]))
+    except orjson.JSONDecodeError:
+        raise _NotFast from None
+    if prefix:
+        if not isinstance(rest, dict) or rest.get("items") != []:
+            raise _NotFast
+        meta = {k: v for k, v in rest.items() if k != "items"}
+    else:
+        if rest != []:
+            raise _NotFast
+        meta = {}
+    frames = [f for f in frames if f.height]
+    frame = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
+    return frame, meta
 
 
-def load_items(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if path.is_dir():
-        return _from_archive(path)
-    if not path.exists():
-        raise DumpError(f"{path}: 파일이 없습니다 (file not found)")
-    body = _read_bytes(path)
+def _careful_items(path: Path, body: bytes) -> tuple[pl.DataFrame, dict[str, Any]] | None:
+    """The item-by-item reader; None when the body is not JSON (maybe an API page)."""
+    from dmf_assets.domain.normalize import items_to_frame
+
     try:
         doc = json.loads(body.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        doc = None
+        return None
+    meta: dict[str, Any] = {}
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-        return [dict(i) for i in doc["items"]]
-    if isinstance(doc, list):
-        return [dict(i) for i in doc]
+        meta = {k: v for k, v in doc.items() if k != "items"}
+        items = doc["items"]
+    elif isinstance(doc, list):
+        items = doc
+    else:
+        return None
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise DumpError(
+                f"{path}: {position + 1}번째 항목이 JSON 객체가 아닙니다 ({type(item).__name__}) — 등록 현황 목록이 "
+                f"아닙니다 / item #{position + 1} is a {type(item).__name__}, expected a JSON object"
+            )
+    return items_to_frame(items), meta  # the nine API fields, values as text
+
+
+def _total_count(meta: dict[str, Any]) -> int | None:
+    value = meta.get("totalCount")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _from_file(path: Path, block_bytes: int) -> Dump:
     try:
-        return list(parse_page(body).items)
+        with _open(path) as fh:
+            first = fh.read(1)
+            if not first:
+                raise DumpError(f"{path}: 빈 파일입니다 / the file is empty")
+            fh.seek(0)
+            try:
+                frame, meta = _stream_items(fh, block_bytes)
+                return Dump(path, "items", frame, _total_count(meta), label=path.name)
+            except _NotFast:
+                pass
+    except (OSError, EOFError) as exc:
+        raise DumpError(f"{path}: 읽을 수 없습니다 / cannot read the file ({exc})") from None
+    body = _read_bytes(path)
+    careful = _careful_items(path, body)
+    if careful is not None:
+        frame, meta = careful
+        return Dump(path, "items", frame, _total_count(meta), label=path.name)
+    try:
+        page, frame = parse_page_frame(body)
     except SourceError as exc:
-        raise DumpError(f"{path}: 등록 현황 목록으로 읽을 수 없습니다: {exc}") from None
+        raise DumpError(f"{path}: 등록 현황 목록으로 읽을 수 없습니다 / not a registry dump: {exc}") from None
+    return Dump(path, "page", frame, page.total_count, label=path.name)
+
+
+def _from_archive(directory: Path) -> Dump:
+    import polars as pl
+
+    manifest = read_json(directory / MANIFEST)
+    if not manifest:
+        raise DumpError(
+            f"{directory}: manifest.json이 없습니다 — 보관된 날짜 폴더(data/raw/YYYY-MM-DD)가 아닙니다 / "
+            "no manifest.json: not an archived day folder"
+        )
+    status = manifest.get("status")
+    entries = [e for e in manifest.get("pages") or [] if isinstance(e, dict)]
+    bad = [e for e in entries if e.get("status") != "ok" or not e.get("file")]
+    if status != "complete" or bad or not entries:
+        what = (
+            f"실패한 쪽 {len(bad)}개 (예: {bad[0].get('page_no')}쪽 '{bad[0].get('status')}')" if bad
+            else "수신된 쪽이 없습니다" if not entries else "수집이 끝나지 않았습니다"
+        )
+        raise DumpError(
+            f"{directory}: 이 날짜의 수집 상태가 '{status}'입니다 — {what}. 불완전한 목록은 비교하지 않습니다 "
+            f"(이 목록으로는 취하를 판단할 수 없습니다) / the fetch of this day did not complete (status {status!r}); "
+            "an incomplete list is not compared"
+        )
+    frames: list[pl.DataFrame] = []
+    totals: set[int] = set()
+    for entry in entries:
+        try:
+            body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
+            page, frame = parse_page_frame(body, "json" if ".json." in entry["file"] else None)
+        except (ArchiveCorrupt, SourceError) as exc:
+            raise DumpError(f"{directory}: {entry['file']}을(를) 읽을 수 없습니다 / unreadable page: {exc}") from None
+        totals.add(page.total_count)
+        if frame.width:
+            frames.append(frame)
+    frame = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    total = next(iter(totals)) if len(totals) == 1 else None
+    note = "" if total is not None else f"쪽마다 totalCount가 다릅니다 ({', '.join(map(str, sorted(totals)))})"
+    return Dump(directory, "archive", frame, total, note, pages=len(entries), label=directory.name)
+
+
+def load_dump(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> Dump:
+    """Read one dump (file or archived day). Raises DumpError for anything unusable, including a
+    dump without a single row."""
+    path = Path(path)
+    if path.is_dir():
+        dump = _from_archive(path)
+    elif not path.exists():
+        raise DumpError(f"{path}: 파일이 없습니다 (file not found)")
+    else:
+        dump = _from_file(path, block_bytes)
+    if dump.rows == 0:
+        raise DumpError(
+            f"{path}: 등록 현황이 0건입니다 — 빈 목록은 비교하지 않습니다 (모든 등록이 취하된 것으로 보일 수 있습니다) / "
+            "the dump has no rows; an empty list is never compared"
+        )
+    return dump
+
+
+def load_items(path: str | Path) -> list[dict]:
+    """The dump's rows as item dicts (tests and small tools; `dmf diff` uses `load_dump`)."""
+    return load_dump(path).frame.to_dicts()

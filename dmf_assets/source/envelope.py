@@ -8,17 +8,25 @@ Handles every shape data.go.kr services are known to use (DESIGN.md §2):
 - XML gateway errors (`OpenAPI_ServiceResponse/cmmMsgHeader`), even when JSON was asked for;
 - non-"00" resultCode in the normal envelope;
 - truncated or otherwise unparseable bodies (`MalformedPage`, which the client retries).
+
+`parse_page_frame` is the columnar twin for readers that want a polars frame rather than item dicts
+(`dmf diff`, archive replays): the JSON body is parsed once (orjson) and the items go straight into
+columns; only a page whose values are not all text/null takes the item-by-item path of `parse_page`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
+
+if TYPE_CHECKING:  # polars is imported lazily: the client and `dmf --help` do not need it
+    import polars as pl
 
 _CHARSET = re.compile(r"charset\s*=\s*\"?([\w.:-]+)", re.IGNORECASE)
 
@@ -53,6 +61,48 @@ def parse_page(body: bytes, content_type: str | None = None) -> Page:
     if stripped[0] in "{[":
         return _parse_json(stripped)
     raise MalformedPage(f"body is neither JSON nor XML (starts with {stripped[:20]!r})")
+
+
+def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page, pl.DataFrame]:
+    """`parse_page`, with the items as a polars frame (one String column per item key, in first-seen
+    order) instead of dicts; the returned Page has `items=[]`. Same errors, same values as
+    `parse_page` + a frame of its items."""
+    import polars as pl
+
+    text = _decode(body, content_type)
+    stripped = text.lstrip()
+    if not stripped:
+        raise MalformedPage("empty body")
+    if stripped[0] != "{":  # XML, a bare JSON list, garbage: the item path says what is wrong
+        page = parse_page(body, content_type)
+        return dataclasses.replace(page, items=[]), _frame_of_clean_items(page.items)
+    page, raw_items = _parse_json(stripped, clean=False)
+    frame = _frame_of_text_items(raw_items)
+    if frame is None:  # numbers, booleans or nested values somewhere: convert them like parse_page does
+        frame = _frame_of_clean_items([_clean_item(r) for r in raw_items])
+    return page, frame
+
+
+def _frame_of_text_items(items: list) -> pl.DataFrame | None:
+    """Items whose values are all str/None as a frame; None if any value (or item) is something else."""
+    import polars as pl
+
+    if not items:
+        return pl.DataFrame()
+    try:
+        frame = pl.DataFrame(items, infer_schema_length=None)
+    except Exception:  # noqa: BLE001 - mixed types, non-dict items: the careful path decides
+        return None
+    if any(dtype not in (pl.String, pl.Null) for dtype in frame.dtypes):
+        return None
+    return frame.with_columns(pl.col(c).cast(pl.String) for c in frame.columns if frame.schema[c] == pl.Null)
+
+
+def _frame_of_clean_items(items: list[dict[str, str | None]]) -> pl.DataFrame:
+    import polars as pl
+
+    keys = list(dict.fromkeys(k for item in items for k in item))
+    return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema={k: pl.String for k in keys})
 
 
 def body_format(body: bytes, content_type: str | None = None) -> str:
@@ -100,13 +150,27 @@ def _strict_utf8(body: bytes) -> str:
 # --- JSON ----------------------------------------------------------------------------------------
 
 
-def _parse_json(text: str) -> Page:
+def _loads(text: str) -> Any:
     try:
-        doc = json.loads(text)
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency; json gives the same values
+        orjson = None
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass  # lone surrogates and other corner cases: json decides (and explains)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedPage(
             f"invalid or truncated JSON: {exc.msg} at char {exc.pos} of {len(text)}"
         ) from None
+
+
+def _parse_json(text: str, *, clean: bool = True) -> Any:
+    """The Page (items cleaned) — or, with clean=False, (Page without items, the raw item list)."""
+    doc = _loads(text)
     if not isinstance(doc, dict):
         raise MalformedPage(f"JSON top level is {type(doc).__name__}, expected an object")
     if "OpenAPI_ServiceResponse" in doc:  # a gateway error rendered as JSON by some proxies
@@ -124,33 +188,40 @@ def _parse_json(text: str) -> Page:
     body = env.get("body")
     if not isinstance(body, dict):
         raise MalformedPage("JSON envelope has no body")
-    items, shape = _json_items(body.get("items"))
-    return Page(
+    raw_items, shape = _json_items(body.get("items"))
+    page = Page(
         fmt="json",
         result_code=code,
         result_msg=msg,
         page_no=_opt_int(body.get("pageNo"), "pageNo"),
         num_of_rows=_opt_int(body.get("numOfRows"), "numOfRows"),
         total_count=_req_int(body.get("totalCount"), "totalCount"),
-        items=items,
+        items=[_clean_item(r) for r in raw_items] if clean else [],
         items_shape=shape,
         wrapped=wrapped,
     )
+    if clean:
+        return page
+    for r in raw_items:  # the same check _clean_item makes, without building the cleaned dicts
+        if not isinstance(r, dict):
+            raise MalformedPage(f"an item is {type(r).__name__}, expected an object")
+    return page, raw_items
 
 
-def _json_items(raw: Any) -> tuple[list[dict[str, str | None]], str]:
+def _json_items(raw: Any) -> tuple[list[Any], str]:
+    """The raw item list of `body.items` and its shape."""
     if raw is None or raw == "":
         return [], "empty"
     if isinstance(raw, list):
-        return [_clean_item(r) for r in raw], "list"
+        return raw, "list"
     if isinstance(raw, dict):
         inner = raw.get("item")
         if inner is None or inner == "":
             return [], "empty"
         if isinstance(inner, list):
-            return [_clean_item(r) for r in inner], "item_list"
+            return inner, "item_list"
         if isinstance(inner, dict):
-            return [_clean_item(inner)], "item_object"
+            return [inner], "item_object"
     raise MalformedPage(f"unexpected items shape: {type(raw).__name__}")
 
 
