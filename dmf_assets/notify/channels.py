@@ -7,6 +7,8 @@ reason; retrying and recording is `delivery.py`'s job. A webhook's flavour is re
                                           -> Teams: a message with an Adaptive Card attachment (accepted by
                                              the classic connector URLs and by Workflows/Power Automate)
   anything else                           -> generic JSON {source, type, kind, day, level, subject, text, facts}
+A `slack+` / `teams+` / `json+` prefix forces the flavour for other hosts (Mattermost and Rocket.Chat take
+Slack's format; a Teams relay behind a proxy): `slack+https://chat.example.co.kr/hooks/abc`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class DeliveryError(Exception):
 
 def redact_url(url: str) -> str:
     """scheme://host/… — webhook paths and queries are credentials (Slack, Teams sig=)."""
+    for prefix in ("slack+", "teams+", "json+"):
+        if url.lower().startswith(prefix):
+            return prefix + redact_url(url[len(prefix):])
     parts = urlsplit(url)
     host = parts.hostname or "?"
     port = f":{parts.port}" if parts.port else ""
@@ -118,7 +123,21 @@ def send_email(cfg: EmailConfig, message: Message, attachment: Path | None = Non
 GENERIC, SLACK, TEAMS = "webhook", "slack", "teams"
 
 
+_PREFIX = {"slack+": SLACK, "teams+": TEAMS, "json+": GENERIC}
+
+
+def split_webhook(url: str) -> tuple[str, str]:
+    """(flavour, the URL to POST to)."""
+    for prefix, flavour in _PREFIX.items():
+        if url.lower().startswith(prefix):
+            return flavour, url[len(prefix):]
+    return webhook_flavour(url), url
+
+
 def webhook_flavour(url: str) -> str:
+    for prefix, flavour in _PREFIX.items():
+        if url.lower().startswith(prefix):
+            return flavour
     host = (urlsplit(url).hostname or "").lower()
     if host == "hooks.slack.com":
         return SLACK
@@ -194,6 +213,7 @@ def send_webhook(url: str, message: Message, *, kind: str, timeout_s: float = 10
                  client: httpx.Client | None = None) -> str:
     """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
     payload = webhook_payload(url, message, kind=kind)
+    _, url = split_webhook(url)
     own = client is None
     client = client or httpx.Client(timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=False)
     try:

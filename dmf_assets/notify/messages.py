@@ -384,7 +384,8 @@ def compose_alert(alert: Alert, *, link: str = "") -> Message:
     elif alert.kind == WATCHLIST_HIT:
         hits = list(f.get("hits") or [])
         what = f"{day} 관심목록(watchlist)에 해당하는 이벤트가 {len(hits)}건 있습니다."
-        why = "\n".join(f"  {i}. {h if isinstance(h, str) else event_sentence(h)}" for i, h in enumerate(hits[:20], 1))
+        why = "config/dmf.toml [watchlist] 패턴(성분·신청인·제조소·제조국)과 일치하는 이벤트:\n" + "\n".join(
+            f"  {i}. {h if isinstance(h, str) else event_sentence(h)}" for i, h in enumerate(hits[:20], 1))
         if len(hits) > 20:
             why += f"\n  … 외 {len(hits) - 20}건"
         nxt = "리포트의 '관심목록' 시트와 이벤트 시트에서 내용을 확인하고, 필요하면 담당 부서에 공유하세요."
