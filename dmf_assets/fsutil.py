@@ -74,9 +74,11 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 def leaked_temp_files(*folders: Path) -> list[Path]:
-    """`.*.tmp` files directly inside or below `folders` (left by a killed writer), sorted."""
+    """`.*.tmp` files in `folders` and their direct subfolders (a day's staging, a partial fetch) — what
+    killed writers left behind; sorted. Not deeper: a folder may sit beside a whole virtualenv."""
     found: set[Path] = set()
     for folder in folders:
-        if folder.is_dir():
-            found.update(p for p in folder.rglob(f".*{TEMP_SUFFIX}") if p.is_file() and not p.is_symlink())
+        if Path(folder).is_dir():
+            for pattern in (f".*{TEMP_SUFFIX}", f"*/.*{TEMP_SUFFIX}"):
+                found.update(p for p in Path(folder).glob(pattern) if p.is_file() and not p.is_symlink())
     return sorted(found)

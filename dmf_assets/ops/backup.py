@@ -1,15 +1,14 @@
 """`dmf backup`: a consistent, verified copy of the history database (DESIGN.md §7: backups kept 30 days).
 
 Consistent: taken under the database lock after a CHECKPOINT (everything is in the main file, no
-WAL), so no run can write half-way through the copy. Atomic: copied to a hidden temporary file,
-verified, then renamed — a crash leaves either no backup or a whole one. Verified: the copy is
-opened read-only and every table's row count must equal the original's.
+WAL), so no run can write half-way through the copy. Atomic: copied to a hidden temporary file
+(`fsutil.atomic_output`), verified, then renamed — a crash leaves either no backup or a whole one, and
+a full disk leaves no temporary file. Verified: the copy is opened read-only and every table's row
+count must equal the original's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shutil
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import KST, now_kst
+from dmf_assets.fsutil import atomic_output
 from dmf_assets.ops.common import table_counts
 from dmf_assets.storage.db import database_lock, lock_path
 
@@ -88,19 +88,9 @@ def _target(backups_dir: Path, stem: str, now: datetime) -> Path:
     return target
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _copy_durably(src: Path, dst: Path) -> None:
+def _copy(src: Path, dst: Path) -> None:
     with open(src, "rb") as fin, open(dst, "wb") as fout:
         shutil.copyfileobj(fin, fout, length=4 * 1024 * 1024)
-        fout.flush()
-        os.fsync(fout.fileno())
 
 
 def backup_database(
@@ -121,8 +111,8 @@ def backup_database(
         raise BackupError(f"백업할 DB 파일이 없습니다 / no database to back up at {database}")
     backups_dir.mkdir(parents=True, exist_ok=True)
     target = _target(backups_dir, database.stem, now or now_kst())
-    tmp = backups_dir / f".{target.name}.tmp"
-    try:
+    # atomic_output: renamed into place only once verified; removed on any failure (disk full included)
+    with atomic_output(target) as tmp:
         with database_lock(lock_path(database), lock_timeout_s, "dmf backup"):
             waited = time.monotonic() - started
             try:
@@ -139,14 +129,9 @@ def backup_database(
             wal = database.with_name(database.name + ".wal")
             if wal.exists() and wal.stat().st_size > 0:
                 raise BackupError(f"CHECKPOINT 뒤에도 WAL이 남아 있습니다 / {wal} is not empty after CHECKPOINT")
-            _copy_durably(database, tmp)
+            _copy(database, tmp)  # atomic_output fsyncs it
         # The lock is released: verifying the copy needs only the copy.
         copied = _verify(tmp, counts)
-        os.replace(tmp, target)
-        _fsync_dir(backups_dir)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     return BackupResult(target, copied, counts, waited, time.monotonic() - started)
 
 

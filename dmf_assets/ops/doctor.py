@@ -10,14 +10,18 @@ Checks, each OK / WARN / FAIL with one Korean + English line:
   lock        who holds the database lock, and for how long
   backup      age of the newest backup, and that it opens
   disk        free space where the data lives
+  temp files  `.*.tmp` files a killed writer left behind (they keep a full disk full)
   sizes       database, raw archive, staging, workbooks, backups, logs
 
 Exit code: 2 if anything FAILs; 1 with `--strict` if anything WARNs; else 0.
+The doctor itself never fails on a full or read-only disk: it writes nothing but the lock record,
+and a lock it cannot take is a FAIL line, not a crash.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -26,6 +30,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
+from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
@@ -274,6 +279,12 @@ def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[
         holder = lock_holder(db) or {"holder": "unknown"}
         return [Check("database", WARN, label, f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
                       f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped", {"holder": holder})], holder
+    except OSError as exc:  # the lock file cannot be created or written: a full or read-only disk
+        msg = f"{exc.strerror or exc} ({exc.filename or db})"
+        hint_ko, hint_en = (("디스크 공간이 부족합니다", "no space left on device: free some space")
+                            if is_disk_full(exc) else ("파일을 쓸 수 없습니다", "cannot write there"))
+        return [Check("database", FAIL, label, f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
+                      f"cannot take the database lock — {hint_en}: {msg}", {"error": msg, "errno": exc.errno})], None
     except duckdb.Error as exc:
         msg = _first_line(exc)
         busy = "lock" in msg.lower()
@@ -361,6 +372,32 @@ def _disk_check(paths: ProjectPaths, th: Thresholds) -> Check:
     return Check("disk", OK, label, ko, en, details)
 
 
+#: a temporary file this old has no writer any more (a run is limited to 30 minutes)
+STALE_TEMP_S = 3600
+
+
+def _temp_files_check(paths: ProjectPaths) -> Check:
+    label = "임시 파일 / temp files"
+    folders = (paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir, paths.backups_dir,
+               paths.events_dir)
+    stale = []
+    for p in leaked_temp_files(*folders):
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # its writer just finished
+            continue
+        if time.time() - st.st_mtime > STALE_TEMP_S:  # the real clock (--today only moves the freshness date)
+            stale.append((p, st.st_size))
+    if not stale:
+        return Check("temp_files", OK, label, "남은 임시 파일 없음", "no leaked temporary files", {"count": 0})
+    total = sum(size for _, size in stale)
+    shown = ", ".join(str(p) for p, _ in stale[:3]) + (" …" if len(stale) > 3 else "")
+    return Check("temp_files", WARN, label,
+                 f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 지웁니다",
+                 f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them",
+                 {"count": len(stale), "bytes": total, "files": [str(p) for p, _ in stale]})
+
+
 def _sizes_check(paths: ProjectPaths) -> Check:
     db = path_size(paths.database) + path_size(paths.database.with_name(paths.database.name + ".wal"))
     raw_days = sorted(p.name for p in paths.raw_dir.glob("????-??-??") if p.is_dir()) if paths.raw_dir.is_dir() else []
@@ -399,6 +436,7 @@ def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: 
         _lock_check(holder, was_held, now, th),
         _backup_check(paths, now, th),
         _disk_check(paths, th),
+        _temp_files_check(paths),
         _sizes_check(paths),
     ]
     return DoctorReport(paths.database, now, checks)

@@ -25,9 +25,9 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
+from dmf_assets.fsutil import leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import ProjectPaths, human_size, last_accepted_day, path_size, read_only_database
-from dmf_assets.orchestration.staging import prune_staging
 from dmf_assets.report.retention import dated_workbooks, prune_reports
 from dmf_assets.settings import Retention
 from dmf_assets.source.archive import DayArchive
@@ -41,7 +41,7 @@ _RAW_LOCK = re.compile(rf"^\.{_DAY}\.lock$")
 _REQUESTS_FILE = re.compile(rf"^{_DAY}\.json$")
 #: Dagster run ids are UUIDs; only those folders under DAGSTER_HOME/storage are compute logs of a run
 _RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_STALE_TMP_S = 24 * 3600  # a backup's temporary file this old belongs to a crashed backup
+_STALE_TMP_S = 24 * 3600  # a temporary file this old belongs to a crashed writer
 _STAGING_IN_USE_S = 6 * 3600  # an old day's staging written this recently belongs to a running backfill
 
 
@@ -185,6 +185,23 @@ def _newest_mtime(folder: Path) -> float:
     )
 
 
+def prune_staging(staging_dir: Path, keep_days: int, today: date, *, dry_run: bool = False) -> list[Path]:
+    """Delete staging day folders (data/staging/YYYY-MM-DD/, the day store of the asset graph) older than
+    keep_days — the raw archive can rebuild them. `dry_run`: list, delete nothing."""
+    removed = []
+    cutoff = today - timedelta(days=keep_days)
+    for folder in sorted(Path(staging_dir).glob("????-??-??")):
+        try:
+            d = date.fromisoformat(folder.name)
+        except ValueError:
+            continue
+        if d < cutoff:
+            if not dry_run:
+                shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def _prune_staging(
     staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]
 ) -> list[Removal]:
@@ -223,14 +240,20 @@ def prune_backups(backups_dir: Path, keep_days: int, now: datetime, *, dry_run: 
             if not dry_run:
                 b.path.unlink(missing_ok=True)
             removed.append(Removal("backup", b.path, size))
-    if Path(backups_dir).is_dir():
-        for tmp in Path(backups_dir).glob(".*.duckdb.tmp"):
-            with contextlib.suppress(FileNotFoundError):
-                if time.time() - tmp.stat().st_mtime > _STALE_TMP_S:
-                    size = path_size(tmp)
-                    if not dry_run:
-                        tmp.unlink()
-                    removed.append(Removal("backup", tmp, size))
+    return removed + prune_temp_files([backups_dir], dry_run=dry_run, kind="backup")
+
+
+def prune_temp_files(folders, *, dry_run: bool = False, kind: str = "tmp") -> list[Removal]:
+    """Delete `.*.tmp` files (fsutil's temporary files, a day or more old: their writer is gone) in
+    `folders` and their direct subfolders."""
+    removed = []
+    for tmp in leaked_temp_files(*map(Path, folders)):
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - tmp.stat().st_mtime > _STALE_TMP_S:  # the real clock: mtimes are real
+                size = path_size(tmp)
+                if not dry_run:
+                    tmp.unlink()
+                removed.append(Removal(kind, tmp, size))
     return removed
 
 
@@ -327,6 +350,9 @@ def prune(
             paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
         )
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
+    leftovers = prune_temp_files([paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir,
+                                  paths.events_dir], dry_run=dry_run)
+    report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups
     report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
     report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)
     return report

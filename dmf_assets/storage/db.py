@@ -106,7 +106,7 @@ def lock_holder(database: Path) -> dict | None:
     path = lock_path(database)
     if not path.exists():
         return None
-    with open(path, "a+") as fh:
+    with open(path) as fh:  # read-only: works on a full or read-only disk
         try:
             fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -117,6 +117,16 @@ def lock_holder(database: Path) -> dict | None:
                 return {"holder": "unknown"}
         fcntl.flock(fh, fcntl.LOCK_UN)
     return None
+
+
+def _write_holder(fd: int, data: bytes) -> None:
+    """Who holds the lock, for `dmf doctor` — informative only, so a full disk does not stop a reader.
+    Unbuffered (no buffer left to fail again at close); the file is opened for appending, so after the
+    truncate the write lands at offset 0."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        if data:
+            os.write(fd, data)
 
 
 @contextlib.contextmanager
@@ -139,25 +149,13 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
                         f"The history database is busy; retry later or check `dmf doctor`."
                     ) from None
                 time.sleep(0.2)
-        fh.seek(0)
-        fh.truncate()
-        fh.write(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "purpose": purpose,
-                    "since": now_kst().isoformat(timespec="seconds"),
-                }
-            )
-        )
-        fh.flush()
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose,
+                  "since": now_kst().isoformat(timespec="seconds")}
+        _write_holder(fh.fileno(), json.dumps(record).encode())
         try:
             yield
         finally:
-            fh.seek(0)
-            fh.truncate()
-            fh.flush()
+            _write_holder(fh.fileno(), b"")
             fcntl.flock(fh, fcntl.LOCK_UN)
     finally:
         fh.close()
