@@ -20,6 +20,7 @@ and a lock it cannot take is a FAIL line, not a crash.
 
 from __future__ import annotations
 
+import errno
 import shutil
 import time
 import unicodedata
@@ -281,8 +282,9 @@ def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[
                       f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped", {"holder": holder})], holder
     except OSError as exc:  # the lock file cannot be created or written: a full or read-only disk
         msg = f"{exc.strerror or exc} ({exc.filename or db})"
-        hint_ko, hint_en = (("디스크 공간이 부족합니다", "no space left on device: free some space")
-                            if is_disk_full(exc) else ("파일을 쓸 수 없습니다", "cannot write there"))
+        hint_ko, hint_en = (("디스크 공간이 부족합니다", "no space left on device: free some space") if is_disk_full(exc)
+                            else ("읽기 전용 디스크입니다", "the disk is read-only") if exc.errno == errno.EROFS
+                            else ("파일을 쓸 수 없습니다", "cannot write there"))
         return [Check("database", FAIL, label, f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
                       f"cannot take the database lock — {hint_en}: {msg}", {"error": msg, "errno": exc.errno})], None
     except duckdb.Error as exc:

@@ -1,0 +1,197 @@
+"""Disk full and other I/O faults, for real: a small tmpfs filled to the last byte (root can mount one), a
+read-only remount, and RLIMIT_FSIZE (works for anyone). Every failed write leaves the old file and no
+temporary file; the CLI says "No space left on device" with the path; `dmf doctor` reports instead of crashing;
+the history database is never touched."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from dmf_assets.fsutil import atomic_output, atomic_write_bytes, leaked_temp_files
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage.db import open_database
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    where.mkdir(parents=True)
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {result.stderr.strip()}")
+
+
+def _fill(folder: Path) -> None:
+    """Write until the file system refuses: afterwards not one more page fits."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    assert os.statvfs(folder).f_bavail == 0
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    mnt = tmp_path / "fs"
+    _mount_tmpfs(mnt, "16m")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def dmf(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "DMF_CONFIG"}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True,
+                          env=env, cwd=PROJECT_ROOT, timeout=300)
+
+
+def test_atomic_write_on_a_full_disk_keeps_the_old_file_and_no_temp(small_fs):
+    target = small_fs / "manifest.json"
+    atomic_write_bytes(target, b'{"old": true}')
+    _fill(small_fs)
+    with pytest.raises(OSError) as err:
+        atomic_write_bytes(target, b"x" * 200_000)
+    assert err.value.errno == errno.ENOSPC
+    assert err.value.filename == str(target)  # the message can say where
+    assert target.read_bytes() == b'{"old": true}'
+    assert sorted(p.name for p in small_fs.iterdir()) == ["filler", "manifest.json"]
+
+
+def test_an_interrupted_writer_leaves_no_temp(tmp_path):
+    target = tmp_path / "DMF_리포트_2026-10-08.xlsx"
+    target.write_bytes(b"old workbook")
+    for fault in (KeyboardInterrupt(), RuntimeError("openpyxl failed")):
+        with pytest.raises(type(fault)), atomic_output(target) as tmp:
+            tmp.write_bytes(b"half a workbook")
+            raise fault
+    assert target.read_bytes() == b"old workbook"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+LIMITED = """
+import errno, os, resource, sys
+from pathlib import Path
+from dmf_assets.fsutil import atomic_write_bytes
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))  # Python ignores SIGXFSZ: writes fail with EFBIG
+target = Path(sys.argv[1])
+try:
+    atomic_write_bytes(target, b"y" * 1_000_000)
+except OSError as exc:
+    print(errno.errorcode[exc.errno])
+"""
+
+
+def test_file_size_limit_fails_cleanly(tmp_path):
+    target = tmp_path / "page-0001.json.gz"
+    target.write_bytes(b"previous page")
+    result = subprocess.run([sys.executable, "-c", LIMITED, str(target)], capture_output=True, text=True,
+                            cwd=PROJECT_ROOT, timeout=60)
+    assert result.stdout.strip() == "EFBIG", result.stderr
+    assert target.read_bytes() == b"previous page"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_mode_follows_the_umask(tmp_path, umask, mode):
+    # group-readable under the usual umasks (tempfile.mkstemp would force 0600 on every workbook)
+    code = textwrap.dedent(f"""
+        import os, sys
+        from dmf_assets.fsutil import atomic_output, atomic_write_text
+        os.umask({umask})
+        atomic_write_text(sys.argv[1] + "/a.jsonl", "{{}}\\n")
+        with atomic_output(sys.argv[1] + "/b.xlsx") as tmp:
+            tmp.write_bytes(b"PK")
+    """)
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, cwd=PROJECT_ROOT, timeout=60)
+    for name in ("a.jsonl", "b.xlsx"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == mode, name
+
+
+def _project(root: Path) -> Path:
+    database = root / "data" / "dmf.duckdb"
+    with open_database(database, purpose="disk-full test"):
+        pass
+    (root / "dagster_home").mkdir()
+    return database
+
+
+def test_doctor_reports_on_a_full_disk(small_fs):
+    root = small_fs / "proj"
+    database = _project(root)
+    leaked = root / "data" / "raw" / ".page-0001.json.gz.4242.deadbeef.tmp"
+    leaked.parent.mkdir(parents=True)
+    leaked.write_bytes(b"half")
+    os.utime(leaked, (time.time() - 3 * 3600,) * 2)  # its writer died hours ago
+    (root / "data" / "dmf.duckdb.lock").unlink()  # the doctor must create and write it
+    before = sha(database)
+    _fill(small_fs)
+    result = dmf("doctor", "--root", str(root))
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.startswith("  ")}
+    assert lines["DB"].split()[0] == "OK"  # the database was still read (read-only)
+    assert lines["디스크"].split()[0] == "FAIL" and "0 B" in lines["디스크"]
+    assert lines["임시"].split()[0] == "WARN" and str(leaked) in lines["임시"]
+    assert sha(database) == before
+
+
+def test_doctor_on_a_read_only_disk(small_fs):
+    root = small_fs / "proj"
+    database = _project(root)
+    (root / "data" / "dmf.duckdb.lock").unlink()
+    before = sha(database)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+    result = dmf("doctor", "--root", str(root))
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert result.returncode == 2
+    assert "DB 잠금 파일을 만들 수 없어" in result.stdout and "the disk is read-only" in result.stdout
+    assert "디스크 / disk" in result.stdout  # the other checks still ran
+    assert sha(database) == before
+
+
+def test_backup_to_a_full_disk_says_so(tmp_path, small_fs):
+    database = _project(tmp_path)
+    backups = small_fs / "backups"
+    backups.mkdir()
+    config = tmp_path / "dmf.toml"
+    config.write_text(f'[paths]\ndatabase = "{database}"\nbackups_dir = "{backups}"\n', encoding="utf-8")
+    before = sha(database)
+    _fill(small_fs)
+    result = dmf("backup", env_extra={"DMF_CONFIG": str(config)})
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("dmf: 디스크 공간이 부족합니다 (No space left on device): "), result.stderr
+    assert str(backups) in result.stderr
+    assert list(backups.iterdir()) == []  # no half backup, no temporary file
+    assert sha(database) == before
+
+
+def test_fetch_to_a_full_disk_says_so_and_leaks_nothing(tmp_path, small_fs):
+    raw = small_fs / "raw"
+    config = tmp_path / "dmf.toml"
+    config.write_text(f'[paths]\nraw_dir = "{raw}"\n', encoding="utf-8")
+    _fill(small_fs)
+    result = dmf("fetch", "--date", "2026-10-05", env_extra={"DMF_CONFIG": str(config)})
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert "디스크 공간이 부족합니다 (No space left on device): " + str(raw) in result.stderr, result.stderr
+    assert not (raw / "2026-10-05").exists()  # nothing published
+    assert leaked_temp_files(raw) == []
