@@ -442,7 +442,9 @@ def compose_alert(alert: Alert, *, link: str = "") -> Message:
         what = "Dagster 데몬(daemon)이 동작하지 않는 것 같습니다 — 06:00 수집 일정(schedule)과 센서가 실행되지 않습니다."
         why = (f"마지막 하트비트(heartbeat): {last}"
                + (f", {f['age_minutes']:.0f}분 전" if isinstance(f.get("age_minutes"), (int, float)) else "")
-               + f" (기준 {f.get('limit_minutes')}분)." + (f" {f['detail']}" if f.get("detail") else ""))
+               + f" (기준 {f.get('limit_minutes')}분)."
+               + (f" 하트비트가 없는 데몬 / silent daemons: {', '.join(f['daemons'])}." if f.get("daemons") else "")
+               + (f" {f['detail']}" if f.get("detail") else ""))
         nxt = ("`systemctl --user status dmf-dagster-daemon` 과 `journalctl --user -u dmf-dagster-daemon -n 100` 으로 "
                "확인하고 `systemctl --user restart dmf-dagster-daemon` 으로 재시작하세요 (시스템 설치면 --user 없이 sudo). "
                "오늘 리포트가 없으면 `dmf run --date " + day + "` 로 직접 실행하세요.")

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stale-warn-days", type=int, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
     p.add_argument("--stale-fail-days", type=int, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
     p.add_argument("--lock-wait", type=float, default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
+    p.add_argument("--alert", action="store_true",
+                   help="감시(watchdog): Dagster 데몬 하트비트·09:00 리포트·알림 발송 실패를 점검하고 문제를 알림으로 보냄 (systemd timer용)")
     p.set_defaults(handler=_doctor)
 
     p = sub.add_parser("prune", help="보존 기간이 지난 원본·리포트·백업·로그 정리 (마지막 반영일의 데이터는 항상 보존)")
@@ -63,10 +65,14 @@ def _doctor(args) -> int:
 
     if args.stale_fail_days < args.stale_warn_days:
         raise UserError("--stale-fail-days는 --stale-warn-days 이상이어야 합니다")
-    _, paths = _paths(args)
+    settings, paths = _paths(args)
     thresholds = Thresholds(stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days,
                             lock_wait_s=args.lock_wait)
     report = run_doctor(paths, now=_now(args.today), thresholds=thresholds)
+    if args.alert:  # the outside watchdog (dmf_assets/ops/watchdog.py): its checks join the report
+        from dmf_assets.ops.watchdog import watch
+
+        report.checks.extend(watch(settings, paths, now=report.now).checks)
     if args.json:
         print(json.dumps(report.to_dict(args.strict), ensure_ascii=False, indent=1, default=str))
     else:
