@@ -48,18 +48,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _disk_full(exc: BaseException | None) -> str | None:
-    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`, however deeply a
-    library wrapped it; DuckDB reports it as an IOException whose text names the file."""
+def _causes(exc: BaseException | None) -> Iterator[BaseException]:
+    """`exc` and what it was raised from, however deeply a library (Dagster, DuckDB) wrapped it."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            return str(exc.filename or "?")
-        if "No space left on device" in str(exc):
-            m = re.search(r'"([^"]+)"', str(exc))
-            return m[1] if m else "?"
+        yield exc
         exc = exc.__cause__ or exc.__context__
+
+
+def _disk_full(exc: BaseException) -> str | None:
+    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`; DuckDB reports it
+    as an IOException whose text names the file."""
+    for cause in _causes(exc):
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return str(cause.filename or "?")
+        if "No space left on device" in str(cause):
+            m = re.search(r'"([^"]+)"', str(cause))
+            return m[1] if m else "?"
     return None
 
 
@@ -87,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        config = next((c for c in _causes(exc) if isinstance(c, ConfigError)), None)
+        if config is not None:  # settings read inside a Dagster step: the same one message
+            print(f"dmf: {config}", file=sys.stderr)
+            return 2
         where = _disk_full(exc)
         if where is None:
             raise
