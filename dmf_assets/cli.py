@@ -48,13 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _causes(exc: BaseException | None) -> Iterator[BaseException]:
+def _causes(exc: BaseException | None) -> list[BaseException]:
     """`exc` and what it was raised from, however deeply a library (Dagster, DuckDB) wrapped it."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
+    chain: list[BaseException] = []
+    while exc is not None and all(exc is not seen for seen in chain):
+        chain.append(exc)
         exc = exc.__cause__ or exc.__context__
+    return chain
 
 
 def _disk_full(exc: BaseException) -> str | None:
