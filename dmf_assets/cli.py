@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "dmf_assets.domain.commands",  # dmf diff
     "dmf_assets.orchestration.commands",  # dmf demo | run | backfill | ui
     "dmf_assets.ops.commands",  # dmf doctor | prune | backup
+    "dmf_assets.service.commands",  # dmf service install | uninstall, dmf serve-reports
     "dmf_assets.bench.commands",  # dmf bench
     "dmf_assets.analyst.commands",  # dmf history | asof | report
 )

@@ -1,0 +1,1 @@
+"""Unattended operation: systemd units (`dmf service install|uninstall`) and `dmf serve-reports`."""

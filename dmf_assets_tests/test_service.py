@@ -1,0 +1,133 @@
+"""`dmf service install | uninstall` (systemd units, checked by systemd-analyze) and `dmf serve-reports`
+as the real process that dmf-reports.service runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from dmf_assets.cli import main
+from dmf_assets.service.units import ALL_UNITS, MARKER, default_options, render_units
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets_tests.notify_servers import free_port
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def _units(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
+    target = tmp_path / "systemd" / "user"
+    assert main(["service", "install", "--user", "--unit-dir", str(target)]) == 0
+    out = capsys.readouterr().out
+    units = _units(target)
+    assert set(units) == set(ALL_UNITS)
+    root = PROJECT_ROOT
+    for name in ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service"):
+        text = units[name]
+        assert text.startswith(MARKER)
+        for line in (f"WorkingDirectory={root}", f"Environment=DAGSTER_HOME={root / 'dagster_home'}",
+                     f"EnvironmentFile=-{root / '.env'}", "Restart=on-failure", "WantedBy=default.target"):
+            assert line in text.splitlines(), (name, line)
+        assert "User=" not in text  # a user unit runs as its owner
+    assert f"ExecStart={VENV_BIN / 'dagster-daemon'} run -w {root / 'workspace.yaml'}" in units["dmf-dagster-daemon.service"]
+    assert f"ExecStart={VENV_BIN / 'dagster-webserver'} -w {root / 'workspace.yaml'} -h 127.0.0.1 -p 3000" in units[
+        "dmf-dagster-webserver.service"]
+    assert f"ExecStart={VENV_BIN / 'dmf'} serve-reports" in units["dmf-reports.service"]
+    watchdog = units["dmf-watchdog.service"]
+    assert "Type=oneshot" in watchdog and f"ExecStart={VENV_BIN / 'dmf'} doctor --alert" in watchdog
+    assert "Restart=" not in watchdog and "SuccessExitStatus=1 2" in watchdog
+    timer = units["dmf-watchdog.timer"]
+    assert "OnCalendar=*:0/10" in timer and "OnCalendar=*-*-* 09:01:00 Asia/Seoul" in timer and "Persistent=true" in timer
+    assert "loginctl enable-linger" in out
+    assert ("systemctl --user enable --now dmf-dagster-webserver.service dmf-dagster-daemon.service "
+            "dmf-reports.service dmf-watchdog.timer") in out
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed on this machine")
+def test_units_pass_systemd_analyze_verify(tmp_path):
+    for mode in (["--user"], []):
+        target = tmp_path / ("user" if mode else "system")
+        assert main(["service", "install", *mode, "--unit-dir", str(target)]) == 0
+        files = sorted(str(p) for p in target.iterdir())
+        result = subprocess.run(["systemd-analyze", "verify", "--man=no", *files], capture_output=True, text=True,
+                                timeout=60, cwd=target)
+        assert result.returncode == 0, result.stderr
+        assert "dmf-" not in result.stderr, result.stderr  # no warning about our units
+
+
+def test_dry_run_prints_the_files_and_writes_nothing(tmp_path, capsys):
+    target = tmp_path / "units"
+    assert main(["service", "install", "--user", "--dry-run", "--unit-dir", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert not target.exists()
+    for name in ALL_UNITS:
+        assert f"# ---- {target / name}" in out
+    assert "Restart=on-failure" in out and "systemctl --user daemon-reload" in out
+
+
+def test_system_units_run_as_an_account_and_wait_for_postgres(tmp_path):
+    project = tmp_path / "project"
+    (project / "dagster_home").mkdir(parents=True)
+    (project / "workspace.yaml").write_text("load_from: []\n", encoding="utf-8")
+    (project / "dagster_home" / "dagster.yaml").write_text(
+        (PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    units = render_units(default_options(project, user_mode=False, user="dmf"))
+    daemon = units["dmf-dagster-daemon.service"].splitlines()
+    assert "User=dmf" in daemon and "WantedBy=multi-user.target" in daemon
+    assert "After=network-online.target postgresql.service" in daemon
+    assert f"WorkingDirectory={project.resolve()}" in daemon
+
+
+def test_uninstall_removes_only_our_units(tmp_path, capsys):
+    target = tmp_path / "units"
+    assert main(["service", "install", "--user", "--unit-dir", str(target)]) == 0
+    wants = target / "default.target.wants"
+    wants.mkdir()
+    (wants / "dmf-dagster-daemon.service").symlink_to(target / "dmf-dagster-daemon.service")
+    (target / "other.service").write_text("[Service]\nExecStart=/bin/true\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["service", "uninstall", "--user", "--dry-run", "--unit-dir", str(target)]) == 0
+    assert len(_units(target)) == len(ALL_UNITS) + 1
+    assert main(["service", "uninstall", "--user", "--unit-dir", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert _units(target) == {"other.service": "[Service]\nExecStart=/bin/true\n"}
+    assert not list(wants.iterdir())
+    assert "systemctl --user stop" in out and "systemctl --user daemon-reload" in out
+
+
+def test_install_refuses_a_folder_that_is_not_the_project(tmp_path, capsys):
+    assert main(["service", "install", "--user", "--root", str(tmp_path), "--unit-dir", str(tmp_path / "u")]) == 2
+    assert "workspace.yaml" in capsys.readouterr().err
+
+
+def test_serve_reports_is_a_real_server_that_stops_on_sigterm(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "DMF_리포트_2026-11-26.xlsx").write_bytes(b"PK\x03\x04 workbook bytes")
+    port = free_port()
+    proc = subprocess.Popen([str(VENV_BIN / "dmf"), "serve-reports", "--host", "127.0.0.1", "--port", str(port),
+                             "--dir", str(reports)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=PROJECT_ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        first = proc.stdout.readline()  # printed once the socket is listening
+        assert f"http://127.0.0.1:{port}/" in first, (first, proc.stderr.read() if proc.poll() is not None else "")
+        response = httpx.get(f"http://127.0.0.1:{port}/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx", timeout=10)
+        assert response.status_code == 200 and response.content == b"PK\x03\x04 workbook bytes"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, err
+    assert "중지됨 / stopped" in out and "Traceback" not in err
