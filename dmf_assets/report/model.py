@@ -87,6 +87,9 @@ class EventRow:
     watchlist_hit: bool = False
     watch_reasons: tuple[str, ...] = ()
     changes: tuple[FieldChangeRow, ...] = ()  # before/after per field (cosmetic ones flagged)
+    product_hits: tuple[str, ...] = ()  # the team's products this event touches (config/products.csv)
+    day: date | None = None  # the accepted day the event was observed (이력 sheet, period report)
+    base_day: date | None = None  # its comparison base
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,25 @@ class Kpis:
     number_assigned: int = 0
     cosmetic: int = 0  # CHANGED events that are cosmetic only (shown apart, not in headline counts)
     watchlist_hits: int = 0
+    product_hits: int = 0  # headline events touching the team's products
+
+
+@dataclass(frozen=True)
+class ChangeRate:
+    """Observed change rate λ̂ = −ln(1 − X/n) / I per registration and day (DESIGN.md §10).
+
+    X = substantive CHANGED events, n = registrations compared (the bases' populations), I = the
+    mean comparison interval in days — pooled over the accepted comparisons of the window.
+    """
+
+    rate_14d: float | None  # None: no accepted comparison in the last 14 days
+    rate_all: float | None  # None: no accepted comparison at all
+    per_week_14d: float | None  # expected registrations changed per week at today's registry size
+    per_week_all: float | None
+    changed_14d: int = 0
+    changed_all: int = 0
+    burst: bool = False  # rate_14d >= BURST_FACTOR × rate_all
+    text_ko: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +164,13 @@ class DayReport:
     run_info: dict[str, str] = field(default_factory=dict)  # label -> value (run id, source, timings…)
     generated_at: datetime | None = None
     source_url: str = "https://nedrug.mfds.go.kr"  # 의약품안전나라 (search links per registration)
+    ledger: tuple[dict, ...] = ()  # 전체현황: the registry of last_accepted_day (see workbook.LEDGER_COLUMNS)
+    recent_events: tuple[EventRow, ...] = ()  # 이력: every event of the last `recent_days` days, newest first
+    recent_days: int = 90
+    warnings: tuple[str, ...] = ()  # active quality / share warnings, shown in the banner
+    change_rate: ChangeRate | None = None
+    withdrawal_share: float | None = None  # withdrawn / base population (accepted days)
+    products: tuple[str, ...] = ()  # labels of the configured products (empty = no product list)
 
     @property
     def is_rejected(self) -> bool:
@@ -150,3 +179,67 @@ class DayReport:
     @property
     def headline_events(self) -> tuple[EventRow, ...]:
         return tuple(e for e in self.events if not e.is_cosmetic)
+
+    @property
+    def gap_days(self) -> int:
+        """Days the comparison covers (1 = yesterday's base; more after rejected/missing days)."""
+        if self.comparison_base is None or self.status is DayStatus.REJECTED:
+            return 0
+        return (self.day - self.comparison_base).days
+
+
+# --- period report (`dmf report --from D1 --to D2`) ----------------------------------------------
+
+#: net effect of a registration over the period -> Korean label
+NET_LABEL_KO: dict[str, str] = {
+    "NEW": "신규",
+    "CHANGED": "변경",
+    "WITHDRAWN": "취하",
+    "NEW_WITHDRAWN": "신규 후 취하",
+    "REAPPEARED": "취하 후 재등장",
+    "REVERTED": "변경 후 원복",
+    "COSMETIC": "표기 변경만",
+}
+
+
+@dataclass(frozen=True)
+class NetChange:
+    """One registration's net effect over the period: first before, last after, per field."""
+
+    dmf_key: str
+    permit_no: str | None
+    net_type: str  # NET_LABEL_KO key
+    severity: str  # worst event severity in the period
+    first_day: date
+    last_day: date
+    n_events: int
+    ingredient: str | None
+    applicant: str | None
+    manufacturer: str | None
+    countries: str | None
+    changes: tuple[FieldChangeRow, ...] = ()  # net field changes (sites: the site rows that did not cancel out)
+    product_hits: tuple[str, ...] = ()
+    watchlist_hit: bool = False
+    event_days: tuple[date, ...] = ()
+
+
+@dataclass(frozen=True)
+class PeriodReport:
+    start: date
+    end: date
+    events: tuple[EventRow, ...]  # every event of the accepted days in [start, end], oldest first
+    net: tuple[NetChange, ...]
+    days: tuple[HistoryPoint, ...]  # every processed day in [start, end]
+    reasons: dict[date, str] = field(default_factory=dict)  # rejected day -> why
+    first_base: date | None = None  # comparison base of the first accepted day in the period
+    products: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    generated_at: datetime | None = None
+
+    @property
+    def accepted_days(self) -> int:
+        return sum(1 for d in self.days if d.status in ("accepted", "unchanged", "baseline"))
+
+    @property
+    def rejected_days(self) -> int:
+        return sum(1 for d in self.days if d.status == "rejected")

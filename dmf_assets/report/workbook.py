@@ -16,6 +16,7 @@ What it guarantees:
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import os
 import re
@@ -35,6 +36,7 @@ from openpyxl import Workbook, load_workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.hyperlink import Hyperlink
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.cli import UserError
@@ -45,7 +47,10 @@ from dmf_assets.domain.model import (
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
+    SITE_FIELDS,
+    SITES_FIELD,
 )
+from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report import styles as st
 from dmf_assets.report.model import AggregateRow, DayReport, DayStatus, EventRow, FieldChangeRow
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
@@ -61,6 +66,8 @@ SHEET_BY_APPLICANT = "업체별"
 SHEET_BY_COUNTRY = "제조국"
 SHEET_QUALITY = "품질"
 SHEET_META = "메타"
+SHEET_LEDGER = "전체현황"
+SHEET_RECENT = "이력"
 #: Sheet order. The three aggregates are separate sheets so each table has its own auto-filter:
 #: side-by-side tables on one sheet would hide each other's rows when one is filtered.
 SHEET_NAMES: tuple[str, ...] = (
@@ -68,6 +75,8 @@ SHEET_NAMES: tuple[str, ...] = (
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_NEW_WITHDRAWN,
+    SHEET_LEDGER,
+    SHEET_RECENT,
     SHEET_BY_INGREDIENT,
     SHEET_BY_APPLICANT,
     SHEET_BY_COUNTRY,
@@ -114,6 +123,7 @@ KPI_LABELS: dict[str, str] = {
     "reappeared": "재등장",
     "number_assigned": "등록번호 부여",
     "watchlist_hits": "관심목록 해당",
+    "product_hits": "자사 제품 해당",
     "cosmetic": "표기 변경 (별도 집계)",
 }
 _KPI_NOTES: dict[str, str] = {
@@ -127,6 +137,7 @@ _KPI_NOTES: dict[str, str] = {
     "reappeared": "과거에 취하된 뒤 다시 나타난 등록 (신규에 포함)",
     "number_assigned": "번호 없이 공개됐던 등록이 번호를 받음 (취하+신규가 아님)",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
+    "product_hits": "자사 제품 목록(config/products.csv)의 등록번호 또는 성분+제조소에 해당하는 이벤트",
     "cosmetic": "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
 }
 
@@ -214,9 +225,22 @@ def cell_text(value: Any) -> str | None:
 # --- cell writers --------------------------------------------------------------------------------
 
 
+def _set_style(cell, name: str) -> None:
+    """`cell.style = name`, but fast: a named-style lookup costs ~10 µs, which is seconds for the
+    9k-row 전체현황 sheet; after the first cell the resolved style array is copied instead."""
+    wb = cell.parent.parent
+    cache = wb.__dict__.setdefault("_dmf_style_arrays", {})
+    arr = cache.get(name)
+    if arr is None:
+        cell.style = name
+        cache[name] = copy.copy(cell._style)
+    else:
+        cell._style = copy.copy(arr)
+
+
 def _put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT):
     cell = ws.cell(row=row, column=col)
-    cell.style = style
+    _set_style(cell, style)
     stored = store_text(value)
     if stored is None:
         return cell
@@ -230,7 +254,7 @@ def _put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEX
 
 def _put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT):
     cell = ws.cell(row=row, column=col)
-    cell.style = style
+    _set_style(cell, style)
     if value is not None:
         cell.value = int(value)
     return cell
@@ -238,7 +262,7 @@ def _put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = 
 
 def _put_float(ws: Worksheet, row: int, col: int, value: float | None, style: str = st.PCT):
     cell = ws.cell(row=row, column=col)
-    cell.style = style
+    _set_style(cell, style)
     if value is not None:
         cell.value = float(value)
     return cell
@@ -263,7 +287,7 @@ def _put_date(ws: Worksheet, row: int, col: int, value: Any):
     if day is None or day < date(1900, 3, 1):
         return _put_text(ws, row, col, value, st.DATE)
     cell = ws.cell(row=row, column=col)
-    cell.style = st.DATE
+    _set_style(cell, st.DATE)
     cell.value = day
     return cell
 
@@ -274,7 +298,7 @@ def _put_datetime(ws: Worksheet, row: int, col: int, value: datetime | None):
     if value.tzinfo is not None:  # Excel has no time zones: show Korean local time
         value = value.astimezone(KST).replace(tzinfo=None)
     cell = ws.cell(row=row, column=col)
-    cell.style = st.DATETIME
+    _set_style(cell, st.DATETIME)
     cell.value = value
     return cell
 
@@ -303,6 +327,12 @@ def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any):
         return _put_datetime(ws, row, col, value)
     if kind == "link":
         return _put_link(ws, row, col, value)
+    if kind == "sheetlink":  # (text, "'Sheet'!A5"): a link inside the workbook
+        if not value:
+            return _put_text(ws, row, col, None)
+        cell = _put_text(ws, row, col, value[0], st.LINK)
+        cell.hyperlink = Hyperlink(ref=cell.coordinate, location=value[1], display=value[0])
+        return cell
     raise ValueError(f"unknown column kind {kind!r}")
 
 
@@ -360,8 +390,11 @@ def _write_table(
     row_hook: RowHook | None = None,
     autofilter: bool = True,
     set_widths: bool = True,
+    sparse: bool = False,
 ) -> int:
-    """Header at row `top`, data below; returns the last row written (the header if no data)."""
+    """Header at row `top`, data below; returns the last row written (the header if no data).
+
+    `sparse`: empty values get no cell at all (the 9k-row ledger: a third fewer cells to write)."""
     for j, col in enumerate(cols, 1):
         cell = ws.cell(row=top, column=j, value=col.header)
         cell.style = st.HEADER
@@ -372,7 +405,10 @@ def _write_table(
     r = top
     for r, row in enumerate(rows, top + 1):
         for j, col in enumerate(cols, 1):
-            _put_any(ws, r, j, col.kind, row.get(col.key))
+            value = row.get(col.key)
+            if sparse and (value is None or value == ""):
+                continue
+            _put_any(ws, r, j, col.kind, value)
         if wrapped:
             lines = max(_text_lines(str(row.get(key) or ""), width) for key, width in wrapped)
             _fit_row_height(ws, r, lines)
@@ -398,8 +434,17 @@ def _base_day(report: DayReport) -> date | None:
     return report.last_accepted_day or report.comparison_base
 
 
+def _covers(report: DayReport) -> str:
+    """「N일치 변경」 when the comparison base is more than one day back."""
+    return f" ({report.gap_days}일치 변경)" if report.gap_days > 1 else ""
+
+
 def banner_text(report: DayReport) -> str:
-    """The first row of every sheet."""
+    """The first row of every sheet: the day's verdict, then any active warning."""
+    return _banner_core(report) + (f" · ⚠ 경고: {'; '.join(report.warnings)}" if report.warnings else "")
+
+
+def _banner_core(report: DayReport) -> str:
     k = report.kpis
     size = f"{k.registry_size:,}건" if k.registry_size is not None else "미상"
     if report.status is DayStatus.REJECTED:
@@ -416,14 +461,16 @@ def banner_text(report: DayReport) -> str:
     if report.status is DayStatus.UNCHANGED:
         return (
             f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {_d(report.comparison_base)}과(와) "
-            f"동일합니다. 등록 현황 {size}"
+            f"동일합니다{_covers(report)}. 등록 현황 {size}"
         )
     text = (
         f"정상 수집 · 비교 기준 {_d(report.comparison_base)} — 신규 {k.new:,} · 변경 {k.changed:,} · "
-        f"취하 {k.withdrawn:,}"
+        f"취하 {k.withdrawn:,}{_covers(report)}"
     )
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
+    if k.product_hits:
+        text += f" · 자사 제품 해당 {k.product_hits:,}건"
     return text + f" · 등록 현황 {size}"
 
 
@@ -463,15 +510,34 @@ def _frame(
     wb: Workbook, name: str, report: DayReport, widths: Sequence[float], title: str, note: str | None
 ) -> Worksheet:
     """Banner (row 1), title (row 2), note (row 3), column widths and print setup of every sheet."""
+    ws = frame_sheet(
+        wb, name, banner_text(report), report.status.value, widths, title, note,
+        print_header=(f"DMF 리포트 {report.day.isoformat()} — {name}", report.status.label_ko),
+        tab=report.is_rejected or name == SHEET_SUMMARY,
+    )
+    return ws
+
+
+def frame_sheet(
+    wb: Workbook,
+    name: str,
+    banner_str: str,
+    status: str,
+    widths: Sequence[float],
+    title: str,
+    note: str | None,
+    *,
+    print_header: tuple[str, str],
+    tab: bool = False,
+) -> Worksheet:
+    """The house sheet frame (banner, title, note, widths, print setup) — shared by every workbook."""
     ws = wb.create_sheet(name)
-    status = report.status.value
-    if report.is_rejected or name == SHEET_SUMMARY:
+    if tab:
         ws.sheet_properties.tabColor = _STATUS_TAB_COLOUR[status]
     for j, width in enumerate(widths, 1):
         ws.column_dimensions[get_column_letter(j)].width = width
     ncols = len(widths)
     span = sum(widths)
-    banner_str = banner_text(report)
     banner = _put_text(ws, 1, 1, banner_str, st.PLAIN)
     banner.fill = st.banner_fill(status)
     banner.font = st.banner_font(status)
@@ -485,7 +551,7 @@ def _frame(
         cell.alignment = Alignment(wrap_text=True, vertical="top")
         ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=ncols)
         _fit_row_height(ws, 3, _text_lines(note, span))
-    _print_setup(ws, report)
+    _print_setup(ws, *print_header)
     return ws
 
 
@@ -506,7 +572,7 @@ def _rejected_table_sheet(wb: Workbook, name: str, report: DayReport, title: str
     ws.print_title_rows = "1:3"
 
 
-def _print_setup(ws: Worksheet, report: DayReport) -> None:
+def _print_setup(ws: Worksheet, header_left: str, header_right: str) -> None:
     ws.page_setup.orientation = ws.ORIENTATION_LANDSCAPE
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
     ws.page_setup.fitToWidth = 1
@@ -515,8 +581,8 @@ def _print_setup(ws: Worksheet, report: DayReport) -> None:
     ws.page_margins.left = ws.page_margins.right = 0.4
     ws.page_margins.top = ws.page_margins.bottom = 0.8  # room for the running header/footer
     ws.print_options.horizontalCentered = True
-    ws.oddHeader.left.text = f"DMF 리포트 {report.day.isoformat()} — {ws.title}"
-    ws.oddHeader.right.text = report.status.label_ko
+    ws.oddHeader.left.text = header_left
+    ws.oddHeader.right.text = header_right
     ws.oddFooter.left.text = ATTRIBUTION
     ws.oddFooter.right.text = "&P / &N"
 
@@ -552,13 +618,34 @@ def nedrug_link(ev: EventRow, base_url: str) -> tuple[str, str]:
     return "조회", base
 
 
+def _value(v: str | None) -> str:
+    return v if v not in (None, "") else "(없음)"
+
+
+def change_lines(ev: EventRow, *, max_value: int | None = None) -> list[str]:
+    """Substantive changes as lines; sites as '제조소 추가: Name (country)' instead of whole lists.
+
+    When an event has site rows, the manufacturer/address before → after (often hundreds of
+    characters) is replaced by the site lines; the full values stay on the '필드 변경' sheet.
+    """
+    def short(v: str | None) -> str:
+        v = _value(v)
+        return v if max_value is None or len(v) <= max_value else v[: max_value - 1] + "…"
+
+    site_rows = [c for c in ev.changes if c.field == SITES_FIELD]
+    lines = [describe_site_change(c.before, c.after) if max_value is None else
+             describe_site_change(c.before and short(c.before), c.after and short(c.after)) for c in site_rows]
+    for c in ev.changes:
+        if c.is_cosmetic or c.field == SITES_FIELD:
+            continue
+        if site_rows and c.field in ("manufacturer", "address"):
+            continue
+        lines.append(f"{_field_label(c.field)}: {short(c.before)} → {short(c.after)}")
+    return lines
+
+
 def _change_summary(ev: EventRow) -> str | None:
-    lines = [
-        f"{_field_label(c.field)}: {c.before if c.before not in (None, '') else '(없음)'} → "
-        f"{c.after if c.after not in (None, '') else '(없음)'}"
-        for c in ev.changes
-        if not c.is_cosmetic
-    ]
+    lines = change_lines(ev)
     if ev.cosmetic_fields:
         lines.append("표기 변경: " + ", ".join(_field_label(f) for f in ev.cosmetic_fields))
     return "\n".join(lines) or None
@@ -576,6 +663,7 @@ EVENT_COLUMNS: tuple[Col, ...] = (
     Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
     Col("flags", "표시", 12, "wrap"),
     Col("watch_reasons", "관심목록 사유", 18, "wrap"),
+    Col("product_hits", "자사 영향", 18, "wrap"),
     Col("issue_date", "발급일자", 11, "date"),
     Col("target_class", "대상의약품", 10),
     Col("bizrno", "사업자등록번호", 13),
@@ -584,7 +672,7 @@ EVENT_COLUMNS: tuple[Col, ...] = (
     Col("base_dmf_key", "이전 관리 키", 24),
     Col("link", "의약품안전나라", 13, "link"),
 )
-_EVENT_PRINT_COLS = 13  # print up to 대상의약품; the audit columns stay on screen
+_EVENT_PRINT_COLS = 14  # print up to 대상의약품; the audit columns stay on screen
 
 
 def _event_row(ev: EventRow, base_url: str) -> dict:
@@ -609,6 +697,7 @@ def _event_row(ev: EventRow, base_url: str) -> dict:
         "link": nedrug_link(ev, base_url or SOURCE_BASE_FALLBACK),
         "_severity_code": ev.severity,
         "_watch": ev.watchlist_hit,
+        "product_hits": "\n".join(ev.product_hits) or None,
     }
 
 
@@ -639,6 +728,10 @@ FIELD_COLUMNS: tuple[Col, ...] = (
 _FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
 
 
+def _site_kind(c: FieldChangeRow) -> str:
+    return describe_site_change(c.before, c.after).split(":", 1)[0]  # 제조소 추가 | 제조소 삭제 | 제조소 변경
+
+
 def _field_rows(report: DayReport) -> list[dict]:
     changes: list[FieldChangeRow] = [c for ev in report.events for c in ev.changes]
     changes.sort(
@@ -651,7 +744,7 @@ def _field_rows(report: DayReport) -> list[dict]:
             "permit_no": c.permit_no,
             "ingredient": c.ingredient,
             "applicant": c.applicant,
-            "field": _field_label(c.field),
+            "field": _site_kind(c) if c.field == SITES_FIELD else _field_label(c.field),
             "before": c.before,
             "after": c.after,
             "dmf_key": c.dmf_key,
@@ -676,6 +769,7 @@ NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
     Col("issue_date", "발급일자", 11, "date"),
     Col("target_class", "대상의약품", 10),
     Col("flags", "표시", 12, "wrap"),
+    Col("product_hits", "자사 영향", 18, "wrap"),
     Col("dmf_key", "관리 키", 24),
     Col("link", "의약품안전나라", 13, "link"),
 )
@@ -692,10 +786,132 @@ def _new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
     return rows
 
 
+# --- the ledger (전체현황): the full registry of one accepted day ---------------------------------
+
+PERMIT_FMT_LABEL_KO: dict[str, str] = {"standard": "표준", "new_substance": "신물질", "unknown": "해석 불가", "missing": "번호 없음"}
+
+LEDGER_COLUMNS: tuple[Col, ...] = (
+    Col("permit_no", "등록번호", 24),
+    Col("permit_fmt", "번호 형식", 8),
+    Col("permit_accept_date", "접수일", 11, "date"),
+    Col("permit_ingr_no", "성분 번호", 7),
+    Col("permit_group", "그룹", 6),
+    Col("permit_serial", "일련번호", 8),
+    Col("permit_seq", "순번", 6),
+    Col("permit_grant", "허여", 6),
+    Col("permit_table", "별표", 9),
+    Col("base_permit_no", "원 등록번호 (허여 원본)", 22),
+    Col("cohort", "코호트 (성분번호-그룹)", 11),
+    Col("ingredient", "성분명", 26),
+    Col("ingredient_base", "성분 기준명", 18),
+    Col("applicant", "신청인", 22),
+    Col("bizrno", "사업자등록번호", 13),
+    Col("site_count", "제조소 수", 7, "int"),
+    Col("sites", "제조소 (사이트별: 이름·국가)", 46, "wrap"),
+    Col("country_set", "제조국 (국가 목록)", 16),
+    Col("address", "제조소 소재지 (원문)", 40),
+    Col("issue_date", "발급일자", 11, "date"),
+    Col("target_class", "대상의약품", 10),
+    Col("first_seen", "최초 관측일", 11, "date"),
+    Col("last_changed", "최근 실질 변경일", 11, "date"),
+    Col("times_changed", "변경 횟수", 7, "int"),
+    Col("events_link", "이벤트 (이력 시트)", 14, "sheetlink"),
+    Col("dmf_key", "관리 키", 24),
+)
+
+
+def ledger_row(reg: dict) -> dict:
+    """A registry row (analyst.queries.registry_asof) -> the ledger's cell values."""
+    sites = reg.get("sites") or ()
+    if len(sites) > 1:
+        site_text = "\n".join(
+            f"{i}. {'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or '(제조소명 없음)'} ({s.get('country') or '국가 미상'})"
+            for i, s in enumerate(sites, 1)
+        )
+    elif sites:
+        s = sites[0]
+        site_text = f"{'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or reg.get('manufacturer') or ''} ({s.get('country') or '국가 미상'})"
+    else:
+        site_text = reg.get("manufacturer")
+    countries = list(dict.fromkeys(reg.get("country_list") or ()))
+    return {
+        **reg,
+        "permit_fmt": PERMIT_FMT_LABEL_KO.get(reg.get("permit_fmt") or "", reg.get("permit_fmt")),
+        "sites": site_text,
+        "country_set": ", ".join(countries) or reg.get("countries"),
+    }
+
+
 # --- sheets --------------------------------------------------------------------------------------
 
 
-_SUMMARY_WIDTHS = (26.0, 16.0, 20.0, 14.0, 14.0, 12.0, 12.0)
+_SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
+#: sentences on 요약; a group of at least this many alike events is one sentence (mass changes)
+TOP_SENTENCES = 15
+MASS_GROUP_MIN = 3
+
+
+@dataclass(frozen=True)
+class Sentence:
+    severity: str
+    text: str
+    products: tuple[str, ...] = ()
+    watch: bool = False
+    count: int = 1
+
+
+def _short(text: str | None, n: int = 60) -> str:
+    text = _value(text)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def event_sentence(ev: EventRow) -> str:
+    """Who, what, where, before → after — one line an analyst reads on 요약."""
+    num = ev.permit_no or ev.dmf_key
+    what = _short(ev.ingredient, 40)
+    who = _short(ev.applicant, 30)
+    where = f"{_short(ev.manufacturer, 50)} ({_short(ev.countries, 20)})"
+    if ev.event_type == "NEW":
+        again = " (과거 취하 후 재등장)" if ev.is_reappearance else ""
+        return f"신규 등록{again} {num} — {what} · 신청인 {who} · 제조소 {where}"
+    if ev.event_type == "WITHDRAWN":
+        return f"취하 {num} — {what} · 신청인 {who} · 제조소 {where}"
+    flags = f" [{_flags(ev)}]" if _flags(ev) and not ev.watchlist_hit else ""
+    return f"변경 {num} — {what} · 신청인 {who}{flags}: " + "; ".join(change_lines(ev, max_value=60))
+
+
+def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) -> tuple[list[Sentence], int]:
+    """(top sentences, how many headline events they cover in total) — the team's products first, then
+    watchlist hits, then severity; alike events (same change on many registrations, or many new /
+    withdrawn registrations of one applicant) become one grouped sentence."""
+    headline = [e for e in events if not e.is_cosmetic]
+    groups: dict[tuple, list[EventRow]] = {}
+    for ev in headline:
+        if ev.event_type == "CHANGED":
+            key = ("CHANGED", tuple((c.field, c.before, c.after) for c in ev.changes if not c.is_cosmetic))
+        else:
+            key = (ev.event_type, ev.applicant)
+        groups.setdefault(key, []).append(ev)
+    items: list[Sentence] = []
+    for key, evs in groups.items():
+        evs = _sorted_events(evs)
+        worst = evs[0].severity
+        products = tuple(dict.fromkeys(p for e in evs for p in e.product_hits))
+        watch = any(e.watchlist_hit for e in evs)
+        if len(evs) < MASS_GROUP_MIN:
+            items += [Sentence(e.severity, event_sentence(e), e.product_hits, e.watchlist_hit) for e in evs]
+            continue
+        examples = ", ".join(e.permit_no or e.dmf_key for e in evs[:3]) + (" …" if len(evs) > 3 else "")
+        if key[0] == "CHANGED":
+            what = "; ".join(change_lines(evs[0], max_value=60))
+            text = f"일괄 변경 {len(evs):,}건 — {what} (예: {examples})"
+        else:
+            label = EVENT_LABEL_KO.get(key[0], key[0])
+            ingredients = ", ".join(dict.fromkeys(_short(e.ingredient, 20) for e in evs[:5]))
+            text = f"{label} {len(evs):,}건 — 신청인 {_short(key[1], 30)} (성분: {ingredients}{' …' if len(evs) > 5 else ''}; 예: {examples})"
+        items.append(Sentence(worst, text, products, watch, len(evs)))
+    items.sort(key=lambda x: (not x.products, not x.watch, -SEVERITY_RANK.get(x.severity, -1), -x.count, x.text))
+    return items[:limit], len(headline)
 
 
 def _summary_sheet(wb: Workbook, report: DayReport) -> int:
@@ -746,6 +962,22 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
     label(11, "생성 시각 (KST)")
     _put_datetime(ws, 11, 2, report.generated_at)
     r = 11
+    extra: list[tuple[str, str, bool]] = []
+    if report.gap_days > 1:
+        extra.append(("비교 범위", f"{report.gap_days}일치 변경 — {_d(report.comparison_base)} 이후 "
+                      f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다", False))
+    if report.change_rate is not None:
+        extra.append(("변경률 λ̂", report.change_rate.text_ko, report.change_rate.burst))
+    if report.warnings:
+        extra.append(("경고", "\n".join(report.warnings), True))
+    for name, text, alarm in extra:
+        r += 1
+        label(r, name)
+        cell = _put_text(ws, r, 2, text, st.TEXT_WRAP)
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
+        _fit_row_height(ws, r, _text_lines(text, sum(_SUMMARY_WIDTHS[1:])))
+        if alarm:
+            cell.fill, cell.font = st.verdict_style("warn")
 
     # 핵심 지표
     r += 2
@@ -762,6 +994,7 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
         "reappeared": k.reappeared,
         "number_assigned": k.number_assigned,
         "watchlist_hits": k.watchlist_hits,
+        "product_hits": k.product_hits,
         "cosmetic": k.cosmetic,
     }
     base = _base_day(report)
@@ -797,18 +1030,43 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
             label_cell.fill = st.severity_fill("COSMETIC")
             label_cell.font = st.severity_font("COSMETIC")
 
-    # 수용 게이트
+    # 주요 변경 — sentences (accepted days only)
+    if not rejected and report.status is not DayStatus.BASELINE:
+        sentences, total = summary_sentences(report.events)
+        r += 2
+        section(r, f"주요 변경 — 자사 제품·관심목록 우선, 심각도 순 (실질 변경 {total:,}건 중 {sum(x.count for x in sentences):,}건)")
+        if not sentences:
+            r += 1
+            _put_text(ws, r, 1, "실질 변경 없음" + (f" (표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트)" if k.cosmetic else ""), st.NOTE)
+        for x in sentences:
+            r += 1
+            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity)
+            if x.products:
+                tag += " · 자사"
+            elif x.watch:
+                tag += " · 관심"
+            cell = _put_text(ws, r, 1, tag)
+            cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
+            text = x.text + (f"\n자사 영향: {', '.join(x.products)}" if x.products else "")
+            _put_text(ws, r, 2, text, st.TEXT_WRAP)
+            ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
+            _fit_row_height(ws, r, _text_lines(text, sum(_SUMMARY_WIDTHS[1:])))
+        if total > sum(x.count for x in sentences):
+            r += 1
+            _put_text(ws, r, 1, f"… 나머지는 '{SHEET_EVENTS}' 시트 (전체 내용·전 → 후)", st.NOTE)
+
+    # 수용 게이트 — observed values and thresholds wrap in wide cells: never cut on screen or paper
     r += 2
     section(r, "수용 게이트 (6개 모두 통과해야 반영)")
     r += 1
-    gate_cols = (Col("gate", "게이트", 26), Col("result", "결과", 14), Col("observed", "관측값", 20), Col("threshold", "기준", 14))
-    for j, col in enumerate(gate_cols, 1):
-        ws.cell(row=r, column=j, value=col.header).style = st.HEADER
-    ws.cell(row=r, column=5, value="설명").style = st.HEADER
-    ws.merge_cells(start_row=r, start_column=5, end_row=r, end_column=7)
+    for col, header in ((1, "게이트"), (2, "결과"), (3, "관측값"), (5, "기준"), (6, "설명")):
+        ws.cell(row=r, column=col, value=header).style = st.HEADER
+    ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=4)
+    ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
     if not report.gates:
         r += 1
         _put_text(ws, r, 1, "게이트 결과 없음", st.NOTE)
+    w_obs, w_thr, w_det = sum(_SUMMARY_WIDTHS[2:4]), _SUMMARY_WIDTHS[4], sum(_SUMMARY_WIDTHS[5:7])
     for g in report.gates:
         r += 1
         _put_text(ws, r, 1, f"{g.number}. {g.label_ko} ({g.name})", st.LABEL)
@@ -816,10 +1074,13 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
         cell = _put_text(ws, r, 2, verdict)
         fill, font = st.verdict_style("ok" if g.passed else "fail" if g.passed is False else "na")
         cell.fill, cell.font = fill, font
-        _put_text(ws, r, 3, g.observed)
-        _put_text(ws, r, 4, g.threshold)
-        _put_text(ws, r, 5, g.detail)
-        ws.merge_cells(start_row=r, start_column=5, end_row=r, end_column=7)
+        _put_text(ws, r, 3, g.observed, st.TEXT_WRAP)
+        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=4)
+        _put_text(ws, r, 5, g.threshold, st.TEXT_WRAP)
+        _put_text(ws, r, 6, g.detail, st.TEXT_WRAP)
+        ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
+        _fit_row_height(ws, r, max(_text_lines(g.observed or "", w_obs), _text_lines(g.threshold or "", w_thr),
+                                   _text_lines(g.detail or "", w_det)))
 
     # 관심목록 해당 (accepted days only: a rejected day's events were not applied)
     hits = [e for e in _sorted_events(report.events) if e.watchlist_hit and not e.is_cosmetic]
@@ -886,6 +1147,15 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
     if not hist_rows:
         _put_text(ws, hist_top + 1, 1, "추이 자료 없음", st.NOTE)
     else:
+        # a rejected day gets a full-height pale-red bar in the chart (its own series, column H), so it
+        # never looks like a quiet day; the column sits outside the table's filter
+        peak = max([(row["new"] or 0) + (row["changed"] or 0) + (row["withdrawn"] or 0) for row in hist_rows] + [1])
+        marker = ws.cell(row=hist_top, column=8, value="수집 실패 (미반영)")
+        marker.style = st.HEADER
+        ws.column_dimensions["H"].width = 11
+        for i, row in enumerate(hist_rows, hist_top + 1):
+            if row["_rejected"]:
+                _put_int(ws, i, 8, peak).font = st.font(color=st.FAIL_FONT)
         _history_chart(ws, hist_top, last, anchor="I5")
     ws.freeze_panes = "A4"
     ws.print_title_rows = "1:3"
@@ -908,9 +1178,11 @@ def _history_chart(ws: Worksheet, top: int, last: int, anchor: str) -> None:
     data = Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last)
     chart.add_data(data, titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000")):
+    chart.add_data(Reference(ws, min_col=8, min_row=top, max_row=last), titles_from_data=True)
+    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000", "F4CCCC")):
         series.graphicalProperties.solidFill = colour
         series.graphicalProperties.line.solidFill = colour
+    chart.series[-1].graphicalProperties.line.solidFill = "C00000"  # outlined: 수집 실패, not a count
     chart.height = 9.5
     chart.width = 20
     chart.legend.position = "b"
@@ -931,6 +1203,81 @@ def _events_sheet(wb: Workbook, report: DayReport) -> int:
     return len(rows)
 
 
+RECENT_COLUMNS: tuple[Col, ...] = (
+    Col("day", "관측일", 11, "date"),
+    Col("base_day", "비교 기준일", 11, "date"),
+    Col("severity", "심각도", 9),
+    Col("event_type", "이벤트", 7),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 22, "wrap"),
+    Col("applicant", "신청인", 18, "wrap"),
+    Col("manufacturer", "제조소명", 26, "wrap"),
+    Col("countries", "제조국", 11, "wrap"),
+    Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
+    Col("flags", "표시", 11, "wrap"),
+    Col("product_hits", "자사 영향", 16, "wrap"),
+    Col("watch_reasons", "관심목록 사유", 16, "wrap"),
+    Col("dmf_key", "관리 키", 22),
+)
+
+
+def _recent_rows(report: DayReport) -> list[dict]:
+    ordered = sorted(report.recent_events, key=lambda e: (-(e.day.toordinal() if e.day else 0),
+                                                          -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+    rows = []
+    for e in ordered:
+        row = _event_row(e, report.source_url)
+        row.update(day=e.day, base_day=e.base_day)
+        rows.append(row)
+    return rows
+
+
+def _recent_sheet(wb: Workbook, report: DayReport, rows: list[dict]) -> int:
+    days = len({r["day"] for r in rows})
+    note = (
+        f"최근 {report.recent_days}일({_d(report.day - timedelta(days=report.recent_days - 1))} ~ {_d(report.day)})의 모든 이벤트 "
+        f"{len(rows):,}건 (정상 반영일 {days}일, 표기 변경 포함 — 회색) · 최신 관측일, 심각도 순. "
+        f"'{SHEET_LEDGER}' 시트의 '이벤트' 링크가 등록별 첫 행으로 연결됩니다."
+    )
+    ws = _frame(wb, SHEET_RECENT, report, _widths(RECENT_COLUMNS), f"이력 · 최근 {report.recent_days}일 이벤트", note)
+    last = _write_table(ws, 4, RECENT_COLUMNS, rows, row_hook=_severity_hook(3))
+    _finish_table_sheet(ws, 4)
+    ws.print_area = f"A1:{get_column_letter(12)}{max(last, 4)}"
+    if not rows:
+        _put_text(ws, 5, 1, f"최근 {report.recent_days}일 동안 반영된 이벤트가 없습니다", st.NOTE)
+    return len(rows)
+
+
+def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> int:
+    # the first 이력 row of each registration (events of either its key or its earlier key)
+    first_row: dict[str, tuple[int, int]] = {}
+    for i, row in enumerate(recent_rows, 5):
+        for key in {row["dmf_key"], row.get("base_dmf_key")} - {None}:
+            at, n = first_row.get(key, (i, 0))
+            first_row[key] = (at, n + 1)
+    day = _base_day(report)
+    rows = []
+    for reg in report.ledger:
+        row = ledger_row(reg)
+        hit = first_row.get(reg["dmf_key"])
+        row["events_link"] = (f"이벤트 {hit[1]}건", f"'{SHEET_RECENT}'!A{hit[0]}") if hit else None
+        rows.append(row)
+    if report.is_rejected:
+        note = f"마지막 정상 수집일 {_d(day)} 기준 전체 등록 (오늘 수집분 미반영)."
+    else:
+        note = f"{_d(day)} 정상 수집분의 전체 등록 {len(rows):,}건."
+    note += (" 머리글의 필터로 성분·업체·제조국·코호트를 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
+             f"'이벤트' 링크는 최근 {report.recent_days}일 '{SHEET_RECENT}' 시트로 갑니다.")
+    ws = _frame(wb, SHEET_LEDGER, report, _widths(LEDGER_COLUMNS), f"전체현황 · {_d(day)}", note)
+    last = _write_table(ws, 4, LEDGER_COLUMNS, rows, sparse=True)
+    _finish_table_sheet(ws, 4)
+    ws.freeze_panes = "B5"  # keep the registration number in view while scrolling right
+    ws.print_area = f"A1:{get_column_letter(len(LEDGER_COLUMNS))}{max(last, 4)}"
+    if not rows:
+        _put_text(ws, 5, 1, "정상 수집된 등록 현황이 아직 없습니다", st.NOTE)
+    return len(rows)
+
+
 def _widths(cols: Sequence[Col]) -> tuple[float, ...]:
     return tuple(col.width for col in cols)
 
@@ -946,9 +1293,11 @@ def _fields_sheet(wb: Workbook, report: DayReport) -> int:
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
+        inside = cosmetic - sum(len(e.changes) for e in report.events if e.is_cosmetic)
         note = (
-            f"바뀐 항목별 1행 — 실질 변경 {len(rows) - cosmetic:,}행, 표기 변경 {cosmetic:,}행 (회색, 헤드라인 건수 제외). "
-            f"비교 기준 {_d(report.comparison_base)}."
+            f"바뀐 항목별 1행 — 실질 변경 {len(rows) - cosmetic:,}행, 표기 변경 {cosmetic:,}행 (회색, 헤드라인 건수 제외): "
+            f"표기만 바뀐 이벤트 {report.kpis.cosmetic:,}건(요약의 '표기 변경' 건수)의 행과, 실질 변경 이벤트 안의 표기 항목 "
+            f"{inside:,}행. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. 비교 기준 {_d(report.comparison_base)}{_covers(report)}."
         )
     ws = _frame(wb, SHEET_FIELDS, report, _widths(cols), title, note)
 
@@ -1198,11 +1547,14 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
     wb = Workbook()
     wb.remove(wb.active)
     st.register_styles(wb)
+    recent = _recent_rows(report)
     rows = {
         SHEET_SUMMARY: _summary_sheet(wb, report),
         SHEET_EVENTS: _events_sheet(wb, report),
         SHEET_FIELDS: _fields_sheet(wb, report),
         SHEET_NEW_WITHDRAWN: _new_withdrawn_sheet(wb, report),
+        SHEET_LEDGER: _ledger_sheet(wb, report, recent),
+        SHEET_RECENT: _recent_sheet(wb, report, recent),
         SHEET_BY_INGREDIENT: _aggregate_sheet(wb, report, SHEET_BY_INGREDIENT, report.by_ingredient),
         SHEET_BY_APPLICANT: _aggregate_sheet(wb, report, SHEET_BY_APPLICANT, report.by_applicant),
         SHEET_BY_COUNTRY: _aggregate_sheet(wb, report, SHEET_BY_COUNTRY, report.by_country),
@@ -1318,6 +1670,229 @@ def write_workbook(report: DayReport, reports_dir: Path) -> WorkbookResult:
         seconds=time.perf_counter() - started,
         sheet_rows=rows,
     )
+
+
+# --- table workbooks (dmf history / asof / report) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableSheet:
+    """One table sheet in the house look; `severity_col` (1-based) is coloured by row['_severity_code']."""
+
+    name: str
+    title: str
+    note: str | None
+    cols: tuple[Col, ...]
+    rows: Sequence[dict]
+    severity_col: int | None = None
+    print_cols: int | None = None  # print only the first N columns (audit columns stay on screen)
+
+
+def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, header_left: str) -> Worksheet:
+    ws = frame_sheet(wb, sheet.name, banner, status, _widths(sheet.cols), sheet.title, sheet.note,
+                     print_header=(f"{header_left} — {sheet.name}", ATTRIBUTION))
+    hook = None
+    if sheet.severity_col:
+        col = sheet.severity_col
+
+        def hook(ws: Worksheet, r: int, row: dict) -> None:
+            if row.get("_severity_code"):
+                _severity_hook(col)(ws, r, row)
+
+    last = _write_table(ws, 4, sheet.cols, sheet.rows, row_hook=hook)
+    _finish_table_sheet(ws, 4)
+    if sheet.print_cols:
+        ws.print_area = f"A1:{get_column_letter(sheet.print_cols)}{max(last, 4)}"
+    if not sheet.rows:
+        _put_text(ws, 5, 1, "해당 자료 없음", st.NOTE)
+    return ws
+
+
+def write_tables_workbook(path: Path, sheets: Sequence[TableSheet], *, banner: str, status: str = "accepted",
+                          doc_title: str) -> Path:
+    """A workbook of table sheets (same styles, banner and print setup as the daily one), atomically."""
+    path = Path(path)
+    _ensure_dir(path.parent)
+    wb = Workbook()
+    wb.remove(wb.active)
+    st.register_styles(wb)
+    for sheet in sheets:
+        add_table_sheet(wb, sheet, banner, status, doc_title)
+    wb.active = 0
+    wb.properties.title = doc_title
+    wb.properties.creator = "DMF Watch"
+    wb.properties.description = ATTRIBUTION
+    _atomic_write(path, lambda tmp: wb.save(tmp))
+    return path
+
+
+# --- the period workbook (dmf report --from D1 --to D2) --------------------------------------------
+
+REVIEW_COLUMNS: tuple[Col, ...] = (Col("reviewer", "검토자", 10), Col("reviewed_on", "검토일", 11), Col("comment", "의견", 30, "wrap"))
+NET_COLUMNS: tuple[Col, ...] = (
+    Col("severity", "심각도", 9),
+    Col("net_type", "순변경", 11),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 22, "wrap"),
+    Col("applicant", "신청인", 18, "wrap"),
+    Col("manufacturer", "제조소명", 26, "wrap"),
+    Col("countries", "제조국", 11, "wrap"),
+    Col("change_summary", "순변경 내용 (기간 처음 전 → 마지막 후)", 50, "wrap"),
+    Col("n_events", "이벤트 수", 7, "int"),
+    Col("event_days", "관측일", 12, "wrap"),
+    Col("product_hits", "자사 영향", 16, "wrap"),
+    Col("watch", "관심목록", 8),
+    Col("dmf_key", "관리 키", 22),
+    *REVIEW_COLUMNS,
+)
+PERIOD_FIELD_COLUMNS: tuple[Col, ...] = (Col("day", "관측일", 11, "date"), *FIELD_COLUMNS)
+NET_DEFINITIONS: dict[str, str] = {
+    "신규": "기간 중 새로 나타난 등록 (이후 변경이 있었다면 마지막 상태로 표시)",
+    "변경": "기간 처음의 값과 마지막 값이 다른 항목이 있는 등록 — 두 번 바뀌었으면 처음 전 → 마지막 후 한 행",
+    "취하": "기간 중 목록에서 사라진 등록",
+    "신규 후 취하": "기간 안에서 나타났다가 사라진 등록",
+    "취하 후 재등장": "기간 안에서 사라졌다가 다시 나타난 등록",
+    "변경 후 원복": "바뀌었다가 기간 안에 원래 값으로 돌아온 등록 (순변경 없음, 이벤트는 '전체 이벤트' 시트)",
+    "표기 변경만": "띄어쓰기·문장부호 등 표기만 달라진 등록",
+}
+
+
+def _period_banner(period) -> str:
+    text = (f"기간 리포트 {period.start} ~ {period.end} — 정상 반영 {period.accepted_days}일 · 수집 실패 "
+            f"{period.rejected_days}일 · 이벤트 {len(period.events):,}건 · 순변경 등록 {len(period.net):,}건")
+    if period.first_base:
+        text += f" (첫 비교 기준 {period.first_base})"
+    return text + (f" · ⚠ 경고: {'; '.join(period.warnings)}" if period.warnings else "")
+
+
+def build_period_workbook(period) -> Workbook:
+    """The period review workbook in memory (see report.model.PeriodReport)."""
+    from dmf_assets.report.model import NET_LABEL_KO
+
+    wb = Workbook()
+    wb.remove(wb.active)
+    st.register_styles(wb)
+    banner = _period_banner(period)
+    status = "rejected" if period.accepted_days == 0 else "accepted"
+    header = f"DMF 기간 리포트 {period.start}~{period.end}"
+    by_type: dict[str, int] = {}
+    for n in period.net:
+        by_type[n.net_type] = by_type.get(n.net_type, 0) + 1
+
+    # 요약
+    widths = _SUMMARY_WIDTHS
+    ws = frame_sheet(wb, SHEET_SUMMARY, banner, status, widths, f"DMF 기간 리포트 · {period.start} ~ {period.end}",
+                     "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)",
+                     print_header=(header, ATTRIBUTION), tab=True)
+    r = 4
+    _put_text(ws, r + 1, 1, "기간 개요", st.SECTION)
+    r += 1
+    facts = [
+        ("기간", f"{period.start} ~ {period.end} ({(period.end - period.start).days + 1}일)"),
+        ("정상 반영일 / 수집 실패일", f"{period.accepted_days}일 / {period.rejected_days}일"),
+        ("첫 비교 기준일", _d(period.first_base)),
+        ("이벤트 (표기 변경 포함)", f"{len(period.events):,}건"),
+        ("순변경 등록", ", ".join(f"{NET_LABEL_KO[t]} {c:,}" for t, c in sorted(by_type.items())) or "없음"),
+        ("자사 제품 해당 등록", f"{sum(1 for n in period.net if n.product_hits):,}건" if period.products else "제품 목록 없음"),
+        ("생성 시각 (KST)", _fmt_dt(period.generated_at)),
+    ]
+    for name, value in facts:
+        r += 1
+        _put_text(ws, r, 1, name, st.LABEL)
+        _put_text(ws, r, 2, value, st.TEXT_WRAP)
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
+    sentences, total = summary_sentences(period.events)
+    r += 2
+    _put_text(ws, r, 1, f"주요 변경 (실질 변경 이벤트 {total:,}건 중)", st.SECTION)
+    for x in sentences:
+        r += 1
+        cell = _put_text(ws, r, 1, SEVERITY_LABEL_KO.get(x.severity, x.severity) + (" · 자사" if x.products else ""))
+        cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
+        _put_text(ws, r, 2, x.text, st.TEXT_WRAP)
+        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
+        _fit_row_height(ws, r, _text_lines(x.text, sum(widths[1:])))
+    if not sentences:
+        r += 1
+        _put_text(ws, r, 1, "실질 변경 없음", st.NOTE)
+    r += 2
+    _put_text(ws, r, 1, "일별 처리", st.SECTION)
+    day_cols = (Col("day", "날짜", 28, "date"), Col("status", "상태", 14), Col("registry_size", "등록 현황", 24, "int"),
+                Col("new", "신규", 16, "int"), Col("changed", "변경", 18, "int"), Col("withdrawn", "취하", 14, "int"),
+                Col("reason", "표기 변경 / 실패 사유", 40, "wrap"))
+    day_rows = [{
+        "day": d.day, "status": DayStatus(d.status).label_ko if d.status in DayStatus._value2member_map_ else d.status,
+        "registry_size": d.registry_size,
+        "new": d.new if d.status == "accepted" else None, "changed": d.changed if d.status == "accepted" else None,
+        "withdrawn": d.withdrawn if d.status == "accepted" else None,
+        "reason": period.reasons.get(d.day) or (f"표기 변경 {d.cosmetic}" if d.status == "accepted" else None),
+        "_rejected": d.status == "rejected",
+    } for d in period.days]
+
+    def day_hook(ws: Worksheet, row_no: int, row: dict) -> None:
+        if row["_rejected"]:
+            cell = ws.cell(row=row_no, column=2)
+            cell.fill, cell.font = st.verdict_style("fail")
+
+    _write_table(ws, r + 1, day_cols, day_rows, row_hook=day_hook, set_widths=False)
+    ws.freeze_panes = "A4"
+    ws.print_title_rows = "1:3"
+
+    net_rows = [{
+        "severity": SEVERITY_LABEL_KO.get(n.severity, n.severity), "net_type": NET_LABEL_KO[n.net_type],
+        "permit_no": n.permit_no, "ingredient": n.ingredient, "applicant": n.applicant,
+        "manufacturer": n.manufacturer, "countries": n.countries,
+        "change_summary": "\n".join(change_lines(n)) or None, "n_events": n.n_events,
+        "event_days": ", ".join(d.isoformat() for d in n.event_days), "product_hits": "\n".join(n.product_hits) or None,
+        "watch": "예" if n.watchlist_hit else None, "dmf_key": n.dmf_key, "reviewer": "", "reviewed_on": "", "comment": "",
+        "_severity_code": n.severity,
+    } for n in period.net]
+    event_rows = []
+    for e in sorted(period.events, key=lambda e: (e.day, -SEVERITY_RANK.get(e.severity, -1), e.dmf_key)):
+        row = _event_row(e, SOURCE_BASE_FALLBACK)
+        row.update(day=e.day, base_day=e.base_day, reviewer="", reviewed_on="", comment="")
+        event_rows.append(row)
+    field_rows = []
+    for e in period.events:
+        for c in e.changes:
+            field_rows.append({
+                "day": e.day, "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
+                "kind": "표기 변경" if c.is_cosmetic else "실질 변경", "permit_no": c.permit_no,
+                "ingredient": c.ingredient, "applicant": c.applicant,
+                "field": _site_kind(c) if c.field == SITES_FIELD else _field_label(c.field),
+                "before": c.before, "after": c.after, "dmf_key": c.dmf_key,
+                "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
+            })
+    sheets = [
+        TableSheet("순변경", f"등록별 순변경 · {period.start} ~ {period.end}",
+                   "등록마다 1행: 기간 처음의 값 → 마지막 값 (두 번 바뀌었으면 처음 전 → 마지막 후). 자사 제품·관심목록 우선, 심각도 순. "
+                   "검토자·검토일·의견은 검토 기록용으로 비워 두었습니다.", NET_COLUMNS, net_rows, severity_col=1, print_cols=len(NET_COLUMNS)),
+        TableSheet("전체 이벤트", f"전체 이벤트 · {period.start} ~ {period.end}",
+                   "기간의 모든 이벤트 (표기 변경 포함), 관측일 순.", (*RECENT_COLUMNS, *REVIEW_COLUMNS), event_rows, severity_col=3),
+        TableSheet("필드 변경", f"필드 변경 · {period.start} ~ {period.end}", "바뀐 항목별 1행 (관측일 순).",
+                   PERIOD_FIELD_COLUMNS, field_rows, severity_col=2),
+    ]
+    for sheet in sheets:
+        add_table_sheet(wb, sheet, banner, status, header)
+    meta = [{"group": "출처", "item": "출처 표시", "value": ATTRIBUTION}]
+    meta += [{"group": "순변경", "item": k, "value": v} for k, v in NET_DEFINITIONS.items()]
+    meta += [{"group": "제품 목록", "item": f"제품 {i}", "value": p} for i, p in enumerate(period.products, 1)]
+    meta += [{"group": "참고", "item": f"참고 {i}", "value": t} for i, t in enumerate(NOTES, 1)]
+    add_table_sheet(wb, TableSheet(SHEET_META, "메타 정보 · 정의", ATTRIBUTION,
+                                   (Col("group", "구분", 14), Col("item", "항목", 30, "wrap"), Col("value", "내용", 100, "wrap")),
+                                   meta), banner, status, header)
+    wb.active = 0
+    wb.properties.title = header
+    wb.properties.creator = "DMF Watch"
+    wb.properties.description = ATTRIBUTION
+    return wb
+
+
+def write_period_workbook(period, path: Path) -> Path:
+    path = Path(path)
+    _ensure_dir(path.parent)
+    wb = build_period_workbook(period)
+    _atomic_write(path, lambda tmp: wb.save(tmp))
+    return path
 
 
 # --- reading back --------------------------------------------------------------------------------

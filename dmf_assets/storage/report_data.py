@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import date, datetime, timedelta
 
+import math
+
 import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.gates import GATE_LABELS
+from dmf_assets.domain.gates import GATE_LABELS, BaseFacts, FetchFacts, gate_churn, gate_drop
 from dmf_assets.report.model import (
     AggregateRow,
+    ChangeRate,
     DayReport,
     DayStatus,
     EventRow,
@@ -19,6 +22,8 @@ from dmf_assets.report.model import (
     GateRow,
     HistoryPoint,
     Kpis,
+    NetChange,
+    PeriodReport,
     QualityRow,
 )
 from dmf_assets.settings import Settings
@@ -30,11 +35,28 @@ class DayNotReady(RuntimeError):
     """The day has not been judged and committed yet."""
 
 
+#: the λ̂ burst flag: the 14-day rate at least this many times the long-run rate
+BURST_FACTOR = 3.0
+RATE_WINDOW_DAYS = 14
+#: withdrawals above this share of the registry on an accepted day get a warning (DESIGN.md §9)
+WITHDRAWAL_WARN_SHARE = 0.02
+
+
 def day_events_frame(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """Events of an accepted day with display values and their field changes (list of structs)."""
     d = history.day_id(day)
-    events = conn.sql(query("report.day_events"), params=[d]).pl()
-    changes = conn.sql(query("report.day_changes"), params=[d]).pl()
+    return _events_frame(conn.sql(query("report.day_events"), params=[d]).pl(),
+                         conn.sql(query("report.day_changes"), params=[d]).pl())
+
+
+def recent_events_frame(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> pl.DataFrame:
+    """Events of every accepted day in [start, end], newest day first (same shape as day_events_frame)."""
+    params = [history.day_id(start), history.day_id(end)]
+    return _events_frame(conn.sql(query("report.recent_events"), params=params).pl(),
+                         conn.sql(query("report.recent_changes"), params=params).pl())
+
+
+def _events_frame(events: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
     if events.is_empty():
         return events.with_columns(changes=pl.lit(None, dtype=pl.List(pl.Struct({"field": pl.Utf8}))))
     nested = changes.group_by("event_id", maintain_order=True).agg(
@@ -52,9 +74,13 @@ def _status(run: dict) -> DayStatus:
     return DayStatus.UNCHANGED if total == 0 else DayStatus.ACCEPTED
 
 
-def _event_rows(frame: pl.DataFrame) -> tuple[EventRow, ...]:
+def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
+    from dmf_assets.analyst.products import product_hits
+
     rows = []
-    for e in frame.iter_rows(named=True):
+    dicts = list(frame.iter_rows(named=True))
+    hits = product_hits(dicts, products) if products else [()] * len(dicts)
+    for e, hit in zip(dicts, hits):
         changes = tuple(
             FieldChangeRow(
                 dmf_key=e["dmf_key"],
@@ -95,6 +121,9 @@ def _event_rows(frame: pl.DataFrame) -> tuple[EventRow, ...]:
                 watchlist_hit=e["watchlist_hit"],
                 watch_reasons=tuple(e["watch_reasons"] or ()),
                 changes=changes,
+                product_hits=hit,
+                day=history.to_date(e.get("day_id")),
+                base_day=history.to_date(e.get("base_day_id")),
             )
         )
     return tuple(rows)
@@ -112,19 +141,99 @@ def _aggregates(conn, name: str, day_id: int, shape: str) -> tuple[AggregateRow,
     return tuple(out)
 
 
-def _gates(conn, day: date) -> tuple[GateRow, ...]:
+def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
+    """Gate rows for the workbook, and problems found in the stored ones.
+
+    On an accepted day the base-dependent gates (3 drop, 6 churn) are re-stated from the `runs` rows —
+    the same source as the banner and the KPIs — so a workbook can never say 「비교 기준 2026-11-01」 in
+    its title and 「비교 기준 없음」 in a gate row. A stored verdict that disagrees is reported (stale).
+    """
     stored = {g["gate_no"]: g for g in history.gate_rows(conn, day)}
+    restated = {}
+    problems: list[str] = []
+    if run["status"] in ("accepted", "baseline"):
+        base_day = history.to_date(run["base_day_id"])
+        base_run = history.run_row(conn, base_day) if base_day else None
+        base = BaseFacts(day=base_day, total_count=base_run["total_count"] if base_run else None,
+                         population=base_run["population"] if base_run else None)
+        facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
+        restated[3] = gate_drop(facts, base, settings.gates)
+        if base_day is not None:
+            counts = {"NEW": run["new_count"] or 0, "CHANGED": run["changed_count"] or 0, "WITHDRAWN": run["withdrawn_count"] or 0}
+            restated[6] = gate_churn(counts, (base.population or run["population"] or 0), settings.gates)
+        else:
+            restated[6] = None  # baseline: keep the stored "비교 기준 없음"
+        for number, g in restated.items():
+            s_row = stored.get(number)
+            if g is not None and s_row is not None and (s_row["observed"] != g.observed or bool(s_row["passed"]) != g.passed):
+                problems.append(f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})")
     rows = []
     for number, (name, label) in GATE_LABELS.items():
-        g = stored.get(number)
-        if g is None:
+        g = restated.get(number)
+        if g is not None:
+            rows.append(GateRow(number, name, label, g.passed, g.observed, g.threshold, g.detail))
+            continue
+        s_row = stored.get(number)
+        if s_row is None:
             rows.append(GateRow(number, name, label, None, "평가하지 않음", "-", "앞선 단계에서 판정이 끝났습니다."))
         else:
-            rows.append(GateRow(number, name, label, g["passed"], g["observed"] or "", g["threshold"] or "", g["detail"] or ""))
-    return tuple(rows)
+            rows.append(GateRow(number, name, label, s_row["passed"], s_row["observed"] or "", s_row["threshold"] or "",
+                                s_row["detail"] or ""))
+    return tuple(rows), problems
+
+
+def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int = RATE_WINDOW_DAYS) -> ChangeRate:
+    """λ̂ = −ln(1 − X/n)/I over the last `window_days` vs all accepted history up to `day`.
+
+    For a WARN asset check: `change_rate(conn, day).burst` (text in `.text_ko`).
+    """
+    rows = conn.execute(query("report.rate_runs"), [history.day_id(day)]).fetchall()
+    start = history.day_id(day - timedelta(days=window_days - 1))
+
+    def estimate(sel) -> tuple[float | None, int, int]:
+        x = sum(r[2] for r in sel)
+        n = sum(r[3] or 0 for r in sel)
+        if not sel or n <= 0:
+            return None, x, n
+        interval = sum((r[3] or 0) * (history.to_date(r[0]) - history.to_date(r[1])).days for r in sel) / n
+        share = min(x / n, 1 - 1e-9)
+        return -math.log(1 - share) / max(interval, 1e-9), x, n
+
+    rate_all, x_all, _ = estimate(rows)
+    rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
+    size = fetch_population(conn, day)
+    per_week = lambda rate: None if rate is None or size is None else rate * 7 * size  # noqa: E731
+    burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
+    if rate_all is None:
+        text = "변경률 λ̂: 비교한 날이 아직 없습니다"
+    else:
+        text = f"보통 주 {per_week(rate_all):,.1f}건 변경 (전체 이력 λ̂ {rate_all:.2e}/등록·일)"
+        if rate_14 is not None:
+            text += f" · 최근 {window_days}일 주 {per_week(rate_14):,.1f}건 (λ̂ {rate_14:.2e})"
+        if burst:
+            text += f" — 급증: 평소의 {rate_14 / rate_all:.1f}배 (≥ {BURST_FACTOR:g}배)"
+    return ChangeRate(rate_14, rate_all, per_week(rate_14), per_week(rate_all), x_14, x_all, burst, text)
+
+
+def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
+    """Registry size of the latest accepted day on or before `day`."""
+    row = fetch_one(conn, query("report.population_on_or_before"), [history.day_id(day)])
+    return row[0] if row else None
+
+
+def _products(settings: Settings) -> tuple[tuple, str | None]:
+    """(products, problem): a broken product list never stops the daily workbook — it is reported."""
+    from dmf_assets.analyst.products import ProductsError, products_of
+
+    try:
+        return products_of(settings), None
+    except ProductsError as exc:
+        return (), f"제품 목록 오류 — 자사 영향 표시 없음: {exc}"
 
 
 def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None) -> DayReport:
+    from dmf_assets.analyst.queries import registry_asof
+
     run = history.run_row(conn, day)
     if run is None or run["status"] == "pending":
         raise DayNotReady(
@@ -135,17 +244,19 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     base_day = history.to_date(run["base_day_id"])
     last_accepted = base_day if status is DayStatus.REJECTED else day
     shown_id = history.day_id(last_accepted) if last_accepted else None
+    products, products_problem = _products(settings)
 
     events = day_events_frame(conn, day) if status is not DayStatus.REJECTED else pl.DataFrame()
-    event_rows = _event_rows(events) if not events.is_empty() else ()
+    event_rows = _event_rows(events, products) if not events.is_empty() else ()
     by_severity: dict[str, int] = defaultdict(int)
     for e in event_rows:
         if e.event_type == "CHANGED" and not e.is_cosmetic:
             by_severity[e.severity] += 1
 
     population = run["population"]
+    base_population = history.run_row(conn, base_day)["population"] if base_day else None
     if status is DayStatus.REJECTED and shown_id is not None:
-        population = history.run_row(conn, last_accepted)["population"]
+        population = base_population
     kpis = Kpis(
         registry_size=population,
         new=run["new_count"] or 0,
@@ -156,17 +267,20 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         number_assigned=run["assigned_count"] or 0,
         cosmetic=run["cosmetic_count"] or 0,
         watchlist_hits=sum(1 for e in event_rows if e.watchlist_hit and not e.is_cosmetic),
+        product_hits=sum(1 for e in event_rows if e.product_hits and not e.is_cosmetic),
     )
 
+    gap = (day - base_day).days if base_day and status is not DayStatus.REJECTED else 0
+    covers = f" ({gap}일치 변경)" if gap > 1 else ""
     if status is DayStatus.REJECTED:
         reason = run["reason"] or "수집 실패"
     elif status is DayStatus.BASELINE:
         reason = "첫 수집일입니다. 오늘의 등록 현황이 이후 비교의 기준이 되며, 이 날은 변경 이벤트가 없습니다."
     elif status is DayStatus.UNCHANGED:
-        reason = f"기준일 {base_day} 대비 변경이 없습니다."
+        reason = f"기준일 {base_day} 대비 변경이 없습니다{covers}."
     else:
         reason = (
-            f"기준일 {base_day} 대비 신규 {kpis.new:,} · 변경 {kpis.changed:,} · 취하 {kpis.withdrawn:,}"
+            f"기준일 {base_day} 대비{covers} 신규 {kpis.new:,} · 변경 {kpis.changed:,} · 취하 {kpis.withdrawn:,}"
             f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)"
         )
 
@@ -176,9 +290,33 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         for r in conn.execute(query("report.history_points"), [start, d]).fetchall()
     )
     quality = tuple(
-        QualityRow(name, label or name, _fmt(value), expected or "", bool(ok), detail or "")
+        QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
         for name, label, value, expected, ok, detail in conn.execute(query("report.day_quality"), [d]).fetchall()
     )
+    gates, gate_problems = _gates(conn, day, run, settings)
+
+    # warnings for the banner: active quality warnings, withdrawal share, λ̂ burst, product list problems
+    rate = change_rate(conn, last_accepted) if last_accepted else None
+    withdrawal_share = None
+    warnings: list[str] = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
+    if status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and base_population:
+        withdrawal_share = kpis.withdrawn / base_population
+        if withdrawal_share > WITHDRAWAL_WARN_SHARE:
+            warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {WITHDRAWAL_WARN_SHARE * 100:g} %) — 원천 확인 필요")
+    if rate is not None and rate.burst:
+        warnings.append("변경 급증 (최근 14일 λ̂ ≥ 평소의 3배)")
+    if products_problem:
+        warnings.append(products_problem)
+
+    # 전체현황 and 이력: the registry of the last accepted day and the events of the last N days
+    ledger: tuple[dict, ...] = ()
+    if last_accepted is not None:
+        _, frame = registry_asof(conn, last_accepted)
+        ledger = tuple(frame.to_dicts())
+    recent_days = RECENT_DAYS
+    recent = recent_events_frame(conn, day - timedelta(days=recent_days - 1), day)
+    recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()
+
     pages = fetch_one(conn, query("report.day_fetch_pages"), [d])
     info = {
         "날짜": day.isoformat(),
@@ -196,6 +334,10 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     }
     if run.get("rederived_at"):
         info["재계산"] = f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']}에 이벤트를 다시 계산함"
+    if gate_problems:
+        info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
+    if rate is not None:
+        info["변경률 λ̂"] = rate.text_ko
     info.update(run_info or {})
     w = settings.watchlist
     return DayReport(
@@ -210,12 +352,30 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         by_ingredient=_aggregates(conn, "by_ingredient", shown_id, "ingredient") if shown_id else (),
         by_applicant=_aggregates(conn, "by_applicant", shown_id, "applicant") if shown_id else (),
         by_country=_aggregates(conn, "by_country", shown_id, "country") if shown_id else (),
-        gates=_gates(conn, day),
+        gates=gates,
         quality=quality,
         watchlist={k: tuple(v) for k, v in w.model_dump().items() if v},
         run_info=info,
         generated_at=now_kst().replace(microsecond=0),
+        ledger=ledger,
+        recent_events=recent_rows,
+        recent_days=recent_days,
+        warnings=tuple(warnings),
+        change_rate=rate,
+        withdrawal_share=withdrawal_share,
+        products=tuple(p.label for p in products),
     )
+
+
+#: days of events on the 이력 sheet
+RECENT_DAYS = 90
+
+
+def _fmt_quality(value, expected: str | None) -> str:
+    """Ratios (their threshold is a percentage) as percent, so 품질 uses one unit per metric."""
+    if value is not None and expected and "%" in expected and 0 <= float(value) <= 1:
+        return f"{float(value) * 100:.2f} %"
+    return _fmt(value)
 
 
 def _fmt(value) -> str:
@@ -231,3 +391,126 @@ def stored_events(conn: duckdb.DuckDBPyConnection, day: date) -> list:
     from dmf_assets.domain.model import Event
 
     return [Event.from_row(e, e["changes"] or ()) for e in day_events_frame(conn, day).iter_rows(named=True)]
+
+
+# --- period report -------------------------------------------------------------------------------
+
+
+def _net_type(types: list[str], events: list[EventRow], changes: list[FieldChangeRow]) -> str:
+    if types[0] == "NEW":
+        return "NEW_WITHDRAWN" if types[-1] == "WITHDRAWN" else "NEW"
+    if types[-1] == "WITHDRAWN":
+        return "WITHDRAWN"
+    if types[0] == "WITHDRAWN":
+        return "REAPPEARED"
+    if all(e.is_cosmetic for e in events):
+        return "COSMETIC"
+    return "CHANGED" if any(not c.is_cosmetic for c in changes) else "REVERTED"
+
+
+def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
+    """Per field: the first `before` and the last `after`; fields that came back are dropped.
+
+    Site rows cannot be chained by field; an added site that was removed again (or the reverse)
+    cancels out, the rest are kept in order.
+    """
+    from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_RANK, SITES_FIELD
+
+    first: dict[str, FieldChangeRow] = {}
+    last: dict[str, FieldChangeRow] = {}
+    cosmetic_only: dict[str, bool] = {}
+    sites: list[FieldChangeRow] = []
+    for e in events:
+        for c in e.changes:
+            if c.field == SITES_FIELD:
+                twin = next((s for s in sites if (s.before, s.after) == (c.after, c.before)), None)
+                if twin is not None:
+                    sites.remove(twin)
+                else:
+                    sites.append(c)
+                continue
+            first.setdefault(c.field, c)
+            last[c.field] = c
+            cosmetic_only[c.field] = cosmetic_only.get(c.field, True) and c.is_cosmetic
+    out = []
+    for name in sorted(first, key=lambda f: list(COMPARED_FIELDS).index(f) if f in COMPARED_FIELDS else 99):
+        a, b = first[name], last[name]
+        if a.before == b.after:
+            continue  # changed and changed back
+        severity = "COSMETIC" if cosmetic_only[name] else max(
+            (c.severity for e in events for c in e.changes if c.field == name and not c.is_cosmetic),
+            key=lambda s: SEVERITY_RANK.get(s, -1))
+        out.append(FieldChangeRow(b.dmf_key, b.permit_no, b.ingredient, b.applicant, name, a.before, b.after,
+                                  cosmetic_only[name], severity))
+    return tuple(out) + tuple(sites)
+
+
+def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
+    """Every event of the accepted days in [start, end] and the net effect per registration."""
+    from dmf_assets.analyst.products import products_of
+    from dmf_assets.domain.model import SEVERITY_RANK
+
+    products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error
+    params = [history.day_id(start), history.day_id(end)]
+    frame = recent_events_frame(conn, start, end)
+    rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
+    event_rows = _event_rows(frame, products) if rows else ()
+    # oldest first, in stored order within a day
+    paired = sorted(zip(rows, event_rows), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
+
+    # one registration = its record, joined with the record it was numbered from (number assignment)
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for raw, _ in paired:
+        ids = [i for i in (raw["record_id"], raw["base_record_id"]) if i is not None]
+        for i in ids[1:]:
+            parent[find(i)] = find(ids[0])
+    groups: dict[int, list[EventRow]] = {}
+    for raw, ev in paired:
+        rid = raw["record_id"] if raw["record_id"] is not None else raw["base_record_id"]
+        groups.setdefault(find(rid), []).append(ev)
+
+    net = []
+    for evs in groups.values():
+        last = evs[-1]
+        changes = _net_changes(evs)
+        net.append(NetChange(
+            dmf_key=last.dmf_key,
+            permit_no=last.permit_no or next((e.permit_no for e in reversed(evs) if e.permit_no), None),
+            net_type=_net_type([e.event_type for e in evs], evs, list(changes)),
+            severity=max((e.severity for e in evs), key=lambda s: SEVERITY_RANK.get(s, -1)),
+            first_day=evs[0].day,
+            last_day=last.day,
+            n_events=len(evs),
+            ingredient=last.ingredient,
+            applicant=last.applicant,
+            manufacturer=last.manufacturer,
+            countries=last.countries,
+            changes=changes,
+            product_hits=tuple(dict.fromkeys(p for e in evs for p in e.product_hits)),
+            watchlist_hit=any(e.watchlist_hit for e in evs),
+            event_days=tuple(dict.fromkeys(e.day for e in evs)),
+        ))
+    net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
+
+    runs = conn.execute(query("report.period_runs"), params).fetchall()
+    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7]) for r in runs)
+    reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == "rejected" and r[8]}
+    first_accepted = next((r for r in runs if r[1] in ("accepted", "baseline")), None)
+    warnings = []
+    if not runs:
+        warnings.append(f"{start} ~ {end} 사이에 처리된 날이 없습니다")
+    missing = (end - start).days + 1 - len(runs)
+    if runs and missing > 0:
+        warnings.append(f"기간 중 {missing}일은 처리 기록이 없습니다 (미수집)")
+    return PeriodReport(
+        start=start, end=end, events=tuple(ev for _, ev in paired), net=tuple(net), days=days, reasons=reasons,
+        first_base=history.to_date(first_accepted[2]) if first_accepted else None,
+        products=tuple(p.label for p in products), warnings=tuple(warnings),
+        generated_at=now_kst().replace(microsecond=0),
+    )

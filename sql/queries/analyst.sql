@@ -82,28 +82,3 @@ LEFT JOIN seen ON seen.record_id = s.record_id
 LEFT JOIN changed ON changed.record_id = s.record_id
 WHERE s.day_id = ?
 ORDER BY v.permit_no NULLS LAST, r.dmf_key;
-
--- name: period_events
-SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
-       e.record_id, e.base_record_id,
-       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename, e.watchlist_hit,
-       e.watch_reasons, e.changed_fields, e.cosmetic_fields,
-       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address, v.countries,
-       v.issue_date, v.target_class, v.ingredient_key, v.manufacturer_key, v.base_permit_no, v.cohort
-FROM events e
-LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
-WHERE e.day_id BETWEEN ? AND ?
-ORDER BY e.day_id, e.event_id;
-
--- name: period_changes
-SELECT event_id, field, before, after, is_cosmetic, severity
-FROM event_changes
-WHERE day_id BETWEEN ? AND ?
-ORDER BY event_id;
-
--- name: period_runs
-SELECT day_id, status, base_day_id, population, coalesce(new_count, 0), coalesce(changed_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason
-FROM runs
-WHERE day_id BETWEEN ? AND ?
-ORDER BY day_id;

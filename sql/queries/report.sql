@@ -5,9 +5,12 @@ SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit
        e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
        e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields,
        v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
-       v.countries, v.issue_date, v.target_class
+       v.countries, v.issue_date, v.target_class,
+       e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
+       bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
+LEFT JOIN record_versions bv ON bv.version_id = e.base_version_id
 WHERE e.day_id = ?
 ORDER BY e.event_id;
 
@@ -67,3 +70,42 @@ SELECT name, label, value, expected, ok, detail FROM quality_checks WHERE day_id
 
 -- name: day_fetch_pages
 SELECT count(*), sum(attempts), sum(bytes), sum(elapsed_ms) FROM fetch_stats WHERE day_id = ?;
+
+-- name: recent_events
+-- every event of the accepted days in [from, to] (the 이력 sheet), same columns as day_events
+SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
+       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
+       v.countries, v.issue_date, v.target_class,
+       e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
+       bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
+       e.record_id, e.base_record_id
+FROM events e
+LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
+LEFT JOIN record_versions bv ON bv.version_id = e.base_version_id
+WHERE e.day_id BETWEEN ? AND ?
+ORDER BY e.day_id DESC, e.event_id;
+
+-- name: recent_changes
+SELECT event_id, field, before, after, is_cosmetic, severity
+FROM event_changes
+WHERE day_id BETWEEN ? AND ?
+ORDER BY event_id;
+
+-- name: rate_runs
+-- accepted comparisons up to a day: changed registrations, the base's population, the interval
+SELECT r.day_id, r.base_day_id, coalesce(r.changed_count, 0), b.population
+FROM runs r JOIN runs b ON b.day_id = r.base_day_id
+WHERE r.status = 'accepted' AND r.day_id <= ?
+ORDER BY r.day_id;
+
+-- name: population_on_or_before
+SELECT population FROM runs WHERE status IN ('accepted', 'baseline') AND day_id <= ? ORDER BY day_id DESC LIMIT 1;
+
+-- name: period_runs
+SELECT day_id, status, base_day_id, population, coalesce(new_count, 0), coalesce(changed_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason
+FROM runs
+WHERE day_id BETWEEN ? AND ?
+ORDER BY day_id;
