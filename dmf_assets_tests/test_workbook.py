@@ -555,7 +555,7 @@ def test_hyperlinks_search_the_registration_on_nedrug(accepted_book):
         assert len(r["link"]) <= 2000
     # the 100 k ingredient falls back to its base name, still a valid short link
     ws = wb[SHEET_NEW_WITHDRAWN]
-    links = [c.hyperlink.target for c in ws["O"][4:] if c.hyperlink]
+    links = [c.hyperlink.target for c in ws["P"][4:] if c.hyperlink]  # 자사 영향 sits before the link
     assert len(links) == 30
 
 
@@ -570,7 +570,7 @@ def test_frozen_panes_filters_print_setup_and_charts(accepted_book):
         assert ws["A1"].font.name == st.FONT_NAME
         assert ws.column_dimensions["A"].width >= 6
     assert wb[SHEET_EVENTS].freeze_panes == "A5"
-    assert wb[SHEET_EVENTS].auto_filter.ref == f"A4:R{4 + 90}"
+    assert wb[SHEET_EVENTS].auto_filter.ref == f"A4:S{4 + 90}"  # 19 columns incl. 자사 영향
     with zipfile.ZipFile(result.path) as zf:
         charts = [n for n in zf.namelist() if n.startswith("xl/charts/chart")]
     assert len(charts) == 4  # 30-90-day history + three top-20 aggregates

@@ -1,0 +1,313 @@
+"""`dmf history`, `dmf asof`, `dmf report` on real history databases (DESIGN.md §10, issue 12).
+
+Two histories, both built with the real storage code on a DuckDB file:
+- `emulated`: the emulator's 2026-10-01..08 through the pipeline (collect → normalize → judge →
+  diff_and_commit), with 10-06 rejected by a fault — what `dmf backfill` would leave behind;
+- `edited`: the 151 real MFDS rows, edited day by day by hand so every expectation is exact
+  (a registration changed twice, a site added, withdrawals, a number assigned).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from dmf_assets.cli import main
+from dmf_assets.domain.diff import diff_snapshots
+from dmf_assets.domain.gates import GateOutcome
+from dmf_assets.domain.model import EventType
+from dmf_assets.domain.snapshot import build_snapshot
+from dmf_assets.domain.text import display_text
+from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.storage import history
+from dmf_assets.storage.db import open_database
+
+START, END = date(2026, 10, 1), date(2026, 10, 8)
+REJECTED = date(2026, 10, 6)
+
+
+# --- histories -----------------------------------------------------------------------------------
+
+
+def build_emulated_history(database: Path, days: list[date], rejected: tuple[date, ...] = ()) -> Path:
+    """The emulator's served rows committed day by day with the storage layer's own functions (what the
+    pipeline's last step does; no Dagster run, no HTTP: fast, and independent of the orchestration code)."""
+    sim = RegistrySimulator()
+    with open_database(database, purpose="test") as conn:
+        for d in days:
+            items = sim.items(d)
+            if d in rejected:  # e.g. a page came back short: gate 2 rejects, nothing is written
+                conn.execute("INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?)",
+                             [history.day_id(d), len(items), len(items) - 20])
+                gate = GateOutcome(2, False, len(items) - 20.0, float(len(items)), f"{len(items) - 20:,} / {len(items):,}",
+                                   "수신 건수 = totalCount", "20건 누락")
+                history.reject_day(conn, d, gate)
+            else:
+                commit_items(conn, d, items)
+    return database
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory) -> Path:
+    days = [START + timedelta(days=i) for i in range((END - START).days + 1)]
+    return build_emulated_history(tmp_path_factory.mktemp("emulated") / "dmf.duckdb", days, (REJECTED,))
+
+
+def _ok_churn() -> GateOutcome:
+    return GateOutcome(6, True, 0.0, 0.1, "ok", "≤ 10 %", "test")
+
+
+def commit_items(conn, day: date, items: list[dict]):
+    """Commit one day's rows exactly as the pipeline's last step does."""
+    keyed = build_snapshot(items)
+    base = history.comparison_base(conn, day)
+    base_frame = history.load_snapshot(conn, base.day) if base.day else None
+    seen = history.previously_seen(conn, base.day) if base.day else []
+    diff = diff_snapshots(base_frame, keyed, previously_seen=seen)
+    conn.execute("INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?) "
+                 "ON CONFLICT DO NOTHING", [history.day_id(day), len(items), len(items)])
+    return history.commit_day(conn, day, keyed, diff, base=base, churn=_ok_churn())
+
+
+@dataclass
+class Edited:
+    database: Path
+    days: list[date]
+    twice: str  # changed on day 2 and day 3
+    site_added: str  # a third site (in China, already listed) on day 4
+    site_name: str
+    withdrawn: list[str]  # gone on day 5
+    items: dict[date, list[dict]]
+
+
+E_DAYS = [date(2026, 9, 1) + timedelta(days=i) for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory, real_items) -> Edited:
+    twice, site = "20050831-37-C-34-05(4)", "20210626-211-J-1002"
+    d1 = copy.deepcopy(real_items)
+    d2 = copy.deepcopy(d1)
+    row = next(r for r in d2 if r["DMF_PERMIT_NO"] == twice)
+    row["MNFCTR_PLACE"] = "Plot 1, Phase I, Hyderabad, India"
+    d3 = copy.deepcopy(d2)
+    row = next(r for r in d3 if r["DMF_PERMIT_NO"] == twice)
+    row["MNFCTR_PLACE"] = "Plot 99, Phase III, Visakhapatnam, India"
+    row["DMF_PERMIT_DATE"] = "2016-01-01"
+    d4 = copy.deepcopy(d3)
+    row = next(r for r in d4 if r["DMF_PERMIT_NO"] == site)
+    name = "Zhejiang Huahai Pharmaceutical Co., Ltd."
+    row["MNFCTR_NAME"] += "," + name
+    row["MNFCTR_PLACE"] += ",Xunqiao, Linhai, Zhejiang, China"
+    row["MANUF_COUNTRY_CODE_NM"] += ",중국"
+    d5 = copy.deepcopy(d4)
+    gone = [r["DMF_PERMIT_NO"] for r in d5[100:105]]  # 5 of 151 = 3.3 % withdrawn
+    d5 = d5[:100] + d5[105:]
+    items = dict(zip(E_DAYS, (d1, d2, d3, d4, d5)))
+    database = tmp_path_factory.mktemp("edited") / "h.duckdb"
+    with open_database(database) as conn:
+        for d in E_DAYS:
+            commit_items(conn, d, items[d])
+    return Edited(database, E_DAYS, twice, site, name, gone, items)
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def jsonl(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+# --- dmf history ---------------------------------------------------------------------------------
+
+
+def test_history_has_a_changed_line_on_every_day_the_emulator_changed_a_registration(emulated, capsys):
+    """Per `dmf emulator truth --old B --new D` for every accepted day D (B = its comparison base)."""
+    sim = RegistrySimulator()
+    with open_database(emulated) as conn:
+        accepted = [history.to_date(d) for (d,) in conn.execute(
+            "SELECT day_id FROM runs WHERE status = 'accepted' ORDER BY 1").fetchall()]
+        bases = {d: history.run_row(conn, d)["base_day_id"] for d in accepted}
+    assert REJECTED not in accepted and len(accepted) == 6
+    checked = 0
+    for day in accepted:
+        base = history.to_date(bases[day])
+        truth = sim.truth(base, day)
+        for change in truth.of_type(EventType.CHANGED):
+            if not change.substantive_fields or not change.permit_no:
+                continue
+            # any spelling that normalizes to the number: lower case, spaces around the dashes
+            spelled = change.permit_no.lower().replace("-", " - ")
+            code, out, _ = run_cli(capsys, "history", spelled, "--format", "jsonl", "--database", str(emulated))
+            assert code == 0
+            lines = jsonl(out)
+            changed = [ln for ln in lines if ln["kind"] == "event" and ln["event_type"] == "CHANGED" and ln["day"] == day.isoformat()]
+            assert changed, (day, change)
+            assert {c["field"] for c in changed[0]["changes"] if not c["is_cosmetic"]} >= set(change.substantive_fields)
+            assert changed[0]["base_day"] == base.isoformat()
+            versions = [ln for ln in lines if ln["kind"] == "version"]
+            assert len(versions) >= 2 and versions[-1]["first_seen"] == day.isoformat()
+            checked += 1
+    assert checked >= 3  # the emulator changes a few registrations per week
+
+
+def test_history_of_a_registration_changed_twice_lists_both_versions_in_order(edited, capsys):
+    code, out, _ = run_cli(capsys, "history", edited.twice, "--format", "jsonl", "--database", str(edited.database))
+    assert code == 0
+    lines = jsonl(out)
+    versions = [ln for ln in lines if ln["kind"] == "version"]
+    events = [ln for ln in lines if ln["kind"] == "event"]
+    assert [v["first_seen"] for v in versions] == [d.isoformat() for d in edited.days[:3]]
+    assert [v["last_seen"] for v in versions] == [edited.days[0].isoformat(), edited.days[1].isoformat(), edited.days[4].isoformat()]
+    assert [(e["day"], e["event_type"], e["severity"]) for e in events] == [
+        (edited.days[1].isoformat(), "CHANGED", "CRITICAL"), (edited.days[2].isoformat(), "CHANGED", "CRITICAL")]
+    second = {c["field"]: (c["before"], c["after"]) for c in events[1]["changes"]}
+    assert second["address"] == ("Plot 1, Phase I, Hyderabad, India", "Plot 99, Phase III, Visakhapatnam, India")
+    assert second["issue_date"][1] == "2016-01-01"
+    # the table format says the same in words
+    code, out, _ = run_cli(capsys, "history", edited.twice, "--database", str(edited.database))
+    assert code == 0 and "제조소 소재지: Plot 1, Phase I, Hyderabad, India → Plot 99, Phase III, Visakhapatnam, India" in out
+
+
+def test_history_shows_an_added_site_as_a_site(edited, capsys):
+    code, out, _ = run_cli(capsys, "history", edited.site_added, "--database", str(edited.database))
+    assert code == 0
+    assert f"제조소 추가: {edited.site_name} (중국)" in out
+    assert "(표기)" not in out  # 제조국 「인도,중국 → 인도,중국,중국」 is not a re-typing
+
+
+def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "history", "--applicant", "하이플", "--ingredient", "메트 포르민",
+                           "--format", "jsonl", "--database", str(edited.database))
+    assert code == 0
+    keys = {ln["dmf_key"] for ln in jsonl(out)}
+    assert edited.twice in keys and all(k.startswith("2") or k.startswith("수") for k in keys)
+    target = tmp_path / "h.xlsx"
+    code, out, _ = run_cli(capsys, "history", edited.twice, "--format", "xlsx", "--out", str(target),
+                           "--database", str(edited.database))
+    assert code == 0 and str(target) in out
+    wb = load_workbook(target)
+    assert wb.sheetnames == ["이벤트", "버전"]
+    rows = [r for r in wb["이벤트"].iter_rows(min_row=5, values_only=True) if r[0]]
+    assert len(rows) == 2 and all(r[3] == "변경" for r in rows)
+    assert len([r for r in wb["버전"].iter_rows(min_row=5, values_only=True) if r[0]]) == 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("history",), "하나가 필요합니다"),
+    (("history", "19990101-1-A-1-01"), "이력에 해당 등록이 없습니다"),
+    (("history", "   "), "빈 등록번호"),
+    (("asof", "2020-01-01"), "정상 수집(반영)된 날이 없습니다"),
+    (("report", "--from", "2026-09-05", "--to", "2026-09-01"), "앞섭니다"),
+])
+def test_bad_arguments_are_one_line_dmf_errors(edited, capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv, "--database", str(edited.database))
+    assert code == 2 and err.startswith("dmf: ") and message in err and "Traceback" not in err
+
+
+def test_missing_database_is_a_clear_error(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "asof", "2026-10-01", "--database", str(tmp_path / "none.duckdb"))
+    assert code == 2 and "이력 DB가 없습니다" in err
+    assert not (tmp_path / "none.duckdb").exists()  # asking never creates an empty database
+
+
+# --- dmf asof ------------------------------------------------------------------------------------
+
+
+def test_asof_returns_the_registry_the_source_served_that_day(emulated, capsys):
+    sim = RegistrySimulator()
+    served = len(sim.items(date(2026, 10, 5)))
+    code, out, err = run_cli(capsys, "asof", "2026-10-05", "--format", "jsonl", "--database", str(emulated))
+    assert code == 0
+    rows = jsonl(out)
+    assert abs(len(rows) - served) <= 2, (len(rows), served)
+    assert len({r["dmf_key"] for r in rows}) == len(rows)
+    assert all(r["asof_day"] == "2026-10-05" for r in rows)
+    grants = [r for r in rows if r["permit_grant"]]
+    assert grants and all(r["permit_no"].startswith(r["base_permit_no"]) for r in grants)
+    assert all(r["cohort"] == f"{int(r['permit_ingr_no'])}-{r['permit_group']}" for r in rows if r["permit_group"])
+    multi = [r for r in rows if r["site_count"] > 1]
+    assert multi and all(len(r["sites"]) == r["site_count"] for r in multi)
+    assert all(r["first_seen"] <= "2026-10-05" for r in rows)
+
+
+def test_asof_a_rejected_day_is_the_last_accepted_day_before_it(emulated, capsys):
+    code, out, err = run_cli(capsys, "asof", REJECTED.isoformat(), "--format", "jsonl", "--database", str(emulated))
+    assert code == 0 and "2026-10-05" in err and "반영되지 않은 날" in err
+    assert {r["asof_day"] for r in jsonl(out)} == {"2026-10-05"}
+
+
+def test_asof_values_follow_the_day(edited, capsys, tmp_path):
+    """The registry exactly as accepted: day 2 shows the first new address, day 4 the second."""
+    def row_on(day: date) -> dict:
+        code, out, _ = run_cli(capsys, "asof", day.isoformat(), "--format", "jsonl", "--database", str(edited.database))
+        assert code == 0
+        return next(r for r in jsonl(out) if r["dmf_key"] == edited.twice)
+
+    assert row_on(edited.days[0])["address"] != "Plot 1, Phase I, Hyderabad, India"
+    r2 = row_on(edited.days[1])
+    assert r2["address"] == "Plot 1, Phase I, Hyderabad, India" and r2["last_changed"] == edited.days[1].isoformat()
+    r4 = row_on(edited.days[3])
+    assert r4["address"] == "Plot 99, Phase III, Visakhapatnam, India" and r4["last_changed"] == edited.days[2].isoformat()
+    assert r4["times_changed"] == 2 and r4["first_seen"] == edited.days[0].isoformat()
+    # csv (Excel-friendly BOM) and xlsx carry the same rows
+    csv_path, xlsx_path = tmp_path / "a.csv", tmp_path / "a.xlsx"
+    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "csv", "--out", str(csv_path),
+                   "--database", str(edited.database))[0] == 0
+    text = csv_path.read_bytes()
+    assert text.startswith("\ufeff".encode()) and len(text.decode("utf-8-sig").splitlines()) == 1 + 146
+    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "xlsx", "--out", str(xlsx_path),
+                   "--database", str(edited.database))[0] == 0
+    ws = load_workbook(xlsx_path)["전체현황"]
+    assert ws.max_row - 4 == 146 and ws.auto_filter.ref.startswith("A4:")
+
+
+# --- dmf report ----------------------------------------------------------------------------------
+
+
+def test_period_report_on_the_emulated_week_opens_in_openpyxl(emulated, capsys, tmp_path):
+    out_file = tmp_path / "week.xlsx"
+    code, out, _ = run_cli(capsys, "report", "--from", "2026-10-02", "--to", "2026-10-08", "--out", str(out_file),
+                           "--database", str(emulated))
+    assert code == 0 and str(out_file) in out
+    wb = load_workbook(out_file)
+    assert wb.sheetnames == ["요약", "순변경", "전체 이벤트", "필드 변경", "메타"]
+    with open_database(emulated) as conn:
+        n_events = conn.execute("SELECT count(*) FROM events WHERE day_id BETWEEN 20261002 AND 20261008").fetchone()[0]
+    events = [r for r in wb["전체 이벤트"].iter_rows(min_row=5, values_only=True) if r[0]]
+    assert len(events) == n_events > 0
+    header = [c.value for c in wb["순변경"][4]]
+    assert header[-3:] == ["검토자", "검토일", "의견"]
+    net = [r for r in wb["순변경"].iter_rows(min_row=5, values_only=True) if r[0]]
+    assert net and all(r[-3:] == (None, None, None) for r in net)  # left empty for the reviewer
+    assert "수집 실패 1일" in wb["요약"]["A1"].value
+
+
+def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, capsys, tmp_path):
+    out_file = tmp_path / "p.xlsx"
+    code, _, _ = run_cli(capsys, "report", "--from", edited.days[1].isoformat(), "--to", edited.days[4].isoformat(),
+                         "--out", str(out_file), "--database", str(edited.database))
+    assert code == 0
+    ws = load_workbook(out_file)["순변경"]
+    header = [c.value for c in ws[4]]
+    rows = [dict(zip(header, r)) for r in ws.iter_rows(min_row=5, values_only=True) if r[0]]
+    twice = [r for r in rows if r["관리 키"] == edited.twice]
+    assert len(twice) == 1 and twice[0]["이벤트 수"] == 2 and twice[0]["순변경"] == "변경"
+    text = twice[0]["순변경 내용 (기간 처음 전 → 마지막 후)"]
+    original = next(i for i in edited.items[edited.days[0]] if i["DMF_PERMIT_NO"] == edited.twice)
+    assert f"제조소 소재지: {display_text(original['MNFCTR_PLACE'])} → Plot 99, Phase III, Visakhapatnam, India" in text
+    assert "Plot 1, Phase I" not in text  # the intermediate value is not a net change
+    withdrawn = {r["관리 키"] for r in rows if r["순변경"] == "취하"}
+    assert withdrawn == set(edited.withdrawn)
+    site = next(r for r in rows if r["관리 키"] == edited.site_added)
+    assert f"제조소 추가: {edited.site_name} (중국)" in site["순변경 내용 (기간 처음 전 → 마지막 후)"]
+    assert len(rows) == 1 + 1 + len(edited.withdrawn)
