@@ -1,0 +1,91 @@
+"""The production Dagster instance on PostgreSQL (dagster_home/dagster.postgres.yaml) against a real
+PostgreSQL server started by the test: the real asset graph runs days through it, and the runs, the
+materializations and a rejected day's failed gate check (on its partition) are in the server database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from dmf_assets.settings import PROJECT_ROOT, load_settings
+from dmf_assets_tests import pg_server
+
+TEMPLATE = PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml"
+DAYS = ["2026-10-05", "2026-10-06", "2026-10-07"]
+FAULTS = {"2026-10-07": "page_missing_rows"}  # gate 2 (completeness) rejects the third day
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+def test_template_is_dagster_yaml_with_postgres_storage_and_no_secret():
+    pg = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    sqlite = yaml.safe_load((PROJECT_ROOT / "dagster_home" / "dagster.yaml").read_text(encoding="utf-8"))
+    storage = pg.pop("storage")
+    sqlite.pop("storage", None)
+    assert pg == sqlite  # run queue, pools, run monitoring: the same safety rails
+    db = dict(storage["postgres"]["postgres_db"])
+    assert db.pop("scheme") == "postgresql+psycopg2"  # the installed driver (SQLAlchemy 2.1 defaults to psycopg 3)
+    assert db == {k: {"env": f"DAGSTER_PG_{v}"} for k, v in
+                  {"hostname": "HOST", "port": "PORT", "db_name": "DB", "username": "USERNAME", "password": "PASSWORD"}.items()}
+
+
+@pytest.fixture(scope="module")
+def server():
+    if pg_server.server_binaries() is None:
+        pytest.skip("PostgreSQL server binaries are not installed (Debian: apt-get install -y postgresql)")
+    with pg_server.postgres_server() as srv:
+        yield srv
+
+
+def graph_assets() -> list:
+    from dmf_assets.defs import assets as a
+
+    return [a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff, a.events, a.xlsx_report]
+
+
+@pytest.mark.slow
+def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypatch):
+    from dmf_assets.defs.resources import build_resources
+
+    for key, value in {**server.env, "MFDS_SERVICE_KEY": "FAKEKEY+abc/123=="}.items():
+        monkeypatch.setenv(key, value)
+    home = pg_server.write_postgres_home(tmp_path / "dagster_home", PROJECT_ROOT)
+    assert server.password not in (home / "dagster.yaml").read_text(encoding="utf-8")
+    instance = dg.DagsterInstance.from_config(str(home))
+    assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+    assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+    assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
+
+    resources = build_resources(load_settings(), root=tmp_path, emulator_faults=FAULTS)
+    results = {day: dg.materialize(graph_assets(), partition_key=day, instance=instance, resources=resources,
+                                   raise_on_error=False, run_config=QUIET) for day in DAYS}
+    assert results["2026-10-05"].success and results["2026-10-06"].success
+    assert not results["2026-10-07"].success  # the blocking gate check stops the rejected day's run
+
+    reports = tmp_path / "reports"
+    assert (reports / "DMF_리포트_2026-10-05.xlsx").is_file() and (reports / "DMF_리포트_2026-10-06.xlsx").is_file()
+
+    # another process's view of the same instance: everything is in the server, nothing in local files
+    other = dg.DagsterInstance.from_config(str(home))
+    runs = other.get_runs()
+    assert sorted(r.tags.get("dagster/partition") for r in runs) == DAYS
+    verdicts = other.fetch_materializations(dg.AssetKey("integrity_verdict"), limit=10).records
+    by_day = {r.partition_key: r.asset_materialization.metadata["verdict"].value for r in verdicts}
+    assert sorted(by_day) == DAYS and by_day["2026-10-07"] == "rejected"
+    assert by_day["2026-10-05"] != "rejected" and by_day["2026-10-06"] != "rejected"
+    rejected_run = results["2026-10-07"].run_id
+    checks = [e.dagster_event.event_specific_data for e in
+              other.all_logs(rejected_run, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    failed = [c for c in checks if not c.passed]
+    assert failed and {c.partition for c in failed} == {"2026-10-07"}
+    assert not list(home.glob("**/*.db")), "no SQLite storage may be created beside a PostgreSQL instance"
+
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM runs")
+        assert cur.fetchone()[0] == 3
+        cur.execute("SELECT count(*) FROM event_logs WHERE run_id = %s", [rejected_run])
+        assert cur.fetchone()[0] > 10
+    other.dispose()
+    instance.dispose()
