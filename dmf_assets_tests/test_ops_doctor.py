@@ -17,13 +17,13 @@ import duckdb
 import pytest
 
 from dmf_assets import cli
-from dmf_assets.ops.backup import BackupError, backup_database, backup_time, list_backups
 from dmf_assets.clock import KST
+from dmf_assets.ops.backup import BackupError, backup_database, backup_time, list_backups
 from dmf_assets.ops.common import project_paths, table_counts
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Thresholds, run_doctor
-from dmf_assets.orchestration import runner
+from dmf_assets.runs import launch
 from dmf_assets.settings import PROJECT_ROOT, load_settings
-from dmf_assets.storage.db import open_database
+from dmf_assets.storage.db import migrations, open_database
 from dmf_assets_tests.graph_support import make_workspace
 
 DAYS = [date(2026, 10, 5) + timedelta(days=i) for i in range(3)]
@@ -58,7 +58,7 @@ def lock_held(database: Path, seconds: float):
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory):
     ws = make_workspace(tmp_path_factory.mktemp("ops_doctor"))
-    reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
+    reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
     assert all(r.success for r in reports), reports
     return ws
 
@@ -91,7 +91,7 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
     status = {c.name: c.status for c in report.checks}
     assert status == {
         "database": OK, "schema": OK, "references": OK, "days": OK, "freshness": OK,
-        "lock": OK, "backup": WARN, "disk": OK, "sizes": OK,  # no backup taken yet: a warning, not a failure
+        "lock": OK, "backup": WARN, "disk": OK, "temp_files": OK, "sizes": OK,  # no backup taken yet: a warning, not a failure
     }, report.table()
     counts = report.check("database").details["tables"]
     with open_database(healthy.database, purpose="test") as conn:
@@ -107,7 +107,7 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
 
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--today", LAST.isoformat())
     assert rc == 0 and err == ""
-    assert "결과 / result: OK 8 · WARN 1 · FAIL 0" in out and "references" in out
+    assert "결과 / result: OK 9 · WARN 1 · FAIL 0" in out and "references" in out
 
 
 def test_real_command_prints_json(healthy):
@@ -199,7 +199,7 @@ def test_edited_migration_checksum_fails(healthy, tmp_path):
     schema = report.check("schema")
     assert schema.status == FAIL and report.exit_code() == 2
     assert "0001_history.sql was edited after it was applied" in schema.message_en
-    assert schema.details["problems"] and schema.details["applied"] == [1]
+    assert schema.details["problems"] and schema.details["applied"] == [m.version for m in migrations()]
 
 
 def test_pending_migration_is_a_warning(healthy, tmp_path):
@@ -207,7 +207,8 @@ def test_pending_migration_is_a_warning(healthy, tmp_path):
     with open_database(copy, purpose="test") as conn:
         conn.execute("DELETE FROM schema_migrations")
     report = run_doctor(_paths(healthy, copy), now=_at(LAST))
-    assert report.check("schema").status == WARN and report.check("schema").details["pending"] == [1]
+    assert report.check("schema").status == WARN
+    assert report.check("schema").details["pending"] == [m.version for m in migrations()]
     assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
 
 
