@@ -9,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 import duckdb
 
+from dmf_assets.clock import now_kst
 from dmf_assets.defs.maintenance import backup_history, daily_maintenance, dmf_maintenance_job, prune_retention
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops.backup import list_backups
-from dmf_assets.clock import now_kst
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.test_ops_retention import _file, _raw_day, make_history
 
