@@ -172,3 +172,36 @@ def test_each_rule(tmp_path, text, expected):
     message = str(err.value)
     assert expected in message and str(cfg) in message, message
     assert "pydantic" not in message and "Traceback" not in message
+
+
+def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path):
+    """The issue's reproduction: drop_max_ratio = 5 + churn_max_ratio = 10 on a mass_disappearance day once
+    committed thousands of false WITHDRAWN; a negative threshold rejected (and deleted) a good day."""
+    import hashlib
+
+    import duckdb
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {"DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "settings-contract-key"}
+    good = project_config(tmp_path, "[gates]\ndrop_max_ratio = 0.05\n")
+    first = dmf("run", "--date", "2026-10-05", config=good, env_extra=env)
+    database = tmp_path / "data" / "dmf.duckdb"
+    assert first.returncode == 0 and database.is_file(), (first.stdout[-2000:], first.stderr[-2000:])
+    before = hashlib.sha256(database.read_bytes()).hexdigest()
+
+    bad = project_config(tmp_path, "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
+    result = dmf("run", "--date", "2026-10-06", "--fault", "2026-10-06=mass_disappearance", config=bad, env_extra=env)
+    assert_refused(result, "gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05")
+    negative = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n")
+    result = dmf("run", "--date", "2026-10-05", config=negative, env_extra=env)
+    assert_refused(result, "gates.null_max_ratio")
+
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == before  # not one byte written
+    conn = duckdb.connect(str(database), read_only=True)
+    try:
+        assert conn.execute("SELECT count(*) FROM events WHERE event_type = 'WITHDRAWN'").fetchone()[0] <= 5
+        assert conn.execute("SELECT day_id, status FROM runs ORDER BY day_id").fetchall() == [(20261005, "baseline")]
+    finally:
+        conn.close()
