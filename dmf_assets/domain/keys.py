@@ -13,7 +13,6 @@ unlike polars' own hash.
 
 from __future__ import annotations
 
-import duckdb
 import polars as pl
 
 from dmf_assets.domain.model import FIELD_COLUMNS
@@ -47,20 +46,40 @@ def _hash_sql(columns: tuple[str, ...]) -> str:
     return f"left(md5({parts}), 16)"
 
 
+#: rows hashed per DuckDB query: bounds the Arrow copy of the hashed columns (≈400 bytes a row)
+HASH_BATCH_ROWS = 65_536
+
+_connection = None
+
+
+def _duckdb():
+    """One in-memory DuckDB for the hashes of this process (connecting costs more than hashing 9 k rows)."""
+    global _connection
+    if _connection is None:
+        import duckdb
+
+        _connection = duckdb.connect()
+    return _connection
+
+
 def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     """content_hash, identity_hash and syn_basis_hash for every row (same order)."""
     needed = sorted(set(CONTENT_COLUMNS) | set(IDENTITY_COLUMNS) | set(SYN_BASIS_COLUMNS))
-    cols = frame.select(needed)
-    con = duckdb.connect()
+    sql = (
+        f"SELECT {_hash_sql(CONTENT_COLUMNS)} AS content_hash, "
+        f"{_hash_sql(IDENTITY_COLUMNS)} AS identity_hash, "
+        f"{_hash_sql(SYN_BASIS_COLUMNS)} AS syn_basis_hash FROM hash_input"
+    )
+    con = _duckdb().cursor()  # a cursor of its own: safe if two threads hash at once
+    parts = []
     try:
-        con.register("f", cols.to_arrow())
-        return con.sql(
-            f"SELECT {_hash_sql(CONTENT_COLUMNS)} AS content_hash, "
-            f"{_hash_sql(IDENTITY_COLUMNS)} AS identity_hash, "
-            f"{_hash_sql(SYN_BASIS_COLUMNS)} AS syn_basis_hash FROM f"
-        ).pl()
+        for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
+            con.register("hash_input", frame.slice(offset, HASH_BATCH_ROWS).select(needed).to_arrow())
+            parts.append(con.sql(sql).pl())
+            con.unregister("hash_input")
     finally:
         con.close()
+    return pl.concat(parts) if len(parts) > 1 else parts[0]
 
 
 def with_identity_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -78,13 +97,17 @@ def with_group_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def assign_keys(normalized: pl.DataFrame) -> pl.DataFrame:
-    """Add KEY_COLUMNS to a normalized frame (`domain.normalize.normalize_items` output).
+def with_row_keys(normalized: pl.DataFrame) -> pl.DataFrame:
+    """The per-row half of `assign_keys`: applicant_identity, the three hashes, is_synthetic, group_key.
 
-    Row order is preserved. Pure and deterministic: same rows in any order -> same keys.
+    Each depends on the row's own values only, so rows shared by two snapshots can be keyed once.
     """
     frame = with_identity_columns(normalized)
-    frame = with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+    return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+
+
+def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    """The per-snapshot half: dup_rank, dup_count and dmf_key (needs `row_no` = position in the snapshot)."""
     columns = frame.columns
     frame = frame.with_columns(dup_count=pl.len().over("group_key").cast(pl.Int32))
     # Only duplicate numbers (≈0.3 % of rows) need a rank; sorting just those keeps 1 M rows cheap.
@@ -94,13 +117,24 @@ def assign_keys(normalized: pl.DataFrame) -> pl.DataFrame:
         .sort("group_key", "identity_hash", "content_hash", "row_no")
         .select("row_no", dup_rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("group_key"))
     )
-    frame = (
-        frame.join(ranked, on="row_no", how="left", maintain_order="left")
-        .with_columns(pl.col("dup_rank").fill_null(1))  # a number seen once is rank 1 of 1
-        .select(*columns, "dup_rank", "dup_count")
+    # only the rank column is joined: a join of the whole frame would copy every column
+    dup_rank = (
+        frame.select("row_no")
+        .join(ranked, on="row_no", how="left", maintain_order="left")
+        .get_column("dup_rank")
+        .fill_null(1)  # a number seen once is rank 1 of 1
     )
+    frame = frame.with_columns(dup_rank).select(*columns, "dup_rank", "dup_count")
     return frame.with_columns(
         dmf_key=pl.when(pl.col("dup_rank") == 1)
         .then(pl.col("group_key"))
         .otherwise(pl.col("group_key") + pl.lit("#") + pl.col("dup_rank").cast(pl.Utf8))
     )
+
+
+def assign_keys(normalized: pl.DataFrame) -> pl.DataFrame:
+    """Add KEY_COLUMNS to a normalized frame (`domain.normalize.normalize_items` output).
+
+    Row order is preserved. Pure and deterministic: same rows in any order -> same keys.
+    """
+    return with_snapshot_keys(with_row_keys(normalized))

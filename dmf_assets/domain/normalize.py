@@ -342,7 +342,8 @@ def normalize_items(raw: pl.DataFrame | list[Mapping[str, object]]) -> pl.DataFr
     )
     out = out.with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))
     out = _site_columns(out)
-    return out.select([pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items()])
+    # one chunk per column: gathers and joins on a multi-chunk nested column (sites) are many times slower
+    return out.select([pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items()]).rechunk()
 
 
 assert tuple(NORMALIZED_SCHEMA) == tuple(NORMALIZED_COLUMNS)

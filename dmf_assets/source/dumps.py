@@ -20,8 +20,8 @@ whose fetch failed or whose pages are missing, a dump with no rows at all.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
-import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -53,9 +53,17 @@ class Dump:
     pages: int = 1
     label: str = ""  # what to call this dump in messages (day or file name)
 
+    rows_received: int | None = None  # set by `without_rows`, which keeps the facts but not the frame
+
     @property
     def rows(self) -> int:
-        return self.frame.height
+        return self.frame.height if self.rows_received is None else self.rows_received
+
+    def without_rows(self) -> Dump:
+        """The same facts without the raw frame (to free its memory once the rows are normalized)."""
+        import polars as pl
+
+        return dataclasses.replace(self, frame=pl.DataFrame(), rows_received=self.rows)
 
 
 #: bytes read per block when streaming an items JSON file
@@ -176,7 +184,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
             raise _NotFast
         meta = {}
     frames = [f for f in frames if f.height]
-    frame = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
+    frame = pl.concat(frames) if frames else pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
     return frame, meta
 
 
