@@ -56,6 +56,16 @@ class PgServer:
         return {"DAGSTER_PG_HOST": HOST, "DAGSTER_PG_PORT": str(self.port), "DAGSTER_PG_DB": DATABASE,
                 "DAGSTER_PG_USERNAME": USER, "DAGSTER_PG_PASSWORD": self.password}
 
+    def server_cpu_s(self) -> float | None:
+        """CPU seconds of the server so far: the postmaster and its exited backends (Linux /proc)."""
+        try:
+            pid = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError, IndexError):
+            return None
+        ticks = os.sysconf("SC_CLK_TCK")
+        return sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
+
     def connect(self, dbname: str = DATABASE):
         import psycopg2
 

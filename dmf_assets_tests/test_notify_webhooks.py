@@ -199,3 +199,30 @@ def test_kinds_cover_the_design():
     assert notify.withdrawal_share_exceeded(184, 9_167, 0.02) and not notify.withdrawal_share_exceeded(183, 9_167, 0.02)
     assert notify.slow_run(91, [30] * 14, 3.0) == 30 and notify.slow_run(89, [30] * 14, 3.0) is None
     assert notify.slow_run(500, [30] * 3) is None  # too few samples to judge
+
+
+def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
+    watched = notify.EventLine("NEW", "HIGH", "20261127-3", "메트포르민염산염", "(주)파마피아", "Zhejiang Huahai", "중국",
+                               watchlist_hit=True, watch_reasons=("성분: 메트포르민",))
+    quiet = notify.ReportDelivery(DAY, "accepted", None, "2026-11-26", new=1, registry_size=9_170, watchlist_hits=1,
+                                  events=(watched,))
+    heavy = notify.ReportDelivery("2026-11-28", "accepted", None, DAY, withdrawn=200, registry_size=9_000)
+    rejected = notify.ReportDelivery("2026-11-29", "rejected", None, DAY, registry_size=9_000, withdrawn=0)
+    with webhook_receiver() as hook:
+        settings = settings_for(tmp_path / "alerts", webhooks=[hook.url()])
+        report, alerts = notify.deliver_day(settings, quiet, **FAST)
+        got = [hook.next()["json"] for _ in range(2)]
+        _, heavy_alerts = notify.deliver_day(settings, heavy, **FAST)
+        got += [hook.next()["json"] for _ in range(2)]
+        _, none = notify.deliver_day(settings, rejected, **FAST)
+        got.append(hook.next()["json"])
+        assert hook.received.empty()
+    assert report.status == "sent" and [a.kind for a in alerts] == ["watchlist_hit"]
+    assert [a.kind for a in heavy_alerts] == ["withdrawal_share"] and none == []
+    kinds = [(g["type"], g["kind"], g["day"]) for g in got]
+    assert kinds == [("report", "report", DAY), ("alert", "watchlist_hit", DAY),
+                     ("report", "report", "2026-11-28"), ("alert", "withdrawal_share", "2026-11-28"),
+                     ("report", "report", "2026-11-29")]
+    assert got[0]["subject"] == "[DMF] 2026-11-27 — 신규 1 · 변경 0 · 취하 0 · 관심목록 1"
+    assert "(주)파마피아이(가) 메트포르민염산염을(를) 등록했습니다" in got[1]["text"]
+    assert "2.2 %" in got[3]["subject"]

@@ -131,3 +131,21 @@ def test_serve_reports_is_a_real_server_that_stops_on_sigterm(tmp_path):
             proc.wait(timeout=10)
     assert proc.returncode == 0, err
     assert "중지됨 / stopped" in out and "Traceback" not in err
+
+
+def test_notify_test_command_reaches_a_real_receiver(tmp_path, capsys):
+    from dmf_assets_tests.notify_servers import webhook_receiver
+
+    with webhook_receiver() as hook:
+        config = tmp_path / "local.toml"
+        config.write_text(f'[alerts]\nwebhook_urls = ["{hook.url()}"]\n[paths]\nalerts_dir = "{tmp_path / "alerts"}"\n',
+                          encoding="utf-8")
+        assert main(["notify-test", "--config", str(config)]) == 0
+        body = hook.next()["json"]
+    assert body["kind"] == "test" and "알림 시험" in body["subject"]
+    assert "시험 발송 완료" in capsys.readouterr().out
+    assert main(["notify-test", "--config", str(config), "--status"]) == 0
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    assert main(["notify-test", "--config", str(empty)]) == 2
+    assert "알림 채널이 설정되지 않았습니다" in capsys.readouterr().err

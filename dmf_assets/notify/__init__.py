@@ -17,12 +17,14 @@ from dmf_assets.notify.config import EmailConfig, NotifyConfig, notify_config
 from dmf_assets.notify.delivery import (
     ChannelResult,
     DeliveryRecord,
+    deliver_day,
     deliver_report,
     delivery_summary,
     pending_failures,
     read_ledger,
     retry_failed,
     send_alert,
+    send_test,
 )
 from dmf_assets.notify.messages import (
     ALERT_KINDS,
@@ -44,6 +46,7 @@ from dmf_assets.notify.messages import (
     Message,
     ReportDelivery,
     alert_daemon_down,
+    alerts_for_day,
     alert_overdue,
     alert_rejected,
     alert_rejected_streak,

@@ -89,6 +89,10 @@ class DeliveryRecord:
             parts.append(self.error)
         return "; ".join(parts)
 
+    def metadata(self) -> dict[str, str]:
+        """Plain values for a materialization's metadata (the Dagster UI shows them)."""
+        return {"delivery_status": self.status, "delivery": self.line()}
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["channels"] = [asdict(c) for c in self.channels]
@@ -336,6 +340,34 @@ def retry_failed(settings: Any, *, alerts_dir: str | Path | None = None, **overr
         except Exception as exc:
             log.warning("재발송 실패 / retry failed for %s: %s: %s", old.id, type(exc).__name__, exc)
     return out
+
+
+def deliver_day(settings: Any, delivery: ReportDelivery, *, alerts_dir: str | Path | None = None,
+                **overrides: Any) -> tuple[DeliveryRecord, list[DeliveryRecord]]:
+    """After a day's workbook: deliver it, then raise the alerts the day itself calls for
+    (watchlist hit, withdrawal share). Returns (the report's record, the new alerts' records)."""
+    from dmf_assets.notify.messages import alerts_for_day
+
+    record = deliver_report(settings, delivery, alerts_dir=alerts_dir, **overrides)
+    cfg = _config(settings, alerts_dir, overrides)
+    sent = [send_alert(cfg, a) for a in alerts_for_day(delivery, withdrawal_share_max=cfg.withdrawal_share_max)]
+    return record, [r for r in sent if r is not None]
+
+
+def send_test(settings: Any, *, alerts_dir: str | Path | None = None, **overrides: Any) -> DeliveryRecord:
+    """A test message to every configured channel (`dmf notify-test`); not de-duplicated, not in the ledger."""
+    cfg = _config(settings, alerts_dir, overrides)
+    now = now_kst()
+    message = Message(
+        subject=f"[DMF] 알림 시험 / test — {now:%Y-%m-%d %H:%M} KST", title="DMF Watch 알림 채널 시험 발송입니다 (test message).",
+        level="info", kind="test", day=now.date().isoformat(),
+        sections=(("무슨 일 / What happened", "DMF Watch 알림 채널 시험 발송입니다 (test message)."),
+                  ("원인 / Why", "`dmf notify-test`를 실행했습니다."),
+                  ("조치 / What to do next", "이 메시지를 받았다면 설정이 맞습니다. 할 일은 없습니다.")),
+    )
+    results = _deliver(cfg, message, kind="test", attachment=None)
+    return DeliveryRecord("test", "test", message.day, "test", message.subject, _overall(results), results,
+                          now_kst().isoformat(timespec="seconds"))
 
 
 def delivery_summary(settings: Any, *, alerts_dir: str | Path | None = None, days: int = 7, **overrides: Any) -> dict:

@@ -641,3 +641,19 @@ def slow_run(seconds: float, recent_seconds: Sequence[float], factor: float = 3.
 
 def withdrawal_share_exceeded(withdrawn: int, registry_size: int | None, threshold: float = 0.02) -> bool:
     return bool(registry_size) and withdrawn / registry_size > threshold
+
+
+def alerts_for_day(delivery: ReportDelivery, *, withdrawal_share_max: float = 0.02) -> list[Alert]:
+    """The alerts a finished day raises by itself: watchlist hits (always, even on a quiet day) and
+    withdrawals above `withdrawal_share_max` of the registry on an accepted day."""
+    out = []
+    hits = [e.to_dict() for e in delivery.events if e.watchlist_hit]
+    if delivery.status != "rejected" and (hits or delivery.watchlist_hits):
+        out.append(alert_watchlist_hit(delivery.day, hits=hits or [f"관심목록 해당 {delivery.watchlist_hits}건 — 리포트 참조"],
+                                       run_id=delivery.run_id))
+    if delivery.status == "accepted" and withdrawal_share_exceeded(delivery.withdrawn, delivery.registry_size,
+                                                                    withdrawal_share_max):
+        out.append(alert_withdrawal_share(delivery.day, withdrawn=delivery.withdrawn,
+                                          registry_size=delivery.registry_size or 0,
+                                          threshold=withdrawal_share_max, run_id=delivery.run_id))
+    return out

@@ -117,6 +117,27 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
                  f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)", details), facts
 
 
+def delivery_check(settings: Any, root: Path | None = None) -> Check:
+    """Did every notification get through? WARN with the latest failure; WARN when no channel is set.
+    (`settings`: a Settings with the project `root`, or a notify.NotifyConfig.) Plain `dmf doctor` can
+    show it too: `checks.append(delivery_check(settings, paths.root))`."""
+    from dmf_assets import notify
+
+    cfg = settings if isinstance(settings, notify.NotifyConfig) else notify.notify_config(
+        settings, _alerts_dir(settings, Path(root)) if root else None)
+    pending = notify.pending_failures(cfg)
+    label = "알림 발송"
+    channels = ("e-mail" if cfg.email.enabled else "") + (f" webhook×{len(cfg.webhook_urls)}" if cfg.webhook_urls else "")
+    if pending:
+        return Check("deliveries", WARN, label, f"발송 실패 {len(pending)}건 — 최근: {pending[-1].line()}",
+                     f"{len(pending)} notification(s) not delivered", {"failures": [r.line() for r in pending[-10:]]})
+    if not cfg.has_channels:
+        return Check("deliveries", WARN, label, "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
+                     "[alerts.email] smtp_host/recipients) — 경보는 data/alerts/에만 기록됩니다",
+                     "no notification channel configured: alerts are only written to the alerts folder")
+    return Check("deliveries", OK, label, f"발송 실패 없음 ({channels.strip()})", "every notification delivered")
+
+
 def _alerts_dir(settings: Any, root: Path) -> Path:
     p = Path(getattr(getattr(settings, "paths", None), "alerts_dir", "data/alerts"))
     return p if p.is_absolute() else root / p
@@ -153,18 +174,5 @@ def watch(settings: Any, paths: Any, *, now: datetime | None = None, alert: bool
 
     if alert:
         result.resent = notify.retry_failed(cfg)
-    pending = notify.pending_failures(cfg)
-    label = "알림 발송"
-    channels = ("e-mail" if cfg.email.enabled else "") + (f" webhook×{len(cfg.webhook_urls)}" if cfg.webhook_urls else "")
-    if pending:
-        result.checks.append(Check("deliveries", WARN, label, f"발송 실패 {len(pending)}건 — 최근: {pending[-1].line()}",
-                                   f"{len(pending)} notification(s) not delivered",
-                                   {"failures": [r.line() for r in pending[-10:]]}))
-    elif not cfg.has_channels:
-        result.checks.append(Check("deliveries", WARN, label, "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
-                                   "[alerts.email] smtp_host/recipients) — 경보는 data/alerts/에만 기록됩니다",
-                                   "no notification channel configured: alerts are only written to the alerts folder"))
-    else:
-        result.checks.append(Check("deliveries", OK, label, f"발송 실패 없음 ({channels.strip()})",
-                                   "every notification delivered"))
+    result.checks.append(delivery_check(cfg))
     return result
