@@ -694,7 +694,7 @@ def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted
     by_day = {h.day: h for h in report.history}
     rejected = [row for row in table if by_day[row[0].date()].status == "rejected"]
     assert len(rejected) == 1
-    assert rejected[0][1] == "수집 실패 — 결과 미반영" and rejected[0][2:] == [None] * 5  # blank, not zero
+    assert rejected[0][1] == "수집 실패" and rejected[0][2:] == [None] * 5  # blank, not zero
     ok = next(row for row in table if by_day[row[0].date()].status == "accepted")
     h = by_day[ok[0].date()]
     assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.cosmetic]

@@ -1126,7 +1126,7 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
         hist_rows.append(
             {
                 "day": h.day,
-                "status": DayStatus(h.status).label_ko if h.status in DayStatus._value2member_map_ else h.status,
+                "status": HISTORY_STATUS_KO.get(h.status, h.status),
                 "registry_size": h.registry_size,
                 "new": h.new if counted else None,
                 "changed": h.changed if counted else None,
@@ -1152,7 +1152,7 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
         peak = max([(row["new"] or 0) + (row["changed"] or 0) + (row["withdrawn"] or 0) for row in hist_rows] + [1])
         marker = ws.cell(row=hist_top, column=8, value="수집 실패 (미반영)")
         marker.style = st.HEADER
-        ws.column_dimensions["H"].width = 11
+        ws.column_dimensions["H"].width = 18
         for i, row in enumerate(hist_rows, hist_top + 1):
             if row["_rejected"]:
                 _put_int(ws, i, 8, peak).font = st.font(color=st.FAIL_FONT)
@@ -1160,6 +1160,11 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
     ws.freeze_panes = "A4"
     ws.print_title_rows = "1:3"
     return len(hist_rows)
+
+
+#: short day labels for the 요약 history table (its column is narrow; the full labels are in the banner)
+HISTORY_STATUS_KO: dict[str, str] = {"accepted": "정상 반영", "unchanged": "변경 없음", "baseline": "기준일 (최초)",
+                                     "rejected": "수집 실패", "pending": "판정 전"}
 
 
 def _history_chart(ws: Worksheet, top: int, last: int, anchor: str) -> None:
