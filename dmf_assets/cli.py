@@ -58,15 +58,27 @@ def _causes(exc: BaseException | None) -> list[BaseException]:
     return chain
 
 
+def _full(folder: str | None) -> bool:
+    try:
+        return bool(folder) and os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
 def _disk_full(exc: BaseException) -> str | None:
-    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`; DuckDB reports it
-    as an IOException whose text names the file."""
+    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`. DuckDB reports it as
+    an IOException whose text names the file; SQLite (Dagster's instance storage) only as "database or
+    disk is full" or "disk I/O error" — then DAGSTER_HOME's file system must really have no space left."""
+    home = os.environ.get("DAGSTER_HOME")
     for cause in _causes(exc):
+        text = str(cause)
         if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
             return str(cause.filename or "?")
-        if "No space left on device" in str(cause):
-            m = re.search(r'"([^"]+)"', str(cause))
+        if "No space left on device" in text:
+            m = re.search(r'"([^"]+)"', text)
             return m[1] if m else "?"
+        if ("database or disk is full" in text or "disk I/O error" in text) and _full(home):
+            return f"{home} (DAGSTER_HOME)"
     return None
 
 
