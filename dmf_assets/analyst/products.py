@@ -89,11 +89,11 @@ def parse_products(text: str, source: str = "products.csv") -> tuple[Product, ..
         name, ingredient, number, manufacturer = get["품목명"], get["성분"], get["DMF 등록번호"], get["제조소"]
         if name is None:
             raise ProductsError(f"{source}:{line}: 품목명이 비어 있습니다")
-        if number is None and ingredient is None:
-            raise ProductsError(f"{source}:{line}: '{name}' — DMF 등록번호나 성분 중 하나는 있어야 합니다")
         if manufacturer is not None and ingredient is None:
             raise ProductsError(f"{source}:{line}: '{name}' — 제조소만으로는 찾지 않습니다 (한 제조소가 여러 성분을 만듭니다); "
                                 "성분도 적으십시오")
+        if number is None and ingredient is None:
+            raise ProductsError(f"{source}:{line}: '{name}' — DMF 등록번호나 성분 중 하나는 있어야 합니다")
         permit = None
         if number is not None:
             parts = parse_permit(number)
