@@ -43,9 +43,15 @@ def _not_empty_path(value: str) -> str:
     return value
 
 
+def _without_path(value: str) -> str:
+    """A URL without its path: a webhook URL carries its secret token there, and messages get logged."""
+    return re.sub(r"^([a-z]*:?//[^/]*)/.+$", r"\1/…", value)
+
+
 def _http_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, got {value!r}")
+        raise ValueError(f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, "
+                         f"got {_without_path(value)!r}")
     return value
 
 
@@ -399,7 +405,7 @@ def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
         guess = f" — '{close[0]}'을(를) 뜻했나요? / did you mean '{close[0]}'?" if close else ""
         what = ("알 수 없는 섹션 / unknown section", f"[{name}]") if isinstance(value, dict) else ("알 수 없는 키 / unknown key", name)
         return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
-    shown = f"{name} = {_toml_value(value)}"
+    shown = f"{name} = {_toml_value(_without_path(value) if isinstance(value, str) else value)}"
     allowed = _allowed(info) if info is not None else ""
     if kind in ("less_than_equal", "less_than") and err.get("ctx", {}).get("le") == 1 and isinstance(value, int | float):
         # a ratio typed as a percentage: the mistake that once switched the drop gate off

@@ -205,3 +205,11 @@ def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path):
         assert conn.execute("SELECT day_id, status FROM runs ORDER BY day_id").fetchall() == [(20261005, "baseline")]
     finally:
         conn.close()
+
+
+def test_a_webhook_token_is_not_echoed(tmp_path):
+    cfg = tmp_path / "dmf.toml"
+    cfg.write_text('[alerts]\nwebhook_urls = ["htps://hooks.slack.com/services/T0/B0/s3cr3tT0ken"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load_settings(cfg)
+    assert "hooks.slack.com" in str(err.value) and "s3cr3tT0ken" not in str(err.value)
