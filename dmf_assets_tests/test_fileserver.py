@@ -112,6 +112,9 @@ def test_malformed_paths_get_4xx_and_the_server_lives_on(reports, capsys):
             got, data = raw_get(port, path)
             assert got == status, (path, got, data[:200])
             assert b"secret" not in data
+        for method in ("POST", "PUT", "DELETE"):
+            r = httpx.request(method, f"{base}/{quote(DAY)}", content=b"x", timeout=10)
+            assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
         assert httpx.get(f"{base}/{quote(DAY)}", timeout=10).status_code == 200  # still serving
     err = capsys.readouterr().err
     assert "Traceback" not in err, err

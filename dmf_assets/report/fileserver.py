@@ -119,6 +119,13 @@ def _handler(root: Path, request_timeout_s: float) -> type[BaseHTTPRequestHandle
         def do_HEAD(self) -> None:  # noqa: N802
             self.do_GET()
 
+        def _read_only(self) -> None:
+            self.close_connection = True  # the request body, if any, is never read
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED, "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
+                       "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
+
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only  # noqa: N815
+
         def do_GET(self) -> None:  # noqa: N802
             try:
                 self._get()
