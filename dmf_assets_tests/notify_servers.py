@@ -17,8 +17,7 @@ from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+import pytest
 
 LOOPBACK = "127.0.0.1"
 WAIT_S = 20.0
@@ -51,8 +50,13 @@ class SmtpServer:
 
 
 @contextmanager
-def smtp_server(*, port: int | None = None, refuse_first: int = 0, password: str | None = None):
-    """A real SMTP server on 127.0.0.1; with `password`, AUTH LOGIN/PLAIN is required for user 'dmf'."""
+def smtp_server(*, port: int | None = None, refuse_first: int = 0, password: str | None = None, tls=None):
+    """A real SMTP server on 127.0.0.1; with `password`, AUTH LOGIN/PLAIN is required for user 'dmf';
+    with `tls` (an ssl.SSLContext), STARTTLS is offered and required."""
+    pytest.importorskip("aiosmtpd", reason="aiosmtpd (a test dependency) is not installed: add aiosmtpd==1.4.6 to requirements.lock")
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
     state = SmtpServer(port or free_port(), refuse_first=refuse_first)
     kwargs = {}
     if password is not None:
@@ -61,7 +65,9 @@ def smtp_server(*, port: int | None = None, refuse_first: int = 0, password: str
             state.logins.append(ok)
             return AuthResult(success=ok)
 
-        kwargs = {"authenticator": authenticator, "auth_required": True, "auth_require_tls": False}
+        kwargs = {"authenticator": authenticator, "auth_required": True, "auth_require_tls": tls is not None}
+    if tls is not None:
+        kwargs.update(tls_context=tls, require_starttls=True)
     controller = Controller(state, hostname=LOOPBACK, port=state.port, **kwargs)
     controller.start()
     try:

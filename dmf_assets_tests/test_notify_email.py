@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import ssl
+import subprocess
 from datetime import date
 
 import pytest
@@ -154,3 +157,27 @@ def test_missing_smtp_password_fails_once_with_a_clear_reason(tmp_path, monkeypa
     [email] = record.channels
     assert record.status == "failed" and email.attempts == 1 and "DMF_SMTP_PASSWORD" in email.error
     assert smtp.received.empty()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command is needed to make a test certificate")
+def test_starttls_then_login_with_a_verified_certificate(tmp_path, monkeypatch):
+    """STARTTLS with certificate verification (the server's self-signed cert is made trusted through
+    SSL_CERT_FILE, as a company CA would be), then AUTH — the password only ever crosses TLS."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    monkeypatch.setenv("DMF_SMTP_PASSWORD", "tls-only-secret")
+    with smtp_server(password="tls-only-secret", tls=context) as smtp:
+        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf", starttls=True)
+        record = notify.send_alert(settings, notify.alert_request_cap("2026-11-26", cap=300, used=300), **FAST)
+        _, msg = smtp.next_message()
+        plain = settings_for(tmp_path / "alerts2", smtp_port=smtp.port, username="dmf", starttls=False)
+        refused = notify.send_alert(plain, notify.alert_request_cap("2026-11-26", cap=300), **FAST)
+    assert record.status == "sent" and smtp.logins == [True]
+    assert "요청 한도" in msg["Subject"]
+    # without STARTTLS the server refuses the login (530 must issue STARTTLS first): recorded, not raised
+    assert refused.status == "failed" and "SMTP" in refused.channels[0].error

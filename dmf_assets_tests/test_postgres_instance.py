@@ -33,6 +33,8 @@ def test_template_is_dagster_yaml_with_postgres_storage_and_no_secret():
 
 @pytest.fixture(scope="module")
 def server():
+    pytest.importorskip("dagster_postgres", reason="dagster-postgres + psycopg2-binary are not installed (requirements.lock)")
+    pytest.importorskip("psycopg2", reason="psycopg2-binary is not installed (requirements.lock)")
     if pg_server.server_binaries() is None:
         pytest.skip("PostgreSQL server binaries are not installed (Debian: apt-get install -y postgresql)")
     with pg_server.postgres_server() as srv:
