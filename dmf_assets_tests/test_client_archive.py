@@ -211,8 +211,9 @@ def test_lock_allows_one_fetch_per_day(tmp_path):
 
 def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("DMF_TEST_MFDS_KEY", FAKE_KEY_ENCODED)
-    plain = MfdsClient(service_key=FAKE_KEY_ENCODED, raw_dir=str(tmp_path))
-    assert_key_absent(None, repr(plain), str(plain))
+    # the resource names the variable; the key itself is read from the environment at run time only
+    resource = MfdsClient(service_key_env="DMF_TEST_MFDS_KEY", raw_dir=str(tmp_path), num_of_rows=1000)
+    assert_key_absent(None, repr(resource), str(resource))
     seen: dict = {}
 
     @dg.asset
@@ -222,7 +223,6 @@ def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplo
                                         http_client=httpx.Client(transport=EmulatorTransport(
                                             EmulatorApp(small_source(1_200), service_key=FAKE_KEY))))
 
-    resource = MfdsClient(service_key=dg.EnvVar("DMF_TEST_MFDS_KEY"), raw_dir=str(tmp_path), num_of_rows=1000)
     assert dg.materialize([fetched], resources={"mfds": resource}).success
     res = seen["result"]
     assert res.status == "complete" and res.rows_after_dedup == 1_200  # the key was accepted
