@@ -181,3 +181,13 @@ def test_starttls_then_login_with_a_verified_certificate(tmp_path, monkeypatch):
     assert "요청 한도" in msg["Subject"]
     # without STARTTLS the server refuses the login (530 must issue STARTTLS first): recorded, not raised
     assert refused.status == "failed" and "SMTP" in refused.channels[0].error
+
+
+def test_a_missing_workbook_is_said_in_the_mail_not_a_crash(tmp_path):
+    with smtp_server() as smtp:
+        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port)
+        gone = tmp_path / "reports" / "DMF_리포트_2026-11-26.xlsx"
+        record = notify.deliver_report(settings, notify.ReportDelivery.from_day_report(_report(), gone), **FAST)
+        _, msg = smtp.next_message()
+    assert record.status == "sent" and list(msg.iter_attachments()) == []
+    assert "첨부 없음" in msg.get_body(("plain",)).get_content()

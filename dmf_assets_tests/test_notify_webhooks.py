@@ -226,3 +226,13 @@ def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
     assert got[0]["subject"] == "[DMF] 2026-11-27 — 신규 1 · 변경 0 · 취하 0 · 관심목록 1"
     assert "(주)파마피아이(가) 메트포르민염산염을(를) 등록했습니다" in got[1]["text"]
     assert "2.2 %" in got[3]["subject"]
+
+
+def test_an_unwritable_alerts_folder_is_a_failed_record_not_an_exception(tmp_path):
+    blocker = tmp_path / "alerts"
+    blocker.write_text("a file where the folder should be", encoding="utf-8")
+    settings = settings_for(blocker, webhooks=[f"http://127.0.0.1:{free_port()}/hook"])
+    record = notify.send_alert(settings, _rejected(), **FAST)
+    assert record is not None and record.status == "failed" and "cannot record the alert" in record.error
+    report = notify.deliver_report(settings, notify.ReportDelivery(DAY, "accepted", tmp_path / "missing.xlsx"), **FAST)
+    assert report.status == "failed" and report.channels and report.channels[0].attempts == 3

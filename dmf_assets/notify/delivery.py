@@ -257,6 +257,9 @@ def deliver_report(settings: Any, delivery: ReportDelivery, *, alerts_dir: str |
     now = now_kst()
     try:
         cfg = _config(settings, alerts_dir, overrides)
+        if delivery.workbook is not None and not delivery.workbook.is_file():
+            log.warning("리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", delivery.workbook)
+            delivery = replace(delivery, workbook=None)
         if not delivery.url and cfg.report_base_url and delivery.workbook is not None:
             from urllib.parse import quote
 
