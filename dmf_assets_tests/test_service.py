@@ -149,3 +149,9 @@ def test_notify_test_command_reaches_a_real_receiver(tmp_path, capsys):
     empty.write_text("", encoding="utf-8")
     assert main(["notify-test", "--config", str(empty)]) == 2
     assert "알림 채널이 설정되지 않았습니다" in capsys.readouterr().err
+
+
+def test_service_without_an_action_shows_its_own_help(capsys):
+    assert main(["service"]) == 2
+    out = capsys.readouterr().out
+    assert "install" in out and "uninstall" in out and "serve-reports" not in out

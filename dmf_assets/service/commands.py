@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             q.set_defaults(handler=_install)
         else:
             q.set_defaults(handler=_uninstall)
-    p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
 
     p = sub.add_parser("notify-test", help="알림 채널([alerts] 메일·웹훅)로 시험 메시지를 보내고 결과를 보여 줌")
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
