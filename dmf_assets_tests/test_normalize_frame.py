@@ -57,6 +57,8 @@ def scalar_row(position: int, item: dict) -> dict:
         "permit_prefix": permit.prefix,
         "permit_table": permit.table,
         "permit_group_date": permit.group_date,
+        "base_permit_no": permit.base_permit_no,
+        "cohort": permit.cohort,
         "ingredient": display_text(get("INGR_KOR_NAME")),
         "ingredient_key": match_key(get("INGR_KOR_NAME"), "text"),
         "ingredient_base": base,
