@@ -243,3 +243,35 @@ def test_fixture_ingredients_have_bases_and_frame_agrees(real_items):
         assert (row["ingredient_base"], row["is_micronized"]) == ingredient_base(item["INGR_KOR_NAME"])
         assert row["ingredient_base"]
     assert frame["is_micronized"].sum() == 7
+
+
+# --- over-size fields: the spec size of manufacturer/address is per site (issue 12) --------------
+
+
+def test_multi_site_values_longer_than_the_spec_are_not_oversize_per_site(real_items):
+    from datetime import date
+
+    import polars as pl
+
+    from dmf_assets.domain.sites import oversize_expr
+    from dmf_assets.domain.snapshot import build_snapshot
+    from dmf_assets.emulator.registry import RegistrySimulator
+
+    sim = RegistrySimulator()
+    for day in (date(2026, 10, 8), date(2026, 11, 20)):
+        frame = build_snapshot(sim.items(day))
+        listed = frame.filter(pl.col("oversize_fields").list.len() > 0)
+        # today's warning fires every day: all of them are several sites joined in MNFCTR_NAME
+        assert listed.height > 0 and listed["site_count"].min() >= 3
+        assert set(listed["oversize_fields"].explode()) == {"MNFCTR_NAME"}
+        assert frame.filter(oversize_expr()).height == 0
+    base = dict(real_items[0])
+    rows = [
+        {**base, "MNFCTR_NAME": "A" * 200, "MANUF_COUNTRY_CODE_NM": "인도"},  # one site, 200 > 150
+        {**base, "MNFCTR_NAME": "B" * 140 + "," + "C" * 180, "MANUF_COUNTRY_CODE_NM": "인도,중국"},  # 321 > 2 × 150
+        {**base, "MNFCTR_NAME": "D" * 100 + "," + "E" * 100, "MANUF_COUNTRY_CODE_NM": "인도,중국"},  # 201 ≤ 300
+        {**base, "DMF_PERMIT_NO": "1" * 250},  # not a per-site field
+        {**base, "INGR_KOR_NAME": "가" * 3001, "MNFCTR_NAME": "D" * 100 + "," + "E" * 100, "MANUF_COUNTRY_CODE_NM": "인도,중국"},
+    ]
+    got = build_snapshot(rows).with_columns(real=oversize_expr())["real"].to_list()
+    assert got == [True, True, False, True, True]

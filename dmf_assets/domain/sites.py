@@ -310,3 +310,26 @@ def describe_site_change(before: str | None, after: str | None) -> str:
     if after is None:
         return f"{SITE_CHANGE_LABEL_KO['removed']}: {before}"
     return f"{SITE_CHANGE_LABEL_KO['changed']}: {before} → {after}"
+
+
+# --- spec sizes are per site for the manufacturer and address fields ------------------------------
+
+#: API fields that join one value per site: their documented size (DESIGN.md §2.1) holds per site
+PER_SITE_SPEC_FIELDS: dict[str, str] = {"MNFCTR_NAME": "manufacturer", "MNFCTR_PLACE": "address"}
+
+
+def oversize_expr() -> pl.Expr:
+    """True for rows that really exceed the spec sizes (the `oversize_fields` quality metric).
+
+    `oversize_fields` compares each raw value with its spec size; but MNFCTR_NAME (150) and
+    MNFCTR_PLACE (2000) hold every site of a registration joined with ',', so four sites of 45
+    characters legitimately make 180. Those two fields count only when longer than spec × sites.
+    """
+    from dmf_assets.domain.model import SPEC_SIZES
+
+    sites = pl.col("site_count").clip(lower_bound=1)
+    within = pl.all_horizontal(
+        [pl.col(col).fill_null("").str.len_chars() <= SPEC_SIZES[api] * sites for api, col in PER_SITE_SPEC_FIELDS.items()]
+    )
+    only_per_site = pl.col("oversize_fields").list.eval(pl.element().is_in(list(PER_SITE_SPEC_FIELDS))).list.all()
+    return (pl.col("oversize_fields").list.len() > 0) & ~(only_per_site & within)
