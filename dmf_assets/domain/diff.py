@@ -489,7 +489,7 @@ def diff_snapshots(
 
     events = (
         events.with_columns(_rank=pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8))
-        .sort(["_rank", "dmf_key"], descending=[True, False])
+        .sort(["_rank", "dmf_key", "event_type", "base_dmf_key"], descending=[True, False, False, False], nulls_last=True)
         .drop("_rank")
         .select(list(EVENT_SCHEMA))
         .cast(EVENT_SCHEMA)  # type: ignore[arg-type]
