@@ -251,6 +251,7 @@ def _asof(args) -> int:
         )
         print(path)
         return 0
+    print("\t".join(("등록번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경")))
     for r in rows:
         print("\t".join(str(_iso(r[c]) or "-") for c in ("permit_no", "ingredient", "applicant", "countries", "site_count",
                                                            "first_seen", "last_changed")))
