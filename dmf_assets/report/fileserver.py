@@ -55,7 +55,7 @@ class PortBusy(FileServerError):
         who = f" — {holder}" if holder else ""
         other = port + 1 if port < 65535 else 8765
         super().__init__(
-            f"리포트 다운로드 포트 {port}을(를) 이미 다른 프로그램이 쓰고 있습니다{who} / the report download port "
+            f"리포트 다운로드 포트 {port}을(를) 이미 다른 프로그램이 쓰고 있습니다 / the report download port "
             f"{host}:{port} is already in use{who}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or pick "
             f"another port: dmf ui --report-port {other} (dmf serve-reports --port {other}, or "
             f"report.file_server_port in config/dmf.local.toml)"
