@@ -1,40 +1,31 @@
-"""The benchmark: normalize + diff at 10 k / 100 k / 1 M rows, the whole graph on the emulator, history size.
+"""The benchmark: what a user waits for, measured whole-process — `dmf diff` at 9.2 k / 100 k / 1 M rows,
+one day through the whole graph (`dmf run --date D`), a 30-day `dmf backfill`, the daily workbook, and
+the daily step (normalize + diff + commit against yesterday in DuckDB).
 
-Every part runs in a fresh Python process (`python -m dmf_assets.bench.run PART …`), so a part's peak
-RSS is its own and one size never warms or pollutes another. The parent collects the parts into one
-JSON document (bench/results/latest.json + a dated copy); bench/README.md explains every number.
+Every figure except the daily step is the real CLI in a fresh subprocess (`python -m dmf_assets …`):
+wall time from spawn to exit, peak RSS of that process from `os.wait4` (its own `ru_maxrss`). The
+byte-code cache is warm (one untimed run first); figures with repeats report the median. The graph
+and backfill runs use a throw-away project folder (its own config, database, reports and
+DAGSTER_HOME) and the in-process emulator, so they survive any rewrite of the orchestration as long
+as `dmf run` / `dmf backfill` keep their command line. Inputs (archived emulator days, synthetic
+dumps from `emulator.registry.synthetic_registry` + `churn_day`) are made before timing starts.
 
-Parts
-- ``domain``: `synthetic_registry(n)` + `churn_day` (the emulator's generator, not timed as part of the
-  result), then `build_snapshot` of both days and `diff_snapshots` — timed separately and together —
-  and the diff scored against the churn's ground truth. A 2 k-row warm-up runs first: the first call
-  in a process pays one-time costs (regex compilation, DuckDB start-up) that are reported on their own.
-- ``graph_day``: a fresh temporary project folder + Dagster instance; a baseline day, one normal day
-  and a day 60 days later (many events) through `runner.run_day`, exactly like `dmf run`; then the
-  workbook of that 60-day-gap day is rebuilt from the database and written again, timed.
-- ``backfill``: 30 days through the graph, run-per-day (`runner.run_days`) or one single run
-  (`runner.run_range_single`), each on its own fresh folder.
-- ``history``: 365 days through the pipeline steps the assets call (collect → normalize → judge →
-  diff_and_commit) without Dagster around them — Dagster and the workbook/JSONL writers add no rows
-  to the database, so the size is the same and the run is much faster — then CHECKPOINT and the file
-  size.
-The emulator runs in-process (`emulator://local`): no politeness delays, no network.
+bench/README.md explains every number; results go to bench/results/latest.json (+ a dated copy) and
+each figure is printed beside the previous result.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import logging
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,22 +34,18 @@ from pathlib import Path
 
 from dmf_assets.settings import EMULATOR_URL, PROJECT_ROOT
 
-SCHEMA_VERSION = 1
-SIZES_FULL: tuple[int, ...] = (10_000, 100_000, 1_000_000)
-SIZES_QUICK: tuple[int, ...] = (10_000, 100_000)
+SCHEMA_VERSION = 2
 DEFAULT_OUTPUT = PROJECT_ROOT / "bench" / "results"
-
-# Fixed past dates inside the emulator's range (2025-01-01..2027-12-31): every partition exists and
-# the numbers are reproducible. The registry holds ≈9.2 k rows around them.
-GRAPH_BASE_DAY = date(2026, 9, 28)
-GRAPH_DAY = date(2026, 9, 29)
-WORKBOOK_GAP_DAYS = 60
-WORKBOOK_DAY = GRAPH_DAY + timedelta(days=WORKBOOK_GAP_DAYS)  # 2026-11-28
-RANGE_END = date(2026, 11, 28)
-BACKFILL_DAYS = 30
-HISTORY_DAYS = 365
 BENCH_SERVICE_KEY = "bench-emulator-key"  # the in-process emulator accepts any non-empty key
-WARMUP_ROWS = 2_000
+
+#: `dmf diff` inputs: two real-size emulator days (archived like `dmf run` archives them) …
+DIFF_OLD_DAY, DIFF_NEW_DAY = date(2026, 10, 7), date(2026, 10, 8)
+#: … and synthetic registries of these sizes (full run; --quick skips 1 M)
+DIFF_SIZES_FULL: tuple[int, ...] = (100_000, 1_000_000)
+DIFF_SIZES_QUICK: tuple[int, ...] = (100_000,)
+# the graph: a baseline day, the timed day, and the day the daily-step figure commits in-process
+GRAPH_BASE_DAY, GRAPH_DAY, STEP_DAY = date(2026, 9, 28), date(2026, 9, 29), date(2026, 9, 30)
+BACKFILL_END, BACKFILL_DAYS = date(2026, 11, 28), 30
 
 
 @dataclass(frozen=True)
@@ -70,554 +57,398 @@ class Target:
 
 
 TARGETS: tuple[Target, ...] = (
-    Target("normalize_diff.100000.total_s", "normalize + diff, 100 k rows", 2.0, "s"),
-    Target("normalize_diff.1000000.total_s", "normalize + diff, 1 M rows", 20.0, "s"),
-    Target("normalize_diff.1000000.peak_rss_section_mb", "peak RSS during normalize + diff, 1 M rows", 4096.0, "MB"),
-    Target("graph.one_day.seconds", "one day through the whole graph (≈9.2 k rows)", 15.0, "s"),
-    Target("backfill_30.per_day.seconds", "30-day backfill, one run per day", 300.0, "s"),
-    Target("backfill_30.single_run.seconds", "30-day backfill, one single run", 300.0, "s"),
-    Target("history_365.database_mb", "database size after 365 days", 30.0, "MB"),
-    Target("graph.workbook.write_s", "workbook write, ≈9.2 k-row day with ≈100 events", 5.0, "s"),
+    Target("diff.9k.wall_s", "dmf diff, two emulator days (≈9.2 k rows), whole process", 0.8, "s"),
+    Target("diff.100k.wall_s", "dmf diff, two 100 k-row days, whole process", 3.0, "s"),
+    Target("diff.100k.peak_rss_mb", "dmf diff, 100 k rows, peak RSS", 400.0, "MB"),
+    Target("diff.1m.wall_s", "dmf diff, two 1 M-row days, whole process", 12.0, "s"),
+    Target("diff.1m.peak_rss_mb", "dmf diff, 1 M rows, peak RSS", 2048.0, "MB"),
+    Target("daily_step.total_s", "daily step: normalize + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"),
+    Target("graph.one_day.wall_s", "dmf run --date D (one day, whole graph), whole process", 15.0, "s"),
+    Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
+    Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 300.0, "s"),
 )
-
-
-# --- measuring inside a part ---------------------------------------------------------------------
-
-
-def _proc_status_mb(field: str) -> float | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-_peak_before_resets_mb = 0.0  # what VmHWM had reached before `reset_peak_rss` restarted it
-
-
-def _hwm_mb() -> float:
-    hwm = _proc_status_mb("VmHWM")
-    if hwm is not None:
-        return hwm
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return kb / 1024 if sys.platform != "darwin" else kb / 1024 / 1024
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this whole process so far (VmHWM; getrusage where /proc is missing)."""
-    return max(_hwm_mb(), _peak_before_resets_mb)
-
-
-def section_peak_rss_mb() -> float:
-    """Peak RSS since the last `reset_peak_rss`."""
-    return _hwm_mb()
-
-
-def reset_peak_rss() -> bool:
-    """Restart the VmHWM count at the current RSS (Linux ≥ 4.0); False where unsupported."""
-    global _peak_before_resets_mb
-    _peak_before_resets_mb = peak_rss_mb()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-        return _proc_status_mb("VmHWM") is not None
-    except OSError:
-        return False
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(float(x), nd)
 
 
-def _score_dict(sc) -> dict:
-    kinds = ("NEW", "CHANGED", "WITHDRAWN")
-    out = {
-        k: {
-            "precision": _r(sc.precision(k), 4),
-            "recall": _r(sc.recall(k), 4),
-            "true_positive": sc.true_positive[k],
-            "false_positive": sc.false_positive[k],
-            "false_negative": sc.false_negative[k],
-        }
-        for k in kinds
-    }
-    tp = sum(sc.true_positive[k] for k in kinds)
-    fp = sum(sc.false_positive[k] for k in kinds)
-    fn = sum(sc.false_negative[k] for k in kinds)
-    out["overall"] = {
-        "precision": _r(1.0 if tp + fp == 0 else tp / (tp + fp), 4),
-        "recall": _r(1.0 if tp + fn == 0 else tp / (tp + fn), 4),
-        "true_positive": tp,
-        "false_positive": fp,
-        "false_negative": fn,
-    }
-    out["missed_samples"] = [list(map(str, m)) for m in sc.missed[:5]]
-    out["spurious_samples"] = [list(map(str, s)) for s in sc.spurious[:5]]
-    return out
+# --- one process, measured -----------------------------------------------------------------------
 
 
-def _indistinguishable_changes(raw, truth) -> int:
-    """Truth changes on rows that have an exact copy (all nine fields equal) in the same registry.
-
-    `build_snapshot` collapses identical rows (a paging artifact, gate 2), so which copy changed cannot
-    be told from the data. `synthetic_registry` above 20 k rows repeats its pool, and rows without a
-    number cannot get a fresh serial, so such copies exist there (never in the real registry sample).
-    """
-    import polars as pl
-
-    from dmf_assets.domain.model import API_FIELDS
-
-    copied = raw.with_row_index("_i").filter(pl.struct(API_FIELDS).is_duplicated()).get_column("_i").to_list()
-    copied = set(copied)
-    return sum(1 for c in truth.changes if c.entity_id in copied)
-
-
-def measure_domain(rows: int, repeats: int = 1, seed: int = 1, churn_seed: int = 2) -> dict:
-    """normalize (both days) + diff of a `rows`-row synthetic registry and its churned next day.
-
-    Each repetition uses a registry of its own (seed + i): the normalizer caches per distinct value,
-    and re-normalizing the very same rows would flatter every repetition after the first.
-    """
-    from dmf_assets.domain.diff import diff_snapshots
-    from dmf_assets.domain.snapshot import build_snapshot
-    from dmf_assets.emulator.registry import churn_day, synthetic_registry
-    from dmf_assets.emulator.scoring import score
-
-    # one-time costs of the first call in a process, measured on a small registry and kept apart
-    warm_base = synthetic_registry(WARMUP_ROWS, seed=seed + 100)
-    warm_next, _ = churn_day(warm_base, seed=churn_seed)
-    t = time.perf_counter()
-    diff_snapshots(build_snapshot(warm_base), build_snapshot(warm_next))
-    warmup_s = time.perf_counter() - t
-    del warm_base, warm_next
-
-    runs, first = [], {}
-    section_peaks: list[float] = []
-    for i in range(repeats):
+def run_process(args: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 900,
+                log: Path | None = None) -> dict:
+    """`python -m dmf_assets ARGS` in a fresh process: wall time, peak RSS (its own ru_maxrss), exit code."""
+    cmd = [sys.executable, "-m", "dmf_assets", *map(str, args)]
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    try:
         t = time.perf_counter()
-        base_raw = synthetic_registry(rows, seed=seed + i)
-        generate_s = time.perf_counter() - t
-        t = time.perf_counter()
-        next_raw, truth = churn_day(base_raw, seed=churn_seed + i)
-        churn_s = time.perf_counter() - t
-        gc.collect()
-        rss_before = _proc_status_mb("VmRSS")
-        peak_ok = reset_peak_rss()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE,
+                                env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
+        timer = threading.Timer(timeout_s, proc.kill)
+        timer.start()
+        try:
+            stderr = b""
+            if proc.stderr is not None:  # drain stderr while waiting (a full pipe would block the child)
+                drain = threading.Thread(target=lambda: setattr(proc, "_bench_err", proc.stderr.read()), daemon=True)
+                drain.start()
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.stderr is not None:
+                drain.join(5)
+                stderr = getattr(proc, "_bench_err", b"")
+        finally:
+            timer.cancel()
+    finally:
+        if log:
+            out.close()
+    tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:] if stderr else []
+    if log and proc.returncode not in (0, 3):
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-8:]
+    return {"wall_s": _r(wall), "peak_rss_mb": _r(usage.ru_maxrss / 1024, 1), "exit_code": proc.returncode,
+            "error_tail": tail if proc.returncode not in (0, 3) else []}
 
-        c0, t0 = time.process_time(), time.perf_counter()
-        base = build_snapshot(base_raw)
-        t1 = time.perf_counter()
-        new = build_snapshot(next_raw)
-        t2 = time.perf_counter()
-        diff = diff_snapshots(base, new)
-        t3 = time.perf_counter()
-        cpu = time.process_time() - c0
 
-        if peak_ok:
-            section_peaks.append(section_peak_rss_mb())
-        runs.append({"normalize_base_s": t1 - t0, "normalize_next_s": t2 - t1, "diff_s": t3 - t2, "total_s": t3 - t0,
-                     "cpu_s": cpu})
-        if i == 0:
-            first = {
-                "generate_s": _r(generate_s),
-                "churn_s": _r(churn_s),
-                "rows_next_day": next_raw.height,
-                "rss_before_section_mb": _r(rss_before, 1),
-                "truth_changes": len(truth.changes),
-                "indistinguishable_truth_changes": _indistinguishable_changes(base_raw, truth),
-                "events": {k: v for k, v in diff.counts.items() if k != "population"},
-                "score": _score_dict(score(diff.to_events(), truth)),
-            }
-        del base_raw, next_raw, truth, base, new, diff
-        gc.collect()
-    best = min(runs, key=lambda r: r["total_s"])
+def measure_command(args: list[str], *, repeats: int, warmup: bool = True, env: dict | None = None,
+                    timeout_s: float = 900, log: Path | None = None) -> dict:
+    """Median wall time and the largest peak RSS of `repeats` runs (after one untimed warm-up run)."""
+    if warmup:
+        run_process(args, env=env, timeout_s=timeout_s, log=log)
+    runs = [run_process(args, env=env, timeout_s=timeout_s, log=log) for _ in range(repeats)]
     return {
-        "rows": rows,
+        "command": "dmf " + " ".join(map(str, args)),
+        "wall_s": _r(statistics.median(r["wall_s"] for r in runs)),
+        "all_wall_s": [r["wall_s"] for r in runs],
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "exit_codes": [r["exit_code"] for r in runs],
         "repeats": repeats,
-        "warmup_s": _r(warmup_s),
-        "warmup_rows": WARMUP_ROWS,
-        **{k: _r(v) for k, v in best.items()},
-        "normalize_s": _r(best["normalize_base_s"] + best["normalize_next_s"]),
-        "total_median_s": _r(statistics.median(r["total_s"] for r in runs)),
-        "all_totals_s": [_r(r["total_s"]) for r in runs],
-        "rows_per_s": round(2 * rows / best["total_s"]),
-        "peak_rss_section_mb": _r(max(section_peaks), 1) if section_peaks else None,
-        # kernel RSS counters are synced lazily per thread: keep the whole-process figure ≥ every section's
-        "peak_rss_mb": _r(max(peak_rss_mb(), *section_peaks), 1),
-        **first,
+        "error_tail": next((r["error_tail"] for r in runs if r["error_tail"]), []),
     }
 
 
-# --- graph parts ---------------------------------------------------------------------------------
+# --- inputs --------------------------------------------------------------------------------------
+
+
+def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
+    """The emulator's registry of each day, archived exactly as `dmf run` archives it (data/raw/D)."""
+    from dmf_assets.settings import load_settings
+    from dmf_assets.source.client import FetchConfig, fetch_day
+
+    config = FetchConfig.from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
+                                       base_url=EMULATOR_URL, emulator_faults={})
+    for d in days:
+        result = fetch_day(config, d)
+        if result.status != "complete":
+            raise RuntimeError(f"emulator fetch of {d} did not complete: {result.status}")
+
+
+def synthetic_dumps(workdir: Path, rows: int) -> tuple[Path, Path]:
+    """A `rows`-row synthetic registry and its churned next day as items JSON files (like a saved dump)."""
+    from dmf_assets.emulator.registry import churn_day, synthetic_registry
+
+    old_path, new_path = workdir / f"dump_{rows}_old.json", workdir / f"dump_{rows}_new.json"
+    base = synthetic_registry(rows, seed=1)
+    nxt, _ = churn_day(base, seed=2)
+    for frame, path in ((base, old_path), (nxt, new_path)):
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write('{"items": [')
+            for i in range(0, frame.height, 50_000):  # stream: a 1 M-row day never sits in memory as text twice
+                chunk = json.dumps(frame.slice(i, 50_000).to_dicts(), ensure_ascii=False)[1:-1]
+                fh.write(("," if i else "") + chunk)
+            fh.write("]}")
+    return old_path, new_path
 
 
 @dataclass
-class BenchWorkspace:
-    """A throw-away project folder: data/, reports/, its own Dagster instance and config file."""
+class Project:
+    """A throw-away project folder: config with absolute paths, database, reports, DAGSTER_HOME."""
 
     root: Path
-    config_file: Path
-    instance: object  # dg.DagsterInstance
-    resources: dict
 
-    def settings(self):
-        from dmf_assets.settings import load_settings
+    def __post_init__(self) -> None:
+        from dmf_assets.settings import Paths
 
-        return load_settings(self.config_file)
-
-    def path(self, name: str) -> Path:
-        return self.resources["workspace"].path(name)
-
-
-def make_bench_workspace(root: Path, *, with_instance: bool = True) -> BenchWorkspace:
-    """Relative default paths under `root`, the emulator, no faults — whatever the user's local config says."""
-    import dagster as dg
-
-    from dmf_assets.defs.resources import build_resources
-    from dmf_assets.settings import Paths, load_settings
-
-    root.mkdir(parents=True, exist_ok=True)
-    paths = Paths()  # the documented relative defaults, resolved against `root` below
-    lines = ["# written by dmf bench: every path stays inside this folder", "[paths]"]
-    lines += [f'{name} = "{getattr(paths, name)}"' for name in type(paths).model_fields]
-    lines += ["", "[source]", f'base_url = "{EMULATOR_URL}"', "", "[emulator.faults]", ""]
-    config_file = root / "bench.toml"
-    config_file.write_text("\n".join(lines), encoding="utf-8")
-    settings = load_settings(config_file)
-    os.environ.setdefault("MFDS_SERVICE_KEY", BENCH_SERVICE_KEY)
-    resources = build_resources(
-        settings, root=root, config_file=str(config_file), service_key=dg.EnvVar("MFDS_SERVICE_KEY"), emulator_faults={},
-        base_url=EMULATOR_URL,
-    )
-    instance = None
-    if with_instance:
-        home = root / "dagster_home"
+        self.root.mkdir(parents=True, exist_ok=True)
+        home = self.root / "dagster_home"
         home.mkdir(exist_ok=True)
         shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-        instance = dg.DagsterInstance.from_config(str(home))
-    return BenchWorkspace(root, config_file, instance, resources)
+        paths = Paths()
+        lines = ["# written by dmf bench: every path stays inside this folder", "[paths]"]
+        lines += [f'{name} = "{(self.root / getattr(paths, name)).as_posix()}"' for name in type(paths).model_fields]
+        lines += ["", "[source]", f'base_url = "{EMULATOR_URL}"', ""]
+        self.config.write_text("\n".join(lines), encoding="utf-8")
+
+    @property
+    def config(self) -> Path:
+        return self.root / "bench.toml"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"DMF_CONFIG": str(self.config), "DAGSTER_HOME": str(self.root / "dagster_home"),
+                "MFDS_SERVICE_KEY": BENCH_SERVICE_KEY}
+
+    def path(self, name: str) -> Path:
+        from dmf_assets.settings import Paths
+
+        return self.root / getattr(Paths(), name)
 
 
-def _step_seconds(instance, label: str) -> dict[str, float]:
-    """Wall time per asset step of the runs tagged `label` (main run and follow-ups added up)."""
-    import dagster as dg
-
-    totals: dict[str, float] = {}
-    for run in instance.get_runs(filters=dg.RunsFilter(tags={"dmf/bench": label})):
-        for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):
-            ev = entry.dagster_event
-            ms = getattr(ev.event_specific_data, "duration_ms", None) if ev is not None else None
-            if ev is not None and ms is not None:
-                totals[ev.step_key] = totals.get(ev.step_key, 0.0) + ms / 1000
-    return {k: _r(v) for k, v in sorted(totals.items())}
-
-
-def _run_summary(ws: BenchWorkspace, day: date) -> dict:
-    from dmf_assets.storage import history
-    from dmf_assets.storage.db import open_database
-
-    with open_database(ws.path("database"), purpose="dmf bench") as conn:
-        run = history.run_row(conn, day) or {}
-    keep = ("status", "population", "total_count", "new_count", "changed_count", "withdrawn_count", "cosmetic_count",
-            "fetch_seconds", "process_seconds")
-    out = {k: run.get(k) for k in keep}
-    out["base_day"] = str(history.to_date(run.get("base_day_id"))) if run.get("base_day_id") else None
-    return {k: (_r(v) if isinstance(v, float) else v) for k, v in out.items()}
-
-
-def _timed_day(ws: BenchWorkspace, day: date, label: str) -> dict:
-    from dmf_assets.orchestration import runner
-
-    t = time.perf_counter()
-    report = runner.run_day(day, instance=ws.instance, resources=ws.resources, tags={"dmf/bench": label})
-    seconds = time.perf_counter() - t
-    return {
-        "day": day.isoformat(),
-        "seconds": _r(seconds),
-        "run_success": report.success,
-        "followup_runs": report.followups,
-        "failure": report.failure,
-        **_run_summary(ws, day),
-        "step_seconds": _step_seconds(ws.instance, label),
-    }
-
-
-_COUNT_SQL = {
-    "records": "SELECT count(*) FROM records",
-    "record_versions": "SELECT count(*) FROM record_versions",
-    "snapshots": "SELECT count(*) FROM snapshots",
-    "events": "SELECT count(*) FROM events",
-    "event_changes": "SELECT count(*) FROM event_changes",
-    "runs": "SELECT count(*) FROM runs",
-}
-
-
-def _database_facts(db: Path) -> dict:
-    from dmf_assets.storage.db import open_database
-
-    with open_database(db, purpose="dmf bench") as conn:
-        conn.execute("CHECKPOINT")
-        counts = {table: conn.execute(sql).fetchone()[0] for table, sql in _COUNT_SQL.items()}
-        blocks = conn.execute("SELECT total_blocks, used_blocks, free_blocks, block_size FROM pragma_database_size()").fetchone()
-    wal = db.with_name(db.name + ".wal")
-    size = db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
-    compacted = _compacted_size(db)
-    return {
-        "database_bytes": size,
-        "database_mb": _r(size / 1024 / 1024, 2),
-        "blocks": dict(zip(("total", "used", "free", "block_size"), blocks)),
-        "compacted_copy_mb": _r(compacted / 1024 / 1024, 2),
-        "table_rows": counts,
-    }
-
-
-def _compacted_size(db: Path) -> int:
-    """Size of the same database copied into a fresh file (what a compaction would leave): the rest of
-    the file is free and partially used blocks left behind by daily rewrites."""
-    import duckdb
-
-    copy = db.with_name("compacted-copy.duckdb")
-    copy.unlink(missing_ok=True)
-    con = duckdb.connect()
-    try:
-        con.execute("ATTACH ? AS src (READ_ONLY)", [str(db)])
-        con.execute("ATTACH ? AS dst", [str(copy)])
-        con.execute("COPY FROM DATABASE src TO dst")
-        con.execute("DETACH dst")
-        return copy.stat().st_size
-    finally:
-        con.close()
-        copy.unlink(missing_ok=True)
-
-
-def _measure_workbook(ws: BenchWorkspace, day: date, repeats: int = 3) -> dict:
-    """Rebuild the DayReport of `day` from the history database and write its workbook, timed."""
-    from dmf_assets.report.workbook import write_workbook
-    from dmf_assets.storage.db import open_database
-    from dmf_assets.storage.report_data import build_day_report
-
-    settings = ws.settings()
-    t = time.perf_counter()
-    with open_database(ws.path("database"), purpose="dmf bench") as conn:
-        report = build_day_report(conn, day, settings)
-    build_s = time.perf_counter() - t
-    out_dir = ws.root / "bench_workbooks"
-    writes, result = [], None
-    for _ in range(repeats):
-        result = write_workbook(report, out_dir)
-        writes.append(result.seconds)
-    return {
-        "day": day.isoformat(),
-        "comparison_base": str(report.comparison_base),
-        "source": f"DayReport rebuilt from the history database of a real emulator day diffed across a "
-        f"{WORKBOOK_GAP_DAYS}-day gap (no synthetic events)",
-        "registry_rows": report.kpis.registry_size,
-        "events": len(report.events),
-        "headline_events": len(report.headline_events),
-        "report_build_s": _r(build_s),
-        "write_s": _r(min(writes)),
-        "write_median_s": _r(statistics.median(writes)),
-        "repeats": repeats,
-        "bytes": result.bytes,
-        "sheet_rows": dict(result.sheet_rows),
-    }
-
-
-def measure_graph_day(workdir: str) -> dict:
-    t = time.perf_counter()
-    import dagster  # noqa: F401  (import time reported apart: `dmf run` pays it once per process)
-
-    import_s = time.perf_counter() - t
-    ws = make_bench_workspace(Path(workdir))
-    try:
-        baseline = _timed_day(ws, GRAPH_BASE_DAY, "baseline")
-        one_day = _timed_day(ws, GRAPH_DAY, "one_day")
-        gap_day = _timed_day(ws, WORKBOOK_DAY, "gap_day")
-        workbook = _measure_workbook(ws, WORKBOOK_DAY)
-    finally:
-        ws.instance.dispose()
-    return {
-        "dagster_import_s": _r(import_s),
-        "executor": "in-process (runner.run_day = dg.materialize, as `dmf run` / `dmf demo` do)",
-        "source": "emulator://local (in-process, no politeness delays)",
-        "baseline_day": baseline,
-        "one_day": one_day,
-        "gap_day": gap_day,
-        "workbook": workbook,
-        "seconds": one_day["seconds"],
-        "peak_rss_mb": _r(peak_rss_mb(), 1),
-    }
-
-
-def _status_counts(ws: BenchWorkspace) -> dict[str, int]:
-    from dmf_assets.storage.db import open_database
-
-    with open_database(ws.path("database"), purpose="dmf bench") as conn:
-        return dict(conn.execute("SELECT status, count(*) FROM runs GROUP BY status ORDER BY status").fetchall())
-
-
-def measure_backfill(workdir: str, mode: str, days: int = BACKFILL_DAYS) -> dict:
-    from dmf_assets.orchestration import runner
-
-    ws = make_bench_workspace(Path(workdir))
-    start = RANGE_END - timedelta(days=days - 1)
-    per_day: list[float] = []
-    try:
-        t = time.perf_counter()
-        if mode == "per_day":
-            reports = runner.run_days(
-                [start + timedelta(days=i) for i in range(days)], instance=ws.instance, resources=ws.resources,
-                tags={"dmf/bench": "backfill"}, progress=lambda _r_, s: per_day.append(s),
-            )
-            failures = [r.failure for r in reports if r.failure]
-        elif mode == "single_run":
-            report = runner.run_range_single(start, RANGE_END, instance=ws.instance, resources=ws.resources,
-                                             tags={"dmf/bench": "backfill"})
-            failures = [report.failure] if report.failure else []
-        else:
-            raise ValueError(f"unknown backfill mode {mode!r}")
-        seconds = time.perf_counter() - t
-        step_seconds = _step_seconds(ws.instance, "backfill")
-    finally:
-        ws.instance.dispose()
-    out = {
-        "mode": mode,
-        "start": start.isoformat(),
-        "end": RANGE_END.isoformat(),
-        "days": days,
-        "seconds": _r(seconds),
-        "seconds_per_day": _r(seconds / days),
-        "failures": failures,
-        "statuses": _status_counts(ws),
-        "workbooks": len(list(ws.path("reports_dir").glob("DMF_리포트_2*.xlsx"))),
-        "step_seconds": step_seconds,
-        **_database_facts(ws.path("database")),
-        "peak_rss_mb": _r(peak_rss_mb(), 1),
-    }
-    if per_day:
-        out["day_seconds"] = {"min": _r(min(per_day)), "median": _r(statistics.median(per_day)), "max": _r(max(per_day))}
+def _runs_rows(db: Path) -> dict[str, dict]:
+    """The `runs` table by day (read-only), or {} if the database is missing or has another shape."""
+    code = (
+        "import json, sys, duckdb\n"
+        "con = duckdb.connect(sys.argv[1], read_only=True)\n"
+        "cur = con.execute('SELECT * FROM runs ORDER BY day_id')\n"
+        "names = [c[0] for c in cur.description]\n"
+        "print(json.dumps([dict(zip(names, r)) for r in cur.fetchall()], default=str))\n"
+    )
+    try:  # in a child: the parent stays small (a forked child's peak RSS starts at the parent's)
+        proc = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, timeout=120)
+        rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else []
+    except Exception:  # noqa: BLE001 - informational: the figures stand without it
+        return {}
+    keep = ("status", "population", "new_count", "changed_count", "withdrawn_count", "fetch_seconds",
+            "process_seconds")
+    out = {}
+    for row in rows:
+        d = str(row["day_id"])
+        out[f"{d[:4]}-{d[4:6]}-{d[6:]}"] = {k: (_r(row[k]) if isinstance(row.get(k), float) else row.get(k))
+                                             for k in keep if k in row}
     return out
 
 
-def measure_history(workdir: str, days: int = HISTORY_DAYS) -> dict:
-    """`days` days into one database through the pipeline steps; staging/raw files of each day are
-    deleted after it is committed (they are caches / archives outside the database)."""
-    from dmf_assets.orchestration import pipeline, staging
+def _step_seconds(home: Path) -> dict[str, list[float]]:
+    """Per-asset-step wall times of every run in this Dagster instance (oldest run first)."""
+    code = (
+        "import json, sys, dagster as dg\n"
+        "inst = dg.DagsterInstance.from_config(sys.argv[1])\n"
+        "out = {}\n"
+        "for run in reversed(inst.get_runs()):\n"
+        "    for e in inst.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):\n"
+        "        ev = e.dagster_event\n"
+        "        ms = getattr(ev.event_specific_data, 'duration_ms', None)\n"
+        "        if ms is not None: out.setdefault(ev.step_key, []).append(round(ms / 1000, 3))\n"
+        "inst.dispose()\n"
+        "print(json.dumps(out))\n"
+    )
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "DAGSTER_HOME": str(home)})
+        return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    except Exception:  # noqa: BLE001 - informational
+        return {}
+
+
+# --- the daily step (in-process, in a child process of its own) --------------------------------------
+
+
+def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
+    """normalize + diff + commit of `day` against the last accepted day read from DuckDB, timed by stage.
+
+    Runs on a database a real `dmf run` built; the day's raw pages are already archived. Each
+    repetition re-commits the same day (a re-run replaces that day's rows). The first repetition pays
+    one-time costs (regex compilation, DuckDB start-up) and is reported apart.
+    """
+    import polars as pl  # noqa: F401 - imported before timing, like the pipeline's process has it
+
+    from dmf_assets.domain.diff import Watchlist, diff_snapshots
+    from dmf_assets.domain.gates import FetchFacts, gate_churn, pre_diff_gates, quality_metrics
+    from dmf_assets.domain.snapshot import build_snapshot
+    from dmf_assets.settings import load_settings
+    from dmf_assets.source.archive import read_json
+    from dmf_assets.source.dumps import load_dump
+    from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
 
-    ws = make_bench_workspace(Path(workdir), with_instance=False)
-    settings = ws.settings()
-    mfds = ws.resources["mfds"]
-    staging_dir, raw_dir, db = ws.path("staging_dir"), ws.path("raw_dir"), ws.path("database")
-    quiet = logging.getLogger("dmf.bench.quiet")
-    quiet.setLevel(logging.WARNING)
-    start = RANGE_END - timedelta(days=days - 1)
-    per_day, steps = [], {"collect": 0.0, "normalize": 0.0, "judge": 0.0, "diff_and_commit": 0.0}
-    statuses: dict[str, int] = {}
-    t_all = time.perf_counter()
-    for i in range(days):
-        day = start + timedelta(days=i)
-        t0 = time.perf_counter()
-        pipeline.collect(mfds, day, staging_dir, quiet)
-        t1 = time.perf_counter()
-        pipeline.normalize(staging_dir, day, settings)
-        t2 = time.perf_counter()
-        with open_database(db, purpose="dmf bench") as conn:
-            judgement = pipeline.judge(conn, staging_dir, day, settings)
+    settings = load_settings()
+    d = date.fromisoformat(day)
+    w = settings.watchlist
+    watchlist = Watchlist(tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries))
+    # the manifest's page entries in the shape the pipeline hands to record_judgement (attempt counts)
+    pages = [
+        {**p, "attempts": len(p.get("attempts") or []),
+         "elapsed_ms": sum(a.get("elapsed_ms") or 0 for a in p.get("attempts") or [])}
+        for p in (read_json(Path(raw_dir) / day / "manifest.json") or {}).get("pages") or []
+    ]
+    runs = []
+    with open_database(Path(db), purpose="dmf bench") as conn:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            base = history.comparison_base(conn, d)
+            base_frame = history.load_snapshot(conn, base.day)
+            seen = history.previously_seen(conn, base.day)
+            t1 = time.perf_counter()
+            dump = load_dump(Path(raw_dir) / day)
+            t2 = time.perf_counter()
+            keyed = build_snapshot(dump.frame)
             t3 = time.perf_counter()
-            status = "rejected"
-            if judgement.passed:
-                status = pipeline.diff_and_commit(conn, staging_dir, day, settings).status
-        t4 = time.perf_counter()
-        statuses[status] = statuses.get(status, 0) + 1
-        for name, s in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
-            steps[name] += s
-        per_day.append(t4 - t0)
-        shutil.rmtree(staging.day_dir(staging_dir, day), ignore_errors=True)
-        shutil.rmtree(raw_dir / day.isoformat(), ignore_errors=True)
-    seconds = time.perf_counter() - t_all
+            facts = FetchFacts(transport_ok=True, pages_ok=dump.pages, total_count=dump.total_count,
+                               rows_received=dump.rows, rows_after_dedup=keyed.height,
+                               duplicate_rows_dropped=dump.rows - keyed.height)
+            gates = pre_diff_gates(keyed, facts, base, settings.gates)
+            quality = quality_metrics(keyed, facts, d, settings.quality)
+            t4 = time.perf_counter()
+            diff = diff_snapshots(base_frame, keyed, previously_seen=seen, watchlist=watchlist)
+            churn = gate_churn(diff.counts, base.population or base_frame.height, settings.gates)
+            t5 = time.perf_counter()
+            history.record_judgement(
+                conn, d, gates=gates, quality=quality, fetch=facts, pages=pages, source="emulator",
+                fingerprint=history.frame_fingerprint(keyed), run_id=None, fetch_seconds=None, watchlist=watchlist,
+                gate_settings=settings.gates,
+            )
+            outcome = history.commit_day(conn, d, keyed, diff, base=base, churn=churn, watchlist=watchlist,
+                                         gates=settings.gates)
+            t6 = time.perf_counter()
+            runs.append({
+                "read_base_s": t1 - t0, "parse_pages_s": t2 - t1, "normalize_s": t3 - t2, "gates_s": t4 - t3,
+                "diff_s": t5 - t4, "commit_s": t6 - t5, "status": outcome.status,
+                "events": {k: v for k, v in diff.counts.items() if k != "population"}, "rows": keyed.height,
+            })
+    for r in runs:
+        r["total_s"] = r["normalize_s"] + r["diff_s"] + r["commit_s"]
+    timed = runs[1:] or runs
+    best = min(timed, key=lambda r: r["total_s"])
     return {
-        "method": "pipeline steps without Dagster (collect → normalize → judge → diff_and_commit: the functions the "
-        "assets call; the Dagster layer and the workbook/JSONL writers add no database rows)",
-        "start": start.isoformat(),
-        "end": RANGE_END.isoformat(),
-        "days": days,
-        "seconds": _r(seconds),
-        "seconds_per_day": _r(seconds / days),
-        "step_seconds": {k: _r(v) for k, v in steps.items()},
-        "day_seconds": {"min": _r(min(per_day)), "median": _r(statistics.median(per_day)), "max": _r(max(per_day))},
-        "statuses": statuses,
-        **_database_facts(db),
-        "peak_rss_mb": _r(peak_rss_mb(), 1),
+        "day": day,
+        "base_day": str(base.day),
+        "what": "normalize + diff + commit (total_s); reading the base from DuckDB, parsing the archived pages and "
+        "the gates are timed apart",
+        "rows": best["rows"],
+        "status": best["status"],
+        "events": best["events"],
+        **{k: _r(v) for k, v in best.items() if k.endswith("_s")},
+        "total_median_s": _r(statistics.median(r["total_s"] for r in timed)),
+        "first_total_s": _r(runs[0]["total_s"]),
+        "repeats": len(timed),
     }
 
 
-PARTS: dict[str, Callable[..., dict]] = {
-    "domain": measure_domain,
-    "graph_day": measure_graph_day,
-    "backfill": measure_backfill,
-    "history": measure_history,
-}
+# --- the parts -----------------------------------------------------------------------------------
 
 
-# --- the parent ----------------------------------------------------------------------------------
+def make_inputs(workdir: str, raw_dir: str, days: list[str], sizes: list[int]) -> dict:
+    """Child part: archive emulator days and write synthetic dump pairs (kept out of the parent, whose
+    memory a forked child would otherwise start with)."""
+    archive_days(Path(raw_dir), tuple(date.fromisoformat(d) for d in days))
+    return {str(n): [str(p) for p in synthetic_dumps(Path(workdir), n)] for n in sizes}
 
 
-class PartFailed(RuntimeError):
-    pass
+def _child(part: str, kwargs: dict, workdir: Path, *, env: dict | None = None, timeout_s: float = 1200) -> dict:
+    out = workdir / f"{part}.json"
+    proc = subprocess.run([sys.executable, "-m", "dmf_assets.bench.run", part, "--out", str(out), "--kwargs",
+                           json.dumps(kwargs)], capture_output=True, text=True, timeout=timeout_s,
+                          env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"{part}: exit {proc.returncode}: " + "\n".join(proc.stderr.strip().splitlines()[-6:]))
+    return json.loads(out.read_text(encoding="utf-8"))
 
 
-def run_part(part: str, kwargs: dict, *, logs_dir: Path, timeout_s: float) -> dict:
-    """Run one part in a fresh interpreter; its output (Dagster logs…) goes to logs_dir/<name>.log."""
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    name = part + "".join(f"_{v}" for k, v in sorted(kwargs.items()) if k != "workdir")
-    out_file, log_file = logs_dir / f"{name}.json", logs_dir / f"{name}.log"
-    cmd = [sys.executable, "-m", "dmf_assets.bench.run", part, "--out", str(out_file), "--kwargs", json.dumps(kwargs)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("DAGSTER_HOME", None)  # each graph part makes its own instance; never the user's
-    t = time.perf_counter()
-    with open(log_file, "wb") as log:
-        try:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout_s, cwd=PROJECT_ROOT)
-        except subprocess.TimeoutExpired:
-            raise PartFailed(f"{name}: no result after {timeout_s:.0f} s (log: {log_file})") from None
-    if proc.returncode != 0 or not out_file.exists():
-        tail = log_file.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
-        raise PartFailed(f"{name}: exit code {proc.returncode}\n" + "\n".join(tail))
-    result = json.loads(out_file.read_text(encoding="utf-8"))
-    result["process_wall_s"] = _r(time.perf_counter() - t)
-    return result
+def bench_diff(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str], None]) -> None:
+    raw = workdir / "raw"
+    sizes = list(DIFF_SIZES_QUICK if quick else DIFF_SIZES_FULL)
+    progress(f"… inputs: emulator days {DIFF_OLD_DAY}, {DIFF_NEW_DAY}; synthetic {', '.join(f'{n:,}' for n in sizes)}-row "
+             "dump pairs (not timed)")
+    dumps = _child("inputs", {"workdir": str(workdir), "raw_dir": str(raw),
+                              "days": [DIFF_OLD_DAY.isoformat(), DIFF_NEW_DAY.isoformat()], "sizes": sizes}, workdir)
+    cases = [("9k", [raw / DIFF_OLD_DAY.isoformat(), raw / DIFF_NEW_DAY.isoformat()], 3)]
+    for n in sizes:
+        cases.append(("1m" if n == 1_000_000 else f"{n // 1000}k", [Path(p) for p in dumps[str(n)]],
+                      1 if n >= 1_000_000 else 3))
+    for name, (old, new), repeats in cases:
+        progress(f"… dmf diff {name} ({repeats}× after a warm-up)")
+        res = measure_command(["diff", old, new, "--no-watchlist"], repeats=repeats, warmup=name != "1m",
+                              timeout_s=600)
+        res["input"] = {"old": old.name, "new": new.name, "bytes": old.stat().st_size + new.stat().st_size
+                        if old.is_file() else None}
+        doc["diff"][name] = res
+        progress(f"   {res['wall_s']:.2f} s, peak RSS {res['peak_rss_mb']:.0f} MB (exit {res['exit_codes']})")
+
+
+def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str], None]) -> None:
+    proj = Project(workdir / "graph")
+    log = workdir / "graph.log"
+    progress(f"… dmf run --date {GRAPH_BASE_DAY} (baseline, first run of a fresh project)")
+    base = run_process(["run", "--date", GRAPH_BASE_DAY], env=proj.env, log=log)
+    if base["exit_code"] != 0:
+        doc["graph"] = {"skipped": "`dmf run` failed — the orchestration may be mid-rewrite", "baseline_day": base}
+        doc["errors"].append({"part": "graph", "error": "\n".join(base["error_tail"])})
+        progress(f"   FAILED (exit {base['exit_code']}): graph figures skipped")
+        return
+    repeats = 1 if quick else 3
+    progress(f"… dmf run --date {GRAPH_DAY} ({repeats}×; a re-run replaces the day)")
+    one = measure_command(["run", "--date", GRAPH_DAY], repeats=repeats, warmup=False, env=proj.env, log=log)
+    steps = _step_seconds(proj.root / "dagster_home")
+    runs = _runs_rows(proj.path("database"))
+    workbook_steps = steps.get("xlsx_report") or []
+    doc["graph"] = {
+        "baseline_day": {**base, "day": GRAPH_BASE_DAY.isoformat(), **runs.get(GRAPH_BASE_DAY.isoformat(), {})},
+        "one_day": {**one, "day": GRAPH_DAY.isoformat(), **runs.get(GRAPH_DAY.isoformat(), {})},
+        # the steps of the timed runs: the baseline run is the first of each list
+        "step_seconds": {k: (statistics.median(v[1:]) if len(v) > 1 else v[0]) for k, v in steps.items() if v},
+        "workbook_s": _r(statistics.median(workbook_steps[1:] or workbook_steps)) if workbook_steps else None,
+        "workbook_bytes": next((p.stat().st_size for p in proj.path("reports_dir").glob(f"*{GRAPH_DAY}*.xlsx")), None),
+    }
+    progress(f"   {one['wall_s']:.2f} s, peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
+             f"{doc['graph']['workbook_s']} s")
+    # the daily step, in-process, on a copy of this database (the day after GRAPH_DAY)
+    db_copy = workdir / "daily_step.duckdb"
+    shutil.copy(proj.path("database"), db_copy)
+    progress(f"… daily step {STEP_DAY} in-process (normalize + diff + commit against DuckDB)")
+    try:
+        _child("inputs", {"workdir": str(workdir), "raw_dir": str(proj.path("raw_dir")), "days": [STEP_DAY.isoformat()],
+                          "sizes": []}, workdir)
+        s = doc["daily_step"] = _child("daily_step", {"db": str(db_copy), "raw_dir": str(proj.path("raw_dir")),
+                                                      "day": STEP_DAY.isoformat(), "repeats": 4}, workdir, env=proj.env)
+        progress(f"   {s['total_s']:.3f} s = normalize {s['normalize_s']:.3f} + diff {s['diff_s']:.3f} + "
+                 f"commit {s['commit_s']:.3f} (base read {s['read_base_s']:.3f}, pages {s['parse_pages_s']:.3f})")
+    except RuntimeError as exc:
+        doc["errors"].append({"part": "daily_step", "error": str(exc)})
+        progress(f"   FAILED: {exc}")
+
+
+def bench_backfill(doc: dict, workdir: Path, *, progress: Callable[[str], None]) -> None:
+    proj = Project(workdir / "backfill")
+    start = BACKFILL_END - timedelta(days=BACKFILL_DAYS - 1)
+    progress(f"… dmf backfill --start {start} --end {BACKFILL_END} (fresh project)")
+    res = run_process(["backfill", "--start", start, "--end", BACKFILL_END], env=proj.env, log=workdir / "backfill.log",
+                      timeout_s=1800)
+    runs = _runs_rows(proj.path("database"))
+    statuses: dict[str, int] = {}
+    for row in runs.values():
+        statuses[str(row.get("status"))] = statuses.get(str(row.get("status")), 0) + 1
+    doc["backfill_30"] = {**res, "start": start.isoformat(), "end": BACKFILL_END.isoformat(), "days": BACKFILL_DAYS,
+                          "seconds_per_day": _r(res["wall_s"] / BACKFILL_DAYS), "statuses": statuses,
+                          "workbooks": len(list(proj.path("reports_dir").glob("DMF_*_2*.xlsx")))}
+    if res["exit_code"] not in (0, 3):
+        doc["errors"].append({"part": "backfill", "error": "\n".join(res["error_tail"])})
+    progress(f"   {res['wall_s']:.1f} s ({res['wall_s'] / BACKFILL_DAYS:.2f} s/day), peak RSS {res['peak_rss_mb']:.0f} MB, "
+             f"{statuses}")
+
+
+# --- the document --------------------------------------------------------------------------------
 
 
 def _machine() -> dict:
-    import duckdb
-    import polars
-
-    try:
-        from importlib.metadata import version
-
-        dagster_version = version("dagster")
-    except Exception:  # noqa: BLE001 - informational only
-        dagster_version = None
     mem = None
     try:
         mem = int(Path("/proc/meminfo").read_text().split()[1]) / 1024 / 1024
     except (OSError, ValueError, IndexError):
         pass
-    return {
-        "cpu_count": os.cpu_count(),
-        "memory_gb": _r(mem, 1),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "polars": polars.__version__,
-        "duckdb": duckdb.__version__,
-        "dagster": dagster_version,
-        "load_average_start": [round(x, 2) for x in os.getloadavg()],
-    }
+    versions = {}
+    for name in ("polars", "duckdb", "dagster"):
+        try:
+            from importlib.metadata import version
+
+            versions[name] = version(name)
+        except Exception:  # noqa: BLE001 - informational only
+            versions[name] = None
+    return {"cpu_count": os.cpu_count(), "memory_gb": _r(mem, 1), "platform": platform.platform(),
+            "python": platform.python_version(), **versions,
+            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
 
 
-def _lookup(doc: dict, dotted: str):
+def lookup(doc: dict, dotted: str):
     node = doc
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -629,87 +460,60 @@ def _lookup(doc: dict, dotted: str):
 def target_summary(doc: dict) -> list[dict]:
     rows = []
     for t in TARGETS:
-        value = _lookup(doc, t.metric)
-        rows.append(
-            {
-                "metric": t.metric,
-                "label": t.label,
-                "target": f"≤ {t.limit:g} {t.unit}",
-                "limit": t.limit,
-                "measured": value,
-                "unit": t.unit,
-                "met": None if value is None else bool(value <= t.limit),
-            }
-        )
+        value = lookup(doc, t.metric)
+        rows.append({"metric": t.metric, "label": t.label, "target": f"≤ {t.limit:g} {t.unit}", "limit": t.limit,
+                     "measured": value, "unit": t.unit, "met": None if value is None else bool(value <= t.limit)})
     return rows
 
 
-def run_benchmark(
-    *,
-    quick: bool,
-    output_dir: Path = DEFAULT_OUTPUT,
-    sizes: tuple[int, ...] | None = None,
-    workdir: Path | None = None,
-    keep_workdir: bool = False,
-    progress: Callable[[str], None] = print,
-) -> tuple[dict, list[Path]]:
+def previous_results(output_dir: Path, quick: bool) -> dict | None:
+    """The result this run is compared with: latest[-quick].json, else latest.json (same schema only)."""
+    for name in (["latest-quick.json"] if quick else []) + ["latest.json"]:
+        try:
+            doc = json.loads((output_dir / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if doc.get("schema_version") == SCHEMA_VERSION:
+            return doc
+    return None
+
+
+def comparison_lines(doc: dict, previous: dict | None) -> list[str]:
+    """One line per target: goal, now, before (and the change), verdict."""
+    lines = [f"{'figure':<70} {'goal':>10} {'now':>10} {'before':>10} {'change':>8}  result"]
+    for t in doc["targets"]:
+        now = t["measured"]
+        before = lookup(previous, t["metric"]) if previous else None
+        change = f"{(now - before) / before * 100:+.0f} %" if now is not None and before else ""
+        fmt = (lambda v: "-" if v is None else f"{v:,.2f} {t['unit']}")
+        verdict = "skipped" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        lines.append(f"{t['label']:<70} {t['target']:>10} {fmt(now):>10} {fmt(before):>10} {change:>8}  {verdict}")
+    if previous:
+        lines.append(f"(before = {previous.get('started_at')}, load average {previous['machine'].get('load_average_start')})")
+    return lines
+
+
+def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Path | None = None,
+                  keep_workdir: bool = False, progress: Callable[[str], None] = print) -> tuple[dict, list[Path]]:
     """Run every part, write the JSON files, return (document, written paths)."""
-    sizes = tuple(sizes or (SIZES_QUICK if quick else SIZES_FULL))
     own_workdir = workdir is None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="dmf-bench-"))
-    logs = workdir / "logs"
+    workdir.mkdir(parents=True, exist_ok=True)
     started = datetime.now(timezone.utc)
     t_all = time.perf_counter()
-    doc: dict = {
-        "schema_version": SCHEMA_VERSION,
-        "mode": "quick" if quick else "full",
-        "started_at": started.isoformat(timespec="seconds"),
-        "machine": _machine(),
-        "normalize_diff": {},
-        "errors": [],
-    }
-
-    def part(label: str, name: str, kwargs: dict, timeout_s: float):
-        progress(f"… {label}")
-        try:
-            res = run_part(name, kwargs, logs_dir=logs, timeout_s=timeout_s)
-        except PartFailed as exc:
-            progress(f"   FAILED: {exc}")
-            doc["errors"].append({"part": label, "error": str(exc)})
-            return None
-        return res
-
+    doc: dict = {"schema_version": SCHEMA_VERSION, "mode": "quick" if quick else "full",
+                 "started_at": started.isoformat(timespec="seconds"), "machine": _machine(), "diff": {}, "errors": []}
     try:
-        for n in sizes:
-            repeats = 1 if quick or n >= 1_000_000 else 3
-            res = part(f"normalize + diff, {n:,} rows", "domain", {"rows": n, "repeats": repeats},
-                       timeout_s=300 + n / 500)
-            if res:
-                doc["normalize_diff"][str(n)] = res
-                progress(
-                    f"   {n:>9,} rows: normalize {res['normalize_s']:.2f} s + diff {res['diff_s']:.2f} s = "
-                    f"{res['total_s']:.2f} s (cpu {res['cpu_s']:.2f} s), peak RSS {res['peak_rss_section_mb']} MB, "
-                    f"recall {res['score']['overall']['recall']}, precision {res['score']['overall']['precision']}"
-                )
-        res = part("graph: baseline, one day, a 60-day-gap day, workbook", "graph_day",
-                   {"workdir": str(workdir / "graph_day")}, timeout_s=900)
-        if res:
-            doc["graph"] = res
-            wb = res["workbook"]
-            progress(f"   one day {res['one_day']['seconds']:.1f} s ({res['one_day']['population']} rows); workbook "
-                     f"{wb['events']} events written in {wb['write_s']:.2f} s")
-        if not quick:
-            doc["backfill_30"] = {}
-            for mode in ("per_day", "single_run"):
-                res = part(f"30-day backfill ({mode})", "backfill", {"workdir": str(workdir / f"backfill_{mode}"),
-                                                                     "mode": mode}, timeout_s=1800)
-                if res:
-                    doc["backfill_30"][mode] = res
-                    progress(f"   {res['seconds']:.1f} s ({res['seconds_per_day']:.2f} s/day), {res['statuses']}")
-            res = part("365 days into one database", "history", {"workdir": str(workdir / "history")}, timeout_s=3600)
-            if res:
-                doc["history_365"] = res
-                progress(f"   {res['database_mb']} MB after {res['days']} days ({res['seconds']:.0f} s)")
+        for label, part in (("diff", lambda: bench_diff(doc, workdir, quick=quick, progress=progress)),
+                            ("graph", lambda: bench_graph(doc, workdir, quick=quick, progress=progress)),
+                            ("backfill", None if quick else lambda: bench_backfill(doc, workdir, progress=progress))):
+            if part is None:
+                continue
+            try:
+                part()
+            except Exception as exc:  # noqa: BLE001 - one broken part never hides the others' figures
+                doc["errors"].append({"part": label, "error": f"{type(exc).__name__}: {exc}"})
+                progress(f"   FAILED: {label}: {type(exc).__name__}: {exc}")
     finally:
         if own_workdir and not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -717,6 +521,10 @@ def run_benchmark(
     doc["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc["total_seconds"] = _r(time.perf_counter() - t_all, 1)
     doc["targets"] = target_summary(doc)
+    previous = previous_results(Path(output_dir), quick)
+    doc["previous"] = {"started_at": previous.get("started_at"), "measured": {t["metric"]: lookup(previous, t["metric"])
+                                                                             for t in TARGETS}} if previous else None
+    doc["comparison"] = comparison_lines(doc, previous)
     return doc, write_results(doc, Path(output_dir), quick=quick, started=started)
 
 
@@ -724,7 +532,7 @@ def write_results(doc: dict, output_dir: Path, *, quick: bool, started: datetime
     """latest[-quick].json and a dated copy, written atomically."""
     output_dir.mkdir(parents=True, exist_ok=True)
     suffix = "-quick" if quick else ""
-    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+    text = json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n"
     paths = [output_dir / f"latest{suffix}.json", output_dir / f"{started:%Y-%m-%dT%H%M%SZ}{suffix}.json"]
     for p in paths:
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
@@ -733,7 +541,9 @@ def write_results(doc: dict, output_dir: Path, *, quick: bool, started: datetime
     return paths
 
 
-# --- child entry point ---------------------------------------------------------------------------
+# --- child entry point (inputs, the in-process daily step) --------------------------------------------------
+
+PARTS: dict[str, Callable[..., dict]] = {"daily_step": daily_step, "inputs": make_inputs}
 
 
 def _child_main(argv: list[str] | None = None) -> int:
