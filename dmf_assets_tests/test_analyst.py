@@ -208,6 +208,7 @@ def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
     (("history", "   "), "빈 등록번호"),
     (("asof", "2020-01-01"), "정상 수집(반영)된 날이 없습니다"),
     (("report", "--from", "2026-09-05", "--to", "2026-09-01"), "앞섭니다"),
+    (("report", "--from", "2020-01-01", "--to", "2020-01-31"), "처리(수집·판정)된 날이 없습니다"),
 ])
 def test_bad_arguments_are_one_line_dmf_errors(edited, capsys, argv, message):
     code, out, err = run_cli(capsys, *argv, "--database", str(edited.database))

@@ -273,6 +273,8 @@ def _report(args) -> int:
         raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
     with _connect(args) as (settings, conn):
         period = build_period_report(conn, args.start, args.end, settings)
+    if not period.days:  # an empty workbook must never look like "nothing changed"
+        raise UserError(f"{args.start} ~ {args.end}에 처리(수집·판정)된 날이 없습니다 — 기간을 확인하십시오")
     path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_기간리포트_{args.start}_{args.end}.xlsx"
     write_period_workbook(period, path)
     print(f"{path} — 이벤트 {len(period.events):,}건, 등록별 순변경 {len(period.net):,}건, "
