@@ -522,8 +522,8 @@ def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Pa
     doc["total_seconds"] = _r(time.perf_counter() - t_all, 1)
     doc["targets"] = target_summary(doc)
     previous = previous_results(Path(output_dir), quick)
-    doc["previous"] = {"started_at": previous.get("started_at"), "measured": {t["metric"]: lookup(previous, t["metric"])
-                                                                             for t in TARGETS}} if previous else None
+    doc["previous"] = {"started_at": previous.get("started_at"),
+                       "measured": {t.metric: lookup(previous, t.metric) for t in TARGETS}} if previous else None
     doc["comparison"] = comparison_lines(doc, previous)
     return doc, write_results(doc, Path(output_dir), quick=quick, started=started)
 

@@ -141,8 +141,8 @@ def _diff(args) -> int:
     settings = load_settings()
     frames = [old.frame, new.frame]
     old, new = old.without_rows(), new.without_rows()  # the facts stay; the raw columns go with `frames`
-    old_snap, new_snap = build_snapshot_pair(*frames)  # the rows both days share are normalized once
-    del frames
+    # popped into the call: the function holds the only references and frees the raw rows early
+    old_snap, new_snap = build_snapshot_pair(frames.pop(0), frames.pop(0))  # shared rows normalized once
     outcomes = _pre_diff_gates(old, new, old_snap, new_snap, settings.gates)
     failed = [(who, g) for who, g in outcomes if g.passed is False]
     if failed and not args.force:

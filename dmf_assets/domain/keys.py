@@ -58,7 +58,8 @@ def _duckdb():
     if _connection is None:
         import duckdb
 
-        _connection = duckdb.connect()
+        # hand freed memory back instead of caching up to 128 MiB of it (peak RSS of `dmf diff`)
+        _connection = duckdb.connect(config={"allocator_flush_threshold": "8MB"})
     return _connection
 
 
@@ -74,7 +75,9 @@ def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     parts = []
     try:
         for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
-            con.register("hash_input", frame.slice(offset, HASH_BATCH_ROWS).select(needed).to_arrow())
+            # string views go to DuckDB as they are (the default export copies every string into a new buffer)
+            batch = frame.slice(offset, HASH_BATCH_ROWS).select(needed).to_arrow(compat_level=pl.CompatLevel.newest())
+            con.register("hash_input", batch)
             parts.append(con.sql(sql).pl())
             con.unregister("hash_input")
     finally:

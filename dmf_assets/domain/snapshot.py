@@ -43,6 +43,8 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     cols = list(API_FIELDS)
     old_rows, new_rows = old_rows.select(cols), new_rows.select(cols)
     matched = _match_rows(old_rows, new_rows)
+    if matched is not None:
+        del old_rows, new_rows  # the union holds every row still needed (a caller may let go of its frames)
     if matched is None:  # a 64-bit row-hash collision: exact (slower) matching on the nine columns
         old_raw, _ = drop_repeated_rows(old_rows)
         new_raw, _ = drop_repeated_rows(new_rows)
@@ -58,6 +60,7 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     else:
         union, union_ix, old_height = matched
     keyed = with_row_keys(normalize_items(union))
+    del union
     old = with_snapshot_keys(keyed.slice(0, old_height))
     new = keyed.drop("row_no")[union_ix].with_columns(pl.int_range(0, pl.len(), dtype=pl.Int32).alias("row_no"))
     return old, with_snapshot_keys(new.select(keyed.columns))
