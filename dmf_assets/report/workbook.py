@@ -244,8 +244,10 @@ def _put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEX
     stored = store_text(value)
     if stored is None:
         return cell
-    cell.value = stored
-    # openpyxl infers "=…" as a formula and "#N/A" as an error: force a literal string.
+    # Set the stored value directly: store_text already replaced what XML forbids, so openpyxl's own
+    # per-cell check (a regex scan, ~1 s over the 9k-row ledger) is redundant; and openpyxl would infer
+    # "=…" as a formula and "#N/A" as an error — this is always a literal string.
+    cell._value = stored
     cell.data_type = "s"
     if stored.startswith(FORMULA_TRIGGERS):
         cell.quotePrefix = True  # Excel keeps it text even after the user edits the cell
