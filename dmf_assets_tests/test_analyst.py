@@ -312,3 +312,19 @@ def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, ca
     site = next(r for r in rows if r["관리 키"] == edited.site_added)
     assert f"제조소 추가: {edited.site_name} (중국)" in site["순변경 내용 (기간 처음 전 → 마지막 후)"]
     assert len(rows) == 1 + 1 + len(edited.withdrawn)
+
+
+def test_history_follows_a_registration_that_received_its_number(emulated, capsys):
+    """Published without a number, numbered later: one registration, found by either key."""
+    with open_database(emulated) as conn:
+        row = conn.execute("SELECT permit_no, base_dmf_key, day_id FROM events WHERE number_assigned ORDER BY day_id LIMIT 1").fetchone()
+    assert row, "the emulated week assigns a number"
+    permit, syn, day = row
+    assert syn.startswith("SYN-")
+    by_number = jsonl(run_cli(capsys, "history", permit, "--format", "jsonl", "--database", str(emulated))[1])
+    by_syn = jsonl(run_cli(capsys, "history", syn.lower(), "--format", "jsonl", "--database", str(emulated))[1])
+    assert by_number == by_syn
+    assert {v["dmf_key"] for v in by_number if v["kind"] == "version"} == {permit, syn}
+    (assigned,) = [e for e in by_number if e["kind"] == "event" and "번호 부여" in e["flags"]]
+    assert assigned["day"] == history.to_date(day).isoformat() and assigned["event_type"] == "CHANGED"
+    assert not [e for e in by_number if e["kind"] == "event" and e["event_type"] == "WITHDRAWN"]
