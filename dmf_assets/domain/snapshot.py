@@ -62,8 +62,39 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     keyed = with_row_keys(normalize_items(union))
     del union
     old = with_snapshot_keys(keyed.slice(0, old_height))
-    new = keyed.drop("row_no")[union_ix].with_columns(pl.int_range(0, pl.len(), dtype=pl.Int32).alias("row_no"))
-    return old, with_snapshot_keys(new.select(keyed.columns))
+    return old, _new_snapshot(keyed, union_ix, old.columns)
+
+
+#: the new day is put together from slices of the union when it is at most this many runs of
+#: consecutive union rows (plus one per 1,000 rows); otherwise it is gathered row by row
+MAX_RUNS = 64
+
+
+def _new_snapshot(keyed: pl.DataFrame, union_ix: pl.Series, columns: list[str]) -> pl.DataFrame:
+    """The new day's snapshot: its union rows (`union_ix`, in order) plus its own row_no and duplicate ranks.
+
+    A new day is mostly the old day's rows in the old order, i.e. a few long runs of consecutive union
+    rows: those become zero-copy slices of `keyed` (one chunk each), so the two snapshots share their
+    memory. Many short runs (a shuffled day) are gathered instead.
+    """
+    # the per-snapshot columns, computed on the three columns they need
+    ranks = with_snapshot_keys(
+        keyed.select("group_key", "identity_hash", "content_hash")[union_ix].with_columns(
+            pl.int_range(0, pl.len(), dtype=pl.Int32).alias("row_no")
+        )
+    ).select("row_no", "dup_rank", "dup_count", "dmf_key")
+    rows = keyed.drop("row_no")
+    breaks = (union_ix.diff() != 1).fill_null(True).arg_true()
+    if breaks.len() > MAX_RUNS + union_ix.len() // 1000:
+        return rows[union_ix].hstack(ranks).select(columns)
+    starts = union_ix.gather(breaks).to_list()
+    offsets = breaks.to_list() + [union_ix.len()]
+    parts = [
+        rows.slice(start, offsets[i + 1] - offsets[i]).hstack(ranks.slice(offsets[i], offsets[i + 1] - offsets[i]))
+        .select(columns)
+        for i, start in enumerate(starts)
+    ]
+    return pl.concat(parts, rechunk=False) if parts else rows.clear().hstack(ranks.clear()).select(columns)
 
 
 def _match_rows(old: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series, int] | None:
