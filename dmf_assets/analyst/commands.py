@@ -118,13 +118,18 @@ def _history(args) -> int:
         versions = [v for v in hist.versions if v.dmf_key == key]
         last = versions[-1].values
         print(f"\n■ {key} — {last['ingredient'] or '-'} · {last['applicant'] or '-'} · {last['countries'] or '-'}", file=out)
+        numbered = next((e.dmf_key for e in hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
+        if numbered:
+            print(f"  → 등록번호를 받아 {numbered}(으)로 이어짐", file=out)
         if last.get("base_permit_no") or last.get("cohort"):
             print(f"  원 등록번호(허여): {last.get('base_permit_no') or '-'} · 코호트: {last.get('cohort') or '-'}", file=out)
         for v in versions:
             span = f"{_iso(v.first_day) or '?'} ~ {_iso(v.last_day) or '?'} ({v.days_observed}일 관측)"
             print(f"  버전 {v.version_no}: {span}", file=out)
         for e in hist.events:
-            if key not in (e.dmf_key, e.base_dmf_key) or (e.is_cosmetic and not args.include_cosmetic):
+            # an event of two keys (a number assigned) is listed once, under the key it led to
+            mine = e.dmf_key == key or (e.base_dmf_key == key and e.dmf_key not in keys)
+            if not mine or (e.is_cosmetic and not args.include_cosmetic):
                 continue
             base = f" (기준 {e.base_day})" if e.base_day else ""
             flags = f" [{', '.join(e.flags)}]" if e.flags else ""
@@ -134,7 +139,7 @@ def _history(args) -> int:
                 if c.is_cosmetic and not args.include_cosmetic:
                     continue
                 print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
-        hidden = sum(1 for e in hist.events if key in (e.dmf_key, e.base_dmf_key) and e.is_cosmetic)
+        hidden = sum(1 for e in hist.events if e.dmf_key == key and e.is_cosmetic)
         if hidden and not args.include_cosmetic:
             print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
     return 0
