@@ -7,6 +7,10 @@ it runs as the `postgres` account). Each storage runs in its own fresh Python pr
 
     .venv/bin/python bench/instance_storage.py            # both, 30 days -> bench/results/instance_storage-*.json
     .venv/bin/python bench/instance_storage.py --days 5
+    .venv/bin/python bench/instance_storage.py --noop     # the instance's own cost: six no-op daily assets
+
+`--noop` runs the same number of runs over six empty partitioned assets with a blocking check, so the
+difference between the storages is what recording runs and events costs, without the product's work.
 """
 
 from __future__ import annotations
@@ -35,7 +39,26 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
-def run_one(storage: str, days: int) -> dict:
+def _noop_graph():
+    import dagster as dg
+
+    parts = dg.DailyPartitionsDefinition(start_date="2026-01-01", timezone="Asia/Seoul")
+    out, prev = [], None
+    for name in ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"):
+        deps = [prev] if prev else []
+
+        @dg.asset(name=f"noop_{name}", partitions_def=parts, deps=deps,
+                  check_specs=[dg.AssetCheckSpec("gate", asset=f"noop_{name}", blocking=True)])
+        def _a(context):
+            yield dg.MaterializeResult(metadata={"rows": 1})
+            yield dg.AssetCheckResult(passed=True)
+
+        out.append(_a)
+        prev = _a
+    return out
+
+
+def run_one(storage: str, days: int, noop: bool = False) -> dict:
     warnings.filterwarnings("ignore")
     sys.path.insert(0, str(ROOT))
     import shutil
@@ -48,7 +71,8 @@ def run_one(storage: str, days: int) -> dict:
     from dmf_assets_tests import pg_server
 
     os.environ.setdefault("MFDS_SERVICE_KEY", "bench-key")
-    graph = [a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff, a.events, a.xlsx_report]
+    graph = _noop_graph() if noop else [a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff,
+                                        a.events, a.xlsx_report]
     with tempfile.TemporaryDirectory(prefix=f"dmf-bench-{storage}-") as tmp:
         project = Path(tmp)
         home = project / "dagster_home"
@@ -63,7 +87,7 @@ def run_one(storage: str, days: int) -> dict:
             for i in range(days):
                 day = (START + timedelta(days=i)).isoformat()
                 t = time.perf_counter()
-                result = dg.materialize(graph, partition_key=day, instance=instance, resources=resources,
+                result = dg.materialize(graph, partition_key=day, instance=instance, resources=None if noop else resources,
                                         raise_on_error=False, run_config=QUIET)
                 per_day.append(time.perf_counter() - t)
                 if not result.success:
@@ -79,7 +103,7 @@ def run_one(storage: str, days: int) -> dict:
                     "per_day_min_s": round(min(per_day), 3), "per_day_max_s": round(max(per_day), 3),
                     "failures": failures, "runs": days, "event_log_entries": events,
                     "postgres_server_cpu_s": server_cpu,
-                    "workbooks": len(list((project / "reports").glob("DMF_리포트_????-??-??.xlsx")))}
+                    "workbooks": len(list((project / "reports").glob("DMF_리포트_????-??-??.xlsx"))), "noop": noop}
 
         if storage == "sqlite":
             shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
@@ -95,16 +119,18 @@ def run_one(storage: str, days: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--noop", action="store_true", help="six empty assets: the instance's own cost per run")
     parser.add_argument("--only", choices=("sqlite", "postgres"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--output", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
     if args.only:
-        print(json.dumps(run_one(args.only, args.days)))
+        print(json.dumps(run_one(args.only, args.days, args.noop)))
         return 0
     results = {}
     for storage in ("sqlite", "postgres"):
         load0 = os.getloadavg()[0]
-        proc = subprocess.run([sys.executable, __file__, "--only", storage, "--days", str(args.days)],
+        proc = subprocess.run([sys.executable, __file__, "--only", storage, "--days", str(args.days),
+                               *(["--noop"] if args.noop else [])],
                               capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
@@ -118,7 +144,7 @@ def main() -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"instance_storage-{stamp}.json"
+    path = out / f"instance_storage{'-noop' if args.noop else ''}-{stamp}.json"
     path.write_text(json.dumps({"measured_at": stamp, "cpu_count": os.cpu_count(), **results}, indent=1), encoding="utf-8")
     print(f"→ {path}")
     return 0
