@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import date
 
+import polars as pl  # noqa: F401 - used in type hints of the reader tests
 import pytest
 
 from dmf_assets.domain.model import Event
@@ -78,3 +79,64 @@ def test_bad_input_is_one_clear_line(tmp_path, bad):
     result = dmf("diff", str(tmp_path / bad), str(tmp_path / bad))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and result.stderr.startswith("dmf: ")
+
+
+# --- the columnar dump reader gives exactly what the item-by-item reader gives ------------------------
+
+
+def _careful(items: list) -> "pl.DataFrame":
+    from dmf_assets.domain.normalize import items_to_frame
+
+    return items_to_frame(items)
+
+
+def _variants(items: list[dict]) -> dict[str, bytes]:
+    doc = {"observed_on": "2026-09-24", "totalCount": len(items), "items": items}
+    return {
+        "compact": json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode(),
+        "default": json.dumps(doc, ensure_ascii=False).encode(),
+        "indented": json.dumps(doc, ensure_ascii=False, indent=1).encode(),
+        "ascii escapes": json.dumps(doc, ensure_ascii=True).encode(),
+        "bare list": json.dumps(items, ensure_ascii=False).encode(),
+        "items first": json.dumps({"items": items, "totalCount": len(items)}, ensure_ascii=False).encode(),
+        "bom + gzip": gzip.compress(b"\xef\xbb\xbf" + json.dumps(doc, ensure_ascii=False).encode()),
+    }
+
+
+@pytest.mark.parametrize("block_bytes", [64, 4096, 1 << 22])
+def test_streamed_dump_equals_the_item_by_item_reader(tmp_path, real_items, block_bytes):
+    from polars.testing import assert_frame_equal
+
+    from dmf_assets.source.dumps import load_dump
+
+    items = [dict(r) for r in real_items]
+    # values that look like structure: separators and brackets inside strings, escapes, empty and null
+    items[0]["MNFCTR_NAME"] = 'A}, {"B": "c"}, {D'
+    items[1]["MNFCTR_PLACE"] = "line one\r\nline two\t[x] \\ \"quoted\""
+    items[2]["INGR_KOR_NAME"] = ""
+    items[3]["BIZRNO"] = None
+    items[4] = {k: v for k, v in items[4].items() if k != "NOTICE_CODE"}  # a missing key is null
+    expected = _careful(items)
+    for name, body in _variants(items).items():
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(body)
+        dump = load_dump(path, block_bytes=block_bytes)
+        assert_frame_equal(dump.frame, expected, check_dtypes=True), name
+        assert dump.total_count == (None if name == "bare list" else len(items)), name
+
+
+@pytest.mark.parametrize("odd", ["number", "float", "bool", "nested", "lone surrogate", "surrogate pair"])
+def test_values_the_fast_reader_cannot_vouch_for_take_the_careful_path(tmp_path, real_items, odd):
+    from polars.testing import assert_frame_equal
+
+    from dmf_assets.source.dumps import load_dump
+
+    items = [dict(r) for r in real_items[:50]]
+    value = {"number": 1338124994, "float": 12.0, "bool": True, "nested": {"a": [1, "b"]},
+             "lone surrogate": "\ud800x", "surrogate pair": "\U0001F600"}[odd]
+    items[7]["BIZRNO"] = value
+    body = json.dumps({"items": items}, ensure_ascii=True).encode("utf-8", "surrogatepass")
+    path = tmp_path / "odd.json"
+    path.write_bytes(body)
+    expected = _careful(json.loads(body.decode("utf-8", "surrogatepass"))["items"])
+    assert_frame_equal(load_dump(path, block_bytes=256).frame, expected)

@@ -128,8 +128,12 @@ def _diff(args) -> int:
     from dmf_assets.cli import UserError
     from dmf_assets.source.dumps import DumpError, load_dump
 
-    try:
-        old, new = load_dump(args.old), load_dump(args.new)
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:  # both at once: the JSON parser runs without the GIL while the other file is being scanned
+        with ThreadPoolExecutor(2) as pool:
+            reads = pool.submit(load_dump, args.old), pool.submit(load_dump, args.new)
+            old, new = reads[0].result(), reads[1].result()
     except DumpError as exc:
         raise UserError(str(exc)) from None
 

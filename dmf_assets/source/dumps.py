@@ -102,28 +102,33 @@ def _read_bytes(path: Path) -> bytes:
             raise DumpError(f"{path}: gzip 파일이 손상되었습니다 / damaged gzip file ({exc})") from None
 
 
-def _lines_frame(block: bytes) -> pl.DataFrame:
-    """A run of `{…}, {…}` item objects (all values strings or null) as a frame."""
+def _lines_frame(chunk: bytes, start: int, end: int) -> pl.DataFrame:
+    """The items in chunk[start:end] — a run of `{…}, {…}` objects, all values strings or null — as a frame."""
     import polars as pl
 
-    block = block.strip(b" \t\r\n,")
-    if not block:
+    while start < end and chunk[start] in b" \t\r\n,":
+        start += 1
+    while end > start and chunk[end - 1] in b" \t\r\n":
+        end -= 1
+    if start == end:
         return pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
-    if _NON_TEXT_VALUE.search(block) or _SURROGATE_ESCAPE.search(block):
+    if chunk[start] != 0x7B or chunk[end - 1] != 0x7D:  # '{' … '}'
         raise _NotFast
-    # valid JSON has no raw line breaks inside strings: every one is whitespace between tokens
-    block = block.replace(b"\r", b" ").replace(b"\n", b" ")
+    if _NON_TEXT_VALUE.search(chunk, start, end) or _SURROGATE_ESCAPE.search(chunk, start, end):
+        raise _NotFast
+    part: bytes | memoryview = memoryview(chunk)[start:end]
+    if chunk.find(b"\n", start, end) >= 0 or chunk.find(b"\r", start, end) >= 0:
+        # valid JSON has no raw line breaks inside strings: every one is whitespace between tokens
+        part = chunk[start:end].replace(b"\r", b" ").replace(b"\n", b" ")
     # a boundary found inside a string leaves an unterminated string behind, which fails to parse
-    block = _ITEM_BOUNDARY.sub(b"}\n{", block)
-    if not block.startswith(b"{") or not block.endswith(b"}"):
-        raise _NotFast
+    lines = _ITEM_BOUNDARY.sub(b"}\n{", part)
     try:  # every value is a string or null (checked above): the nine API fields, as text
-        return pl.read_ndjson(block, schema={name: pl.String for name in API_FIELDS})
+        return pl.read_ndjson(lines, schema={name: pl.String for name in API_FIELDS})
     except Exception:  # noqa: BLE001 - whatever polars refuses, the careful path explains
         raise _NotFast from None
 
 
-def _last_item_end(buf: bytearray) -> int:
+def _last_item_end(buf: bytes) -> int:
     """Position of the last '}' followed by ',' (the end of an item with another one after it)."""
     pos = len(buf)
     while True:
@@ -154,25 +159,26 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
         if not m:
             raise _NotFast
         prefix = head[: m.end() - 1]  # up to (without) the '[' of the items list
-    buf = bytearray(head[m.end():])
+    carry = head[m.end():]
     frames: list[pl.DataFrame] = []
     while True:
         more = fh.read(block_bytes)
         if not more:
             break
-        buf += more
-        cut = _last_item_end(buf)
+        chunk = carry + more
+        cut = _last_item_end(chunk)
         if cut < 0:
+            carry = chunk
             continue
-        frames.append(_lines_frame(bytes(buf[: cut + 1])))
-        del buf[: cut + 1]
-    end = buf.rfind(b"]")  # the items list must be the last list of the document
+        frames.append(_lines_frame(chunk, 0, cut + 1))
+        carry = chunk[cut + 1:]
+    end = carry.rfind(b"]")  # the items list must be the last list of the document
     if end < 0:
         raise _NotFast
-    frames.append(_lines_frame(bytes(buf[:end])))
+    frames.append(_lines_frame(carry, 0, end))
     # what surrounds the list must be a valid document by itself: "[]" + tail, or prefix + "[]" + tail
     try:
-        rest = orjson.loads(prefix + b"[]" + bytes(buf[end + 1:]))
+        rest = orjson.loads(prefix + b"[]" + carry[end + 1:])
     except orjson.JSONDecodeError:
         raise _NotFast from None
     if prefix:
