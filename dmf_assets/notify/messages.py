@@ -597,7 +597,7 @@ def compose_report(d: ReportDelivery, *, top: int = 10, revision: bool = False) 
             text += f"\n  … 외 {more}건은 첨부한 리포트에 있습니다."
         sections.append(("주요 이벤트 / Top events", text))
     attach = f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)"
-    sections.append(("리포트 / Workbook", attach + (f" — 다운로드 {d.url}" if d.url else "")))
+    sections.append(("리포트 / Workbook", attach))
     facts = [("날짜 / day", d.day), ("비교 기준 / comparison base", base)]
     if d.registry_size is not None:
         facts.append(("등록 수 / registry size", _n(d.registry_size)))
