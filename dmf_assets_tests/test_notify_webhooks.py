@@ -236,3 +236,14 @@ def test_an_unwritable_alerts_folder_is_a_failed_record_not_an_exception(tmp_pat
     assert record is not None and record.status == "failed" and "cannot record the alert" in record.error
     report = notify.deliver_report(settings, notify.ReportDelivery(DAY, "accepted", tmp_path / "missing.xlsx"), **FAST)
     assert report.status == "failed" and report.channels and report.channels[0].attempts == 3
+
+
+def test_rejected_alert_from_the_verdict_metadata():
+    meta = {"verdict": "rejected", "rejected_gate": 2, "comparison_base": "2026-11-26",
+            "reason": "완전성 게이트 실패: 8,940 / 9,203행 수신 (97.1 %)"}
+    alert = notify.alert_rejected_from_metadata(DAY, meta, retry_at="2026-11-27T06:35:00+09:00", attempt=1)
+    text = notify.compose_alert(alert).text()
+    assert "게이트 2 완전성(completeness)" in text and "8,940 / 9,203행 수신" in text and "06:35 KST" in text
+    assert "observed -" not in text  # no empty observed/threshold line when the metadata has none
+    churn = notify.alert_rejected_from_metadata(DAY, {**meta, "rejected_gate": 6, "reason": "-"})
+    assert "자동 재시도하지 않습니다" in notify.compose_alert(churn).text()

@@ -49,6 +49,7 @@ from dmf_assets.notify.messages import (
     alerts_for_day,
     alert_overdue,
     alert_rejected,
+    alert_rejected_from_metadata,
     alert_rejected_streak,
     alert_request_cap,
     alert_retries_exhausted,

@@ -227,6 +227,17 @@ def alert_rejected(day, *, gate, observed="", threshold="", comparison_base=None
                                  "attempt": attempt, "attempts_max": attempts_max}, run_id)
 
 
+def alert_rejected_from_metadata(day, metadata: Mapping[str, Any], *, retry_at=None, attempt: int = 1,
+                                 attempts_max: int = 3, run_id: str | None = None) -> Alert:
+    """`alert_rejected` from an integrity_verdict / snapshot_diff materialization's metadata
+    (keys rejected_gate, reason, comparison_base; observed/threshold when present)."""
+    m = {k: getattr(v, "value", v) for k, v in dict(metadata).items()}
+    return alert_rejected(day, gate=m.get("rejected_gate") or m.get("gate"), observed=m.get("observed", ""),
+                          threshold=m.get("threshold", ""), comparison_base=m.get("comparison_base"),
+                          detail=m.get("reason", "") if m.get("reason") not in (None, "-") else "",
+                          retry_at=retry_at, attempt=attempt, attempts_max=attempts_max, run_id=run_id)
+
+
 def alert_retry_succeeded(day, *, attempt: int, status: str = "accepted", first_failure: str = "", counts=None,
                           run_id: str | None = None) -> Alert:
     return Alert(RETRY_SUCCEEDED, day, {"attempt": attempt, "status": status, "first_failure": first_failure,
@@ -319,9 +330,11 @@ def compose_alert(alert: Alert, *, link: str = "") -> Message:
         base = _base(f.get("comparison_base"))
         what = (f"{day} 수집 결과가 {gate_label(f.get('gate'))}에서 거부되었습니다 (rejected). 이 날의 변경은 "
                 f"반영되지 않았고, 비교 기준(comparison base)은 {base} 그대로입니다.")
-        why = f"관측값 observed {f.get('observed') or '-'} — 기준 threshold {f.get('threshold') or '-'}."
+        why = (f"관측값 observed {f.get('observed') or '-'} — 기준 threshold {f.get('threshold') or '-'}."
+               if f.get("observed") or f.get("threshold") else "")
         if f.get("detail"):
-            why += f" {f['detail']}"
+            why = f"{why} {f['detail']}".strip()
+        why = why or "리포트의 '게이트' 시트에 관측값과 기준이 있습니다."
         if g in TRANSIENT_GATES:
             if f.get("retry_at"):
                 nxt = (f"일시적 오류(transient)로 보고 {_hhmm(f['retry_at'])}에 자동 재시도(automatic retry)합니다 "
@@ -337,8 +350,10 @@ def compose_alert(alert: Alert, *, link: str = "") -> Message:
                    "원천(source)이 일부만 돌려준 것인지, 실제 대량 변경인지 리포트의 '게이트' 시트와 표본 행으로 "
                    "확인하세요. 실제 변경이면 config/dmf.toml"
                    + (f" [gates] {key}" if key else " [gates]") + f" 값을 올리고 {rerun} 로 다시 실행하세요.")
-        facts += [("게이트 / gate", gate_label(f.get("gate"))), ("관측값 / observed", str(f.get("observed") or "-")),
-                  ("기준 / threshold", str(f.get("threshold") or "-")), ("비교 기준 / comparison base", base)]
+        facts.append(("게이트 / gate", gate_label(f.get("gate"))))
+        if f.get("observed") or f.get("threshold"):
+            facts += [("관측값 / observed", str(f.get("observed") or "-")), ("기준 / threshold", str(f.get("threshold") or "-"))]
+        facts.append(("비교 기준 / comparison base", base))
         if f.get("retry_at"):
             facts.append(("자동 재시도 / retry at", _hhmm(f["retry_at"])))
         subject = f"{prefix} {day} 수집 거부 (rejected) — {gate_label(f.get('gate'))}"
