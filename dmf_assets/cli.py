@@ -20,7 +20,7 @@ COMMAND_MODULES = (
     "dmf_assets.emulator.commands",  # dmf emulator serve | faults | truth
     "dmf_assets.source.commands",  # dmf fetch
     "dmf_assets.domain.commands",  # dmf diff
-    "dmf_assets.orchestration.commands",  # dmf demo | run | backfill | ui
+    "dmf_assets.runs.commands",  # dmf demo | run | backfill | ui
     "dmf_assets.ops.commands",  # dmf doctor | prune | backup
     "dmf_assets.service.commands",  # dmf service install | uninstall, dmf serve-reports
     "dmf_assets.bench.commands",  # dmf bench

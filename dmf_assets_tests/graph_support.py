@@ -36,17 +36,17 @@ class Workspace:
 
 
 def _resources(root: Path, faults: dict[str, str] | None, service_key: str, **client_overrides) -> dict:
-    # the production path: the key reaches the client through the environment (EnvVar), never as config
+    # the production path: the key reaches the client through the environment at run time, never as config
     os.environ["MFDS_SERVICE_KEY"] = service_key
-    return build_resources(load_settings(), root=root, service_key=dg.EnvVar("MFDS_SERVICE_KEY"),
-                           emulator_faults=faults or {}, **client_overrides)
+    return build_resources(load_settings(), root=root, emulator_faults=faults or {}, **client_overrides)
 
 
 def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY,
-                   **client_overrides) -> Workspace:
-    """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config."""
+                   reuse: bool = False, **client_overrides) -> Workspace:
+    """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config.
+    `reuse`: the folder exists already (e.g. the same project with other emulator faults)."""
     home = root / "dagster_home"
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=reuse)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     instance = dg.DagsterInstance.from_config(str(home))
     return Workspace(root, instance, _resources(root, faults, service_key, **client_overrides))

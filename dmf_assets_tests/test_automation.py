@@ -1,21 +1,24 @@
-"""The 06:00 KST schedule, the freshness policy, and the sensor that completes stopped days and raises alerts."""
+"""The 06:00 KST schedule, the partition-aware on-time check, and the sensor: it completes a day stopped by a
+blocking gate, leaves alone days a run or a backfill still owns, retries a transient rejection later the
+same morning, and never retries a drop/churn rejection."""
 
 from __future__ import annotations
 
-import json
-from datetime import date, datetime
-from zoneinfo import ZoneInfo
+import time
+from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 import pytest
+from dagster._core.storage.dagster_run import DagsterRun
 
-from dmf_assets.defs import assets as a
-from dmf_assets.defs.automation import daily_0600_kst, dmf_watch_sensor
-from dmf_assets.orchestration import followups, runner
-from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets.clock import KST
+from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst, dmf_watch_sensor
+from dmf_assets.orchestration import followups
+from dmf_assets.runs import launch
+from dmf_assets_tests.graph_support import make_workspace, runs_by_day
 
-KST = ZoneInfo("Asia/Seoul")
 D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
+NOW = datetime(2026, 10, 6, 7, 0, tzinfo=KST)
 
 
 def test_schedule_runs_the_new_day_at_0600_kst():
@@ -24,62 +27,130 @@ def test_schedule_runs_the_new_day_at_0600_kst():
     tick = datetime(2026, 11, 30, 6, 0, tzinfo=KST)
     request = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=tick))
     assert request.partition_key == "2026-11-30" and request.run_key == "schedule:2026-11-30"
-    # 05:59 UTC on Nov 29 is already 14:59 KST on Nov 29: the day is always the Korean one
-    late = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=ZoneInfo("UTC"))))
+    assert request.tags["dagster/max_runtime"] == "1800"  # [runs] max_minutes = 30
+    # 21:00 UTC on Nov 29 is already 06:00 KST on Nov 30: the day is always the Korean one
+    late = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc)))
     assert late.partition_key == "2026-11-30"
 
 
-def test_workbook_must_be_fresh_by_0900_kst():
-    spec = a.xlsx_report.specs_by_key[dg.AssetKey("xlsx_report")]
-    policy = spec.freshness_policy
-    assert policy.deadline_cron == "0 9 * * *" and policy.timezone == "Asia/Seoul"
+def _ws(tmp_path, faults: dict[str, str] | None = None):
+    ws = make_workspace(tmp_path / "ws", faults)
+    return ws, launch.definitions_with(ws.resources)
+
+
+def _stop_at_gate(ws, defs, day: date) -> dg.ExecuteInProcessResult:
+    """What a run of a rejected day leaves behind before any sensor tick: the chain stopped at the gate."""
+    result = launch.execute_day(defs, ws.instance, day.isoformat())
+    assert not result.success
+    assert launch.failure_of(result) is None  # only a gate check failed, no step error
+    return result
 
 
 @pytest.fixture()
-def stopped_day(tmp_path, monkeypatch):
-    """D1 accepted; D2 rejected by a gate with its run stopped there (no follow-up yet)."""
-    alerts = tmp_path / "alerts"
-    config = tmp_path / "dmf.toml"
-    config.write_text(f'[paths]\nalerts_dir = "{alerts}"\n', encoding="utf-8")
-    monkeypatch.setenv("DMF_CONFIG", str(config))
-    ws = make_workspace(tmp_path / "ws", {D2.isoformat(): "page_missing_rows"})
-    runner.run_day(D1, instance=ws.instance, resources=ws.resources)
-    result = dg.materialize(runner.all_assets(), partition_key=D2.isoformat(), instance=ws.instance,
-                            resources=ws.resources, raise_on_error=False)
-    assert not result.success  # the blocking gate check stopped the run after integrity_verdict
-    return ws, alerts
+def stopped_day(tmp_path):
+    """D1 accepted; D2 rejected by gate 2 with its run stopped there (no follow-up yet)."""
+    ws, defs = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})
+    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    _stop_at_gate(ws, defs, D2)
+    return ws, defs
 
 
-def test_sensor_completes_the_stopped_day_and_alerts_once(stopped_day):
-    ws, alerts = stopped_day
-    result = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance))
+def test_sensor_completes_the_stopped_day_once(stopped_day):
+    ws, defs = stopped_day
+    result = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
     (request,) = result.run_requests
     assert request.partition_key == D2.isoformat()
     assert [k.path[-1] for k in request.asset_selection] == ["snapshot_diff", "events", "xlsx_report"]
-    alert = json.loads((alerts / f"{D2.isoformat()}-rejected.json").read_text(encoding="utf-8"))
-    assert alert["kind"] == "rejected" and "2026-10-05" in alert["message"]
-    log = (alerts / "alerts.log").read_text(encoding="utf-8")
-    assert log.count("\trejected\t") == 1
-
-    # the same situation again: same run key (Dagster de-duplicates), no second alert
-    again = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance))
+    assert request.tags["dmf/trigger"] == "sensor-complete"
+    # the same situation again: the same run key (Dagster launches a run key once)
+    again = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
     assert [r.run_key for r in again.run_requests] == [request.run_key]
-    assert (alerts / "alerts.log").read_text(encoding="utf-8") == log
 
-    # once the follow-up ran, there is nothing left to do for that day
-    runner.complete_days(ws.instance, ws.resources)
-    done = followups.plan_followups(ws.instance)
-    assert done == []
+    launch.follow_up(defs, ws.instance)
+    assert followups.plan_followups(ws.instance, NOW) == []
     assert (ws.root / "reports" / f"DMF_리포트_{D2.isoformat()}.xlsx").exists()
+    assert runs_by_day(ws)[D2]["status"] == "rejected"
 
 
-def test_overdue_day_is_alerted_after_0900_kst(stopped_day):
-    ws, alerts = stopped_day
-    today = "2026-10-07"
-    before = followups.find_alerts(ws.instance, datetime(2026, 10, 7, 8, 59, tzinfo=KST))
-    assert not [x for x in before if x.kind == "overdue"]
-    after = followups.find_alerts(ws.instance, datetime(2026, 10, 7, 9, 1, tzinfo=KST))
-    (overdue,) = [x for x in after if x.kind == "overdue"]
-    assert overdue.day == today
-    written = followups.write_alerts(alerts, after)
-    assert (alerts / f"{today}-overdue.json").exists() and overdue in written
+def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
+    ws, defs = stopped_day
+    running = DagsterRun(job_name="dmf_daily_job", run_id="running-run-of-d2", status=dg.DagsterRunStatus.STARTED,
+                         tags={"dagster/partition": D2.isoformat()})
+    ws.instance.add_run(running)
+    assert D2.isoformat() in followups.in_flight_days(ws.instance)
+    assert followups.plan_followups(ws.instance, NOW) == []
+    ws.instance.report_run_failed(running)
+    assert [p.day for p in followups.plan_followups(ws.instance, NOW)] == [D2.isoformat()]
+
+    from dagster._core.execution.backfill import PartitionBackfill
+
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id="ui-backfill", asset_graph=defs.resolve_asset_graph(), partition_names=[D2.isoformat()],
+        asset_selection=[dg.AssetKey(a) for a in followups.CHAIN], backfill_timestamp=time.time(), tags={},
+        dynamic_partitions_store=ws.instance, all_partitions=False, title=None, description=None, run_config=None,
+    )
+    ws.instance.add_backfill(backfill)  # REQUESTED: in progress
+    assert D2.isoformat() in followups.in_flight_days(ws.instance)
+    assert followups.plan_followups(ws.instance, NOW) == []
+    sensor = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
+    assert not sensor.run_requests
+
+
+def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_path):
+    ws, defs = _ws(tmp_path)
+    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    clears = datetime.now(timezone.utc) + timedelta(seconds=10)  # an outage that ends during the morning
+    ws = make_workspace(tmp_path / "ws", {D2.isoformat(): f"page_missing_rows:until={clears.isoformat()}"}, reuse=True)
+    defs = launch.definitions_with(ws.resources)
+    first = launch.run_day(D2, instance=ws.instance, resources=ws.resources)
+    assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
+    assert runs_by_day(ws)[D2]["status"] == "rejected"
+    retry = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=30))
+    now = datetime.now(KST)
+    assert followups.plan_followups(ws.instance, now, retry=retry) == []  # not before 30 minutes
+    (plan,) = followups.plan_followups(ws.instance, now + timedelta(minutes=31), retry=retry)
+    assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
+
+    time.sleep(max(0.0, (clears - datetime.now(timezone.utc)).total_seconds()) + 0.5)  # the source recovers
+    launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
+    assert runs_by_day(ws)[D2]["status"] == "accepted"
+    assert runs_by_day(ws)[D2]["base_day_id"] == 20261005
+    assert followups.plan_followups(ws.instance, now + timedelta(hours=2), retry=retry) == []
+
+
+def test_retries_stop_after_the_configured_attempts(tmp_path):
+    ws, defs = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})
+    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    launch.run_day(D2, instance=ws.instance, resources=ws.resources)
+    retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30))
+    later = datetime.now(KST)
+    for n in (1, 2):
+        later += timedelta(minutes=31)
+        (plan,) = followups.plan_followups(ws.instance, later, retry=retry)
+        assert plan.run_key == f"retry:{D2.isoformat()}:{n}"
+        launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
+        launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
+    assert followups.plan_followups(ws.instance, later + timedelta(hours=1), retry=retry) == []
+    assert followups.retries_exhausted(ws.instance, D2.isoformat(), retry)
+
+
+def test_drop_rejection_is_never_retried(tmp_path):
+    ws, defs = _ws(tmp_path, {D2.isoformat(): "mass_disappearance"})
+    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    launch.run_day(D2, instance=ws.instance, resources=ws.resources)
+    assert runs_by_day(ws)[D2]["rejected_gate"] == 3
+    assert followups.plan_followups(ws.instance, datetime.now(KST) + timedelta(hours=1)) == []
+
+
+def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path):
+    ws, defs = _ws(tmp_path)
+    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
+    assert _overdue_evaluation(ws.instance, before) is None
+    after = datetime(2026, 10, 6, 9, 1, tzinfo=KST)
+    evaluation = _overdue_evaluation(ws.instance, after)
+    assert evaluation is not None and evaluation.partition == D2.isoformat() and evaluation.passed is False
+    ws.instance.report_runless_asset_event(evaluation)
+    assert _overdue_evaluation(ws.instance, after + timedelta(minutes=5)) is None  # recorded once
+    # a day whose report exists is never overdue (the backfill of an old day never looks "late")
+    assert _overdue_evaluation(ws.instance, datetime(2026, 10, 5, 9, 30, tzinfo=KST)) is None

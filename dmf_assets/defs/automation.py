@@ -1,24 +1,38 @@
-"""The daily job, the 06:00 KST schedule, and the sensor that completes days and raises alerts."""
+"""The daily job, the 06:00 KST schedule, and the sensor that completes days, retries and watches the clock.
+
+One mechanism for every way a day is run — the schedule, a UI backfill, `dagster asset materialize`,
+`dmf run`: the sensor reads Dagster's records each tick (`orchestration.followups`) and requests the
+follow-up runs (a rejected day's workbook, a re-derived day's refresh, a same-morning retry). The
+`dmf` commands evaluate this same sensor after their runs, so they behave as the daemon does.
+It never opens the DuckDB file (a single-writer database must not be touched from a sensor).
+"""
 
 
-from datetime import datetime
-from pathlib import Path
-from zoneinfo import ZoneInfo
+from datetime import datetime, time, timedelta
 
 import dagster as dg
+from dagster._core.event_api import PartitionKeyFilter
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
+from dmf_assets.clock import KST, now_kst
+from dmf_assets.defs.assets import ON_TIME_CHECK
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.orchestration import followups
-from dmf_assets.settings import PROJECT_ROOT, load_settings
-
-KST = ZoneInfo("Asia/Seoul")
+from dmf_assets.settings import load_settings
+from dmf_assets.source.client import resolve_endpoint
 
 dmf_daily_job = dg.define_asset_job(
     "dmf_daily_job",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.assets(*followups.CHAIN),
     partitions_def=daily_partitions,
     description="하루치 전체 그래프: 수집 → 정규화 → 게이트 → 비교·반영 → 이벤트 → 엑셀 리포트",
 )
+
+
+def run_tags(trigger: str) -> dict[str, str]:
+    """Tags every run the product launches carries: who started it, and the whole-run time limit
+    (enforced by Dagster's run monitoring; `[runs] max_minutes`)."""
+    return {"dmf/trigger": trigger, "dagster/max_runtime": str(load_settings().runs.max_minutes * 60)}
 
 
 @dg.schedule(
@@ -30,38 +44,66 @@ dmf_daily_job = dg.define_asset_job(
 )
 def daily_0600_kst(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     day = context.scheduled_execution_time.astimezone(KST).date().isoformat()
-    return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags={"dmf/trigger": "schedule"})
+    return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule"))
 
 
-def _alerts_dir() -> Path:
-    p = Path(load_settings().paths.alerts_dir)
-    return p if p.is_absolute() else PROJECT_ROOT / p
+def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime) -> dg.AssetCheckEvaluation | None:
+    """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
+    settings = load_settings()
+    hour, minute = (int(x) for x in settings.alerts.overdue_at.split(":"))
+    local = now.astimezone(KST)
+    day = local.date().isoformat()
+    if local.time() < time(hour, minute):
+        return None
+    if followups.latest_by_partition(instance, "xlsx_report", [day]).get(day) is not None:
+        return None
+    check = dg.AssetCheckKey(dg.AssetKey("xlsx_report"), ON_TIME_CHECK)
+    last = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [check], partition_filter=PartitionKeyFilter(key=day)
+    ).get(check)
+    if last is not None and last.status == AssetCheckExecutionRecordStatus.FAILED:
+        return None  # already recorded for this day
+    return dg.AssetCheckEvaluation(
+        asset_key=dg.AssetKey("xlsx_report"),
+        check_name=ON_TIME_CHECK,
+        passed=False,
+        partition=day,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=f"{day} 리포트가 {settings.alerts.overdue_at}(KST)까지 만들어지지 않았습니다 — 오늘 실행과 게이트를 확인하세요. "
+        f"The report for {day} is overdue.",
+        metadata={"checked_at_kst": now.astimezone(KST).isoformat(timespec="seconds")},
+    )
 
 
 @dg.sensor(
-    target=dg.AssetSelection.assets("snapshot_diff", "events", "xlsx_report"),
-    minimum_interval_seconds=60,
+    target=dg.AssetSelection.assets(*followups.CHAIN),
+    minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "게이트로 중단된 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들며, "
-        "거부되거나 09:00(KST)까지 리포트가 없는 날을 data/alerts/에 경보로 남깁니다."
+        "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
+        "전송·완전성 게이트로 거부된 날은 같은 아침에 30분 간격으로 다시 수집하며, 09:00(KST)까지 리포트가 없으면 "
+        "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
     ),
 )
 def dmf_watch_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    # Reads only Dagster's event log: a sensor must never open the DuckDB file (single writer).
-    plans = followups.plan_followups(context.instance)
-    alerts = followups.write_alerts(_alerts_dir(), followups.find_alerts(context.instance, datetime.now(KST)))
-    for alert in alerts:
-        context.log.warning(f"[경보:{alert.kind}] {alert.message}")
+    settings = load_settings()
+    now = now_kst()
+    retry = followups.RetryPolicy(settings.retry.transient_attempts, timedelta(minutes=settings.retry.interval_minutes))
+    plans = followups.plan_followups(
+        context.instance, now, retry=retry, dated_source=resolve_endpoint(settings.source.base_url).dated
+    )
+    for p in plans:
+        context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
+    overdue = _overdue_evaluation(context.instance, now)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,
             partition_key=p.day,
             asset_selection=[dg.AssetKey(a) for a in p.assets],
-            tags={"dmf/trigger": "followup", "dmf/reason": p.reason[:200]},
+            tags={**run_tags(f"sensor-{p.kind}"), "dmf/reason": p.reason[:200], **p.tags},
         )
         for p in plans
     ]
-    if not requests and not alerts:
-        return dg.SensorResult(skip_reason="완료되지 않은 날도, 새 경보도 없습니다.")
-    return dg.SensorResult(run_requests=requests)
+    if not requests and overdue is None:
+        return dg.SensorResult(skip_reason="완료되지 않은 날도, 재시도할 날도, 지연된 리포트도 없습니다.")
+    return dg.SensorResult(run_requests=requests, asset_events=[overdue] if overdue else [])

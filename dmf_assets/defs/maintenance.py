@@ -14,7 +14,8 @@ import dagster as dg
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
-from dmf_assets.ops.common import KST, human_size, project_paths
+from dmf_assets.clock import KST
+from dmf_assets.ops.common import human_size, project_paths
 
 
 def _paths(context: dg.OpExecutionContext, workspace: DmfWorkspace):

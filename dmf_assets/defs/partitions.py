@@ -16,6 +16,8 @@ FIRST_DAY = "2025-01-01"
 daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone=TIMEZONE, end_offset=1)
 
 
-def partition_days(context: dg.AssetExecutionContext) -> list[date]:
-    """The day(s) this step covers, oldest first (one per run, or a range in a single-run backfill)."""
-    return sorted(date.fromisoformat(k) for k in context.partition_keys)
+
+def partition_range() -> tuple[date, date]:
+    """The first and the last day a run can be launched for (today in Korea is the last)."""
+    keys = daily_partitions.get_partition_keys()
+    return date.fromisoformat(keys[0]), date.fromisoformat(keys[-1])

@@ -1,7 +1,8 @@
-"""Resources: the MFDS client (or its emulator twin), the history database, the workspace.
+"""Resources: the MFDS client (or its emulator twin), the history database, the day store, the workspace.
 
-Built from config/dmf.toml at load time (configuration, not secrets). The service key is an
-`EnvVar`, resolved by Dagster at run time and never written anywhere.
+Built from config/dmf.toml when the code location loads (configuration, not secrets). The service
+key is read from the environment by the client at run time and never becomes configuration, so the
+embedded emulator runs with plain `dagster dev` / `dagster asset materialize` and no key at all.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
 
+from dmf_assets.defs.io import DayStoreIOManager
 from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
 from dmf_assets.source.client import FetchConfig, MfdsClient
 from dmf_assets.storage.db import open_database
@@ -57,18 +59,11 @@ def build_resources(
     *,
     root: str | Path = PROJECT_ROOT,
     config_file: str = "",
-    service_key: dg.EnvVar | None = None,
     emulator_faults: dict[str, str] | None = None,
     base_url: str | None = None,
     **client_overrides,
 ) -> dict[str, object]:
-    """The three resources, consistent with one settings file and one project root.
-
-    The service key must be an `EnvVar` (default: MFDS_SERVICE_KEY): Dagster records a resource's
-    configuration in its run history, so a plain string key would be written to disk there.
-    """
-    if service_key is not None and not isinstance(service_key, dg.EnvVar):
-        raise TypeError("service_key must be dg.EnvVar(...): a plain key would be stored in Dagster's run history")
+    """The resources, consistent with one settings file and one project root."""
     settings = settings or load_settings(config_file or None)
     root = Path(root)
 
@@ -83,10 +78,10 @@ def build_resources(
     )
     client_fields = {f.name: getattr(fetch, f.name) for f in dataclasses.fields(FetchConfig) if f.name != "service_key"}
     return {
-        "mfds": MfdsClient(**{**client_fields, **client_overrides},
-                           service_key=service_key or dg.EnvVar("MFDS_SERVICE_KEY")),
+        "mfds": MfdsClient(**{**client_fields, **client_overrides}),
         "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir)),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
+        "io_manager": DayStoreIOManager(staging_dir=resolve(settings.paths.staging_dir)),
     }
 
 

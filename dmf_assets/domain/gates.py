@@ -101,7 +101,21 @@ def gate_transport(f: FetchFacts) -> GateOutcome:
     )
 
 
-def gate_completeness(f: FetchFacts) -> GateOutcome:
+def page_samples(pages: list[dict], num_of_rows: int | None, total_count: int | None) -> tuple[dict, ...]:
+    """Pages whose row count is not what totalCount and the page size promise (the evidence of gate 2)."""
+    out = []
+    for p in pages:
+        rows, page_no = int(p.get("rows") or 0), int(p.get("page_no") or 0)
+        expected = None
+        if num_of_rows and total_count is not None and page_no:
+            expected = max(0, min(num_of_rows, total_count - (page_no - 1) * num_of_rows))
+        if p.get("status") != "ok" or (expected is not None and rows != expected):
+            out.append({"page_no": page_no, "rows": rows, "expected_rows": expected, "status": p.get("status"),
+                        "page_total_count": p.get("total_count"), "error": p.get("error")})
+    return tuple(out[:20])
+
+
+def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutcome:
     if f.total_count is None:
         return GateOutcome(
             2,
@@ -111,6 +125,7 @@ def gate_completeness(f: FetchFacts) -> GateOutcome:
             f"수신 {f.rows_after_dedup:,}건 / totalCount 확인 불가",
             "수신 건수 = totalCount",
             f"totalCount를 확정할 수 없어 완전성을 증명할 수 없습니다. {f.total_count_note}".strip(),
+            samples,
         )
     passed = f.rows_after_dedup == f.total_count and f.total_count > 0
     note = f" (페이지 간 반복된 동일 행 {f.duplicate_rows_dropped:,}건 제외)" if f.duplicate_rows_dropped else ""
@@ -131,6 +146,7 @@ def gate_completeness(f: FetchFacts) -> GateOutcome:
         f"수신 {f.rows_after_dedup:,}건 / totalCount {f.total_count:,}건{note}",
         "수신 건수 = totalCount",
         detail,
+        () if passed else samples,
     )
 
 
@@ -234,10 +250,17 @@ def not_evaluated(number: int, reason: str) -> GateOutcome:
     return GateOutcome(number, None, None, None, "평가하지 않음", "-", reason)
 
 
-def pre_diff_gates(frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: Gates) -> list[GateOutcome]:
-    """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived."""
+def pre_diff_gates(
+    frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: Gates, *, pages: list | tuple = (),
+    num_of_rows: int | None = None,
+) -> list[GateOutcome]:
+    """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived.
+
+    `pages` (per-page stats of the fetch) become gate 2's samples: the short, long or failed pages.
+    """
     transport = gate_transport(fetch)
-    completeness = gate_completeness(fetch)
+    page_dicts = [p if isinstance(p, dict) else dict(vars(p)) for p in pages]
+    completeness = gate_completeness(fetch, page_samples(page_dicts, num_of_rows, fetch.total_count))
     if not transport.passed and fetch.rows_after_dedup == 0:
         reason = "전송 게이트에서 이미 거부되었습니다."
         return [transport, completeness, not_evaluated(3, reason), not_evaluated(4, reason), not_evaluated(5, reason)]

@@ -13,7 +13,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime, timezone
 from typing import Any
 
 
@@ -180,6 +180,11 @@ class Fault:
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in self.params)
 
 
+#: a parameter every kind accepts: the fault clears at this time (ISO 8601 with offset), e.g. to show a
+#: transient outage that a same-morning retry gets past: "page_missing_rows:until=2026-12-01T07:00+09:00"
+UNTIL = "until"
+
+
 def parse_fault(spec: str) -> Fault:
     """Parse "kind" or "kind:param=value,...". Raises ValueError with the known kinds listed."""
     kind, _, rest = spec.strip().partition(":")
@@ -191,6 +196,15 @@ def parse_fault(spec: str) -> Fault:
     for part in filter(None, (p.strip() for p in rest.split(","))):
         name, eq, raw = part.partition("=")
         name = name.strip()
+        if eq and name == UNTIL:
+            try:
+                until = datetime.fromisoformat(raw.strip())
+            except ValueError:
+                raise ValueError(f"fault {kind}: until={raw.strip()!r} is not an ISO time like 2026-12-01T07:00+09:00") from None
+            if until.tzinfo is None:
+                raise ValueError(f"fault {kind}: until={raw.strip()!r} needs a UTC offset, e.g. +09:00")
+            params.append((UNTIL, until.isoformat()))
+            continue
         if not eq or name not in defaults:
             allowed = ", ".join(defaults) or "none"
             raise ValueError(f"fault {kind}: bad parameter {part!r} (allowed: {allowed})")
@@ -249,7 +263,11 @@ class FaultPlan:
         return FaultPlan({**self.by_date, **other.by_date})
 
     def for_day(self, day: date | str) -> Fault | None:
-        return self.by_date.get(_iso_day(day))
+        fault = self.by_date.get(_iso_day(day))
+        until = dict(fault.params).get(UNTIL) if fault else None
+        if until and datetime.now(timezone.utc) >= datetime.fromisoformat(until):
+            return None  # the fault has cleared
+        return fault
 
     def to_config(self) -> dict[str, str]:
         return {d: f.spec() for d, f in sorted(self.by_date.items())}

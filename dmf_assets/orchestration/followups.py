@@ -1,32 +1,40 @@
-"""What still has to run for a day, read from Dagster's event log (never from DuckDB).
+"""What the sensor decides each tick, read from Dagster's own records (never from DuckDB).
 
-A blocking gate check stops the rest of *its own run* (DAGSTER_NOTES): a rejected day's
-snapshot_diff / events / xlsx_report are skipped there. They still must materialize — the rejected day
-needs its "collection failed" workbook, and the next days need the chain to continue. The sensor
-(and `dmf demo`, `dmf run` without a daemon) completes such days with a follow-up run of exactly the
-missing tail of the chain. A day whose events were re-derived after an earlier day changed gets its
-events and workbook refreshed the same way.
+- **Complete a stopped day.** A blocking gate check stops the rest of its own run (DAGSTER_NOTES):
+  a rejected day's snapshot_diff / events / xlsx_report are skipped there, yet the day needs its
+  "collection failed" workbook. One follow-up run materializes exactly the missing tail.
+- **Refresh a re-derived day.** Committing an earlier day re-derives the next accepted day's events
+  in the history database; that day's events and workbook are materialized again.
+- **Retry a transient failure the same morning.** A day rejected by gate 1 or 2, or whose fetch
+  failed, is fetched again (default 3 times, 30 minutes apart) while the source still serves it —
+  never a day rejected by the drop/churn gates, which needs a human.
+- **Never touch a day that is in flight**: a queued or running run of that partition, or a backfill
+  in progress that targets it, owns the day until it ends.
 
-Alerts (rejected day, overdue day) are written as JSON files under data/alerts/ and logged.
+Each decision carries a run key naming the situation, so Dagster launches it at most once.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-from pathlib import Path
-from zoneinfo import ZoneInfo
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 
 import dagster as dg
 from dagster._core.event_api import AssetRecordsFilter
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
-KST = ZoneInfo("Asia/Seoul")
+from dmf_assets.clock import KST
+
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
-#: assets that a blocking check may have skipped: the only ones completed automatically
-AUTO_COMPLETE_FROM = CHAIN.index("snapshot_diff")
-OVERDUE_AT = time(9, 0)
+#: the assets a blocking gate check may have skipped: the only ones completed automatically
+TAIL_FROM = CHAIN.index("snapshot_diff")
+TRANSIENT_GATES = (1, 2)
+RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
+REFETCH_TAG = "dmf/refetch"
+IN_FLIGHT = [
+    dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
+]
 
 
 @dataclass(frozen=True)
@@ -38,19 +46,13 @@ class Latest:
 
 
 @dataclass(frozen=True)
-class FollowUp:
+class Plan:
     day: str
     assets: tuple[str, ...]
     reason: str
     run_key: str
-
-
-@dataclass(frozen=True)
-class Alert:
-    day: str
-    kind: str  # rejected | overdue
-    message: str
-    key: str  # identity of the situation, so an alert is written once
+    kind: str  # complete | refresh | retry
+    tags: dict = field(default_factory=dict)
 
 
 def _meta_value(value) -> object:
@@ -69,119 +71,139 @@ def latest_by_partition(instance: dg.DagsterInstance, asset: str, partitions: li
         key = record.partition_key
         if key and key not in out:
             mat = record.asset_materialization
-            out[key] = Latest(
-                record.storage_id,
-                record.timestamp,
-                record.run_id,
-                {k: _meta_value(v) for k, v in (mat.metadata if mat else {}).items()},
-            )
+            out[key] = Latest(record.storage_id, record.timestamp, record.run_id,
+                              {k: _meta_value(v) for k, v in (mat.metadata if mat else {}).items()})
     return out
 
 
-def recent_partitions(instance: dg.DagsterInstance, limit: int = 400) -> list[str]:
-    """Days with recent judgement activity (integrity_verdict materializations), newest first."""
-    result = instance.fetch_materializations(dg.AssetKey("integrity_verdict"), limit=limit)
-    seen: dict[str, None] = {}
-    for record in result.records:
-        if record.partition_key:
-            seen.setdefault(record.partition_key, None)
-    return list(seen)
+def _range_days(start: str, end: str) -> set[str]:
+    d, last, out = date.fromisoformat(start), date.fromisoformat(end), set()
+    while d <= last:
+        out.add(d.isoformat())
+        d += timedelta(days=1)
+    return out
 
 
-def _busy_partitions(instance: dg.DagsterInstance) -> set[str]:
-    busy = set()
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                      dg.DagsterRunStatus.NOT_STARTED]
-        )
+def _run_days(run: dg.DagsterRun) -> set[str]:
+    tags = run.tags
+    days = {tags["dagster/partition"]} if "dagster/partition" in tags else set()
+    start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+    return days | (_range_days(start, end) if start and end else set())
+
+
+def in_flight_days(instance: dg.DagsterInstance) -> set[str]:
+    """Days owned by a queued/running run or by a backfill still in progress."""
+    busy: set[str] = set()
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
+        busy |= _run_days(run)
+    backfills = instance.get_backfills(
+        filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING,
+                                            BulkActionStatus.FAILING])
     )
-    for run in runs:
-        tags = run.tags
-        if "dagster/partition" in tags:
-            busy.add(tags["dagster/partition"])
-        start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
-        if start and end:
-            d = date.fromisoformat(start)
-            while d <= date.fromisoformat(end):
-                busy.add(d.isoformat())
-                d += timedelta(days=1)
+    for backfill in backfills:
+        if backfill.asset_backfill_data is not None:
+            for subset in backfill.asset_backfill_data.target_subset.partitions_subsets_by_asset_key.values():
+                busy |= set(subset.get_partition_keys())
+        busy |= set(backfill.partition_names or ())
     return busy
 
 
-def plan_followups(instance: dg.DagsterInstance, partitions: list[str] | None = None) -> list[FollowUp]:
-    partitions = partitions if partitions is not None else recent_partitions(instance)
-    latest = {asset: latest_by_partition(instance, asset, partitions) for asset in CHAIN}
-    busy = _busy_partitions(instance)
-    plans: dict[str, FollowUp] = {}
-    for day in sorted(partitions):
-        if day in busy:
-            continue
-        for i in range(AUTO_COMPLETE_FROM, len(CHAIN)):
-            upstream = latest[CHAIN[i - 1]].get(day)
-            mine = latest[CHAIN[i]].get(day)
+def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
+    """Days that recent runs worked on (newest first), failed fetches included."""
+    seen: dict[str, None] = {}
+    for run in instance.get_runs(limit=limit):
+        for day in sorted(_run_days(run), reverse=True):
+            seen.setdefault(day, None)
+    return list(seen)
+
+
+def _retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=100)
+    return sum(1 for r in runs if r.tags.get(RETRY_TAG, "").startswith(f"{day}#"))
+
+
+def _fetch_failed(instance: dg.DagsterInstance, day: str, raw: Latest | None) -> float | None:
+    """When the latest run of the day failed before raw_pages materialized: that run's end time."""
+    runs = instance.get_run_records(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=1)
+    if not runs:
+        return None
+    record = runs[0]
+    selection = record.dagster_run.asset_selection
+    if record.dagster_run.status != dg.DagsterRunStatus.FAILURE or (
+        selection is not None and dg.AssetKey("raw_pages") not in selection
+    ):
+        return None
+    if raw is not None and raw.run_id == record.dagster_run.run_id:
+        return None
+    return record.end_time
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 3
+    interval: timedelta = timedelta(minutes=30)
+
+
+def plan_followups(
+    instance: dg.DagsterInstance,
+    now: datetime,
+    *,
+    retry: RetryPolicy = RetryPolicy(),
+    dated_source: bool = True,
+    days: list[str] | None = None,
+) -> list[Plan]:
+    """The runs the sensor should request now, oldest day first.
+
+    `dated_source`: the source can serve any date (the emulator); the real API serves only today, so a
+    retry is planned only for today's partition there.
+    """
+    days = days if days is not None else recent_days(instance)
+    busy = in_flight_days(instance)
+    todo = [d for d in days if d not in busy]
+    latest = {asset: latest_by_partition(instance, asset, todo) for asset in CHAIN}
+    today = now.astimezone(KST).date().isoformat()
+    plans: dict[str, Plan] = {}
+    for day in sorted(todo):
+        # 1. a chain stopped after integrity_verdict (blocking gate) or a later step: complete its tail
+        for i in range(TAIL_FROM, len(CHAIN)):
+            upstream, mine = latest[CHAIN[i - 1]].get(day), latest[CHAIN[i]].get(day)
             if upstream is not None and (mine is None or mine.storage_id < upstream.storage_id):
-                plans[day] = FollowUp(
-                    day,
-                    CHAIN[i:],
-                    f"{CHAIN[i - 1]} 이후 {CHAIN[i]}가 실행되지 않았습니다 (게이트 검사로 중단된 실행 등)",
-                    f"complete:{day}:{CHAIN[i]}:{upstream.storage_id}",
-                )
+                plans[day] = Plan(day, CHAIN[i:], f"{CHAIN[i - 1]} 이후 {CHAIN[i]}가 실행되지 않았습니다 (차단 게이트 등)",
+                                  f"complete:{day}:{CHAIN[i]}:{upstream.storage_id}", "complete")
                 break
-    # a day whose events were re-derived by a later commit of an earlier day
+        # 2. a transient rejection or a failed fetch: fetch again later the same morning
+        if retry.attempts <= 0 or (not dated_source and day != today):
+            continue
+        verdict = latest["integrity_verdict"].get(day)
+        raw = latest["raw_pages"].get(day)
+        since = None
+        if verdict is not None and verdict.metadata.get("rejected_gate") in TRANSIENT_GATES and (
+            raw is None or raw.storage_id <= verdict.storage_id
+        ):
+            since = verdict.timestamp
+        failed_at = _fetch_failed(instance, day, raw)
+        if failed_at is not None:
+            since = max(since or 0.0, failed_at)
+        if since is None:
+            continue
+        n = _retries_so_far(instance, day)
+        if n >= retry.attempts or now.timestamp() - since < retry.interval.total_seconds():
+            continue
+        if day in plans:  # its tail (the "collection failed" workbook) comes first
+            continue
+        plans[day] = Plan(day, CHAIN, f"일시적 실패 — {n + 1}/{retry.attempts}번째 재시도", f"retry:{day}:{n + 1}",
+                          "retry", {RETRY_TAG: f"{day}#{n + 1}", REFETCH_TAG: "true"})
+    # 3. a day whose events were re-derived by the commit of an earlier day
     for day, diff in latest["snapshot_diff"].items():
-        for rederived in diff.metadata.get("rederived_days") or []:
-            report = latest["xlsx_report"].get(rederived)
-            if rederived in busy or rederived in plans:
-                continue
-            if report is None or report.storage_id < diff.storage_id:
-                plans[rederived] = FollowUp(
-                    rederived,
-                    ("events", "xlsx_report"),
-                    f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                    f"rederived:{rederived}:{diff.storage_id}",
-                )
+        rederived = diff.metadata.get("rederived_day")
+        if not rederived or rederived in busy or rederived in plans:
+            continue
+        report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
+        if report is None or report.storage_id < diff.storage_id:
+            plans[rederived] = Plan(rederived, ("events", "xlsx_report"), f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
+                                    f"rederived:{rederived}:{diff.storage_id}", "refresh")
     return [plans[d] for d in sorted(plans)]
 
 
-def find_alerts(instance: dg.DagsterInstance, now: datetime, partitions: list[str] | None = None) -> list[Alert]:
-    partitions = partitions if partitions is not None else recent_partitions(instance, limit=60)
-    alerts = []
-    verdicts = latest_by_partition(instance, "integrity_verdict", partitions)
-    diffs = latest_by_partition(instance, "snapshot_diff", partitions)
-    for day in sorted(partitions):
-        v, d = verdicts.get(day), diffs.get(day)
-        if v and v.metadata.get("verdict") == "rejected" and (d is None or d.storage_id < v.storage_id or d.metadata.get("status") == "rejected"):
-            alerts.append(Alert(day, "rejected", f"{day} 수집이 게이트 1–5에서 거부되었습니다. 기준일 {v.metadata.get('comparison_base')} 유지.", f"v{v.storage_id}"))
-        elif d and d.metadata.get("status") == "rejected" and (v is None or d.storage_id > v.storage_id):
-            alerts.append(Alert(day, "rejected", f"{day} 변경이 게이트 6(변동률)에서 거부되었습니다. 기준일 {d.metadata.get('comparison_base')} 유지.", f"d{d.storage_id}"))
-    local = now.astimezone(KST)
-    today = local.date().isoformat()
-    if local.time() >= OVERDUE_AT:
-        report = latest_by_partition(instance, "xlsx_report", [today]).get(today)
-        if report is None:
-            alerts.append(Alert(today, "overdue", f"{today} 리포트가 09:00(KST)까지 만들어지지 않았습니다.", f"overdue:{today}"))
-    return alerts
-
-
-def write_alerts(alerts_dir: Path, alerts: list[Alert]) -> list[Alert]:
-    """Write each alert once (a file per day and kind); return the new ones."""
-    alerts_dir.mkdir(parents=True, exist_ok=True)
-    new = []
-    for alert in alerts:
-        path = alerts_dir / f"{alert.day}-{alert.kind}.json"
-        if path.exists():
-            try:
-                if json.loads(path.read_text(encoding="utf-8")).get("key") == alert.key:
-                    continue
-            except json.JSONDecodeError:
-                pass
-        payload = {"day": alert.day, "kind": alert.kind, "message": alert.message, "key": alert.key,
-                   "raised_at": datetime.now(KST).isoformat(timespec="seconds")}
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
-        with open(alerts_dir / "alerts.log", "a", encoding="utf-8") as log:
-            log.write(f"{payload['raised_at']}\t{alert.kind}\t{alert.day}\t{alert.message}\n")
-        new.append(alert)
-    return new
+def retries_exhausted(instance: dg.DagsterInstance, day: str, retry: RetryPolicy) -> bool:
+    return _retries_so_far(instance, day) >= retry.attempts

@@ -1,7 +1,10 @@
-"""One day through the pipeline, step by step. Assets call these; so do tests and the CLI.
+"""One day through the pipeline, step by step: what each asset does, without Dagster.
 
-collect -> normalize -> judge (gates 1–5) -> diff_and_commit (gate 6, one transaction).
-Each step reads what the previous one staged, so any step can be re-run on its own.
+collect -> normalize -> judge (gates 1–5, recorded in the database) -> diff_and_commit (gate 6, one
+transaction). Each step takes the previous step's value and returns its own; the assets hand these
+values on through the day-store I/O manager (`defs/io.py`), so a reader of an asset's signature
+sees exactly what it consumes. What `diff_and_commit` commits is, by construction, the frame the
+gates judged: it is part of the `JudgedDay` value.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import date
-from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -27,7 +29,7 @@ from dmf_assets.domain.gates import (
     quality_metrics,
 )
 from dmf_assets.domain.snapshot import build_snapshot
-from dmf_assets.orchestration import staging
+from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history
 
@@ -37,6 +39,51 @@ log = logging.getLogger("dmf")
 def watchlist_of(settings: Settings) -> Watchlist:
     w = settings.watchlist
     return Watchlist(tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries))
+
+
+# --- the values handed from one asset to the next ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchedDay:
+    """raw_pages: the day's rows as received (all strings) and what the fetch proved."""
+
+    day: date
+    facts: FetchFacts
+    items: pl.DataFrame
+    fetch: dict  # source, status, requests, retries, elapsed_s, archive_dir, pages (per-page stats)
+
+
+@dataclass(frozen=True)
+class NormalizedDay:
+    """normalized_records: the keyed candidate snapshot and its quality metrics."""
+
+    day: date
+    facts: FetchFacts
+    fetch: dict
+    keyed: pl.DataFrame
+    quality: list[QualityMetric]
+
+
+@dataclass(frozen=True)
+class JudgedDay:
+    """integrity_verdict: the candidate snapshot together with the verdict of gates 1–5 on it."""
+
+    day: date
+    facts: FetchFacts
+    keyed: pl.DataFrame
+    gates: list[GateOutcome]
+    quality: list[QualityMetric]
+    base_day: date | None
+    reason: str | None  # why the day was rejected (None = passed gates 1–5)
+
+    @property
+    def passed(self) -> bool:
+        return self.reason is None
+
+    @property
+    def rejected_gate(self) -> int | None:
+        return next((g.number for g in self.gates if g.passed is False), None)
 
 
 # --- collect -------------------------------------------------------------------------------------
@@ -70,85 +117,88 @@ def _page_dict(page) -> dict:
     return page if isinstance(page, dict) else dict(vars(page))
 
 
-def collect(client, day: date, staging_dir: Path, logger: logging.Logger = log) -> tuple[FetchFacts, dict]:
+def items_frame(items: list[dict]) -> pl.DataFrame:
+    """API rows as an all-string frame (the nine fields first, then anything unexpected)."""
+    columns = list(API_FIELDS) + sorted({k for it in items for k in it} - set(API_FIELDS))
+    frame = pl.DataFrame(
+        {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns},
+        schema={c: pl.Utf8 for c in columns},
+    )
+    return frame
+
+
+def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
+    """Fetch (or replay from the archive) one day. `resume=False` asks the source again (a retry)."""
     started = time.monotonic()
-    result = client.fetch_day(day, log=logger)
-    facts = facts_from_fetch(result)
-    extra = {
+    result = client.fetch_day(day, log=logger, resume=resume)
+    fetch = {
         "source": result.source,
         "status": result.status,
         "requests": result.requests,
         "retries": result.retries,
         "elapsed_s": round(time.monotonic() - started, 3),
         "archive_dir": str(result.archive_dir),
+        "num_of_rows": getattr(result, "num_of_rows", None),
         "pages": [_page_dict(p) for p in result.pages],
     }
-    staging.write_fetch(staging_dir, day, facts, items=list(result.items), extra=extra)
-    return facts, extra
+    return FetchedDay(day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
 
 
 # --- normalize -----------------------------------------------------------------------------------
 
 
-def normalize(staging_dir: Path, day: date, settings: Settings) -> tuple[pl.DataFrame, list[QualityMetric]]:
-    facts, _ = staging.read_fetch(staging_dir, day)
-    keyed = build_snapshot(staging.read_items(staging_dir, day))
-    quality = quality_metrics(keyed, facts, day, settings.quality)
-    staging.write_normalized(staging_dir, day, keyed, quality)
-    return keyed, quality
+def normalize(fetched: FetchedDay, settings: Settings) -> NormalizedDay:
+    keyed = build_snapshot(fetched.items)
+    quality = quality_metrics(keyed, fetched.facts, fetched.day, settings.quality)
+    return NormalizedDay(fetched.day, fetched.facts, fetched.fetch, keyed, quality)
 
 
 # --- judge (gates 1–5) ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Judgement:
-    day: date
-    gates: list[GateOutcome]
-    base: BaseFacts
-    quality: list[QualityMetric]
-    rejection: history.CommitOutcome | None
-    rows: int
-
-    @property
-    def passed(self) -> bool:
-        return self.rejection is None
-
-
 def judge(
-    conn: duckdb.DuckDBPyConnection, staging_dir: Path, day: date, settings: Settings, run_id: str | None = None
-) -> Judgement:
-    facts, extra = staging.read_fetch(staging_dir, day)
-    keyed = staging.read_normalized(staging_dir, day)
-    quality = staging.read_quality(staging_dir, day)
+    conn: duckdb.DuckDBPyConnection, normalized: NormalizedDay, settings: Settings, run_id: str | None = None
+) -> JudgedDay:
+    """Evaluate gates 1–5 and record the verdict; a failed gate rejects the day in the database here."""
+    day, facts, keyed = normalized.day, normalized.facts, normalized.keyed
     base = history.comparison_base(conn, day)
-    gates = pre_diff_gates(keyed, facts, base, settings.gates)
+    gates = pre_diff_gates(keyed, facts, base, settings.gates, pages=normalized.fetch.get("pages") or [],
+                           num_of_rows=normalized.fetch.get("num_of_rows"))
+    gates = [_with_drop_samples(conn, g, base, keyed) for g in gates]
+    quality = list(normalized.quality)
     stale = history.days_since_source_change(conn, base.day)
     if stale is not None:
-        quality = quality + [
+        quality.append(
             QualityMetric(
-                "days_since_source_change",
-                "원천 무변동 일수",
-                stale,
-                f"≤ {settings.quality.stale_source_days}",
-                stale <= settings.quality.stale_source_days,
-                f"기준일까지 {stale}일 연속 변경 없음",
+                "days_since_source_change", "원천 무변동 일수", stale, f"≤ {settings.quality.stale_source_days}",
+                stale <= settings.quality.stale_source_days, f"기준일까지 {stale}일 연속 변경 없음",
             )
-        ]
+        )
     rejection = history.record_judgement(
         conn,
         day,
         gates=gates,
         quality=quality,
         fetch=facts,
-        pages=extra.get("pages", []),
-        source=extra.get("source", "?"),
+        pages=normalized.fetch.get("pages") or [],
+        source=normalized.fetch.get("source", "?"),
         fingerprint=history.frame_fingerprint(keyed),
         run_id=run_id,
-        fetch_seconds=extra.get("elapsed_s"),
+        fetch_seconds=normalized.fetch.get("elapsed_s"),
         watchlist=watchlist_of(settings),
+        gate_settings=settings.gates,
     )
-    return Judgement(day, gates, base, quality, rejection, keyed.height)
+    reason = None if rejection is None else history.run_row(conn, day)["reason"]
+    return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)
+
+
+def _with_drop_samples(conn, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
+    """A failed drop gate shows which registrations of the base day are missing today."""
+    if gate.number != 3 or gate.passed is not False or base.day is None:
+        return gate
+    missing = history.missing_from_base(conn, base.day, keyed["dmf_key"].to_list(), limit=10)
+    return GateOutcome(gate.number, gate.passed, gate.observed_value, gate.threshold_value, gate.observed,
+                       gate.threshold, gate.detail, tuple(missing))
 
 
 # --- diff and commit (gate 6) --------------------------------------------------------------------
@@ -169,64 +219,64 @@ class DayOutcome:
     seconds: float = 0.0
 
 
-class JudgementMismatch(RuntimeError):
-    """The staged snapshot is not the one gates 1–5 judged."""
-
-
 def _churn_samples(diff: DiffResult) -> tuple[dict, ...]:
     top = diff.events.filter(~pl.col("is_cosmetic")).head(10)
     return tuple(top.select("event_type", "severity", "dmf_key", "ingredient_summary", "applicant_summary").to_dicts())
 
 
+class NotJudged(RuntimeError):
+    """The history database holds no verdict for the day (integrity_verdict has not run on it)."""
+
+
 def diff_and_commit(
-    conn: duckdb.DuckDBPyConnection, staging_dir: Path, day: date, settings: Settings, run_id: str | None = None
+    conn: duckdb.DuckDBPyConnection, judged: JudgedDay, settings: Settings, run_id: str | None = None
 ) -> DayOutcome:
+    """Diff the judged snapshot against the latest accepted day; commit it only if every gate passes.
+
+    Two verdicts must agree before anything is committed: the one carried by `judged` and the one in
+    the database (a later judgement of the same day may have rejected it since).
+    """
     started = time.monotonic()
-    gates = {g["gate_no"]: g for g in history.gate_rows(conn, day)}
+    day = judged.day
     run = history.run_row(conn, day)
-    if run is None or any(n not in gates for n in range(1, 6)):
-        raise staging.StagingMissing(
-            f"{day}: integrity_verdict가 이 날짜를 아직 판정하지 않았습니다. integrity_verdict를 먼저 실행하세요. "
-            "Materialize 'integrity_verdict' for this partition first."
+    if run is None:
+        raise NotJudged(
+            f"{day}: 이력 DB에 이 날짜의 판정이 없습니다 — integrity_verdict를 먼저 실행하세요. "
+            "No verdict for this day in the history database; materialize integrity_verdict first."
         )
-    failed = next((gates[n] for n in range(1, 6) if gates[n]["passed"] is False), None)
-    if failed is not None:
-        base = history.comparison_base(conn, day)
-        return DayOutcome(
-            day, "rejected", base.day, rejected_gate=failed["gate_no"], reason=run.get("reason"),
-            carried_forward=True, seconds=time.monotonic() - started,
-        )
-
-    keyed = staging.read_normalized(staging_dir, day)
-    if history.frame_fingerprint(keyed) != run.get("judged_fingerprint"):
-        raise JudgementMismatch(
-            f"{day}: normalized_records가 integrity_verdict 판정 이후 바뀌었습니다 — integrity_verdict를 다시 실행하세요. "
-            "The staged snapshot differs from the one the gates judged; re-run integrity_verdict."
-        )
-    facts, _ = staging.read_fetch(staging_dir, day)
-    watchlist = watchlist_of(settings)
     base = history.comparison_base(conn, day)
-
-    # The base may have moved since the judgement (another day committed meanwhile): re-check gate 3.
-    drop = gate_drop(facts, base, settings.gates)
-    if not drop.passed:
-        out = history.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist)
-        return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail, rederived_day=out.rederived_day,
+    # the database's verdict: gates 1–5 as the latest judgement of this day stored them
+    stored_failure = next((g for g in history.gate_rows(conn, day) if g["gate_no"] <= 5 and g["passed"] is False), None)
+    if not judged.passed or stored_failure is not None:
+        return DayOutcome(day, "rejected", base.day,
+                          rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
+                          reason=judged.reason or run.get("reason"), carried_forward=True,
                           seconds=time.monotonic() - started)
+
+    watchlist = watchlist_of(settings)
+    if base.day != judged.base_day:
+        # another day was committed between the judgement and now: the drop gate is judged again
+        # against the base this day will really be compared with
+        drop = gate_drop(judged.facts, base, settings.gates)
+        if not drop.passed:
+            out = history.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates)
+            return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail,
+                              rederived_day=out.rederived_day, seconds=time.monotonic() - started)
 
     base_frame = history.load_snapshot(conn, base.day) if base.day else None
     seen = history.previously_seen(conn, base.day) if base.day else []
-    diff = diff_snapshots(base_frame, keyed, previously_seen=seen, watchlist=watchlist)
+    diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=watchlist)
     if base.day is None:
         churn = GateOutcome(6, True, 0.0, settings.gates.churn_max_ratio, "비교 기준 없음",
                             f"≤ {settings.gates.churn_max_ratio * 100:.2f} %", "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
     else:
-        population = base.population or (base_frame.height if base_frame is not None else keyed.height)
+        population = base.population or (base_frame.height if base_frame is not None else judged.keyed.height)
         churn = gate_churn(diff.counts, population, settings.gates, _churn_samples(diff))
     if not churn.passed:
-        out = history.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist)
+        out = history.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates)
         return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=6, reason=churn.detail,
                           churn=churn, rederived_day=out.rederived_day, diff=diff, seconds=time.monotonic() - started)
-    out = history.commit_day(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist)
+    out = history.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,
+                            gates=settings.gates)
     return DayOutcome(day, out.status, base.day, dict(diff.counts), churn=churn, rederived_day=out.rederived_day,
                       diff=diff, seconds=time.monotonic() - started)

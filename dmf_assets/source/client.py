@@ -17,6 +17,7 @@ The service key is a secret: it goes into the query string and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import os
 import json
 import logging
 import math
@@ -43,6 +44,7 @@ from dmf_assets.settings import EMULATOR_URL, PROJECT_ROOT, API_OPERATION
 from dmf_assets.source.archive import DayArchive, RequestCounter, sha256_hex
 from dmf_assets.source.envelope import Page, body_format, parse_page
 from dmf_assets.source.errors import (
+    MissingServiceKey,
     ApiResultError,
     ArchiveCorrupt,
     GatewayError,
@@ -516,9 +518,10 @@ def fetch_day(
         key = decode_service_key(config.service_key)
         if not key:
             if not endpoint.dated:
-                raise SourceError(
-                    "서비스 키가 없습니다: 환경 변수 MFDS_SERVICE_KEY를 설정하세요 / "
-                    "no service key: set the MFDS_SERVICE_KEY environment variable"
+                raise MissingServiceKey(
+                    "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
+                    "(MFDS_SERVICE_KEY=...) 또는 환경 변수에 넣으세요. / MFDS_SERVICE_KEY is not set: put the data.go.kr "
+                    "service key in .env or the environment (the emulator needs none)."
                 )
             key = EMULATOR_PLACEHOLDER_KEY  # the emulator accepts any non-empty key
         owns_client = http_client is None
@@ -978,7 +981,11 @@ class MfdsClient(dg.ConfigurableResource):
     """MFDS 원료의약품 등록(DMF) 현황 Open API client (or its emulator), with a raw archive."""
 
     base_url: str = Field(default=EMULATOR_URL, description="emulator://local or the MFDS service base URL")
-    service_key: str = Field(default="", repr=False, description="data.go.kr service key (secret; use EnvVar)")
+    service_key_env: str = Field(
+        default="MFDS_SERVICE_KEY",
+        description="the environment variable that holds the data.go.kr service key, read at run time; the key "
+        "itself is never configuration (Dagster would store it in the run history)",
+    )
     num_of_rows: int = 500
     max_attempts: int = 3
     connect_timeout_s: float = 10.0
@@ -992,8 +999,11 @@ class MfdsClient(dg.ConfigurableResource):
     raw_dir: str = "data/raw"
 
     def fetch_config(self) -> FetchConfig:
-        # the resource's fields are exactly FetchConfig's (a dataclass, so the client runs without Dagster)
-        return FetchConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(FetchConfig)})
+        # the resource's fields are FetchConfig's (a dataclass, so the client runs without Dagster); the key
+        # comes from the environment only now, at run time: the emulator needs none, the real API fails
+        # with a one-line message naming the variable (see fetch_day)
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(FetchConfig) if f.name != "service_key"}
+        return FetchConfig(**fields, service_key=os.environ.get(self.service_key_env, "").strip())
 
     def fetch_day(self, day: date | str, *, log: _Log | None = None, resume: bool = True,
                   http_client: httpx.Client | None = None) -> FetchResult:

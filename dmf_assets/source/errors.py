@@ -112,3 +112,7 @@ class FetchInProgress(SourceError):
 
 class ArchiveCorrupt(SourceError):
     """An archived page does not match the checksum recorded in the manifest."""
+
+
+class MissingServiceKey(SourceError):
+    """The real API was chosen as the source but no service key is set in the environment."""

@@ -22,7 +22,8 @@ import duckdb
 import polars as pl
 
 from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
-from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric
+from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric, gate_churn, gate_drop
+from dmf_assets.settings import Gates
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import NORMALIZED_COLUMNS
 from dmf_assets.faultpoints import crash_point
@@ -76,6 +77,18 @@ def load_snapshot(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
 def previously_seen(conn: duckdb.DuckDBPyConnection, base_day: date) -> list[str]:
     d = day_id(base_day)
     return [r[0] for r in conn.execute(query("history.previously_seen"), [d, d, d, d]).fetchall()]
+
+
+def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: list[str], limit: int = 10) -> list[dict]:
+    """Registrations of the base day whose key is not among `keys` (samples for a failed drop gate)."""
+    present = pl.DataFrame({"dmf_key": keys}, schema={"dmf_key": pl.Utf8})
+    conn.register("present_keys", present.to_arrow())
+    try:
+        cur = conn.execute(query("history.missing_from_base"), [day_id(base_day), limit])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        conn.unregister("present_keys")
 
 
 def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
@@ -161,8 +174,14 @@ def _counts_params(counts: dict[str, int]) -> list[int]:
     ]
 
 
-def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None) -> date | None:
-    """Recompute the events of the next accepted day after `day` against its (new) base."""
+def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None,
+                   gates: Gates | None) -> date | None:
+    """Recompute the events of the next accepted day after `day` against its (new) base.
+
+    The base-dependent gates (3 drop, 6 churn) are judged again against the new base and stored, so the
+    day's gate rows never contradict its comparison base; should one now fail, that day is rejected
+    (its history removed) and the day after it is re-derived in turn.
+    """
     row = fetch_one(conn, query("history.next_accepted_after"), [day_id(day)])
     if row is None:
         return None
@@ -173,6 +192,19 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchl
     seen = previously_seen(conn, base.day) if base.day else []
     diff = diff_snapshots(base_frame, new_frame, previously_seen=seen, watchlist=watchlist)
     n = day_id(nxt)
+    if gates is not None:
+        run = run_row(conn, nxt)
+        facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
+        drop = gate_drop(facts, base, gates)
+        churn = (gate_churn(diff.counts, base.population or new_frame.height, gates) if base.day is not None
+                 else GateOutcome(6, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
+                                  "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다."))
+        _write_gate(conn, n, drop)
+        _write_gate(conn, n, churn)
+        failed = next((g for g in (drop, churn) if not g.passed), None)
+        if failed is not None:
+            _reject(conn, nxt, failed, None, time.monotonic(), watchlist, gates)
+            return nxt
     conn.execute(query("history.delete_day_changes"), [n])
     conn.execute(query("history.delete_day_events"), [n])
     if base.day is not None:
@@ -190,8 +222,8 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchl
     return nxt
 
 
-def _finish(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None) -> date | None:
-    rederived = _rederive_next(conn, day, watchlist)
+def _finish(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: Gates | None) -> date | None:
+    rederived = _rederive_next(conn, day, watchlist, gates)
     conn.execute(query("history.refresh_records"))
     conn.execute(query("history.delete_orphan_versions"))
     conn.execute(query("history.delete_orphan_records"))
@@ -222,6 +254,7 @@ def record_judgement(
     run_id: str | None,
     fetch_seconds: float | None,
     watchlist: Watchlist | None,
+    gate_settings: Gates | None = None,
 ) -> CommitOutcome | None:
     """Store gates 1–5 and the quality metrics; a failed gate rejects the day right here.
 
@@ -255,7 +288,7 @@ def record_judgement(
             )
         if failed is None:
             return None
-        return _reject(conn, day, failed, run_id, started, watchlist)
+        return _reject(conn, day, failed, run_id, started, watchlist, gate_settings)
 
     return _in_transaction(conn, work)
 
@@ -267,6 +300,7 @@ def _reject(
     run_id: str | None,
     started: float,
     watchlist: Watchlist | None,
+    gates: Gates | None,
 ) -> CommitOutcome:
     d = day_id(day)
     base = comparison_base(conn, day)
@@ -277,7 +311,7 @@ def _reject(
         ["rejected", gate.number, reason, day_id(base.day) if base.day else None, None,
          0, 0, 0, 0, 0, 0, time.monotonic() - started, run_id, d],
     )
-    rederived = _finish(conn, day, watchlist)
+    rederived = _finish(conn, day, watchlist, gates)
     return CommitOutcome(day, "rejected", base.day, {}, rederived, time.monotonic() - started)
 
 
@@ -288,13 +322,14 @@ def reject_day(
     *,
     run_id: str | None = None,
     watchlist: Watchlist | None = None,
+    gates: Gates | None = None,
 ) -> CommitOutcome:
     """Reject a day after the diff (gate 6, or a gate re-checked against a moved base)."""
     started = time.monotonic()
 
     def work():
         _write_gate(conn, day_id(day), gate)
-        return _reject(conn, day, gate, run_id, started, watchlist)
+        return _reject(conn, day, gate, run_id, started, watchlist, gates)
 
     return _in_transaction(conn, work)
 
@@ -309,6 +344,7 @@ def commit_day(
     churn: GateOutcome,
     run_id: str | None = None,
     watchlist: Watchlist | None = None,
+    gates: Gates | None = None,
 ) -> CommitOutcome:
     """Write an accepted day: snapshot, versions, events — one transaction, replacing any earlier run."""
     started = time.monotonic()
@@ -327,7 +363,7 @@ def commit_day(
             [status, None, None, day_id(base.day) if base.day else None, keyed.height,
              *_counts_params(diff.counts), time.monotonic() - started, run_id, d],
         )
-        rederived = _finish(conn, day, watchlist)
+        rederived = _finish(conn, day, watchlist, gates)
         return CommitOutcome(day, status, base.day, dict(diff.counts), rederived, time.monotonic() - started)
 
     return _in_transaction(conn, work)

@@ -214,3 +214,13 @@ WHERE status = 'accepted' AND day_id <= ?
   AND day_id > coalesce((SELECT max(day_id) FROM runs
                          WHERE status IN ('accepted', 'baseline') AND day_id <= ?
                            AND (status = 'baseline' OR new_count + changed_count + withdrawn_count + cosmetic_count > 0)), 0);
+
+-- name: missing_from_base
+-- registrations of the base day absent today (the evidence of a failed drop gate); present_keys is registered
+SELECT r.dmf_key, v.permit_no, v.ingredient, v.applicant
+FROM snapshots s
+JOIN records r ON r.record_id = s.record_id
+JOIN record_versions v ON v.version_id = s.version_id
+WHERE s.day_id = ? AND r.dmf_key NOT IN (SELECT dmf_key FROM present_keys)
+ORDER BY r.dmf_key
+LIMIT ?;

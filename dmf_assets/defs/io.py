@@ -1,0 +1,102 @@
+"""The day store: how raw_pages → normalized_records → integrity_verdict hand their values on.
+
+An I/O manager (the one visible way data moves between these assets): each day's value is stored
+under `data/staging/YYYY-MM-DD/<asset>.parquet`, written atomically
+(a killed run leaves the previous value or the new one, never half of one). Later assets read the
+history database instead. Staging is a cache: the raw archive stays the source of truth and
+`dmf prune` removes old days.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import date
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pyarrow.parquet as pq
+
+from dmf_assets.fsutil import atomic_output
+from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
+from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
+from dmf_assets.settings import load_settings
+
+META_KEY = b"dmf_day_value"
+#: the stored value types, by the name of the asset that produces them
+VALUE_TYPES = {"raw_pages": FetchedDay, "normalized_records": NormalizedDay, "integrity_verdict": JudgedDay}
+
+
+def _encode(value) -> tuple[dict, dict[str, pl.DataFrame]]:
+    """A day value as (JSON-able fields, frames)."""
+    fields, frames = {}, {}
+    for f in dataclasses.fields(value):
+        v = getattr(value, f.name)
+        if isinstance(v, pl.DataFrame):
+            frames[f.name] = v
+        elif isinstance(v, date):
+            fields[f.name] = v.isoformat()
+        elif isinstance(v, list):
+            fields[f.name] = [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
+        elif dataclasses.is_dataclass(v):
+            fields[f.name] = dataclasses.asdict(v)
+        else:
+            fields[f.name] = v
+    return fields, frames
+
+
+def _tuples(d: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def _decode(cls, fields: dict, frames: dict[str, pl.DataFrame]):
+    kwargs = dict(fields, **frames)
+    for name in ("day", "base_day"):
+        if name in kwargs:
+            kwargs[name] = date.fromisoformat(kwargs[name]) if kwargs[name] else None
+    if "facts" in kwargs:
+        kwargs["facts"] = FetchFacts(**_tuples(kwargs["facts"]))
+    if "quality" in kwargs:
+        kwargs["quality"] = [QualityMetric(**_tuples(q)) for q in kwargs["quality"]]
+    if "gates" in kwargs:
+        kwargs["gates"] = [GateOutcome(**_tuples(g)) for g in kwargs["gates"]]
+    return cls(**kwargs)
+
+
+class DayStoreIOManager(dg.ConfigurableIOManager):
+    """Stores a day's value per asset and partition, as ONE Parquet file: the frame, with the other
+    fields as JSON in the file's metadata — one atomic replace, so a value is never half old, half new.
+
+    `staging_dir` empty = the settings' paths.staging_dir.
+    """
+
+    staging_dir: str = ""
+
+    def _path(self, asset: str, partition_key: str) -> Path:
+        root = Path(self.staging_dir) if self.staging_dir else load_settings().paths.resolve("staging_dir")
+        return root / partition_key / f"{asset}.parquet"
+
+    def handle_output(self, context: dg.OutputContext, obj) -> None:
+        fields, frames = _encode(obj)
+        (name, frame), = frames.items()  # each day value carries exactly one frame
+        table = frame.to_arrow()
+        meta = {META_KEY: json.dumps({"frame": name, "fields": fields}, ensure_ascii=False, default=str).encode("utf-8")}
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
+        with atomic_output(self._path(context.asset_key.path[-1], context.partition_key)) as tmp:
+            pq.write_table(table, tmp, compression="zstd")
+
+    def load_input(self, context: dg.InputContext):
+        asset = context.asset_key.path[-1]
+        path = self._path(asset, context.partition_key)
+        if not path.exists():
+            raise dg.Failure(
+                description=(
+                    f"{context.partition_key}의 '{asset}' 값이 없습니다 ({path}). 이 날짜의 {asset}을(를) 먼저 실행하세요 "
+                    f"(보존 기간이 지나 지워졌다면 raw_pages부터 다시 실행). Materialize '{asset}' for this partition first."
+                )
+            )
+        table = pq.read_table(path)
+        stored = json.loads(table.schema.metadata[META_KEY])
+        frame = pl.from_arrow(table.replace_schema_metadata(None))
+        return _decode(VALUE_TYPES[asset], stored["fields"], {stored["frame"]: frame})

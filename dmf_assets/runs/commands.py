@@ -1,0 +1,306 @@
+"""`dmf demo | run | backfill | ui` — the product's everyday commands.
+
+Exit codes of `run`, `backfill` and `demo`: 0 every day accepted (or baseline); 3 at least one day
+rejected by a gate (its workbook says so, the comparison base did not move); 1 a step failed (the
+cause is printed); 2 bad arguments or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+from dmf_assets.cli import UserError
+
+EXIT_REJECTED = 3
+EXIT_FAILED = 1
+STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "not run": "미실행"}
+
+
+def _iso_date(value: str) -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"날짜는 YYYY-MM-DD 형식입니다 (date must be YYYY-MM-DD): {value!r}") from None
+
+
+def _positive_days(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"일 수는 정수입니다 (a whole number of days): {value!r}") from None
+    if not 1 <= n <= 366:
+        raise argparse.ArgumentTypeError(f"일 수는 1–366 사이여야 합니다 (days must be 1–366): {n}")
+    return n
+
+
+def _port(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"포트는 정수입니다 (a port number): {value!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"포트는 1–65535 사이여야 합니다 (port must be 1–65535): {n}")
+    return n
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="에뮬레이터로 최근 30일을 실행하고 요약을 보여 줍니다 (README의 첫 명령)")
+    p.add_argument("--days", type=_positive_days, default=None, help="몇 일을 실행할지 1–366 (기본: config의 demo.days=30)")
+    p.add_argument("--end", type=_iso_date, default=None, help="마지막 날짜 (기본: 오늘, KST)")
+    p.add_argument("--no-fault", action="store_true", help="고장 주입 없이 실행")
+    p.set_defaults(handler=_demo)
+
+    p = sub.add_parser("run", help="한 날짜를 전체 그래프로 실행 (거부되어도 리포트까지). 종료 코드 0 반영 · 3 거부 · 1 실패")
+    p.add_argument("--date", type=_iso_date, default=None, help="YYYY-MM-DD (기본: 오늘, KST)")
+    p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND", help="에뮬레이터 고장 주입 (dmf emulator faults)")
+    p.set_defaults(handler=_run)
+
+    p = sub.add_parser("backfill", help="기간을 날짜 순서대로 하루 1회씩 실행. 종료 코드 0 모두 반영 · 3 거부일 있음 · 1 실패")
+    p.add_argument("--start", type=_iso_date, required=True)
+    p.add_argument("--end", type=_iso_date, required=True)
+    p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND")
+    p.set_defaults(handler=_backfill)
+
+    p = sub.add_parser("ui", help="Dagster UI(dagster dev)와 리포트 다운로드 서버를 함께 시작")
+    p.add_argument("--port", type=_port, default=3000, help="Dagster UI 포트 (기본 3000)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--report-port", type=_port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)")
+    p.set_defaults(handler=_ui)
+
+
+# --- set-up shared by the commands ---------------------------------------------------------------
+
+
+def load_dotenv(path: Path) -> None:
+    """KEY=VALUE lines from .env (as `dagster dev` does); never overrides the real environment."""
+    if not path.exists():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
+def use_project_instance() -> Path:
+    """DAGSTER_HOME = the project's dagster_home/ (with its pools and run queue), unless set already."""
+    from dmf_assets.settings import PROJECT_ROOT
+
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():
+        raise UserError(f"DAGSTER_HOME={home}에 dagster.yaml이 없습니다 — 프로젝트의 dagster_home/dagster.yaml을 복사하세요. "
+                        "(no dagster.yaml in DAGSTER_HOME)")
+    return home
+
+
+def _prepare():
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
+
+    load_dotenv(PROJECT_ROOT / ".env")
+    settings = load_settings()  # a bad config is one clean message (ConfigError → exit 2)
+    return settings, use_project_instance()
+
+
+def _check_days(*days: date) -> None:
+    from dmf_assets.defs.partitions import partition_range
+
+    first, last = partition_range()
+    for d in days:
+        if not first <= d <= last:
+            raise UserError(f"{d}은(는) 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
+                            f"(date outside the partition range {first}..{last})")
+
+
+def _faults(values: list[str]) -> dict[str, str]:
+    from dmf_assets.emulator.faults import FaultPlan
+
+    try:
+        return FaultPlan.from_cli(values).to_config()
+    except ValueError as exc:
+        raise UserError(f"--fault: {exc}") from None
+
+
+def _resources(settings, faults: dict[str, str], base_url: str | None = None) -> dict:
+    from dmf_assets.defs.resources import build_resources
+
+    return build_resources(settings, emulator_faults={**settings.emulator.faults, **faults}, base_url=base_url)
+
+
+def _instance():
+    import dagster as dg
+
+    return dg.DagsterInstance.get()
+
+
+# --- what the day became (read from the history database) -----------------------------------------
+
+
+def _summary_rows(days: list[date]) -> list[dict]:
+    from dmf_assets.settings import load_settings
+    from dmf_assets.storage import history
+    from dmf_assets.storage.db import open_database
+
+    settings = load_settings()
+    with open_database(settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"),
+                       purpose="dmf summary") as conn:
+        return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
+
+
+def _day_line(row: dict) -> str:
+    status = row.get("status")
+    if status == "rejected":
+        return f"거부 — {(row.get('reason') or '')[:90]}"
+    if status in ("accepted", "baseline"):
+        return (f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
+                f"변경 {row.get('changed_count') or 0} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}")
+    return STATUS_KO.get(status, str(status))
+
+
+def _progress(report, seconds: float) -> None:
+    row = _summary_rows([report.day])[0]
+    line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(row)
+    extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
+    print(f"  {report.day}  {seconds:5.1f}s  {line}{extra}", flush=True)
+    if report.failure:
+        print(f"      → 원인을 고친 뒤 다시 실행하세요: dmf run --date {report.day}  (Dagster UI의 run {report.run_id[:8]} 로그에 "
+              "자세한 내용이 있습니다)", flush=True)
+
+
+def _print_summary(days: list[date]) -> list[dict]:
+    rows = _summary_rows(days)
+    print()
+    print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4}  비고 / reason")
+    print("-" * 100)
+    for r in rows:
+        status, size = r.get("status"), r.get("population")
+        note = {"rejected": (r.get("reason") or "")[:90], "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)"}.get(status, "")
+        if status == "accepted" and r.get("rederived_at"):
+            note = "이후 처리로 이벤트 재계산됨"
+        print(f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
+              f"{r.get('new_count') or 0:>4} {r.get('changed_count') or 0:>4} {r.get('cosmetic_count') or 0:>4} "
+              f"{r.get('withdrawn_count') or 0:>4}  {note}")
+    accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
+    rejected = sum(1 for r in rows if r.get("status") == "rejected")
+    print("-" * 100)
+    print(f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected})")
+    return rows
+
+
+def _exit_code(reports, rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
+    """0 all accepted, 3 a day rejected by a gate, 1 a step failed. `expected_rejections`: days the demo
+    injects a fault into on purpose."""
+    if any(r.failure for r in reports) or any(r.get("status") not in ("accepted", "baseline", "rejected") for r in rows):
+        return EXIT_FAILED
+    if any(r.get("status") == "rejected" and r["day"] not in expected_rejections for r in rows):
+        print("거부된 날이 있습니다: 리포트는 '수집 실패 — 비교 기준은 여전히 …'이고 기준일은 그대로입니다. 원천이 정상화되면 "
+              "그 날짜를 다시 실행하세요 (실제 대규모 변경이면 config의 [gates] 기준을 높여 다시 실행). exit 3", file=sys.stderr)
+        return EXIT_REJECTED
+    return 0
+
+
+# --- the commands --------------------------------------------------------------------------------
+
+
+def _run(args) -> int:
+    from dmf_assets.clock import today_kst
+    from dmf_assets.runs import launch
+
+    settings, _ = _prepare()
+    day = args.date or today_kst()
+    _check_days(day)
+    resources = _resources(settings, _faults(args.fault))
+    started = time.monotonic()
+    report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
+    _progress(report, time.monotonic() - started)
+    return _exit_code([report], _print_summary([day]))
+
+
+def _backfill(args) -> int:
+    from dmf_assets.runs import launch
+
+    if args.end < args.start:
+        raise UserError(f"--end({args.end})가 --start({args.start})보다 앞입니다 (--end is before --start)")
+    _check_days(args.start, args.end)
+    settings, _ = _prepare()
+    days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, _faults(args.fault)),
+                              trigger="cli-backfill", run_config=launch.QUIET, progress=_progress)
+    return _exit_code(reports, _print_summary(days))
+
+
+def _demo(args) -> int:
+    from dmf_assets.clock import today_kst
+    from dmf_assets.runs import launch
+    from dmf_assets.settings import EMULATOR_URL
+
+    settings, home = _prepare()
+    n = args.days or settings.demo.days
+    end = args.end or today_kst()
+    days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
+    _check_days(days[0], days[-1])
+    fault_day = end - timedelta(days=settings.demo.fault_days_ago)
+    faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
+    print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
+    print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
+    if faults:
+        (fd, fk), = faults.items()
+        print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
+    started = time.monotonic()
+    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, faults, EMULATOR_URL),
+                              trigger="demo", run_config=launch.QUIET, progress=_progress)
+    rows = _print_summary(days)
+    reports_dir = settings.paths.resolve("reports_dir")
+    print(f"\n총 {time.monotonic() - started:.0f}초.")
+    print(f"최신 리포트 / latest workbook: {reports_dir / 'DMF_리포트_최신.xlsx'}")
+    print(f"날짜별 리포트 / daily workbooks: {reports_dir}/DMF_리포트_YYYY-MM-DD.xlsx")
+    print(f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (리포트 다운로드: {settings.report.base_url})")
+    return _exit_code(reports, rows, frozenset(date.fromisoformat(d) for d in faults))
+
+
+def _ui(args) -> int:
+    from dmf_assets.report.fileserver import FileServerError, start_file_server
+    from dmf_assets.settings import PROJECT_ROOT
+
+    settings, home = _prepare()
+    report_port = args.report_port or settings.report.file_server_port
+    try:
+        server, _ = start_file_server(settings.paths.resolve("reports_dir"), settings.report.file_server_host, report_port)
+    except FileServerError as exc:
+        raise UserError(str(exc)) from None
+    base_url = settings.report.public_base_url.rstrip("/") or f"http://{settings.report.file_server_host}:{report_port}"
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
+           "-h", args.host, "-p", str(args.port)]
+    print(f"Dagster UI: http://{args.host}:{args.port}   (DAGSTER_HOME={home})")
+    print(f"리포트 다운로드 / workbook downloads: {base_url}")
+    env = dict(os.environ, DMF_REPORT_BASE_URL=base_url)
+    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True, env=env)
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # a service manager's stop or a closed terminal = Ctrl-C
+        signal.signal(sig, stop)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        print("\n종료 중… (stopping)")
+        return 0
+    finally:
+        # dagster dev runs in its own process group (it ignores SIGINT when started from a script):
+        # stop the whole group so no webserver or daemon is left behind
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        server.shutdown()
+        server.server_close()

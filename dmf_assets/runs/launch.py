@@ -1,0 +1,131 @@
+"""Run days from the command line through the same Dagster definitions the daemon uses.
+
+A day is one in-process run of `dmf_daily_job` for its partition, recorded in the project's Dagster
+instance (the UI shows it). Afterwards the CLI evaluates the very sensor the daemon runs,
+`dmf_watch_sensor`, and executes the follow-up runs it asks for (a rejected day's workbook, a
+re-derived day's refresh) — so `dmf run` ends in the same state as the schedule under `dagster dev`.
+Retries that the sensor would launch later (30 minutes on) are left to the daemon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+
+import dagster as dg
+
+from dmf_assets.defs.automation import dmf_daily_job, dmf_watch_sensor, run_tags
+from dmf_assets.orchestration.followups import CHAIN
+
+#: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
+#: command's own one-line-per-day summary
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+@dataclass(frozen=True)
+class DayRun:
+    day: date
+    run_id: str
+    success: bool
+    failure: str | None  # the root cause of a failed step (None when only a gate check failed)
+    followups: int
+
+
+def _root_cause(error) -> str:
+    while getattr(error, "cause", None) is not None:
+        error = error.cause
+    return (error.message or "").strip().splitlines()[0] if error is not None else ""
+
+
+def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
+    """Why a run failed, in one line — None when the only failure was a gate check (a rejected day)."""
+    for event in result.all_events:
+        if not (event.is_step_failure and event.step_failure_data is not None):
+            continue
+        data = event.step_failure_data
+        if data.error is not None and "DagsterAssetCheckFailedError" in (data.error.cls_name or ""):
+            continue
+        if data.user_failure_data is not None and data.user_failure_data.description:
+            return f"{event.step_key}: {data.user_failure_data.description}"
+        return f"{event.step_key}: {_root_cause(data.error)}"
+    return None
+
+
+def definitions_with(resources: dict) -> dg.Definitions:
+    """The project's assets, job and sensor bound to `resources` (a temp project, `--fault`, tests)."""
+    from dmf_assets.defs import assets as a
+
+    return dg.Definitions(
+        assets=[a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff, a.events, a.xlsx_report],
+        asset_checks=[a.report_by_0900_kst],
+        jobs=[dmf_daily_job],
+        sensors=[dmf_watch_sensor],
+        resources=resources,
+    )
+
+
+def execute_day(
+    defs: dg.Definitions, instance: dg.DagsterInstance, day: str, *, assets: tuple[str, ...] = CHAIN,
+    tags: dict | None = None, run_config: dict | None = None,
+) -> dg.ExecuteInProcessResult:
+    job = defs.resolve_job_def(dmf_daily_job.name)
+    return job.execute_in_process(
+        partition_key=day,
+        instance=instance,
+        raise_on_error=False,
+        tags=tags or {},
+        run_config=run_config or {},
+        asset_selection=None if tuple(assets) == CHAIN else [dg.AssetKey(x) for x in assets],
+    )
+
+
+def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None,
+              max_rounds: int = 6) -> list[dg.ExecuteInProcessResult]:
+    """Evaluate `dmf_watch_sensor` and execute what it requests now, until it requests nothing new."""
+    done: set[str] = set()
+    results = []
+    for _ in range(max_rounds):
+        context = dg.build_sensor_context(instance=instance, definitions=defs)
+        outcome = dmf_watch_sensor(context)
+        for event in getattr(outcome, "asset_events", None) or []:
+            instance.report_runless_asset_event(event)
+        requests = [r for r in (getattr(outcome, "run_requests", None) or []) if r.run_key not in done]
+        requests = [r for r in requests if not r.tags.get("dmf/retry")]  # later, by the daemon
+        if not requests:
+            break
+        for request in requests:
+            done.add(request.run_key)
+            assets = tuple(k.path[-1] for k in request.asset_selection) if request.asset_selection else CHAIN
+            results.append(execute_day(defs, instance, request.partition_key, assets=assets,
+                                       tags={**request.tags, "dmf/run_key": request.run_key}, run_config=run_config))
+    return results
+
+
+def run_day(
+    day: date, *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli", run_config: dict | None = None,
+    extra_tags: dict | None = None,
+) -> DayRun:
+    """One day through the whole graph, then the sensor's follow-ups."""
+    defs = definitions_with(resources)
+    result = execute_day(defs, instance, day.isoformat(), tags={**run_tags(trigger), **(extra_tags or {})},
+                         run_config=run_config)
+    followups = follow_up(defs, instance, run_config=run_config)
+    failure = failure_of(result) or next((f for f in map(failure_of, followups) if f), None)
+    return DayRun(day, result.run_id, result.success, failure, len(followups))
+
+
+def run_days(
+    days: list[date], *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli",
+    run_config: dict | None = None, progress: Callable[[DayRun, float], None] | None = None,
+) -> list[DayRun]:
+    import time
+
+    out = []
+    for day in sorted(days):
+        started = time.monotonic()
+        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config)
+        out.append(report)
+        if progress:
+            progress(report, time.monotonic() - started)
+    return out
