@@ -247,3 +247,33 @@ def test_rejected_alert_from_the_verdict_metadata():
     assert "observed -" not in text  # no empty observed/threshold line when the metadata has none
     churn = notify.alert_rejected_from_metadata(DAY, {**meta, "rejected_gate": 6, "reason": "-"})
     assert "자동 재시도하지 않습니다" in notify.compose_alert(churn).text()
+
+
+def test_a_time_budget_bounds_a_round_and_the_rest_is_resent_later(tmp_path):
+    """A sensor tick must not hang on a mail server that accepts the connection and never answers."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel completes the TCP handshake; nobody ever says "220"
+    try:
+        with webhook_receiver() as hook:
+            settings = settings_for(tmp_path / "alerts", webhooks=[hook.url()], smtp_port=silent.getsockname()[1])
+            started = time.monotonic()
+            record = notify.send_alert(settings, notify.alert_overdue("2026-11-30"), budget_s=2.0, **FAST)
+            elapsed = time.monotonic() - started
+            email, webhook = record.channels
+            assert elapsed < 6.0, elapsed
+            assert email.status == "failed" and "timed out" in email.error.lower()
+            assert webhook.status == "failed" and webhook.attempts == 0 and "time budget" in webhook.error
+            assert hook.received.empty()
+            silent.close()  # the mail server is gone for good: refused at once from now on
+            [again] = notify.retry_failed(settings, **FAST)
+            assert hook.next()["json"]["kind"] == "overdue"
+    finally:
+        silent.close()
+    assert again.status == "partial"
+    assert {c.channel: c.status for c in again.channels} == {"webhook": "sent", "email": "failed"}
+    [still] = notify.pending_failures(settings)
+    assert [c.channel for c in still.failed_channels] == ["email"]

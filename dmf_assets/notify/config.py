@@ -67,6 +67,10 @@ class NotifyConfig:
     delivery_attempts: int = 3
     delivery_backoff_s: tuple[float, ...] = (1.0, 3.0)
     webhook_timeout_s: float = 10.0
+    #: wall-time budget of one delivery round (all channels, attempts and pauses), None = unbounded.
+    #: A sensor tick passes e.g. 20 s: what does not get through in time is recorded as failed and
+    #: re-sent by `retry_failed` (the next tick, or the watchdog timer).
+    budget_s: float | None = None
 
     @property
     def has_channels(self) -> bool:

@@ -150,12 +150,20 @@ def read_ledger(cfg: NotifyConfig) -> list[DeliveryRecord]:
 # --- sending ------------------------------------------------------------------------------------
 
 
-def _attempt(cfg: NotifyConfig, fn, *args, **kwargs) -> tuple[str, int, str, str]:
-    """(status, attempts, error, note): up to cfg.delivery_attempts tries with a short backoff."""
-    error = ""
+BUDGET_USED = "시간 예산 소진 — 다음 재발송 때 보냅니다 / time budget used up; re-sent later"
+
+
+def _attempt(cfg: NotifyConfig, deadline: float | None, call) -> tuple[str, int, str, str]:
+    """(status, attempts, error, note): up to cfg.delivery_attempts tries of `call(timeout_cap)` with a
+    short backoff, never past `deadline` (time.monotonic())."""
+    error, made = "", 0
     for attempt in range(1, max(1, cfg.delivery_attempts) + 1):
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining < 0.5:
+            return FAILED, made, error or BUDGET_USED, ""
+        made = attempt
         try:
-            return SENT, attempt, "", fn(*args, **kwargs)
+            return SENT, attempt, "", call(remaining)
         except channels.DeliveryError as exc:
             error = str(exc)
             if exc.permanent:
@@ -163,25 +171,42 @@ def _attempt(cfg: NotifyConfig, fn, *args, **kwargs) -> tuple[str, int, str, str
         except Exception as exc:  # never into the pipeline
             error = channels.scrub(f"{type(exc).__name__}: {exc}", cfg.email.password())
         if attempt < cfg.delivery_attempts and cfg.delivery_backoff_s:
-            time.sleep(cfg.delivery_backoff_s[min(attempt - 1, len(cfg.delivery_backoff_s) - 1)])
-    return FAILED, max(1, cfg.delivery_attempts), error, ""
+            pause = cfg.delivery_backoff_s[min(attempt - 1, len(cfg.delivery_backoff_s) - 1)]
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+    return FAILED, made, error, ""
+
+
+def _deadline(cfg: NotifyConfig) -> float | None:
+    return None if cfg.budget_s is None else time.monotonic() + cfg.budget_s
 
 
 def _deliver(cfg: NotifyConfig, message: Message, *, kind: str, attachment: Path | None,
-             only: set[int] | None = None) -> tuple[ChannelResult, ...]:
+             only: set[int] | None = None, deadline: float | None = None) -> tuple[ChannelResult, ...]:
+    deadline = deadline if deadline is not None else _deadline(cfg)
     results = []
     if cfg.email.enabled and (only is None or -1 in only):
         target = f"{cfg.email.smtp_host}:{cfg.email.smtp_port} → {', '.join(cfg.email.recipients)}"
-        status, attempts, error, note = _attempt(cfg, channels.send_email, cfg.email, message,
-                                                 attachment if attachment and attachment.is_file() else None)
+        attach = attachment if attachment and attachment.is_file() else None
+
+        def email(cap: float | None) -> str:
+            timeout = cfg.email.timeout_s if cap is None else max(0.5, min(cfg.email.timeout_s, cap))
+            return channels.send_email(replace(cfg.email, timeout_s=timeout), message, attach)
+
+        status, attempts, error, note = _attempt(cfg, deadline, email)
         results.append(ChannelResult("email", target, status, attempts, error, note, -1))
     for i, url in enumerate(cfg.webhook_urls):
         if only is not None and i not in only:
             continue
-        flavour = channels.webhook_flavour(url)
-        status, attempts, error, note = _attempt(cfg, channels.send_webhook, url, message, kind=kind,
-                                                 timeout_s=cfg.webhook_timeout_s)
-        results.append(ChannelResult(flavour, channels.redact_url(url), status, attempts, error, note, i))
+
+        def hook(cap: float | None, url: str = url) -> str:
+            timeout = cfg.webhook_timeout_s if cap is None else max(0.5, min(cfg.webhook_timeout_s, cap))
+            return channels.send_webhook(url, message, kind=kind, timeout_s=timeout)
+
+        status, attempts, error, note = _attempt(cfg, deadline, hook)
+        results.append(ChannelResult(channels.webhook_flavour(url), channels.redact_url(url), status, attempts, error,
+                                     note, i))
     return tuple(results)
 
 
@@ -320,15 +345,18 @@ def pending_failures(settings: Any, *, alerts_dir: str | Path | None = None, **o
 def retry_failed(settings: Any, *, alerts_dir: str | Path | None = None, **overrides: Any) -> list[DeliveryRecord]:
     """Re-send the failed channels of pending failures (each at most MAX_ROUNDS rounds in all)."""
     cfg = _config(settings, alerts_dir, overrides)
+    deadline = _deadline(cfg)
     out = []
     for old in pending_failures(cfg):
         if old.round >= MAX_ROUNDS or not old.message:
             continue
+        if deadline is not None and deadline - time.monotonic() < 0.5:
+            break
         try:
             message = Message.from_dict(old.message)
             only = {c.index for c in old.failed_channels} if old.channels else None
             attachment = Path(old.attachment) if old.attachment else None
-            results = _deliver(cfg, message, kind=old.type, attachment=attachment, only=only)
+            results = _deliver(cfg, message, kind=old.type, attachment=attachment, only=only, deadline=deadline)
             merged = tuple(c for c in old.channels if c.status == SENT) + results
             record = replace(old, status=_overall(merged), channels=merged, round=old.round + 1,
                              at=now_kst().isoformat(timespec="seconds"))

@@ -153,7 +153,8 @@ def watch(settings: Any, paths: Any, *, now: datetime | None = None, alert: bool
     from dmf_assets import notify
 
     now = now or now_kst()
-    cfg = notify.notify_config(settings, _alerts_dir(settings, Path(paths.root)), **notify_overrides)
+    # the timer's unit allows 300 s; sending (alerts + re-sends) gets at most 120 s of it
+    cfg = notify.notify_config(settings, _alerts_dir(settings, Path(paths.root)), **{"budget_s": 120.0, **notify_overrides})
     day = expected_day(now).isoformat()
     result = WatchdogResult([])
 
