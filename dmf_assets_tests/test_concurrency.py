@@ -21,11 +21,11 @@ B_DAYS = [date(2026, 10, 9) + timedelta(days=i) for i in range(3)]  # 10-09 .. 1
 
 
 def _worker(root: str, days: list[date], out) -> None:
-    from dmf_assets.orchestration import runner
+    from dmf_assets.runs import launch
     from dmf_assets_tests.graph_support import open_workspace
 
     ws = open_workspace(Path(root), FAULTS)
-    reports = runner.run_days(days, instance=ws.instance, resources=ws.resources)
+    reports = launch.run_days(days, instance=ws.instance, resources=ws.resources)
     out.put([(r.day, r.success, r.failure) for r in reports])
 
 
@@ -46,9 +46,9 @@ def test_project_instance_limits_the_duckdb_pool_to_one():
 
 def test_two_processes_at_once_finish_and_agree_with_sequential(tmp_path):
     sequential = make_workspace(tmp_path / "seq", FAULTS)
-    from dmf_assets.orchestration import runner
+    from dmf_assets.runs import launch
 
-    runner.run_days(A_DAYS + B_DAYS, instance=sequential.instance, resources=sequential.resources)
+    launch.run_days(A_DAYS + B_DAYS, instance=sequential.instance, resources=sequential.resources)
 
     shared = make_workspace(tmp_path / "shared", FAULTS)
     ctx = multiprocessing.get_context("spawn")

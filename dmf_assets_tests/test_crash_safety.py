@@ -12,9 +12,11 @@ import sys
 from datetime import date
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from openpyxl import load_workbook
 
+from dmf_assets.defs.io import META_KEY
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.emulator.scoring import score
 from dmf_assets.report.workbook import workbook_day
@@ -107,6 +109,7 @@ def test_sigkill_then_rerun(tmp_path, sim, crash_at):
 
     if crash_at.startswith("fetch_page"):
         # the killed fetch left its first pages archived; the re-run reused them instead of asking again
-        fetch = json.loads((tmp_path / "data" / "staging" / D2.isoformat() / "fetch.json").read_text(encoding="utf-8"))
+        stored = pq.read_table(tmp_path / "data" / "staging" / D2.isoformat() / "raw_pages.parquet").schema.metadata
+        fetch = json.loads(stored[META_KEY])["fields"]["fetch"]
         reused = [p for p in fetch["pages"] if p.get("reused")]
         assert len(reused) >= 3 and fetch["requests"] == len(fetch["pages"]) - len(reused)

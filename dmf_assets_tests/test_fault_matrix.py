@@ -1,7 +1,7 @@
 """Fault-injection acceptance matrix: every fault kind the emulator offers, through the real Dagster graph.
 
 For each kind in `FAULT_KINDS`: good day (2026-10-06) → faulty day (2026-10-07) → good day (2026-10-08),
-run day by day with `runner.run_days` (follow-up runs included, as under the sensor). Asserted per kind:
+run day by day with `launch.run_days` (follow-up runs included, as under the sensor). Asserted per kind:
 - the faulty day reaches its expected outcome: recovered transparently (retried / de-duplicated and
   accepted with the true events — and the fault demonstrably happened), or rejected by the expected
   gate with its observed value and threshold recorded in `gate_results`;
@@ -108,11 +108,11 @@ def _baseline(base_dir: Path) -> Path:
     """This process's copy-source: a workspace where the first day ran (once per worker)."""
     global _TEMPLATE
     if _TEMPLATE is None:
-        from dmf_assets.orchestration import runner
+        from dmf_assets.runs import launch
 
         root = base_dir / f"baseline-{os.getpid()}"
         ws = _workspace(root, {}, fresh=True)
-        reports = runner.run_days([DAYS[0]], instance=ws.instance, resources=ws.resources)
+        reports = launch.run_days([DAYS[0]], instance=ws.instance, resources=ws.resources)
         assert all(r.success for r in reports), reports
         ws.instance.dispose()
         _TEMPLATE = root
@@ -150,7 +150,7 @@ def run_kind(kind: str, base_dir: str) -> dict:
 
 def _run_kind(kind: str, base_dir: Path) -> dict:
     from dmf_assets.domain.text import display_text
-    from dmf_assets.orchestration import runner
+    from dmf_assets.runs import launch
     from dmf_assets.source.client import default_simulator, read_manifest
     from dmf_assets.storage import history
     from dmf_assets.storage.report_data import stored_events
@@ -161,7 +161,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
     root = base_dir / kind
     shutil.copytree(_baseline(base_dir), root)
     ws = _workspace(root, {FAULT_DAY.isoformat(): spec}, fresh=False)
-    reports = runner.run_days(DAYS[1:], instance=ws.instance, resources=ws.resources)
+    reports = launch.run_days(DAYS[1:], instance=ws.instance, resources=ws.resources)
     sim = default_simulator(SEED)
 
     hostile: set[str] = set()

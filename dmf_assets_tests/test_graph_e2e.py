@@ -1,7 +1,7 @@
 """The whole asset graph in real Dagster runs on a temp DuckDB file, scored against the emulator's truth.
 
 22 emulator days with three injected faults (completeness, drop, churn — two of them back to back):
-run-per-day (what the schedule and a per-day backfill do) and a single-run backfill must both accept
+run-per-day (what the schedule and a per-day backfill do), in date order or not, must accept
 exactly the good days, write nothing for the rejected ones, cover the gap on recovery, and store
 exactly the true events.
 """
@@ -14,7 +14,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.orchestration import runner
+from dmf_assets.runs import launch
 from dmf_assets.report.workbook import workbook_day
 from dmf_assets.storage import history
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day, score_history
@@ -72,7 +72,7 @@ def _event_rows(ws):
 @pytest.fixture(scope="module")
 def per_day(tmp_path_factory, sim):
     ws = make_workspace(tmp_path_factory.mktemp("per_day"), FAULTS)
-    reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
+    reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
     return ws, reports
 
 
@@ -80,7 +80,7 @@ def test_run_per_day_accepts_good_days_and_rejects_faults(per_day, sim):
     ws, reports = per_day
     assert all(r.failure is None for r in reports), [r for r in reports if r.failure]
     # a rejected day stops its own run (blocking check) and is completed by a follow-up run
-    stopped = {date.fromisoformat(r.day) for r in reports if not r.success}
+    stopped = {r.day for r in reports if not r.success}
     assert stopped == set(EXPECTED_GATE)
     _assert_history_is_true(ws, sim)
 
@@ -100,18 +100,23 @@ def test_every_day_has_a_workbook_and_rejected_days_say_so(per_day):
 def test_rerunning_a_day_is_idempotent(per_day):
     ws, _ = per_day
     before = _event_rows(ws)
-    runner.run_day(date(2026, 10, 20), instance=ws.instance, resources=ws.resources)
+    launch.run_day(date(2026, 10, 20), instance=ws.instance, resources=ws.resources)
     assert _event_rows(ws) == before
 
 
-def test_single_run_backfill_gives_the_same_history(tmp_path, per_day, sim):
+def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, sim):
+    """A backfill racing the schedule commits days in any order: each commit re-derives the next accepted
+    day, and the sensor refreshes that day's workbook — the history ends exactly as if run in date order."""
     ws = make_workspace(tmp_path, FAULTS)
-    report = runner.run_range_single(DAYS[0], DAYS[-1], instance=ws.instance, resources=ws.resources)
-    assert report.failure is None
+    order = DAYS[1::2] + DAYS[0::2][::-1]  # every other day first, then the rest backwards
+    reports = launch.run_days(order, instance=ws.instance, resources=ws.resources)
+    assert all(r.failure is None for r in reports), [r for r in reports if r.failure]
     _assert_history_is_true(ws, sim)
     assert _event_rows(ws) == _event_rows(per_day[0])
     for day in DAYS:
         assert (ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx").exists()
+    # re-derived days got their workbook refreshed by the sensor's follow-up runs
+    assert sum(r.followups for r in reports) > len(EXPECTED_GATE)
 
 
 def test_workbook_events_table_reads_back_exactly_as_stored(per_day):

@@ -28,7 +28,7 @@ from openpyxl import load_workbook
 
 from dmf_assets.domain.text import display_text
 from dmf_assets.emulator import faults as F
-from dmf_assets.orchestration import runner
+from dmf_assets.runs import launch
 from dmf_assets.report.workbook import FORMULA_TRIGGERS, SHEET_EVENTS, SHEET_FIELDS, TRUNCATION_MARK, ooxml_unescape
 from dmf_assets.source.client import default_simulator
 from dmf_assets.storage import history
@@ -50,7 +50,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u202e]")
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
     ws = make_workspace(tmp_path_factory.mktemp("hostile"), {HOSTILE_DAY.isoformat(): "hostile_text"})
-    reports = runner.run_days([BASE_DAY, HOSTILE_DAY], instance=ws.instance, resources=ws.resources)
+    reports = launch.run_days([BASE_DAY, HOSTILE_DAY], instance=ws.instance, resources=ws.resources)
     rows = default_simulator(SEED).items(HOSTILE_DAY)  # the registry the in-process emulator served
     hostile = {rows[i]["DMF_PERMIT_NO"]: payload for i, payload in F.hostile_rows(HOSTILE_DAY.isoformat(), rows).items()}
     return ws, reports, hostile
@@ -124,7 +124,7 @@ def test_raw_archive_and_staging_keep_the_values_as_served(hostile_run):
     assert set(served) == set(hostile)
     for number, payload in hostile.items():
         assert {k: served[number][k] for k in payload} == payload  # byte for byte: NUL, DEL, U+202E, 100 KB
-    items = pl.read_parquet(ws.root / "data" / "staging" / HOSTILE_DAY.isoformat() / "items.parquet")
+    items = pl.read_parquet(ws.root / "data" / "staging" / HOSTILE_DAY.isoformat() / "raw_pages.parquet")  # the day store
     staged = {r["DMF_PERMIT_NO"]: r for r in items.filter(pl.col("DMF_PERMIT_NO").is_in(list(hostile))).to_dicts()}
     for number, payload in hostile.items():
         assert {k: staged[number][k] for k in payload} == payload

@@ -9,7 +9,7 @@ from datetime import date
 import dagster as dg
 
 from dmf_assets.defs.resources import build_resources
-from dmf_assets.orchestration import runner
+from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL, load_settings
 from dmf_assets_tests.graph_support import make_workspace
 
@@ -17,13 +17,12 @@ PAST = date(2026, 10, 5)
 
 
 def _real_api_resources(root):
-    return build_resources(load_settings(), root=root, base_url=REAL_API_URL, service_key=dg.EnvVar("MFDS_SERVICE_KEY"))
+    return build_resources(load_settings(), root=root, base_url=REAL_API_URL)
 
 
 def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
     ws = make_workspace(tmp_path)
-    result = dg.materialize(runner.all_assets(), partition_key=PAST.isoformat(), instance=ws.instance,
-                            resources=_real_api_resources(tmp_path), raise_on_error=False)
+    result = launch.execute_day(launch.definitions_with(_real_api_resources(tmp_path)), ws.instance, PAST.isoformat())
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "raw_pages"
@@ -36,11 +35,25 @@ def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
 def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path):
     # the archive was made on that day (here by the emulator); the real API is never asked again
     emulated = make_workspace(tmp_path / "then")
-    runner.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
+    launch.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
     ws = make_workspace(tmp_path / "now")
     shutil.copytree(tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat())
-    report = runner.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
+    report = launch.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
     assert report.success and report.failure is None
     with ws.connect() as conn:
         run = conn.execute("SELECT status, source, population FROM runs").fetchall()
     assert run[0][0] == "baseline" and run[0][1] == "archive" and run[0][2] > 9000
+
+
+def test_real_api_without_a_key_is_one_line_naming_the_variable_and_env(tmp_path, monkeypatch):
+    """The key is needed only for the real API; its absence is one clear line, not a config error."""
+    ws = make_workspace(tmp_path)
+    monkeypatch.delenv("MFDS_SERVICE_KEY", raising=False)
+    from dmf_assets.clock import today_kst
+
+    result = launch.execute_day(launch.definitions_with(_real_api_resources(tmp_path)), ws.instance,
+                                today_kst().isoformat())
+    assert not result.success
+    failure = launch.failure_of(result)
+    assert failure.startswith("raw_pages: MFDS_SERVICE_KEY")
+    assert ".env" in failure and "\n" not in failure

@@ -1,7 +1,7 @@
 """The service key appears nowhere: not in any file a run produces, nor in any log or output.
 
 A distinctive fake key with URL-special characters goes the production way (environment variable
-MFDS_SERVICE_KEY → `dg.EnvVar`) through 4 days of the real Dagster graph — a good day, a day with
+MFDS_SERVICE_KEY, read by the client at run time, never configuration) through 4 days of the real Dagster graph — a good day, a day with
 the gateway's XML key error, a day of outage, a recovery day — while `dmf emulator serve` (checking
 that exact key) and several `dmf fetch` calls run as subprocesses: against the served emulator with
 the key as issued ("Encoding" form) and decoded, on a gateway-error day, against a closed port, and
@@ -36,7 +36,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from dmf_assets.orchestration import runner
+from dmf_assets.runs import launch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
 
@@ -178,10 +178,10 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
     in_process = _dmf(["fetch", "--date", CLI_DAY, "--fault", f"{CLI_DAY}=xml_key_error", "-v",
                        "--raw-dir", str(cli_raw / "in_process")], captured / "fetch_in_process", _env(config, SECRET))
     try:
-        # the graph, the production way: the key only in the environment, resolved by Dagster at run time
+        # the graph, the production way: the key only in the environment, read by the client at run time
         monkeypatch.setenv("MFDS_SERVICE_KEY", SECRET)
-        ws = make_workspace(root, FAULTS, service_key=dg.EnvVar("MFDS_SERVICE_KEY"))
-        reports = runner.run_days(DAYS, instance=ws.instance, resources=ws.resources)
+        ws = make_workspace(root, FAULTS, service_key=SECRET)
+        reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
         monkeypatch.delenv("MFDS_SERVICE_KEY")
         runs = runs_by_day(ws)
         assert [runs[d]["status"] for d in DAYS] == ["baseline", "rejected", "rejected", "accepted"]

@@ -1,11 +1,14 @@
-"""The real product as a user starts it: `dagster dev` (webserver + daemon) on the project's workspace.
+"""The real product as a user starts it: `dagster dev` (webserver + daemon) on the project's workspace,
+with no MFDS_SERVICE_KEY (the embedded emulator needs none).
 
 A temporary DAGSTER_HOME (the project's dagster.yaml) and a DMF_CONFIG override with every path in a
-temporary folder keep the project's data/ and reports/ untouched. Through the GraphQL API: the code
-location loads with the six assets, the schedule and the sensor; a 3-day partition backfill of
-`dmf_daily_job` runs to the end under the daemon; the DuckDB history then holds the three days
-accepted in date order, and the workbook behind `xlsx_report`'s `download` link is served by the
-report file server with Korean download headers (and no path tricks).
+temporary folder keep the project's data/ and reports/ untouched; the config injects a fault on the
+middle day. Through the GraphQL API: the code location loads with the six assets, the schedule and
+the sensor; an asset backfill of three days, launched as the UI's "Materialize → partitions" does,
+runs under the daemon; the rejected middle day shows its failing gate on its own partition, the
+sensor completes its "collection failed" workbook after the backfill, the day after compares with
+the last accepted day — in at most 5 runs, with one xlsx_report materialization per day. The
+workbook behind `xlsx_report`'s `download` link is served by the report file server.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from dmf_assets.storage.db import open_database
 
 pytestmark = pytest.mark.slow
 
-DAYS = [date(2026, 10, 5) + timedelta(days=i) for i in range(3)]
-ASSETS = {"raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"}
-FAKE_KEY = "FAKEKEY+abc/123=="
+DAYS = [date(2026, 11, 26) + timedelta(days=i) for i in range(3)]
+FAULT_DAY = DAYS[1]
+CHAIN = ["raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"]
+ASSETS = set(CHAIN)
 STARTUP_TIMEOUT_S = 120
-BACKFILL_TIMEOUT_S = 240
+BACKFILL_TIMEOUT_S = 420
 TERMINAL_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
 
 Q_WORKSPACE = """
@@ -49,13 +53,6 @@ query($sel: RepositorySelector!) { repositoryOrError(repositorySelector: $sel) {
     schedules { name cronSchedule executionTimezone }
     sensors { name } }
   ... on PythonError { message } ... on RepositoryNotFoundError { message } } }
-"""
-M_BACKFILL = """
-mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) { __typename
-  ... on LaunchBackfillSuccess { backfillId }
-  ... on PythonError { message stack }
-  ... on PartitionSetNotFoundError { message }
-  ... on PartitionKeysNotFoundError { message } } }
 """
 Q_BACKFILL = """
 query($id: String!) { partitionBackfillOrError(backfillId: $id) { __typename
@@ -94,7 +91,8 @@ def _write_config(folder: Path, report_port: int) -> Path:
     """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root."""
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     lines = ["[paths]"] + [f'{n} = "{(folder / "data" / n).as_posix()}"' for n in names]
-    lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]", "",
+    lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]",
+              f'"{FAULT_DAY.isoformat()}" = "page_missing_rows"', "",
               "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""']
     path = folder / "dmf.smoke.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -114,10 +112,9 @@ class Dagit:
         shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
         self.config = _write_config(tmp, self.report_port)
         self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "DMF_"))},
+            **{k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "DMF_", "MFDS_"))},
             "DAGSTER_HOME": str(home),
             "DMF_CONFIG": str(self.config),
-            "MFDS_SERVICE_KEY": FAKE_KEY,
             "PYTHONUNBUFFERED": "1",
         }
         self.log_path = tmp / "dagster-dev.log"
@@ -186,25 +183,78 @@ def dagit(tmp_path_factory):
         d.stop()
 
 
-def _wait_for_runs(dagit: Dagit, backfill_id: str) -> tuple[dict, list[dict]]:
-    """Until the backfill's runs (one per day) have all finished. The backfill's own status turns
-    COMPLETED only on the daemon's next pass (≈30 s later), so it is checked for failure only."""
+M_ASSET_BACKFILL = """
+mutation($params: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $params) { __typename
+  ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message stack } } }
+"""
+Q_ALL_RUNS = """
+query { runsOrError { __typename ... on Runs { results { runId status tags { key value } assetSelection { path } } } } }
+"""
+
+
+def _tag(run: dict, key: str) -> str | None:
+    return next((t["value"] for t in run["tags"] if t["key"] == key), None)
+
+
+def _wait_until_settled(dagit: Dagit, backfill_id: str) -> list[dict]:
+    """Until the backfill is over, every run has finished and every day has its workbook — then one more
+    sensor interval, so a duplicate follow-up would have been launched by now."""
     deadline = time.monotonic() + BACKFILL_TIMEOUT_S
-    tags = [{"key": "dagster/backfill", "value": backfill_id}]
+    reports = dagit.tmp / "data" / "reports_dir"
     while True:
         backfill = dagit.gql(Q_BACKFILL, id=backfill_id)["partitionBackfillOrError"]
-        assert backfill["__typename"] == "PartitionBackfill", backfill
-        assert backfill["status"] not in ("FAILED", "FAILING", "CANCELED", "CANCELING", "COMPLETED_FAILED"), (
-            backfill, dagit.log_tail())
-        runs = dagit.gql(Q_RUNS, tags=tags)["runsOrError"]["results"]
-        if len(runs) >= len(DAYS) and all(r["status"] in TERMINAL_RUN for r in runs):
-            return backfill, runs
+        runs = dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
+        done = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED") and all(
+            r["status"] in TERMINAL_RUN for r in runs)
+        if done and all((reports / f"DMF_리포트_{d.isoformat()}.xlsx").exists() for d in DAYS):
+            time.sleep(45)  # the sensor ticks every 30 s
+            return dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
         if time.monotonic() > deadline:
-            pytest.fail(
-                f"backfill {backfill_id} not finished after {BACKFILL_TIMEOUT_S} s: {backfill['status']}, "
-                f"runs {[r['status'] for r in runs]}\n{dagit.log_tail()}"
-            )
-        time.sleep(2.0)
+            pytest.fail(f"not settled after {BACKFILL_TIMEOUT_S} s: backfill {backfill['status']}, runs "
+                        f"{[(_tag(r, 'dagster/partition'), r['status']) for r in runs]}\n{dagit.log_tail()}")
+        time.sleep(3.0)
+
+
+def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
+    import dagster as dg
+    from dagster._core.events import DagsterEventType
+    from openpyxl import load_workbook
+
+    params = {"assetSelection": [{"path": [a]} for a in CHAIN], "partitionNames": [d.isoformat() for d in DAYS],
+              "fromFailure": False}
+    launched = dagit.gql(M_ASSET_BACKFILL, params=params)["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    runs = _wait_until_settled(dagit, launched["backfillId"])
+
+    # at most N+2 runs: one per day from the backfill, one follow-up for the rejected day's workbook
+    assert len(runs) <= len(DAYS) + 2, [(_tag(r, "dagster/partition"), _tag(r, "dmf/trigger"), r["status"]) for r in runs]
+    assert all(_tag(r, "dagster/partition") for r in runs)  # every run is one day: checks land on their partition
+    followup = [r for r in runs if _tag(r, "dmf/trigger") == "sensor-complete"]
+    assert [_tag(r, "dagster/partition") for r in followup] == [FAULT_DAY.isoformat()]
+
+    instance = dg.DagsterInstance.from_config(str(dagit.tmp / "dagster_home"))
+    reports = instance.fetch_materializations(dg.AssetKey("xlsx_report"), limit=50).records
+    assert sorted(r.partition_key for r in reports) == [d.isoformat() for d in DAYS]  # once per day
+    gate2 = {}
+    for run in runs:
+        for e in instance.all_logs(run["runId"], of_type=DagsterEventType.ASSET_CHECK_EVALUATION):
+            data = e.dagster_event.event_specific_data
+            if data.check_name == "gate_2_completeness":
+                gate2[data.partition] = (data.passed, data.metadata)
+    assert {d: p for d, (p, _) in gate2.items()} == {DAYS[0].isoformat(): True, FAULT_DAY.isoformat(): False,
+                                                     DAYS[2].isoformat(): True}
+    samples = gate2[FAULT_DAY.isoformat()][1]["samples"].value
+    assert samples and samples[0]["rows"] < samples[0]["expected_rows"]  # the short page, with its counts
+
+    data = dagit.tmp / "data"
+    with open_database(data / "database", backups_dir=data / "backups_dir", purpose="ui smoke test") as conn:
+        rows = [history.run_row(conn, d) for d in DAYS]
+    assert [r["status"] for r in rows] == ["baseline", "rejected", "accepted"], rows
+    assert rows[2]["base_day_id"] == history.day_id(DAYS[0])  # the day after compares with the last accepted day
+    book = data / "reports_dir" / f"DMF_리포트_{FAULT_DAY.isoformat()}.xlsx"
+    first = next(load_workbook(book, read_only=True).worksheets[0].iter_rows(max_row=1, values_only=True))
+    assert f"수집 실패 — 비교 기준은 여전히 {DAYS[0].isoformat()}" in str(first[0])
+    assert _project_marks() == dagit.project_marks_before, "the smoke test wrote into the project's own folders"
 
 
 def test_repository_loads_with_assets_schedule_and_sensor(dagit):
@@ -219,35 +269,9 @@ def test_repository_loads_with_assets_schedule_and_sensor(dagit):
     assert "dmf_watch_sensor" in {s["name"] for s in repo["sensors"]}
 
 
-def test_backfill_through_the_daemon_accepts_three_days_and_serves_the_workbook(dagit):
-    params = {
-        "selector": {
-            "partitionSetName": "dmf_daily_job_partition_set",
-            "repositorySelector": {"repositoryLocationName": "dmf_assets", "repositoryName": "__repository__"},
-        },
-        "partitionNames": [d.isoformat() for d in DAYS],
-        "fromFailure": False,
-        "tags": [{"key": "dmf/trigger", "value": "ui-smoke-test"}],
-    }
-    launched = dagit.gql(M_BACKFILL, params=params)["launchPartitionBackfill"]
-    assert launched["__typename"] == "LaunchBackfillSuccess", launched
-    backfill, runs = _wait_for_runs(dagit, launched["backfillId"])
-    assert backfill["numPartitions"] == len(DAYS)
-    assert sorted(r["status"] for r in runs) == ["SUCCESS"] * len(DAYS), runs
-    run_days = sorted(next(t["value"] for t in r["tags"] if t["key"] == "dagster/partition") for r in runs)
-    assert run_days == [d.isoformat() for d in DAYS]
-
-    # the history: three days accepted, each against the day before, committed in date order
+def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagit):
+    # runs after the backfill test above: the latest xlsx_report materialization
     data = dagit.tmp / "data"
-    with open_database(data / "database", backups_dir=data / "backups_dir", purpose="ui smoke test") as conn:
-        rows = [history.run_row(conn, d) for d in DAYS]
-    assert [r["status"] for r in rows] == ["baseline", "accepted", "accepted"], rows
-    assert [r["base_day_id"] for r in rows] == [None, history.day_id(DAYS[0]), history.day_id(DAYS[1])]
-    assert all(8_000 <= r["population"] <= 12_000 for r in rows), [r["population"] for r in rows]
-    committed = [r["committed_at"] for r in rows]
-    assert committed == sorted(committed), committed
-    assert _project_marks() == dagit.project_marks_before, "the smoke test wrote into the project's own folders"
-
     # the latest xlsx_report materialization links the workbook through the report file server
     asset = dagit.gql(Q_REPORT)["assetOrError"]
     latest = asset["assetMaterializations"][0]
@@ -255,7 +279,7 @@ def test_backfill_through_the_daemon_accepts_three_days_and_serves_the_workbook(
     assert entries["download"]["__typename"] == "UrlMetadataEntry", entries.get("download")
     url = entries["download"]["url"]
     name = f"DMF_리포트_{latest['partition']}.xlsx"
-    assert latest["partition"] == DAYS[-1].isoformat()
+    assert latest["partition"] in {d.isoformat() for d in DAYS}
     assert url == f"http://127.0.0.1:{dagit.report_port}/{quote(name)}"
     reports = data / "reports_dir"
     assert (reports / name).is_file()
@@ -267,7 +291,7 @@ def test_backfill_through_the_daemon_accepts_three_days_and_serves_the_workbook(
         assert response.headers["content-type"] == XLSX
         disposition = response.headers["content-disposition"]
         assert disposition == f"attachment; filename*=UTF-8''{quote(name)}"
-        assert unquote(disposition.split("''", 1)[1]) == f"DMF_리포트_{DAYS[-1].isoformat()}.xlsx"  # Korean name intact
+        assert unquote(disposition.split("''", 1)[1]) == name  # Korean name intact
         assert response.content == (reports / name).read_bytes()
         assert response.content[:2] == b"PK"  # a zip container, i.e. a real .xlsx
         # path tricks never leave the reports folder (raw request line: clients would normalise "..")

@@ -27,6 +27,7 @@ from urllib.parse import quote
 import dagster as dg
 import polars as pl
 
+from dmf_assets import notify
 from dmf_assets.clock import now_kst
 from dmf_assets.defs.checks import (
     QUALITY_CHECKS,
@@ -48,7 +49,7 @@ from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
-from dmf_assets.storage.report_data import DayNotReady, build_day_report, day_events_frame
+from dmf_assets.storage.report_data import DayNotReady, build_day_report, change_rate, day_events_frame
 
 #: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
 REFETCH_TAG = "dmf/refetch"
@@ -252,18 +253,21 @@ def snapshot_diff(
     group_name="history",
     kinds={"duckdb"},
     pool="duckdb",
+    check_specs=[warn_spec("change_rate_burst", "events",
+                           "품질 경고: 최근 14일 변경률 λ̂이 전체 이력의 3배 이상 (burst) — 원천의 대규모 갱신인지 확인하세요")],
     description=(
         "그날 반영된 변경 이벤트(신규·변경·취하, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
         "The day's published events (JSON Lines for other systems)."
     ),
 )
-def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase) -> dg.MaterializeResult:
+def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase):
     day = _day(context)
     with duckdb.get_connection() as conn:
         run = history.run_row(conn, day)
         if run is None or run["status"] == "pending":
             raise dg.Failure(description=f"{day}: snapshot_diff가 아직 이 날짜를 처리하지 않았습니다. Run snapshot_diff first.")
         frame = day_events_frame(conn, day) if run["status"] != "rejected" else pl.DataFrame()
+        rate = change_rate(conn, day)
     path = workspace.path("events_dir") / f"{day.isoformat()}.jsonl"
     atomic_write_text(path, "".join(
         json.dumps({**row, "day": str(day), "comparison_base": str(history.to_date(run["base_day_id"]))},
@@ -283,7 +287,7 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
             [[EVENT_LABEL_KO[r["event_type"]], SEVERITY_LABEL_KO[r["severity"]], r["dmf_key"], r["ingredient"], r["applicant"],
               ", ".join(r["changed_fields"] or [])] for r in top.iter_rows(named=True)],
         ) if top.height else "변경 없음"
-    return dg.MaterializeResult(
+    yield dg.MaterializeResult(
         metadata={
             "dagster/row_count": dg.MetadataValue.int(frame.height),
             "status": run["status"],
@@ -293,6 +297,14 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
             "preview": dg.MetadataValue.md(preview),
             "jsonl": dg.MetadataValue.path(str(path)),
         }
+    )
+    yield dg.AssetCheckResult(
+        check_name="change_rate_burst",
+        passed=not rate.burst,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=rate.text_ko,
+        metadata={"rate_14d": rate.rate_14d, "rate_all": rate.rate_all, "per_week_14d": rate.per_week_14d,
+                  "per_week_all": rate.per_week_all},
     )
 
 
@@ -321,6 +333,14 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
         raise dg.Failure(description=str(exc)) from None
     result = write_workbook(report, workspace.path("reports_dir"))  # no database lock needed for the file
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
+    # `dmf ui --report-port N` tells the code location where its file server listens
+    url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
+    delivery = {}
+    if not _bulk_run(context):  # a backfill of old days does not fill inboxes
+        record, raised = notify.deliver_day(settings, notify.ReportDelivery.from_day_report(
+            report, result.path, url=url, run_id=context.run_id), alerts_dir=workspace.path("alerts_dir"), budget_s=60)
+        delivery = record.metadata()
+        context.log.info(f"{day}: 리포트 전달 {record.status} ({record.subject}); 경보 {len(raised)}건")
     k = report.kpis
     summary = (
         f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n"
@@ -332,8 +352,7 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
     return dg.MaterializeResult(
         metadata={
             # `dmf ui --report-port N` tells the code location where its file server listens
-            "download": dg.MetadataValue.url(f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/"
-                                             f"{quote(result.path.name)}"),
+            "download": dg.MetadataValue.url(url),
             "path": dg.MetadataValue.path(str(result.path)),
             "file_size_bytes": dg.MetadataValue.int(result.bytes),
             "status": report.status.value,
@@ -342,8 +361,14 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
             "latest_updated": bool(result.latest_updated),
             "written_at_kst": now_kst().isoformat(timespec="seconds"),
             "write_seconds": dg.MetadataValue.float(round(result.seconds, 3)),
+            **delivery,
         }
     )
+
+
+def _bulk_run(context: dg.AssetExecutionContext) -> bool:
+    tags = context.run.tags
+    return "dagster/backfill" in tags or tags.get("dmf/trigger") in ("cli-backfill", "demo")
 
 
 #: the name of the on-time check (the sensor records it as overdue at 09:00 KST when no report exists)

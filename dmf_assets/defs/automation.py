@@ -17,7 +17,8 @@ from dagster._core.storage.asset_check_execution_record import AssetCheckExecuti
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.defs.assets import ON_TIME_CHECK
 from dmf_assets.defs.partitions import daily_partitions
-from dmf_assets.orchestration import followups
+from dmf_assets import notify
+from dmf_assets.orchestration import alerting, followups
 from dmf_assets.settings import load_settings
 from dmf_assets.source.client import resolve_endpoint
 
@@ -75,6 +76,24 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime) -> dg.Asset
     )
 
 
+def _tell_people(context: dg.SensorEvaluationContext, settings, now: datetime, retry, overdue) -> None:
+    """Alerts out of band (e-mail, webhooks), once per day and kind. Never fails the tick."""
+    try:
+        cfg = notify.notify_config(settings, budget_s=20)
+        days = followups.recent_days(context.instance)[:40]
+        alerts = alerting.alerts_for_tick(context.instance, now, days, retry=retry, settings=settings,
+                                          busy=followups.in_flight_days(context.instance))
+        if overdue is not None:
+            alerts.append(alerting.overdue_alert(overdue.partition, settings))
+        for alert in alerts:
+            record = notify.send_alert(cfg, alert)
+            if record is not None:
+                context.log.warning(f"[경보 {alert.kind}] {alert.day}: {record.subject} — 전달 {record.status}")
+        notify.retry_failed(cfg)
+    except Exception as exc:  # noqa: BLE001 - telling people must never stop the completion of days
+        context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
+
+
 @dg.sensor(
     target=dg.AssetSelection.assets(*followups.CHAIN),
     minimum_interval_seconds=30,
@@ -95,6 +114,7 @@ def dmf_watch_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
     overdue = _overdue_evaluation(context.instance, now)
+    _tell_people(context, settings, now, retry, overdue)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,

@@ -13,6 +13,7 @@ from datetime import date
 
 import polars as pl
 
+from dmf_assets.domain.sites import oversize_expr
 from dmf_assets.settings import Gates, Quality
 
 GATE_LABELS: dict[int, tuple[str, str]] = {
@@ -300,7 +301,8 @@ def quality_metrics(
     )
     invalid_dates = frame.filter(pl.col("issue_date_invalid"))
     unresolved = frame.filter(pl.col("unresolved_countries").list.len() > 0)
-    oversize = frame.filter(pl.col("oversize_fields").list.len() > 0)
+    # a multi-site registration joins its sites in one field: the spec size holds per site
+    oversize = frame.filter(oversize_expr())
     garbled = frame.filter(pl.col("has_replacement_char"))
     split_failed = frame.filter((pl.col("site_count") > 1) & ~pl.col("sites_split_ok"))
     synthetic = frame.filter(pl.col("permit_no").is_null())

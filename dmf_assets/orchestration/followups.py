@@ -117,7 +117,7 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
     return list(seen)
 
 
-def _retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
+def retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=100)
     return sum(1 for r in runs if r.tags.get(RETRY_TAG, "").startswith(f"{day}#"))
 
@@ -186,7 +186,7 @@ def plan_followups(
             since = max(since or 0.0, failed_at)
         if since is None:
             continue
-        n = _retries_so_far(instance, day)
+        n = retries_so_far(instance, day)
         if n >= retry.attempts or now.timestamp() - since < retry.interval.total_seconds():
             continue
         if day in plans:  # its tail (the "collection failed" workbook) comes first
@@ -206,4 +206,4 @@ def plan_followups(
 
 
 def retries_exhausted(instance: dg.DagsterInstance, day: str, retry: RetryPolicy) -> bool:
-    return _retries_so_far(instance, day) >= retry.attempts
+    return retries_so_far(instance, day) >= retry.attempts

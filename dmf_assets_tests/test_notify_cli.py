@@ -1,0 +1,84 @@
+"""People are told without opening anything: `dmf run` e-mails the day's workbook, and a rejected day is
+alerted by e-mail and as a webhook POST — through the real CLI, a real SMTP server and a real HTTP receiver
+on 127.0.0.1, the way the daemon's sensor does it (the CLI evaluates the same sensor after its run)."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets_tests.notify_servers import smtp_server, webhook_receiver
+
+pytestmark = pytest.mark.slow
+
+GOOD, BAD = "2026-11-26", "2026-11-27"
+
+
+def _project(root: Path, smtp_port: int, hook: str) -> dict[str, str]:
+    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
+    lines = ["[paths]"] + [f'{n} = "{(root / "data" / n).as_posix()}"' for n in names]
+    lines += ["", "[alerts]", f'webhook_urls = ["{hook}"]', "", "[alerts.email]", 'smtp_host = "127.0.0.1"',
+              f"smtp_port = {smtp_port}", 'sender = "dmf-watch@example.co.kr"', 'recipients = ["ra-team@example.co.kr"]']
+    config = root / "dmf.toml"
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    home = root / "dagster_home"
+    home.mkdir(parents=True)
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
+    return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(home)}
+
+
+def _dmf(env, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=PROJECT_ROOT)
+
+
+def _drain(queue_get) -> list:
+    out = []
+    while True:
+        try:
+            out.append(queue_get(timeout=1.0))
+        except Exception:  # noqa: BLE001 - queue.Empty: nothing more arrived
+            return out
+
+
+def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        env = _project(tmp_path, smtp.port, hook.url("/hook"))
+
+        good = _dmf(env, "run", "--date", GOOD)
+        assert good.returncode == 0, good.stdout[-2000:] + good.stderr[-2000:]
+        mails = _drain(smtp.next_message)
+        reports = [m for _, m in mails if m.get_filename() is None and list(m.iter_attachments())]
+        assert len(reports) == 1, [m["Subject"] for _, m in mails]
+        assert GOOD in reports[0]["Subject"] and reports[0]["Subject"].startswith("[DMF]")
+        (attachment,) = list(reports[0].iter_attachments())
+        assert attachment.get_filename() == f"DMF_리포트_{GOOD}.xlsx"
+        assert load_workbook(io.BytesIO(attachment.get_content()), read_only=True).sheetnames
+        _drain(hook.next)  # the day's summary post
+
+        bad = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
+        assert bad.returncode == 3, bad.stdout[-2000:] + bad.stderr[-2000:]  # rejected by a gate
+        assert "Traceback" not in bad.stdout + bad.stderr
+        mails = [m for _, m in _drain(smtp.next_message)]
+        alerts = [m for m in mails if BAD in m["Subject"] and not list(m.iter_attachments())]
+        assert alerts, [m["Subject"] for m in mails]
+        body = alerts[0].get_body(("plain",)).get_content()
+        assert BAD in body and "완전성" in body and GOOD in body  # the gate, and the base that still holds
+        posts = _drain(hook.next)
+        assert any(BAD in str(p["json"]) and "완전성" in str(p["json"]) for p in posts), posts
+        # the rejected day's workbook was delivered too (it says the collection failed)
+        assert any(list(m.iter_attachments()) and BAD in m["Subject"] for m in mails)
+
+        again = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
+        assert again.returncode == 3
+        repeats = [m for _, m in _drain(smtp.next_message) if not list(m.iter_attachments())]
+        assert not [m for m in repeats if "거부" in m["Subject"] and BAD in m["Subject"]]  # once per day and kind
