@@ -331,8 +331,16 @@ def normalize_items(raw: pl.DataFrame | list[Mapping[str, object]]) -> pl.DataFr
     """Normalize API rows: exactly NORMALIZED_COLUMNS (in order, with NORMALIZED_SCHEMA dtypes),
     one row per input row in input order. Missing API columns count as all-null; extras are ignored.
     A list of item dicts is accepted too (see `items_to_frame`)."""
-    frame = _coerce(raw if isinstance(raw, pl.DataFrame) else items_to_frame(raw))
-    out = pl.concat([_quality_columns(frame), *_field_columns(frame)], how="horizontal").with_columns(
+    return normalize_taking([raw if isinstance(raw, pl.DataFrame) else items_to_frame(raw)])
+
+
+def normalize_taking(holder: list[pl.DataFrame]) -> pl.DataFrame:
+    """`normalize_items(holder.pop())`: if the caller keeps no other reference to the frame, its raw
+    columns are released as soon as every field is derived from them (before sites, keys, hashes)."""
+    frame = _coerce(holder.pop())
+    columns = [_quality_columns(frame), *_field_columns(frame)]
+    del frame  # the raw values are all derived now
+    out = pl.concat(columns, how="horizontal").with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("is_micronized").fill_null(False),

@@ -12,7 +12,7 @@ import polars as pl
 
 from dmf_assets.domain.keys import assign_keys, with_row_keys, with_snapshot_keys
 from dmf_assets.domain.model import API_FIELDS
-from dmf_assets.domain.normalize import items_to_frame, normalize_items
+from dmf_assets.domain.normalize import items_to_frame, normalize_items, normalize_taking
 
 
 def drop_repeated_rows(raw: pl.DataFrame) -> tuple[pl.DataFrame, int]:
@@ -38,13 +38,18 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     computed per snapshot afterwards). So the old day's distinct rows and the new day's rows that are
     not among them are normalized and hashed together, and the new day takes its rows from there.
     """
+    return build_snapshot_pair_taking([old_rows, new_rows])
+
+
+def build_snapshot_pair_taking(rows: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`build_snapshot_pair(*rows)` that empties `rows`: when the caller keeps no other reference, the
+    raw frames are released as soon as they are matched and normalized (peak memory of `dmf diff`)."""
+    old_rows, new_rows = rows.pop(0), rows.pop(0)
     if not (_plain_text(old_rows) and _plain_text(new_rows)):  # odd inputs: the one-day path converts them
         return build_snapshot(old_rows), build_snapshot(new_rows)
     cols = list(API_FIELDS)
     old_rows, new_rows = old_rows.select(cols), new_rows.select(cols)
     matched = _match_rows(old_rows, new_rows)
-    if matched is not None:
-        del old_rows, new_rows  # the union holds every row still needed (a caller may let go of its frames)
     if matched is None:  # a 64-bit row-hash collision: exact (slower) matching on the nine columns
         old_raw, _ = drop_repeated_rows(old_rows)
         new_raw, _ = drop_repeated_rows(new_rows)
@@ -57,10 +62,13 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
             .get_column("_u")
         )
         old_height = old_raw.height
+        del old_raw, new_raw, fresh
     else:
         union, union_ix, old_height = matched
-    keyed = with_row_keys(normalize_items(union))
+    del old_rows, new_rows, matched  # the union holds every row still needed
+    handed_over = [union]
     del union
+    keyed = with_row_keys(normalize_taking(handed_over))
     old = with_snapshot_keys(keyed.slice(0, old_height))
     return old, _new_snapshot(keyed, union_ix, old.columns)
 
