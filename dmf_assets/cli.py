@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import logging
 import os
 import re
 import sys
@@ -85,8 +86,14 @@ def _disk_full(exc: BaseException) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     from dmf_assets.settings import ConfigError
 
-    # Dagster marks some parameters we rely on (backfill_policy) as beta: not news for a user at a terminal
+    # Dagster marks some parameters we rely on as beta/preview: not news for a user at a terminal
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
+    warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
+    # the product's own notices (e.g. "waiting for the database lock held by PID N") reach the terminal
+    notices = logging.StreamHandler(sys.stderr)
+    notices.setFormatter(logging.Formatter("dmf: %(message)s"))
+    logging.getLogger("dmf.db").addHandler(notices)
+    logging.getLogger("dmf.db").setLevel(logging.WARNING)
     try:
         parser = build_parser()  # command modules may read the settings while importing
         args = parser.parse_args(argv)

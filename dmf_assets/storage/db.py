@@ -12,10 +12,12 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -129,18 +131,41 @@ def _write_holder(fd: int, data: bytes) -> None:
             os.write(fd, data)
 
 
+LOCK_NOTE_AFTER_S = 3.0
+LOCK_NOTE_EVERY_S = 15.0
+log = logging.getLogger("dmf.db")
+
+
+def _holder_text(fh) -> str:
+    """"PID 123 (dagster, command …)" from the lock record, for the waiting message."""
+    try:
+        fh.seek(0)
+        holder = json.loads(fh.read() or "{}")
+    except (OSError, json.JSONDecodeError):
+        return "다른 실행 / another run"
+    if not holder:
+        return "다른 실행 / another run"
+    command = f", {holder['command']}" if holder.get("command") else ""
+    return f"PID {holder.get('pid')} ({holder.get('purpose')}{command}, {holder.get('since')}부터)"
+
+
 @contextlib.contextmanager
 def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
     """The exclusive lock beside the database file (held by every access; the kernel drops it on exit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+")
     try:
-        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        deadline, next_note = started + timeout_s, started + LOCK_NOTE_AFTER_S
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if time.monotonic() >= next_note:  # a wait the user can see, never a silent one
+                    next_note += LOCK_NOTE_EVERY_S
+                    log.warning("DB 잠금 대기 중 / waiting for the database lock held by %s — %d초 경과 (최대 %d초)",
+                                _holder_text(fh), time.monotonic() - started, timeout_s)
                 if time.monotonic() >= deadline:
                     fh.seek(0)
                     holder = fh.read().strip() or "unknown"
@@ -150,7 +175,7 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
                     ) from None
                 time.sleep(0.2)
         record = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose,
-                  "since": now_kst().isoformat(timespec="seconds")}
+                  "command": " ".join(sys.argv)[:200], "since": now_kst().isoformat(timespec="seconds")}
         _write_holder(fh.fileno(), json.dumps(record).encode())
         try:
             yield
