@@ -212,7 +212,9 @@ def _field_columns(frame: pl.DataFrame) -> list[pl.DataFrame]:
     distinct = frame.select(pl.col(f).n_unique() for f in _BUILDERS).row(0)
     direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct)}
     plans = [
-        build(frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls())
+        build(
+            frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls()
+        ).with_columns(_flag_exprs(field))
         for field, build in _BUILDERS.items()
     ]
     tables = dict(zip(_BUILDERS, pl.collect_all(plans)))
@@ -296,32 +298,43 @@ def _site_columns(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 # --- quality flags ---------------------------------------------------------------------------------
+# Computed per distinct raw value with the field's other columns (`_flag_exprs`), then per row.
+
+_LONG = "_long_"  # _long_<FIELD>: the raw value is longer than SPEC_SIZES allows
+_FFFD = "_fffd_"  # _fffd_<FIELD>: the raw value holds U+FFFD
+
+
+def _flag_exprs(field: str) -> list[pl.Expr]:
+    raw = pl.col(field)
+    flags = [raw.str.contains("\ufffd", literal=True).fill_null(False).alias(_FFFD + field)]
+    if field in SPEC_SIZES:
+        flags.append((raw.str.len_chars() > SPEC_SIZES[field]).fill_null(False).alias(_LONG + field))
+    return flags
 
 
 def _quality_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """row_no, permit_no_raw, oversize_fields, has_replacement_char.
+    """oversize_fields and has_replacement_char from the per-field flag columns (which are dropped).
 
     Over-size values are rare, so the per-row field lists are built only for the rows that have one
     (a list per row for all rows would cost more than the rest of the field checks together).
     """
-    too_long = frame.select(
-        "row_no", *[(pl.col(f).str.len_chars() > size).fill_null(False).alias(f) for f, size in SPEC_SIZES.items()]
-    )
-    hits = too_long.filter(pl.any_horizontal(list(SPEC_SIZES)))
+    long_cols = [_LONG + f for f in SPEC_SIZES]
+    flags = frame.select("row_no", *[pl.col(_LONG + f).fill_null(False).alias(f) for f in SPEC_SIZES])
+    hits = flags.filter(pl.any_horizontal(list(SPEC_SIZES)))
     per_row = (
         hits.unpivot(index="row_no", on=list(SPEC_SIZES), variable_name="field", value_name="hit")
         .filter("hit")  # unpivot stacks field by field, so each row's list keeps SPEC_SIZES order
         .group_by("row_no", maintain_order=True)
         .agg(pl.col("field").alias("oversize_fields"))
     )
-    replacement = pl.any_horizontal(
-        [pl.col(f).str.contains("\ufffd", literal=True).fill_null(False) for f in API_FIELDS]
+    replacement = pl.any_horizontal([pl.col(_FFFD + f).fill_null(False) for f in API_FIELDS])
+    oversize = (
+        frame.select("row_no").join(per_row, on="row_no", how="left", maintain_order="left").get_column("oversize_fields")
     )
-    return (
-        frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw"), replacement.alias("has_replacement_char"))
-        .join(per_row, on="row_no", how="left", maintain_order="left")
-        .with_columns(pl.col("oversize_fields").fill_null(pl.lit([], dtype=pl.List(pl.String))))
-    )
+    return frame.with_columns(
+        replacement.alias("has_replacement_char"),
+        oversize.fill_null(pl.lit([], dtype=pl.List(pl.String))),
+    ).drop(*long_cols, *[_FFFD + f for f in API_FIELDS])
 
 
 # --- the frame -------------------------------------------------------------------------------------
@@ -338,9 +351,9 @@ def normalize_taking(holder: list[pl.DataFrame]) -> pl.DataFrame:
     """`normalize_items(holder.pop())`: if the caller keeps no other reference to the frame, its raw
     columns are released as soon as every field is derived from them (before sites, keys, hashes)."""
     frame = _coerce(holder.pop())
-    columns = [_quality_columns(frame), *_field_columns(frame)]
+    columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame)]
     del frame  # the raw values are all derived now
-    out = pl.concat(columns, how="horizontal").with_columns(
+    out = _quality_columns(pl.concat(columns, how="horizontal")).with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("is_micronized").fill_null(False),
