@@ -7,8 +7,9 @@
 
 Everything is read straight into columns (`Dump.frame`: the nine API fields as String columns — other
 keys are not kept, normalization ignores them — rows as received — identical rows repeated across pages are kept; `snapshot.drop_repeated_rows` removes
-them, and gate 2 counts them). Items JSON is streamed in blocks: each block of items is turned into
-JSON Lines and parsed by polars, so a 1 M-row dump never becomes a million Python dicts. A block the
+them, and gate 2 counts them). Items JSON is streamed in blocks cut between two items; each block is
+parsed by polars' JSON reader straight into columns, so a 1 M-row dump never becomes a million
+Python dicts. A block the
 fast reader cannot prove it reads exactly (numbers, booleans, nested values, surrogate escapes,
 anything unusual) sends the whole file down the careful item-by-item path, which gives the same
 values `normalize.items_to_frame` always gave.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import re
 from dataclasses import dataclass, field
@@ -78,7 +80,6 @@ _ITEMS_KEY = re.compile(rb'"items"\s*:\s*\[')
 _NON_TEXT_VALUE = re.compile(rb'":\s*[^"\sn]')
 #: surrogate escapes (\ud800…\udfff): the careful path turns lone ones into U+FFFD like before
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-_ITEM_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 
 
 class _NotFast(Exception):
@@ -116,14 +117,9 @@ def _lines_frame(chunk: bytes, start: int, end: int) -> pl.DataFrame:
         raise _NotFast
     if _NON_TEXT_VALUE.search(chunk, start, end) or _SURROGATE_ESCAPE.search(chunk, start, end):
         raise _NotFast
-    part: bytes | memoryview = memoryview(chunk)[start:end]
-    if chunk.find(b"\n", start, end) >= 0 or chunk.find(b"\r", start, end) >= 0:
-        # valid JSON has no raw line breaks inside strings: every one is whitespace between tokens
-        part = chunk[start:end].replace(b"\r", b" ").replace(b"\n", b" ")
-    # a boundary found inside a string leaves an unterminated string behind, which fails to parse
-    lines = _ITEM_BOUNDARY.sub(b"}\n{", part)
+    # a cut made inside a string leaves an unterminated string behind, which fails to parse
     try:  # every value is a string or null (checked above): the nine API fields, as text
-        return pl.read_ndjson(lines, schema={name: pl.String for name in API_FIELDS})
+        return pl.read_json(io.BytesIO(b"[" + chunk[start:end] + b"]"), schema={name: pl.String for name in API_FIELDS})
     except Exception:  # noqa: BLE001 - whatever polars refuses, the careful path explains
         raise _NotFast from None
 
