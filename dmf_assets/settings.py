@@ -191,10 +191,6 @@ class Retention(_Section):
     staging_days: Count = 14
 
 
-class Backfill(_Section):
-    single_run: bool = False
-
-
 class Demo(_Section):
     days: int = Field(30, ge=1, le=3650)
     fault_days_ago: Count = 12
@@ -250,7 +246,6 @@ class Settings(_Section):
     watchlist: Watchlist = Field(default_factory=Watchlist)
     report: Report = Field(default_factory=Report)
     retention: Retention = Field(default_factory=Retention)
-    backfill: Backfill = Field(default_factory=Backfill)
     demo: Demo = Field(default_factory=Demo)
     alerts: Alerts = Field(default_factory=Alerts)
     retry: Retry = Field(default_factory=Retry)

@@ -109,7 +109,7 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
     day, and the sensor refreshes that day's workbook — the history ends exactly as if run in date order."""
     ws = make_workspace(tmp_path, FAULTS)
     order = DAYS[1::2] + DAYS[0::2][::-1]  # every other day first, then the rest backwards
-    reports = launch.run_days(order, instance=ws.instance, resources=ws.resources)
+    reports = [launch.run_day(day, instance=ws.instance, resources=ws.resources) for day in order]
     assert all(r.failure is None for r in reports), [r for r in reports if r.failure]
     _assert_history_is_true(ws, sim)
     assert _event_rows(ws) == _event_rows(per_day[0])

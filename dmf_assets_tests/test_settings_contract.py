@@ -159,7 +159,7 @@ def test_new_sections_have_the_documented_defaults():
     ('[runs]\nmax_minutes = 2000\n', "1 ≤ x ≤ 1440"),
     ('[products]\nfile = "no/such/products.csv"\n', "no product list file"),
     ('[quality]\nrow_count_min = 9000\nrow_count_max = 100\n', "row_count_min (9000) must be ≤ row_count_max (100)"),
-    ('[backfill]\nsingle_run = 1\n', "must be true or false"),
+    ('[alerts.email]\nstarttls = 1\n', "must be true or false"),
     ('[paths]\nreports_dir = ""\n', "an empty path"),
     ('[paths]\nreports_dir = "config/dmf.toml"\n', "must be a folder"),
     ('[emulator.faults]\n"2026-11-18" = "no_such_fault"\n', "unknown fault kind"),

@@ -21,7 +21,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 import time
 import unicodedata
 import zipfile
@@ -41,6 +40,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.cli import UserError
 from dmf_assets.faultpoints import crash_point
+from dmf_assets.fsutil import atomic_output
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     EVENT_LABEL_KO,
@@ -1622,22 +1622,14 @@ def _dir_lock(reports_dir: Path) -> Iterator[None]:
 
 
 def _atomic_write(target: Path, write: Callable[[Path], None]) -> None:
-    tmp: Path | None = None
+    """The product's one atomic write (umask permissions: colleagues can open the shared folder's
+    workbooks; fsync; the temp file removed on any failure)."""
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=".DMF_리포트_", suffix=".xlsx.tmp", dir=target.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        crash_point("workbook_write")  # crash-safety tests: the old workbook must survive this
-        os.replace(tmp, target)
+        with atomic_output(target) as tmp:
+            write(tmp)
+            crash_point("workbook_write")  # crash-safety tests: the old workbook must survive this
     except OSError as exc:
         raise WorkbookError(f"리포트 파일을 쓸 수 없습니다: {target} ({exc.strerror or exc})") from exc
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
 
 
 def _newest_other(reports_dir: Path, exclude: Path) -> tuple[date, Path] | None:

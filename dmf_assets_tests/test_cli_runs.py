@@ -1,0 +1,92 @@
+"""`dmf run | backfill | demo` tell the outcome and the cause: exit 0 accepted, 3 rejected by a gate, 1 a step
+failed (with its root cause and the next step), 2 bad arguments — one line, never a traceback; a wait for
+the database lock held by another process is visible. Real CLI in a subprocess on a temp project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage.db import open_database
+
+pytestmark = pytest.mark.slow
+
+
+def _project(root: Path, extra: str = "") -> dict[str, str]:
+    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "dmf.toml"
+    config.write_text("[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names) + extra,
+                      encoding="utf-8")
+    home = root / "dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
+    return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(home)}
+
+
+def _dmf(env, *args, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=PROJECT_ROOT)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["run", "--date", "2099-01-01"], "실행할 수 있는 날짜가 아닙니다"),
+    (["run", "--date", "2026-13-01"], "YYYY-MM-DD"),
+    (["backfill", "--start", "2026-11-01", "--end", "2099-12-31"], "실행할 수 있는 날짜가 아닙니다"),
+    (["backfill", "--start", "2026-11-05", "--end", "2026-11-01"], "--end"),
+    (["demo", "--days", "-3"], "1–366"),
+    (["demo", "--days", "0"], "1–366"),
+    (["run", "--fault", "2026-11-01=no_such_fault"], "unknown fault kind"),
+    (["ui", "--report-port", "70000"], "1–65535"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
+    env = _project(tmp_path)
+    out = _dmf(env, *args, timeout=120)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert says in out.stderr and "Traceback" not in out.stderr + out.stdout
+    assert not (tmp_path / "data" / "database").exists()  # nothing ran, nothing was written
+
+
+def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path):
+    env = _project(tmp_path)
+    accepted = _dmf(env, "run", "--date", "2026-10-05")
+    assert accepted.returncode == 0, accepted.stdout[-1500:] + accepted.stderr[-1500:]
+    assert "기준일" in accepted.stdout
+
+    rejected = _dmf(env, "run", "--date", "2026-10-06", "--fault", "2026-10-06=page_missing_rows")
+    assert rejected.returncode == 3, rejected.stdout[-1500:] + rejected.stderr[-1500:]
+    assert "거부 — 2번 완전성" in rejected.stdout and "exit 3" in rejected.stderr
+    assert (tmp_path / "data" / "reports_dir" / "DMF_리포트_2026-10-06.xlsx").exists()  # its workbook anyway
+
+    # the real API without a key: the step fails with its root cause and what to do, exit 1
+    real = _project(tmp_path / "real", '[source]\nbase_url = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"\n')
+    failed = _dmf(real, "run")
+    assert failed.returncode == 1, failed.stdout[-1500:] + failed.stderr[-1500:]
+    assert "raw_pages: MFDS_SERVICE_KEY가 설정되지 않았습니다" in failed.stdout and ".env" in failed.stdout
+    assert "다시 실행하세요" in failed.stdout and "Traceback" not in failed.stdout + failed.stderr
+
+
+def test_a_wait_for_the_database_lock_is_visible(tmp_path):
+    env = _project(tmp_path)
+    database = tmp_path / "data" / "database"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom dmf_assets.storage.db import open_database\n"
+         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n    time.sleep(8)\n"],
+        env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    out = _dmf(env, "run", "--date", "2026-10-05")
+    holder.wait(timeout=30)
+    assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
+    assert f"waiting for the database lock held by PID {holder.pid} (dmf backup" in out.stderr
+    assert time.monotonic() - started >= 5
+    with open_database(database, purpose="test") as conn:
+        assert conn.execute("SELECT status FROM runs").fetchall() == [("baseline",)]
