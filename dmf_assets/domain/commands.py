@@ -135,8 +135,10 @@ def _diff(args) -> int:
     if "polars" not in sys.modules:  # read by jemalloc when polars loads; a user's own setting wins
         os.environ.setdefault("_RJEM_MALLOC_CONF", _JEMALLOC_CONF)
     from dmf_assets.cli import UserError
+    from dmf_assets.settings import load_settings
     from dmf_assets.source.dumps import DumpError, load_dump
 
+    settings = load_settings()  # a bad config is one clean message before any big file is read
     try:  # one after the other: reading both at once was no faster on 2 cores and peaked ≈35 % higher
         old, new = load_dump(args.old), load_dump(args.new)
     except DumpError as exc:
@@ -145,9 +147,7 @@ def _diff(args) -> int:
     from dmf_assets.domain.diff import Watchlist, diff_snapshots
     from dmf_assets.domain.gates import gate_churn
     from dmf_assets.domain.snapshot import build_snapshot_pair_taking
-    from dmf_assets.settings import load_settings
 
-    settings = load_settings()
     frames = [old.frame, new.frame]
     old, new = old.without_rows(), new.without_rows()  # the facts stay; the raw columns go with `frames`
     # rows both days share are normalized once; `frames` is emptied, so the raw rows are freed early
