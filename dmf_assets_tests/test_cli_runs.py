@@ -79,12 +79,12 @@ def test_a_wait_for_the_database_lock_is_visible(tmp_path):
     database = tmp_path / "data" / "database"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom dmf_assets.storage.db import open_database\n"
-         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n    time.sleep(8)\n"],
+         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n    time.sleep(20)\n"],
         env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     started = time.monotonic()
     out = _dmf(env, "run", "--date", "2026-10-05")
-    holder.wait(timeout=30)
+    holder.wait(timeout=60)
     assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
     assert f"waiting for the database lock held by PID {holder.pid} (dmf backup" in out.stderr
     assert time.monotonic() - started >= 5

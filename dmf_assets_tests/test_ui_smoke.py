@@ -192,6 +192,25 @@ query { runsOrError { __typename ... on Runs { results { runId status tags { key
 """
 
 
+Q_PARTITIONS = """
+query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { __typename
+  ... on AssetNode { assetPartitionStatuses { __typename
+    ... on TimePartitionStatuses { ranges { status startKey endKey } } } } } }
+"""
+
+
+def _partition_status(dagit: Dagit, asset: str) -> dict[str, str]:
+    """What the asset's partitions view colours each day: MATERIALIZED (green), FAILED (red), …"""
+    ranges = dagit.gql(Q_PARTITIONS, path=[asset])["assetNodeOrError"]["assetPartitionStatuses"]["ranges"]
+    out = {}
+    for r in ranges:
+        d, end = date.fromisoformat(r["startKey"]), date.fromisoformat(r["endKey"])
+        while d <= end:
+            out[d.isoformat()] = r["status"]
+            d += timedelta(days=1)
+    return out
+
+
 def _tag(run: dict, key: str) -> str | None:
     return next((t["value"] for t in run["tags"] if t["key"] == key), None)
 
@@ -255,6 +274,11 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
     first = next(load_workbook(book, read_only=True).worksheets[0].iter_rows(max_row=1, values_only=True))
     assert f"수집 실패 — 비교 기준은 여전히 {DAYS[0].isoformat()}" in str(first[0])
     assert _project_marks() == dagit.project_marks_before, "the smoke test wrote into the project's own folders"
+
+    # the partitions view tells the truth: the rejected day is red on the gate's asset, the others green
+    verdict = _partition_status(dagit, "integrity_verdict")
+    assert [verdict.get(d.isoformat()) for d in DAYS] == ["MATERIALIZED", "FAILED", "MATERIALIZED"], verdict
+    assert [_partition_status(dagit, "xlsx_report").get(d.isoformat()) for d in DAYS] == ["MATERIALIZED"] * 3
 
 
 def test_repository_loads_with_assets_schedule_and_sensor(dagit):

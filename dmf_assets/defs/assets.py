@@ -38,12 +38,14 @@ from dmf_assets.defs.checks import (
     quality_result,
     warn_spec,
 )
+from dmf_assets.defs.io import discard_value
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import not_evaluated
 from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.orchestration import pipeline
+from dmf_assets.orchestration.followups import REFETCH_TAG, REJECTED_MARK
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
@@ -51,13 +53,27 @@ from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
 from dmf_assets.storage.report_data import DayNotReady, build_day_report, change_rate, day_events_frame
 
-#: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
-REFETCH_TAG = "dmf/refetch"
 STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
 
 
 def _day(context: dg.AssetExecutionContext) -> date:
     return date.fromisoformat(context.partition_key)
+
+
+def _reject(context: dg.AssetExecutionContext, asset: str, metadata: dict, reason: str | None, base_day):
+    """A rejected day is a failed partition of this asset — red in its partitions view, with the reason.
+
+    The verdict goes on record as an observation (what the sensor and the alerts read), then the step
+    fails: the rest of the day's run stops, and the sensor's follow-up writes the day's workbook.
+    """
+    yield dg.AssetObservation(asset_key=asset, partition=context.partition_key, metadata=metadata)
+    raise dg.Failure(
+        description=f"{context.partition_key} 거부 — {reason} 비교 기준일 {base_day or '없음'}을(를) 유지합니다; "
+        "이 날의 '수집 실패' 리포트는 dmf_watch_sensor의 후속 실행이 만듭니다. "
+        f"Rejected by a gate; the comparison base stays {base_day or 'unset'}.",
+        metadata={REJECTED_MARK: True},
+        allow_retries=False,
+    )
 
 
 # --- raw_pages -----------------------------------------------------------------------------------
@@ -166,21 +182,17 @@ def integrity_verdict(
 ):
     with duckdb.get_connection() as conn:
         judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
+    metadata = {
+        "verdict": "pass" if judged.passed else "rejected",
+        "rejected_gate": judged.rejected_gate or 0,
+        "reason": judged.reason or "-",
+        "comparison_base": str(judged.base_day) if judged.base_day else "없음(첫 수집일)",
+        "rows": judged.keyed.height,
+        "gates": dg.MetadataValue.md(gates_md(judged.gates)),
+    }
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
-    else:
-        context.log.warning(f"{judged.day}: 거부 — {judged.reason}")
-    yield dg.Output(
-        judged,
-        metadata={
-            "verdict": "pass" if judged.passed else "rejected",
-            "rejected_gate": judged.rejected_gate or 0,
-            "reason": judged.reason or "-",
-            "comparison_base": str(judged.base_day) if judged.base_day else "없음(첫 수집일)",
-            "rows": judged.keyed.height,
-            "gates": dg.MetadataValue.md(gates_md(judged.gates)),
-        },
-    )
+        yield dg.Output(judged, metadata=metadata)
     for g in judged.gates:
         yield gate_result(g, "integrity_verdict")
     stale = next((q for q in judged.quality if q.name == "days_since_source_change"), None)
@@ -190,6 +202,9 @@ def integrity_verdict(
         severity=dg.AssetCheckSeverity.WARN,
         description=stale.detail if stale else "비교 기준이 없어 평가하지 않음",
     )
+    if not judged.passed:
+        discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
+        yield from _reject(context, "integrity_verdict", metadata, judged.reason, judged.base_day)
 
 
 # --- snapshot_diff -------------------------------------------------------------------------------
@@ -225,23 +240,26 @@ def snapshot_diff(
         )
     if out.rederived_day:
         context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
-    yield dg.MaterializeResult(
-        metadata={
-            "status": out.status,
-            "status_ko": STATUS_KO[out.status],
-            "rejected_gate": out.rejected_gate or 0,
-            "comparison_base": str(out.base_day) if out.base_day else "없음",
-            "new": c.get("NEW", 0),
-            "changed": c.get("CHANGED", 0),
-            "withdrawn": c.get("WITHDRAWN", 0),
-            "cosmetic": c.get("COSMETIC", 0),
-            "rederived_day": str(out.rederived_day) if out.rederived_day else "",
-            "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
-        }
-    )
+    metadata = {
+        "status": out.status,
+        "status_ko": STATUS_KO[out.status],
+        "rejected_gate": out.rejected_gate or 0,
+        "reason": out.reason or "-",
+        "comparison_base": str(out.base_day) if out.base_day else "없음",
+        "new": c.get("NEW", 0),
+        "changed": c.get("CHANGED", 0),
+        "withdrawn": c.get("WITHDRAWN", 0),
+        "cosmetic": c.get("COSMETIC", 0),
+        "rederived_day": str(out.rederived_day) if out.rederived_day else "",
+        "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
+    }
+    if out.status != "rejected":
+        yield dg.MaterializeResult(metadata=metadata)
     churn = out.churn or not_evaluated(6, f"{out.rejected_gate}번 게이트에서 이미 거부된 날입니다." if out.rejected_gate
                                        else "이미 거부된 날입니다.")
     yield gate_result(churn, "snapshot_diff")
+    if out.status == "rejected":
+        yield from _reject(context, "snapshot_diff", metadata, out.reason, out.base_day)
 
 
 # --- events --------------------------------------------------------------------------------------

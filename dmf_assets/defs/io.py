@@ -100,3 +100,8 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
         stored = json.loads(table.schema.metadata[META_KEY])
         frame = pl.from_arrow(table.replace_schema_metadata(None))
         return _decode(VALUE_TYPES[asset], stored["fields"], {stored["frame"]: frame})
+
+
+def discard_value(staging_dir: Path, asset: str, partition_key: str) -> None:
+    """Remove a day's stored value (a rejected judgement must not leave an older passing one behind)."""
+    (Path(staging_dir) / partition_key / f"{asset}.parquet").unlink(missing_ok=True)

@@ -15,24 +15,7 @@ from dagster._core.events import DagsterEventType
 
 from dmf_assets import notify
 from dmf_assets.clock import KST
-from dmf_assets.orchestration.followups import (
-    TRANSIENT_GATES,
-    Latest,
-    RetryPolicy,
-    latest_by_partition,
-    retries_so_far,
-)
-
-
-def _rejection(verdict: Latest | None, diff: Latest | None) -> dict | None:
-    """The metadata of the day's current rejection (gates 1–5 on integrity_verdict, or 6 on snapshot_diff)."""
-    if verdict is not None and verdict.metadata.get("verdict") == "rejected" and (
-        diff is None or diff.storage_id < verdict.storage_id or diff.metadata.get("status") == "rejected"
-    ):
-        return verdict.metadata
-    if diff is not None and diff.metadata.get("status") == "rejected" and (verdict is None or diff.storage_id > verdict.storage_id):
-        return diff.metadata
-    return None
+from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, day_states, is_rejection, retries_so_far
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
@@ -40,9 +23,9 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
     for record in instance.all_logs(run_id, of_type=DagsterEventType.STEP_FAILURE):
         data = record.dagster_event.event_specific_data
         error = getattr(data, "error", None)
-        if error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or ""):
-            continue
         user = getattr(data, "user_failure_data", None)
+        if is_rejection(error, user):
+            continue
         text = (user.description if user is not None and user.description else None) or (error.message if error else "")
         return record.dagster_event.step_key or "", (text or "").strip().splitlines()[0] if text else ""
     for record in instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE):
@@ -55,13 +38,14 @@ def alerts_for_tick(
     instance: dg.DagsterInstance, now: datetime, days: list[str], *, retry: RetryPolicy, settings, busy: set[str]
 ) -> list[notify.Alert]:
     todo = sorted(d for d in days if d not in busy)
-    verdicts = latest_by_partition(instance, "integrity_verdict", todo)
-    diffs = latest_by_partition(instance, "snapshot_diff", todo)
+    states = day_states(instance, todo)
     alerts: list[notify.Alert] = []
     statuses: dict[str, str] = {}
     for day in todo:
-        v, d = verdicts.get(day), diffs.get(day)
-        rejected = _rejection(v, d)
+        state = states[day]
+        record = state.rejection
+        rejected = record.metadata if record is not None else None
+        d = state.diffed
         n = retries_so_far(instance, day)
         if rejected is not None:
             statuses[day] = "rejected"
@@ -72,7 +56,7 @@ def alerts_for_tick(
                                                              comparison_base=rejected.get("comparison_base"),
                                                              last_error=str(rejected.get("reason") or "")))
             else:
-                when = datetime.fromtimestamp((v or d).timestamp, KST) + retry.interval
+                when = datetime.fromtimestamp(record.timestamp, KST) + retry.interval
                 retry_at = when.isoformat(timespec="minutes") if transient and n < retry.attempts else None
                 alerts.append(notify.alert_rejected_from_metadata(day, rejected, retry_at=retry_at, attempt=n + 1,
                                                                   attempts_max=retry.attempts))
@@ -95,7 +79,7 @@ def alerts_for_tick(
                     alerts.append(notify.alert_run_failed(day, error=error, step=step, run_id=run_id))
     streak = notify.rejected_streak(statuses, n=settings.alerts.rejected_streak)
     if streak:
-        base = (verdicts.get(streak[-1]) or diffs.get(streak[-1])).metadata.get("comparison_base")
+        base = states[streak[-1]].rejection.metadata.get("comparison_base")
         alerts.append(notify.alert_rejected_streak(streak[-1], days=streak, comparison_base=base))
     alerts += _slow_runs(instance, todo, settings.alerts.slow_run_factor)
     return alerts

@@ -30,7 +30,10 @@ CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff"
 TAIL_FROM = CHAIN.index("snapshot_diff")
 TRANSIENT_GATES = (1, 2)
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
+#: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
 REFETCH_TAG = "dmf/refetch"
+#: metadata key of the Failure that marks a rejected day: a verdict, not an error
+REJECTED_MARK = "dmf/rejected"
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
@@ -59,21 +62,85 @@ def _meta_value(value) -> object:
     return getattr(value, "value", value)
 
 
-def latest_by_partition(instance: dg.DagsterInstance, asset: str, partitions: list[str]) -> dict[str, Latest]:
-    """The latest materialization of `asset` for each of `partitions`."""
+def latest_by_partition(instance: dg.DagsterInstance, asset: str, partitions: list[str], *,
+                        observations: bool = False) -> dict[str, Latest]:
+    """The latest materialization (or, with `observations`, observation) of `asset` for each partition."""
     out: dict[str, Latest] = {}
     if not partitions:
         return out
-    result = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20
-    )
+    fetch = instance.fetch_observations if observations else instance.fetch_materializations
+    result = fetch(AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20)
     for record in result.records:  # newest first
         key = record.partition_key
         if key and key not in out:
-            mat = record.asset_materialization
+            event = record.event_log_entry.asset_observation if observations else record.asset_materialization
             out[key] = Latest(record.storage_id, record.timestamp, record.run_id,
-                              {k: _meta_value(v) for k, v in (mat.metadata if mat else {}).items()})
+                              {k: _meta_value(v) for k, v in (event.metadata if event else {}).items()})
     return out
+
+
+def _newest(*records: Latest | None) -> Latest | None:
+    present = [r for r in records if r is not None]
+    return max(present, key=lambda r: r.storage_id) if present else None
+
+
+@dataclass(frozen=True)
+class DayState:
+    """A day as Dagster recorded it. A rejection is an observation of the asset whose gate refused the
+    day (integrity_verdict: gates 1–5, snapshot_diff: gate 6); an accepted step is a materialization."""
+
+    raw: Latest | None
+    judged: Latest | None  # the latest judgement: integrity_verdict materialization (passed) or observation (rejected)
+    diffed: Latest | None  # the latest snapshot_diff outcome: materialization (committed) or observation (rejected)
+    events: Latest | None
+    report: Latest | None
+
+    @property
+    def rejection(self) -> Latest | None:
+        """The metadata-carrying record of the day's current rejection, if the day is rejected."""
+        if self.judged is not None and self.judged.metadata.get("verdict") == "rejected":
+            return self.judged
+        if self.diffed is not None and self.diffed.metadata.get("status") == "rejected" and (
+            self.judged is None or self.diffed.storage_id > self.judged.storage_id
+        ):
+            return self.diffed
+        return None
+
+
+def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DayState]:
+    mats = {a: latest_by_partition(instance, a, days) for a in CHAIN}
+    obs = {a: latest_by_partition(instance, a, days, observations=True) for a in ("integrity_verdict", "snapshot_diff")}
+    return {
+        d: DayState(
+            mats["raw_pages"].get(d),
+            _newest(mats["integrity_verdict"].get(d), obs["integrity_verdict"].get(d)),
+            _newest(mats["snapshot_diff"].get(d), obs["snapshot_diff"].get(d)),
+            mats["events"].get(d),
+            mats["xlsx_report"].get(d),
+        )
+        for d in days
+    }
+
+
+def _older(record: Latest | None, than: Latest) -> bool:
+    return record is None or record.storage_id < than.storage_id
+
+
+def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
+    """The steps of the day that have not followed its latest upstream record, and that record."""
+    rejection = state.rejection
+    if rejection is not None:
+        # a rejected day: no diff to commit; its events (none) and its "collection failed" workbook
+        return (("events", "xlsx_report"), rejection) if _older(state.report, rejection) else None
+    if state.judged is None:
+        return None
+    if _older(state.diffed, state.judged):
+        return ("snapshot_diff", "events", "xlsx_report"), state.judged
+    if _older(state.events, state.diffed):
+        return ("events", "xlsx_report"), state.diffed
+    if _older(state.report, state.events):
+        return ("xlsx_report",), state.events
+    return None
 
 
 def _range_days(start: str, end: str) -> set[str]:
@@ -160,28 +227,26 @@ def plan_followups(
     days = days if days is not None else recent_days(instance)
     busy = in_flight_days(instance)
     todo = [d for d in days if d not in busy]
-    latest = {asset: latest_by_partition(instance, asset, todo) for asset in CHAIN}
+    states = day_states(instance, todo)
     today = now.astimezone(KST).date().isoformat()
     plans: dict[str, Plan] = {}
     for day in sorted(todo):
-        # 1. a chain stopped after integrity_verdict (blocking gate) or a later step: complete its tail
-        for i in range(TAIL_FROM, len(CHAIN)):
-            upstream, mine = latest[CHAIN[i - 1]].get(day), latest[CHAIN[i]].get(day)
-            if upstream is not None and (mine is None or mine.storage_id < upstream.storage_id):
-                plans[day] = Plan(day, CHAIN[i:], f"{CHAIN[i - 1]} 이후 {CHAIN[i]}가 실행되지 않았습니다 (차단 게이트 등)",
-                                  f"complete:{day}:{CHAIN[i]}:{upstream.storage_id}", "complete")
-                break
+        state = states[day]
+        # 1. a chain stopped by a blocking gate (a rejected day) or by a failed step: complete its tail
+        tail = missing_tail(state)
+        if tail is not None:
+            assets, after = tail
+            plans[day] = Plan(day, assets, f"{day}: {assets[0]}이(가) 마지막 판정·처리를 따라가지 않았습니다 (거부된 날의 리포트 등)",
+                              f"complete:{day}:{assets[0]}:{after.storage_id}", "complete")
+            continue  # its tail (the "collection failed" workbook) comes before any retry
         # 2. a transient rejection or a failed fetch: fetch again later the same morning
         if retry.attempts <= 0 or (not dated_source and day != today):
             continue
-        verdict = latest["integrity_verdict"].get(day)
-        raw = latest["raw_pages"].get(day)
+        rejection = state.rejection
         since = None
-        if verdict is not None and verdict.metadata.get("rejected_gate") in TRANSIENT_GATES and (
-            raw is None or raw.storage_id <= verdict.storage_id
-        ):
-            since = verdict.timestamp
-        failed_at = _fetch_failed(instance, day, raw)
+        if rejection is not None and rejection.metadata.get("rejected_gate") in TRANSIENT_GATES and _older(state.raw, rejection):
+            since = rejection.timestamp
+        failed_at = _fetch_failed(instance, day, state.raw)
         if failed_at is not None:
             since = max(since or 0.0, failed_at)
         if since is None:
@@ -189,20 +254,26 @@ def plan_followups(
         n = retries_so_far(instance, day)
         if n >= retry.attempts or now.timestamp() - since < retry.interval.total_seconds():
             continue
-        if day in plans:  # its tail (the "collection failed" workbook) comes first
-            continue
         plans[day] = Plan(day, CHAIN, f"일시적 실패 — {n + 1}/{retry.attempts}번째 재시도", f"retry:{day}:{n + 1}",
                           "retry", {RETRY_TAG: f"{day}#{n + 1}", REFETCH_TAG: "true"})
-    # 3. a day whose events were re-derived by the commit of an earlier day
-    for day, diff in latest["snapshot_diff"].items():
-        rederived = diff.metadata.get("rederived_day")
+    # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
+    for day, state in states.items():
+        rederived = state.diffed.metadata.get("rederived_day") if state.diffed else None
         if not rederived or rederived in busy or rederived in plans:
             continue
         report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
-        if report is None or report.storage_id < diff.storage_id:
+        if _older(report, state.diffed):
             plans[rederived] = Plan(rederived, ("events", "xlsx_report"), f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                                    f"rederived:{rederived}:{diff.storage_id}", "refresh")
+                                    f"rederived:{rederived}:{state.diffed.storage_id}", "refresh")
     return [plans[d] for d in sorted(plans)]
+
+
+def is_rejection(error, user_failure_data) -> bool:
+    """A step that failed because its gate rejected the day: a verdict, not an error."""
+    if error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or ""):
+        return True
+    metadata = getattr(user_failure_data, "metadata", None) or {}
+    return bool(getattr(metadata.get(REJECTED_MARK), "value", metadata.get(REJECTED_MARK)))
 
 
 def retries_exhausted(instance: dg.DagsterInstance, day: str, retry: RetryPolicy) -> bool:

@@ -16,7 +16,7 @@ from datetime import date
 import dagster as dg
 
 from dmf_assets.defs.automation import dmf_daily_job, dmf_watch_sensor, run_tags
-from dmf_assets.orchestration.followups import CHAIN
+from dmf_assets.orchestration.followups import CHAIN, is_rejection
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
 #: command's own one-line-per-day summary
@@ -39,12 +39,12 @@ def _root_cause(error) -> str:
 
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
-    """Why a run failed, in one line — None when the only failure was a gate check (a rejected day)."""
+    """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
     for event in result.all_events:
         if not (event.is_step_failure and event.step_failure_data is not None):
             continue
         data = event.step_failure_data
-        if data.error is not None and "DagsterAssetCheckFailedError" in (data.error.cls_name or ""):
+        if is_rejection(data.error, data.user_failure_data):
             continue
         if data.user_failure_data is not None and data.user_failure_data.description:
             return f"{event.step_key}: {data.user_failure_data.description}"
