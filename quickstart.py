@@ -70,7 +70,10 @@ def main(argv: list[str]) -> int:
     elif argv[0] == "ui":
         cmd = [str(PYTHON), "-m", "dmf_assets", "ui"]
     else:
-        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        # two workers (pytest-xdist), one test file each: module fixtures stay per file, every test has its
+        # own temp project, Dagster home and ports
+        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+               "--durations=10"]
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
     return subprocess.call(cmd)

@@ -163,7 +163,8 @@ def gate_drop(f: FetchFacts, base: BaseFacts, gates: Gates) -> GateOutcome:
         passed,
         drop,
         threshold,
-        f"{base.total_count:,}건 → {current:,}건 ({_pct(drop)} 감소)",
+        f"{base.total_count:,}건 → {current:,}건 ("
+        + (f"{_pct(drop)} 감소)" if current < base.total_count else "감소 없음)"),
         f"≤ {_pct(threshold)}",
         f"기준일 {base.day.isoformat()} 대비 감소율이 허용 범위 안입니다."
         if passed
