@@ -9,6 +9,8 @@ Retries that the sensor would launch later (30 minutes on) are left to the daemo
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -52,6 +54,17 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _quiet(name: str):
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def definitions_with(resources: dict) -> dg.Definitions:
     """The project's assets, job and sensor bound to `resources` (a temp project, `--fault`, tests)."""
     from dmf_assets.defs import assets as a
@@ -87,7 +100,8 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
     results = []
     for _ in range(max_rounds):
         context = dg.build_sensor_context(instance=instance, definitions=defs)
-        outcome = dmf_watch_sensor(context)
+        with _quiet("dagster"):  # the sensor's log lines belong in the daemon's log, not in the command's table
+            outcome = dmf_watch_sensor(context)
         for event in getattr(outcome, "asset_events", None) or []:
             instance.report_runless_asset_event(event)
         requests = [r for r in (getattr(outcome, "run_requests", None) or []) if r.run_key not in done]
