@@ -26,8 +26,6 @@ from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dmf_assets.clock import KST
 
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
-#: the assets a blocking gate check may have skipped: the only ones completed automatically
-TAIL_FROM = CHAIN.index("snapshot_diff")
 TRANSIENT_GATES = (1, 2)
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
 #: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
