@@ -134,11 +134,12 @@ def test_retries_stop_after_the_configured_attempts(tmp_path):
     assert followups.retries_exhausted(ws.instance, D2.isoformat(), retry)
 
 
-def test_drop_rejection_is_never_retried(tmp_path):
-    ws, defs = _ws(tmp_path, {D2.isoformat(): "mass_disappearance"})
+@pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
+def test_drop_and_churn_rejections_are_never_retried(tmp_path, fault, gate):
+    ws, defs = _ws(tmp_path, {D2.isoformat(): fault})
     launch.run_day(D1, instance=ws.instance, resources=ws.resources)
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
-    assert runs_by_day(ws)[D2]["rejected_gate"] == 3
+    assert runs_by_day(ws)[D2]["rejected_gate"] == gate
     assert followups.plan_followups(ws.instance, datetime.now(KST) + timedelta(hours=1)) == []
 
 

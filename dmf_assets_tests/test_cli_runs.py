@@ -90,3 +90,64 @@ def test_a_wait_for_the_database_lock_is_visible(tmp_path):
     assert time.monotonic() - started >= 5
     with open_database(database, purpose="test") as conn:
         assert conn.execute("SELECT status FROM runs").fetchall() == [("baseline",)]
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for c in map(int, children):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_dmf_ui_stops_its_whole_process_tree_on_sighup(tmp_path):
+    import signal
+    import socket
+
+    import httpx
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    env = _project(tmp_path)
+    port, report_port = free_port(), free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
+                            env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(1)
+        tree = _descendants(proc.pid)
+        assert len(tree) >= 2  # dagster dev with its webserver and daemon
+        assert httpx.get(f"http://127.0.0.1:{report_port}/", timeout=5).status_code == 200  # the report server
+        proc.send_signal(signal.SIGHUP)  # the terminal was closed
+        assert proc.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in tree):
+            time.sleep(0.5)
+        assert not [p for p in tree if _alive(p)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
