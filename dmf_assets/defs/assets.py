@@ -173,7 +173,8 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
     ],
     description=(
         "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
-        "비교 기준일은 움직이지 않으며, 실패한 게이트가 이 날짜 파티션에 빨간 검사로 표시됩니다. "
+        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시되고(사유는 run 로그), 실패한 "
+        "게이트는 Checks 탭 → 해당 게이트 → Partitions에서 관측값·기준·샘플 행과 함께 빨간색으로 보입니다. "
         "Gates 1–5; a failure rejects the day in the database itself."
     ),
 )
@@ -218,8 +219,9 @@ def integrity_verdict(
     check_specs=[gate_spec(6, "snapshot_diff")],
     description=(
         "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·취하를 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
-        "이벤트를 한 트랜잭션으로 기록합니다. 거부된 날은 기록하지 않고 기준일을 그대로 둡니다(이 자산은 그래도 "
-        "'거부 — 기준일 유지'로 실체화). Diff against the latest accepted day; commit the day atomically only if all six gates pass."
+        "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
+        "파티션이 실패(빨간색)로 표시됩니다. Diff against the latest accepted day; commit the day atomically only if all "
+        "six gates pass."
     ),
 )
 def snapshot_diff(
