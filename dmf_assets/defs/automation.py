@@ -76,13 +76,12 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime) -> dg.Asset
     )
 
 
-def _tell_people(context: dg.SensorEvaluationContext, settings, now: datetime, retry, overdue) -> None:
+def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str], busy: set[str], retry,
+                 overdue) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind. Never fails the tick."""
     try:
         cfg = notify.notify_config(settings, budget_s=20)
-        days = followups.recent_days(context.instance)[:40]
-        alerts = alerting.alerts_for_tick(context.instance, now, days, retry=retry, settings=settings,
-                                          busy=followups.in_flight_days(context.instance))
+        alerts = alerting.alerts_for_tick(context.instance, days[:40], retry=retry, settings=settings, busy=busy)
         if overdue is not None:
             alerts.append(alerting.overdue_alert(overdue.partition, settings))
         for alert in alerts:
@@ -108,13 +107,16 @@ def dmf_watch_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     settings = load_settings()
     now = now_kst()
     retry = followups.RetryPolicy(settings.retry.transient_attempts, timedelta(minutes=settings.retry.interval_minutes))
+    # what Dagster has on record, read once per tick for the follow-ups and the alerts
+    days, busy = followups.recent_days(context.instance), followups.in_flight_days(context.instance)
     plans = followups.plan_followups(
-        context.instance, now, retry=retry, dated_source=resolve_endpoint(settings.source.base_url).dated
+        context.instance, now, retry=retry, dated_source=resolve_endpoint(settings.source.base_url).dated,
+        days=days, busy=busy,
     )
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
     overdue = _overdue_evaluation(context.instance, now)
-    _tell_people(context, settings, now, retry, overdue)
+    _tell_people(context, settings, days, busy, retry, overdue)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,

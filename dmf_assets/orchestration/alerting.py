@@ -35,7 +35,7 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
 
 
 def alerts_for_tick(
-    instance: dg.DagsterInstance, now: datetime, days: list[str], *, retry: RetryPolicy, settings, busy: set[str]
+    instance: dg.DagsterInstance, days: list[str], *, retry: RetryPolicy, settings, busy: set[str]
 ) -> list[notify.Alert]:
     todo = sorted(d for d in days if d not in busy)
     states = day_states(instance, todo)

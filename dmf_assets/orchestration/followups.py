@@ -216,6 +216,7 @@ def plan_followups(
     retry: RetryPolicy = RetryPolicy(),
     dated_source: bool = True,
     days: list[str] | None = None,
+    busy: set[str] | None = None,
 ) -> list[Plan]:
     """The runs the sensor should request now, oldest day first.
 
@@ -223,7 +224,7 @@ def plan_followups(
     retry is planned only for today's partition there.
     """
     days = days if days is not None else recent_days(instance)
-    busy = in_flight_days(instance)
+    busy = busy if busy is not None else in_flight_days(instance)
     todo = [d for d in days if d not in busy]
     states = day_states(instance, todo)
     today = now.astimezone(KST).date().isoformat()
