@@ -16,6 +16,8 @@ import re
 import sys
 import warnings
 
+from dmf_assets.errors import UserError
+
 #: module path -> what it adds (for --help ordering only)
 COMMAND_MODULES = (
     "dmf_assets.emulator.commands",  # dmf emulator serve | faults | truth
@@ -27,10 +29,6 @@ COMMAND_MODULES = (
     "dmf_assets.bench.commands",  # dmf bench
     "dmf_assets.analyst.commands",  # dmf history | asof | report
 )
-
-
-class UserError(Exception):
-    """A problem the user can fix; printed without a traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.analyst.products import ProductsError, load_products, parse_products, product_hits
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 from dmf_assets.domain.text import match_key
 from dmf_assets.report.workbook import KPI_LABELS, SHEET_EVENTS, SHEET_SUMMARY, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK
 from dmf_assets.report import styles as st
 from dmf_assets.report.model import (

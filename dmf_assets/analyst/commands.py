@@ -11,7 +11,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 
 
 def _day(text: str) -> date:

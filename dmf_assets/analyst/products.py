@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.text import match_key
 

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _bench(args) -> int:
     from dmf_assets.bench import run
-    from dmf_assets.cli import UserError
+    from dmf_assets.errors import UserError
 
     output = args.output or run.DEFAULT_OUTPUT
     if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):

@@ -134,7 +134,7 @@ _JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 def _diff(args) -> int:
     if "polars" not in sys.modules:  # read by jemalloc when polars loads; a user's own setting wins
         os.environ.setdefault("_RJEM_MALLOC_CONF", _JEMALLOC_CONF)
-    from dmf_assets.cli import UserError
+    from dmf_assets.errors import UserError
     from dmf_assets.settings import load_settings
     from dmf_assets.source.dumps import DumpError, load_dump
 

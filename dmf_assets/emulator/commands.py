@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from dmf_assets.cli import UserError
+    from dmf_assets.errors import UserError
     from dmf_assets.emulator.app import EmulatorApp
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.emulator.server import EmulatorServer
@@ -85,7 +85,7 @@ def faults(args: argparse.Namespace) -> int:
 
 
 def truth(args: argparse.Namespace) -> int:
-    from dmf_assets.cli import UserError
+    from dmf_assets.errors import UserError
     from dmf_assets.settings import settings
 
     try:

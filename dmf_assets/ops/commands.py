@@ -7,7 +7,7 @@ import json
 from datetime import date, datetime
 from pathlib import Path
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -38,7 +38,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.hyperlink import Hyperlink
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.fsutil import atomic_output
 from dmf_assets.domain.model import (

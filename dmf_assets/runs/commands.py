@@ -16,7 +16,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1

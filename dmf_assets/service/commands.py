@@ -15,7 +15,7 @@ import argparse
 import os
 from pathlib import Path
 
-from dmf_assets.cli import UserError
+from dmf_assets.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.cli import UserError
+    from dmf_assets.errors import UserError
     from dmf_assets.emulator.app import seoul_today
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.settings import settings
