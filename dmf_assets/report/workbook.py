@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from openpyxl import Workbook, load_workbook
+from openpyxl.cell.cell import Cell
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
@@ -52,6 +53,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report import styles as st
+from dmf_assets.report import xlsx_body
 from dmf_assets.report.model import AggregateRow, DayReport, DayStatus, EventRow, FieldChangeRow
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
 
@@ -225,17 +227,22 @@ def cell_text(value: Any) -> str | None:
 # --- cell writers --------------------------------------------------------------------------------
 
 
-def _set_style(cell, name: str) -> None:
-    """`cell.style = name`, but fast: a named-style lookup costs ~10 µs, which is seconds for the
-    9k-row 전체현황 sheet; after the first cell the resolved style array is copied instead."""
-    wb = cell.parent.parent
+def _style_array(ws: Worksheet, name: str):
+    """The resolved style of a named style in this workbook (a named-style lookup costs ~10 µs, which
+    is seconds over the 9k-row 전체현황 sheet, so it is resolved once per workbook)."""
+    wb = ws.parent
     cache = wb.__dict__.setdefault("_dmf_style_arrays", {})
     arr = cache.get(name)
     if arr is None:
-        cell.style = name
-        cache[name] = copy.copy(cell._style)
-    else:
-        cell._style = copy.copy(arr)
+        probe = Cell(ws)
+        probe.style = name
+        arr = cache[name] = copy.copy(probe._style)
+    return arr
+
+
+def _set_style(cell, name: str) -> None:
+    """`cell.style = name`, but fast (see `_style_array`)."""
+    cell._style = copy.copy(_style_array(cell.parent, name))
 
 
 def _put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT):
@@ -338,6 +345,64 @@ def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any):
     raise ValueError(f"unknown column kind {kind!r}")
 
 
+# --- long table bodies ---------------------------------------------------------------------------
+
+#: a hook-free table body of at least this many rows is rendered as XML (`xlsx_body`), not cell by cell
+STREAM_MIN_ROWS = 200
+_STREAMED_KINDS = frozenset({"text", "wrap", "int", "pct", "date", "datetime", "sheetlink"})
+
+
+def _stream_text(w: xlsx_body.BodyWriter, r: int, j: int, value: Any, style: str) -> str:
+    stored = store_text(value)
+    return w.text(r, j, stored, style, stored is not None and stored.startswith(FORMULA_TRIGGERS))
+
+
+def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any) -> str:
+    """The cell `_put_any` would have written, as XML."""
+    if kind == "text":
+        return _stream_text(w, r, j, value, st.TEXT)
+    if kind == "wrap":
+        return _stream_text(w, r, j, value, st.TEXT_WRAP)
+    if kind == "int":
+        return w.number(r, j, None if value is None else int(value), st.INT)
+    if kind == "pct":
+        return w.number(r, j, None if value is None else float(value), st.PCT)
+    if kind == "date":
+        day = _as_date(value)
+        if day is None or day < date(1900, 3, 1):
+            return _stream_text(w, r, j, value, st.DATE)
+        return w.day(r, j, day, st.DATE)
+    if kind == "datetime":
+        if value is None:
+            return _stream_text(w, r, j, None, st.TEXT)
+        if value.tzinfo is not None:
+            value = value.astimezone(KST).replace(tzinfo=None)
+        return w.day(r, j, value, st.DATETIME)
+    if kind == "sheetlink":
+        if not value:
+            return _stream_text(w, r, j, None, st.TEXT)
+        cell = _stream_text(w, r, j, value[0], st.LINK)
+        w.link(r, j, value[1], value[0])
+        return cell
+    raise ValueError(f"column kind {kind!r} cannot be streamed")
+
+
+def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[dict], *, sparse: bool,
+                 wrapped: list[tuple[str, float]]) -> int:
+    w = xlsx_body.BodyWriter(ws, top + 1, len(cols), _style_array)
+    r = top
+    for r, row in enumerate(rows, top + 1):
+        cells = []
+        for j, col in enumerate(cols, 1):
+            value = row.get(col.key)
+            if sparse and (value is None or value == ""):
+                continue
+            cells.append(_stream_cell(w, r, j, col.kind, value))
+        lines = max((_text_lines(str(row.get(key) or ""), width) for key, width in wrapped), default=1)
+        w.add_row(r, cells, _row_height(lines))
+    return r
+
+
 # --- tables --------------------------------------------------------------------------------------
 
 
@@ -376,11 +441,16 @@ def _text_lines(text: str, width: float) -> int:
     return lines
 
 
-def _fit_row_height(ws: Worksheet, row: int, lines: int, line_pt: float = _LINE_PT) -> None:
+def _row_height(lines: int, line_pt: float = _LINE_PT) -> float | None:
     # Neither LibreOffice nor every Excel build re-measures wrapped rows of a generated file, so
     # set the height; otherwise multi-line cells overprint the rows below.
-    if lines > 1:
-        ws.row_dimensions[row].height = min(_MAX_ROW_PT, lines * line_pt + 3)
+    return min(_MAX_ROW_PT, lines * line_pt + 3) if lines > 1 else None
+
+
+def _fit_row_height(ws: Worksheet, row: int, lines: int, line_pt: float = _LINE_PT) -> None:
+    height = _row_height(lines, line_pt)
+    if height is not None:
+        ws.row_dimensions[row].height = height
 
 
 def _write_table(
@@ -405,6 +475,9 @@ def _write_table(
     _fit_row_height(ws, top, max(_text_lines(c.header, c.width) for c in cols))
     wrapped = [(col.key, col.width) for col in cols if col.kind == "wrap"]
     r = top
+    if row_hook is None and len(rows) >= STREAM_MIN_ROWS and all(c.kind in _STREAMED_KINDS for c in cols):
+        r = _stream_body(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
+        rows = ()
     for r, row in enumerate(rows, top + 1):
         for j, col in enumerate(cols, 1):
             value = row.get(col.key)
@@ -590,7 +663,7 @@ def _print_setup(ws: Worksheet, header_left: str, header_right: str) -> None:
 
 
 def _finish_table_sheet(ws: Worksheet, header_row: int) -> None:
-    ws.freeze_panes = ws.cell(row=header_row + 1, column=1)
+    ws.freeze_panes = f"A{header_row + 1}"  # a coordinate, not ws.cell(): that would create a cell
     ws.print_title_rows = f"1:{header_row}"
 
 
@@ -1648,7 +1721,7 @@ def write_workbook(report: DayReport, reports_dir: Path) -> WorkbookResult:
     latest = reports_dir / LATEST_NAME
     try:
         with _dir_lock(reports_dir):
-            _atomic_write(target, lambda tmp: wb.save(tmp))
+            _atomic_write(target, lambda tmp: xlsx_body.save(wb, tmp))
             held = workbook_day(latest) if latest.exists() else None
             newest = _newest_other(reports_dir, exclude=target)
             # 최신 missing or unreadable: judge against the newest dated workbook instead
@@ -1721,7 +1794,7 @@ def write_tables_workbook(path: Path, sheets: Sequence[TableSheet], *, banner: s
     wb.properties.title = doc_title
     wb.properties.creator = "DMF Watch"
     wb.properties.description = ATTRIBUTION
-    _atomic_write(path, lambda tmp: wb.save(tmp))
+    _atomic_write(path, lambda tmp: xlsx_body.save(wb, tmp))
     return path
 
 
@@ -1890,7 +1963,7 @@ def write_period_workbook(period, path: Path) -> Path:
     path = Path(path)
     _ensure_dir(path.parent)
     wb = build_period_workbook(period)
-    _atomic_write(path, lambda tmp: wb.save(tmp))
+    _atomic_write(path, lambda tmp: xlsx_body.save(wb, tmp))
     return path
 
 
