@@ -357,15 +357,27 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
     return events.drop("worst"), changes
 
 
+def _rows_for(snapshot: pl.DataFrame, keys: pl.Series, columns: list) -> pl.DataFrame:
+    """The few snapshot rows an event list refers to, filtered before any join: a join against the
+    whole snapshot would hash all of its rows (seconds and a gigabyte at 1 M rows)."""
+    return snapshot.filter(pl.col("dmf_key").is_in(keys.drop_nulls().unique().implode())).select(columns)
+
+
+_WATCH_COLUMNS = ("ingredient_key", "applicant_key", "manufacturer_key", "countries_key")
+
+
 def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Display values of the registration (today's; the base's for WITHDRAWN) for people and files."""
+    """Display values of the registration (today's; the base's for WITHDRAWN) for people and files,
+    and the matching keys the watchlist reads (`_w_*`, dropped after `_apply_watchlist`)."""
     cols = [c for c in SUMMARY_COLUMNS if c != "permit_no"]
-    new_summary = new.select("dmf_key", pl.col("permit_no").alias("n_permit"), *[pl.col(c).alias(f"{c}_summary") for c in cols])
-    base_summary = base.select(
+    new_summary = _rows_for(new, events["dmf_key"], [
+        "dmf_key", pl.col("permit_no").alias("n_permit"), *[pl.col(c).alias(f"{c}_summary") for c in cols],
+        *[pl.col(c).alias(f"_n_{c}") for c in _WATCH_COLUMNS]])
+    base_summary = _rows_for(base, events["base_dmf_key"], [
         pl.col("dmf_key").alias("base_dmf_key"),
         pl.col("permit_no").alias("b_permit"),
         *[pl.col(c).alias(f"b_{c}_summary") for c in cols],
-    )
+        *[pl.col(c).alias(f"_b_{c}") for c in _WATCH_COLUMNS]])
     withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
     out = events.join(new_summary, on="dmf_key", how="left").join(base_summary, on="base_dmf_key", how="left")
     return out.with_columns(
@@ -374,6 +386,8 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
             f"{c}_summary": pl.when(withdrawn).then(pl.col(f"b_{c}_summary")).otherwise(pl.col(f"{c}_summary"))
             for c in cols
         },
+        # watchlist: today's keys, the base's for withdrawn registrations
+        **{f"_w_{c}": pl.when(withdrawn).then(pl.col(f"_b_{c}")).otherwise(pl.col(f"_n_{c}")) for c in _WATCH_COLUMNS},
     ).drop("n_permit", "b_permit", *[f"b_{c}_summary" for c in cols])
 
 
@@ -468,20 +482,6 @@ def diff_snapshots(
         ]
     )
     events = _attach_summary(events, base, new)
-
-    # watchlist: today's keys, the base's for withdrawn registrations
-    watch_cols = ["ingredient_key", "applicant_key", "manufacturer_key", "countries_key"]
-    events = events.join(
-        new.select("dmf_key", *[pl.col(c).alias(f"_n_{c}") for c in watch_cols]), on="dmf_key", how="left"
-    ).join(
-        base.select(pl.col("dmf_key").alias("base_dmf_key"), *[pl.col(c).alias(f"_b_{c}") for c in watch_cols]),
-        on="base_dmf_key",
-        how="left",
-    )
-    is_withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
-    events = events.with_columns(
-        **{f"_w_{c}": pl.when(is_withdrawn).then(pl.col(f"_b_{c}")).otherwise(pl.col(f"_n_{c}")) for c in watch_cols}
-    )
     from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
 
     events = _apply_watchlist(events, watchlist, match_key)
