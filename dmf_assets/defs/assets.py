@@ -51,7 +51,7 @@ from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
-from dmf_assets.storage.report_data import DayNotReady, build_day_report, change_rate, day_events_frame
+from dmf_assets.report.day_data import DayNotReady, build_day_report, change_rate, day_events_frame
 
 STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
 
