@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import date
 
 import duckdb
-import polars as pl
 
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import FIELD_LABEL_KO, SITES_FIELD
@@ -19,7 +18,7 @@ from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
 from dmf_assets.storage import history
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import query
 
 #: --ingredient / --applicant / --manufacturer -> the kind of matching key the pattern is turned into
 PATTERN_KINDS: dict[str, str] = {"ingredient": "text", "applicant": "company", "manufacturer": "company"}
