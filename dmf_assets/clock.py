@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
-KST = ZoneInfo("Asia/Seoul")
+#: the IANA name (Dagster partitions and schedules, DuckDB's session time zone, systemd timers)
 TIMEZONE_NAME = "Asia/Seoul"
+KST = ZoneInfo(TIMEZONE_NAME)
 
 
 def now_kst() -> datetime:

@@ -33,6 +33,12 @@ API_OPERATION = "getMdcDmfList01"
 SMTP_PASSWORD_ENV = "DMF_SMTP_PASSWORD"
 
 
+def resolve_path(root: str | Path, value: str | Path) -> Path:
+    """A configured path: absolute as written, relative ones against `root` (the project root)."""
+    p = Path(value)
+    return p if p.is_absolute() else Path(root) / p
+
+
 # --- value rules (each raises ValueError("한국어 / English")) --------------------------------------
 
 
@@ -125,8 +131,7 @@ class Paths(_Section):
     logs_dir: PathText = "data/logs"
 
     def resolve(self, name: str) -> Path:
-        p = Path(getattr(self, name))
-        return p if p.is_absolute() else PROJECT_ROOT / p
+        return resolve_path(PROJECT_ROOT, getattr(self, name))
 
 
 class Source(_Section):
@@ -233,8 +238,7 @@ class Products(_Section):
     def resolve(self) -> Path | None:
         if not self.file:
             return None
-        p = Path(self.file)
-        return p if p.is_absolute() else PROJECT_ROOT / p
+        return resolve_path(PROJECT_ROOT, self.file)
 
 
 class Settings(_Section):

@@ -16,7 +16,7 @@ from dmf_assets.emulator.scoring import Score, score
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.storage.report_data import stored_events
+from dmf_assets.report.day_data import stored_events
 
 FAKE_KEY = "FAKEKEY+abc/123=="
 

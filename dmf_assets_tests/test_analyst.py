@@ -25,6 +25,7 @@ from dmf_assets.domain.model import EventType
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.domain.text import display_text
 from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.orchestration import commit as day_commit
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 
@@ -47,7 +48,7 @@ def build_emulated_history(database: Path, days: list[date], rejected: tuple[dat
                              [history.day_id(d), len(items), len(items) - 20])
                 gate = GateOutcome(2, False, len(items) - 20.0, float(len(items)), f"{len(items) - 20:,} / {len(items):,}",
                                    "수신 건수 = totalCount", "20건 누락")
-                history.reject_day(conn, d, gate)
+                day_commit.reject_day(conn, d, gate)
             else:
                 commit_items(conn, d, items)
     return database
@@ -72,7 +73,7 @@ def commit_items(conn, day: date, items: list[dict]):
     diff = diff_snapshots(base_frame, keyed, previously_seen=seen)
     conn.execute("INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?) "
                  "ON CONFLICT DO NOTHING", [history.day_id(day), len(items), len(items)])
-    return history.commit_day(conn, day, keyed, diff, base=base, churn=_ok_churn())
+    return day_commit.commit_day(conn, day, keyed, diff, base=base, churn=_ok_churn())
 
 
 @dataclass

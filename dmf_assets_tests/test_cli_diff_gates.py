@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dmf_assets.domain.commands import EXIT_REJECTED, EXIT_UNREADABLE, FORCE_BANNER
+from dmf_assets.cli.diff import EXIT_REJECTED, EXIT_UNREADABLE, FORCE_BANNER
 from dmf_assets.emulator.app import KEY_ERROR_XML
 from dmf_assets.settings import load_settings
 from dmf_assets.source.client import FetchConfig, fetch_day

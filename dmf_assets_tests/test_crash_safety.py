@@ -23,7 +23,7 @@ from dmf_assets.report.workbook import workbook_day
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.storage.report_data import stored_events
+from dmf_assets.report.day_data import stored_events
 
 pytestmark = pytest.mark.slow
 

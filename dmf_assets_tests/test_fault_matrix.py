@@ -127,7 +127,7 @@ def _warm() -> None:
 
 def _score_day(conn, sim, day: date, base: date, seen: list[date], exclude: set[str]) -> dict:
     from dmf_assets.emulator.scoring import score
-    from dmf_assets.storage.report_data import stored_events
+    from dmf_assets.report.day_data import stored_events
 
     truth = sim.truth(base, day, seen=seen)
     events = [e for e in stored_events(conn, day) if e.permit_no not in exclude]
@@ -153,7 +153,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
     from dmf_assets.runs import launch
     from dmf_assets.source.client import default_simulator, read_manifest
     from dmf_assets.storage import history
-    from dmf_assets.storage.report_data import stored_events
+    from dmf_assets.report.day_data import stored_events
     from dmf_assets_tests.graph_support import runs_by_day
 
     started = time.monotonic()

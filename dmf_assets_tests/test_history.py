@@ -16,6 +16,7 @@ from dmf_assets.domain.gates import BaseFacts, GateOutcome
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.storage import db as dbmod
+from dmf_assets.orchestration import commit as day_commit
 from dmf_assets.storage import history
 from dmf_assets.storage.db import DatabaseBusy, MigrationError, open_database
 
@@ -40,7 +41,7 @@ def commit(conn, day, snapshots):
     conn.execute(
         "INSERT INTO runs (day_id, status) VALUES (?, 'pending') ON CONFLICT DO NOTHING", [history.day_id(day)]
     )
-    return history.commit_day(conn, day, snapshots[day], diff, base=base, churn=_churn_ok())
+    return day_commit.commit_day(conn, day, snapshots[day], diff, base=base, churn=_churn_ok())
 
 
 def event_table(conn) -> list[tuple]:
@@ -96,7 +97,7 @@ def test_rejecting_an_accepted_day_removes_it_and_rederives_the_next(tmp_path, s
         for d in DAYS[:4]:
             commit(conn, d, snapshots)
         gate = GateOutcome(2, False, 9000.0, 9200.0, "9,000 / 9,200", "= totalCount", "200건 누락")
-        out = history.reject_day(conn, DAYS[2], gate)
+        out = day_commit.reject_day(conn, DAYS[2], gate)
         assert out.status == "rejected" and out.base_day == DAYS[1] and out.rederived_day == DAYS[3]
         d2 = history.day_id(DAYS[2])
         assert conn.execute("SELECT count(*) FROM snapshots WHERE day_id = ?", [d2]).fetchone()[0] == 0
@@ -121,7 +122,7 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
         before = (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall())
         broken = snapshots[DAYS[1]].drop("content_hash")  # fails inside the transaction
         with pytest.raises(Exception):
-            history.commit_day(conn, DAYS[1], broken, diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
+            day_commit.commit_day(conn, DAYS[1], broken, diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
                                base=BaseFacts(day=DAYS[0]), churn=_churn_ok())
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
 

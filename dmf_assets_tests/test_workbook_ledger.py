@@ -26,7 +26,7 @@ from dmf_assets.report.workbook import (
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.storage.report_data import BURST_FACTOR, build_day_report, change_rate
+from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets_tests.test_analyst import E_DAYS, REJECTED, edited, emulated  # noqa: F401 — shared fixtures
 
 

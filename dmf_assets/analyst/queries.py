@@ -1,7 +1,8 @@
 """What analysts ask the history (DESIGN.md §10): one registration's history, the registry as of a day.
 
 Read-only: every function takes an open connection and returns plain data (dataclasses / polars), so
-the CLI, the workbooks and tests share one implementation. SQL lives in sql/queries/analyst.sql.
+the CLI, the workbooks and tests share one implementation. SQL lives in sql/queries/analyst.sql. The
+registry as of a day is a plain storage read (`storage.registry`, also used by the daily report).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import date
 
 import duckdb
-import polars as pl
 
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import FIELD_LABEL_KO, SITES_FIELD
@@ -18,14 +18,10 @@ from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
 from dmf_assets.storage import history
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import query
 
 #: --ingredient / --applicant / --manufacturer -> the kind of matching key the pattern is turned into
 PATTERN_KINDS: dict[str, str] = {"ingredient": "text", "applicant": "company", "manufacturer": "company"}
-
-
-class NoHistory(LookupError):
-    """Nothing accepted yet (or nothing on/before the asked day)."""
 
 
 # --- finding registrations ------------------------------------------------------------------------
@@ -180,31 +176,3 @@ def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int])
         for e in events_raw
     )
     return RegistrationHistory(tuple(record_ids), tuple(versions), events)
-
-
-# --- the registry as of a day ---------------------------------------------------------------------
-
-
-def accepted_day_on_or_before(conn: duckdb.DuckDBPyConnection, day: date) -> date | None:
-    row = fetch_one(conn, query("analyst.accepted_day_on_or_before"), [history.day_id(day)])
-    return history.to_date(row[0]) if row else None
-
-
-def first_accepted_day(conn: duckdb.DuckDBPyConnection) -> date | None:
-    row = fetch_one(conn, query("analyst.first_accepted_day"))
-    return history.to_date(row[0]) if row and row[0] is not None else None
-
-
-def registry_asof(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[date, pl.DataFrame]:
-    """(accepted day used, one row per registration as accepted that day) — raises NoHistory."""
-    accepted = accepted_day_on_or_before(conn, day)
-    if accepted is None:
-        first = first_accepted_day(conn)
-        raise NoHistory(
-            f"{day} 이전에 정상 수집(반영)된 날이 없습니다"
-            + (f" — 첫 반영일은 {first}입니다" if first else " — 이력 DB가 비어 있습니다 (dmf backfill 먼저)")
-        )
-    d = history.day_id(accepted)
-    frame = conn.sql(query("analyst.registry_asof"), params=[d, d, d]).pl()
-    as_date = lambda c: pl.col(c).cast(pl.Utf8).str.to_date("%Y%m%d")  # noqa: E731 — yyyymmdd -> Date
-    return accepted, frame.with_columns(first_seen=as_date("first_day"), last_changed=as_date("last_changed_day"))

@@ -255,6 +255,7 @@ def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
     from dmf_assets.domain.diff import Watchlist, diff_snapshots
     from dmf_assets.domain.gates import FetchFacts, gate_churn, pre_diff_gates, quality_metrics
     from dmf_assets.domain.snapshot import build_snapshot
+    from dmf_assets.orchestration import commit as day_commit
     from dmf_assets.settings import load_settings
     from dmf_assets.source.archive import read_json
     from dmf_assets.source.dumps import load_dump
@@ -292,12 +293,12 @@ def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
             diff = diff_snapshots(base_frame, keyed, previously_seen=seen, watchlist=watchlist)
             churn = gate_churn(diff.counts, base.population or base_frame.height, settings.gates)
             t5 = time.perf_counter()
-            history.record_judgement(
+            day_commit.record_judgement(
                 conn, d, gates=gates, quality=quality, fetch=facts, pages=pages, source="emulator",
                 fingerprint=history.frame_fingerprint(keyed), run_id=None, fetch_seconds=None, watchlist=watchlist,
                 gate_settings=settings.gates,
             )
-            outcome = history.commit_day(conn, d, keyed, diff, base=base, churn=churn, watchlist=watchlist,
+            outcome = day_commit.commit_day(conn, d, keyed, diff, base=base, churn=churn, watchlist=watchlist,
                                          gates=settings.gates)
             t6 = time.perf_counter()
             runs.append({

@@ -51,7 +51,14 @@ from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
-from dmf_assets.storage.report_data import DayNotReady, build_day_report, change_rate, day_events_frame
+from dmf_assets.report.day_data import (
+    BURST_FACTOR,
+    RATE_WINDOW_DAYS,
+    DayNotReady,
+    build_day_report,
+    change_rate,
+    day_events_frame,
+)
 
 STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
 
@@ -274,7 +281,8 @@ def snapshot_diff(
     kinds={"duckdb"},
     pool="duckdb",
     check_specs=[warn_spec("change_rate_burst", "events",
-                           "품질 경고: 최근 14일 변경률 λ̂이 전체 이력의 3배 이상 (burst) — 원천의 대규모 갱신인지 확인하세요")],
+                           f"품질 경고: 최근 {RATE_WINDOW_DAYS}일 변경률 λ̂이 전체 이력의 {BURST_FACTOR:g}배 이상 (burst) — "
+                           "원천의 대규모 갱신인지 확인하세요")],
     description=(
         "그날 반영된 변경 이벤트(신규·변경·취하, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
         "The day's published events (JSON Lines for other systems)."
@@ -338,8 +346,8 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
     kinds={"excel"},
     pool="duckdb",
     description=(
-        "일일 엑셀 리포트 reports/DMF_리포트_YYYY-MM-DD.xlsx (및 DMF_리포트_최신.xlsx). 매일 09:00(KST)까지 만들어져야 "
-        "합니다(검사 report_by_0900_kst). 거부된 날에도 '수집 실패 — 비교 기준은 여전히 YYYY-MM-DD' 리포트를 만듭니다. "
+        "일일 엑셀 리포트 reports/DMF_리포트_YYYY-MM-DD.xlsx (및 DMF_리포트_최신.xlsx). 매일 마감 시각([alerts] "
+        "overdue_at, KST)까지 만들어져야 합니다(검사 report_by_0900_kst). 거부된 날에도 '수집 실패 — 비교 기준은 여전히 YYYY-MM-DD' 리포트를 만듭니다. "
         "The daily workbook, with a download link."
     ),
 )
@@ -400,8 +408,9 @@ ON_TIME_CHECK = "report_by_0900_kst"
     name=ON_TIME_CHECK,
     partitions_def=daily_partitions,
     description=(
-        "그날의 리포트가 09:00(KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 09:00이 지나도 없으면 "
-        "dmf_watch_sensor가 그 날짜 파티션에 실패(지연)로 기록합니다. Is the expected day's workbook there by 09:00 KST?"
+        "그날의 리포트가 마감 시각([alerts] overdue_at, KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 마감이 "
+        "지나도 없으면 dmf_watch_sensor가 그 날짜 파티션에 실패(지연)로 기록합니다. Is the expected day's workbook there "
+        "by the deadline ([alerts] overdue_at, KST)?"
     ),
 )
 def report_by_0900_kst(context: dg.AssetCheckExecutionContext, workspace: DmfWorkspace) -> dg.AssetCheckResult:

@@ -14,7 +14,7 @@ import dagster as dg
 from dagster._core.event_api import PartitionKeyFilter
 from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
-from dmf_assets.clock import KST, now_kst
+from dmf_assets.clock import KST, TIMEZONE_NAME, now_kst
 from dmf_assets.defs.assets import ON_TIME_CHECK
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets import notify
@@ -39,7 +39,7 @@ def run_tags(trigger: str) -> dict[str, str]:
 @dg.schedule(
     job=dmf_daily_job,
     cron_schedule="0 6 * * *",
-    execution_timezone="Asia/Seoul",
+    execution_timezone=TIMEZONE_NAME,
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="매일 06:00(KST) 그날의 등록 현황을 수집합니다 (부분 목록이면 게이트가 거부).",
 )
@@ -99,7 +99,8 @@ def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str],
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
-        "전송·완전성 게이트로 거부된 날은 같은 아침에 30분 간격으로 다시 수집하며, 09:00(KST)까지 리포트가 없으면 "
+        "전송·완전성 게이트로 거부된 날은 같은 아침에 [retry] interval_minutes 간격으로 다시 수집하며, 마감 시각([alerts] "
+        "overdue_at, KST)까지 리포트가 없으면 "
         "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
     ),
 )

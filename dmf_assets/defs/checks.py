@@ -20,14 +20,15 @@ warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpe
 
 GATE_CHECK_NAMES = {n: f"gate_{n}_{name}" for n, (name, _) in GATE_LABELS.items()}
 
-#: the rule of each gate and the config key that sets its threshold (DESIGN.md §6)
+#: the rule of each gate and the config key that sets its threshold (DESIGN.md §6). No numbers: the
+#: thresholds are configuration, and each evaluation's description states the one it applied
 GATE_RULES = {
     1: "전송: 모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문 (transport)",
     2: "완전성: 수신 건수(페이지 간 반복 제거 후) = totalCount (completeness)",
-    3: "감소율: 마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio (기본 0.05 = 5 %)",
-    4: "결측: 등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio (기본 0.01 = 1 %)",
-    5: "중복: 중복 등록번호 비율 ≤ [gates] duplicate_max_ratio (기본 0.02 = 2 %)",
-    6: "변동률: (신규+변경+취하)/전체 ≤ [gates] churn_max_ratio (기본 0.10 = 10 %), 비교 후 평가",
+    3: "감소율: 마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
+    4: "결측: 등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+    5: "중복: 중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
+    6: "변동률: (신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
 }
 
 QUALITY_CHECKS = (

@@ -14,7 +14,7 @@ import dagster as dg
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
-from dmf_assets.clock import KST
+from dmf_assets.clock import KST, TIMEZONE_NAME
 from dmf_assets.ops.common import human_size, project_paths
 
 
@@ -76,7 +76,7 @@ def dmf_maintenance_job():
 @dg.schedule(
     job=dmf_maintenance_job,
     cron_schedule="30 5 * * *",
-    execution_timezone="Asia/Seoul",
+    execution_timezone=TIMEZONE_NAME,
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="매일 05:30(KST), 06:00 수집 전에 DB를 백업하고 보존 기간이 지난 파일을 정리합니다.",
 )

@@ -10,10 +10,11 @@ from datetime import date
 
 import dagster as dg
 
-TIMEZONE = "Asia/Seoul"
+from dmf_assets.clock import TIMEZONE_NAME
+
 FIRST_DAY = "2025-01-01"
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone=TIMEZONE, end_offset=1)
+daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone=TIMEZONE_NAME, end_offset=1)
 
 
 

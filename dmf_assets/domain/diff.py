@@ -92,6 +92,12 @@ class Watchlist:
     def is_empty(self) -> bool:
         return not (self.ingredients or self.applicants or self.manufacturers or self.countries)
 
+    @classmethod
+    def of(cls, config) -> Watchlist:
+        """From anything with the four lists as attributes (the settings' `[watchlist]` section)."""
+        return cls(tuple(config.ingredients), tuple(config.applicants), tuple(config.manufacturers),
+                   tuple(config.countries))
+
 
 @dataclass(frozen=True)
 class DiffResult:

@@ -10,11 +10,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Protocol
 
 import polars as pl
 
 from dmf_assets.domain.sites import oversize_expr
-from dmf_assets.settings import Gates, Quality
+
+
+class GateThresholds(Protocol):
+    """The thresholds the gates read (the settings' `[gates]` section satisfies it)."""
+
+    @property
+    def drop_max_ratio(self) -> float: ...
+    @property
+    def null_max_ratio(self) -> float: ...
+    @property
+    def duplicate_max_ratio(self) -> float: ...
+    @property
+    def churn_max_ratio(self) -> float: ...
+
+
+class QualityThresholds(Protocol):
+    """The expectations the quality metrics read (the settings' `[quality]` section satisfies it)."""
+
+    @property
+    def row_count_min(self) -> int: ...
+    @property
+    def row_count_max(self) -> int: ...
+    @property
+    def permit_parse_min_ratio(self) -> float: ...
+    @property
+    def new_substance_max_ratio(self) -> float: ...
+    @property
+    def synthetic_key_max(self) -> int: ...
+    @property
+    def unresolved_country_max(self) -> int: ...
+    @property
+    def oversize_max(self) -> int: ...
+    @property
+    def replacement_char_max(self) -> int: ...
+    @property
+    def stale_source_days(self) -> int: ...
 
 GATE_LABELS: dict[int, tuple[str, str]] = {
     1: ("transport", "전송"),
@@ -151,7 +187,7 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
     )
 
 
-def gate_drop(f: FetchFacts, base: BaseFacts, gates: Gates) -> GateOutcome:
+def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutcome:
     threshold = gates.drop_max_ratio
     if base.day is None or not base.total_count:
         return GateOutcome(3, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", "첫 수집일이므로 감소율을 비교하지 않습니다.")
@@ -172,7 +208,7 @@ def gate_drop(f: FetchFacts, base: BaseFacts, gates: Gates) -> GateOutcome:
     )
 
 
-def gate_nulls(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
+def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     threshold = gates.null_max_ratio
     n = frame.height
     if n == 0:
@@ -205,7 +241,7 @@ def gate_nulls(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
     )
 
 
-def gate_duplicates(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
+def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     threshold = gates.duplicate_max_ratio
     numbered = frame.filter(pl.col("permit_no").is_not_null())
     n = numbered.height
@@ -227,7 +263,7 @@ def gate_duplicates(frame: pl.DataFrame, gates: Gates) -> GateOutcome:
     )
 
 
-def gate_churn(counts: dict[str, int], population: int, gates: Gates, samples: tuple[dict, ...] = ()) -> GateOutcome:
+def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()) -> GateOutcome:
     threshold = gates.churn_max_ratio
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
     ratio = changed / max(population, 1)
@@ -248,12 +284,18 @@ def gate_churn(counts: dict[str, int], population: int, gates: Gates, samples: t
     )
 
 
+def gate_churn_without_base(gates: GateThresholds) -> GateOutcome:
+    """Gate 6 on the first accepted day (the baseline): nothing to compare, so it passes."""
+    return GateOutcome(6, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
+                       "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
+
+
 def not_evaluated(number: int, reason: str) -> GateOutcome:
     return GateOutcome(number, None, None, None, "평가하지 않음", "-", reason)
 
 
 def pre_diff_gates(
-    frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: Gates, *, pages: list | tuple = (),
+    frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: GateThresholds, *, pages: list | tuple = (),
     num_of_rows: int | None = None,
 ) -> list[GateOutcome]:
     """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived.
@@ -280,7 +322,7 @@ def quality_metrics(
     frame: pl.DataFrame,
     fetch: FetchFacts,
     day: date,
-    quality: Quality,
+    quality: QualityThresholds,
     *,
     days_since_source_change: int | None = None,
 ) -> list[QualityMetric]:

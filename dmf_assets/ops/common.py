@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from dmf_assets.settings import PROJECT_ROOT, Settings
+from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
 from dmf_assets.storage.db import database_lock, fetch_one, lock_path, query
 
 ACCEPTED_STATUSES = ("accepted", "baseline")
@@ -53,8 +53,7 @@ def project_paths(
     base = Path(root) if root else PROJECT_ROOT
 
     def resolve(value: str | Path) -> Path:
-        p = Path(value)
-        return p if p.is_absolute() else base / p
+        return resolve_path(base, value)
 
     p = settings.paths
     if dagster_home is None:

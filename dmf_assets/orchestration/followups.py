@@ -25,6 +25,7 @@ from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from dmf_assets.clock import KST
 
+#: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
 TRANSIENT_GATES = (1, 2)
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"

@@ -24,21 +24,18 @@ from dmf_assets.domain.gates import (
     GateOutcome,
     QualityMetric,
     gate_churn,
+    gate_churn_without_base,
     gate_drop,
     pre_diff_gates,
     quality_metrics,
 )
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.orchestration import commit
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history
 
 log = logging.getLogger("dmf")
-
-
-def watchlist_of(settings: Settings) -> Watchlist:
-    w = settings.watchlist
-    return Watchlist(tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries))
 
 
 # --- the values handed from one asset to the next ------------------------------------------------
@@ -174,7 +171,7 @@ def judge(
                 stale <= settings.quality.stale_source_days, f"기준일까지 {stale}일 연속 변경 없음",
             )
         )
-    rejection = history.record_judgement(
+    rejection = commit.record_judgement(
         conn,
         day,
         gates=gates,
@@ -185,7 +182,7 @@ def judge(
         fingerprint=history.frame_fingerprint(keyed),
         run_id=run_id,
         fetch_seconds=normalized.fetch.get("elapsed_s"),
-        watchlist=watchlist_of(settings),
+        watchlist=Watchlist.of(settings.watchlist),
         gate_settings=settings.gates,
     )
     reason = None if rejection is None else history.run_row(conn, day)["reason"]
@@ -253,30 +250,28 @@ def diff_and_commit(
                           reason=judged.reason or run.get("reason"), carried_forward=True,
                           seconds=time.monotonic() - started)
 
-    watchlist = watchlist_of(settings)
+    watchlist = Watchlist.of(settings.watchlist)
     if base.day != judged.base_day:
         # another day was committed between the judgement and now: the drop gate is judged again
         # against the base this day will really be compared with
         drop = gate_drop(judged.facts, base, settings.gates)
         if not drop.passed:
-            out = history.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates)
+            out = commit.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates)
             return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail,
                               rederived_day=out.rederived_day, seconds=time.monotonic() - started)
 
-    base_frame = history.load_snapshot(conn, base.day) if base.day else None
-    seen = history.previously_seen(conn, base.day) if base.day else []
+    base_frame, seen = history.load_base(conn, base)
     diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=watchlist)
     if base.day is None:
-        churn = GateOutcome(6, True, 0.0, settings.gates.churn_max_ratio, "비교 기준 없음",
-                            f"≤ {settings.gates.churn_max_ratio * 100:.2f} %", "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
+        churn = gate_churn_without_base(settings.gates)
     else:
         population = base.population or (base_frame.height if base_frame is not None else judged.keyed.height)
         churn = gate_churn(diff.counts, population, settings.gates, _churn_samples(diff))
     if not churn.passed:
-        out = history.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates)
+        out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates)
         return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=6, reason=churn.detail,
                           churn=churn, rederived_day=out.rederived_day, diff=diff, seconds=time.monotonic() - started)
-    out = history.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,
+    out = commit.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,
                             gates=settings.gates)
     return DayOutcome(day, out.status, base.day, dict(diff.counts), churn=churn, rederived_day=out.rederived_day,
                       diff=diff, seconds=time.monotonic() - started)

@@ -101,7 +101,7 @@ NEDRUG_DMF_SEARCH_PATH = "/pbp/CCBAC03/getList"
 NEDRUG_INGREDIENT_PARAM = "searchIngrKorName"
 _MAX_URL = 2000  # Excel refuses to follow hyperlinks longer than ~2,079 characters
 
-KST = timezone(timedelta(hours=9))
+from dmf_assets.clock import KST  # noqa: E402 — the one declaration of Korean time
 _WEEKDAYS_KO = "월화수목금토일"
 
 FLAG_LABELS: dict[str, str] = {

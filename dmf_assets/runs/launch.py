@@ -70,7 +70,7 @@ def definitions_with(resources: dict) -> dg.Definitions:
     from dmf_assets.defs import assets as a
 
     return dg.Definitions(
-        assets=[a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff, a.events, a.xlsx_report],
+        assets=[getattr(a, name) for name in CHAIN],  # the asset chain, declared once (followups.CHAIN)
         asset_checks=[a.report_by_0900_kst],
         jobs=[dmf_daily_job],
         sensors=[dmf_watch_sensor],

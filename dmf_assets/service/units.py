@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from dmf_assets.clock import TIMEZONE_NAME
+
 MARKER = "# Written by `dmf service install` (DMF Watch). Re-run it to update; `dmf service uninstall` removes it."
 SERVICES = ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service", "dmf-watchdog.service")
 TIMERS = ("dmf-watchdog.timer",)
@@ -134,7 +136,7 @@ def render_units(o: UnitOptions) -> dict[str, str]:
             f"{o.watchdog_every_minutes} minutes", "",
             "[Timer]", f"OnCalendar=*:0/{o.watchdog_every_minutes}",
             # right after the 09:00 KST report deadline, whatever the server's own time zone
-            "OnCalendar=*-*-* 09:01:00 Asia/Seoul",
+            f"OnCalendar=*-*-* 09:01:00 {TIMEZONE_NAME}",
             "Persistent=true", "AccuracySec=30s", "Unit=dmf-watchdog.service", "", "",
         ]) + _install_section(o, timer=True),
     }

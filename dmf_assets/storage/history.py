@@ -1,6 +1,7 @@
 """Reading and writing the day-by-day history (DESIGN.md §7). The only module that writes SQL history.
 
-Rules it keeps:
+Rules its writes keep (the decisions — which gate failed, what the next accepted day's diff is — are
+made by `orchestration.commit`, which runs these writes inside one `transaction`):
 - a day is written in one transaction: its snapshot, new versions and events together, or nothing;
 - only an accepted day gets history; judging a day rejected removes whatever an earlier run of that
   day had written, so "rejected" and "has a snapshot" can never both be true;
@@ -15,19 +16,21 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import date
+from typing import TypeVar
 
 import duckdb
 import polars as pl
 
-from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
-from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric, gate_churn, gate_drop
-from dmf_assets.settings import Gates
+from dmf_assets.domain.diff import DiffResult
+from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import NORMALIZED_COLUMNS
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.storage.db import fetch_one, query
+
+T = TypeVar("T")
 
 #: columns of record_versions that come from the keyed day frame
 VERSION_COLUMNS: tuple[str, ...] = (
@@ -79,6 +82,18 @@ def previously_seen(conn: duckdb.DuckDBPyConnection, base_day: date) -> list[str
     return [r[0] for r in conn.execute(query("history.previously_seen"), [d, d, d, d]).fetchall()]
 
 
+def load_base(conn: duckdb.DuckDBPyConnection, base: BaseFacts) -> tuple[pl.DataFrame | None, list[str]]:
+    """What a day is diffed against: the base day's snapshot and the keys seen before it (none: baseline)."""
+    if not base.day:
+        return None, []
+    return load_snapshot(conn, base.day), previously_seen(conn, base.day)
+
+
+def next_accepted_after(conn: duckdb.DuckDBPyConnection, day: date) -> date | None:
+    row = fetch_one(conn, query("history.next_accepted_after"), [day_id(day)])
+    return None if row is None else to_date(row[0])
+
+
 def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: list[str], limit: int = 10) -> list[dict]:
     """Registrations of the base day whose key is not among `keys` (samples for a failed drop gate)."""
     present = pl.DataFrame({"dmf_key": keys}, schema={"dmf_key": pl.Utf8})
@@ -110,20 +125,23 @@ def days_since_source_change(conn: duckdb.DuckDBPyConnection, base_day: date | N
     return int(fetch_one(conn, query("history.days_since_change"), [d, d])[0])
 
 
-# --- writes --------------------------------------------------------------------------------------
+# --- writes (each inside the caller's `transaction`) ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CommitOutcome:
-    day: date
-    status: str  # accepted | baseline | rejected
-    base_day: date | None
-    counts: dict[str, int]
-    rederived_day: date | None  # the next accepted day whose events were recomputed
-    seconds: float
+def transaction(conn: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
+    """Run `work` (a series of the writes below) in one transaction: all of it is committed, or none."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        result = work()
+        conn.execute("COMMIT")
+        return result
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
-def _write_gate(conn: duckdb.DuckDBPyConnection, d: int, g: GateOutcome) -> None:
+def write_gate(conn: duckdb.DuckDBPyConnection, day: date, g: GateOutcome) -> None:
+    d = day_id(day)
     conn.execute(query("history.delete_gate"), [d, g.number])
     conn.execute(
         query("history.insert_gate"),
@@ -174,74 +192,7 @@ def _counts_params(counts: dict[str, int]) -> list[int]:
     ]
 
 
-def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None,
-                   gates: Gates | None) -> date | None:
-    """Recompute the events of the next accepted day after `day` against its (new) base.
-
-    The base-dependent gates (3 drop, 6 churn) are judged again against the new base and stored, so the
-    day's gate rows never contradict its comparison base; should one now fail, that day is rejected
-    (its history removed) and the day after it is re-derived in turn.
-    """
-    row = fetch_one(conn, query("history.next_accepted_after"), [day_id(day)])
-    if row is None:
-        return None
-    nxt = to_date(row[0])
-    base = comparison_base(conn, nxt)
-    new_frame = load_snapshot(conn, nxt)
-    base_frame = load_snapshot(conn, base.day) if base.day else None
-    seen = previously_seen(conn, base.day) if base.day else []
-    diff = diff_snapshots(base_frame, new_frame, previously_seen=seen, watchlist=watchlist)
-    n = day_id(nxt)
-    if gates is not None:
-        run = run_row(conn, nxt)
-        facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
-        drop = gate_drop(facts, base, gates)
-        churn = (gate_churn(diff.counts, base.population or new_frame.height, gates) if base.day is not None
-                 else GateOutcome(6, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
-                                  "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다."))
-        _write_gate(conn, n, drop)
-        _write_gate(conn, n, churn)
-        failed = next((g for g in (drop, churn) if not g.passed), None)
-        if failed is not None:
-            _reject(conn, nxt, failed, None, time.monotonic(), watchlist, gates)
-            return nxt
-    conn.execute(query("history.delete_day_changes"), [n])
-    conn.execute(query("history.delete_day_events"), [n])
-    if base.day is not None:
-        _insert_events(conn, n, day_id(base.day), diff)
-    conn.execute(
-        query("history.set_rederived"),
-        [
-            "accepted" if base.day else "baseline",
-            day_id(base.day) if base.day else None,
-            *_counts_params(diff.counts),
-            day_id(day),
-            n,
-        ],
-    )
-    return nxt
-
-
-def _finish(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: Gates | None) -> date | None:
-    rederived = _rederive_next(conn, day, watchlist, gates)
-    conn.execute(query("history.refresh_records"))
-    conn.execute(query("history.delete_orphan_versions"))
-    conn.execute(query("history.delete_orphan_records"))
-    return rederived
-
-
-def _in_transaction(conn: duckdb.DuckDBPyConnection, work):
-    conn.execute("BEGIN TRANSACTION")
-    try:
-        result = work()
-        conn.execute("COMMIT")
-        return result
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
-def record_judgement(
+def write_judgement(
     conn: duckdb.DuckDBPyConnection,
     day: date,
     *,
@@ -253,55 +204,35 @@ def record_judgement(
     fingerprint: str,
     run_id: str | None,
     fetch_seconds: float | None,
-    watchlist: Watchlist | None,
-    gate_settings: Gates | None = None,
-) -> CommitOutcome | None:
-    """Store gates 1–5 and the quality metrics; a failed gate rejects the day right here.
-
-    Returns the rejection's CommitOutcome, or None when the day may proceed to the diff.
-    """
+) -> None:
+    """The day's run row, gates 1–5 (gate 6 removed: not yet known), quality metrics and page stats."""
     d = day_id(day)
-    started = time.monotonic()
-    failed = next((g for g in gates if g.passed is False), None)
-
-    def work():
+    conn.execute(
+        query("history.upsert_run_judgement"),
+        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, fingerprint],
+    )
+    for gate in gates:
+        write_gate(conn, day, gate)
+    conn.execute(query("history.delete_gate"), [d, 6])  # judged again -> churn not yet known
+    conn.execute(query("history.delete_quality"), [d])
+    for m in quality:
         conn.execute(
-            query("history.upsert_run_judgement"),
-            [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, fingerprint],
+            query("history.insert_quality"),
+            [d, m.name, m.label_ko, float(m.value), m.expected, m.ok, m.detail,
+             json.dumps(list(m.samples), ensure_ascii=False, default=str)],
         )
-        for gate in gates:
-            _write_gate(conn, d, gate)
-        conn.execute(query("history.delete_gate"), [d, 6])  # judged again -> churn not yet known
-        conn.execute(query("history.delete_quality"), [d])
-        for m in quality:
-            conn.execute(
-                query("history.insert_quality"),
-                [d, m.name, m.label_ko, float(m.value), m.expected, m.ok, m.detail,
-                 json.dumps(list(m.samples), ensure_ascii=False, default=str)],
-            )
-        conn.execute(query("history.delete_fetch_stats"), [d])
-        for p in pages:
-            conn.execute(
-                query("history.insert_fetch_stat"),
-                [d, p.get("page_no"), p.get("status"), p.get("rows"), p.get("total_count"), p.get("attempts"),
-                 p.get("elapsed_ms"), p.get("bytes"), p.get("sha256")],
-            )
-        if failed is None:
-            return None
-        return _reject(conn, day, failed, run_id, started, watchlist, gate_settings)
-
-    return _in_transaction(conn, work)
+    conn.execute(query("history.delete_fetch_stats"), [d])
+    for p in pages:
+        conn.execute(
+            query("history.insert_fetch_stat"),
+            [d, p.get("page_no"), p.get("status"), p.get("rows"), p.get("total_count"), p.get("attempts"),
+             p.get("elapsed_ms"), p.get("bytes"), p.get("sha256")],
+        )
 
 
-def _reject(
-    conn: duckdb.DuckDBPyConnection,
-    day: date,
-    gate: GateOutcome,
-    run_id: str | None,
-    started: float,
-    watchlist: Watchlist | None,
-    gates: Gates | None,
-) -> CommitOutcome:
+def write_rejection(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcome, *, run_id: str | None,
+                    started: float) -> BaseFacts:
+    """Mark the day rejected by `gate` and remove its history; returns its comparison base."""
     d = day_id(day)
     base = comparison_base(conn, day)
     _delete_day_history(conn, d)
@@ -311,59 +242,52 @@ def _reject(
         ["rejected", gate.number, reason, day_id(base.day) if base.day else None, None,
          0, 0, 0, 0, 0, 0, time.monotonic() - started, run_id, d],
     )
-    rederived = _finish(conn, day, watchlist, gates)
-    return CommitOutcome(day, "rejected", base.day, {}, rederived, time.monotonic() - started)
+    return base
 
 
-def reject_day(
-    conn: duckdb.DuckDBPyConnection,
-    day: date,
-    gate: GateOutcome,
-    *,
-    run_id: str | None = None,
-    watchlist: Watchlist | None = None,
-    gates: Gates | None = None,
-) -> CommitOutcome:
-    """Reject a day after the diff (gate 6, or a gate re-checked against a moved base)."""
-    started = time.monotonic()
-
-    def work():
-        _write_gate(conn, day_id(day), gate)
-        return _reject(conn, day, gate, run_id, started, watchlist, gates)
-
-    return _in_transaction(conn, work)
-
-
-def commit_day(
-    conn: duckdb.DuckDBPyConnection,
-    day: date,
-    keyed: pl.DataFrame,
-    diff: DiffResult,
-    *,
-    base: BaseFacts,
-    churn: GateOutcome,
-    run_id: str | None = None,
-    watchlist: Watchlist | None = None,
-    gates: Gates | None = None,
-) -> CommitOutcome:
-    """Write an accepted day: snapshot, versions, events — one transaction, replacing any earlier run."""
-    started = time.monotonic()
+def write_accepted(conn: duckdb.DuckDBPyConnection, day: date, keyed: pl.DataFrame, diff: DiffResult, *,
+                   base: BaseFacts, churn: GateOutcome, run_id: str | None, started: float) -> str:
+    """Write an accepted day — gate 6, snapshot, versions, events, run outcome — replacing any earlier
+    run of it; returns its status (baseline | accepted)."""
     d = day_id(day)
     status = "baseline" if base.day is None else "accepted"
+    write_gate(conn, day, churn)
+    _delete_day_history(conn, d)
+    _insert_snapshot(conn, d, keyed)
+    crash_point("history_write")  # crash-safety tests: half a day must never be visible
+    if base.day is not None:
+        _insert_events(conn, d, day_id(base.day), diff)
+    conn.execute(
+        query("history.set_run_outcome"),
+        [status, None, None, day_id(base.day) if base.day else None, keyed.height,
+         *_counts_params(diff.counts), time.monotonic() - started, run_id, d],
+    )
+    return status
 
-    def work():
-        _write_gate(conn, d, churn)
-        _delete_day_history(conn, d)
-        _insert_snapshot(conn, d, keyed)
-        crash_point("history_write")  # crash-safety tests: half a day must never be visible
-        if base.day is not None:
-            _insert_events(conn, d, day_id(base.day), diff)
-        conn.execute(
-            query("history.set_run_outcome"),
-            [status, None, None, day_id(base.day) if base.day else None, keyed.height,
-             *_counts_params(diff.counts), time.monotonic() - started, run_id, d],
-        )
-        rederived = _finish(conn, day, watchlist, gates)
-        return CommitOutcome(day, status, base.day, dict(diff.counts), rederived, time.monotonic() - started)
 
-    return _in_transaction(conn, work)
+def write_rederived(conn: duckdb.DuckDBPyConnection, day: date, *, by: date, base: BaseFacts,
+                    diff: DiffResult) -> None:
+    """Replace the events of accepted `day` by `diff` against its (new) base; `by` = the day whose commit
+    or rejection moved that base."""
+    n = day_id(day)
+    conn.execute(query("history.delete_day_changes"), [n])
+    conn.execute(query("history.delete_day_events"), [n])
+    if base.day is not None:
+        _insert_events(conn, n, day_id(base.day), diff)
+    conn.execute(
+        query("history.set_rederived"),
+        [
+            "accepted" if base.day else "baseline",
+            day_id(base.day) if base.day else None,
+            *_counts_params(diff.counts),
+            day_id(by),
+            n,
+        ],
+    )
+
+
+def tidy_records(conn: duckdb.DuckDBPyConnection) -> None:
+    """After a day's history changed: refresh the records' summary, drop versions and records no snapshot uses."""
+    conn.execute(query("history.refresh_records"))
+    conn.execute(query("history.delete_orphan_versions"))
+    conn.execute(query("history.delete_orphan_records"))

@@ -1,9 +1,9 @@
 """`dmf diff OLD NEW` — compare two registry dumps without Dagster or a database.
 
-The same acceptance gates as the pipeline (`domain.gates`, DESIGN.md §6) judge the NEW dump against
-the OLD one before anything is listed: completeness (where a dump carries a totalCount), drop, nulls,
-duplicates, and — after the diff — churn. A dump that fails one is refused (exit 3) instead of
-listing a mass withdrawal; `--force` lists the events anyway under a warning banner.
+The judging and diffing is `orchestration.compare`: the same acceptance gates as the pipeline
+(DESIGN.md §6) judge the NEW dump against the OLD one before anything is listed. A dump that fails
+one is refused (exit 3) instead of listing a mass withdrawal; `--force` lists the events anyway
+under a warning banner. This module parses the arguments and prints.
 
 Only argparse work happens at import time: `dmf` imports every command module to build its parser,
 so polars, DuckDB, pydantic and the pipeline are imported inside the handler, and never Dagster.
@@ -25,9 +25,6 @@ FORCE_BANNER = "⚠ 게이트 실패를 무시하고 표시 (--force)"
 #: gate number -> the setting that holds its threshold (for the hint in a refusal)
 _GATE_SETTING = {3: "gates.drop_max_ratio", 4: "gates.null_max_ratio", 5: "gates.duplicate_max_ratio",
                  6: "gates.churn_max_ratio"}
-
-#: what gates 4–5 (`gate_nulls`, `gate_duplicates`) read from a normalized frame
-_GATE_COLUMNS = ("row_no", "permit_no_raw", "permit_no", "ingredient", "applicant")
 
 _EPILOG = """\
 종료 코드 / exit codes:
@@ -58,55 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_diff)
 
 
-# --- the gates -----------------------------------------------------------------------------------
-
-
-class _DumpLabel(str):
-    """A dump's name where the gates print a base day (`BaseFacts.day.isoformat()`)."""
-
-    def isoformat(self) -> str:
-        return str(self)
-
-
-def _pre_diff_gates(old, new, old_snap, new_snap, gates_cfg) -> list:
-    """Gates 2–5 of the pipeline for NEW (and completeness of OLD: a partial base is no base either)."""
-    from dmf_assets.domain.gates import (
-        BaseFacts,
-        FetchFacts,
-        gate_completeness,
-        gate_drop,
-        gate_duplicates,
-        gate_nulls,
-    )
-
-    def facts(dump, snap) -> FetchFacts:  # a snapshot has one row per distinct raw row
-        return FetchFacts(
-            transport_ok=True,
-            pages_ok=dump.pages,
-            total_count=dump.total_count,
-            total_count_note=dump.total_count_note,
-            rows_received=dump.rows,
-            rows_after_dedup=snap.height,
-            duplicate_rows_dropped=dump.rows - snap.height,
-        )
-
-    # the gates read these columns only. The new snapshot is made of slices of the old one (see
-    # snapshot.build_snapshot_pair); column by column, its five columns become one chunk each for a few
-    # MB — a frame-level filter over the slices would first assemble them at ≈40× that cost (1 M rows)
-    import polars as pl
-
-    new_snap = pl.DataFrame([new_snap.get_column(c).rechunk() for c in _GATE_COLUMNS])
-    new_facts = facts(new, new_snap)
-    outcomes = []
-    for who, dump, snap in (("이전", old, old_snap), ("새", new, new_snap)):
-        if dump.total_count is not None or dump.total_count_note:
-            outcomes.append((who, gate_completeness(facts(dump, snap))))
-    base = BaseFacts(day=_DumpLabel(old.label), total_count=old.total_count or old_snap.height,  # type: ignore[arg-type]
-                     population=old_snap.height)
-    outcomes.append(("새", gate_drop(new_facts, base, gates_cfg)))
-    outcomes.append(("새", gate_nulls(new_snap, gates_cfg)))
-    outcomes.append(("새", gate_duplicates(new_snap, gates_cfg)))
-    return outcomes
+# --- printing --------------------------------------------------------------------------------------
 
 
 def _refusal(failed: list) -> str:
@@ -136,39 +85,21 @@ def _diff(args) -> int:
         os.environ.setdefault("_RJEM_MALLOC_CONF", _JEMALLOC_CONF)
     from dmf_assets.errors import UserError
     from dmf_assets.settings import load_settings
-    from dmf_assets.source.dumps import DumpError, load_dump
 
     settings = load_settings()  # a bad config is one clean message before any big file is read
-    try:  # one after the other: reading both at once was no faster on 2 cores and peaked ≈35 % higher
-        old, new = load_dump(args.old), load_dump(args.new)
+    from dmf_assets.domain.diff import Watchlist
+    from dmf_assets.orchestration.compare import compare_dumps
+    from dmf_assets.source.dumps import DumpError
+
+    watchlist = None if args.no_watchlist else Watchlist.of(settings.watchlist)
+    try:
+        compared = compare_dumps(args.old, args.new, settings.gates, watchlist, force=args.force)
     except DumpError as exc:
         raise UserError(str(exc)) from None
-
-    from dmf_assets.domain.diff import Watchlist, diff_snapshots
-    from dmf_assets.domain.gates import gate_churn
-    from dmf_assets.domain.snapshot import build_snapshot_pair_taking
-
-    frames = [old.frame, new.frame]
-    old, new = old.without_rows(), new.without_rows()  # the facts stay; the raw columns go with `frames`
-    # rows both days share are normalized once; `frames` is emptied, so the raw rows are freed early
-    old_snap, new_snap = build_snapshot_pair_taking(frames)
-    outcomes = _pre_diff_gates(old, new, old_snap, new_snap, settings.gates)
-    failed = [(who, g) for who, g in outcomes if g.passed is False]
-    if failed and not args.force:
+    failed, result = compared.failed, compared.result
+    if result is None:
         print(f"dmf: {_refusal(failed)}", file=sys.stderr)
         return EXIT_REJECTED
-
-    w = settings.watchlist
-    watchlist = None if args.no_watchlist else Watchlist(
-        tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries)
-    )
-    result = diff_snapshots(old_snap, new_snap, watchlist=watchlist)
-    churn = gate_churn(result.counts, old_snap.height, settings.gates)
-    if churn.passed is False:
-        failed.append(("새", churn))
-        if not args.force:
-            print(f"dmf: {_refusal(failed)}", file=sys.stderr)
-            return EXIT_REJECTED
     events = result.to_events()
     out = sys.stdout
     if failed:  # --force: say so first, where the user looks, and why
@@ -183,7 +114,7 @@ def _diff(args) -> int:
                 row["forced"] = True  # listed although a gate refused the dump
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return EXIT_OK
-    _print_table(result, events, old_snap.height, new_snap.height, args.include_cosmetic, out)
+    _print_table(result, events, compared.old_rows, compared.new_rows, args.include_cosmetic, out)
     return EXIT_OK
 
 

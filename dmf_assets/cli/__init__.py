@@ -1,8 +1,9 @@
-"""The `dmf` command.
+"""The `dmf` command: every command-line entry of the product lives in this package.
 
-Each subsystem owns its subcommands in a small `commands.py` module that exposes
-`register(subparsers)`; handlers return an exit code. Imports are lazy so `dmf --help` is instant
-and a broken optional part never breaks the others.
+Each group of subcommands is a small module here that exposes `register(subparsers)`; handlers
+return an exit code. Imports are lazy (the subsystems are imported inside the handlers) so
+`dmf --help` is instant and a broken optional part never breaks the others. Nothing outside
+`dmf_assets.cli` imports it: it is the top layer.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from dmf_assets.errors import UserError
 
 #: module path -> what it adds (for --help ordering only)
 COMMAND_MODULES = (
-    "dmf_assets.emulator.commands",  # dmf emulator serve | faults | truth
-    "dmf_assets.source.commands",  # dmf fetch
-    "dmf_assets.domain.commands",  # dmf diff
-    "dmf_assets.runs.commands",  # dmf demo | run | backfill | ui
-    "dmf_assets.ops.commands",  # dmf doctor | prune | backup
-    "dmf_assets.service.commands",  # dmf service install | uninstall, dmf serve-reports
-    "dmf_assets.bench.commands",  # dmf bench
-    "dmf_assets.analyst.commands",  # dmf history | asof | report
+    "dmf_assets.cli.emulator",  # dmf emulator serve | faults | truth
+    "dmf_assets.cli.fetch",  # dmf fetch
+    "dmf_assets.cli.diff",  # dmf diff
+    "dmf_assets.cli.runs",  # dmf demo | run | backfill | ui
+    "dmf_assets.cli.ops",  # dmf doctor | prune | backup
+    "dmf_assets.cli.service",  # dmf service install | uninstall, dmf serve-reports
+    "dmf_assets.cli.bench",  # dmf bench
+    "dmf_assets.cli.analyst",  # dmf history | asof | report
 )
 
 

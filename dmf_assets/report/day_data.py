@@ -1,4 +1,5 @@
-"""Assemble a DayReport (and the day's event list) from the history database."""
+"""Assemble a DayReport (and the day's event list) from the history database (storage reads and the
+named report queries, sql/queries/report.sql)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def _status(run: dict) -> DayStatus:
 
 
 def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
-    from dmf_assets.analyst.products import product_hits
+    from dmf_assets.report.products import product_hits
 
     rows = []
     dicts = list(frame.iter_rows(named=True))
@@ -223,7 +224,7 @@ def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
 
 def _products(settings: Settings) -> tuple[tuple, str | None]:
     """(products, problem): a broken product list never stops the daily workbook — it is reported."""
-    from dmf_assets.analyst.products import ProductsError, products_of
+    from dmf_assets.report.products import ProductsError, products_of
 
     try:
         return products_of(settings), None
@@ -232,7 +233,7 @@ def _products(settings: Settings) -> tuple[tuple, str | None]:
 
 
 def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None) -> DayReport:
-    from dmf_assets.analyst.queries import registry_asof
+    from dmf_assets.storage.registry import registry_asof
 
     run = history.run_row(conn, day)
     if run is None or run["status"] == "pending":
@@ -447,7 +448,7 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
 
 def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
     """Every event of the accepted days in [start, end] and the net effect per registration."""
-    from dmf_assets.analyst.products import products_of
+    from dmf_assets.report.products import products_of
     from dmf_assets.domain.model import SEVERITY_RANK
 
     products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error

@@ -216,12 +216,12 @@ ASOF_COLUMNS = (
 
 
 def _asof(args) -> int:
-    from dmf_assets.analyst import queries as q
+    from dmf_assets.storage.registry import NoHistory, registry_asof
 
     with _connect(args) as (settings, conn):
         try:
-            accepted, frame = q.registry_asof(conn, args.date)
-        except q.NoHistory as exc:
+            accepted, frame = registry_asof(conn, args.date)
+        except NoHistory as exc:
             raise UserError(str(exc)) from None
     note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
@@ -272,7 +272,7 @@ def _sites_line(sites) -> str:
 
 def _report(args) -> int:
     from dmf_assets.report.workbook import write_period_workbook
-    from dmf_assets.storage.report_data import build_period_report
+    from dmf_assets.report.day_data import build_period_report
 
     if args.end < args.start:
         raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
