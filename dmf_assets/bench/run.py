@@ -133,9 +133,10 @@ def measure_command(args: list[str], *, repeats: int, warmup: bool = True, env: 
 def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
     """The emulator's registry of each day, archived exactly as `dmf run` archives it (data/raw/D)."""
     from dmf_assets.settings import load_settings
-    from dmf_assets.source.client import FetchConfig, fetch_day
+    from dmf_assets.emulator.client import mfds_client_from_settings
+    from dmf_assets.source.fetch import fetch_day
 
-    config = FetchConfig.from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
+    config = mfds_client_from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
                                        base_url=EMULATOR_URL, emulator_faults={})
     for d in days:
         result = fetch_day(config, d)
