@@ -18,7 +18,7 @@ from pydantic import Field
 
 from dmf_assets.emulator.app import DATE_HEADER, EmulatorApp
 from dmf_assets.emulator.transport import EmulatorTransport
-from dmf_assets.settings import EMULATOR_URL, Emulator, Settings, settings
+from dmf_assets.settings import Emulator, Settings, settings
 from dmf_assets.source.client import MfdsClient, setting_default
 from dmf_assets.source.endpoint import resolve_endpoint
 
@@ -71,7 +71,7 @@ def client_class(base_url: str) -> type[MfdsClient]:
 def mfds_client(*, service_key: str | None = None, **fields: Any) -> MfdsClient:
     """The client `client_class` picks for `fields["base_url"]`, built from `fields` (the emulator's
     fields are dropped for the real API). `service_key`: a key given in code instead of the environment."""
-    cls = client_class(fields.get("base_url", EMULATOR_URL))
+    cls = client_class(fields.get("base_url", MfdsClient.model_fields["base_url"].default))
     if cls is not EmulatorMfdsClient:
         twin_only = set(EmulatorMfdsClient.model_fields) - set(MfdsClient.model_fields)
         fields = {k: v for k, v in fields.items() if k not in twin_only}
