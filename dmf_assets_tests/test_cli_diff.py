@@ -15,7 +15,8 @@ import pytest
 from dmf_assets.domain.model import Event
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.emulator.scoring import score
-from dmf_assets.source.client import FetchConfig, fetch_day
+from dmf_assets.emulator.client import mfds_client_from_settings
+from dmf_assets.source.fetch import fetch_day
 from dmf_assets.settings import load_settings
 
 D1, D2 = date(2026, 10, 5), date(2026, 10, 9)
@@ -54,7 +55,7 @@ def test_items_json_files(tmp_path, real_fixture_files):
 
 def test_api_pages_and_archived_days_scored_against_truth(tmp_path):
     raw = tmp_path / "raw"
-    config = FetchConfig.from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
+    config = mfds_client_from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
     for d in (D1, D2):
         assert fetch_day(config, d).status == "complete"
     result = dmf("diff", str(raw / D1.isoformat()), str(raw / D2.isoformat()), "--format", "jsonl", "--no-watchlist")

@@ -21,7 +21,8 @@ import pytest
 from dmf_assets.cli.diff import EXIT_REJECTED, EXIT_UNREADABLE, FORCE_BANNER
 from dmf_assets.emulator.app import KEY_ERROR_XML
 from dmf_assets.settings import load_settings
-from dmf_assets.source.client import FetchConfig, fetch_day
+from dmf_assets.emulator.client import mfds_client_from_settings
+from dmf_assets.source.fetch import fetch_day
 from dmf_assets.source.dumps import load_items
 
 D1, D2 = date(2026, 10, 7), date(2026, 10, 8)
@@ -32,7 +33,7 @@ def days(tmp_path_factory) -> dict:
     """Two archived emulator days, D2's rows, and a config with the documented default gates."""
     tmp = tmp_path_factory.mktemp("diff_gates")
     raw = tmp / "raw"
-    config = FetchConfig.from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
+    config = mfds_client_from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
     for d in (D1, D2):
         assert fetch_day(config, d).status == "complete"
     cfg = tmp / "empty.toml"

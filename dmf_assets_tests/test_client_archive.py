@@ -15,7 +15,9 @@ from dmf_assets.emulator.app import EmulatorApp, StaticItemSource, seoul_today
 from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.source.archive import DayArchive
-from dmf_assets.source.client import FetchConfig, MfdsClient, fetch_day
+from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client
+from dmf_assets.source.client import MfdsClient
+from dmf_assets.source.fetch import fetch_day
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, PastDateUnavailable, RequestCapExceeded
 from dmf_assets_tests.test_client_support import (
     FAKE_KEY,
@@ -30,11 +32,11 @@ from dmf_assets_tests.test_client_support import (
 REAL_BASE = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"
 
 
-def _cfg(base_url: str, raw: Path, **kw) -> FetchConfig:
+def _cfg(base_url: str, raw: Path, **kw) -> MfdsClient:
     values = dict(base_url=base_url, service_key=FAKE_KEY_ENCODED, num_of_rows=1000, read_timeout_s=0.5,
                   connect_timeout_s=0.5, backoff_base_s=0.01, backoff_max_s=0.05, raw_dir=str(raw))
     values.update(kw)
-    return FetchConfig(**values)
+    return mfds_client(**values)
 
 
 def _items_json(items: list[dict]) -> bytes:
@@ -145,15 +147,15 @@ def test_a_failed_refetch_never_replaces_a_complete_archive(tmp_path):
 
 def test_two_fetches_of_the_same_emulator_date_are_byte_identical(tmp_path):
     """Full registry (RegistrySimulator when present) through the default in-process emulator."""
-    a = fetch_day(FetchConfig(raw_dir=str(tmp_path / "a"), num_of_rows=1000), "2026-06-15")
-    b = fetch_day(FetchConfig(raw_dir=str(tmp_path / "b"), num_of_rows=1000), "2026-06-15")
+    a = fetch_day(mfds_client(raw_dir=str(tmp_path / "a"), num_of_rows=1000), "2026-06-15")
+    b = fetch_day(mfds_client(raw_dir=str(tmp_path / "b"), num_of_rows=1000), "2026-06-15")
     assert a.status == b.status == "complete" and a.source == "emulator"
     assert 8_500 <= a.rows_after_dedup <= 10_500 and a.requests == -(-a.total_count // 1000)
     assert _items_json(a.items) == _items_json(b.items)
     pages_a = sorted((Path(a.archive_dir)).glob("page-*.gz"))
     assert [p.read_bytes() for p in pages_a] == [(Path(b.archive_dir) / p.name).read_bytes() for p in pages_a]
     assert _items_json(a.items) != _items_json(
-        fetch_day(FetchConfig(raw_dir=str(tmp_path / "c"), num_of_rows=1000), "2026-07-15").items
+        fetch_day(mfds_client(raw_dir=str(tmp_path / "c"), num_of_rows=1000), "2026-07-15").items
     )
 
 
@@ -212,7 +214,7 @@ def test_lock_allows_one_fetch_per_day(tmp_path):
 def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("DMF_TEST_MFDS_KEY", FAKE_KEY_ENCODED)
     # the resource names the variable; the key itself is read from the environment at run time only
-    resource = MfdsClient(service_key_env="DMF_TEST_MFDS_KEY", raw_dir=str(tmp_path), num_of_rows=1000)
+    resource = EmulatorMfdsClient(service_key_env="DMF_TEST_MFDS_KEY", raw_dir=str(tmp_path), num_of_rows=1000)
     assert_key_absent(None, repr(resource), str(resource))
     seen: dict = {}
 

@@ -10,14 +10,9 @@ from email.utils import format_datetime
 import pytest
 
 from dmf_assets.emulator.app import KEY_ERROR_XML, QUOTA_ERROR_XML, EmulatorApp, StaticItemSource
-from dmf_assets.source.client import (
-    Politeness,
-    Redactor,
-    backoff_s,
-    decode_service_key,
-    parse_retry_after,
-    resolve_endpoint,
-)
+from dmf_assets.source.endpoint import resolve_endpoint
+from dmf_assets.source.politeness import Politeness, backoff_s, parse_retry_after
+from dmf_assets.source.service_key import Redactor, decode_service_key
 from dmf_assets.source.envelope import parse_page
 from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
 from dmf_assets_tests.test_client_support import FAKE_KEY, FAKE_KEY_ENCODED, KEY_CORE, fixture_rows

@@ -60,7 +60,7 @@ def _simulator():
         import dmf_assets.emulator.registry  # noqa: F401
     except ImportError:
         return None
-    from dmf_assets.source.client import default_simulator
+    from dmf_assets.emulator.client import default_simulator
 
     sim = default_simulator(20250101)  # shared with the client's in-process emulator
     sim.items(FAULT_DAY)  # build the event log now, not inside a request with a 0.5 s read timeout

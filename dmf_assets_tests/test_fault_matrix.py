@@ -120,7 +120,7 @@ def _baseline(base_dir: Path) -> Path:
 
 
 def _warm() -> None:
-    from dmf_assets.source.client import default_simulator
+    from dmf_assets.emulator.client import default_simulator
 
     default_simulator(SEED).items(FAULT_DAY)  # build the registry's event log once per worker
 
@@ -151,7 +151,8 @@ def run_kind(kind: str, base_dir: str) -> dict:
 def _run_kind(kind: str, base_dir: Path) -> dict:
     from dmf_assets.domain.text import display_text
     from dmf_assets.runs import launch
-    from dmf_assets.source.client import default_simulator, read_manifest
+    from dmf_assets.emulator.client import default_simulator
+    from dmf_assets.source.fetch import read_manifest
     from dmf_assets.storage import history
     from dmf_assets.report.day_data import stored_events
     from dmf_assets_tests.graph_support import runs_by_day

@@ -8,7 +8,7 @@ byte-code cache is warm (one untimed run first); figures with repeats report the
 and backfill runs use a throw-away project folder (its own config, database, reports and
 DAGSTER_HOME) and the in-process emulator, so they survive any rewrite of the orchestration as long
 as `dmf run` / `dmf backfill` keep their command line. Inputs (archived emulator days, synthetic
-dumps from `emulator.registry.synthetic_registry` + `churn_day`) are made before timing starts.
+dumps from `emulator.synthetic.synthetic_registry` + `churn_day`) are made before timing starts.
 
 bench/README.md explains every number; results go to bench/results/latest.json (+ a dated copy) and
 each figure is printed beside the previous result.
@@ -133,9 +133,10 @@ def measure_command(args: list[str], *, repeats: int, warmup: bool = True, env: 
 def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
     """The emulator's registry of each day, archived exactly as `dmf run` archives it (data/raw/D)."""
     from dmf_assets.settings import load_settings
-    from dmf_assets.source.client import FetchConfig, fetch_day
+    from dmf_assets.emulator.client import mfds_client_from_settings
+    from dmf_assets.source.fetch import fetch_day
 
-    config = FetchConfig.from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
+    config = mfds_client_from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
                                        base_url=EMULATOR_URL, emulator_faults={})
     for d in days:
         result = fetch_day(config, d)
@@ -145,7 +146,7 @@ def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
 
 def synthetic_dumps(workdir: Path, rows: int) -> tuple[Path, Path]:
     """A `rows`-row synthetic registry and its churned next day as items JSON files (like a saved dump)."""
-    from dmf_assets.emulator.registry import churn_day, synthetic_registry
+    from dmf_assets.emulator.synthetic import churn_day, synthetic_registry
 
     old_path, new_path = workdir / f"dump_{rows}_old.json", workdir / f"dump_{rows}_new.json"
     base = synthetic_registry(rows, seed=1)

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from dmf_assets.emulator.app import seoul_today
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.settings import settings
-    from dmf_assets.source.client import FetchConfig, fetch_day, resolve_endpoint
+    from dmf_assets.emulator.client import mfds_client_from_settings
+    from dmf_assets.source.endpoint import resolve_endpoint
+    from dmf_assets.source.fetch import fetch_day
     from dmf_assets.source.errors import SourceError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
@@ -46,14 +48,14 @@ def run(args: argparse.Namespace) -> int:
     if args.raw_dir:
         overrides["raw_dir"] = args.raw_dir
     try:
-        config = FetchConfig.from_settings(s, **overrides)
+        config = mfds_client_from_settings(s, **overrides)
         endpoint = resolve_endpoint(config.base_url)
         if args.fault:
             if endpoint.kind != "emulator":
                 raise UserError("--fault works only with the in-process emulator (base URL emulator://local); "
                                 "for a loopback server pass --fault to `dmf emulator serve`")
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
-            config = FetchConfig(**{**config.__dict__, "emulator_faults": plan.to_config()})
+            config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
         day = args.date or seoul_today().isoformat()
         result = fetch_day(config, day, resume=not args.no_resume)
     except (SourceError, ValueError) as exc:

@@ -20,7 +20,7 @@ from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets import notify
 from dmf_assets.orchestration import alerting, followups
 from dmf_assets.settings import load_settings
-from dmf_assets.source.client import resolve_endpoint
+from dmf_assets.source.endpoint import resolve_endpoint
 
 dmf_daily_job = dg.define_asset_job(
     "dmf_daily_job",

@@ -8,7 +8,6 @@ embedded emulator runs with plain `dagster dev` / `dagster asset materialize` an
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +16,8 @@ import duckdb
 from dagster_duckdb import DuckDBResource
 
 from dmf_assets.defs.io import DayStoreIOManager
+from dmf_assets.emulator.client import EmulatorMfdsClient, client_class
 from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
-from dmf_assets.source.client import FetchConfig, MfdsClient
 from dmf_assets.storage.db import open_database
 
 
@@ -70,15 +69,14 @@ def build_resources(
     def resolve(p: str) -> str:
         return str(Path(p) if Path(p).is_absolute() else root / p)
 
-    fetch = FetchConfig.from_settings(
-        settings,
-        raw_dir=resolve(settings.paths.raw_dir),
-        base_url=base_url or settings.source.base_url,
-        emulator_faults=dict(emulator_faults if emulator_faults is not None else settings.emulator.faults),
-    )
-    client_fields = {f.name: getattr(fetch, f.name) for f in dataclasses.fields(FetchConfig) if f.name != "service_key"}
+    base_url = base_url or settings.source.base_url
+    # the source or its replay twin: the emulator client for emulator:// and loopback URLs
+    mfds_class = client_class(base_url)
+    mfds_fields = {**mfds_class.settings_values(settings), "base_url": base_url, "raw_dir": resolve(settings.paths.raw_dir)}
+    if issubclass(mfds_class, EmulatorMfdsClient) and emulator_faults is not None:
+        mfds_fields["emulator_faults"] = dict(emulator_faults)
     return {
-        "mfds": MfdsClient(**{**client_fields, **client_overrides}),
+        "mfds": mfds_class(**{**mfds_fields, **client_overrides}),
         "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir)),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
         "io_manager": DayStoreIOManager(staging_dir=resolve(settings.paths.staging_dir)),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from dmf_assets.emulator import _keys, _vocab
+from dmf_assets.emulator._sampling import cumulative, pick
 from dmf_assets.emulator._vocab import COUNTRIES, Country
 from dmf_assets.domain.countries import canonical_country
 
@@ -130,11 +131,11 @@ class Factory:
         self.grants: dict[str, list[str]] = {}  # base number -> suffixes used
         self.nd_seq: dict[int, int] = {}  # new-substance first number -> last second number
         self.ingredients = self._build_ingredients(seed_rows or [])
-        self._ingr_weights = _cumulative([i.weight for i in self.ingredients])
+        self._ingr_weights = cumulative([i.weight for i in self.ingredients])
         self.applicants = self._build_applicants()
-        self._app_weights = _cumulative([a.weight for a in self.applicants])
+        self._app_weights = cumulative([a.weight for a in self.applicants])
         self.manufacturers = self._build_manufacturers()
-        self._country_weights = _cumulative([c.entries for c in COUNTRIES])
+        self._country_weights = cumulative([c.entries for c in COUNTRIES])
         self._nd_used = {i.nd_no for i in self.ingredients if i.kind == "ND"}
 
     # --- vocabularies ------------------------------------------------------------------------
@@ -232,25 +233,25 @@ class Factory:
                 seen.add(key)
                 pool.append((Manufacturer(name, _vocab.manufacturer_address(rng, c), c), rng.paretovariate(1.4)))
             pools[c.canonical] = pool
-        self._mfr_cum = {k: _cumulative([w for _, w in v]) for k, v in pools.items()}
+        self._mfr_cum = {k: cumulative([w for _, w in v]) for k, v in pools.items()}
         return pools
 
     # --- drawing -----------------------------------------------------------------------------
     def pick_ingredient(self) -> Ingredient:
-        return self.ingredients[_pick(self.rng, self._ingr_weights)]
+        return self.ingredients[pick(self.rng, self._ingr_weights)]
 
     def pick_applicant(self, exclude_bizrno: str | None = None) -> Applicant:
         while True:
-            a = self.applicants[_pick(self.rng, self._app_weights)]
+            a = self.applicants[pick(self.rng, self._app_weights)]
             if a.bizrno != exclude_bizrno:
                 return a
 
     def pick_country(self) -> Country:
-        return COUNTRIES[_pick(self.rng, self._country_weights)]
+        return COUNTRIES[pick(self.rng, self._country_weights)]
 
     def pick_manufacturer(self, country: Country) -> Manufacturer:
         pool = self.manufacturers[country.canonical]
-        return pool[_pick(self.rng, self._mfr_cum[country.canonical])][0]
+        return pool[pick(self.rng, self._mfr_cum[country.canonical])][0]
 
     def draw_sites(self, ingredient: Ingredient, first_country: Country | None = None):
         rng = self.rng
@@ -272,7 +273,7 @@ class Factory:
     def random_issue_date(self, earliest: date, latest: date) -> date:
         rng = self.rng
         years = [y for y in _YEAR_WEIGHTS if earliest.year <= y <= latest.year] or [latest.year]
-        y = years[_pick(rng, _cumulative([_YEAR_WEIGHTS.get(y, 1.0) for y in years]))]
+        y = years[pick(rng, cumulative([_YEAR_WEIGHTS.get(y, 1.0) for y in years]))]
         lo = max(earliest, date(y, 1, 1))
         hi = min(latest, date(y, 12, 31))
         d = lo + timedelta(days=rng.randint(0, max(0, (hi - lo).days)))
@@ -402,16 +403,9 @@ def _group_for(no: int, rng: random.Random) -> str:
     return "I"
 
 
-def _cumulative(weights: list[float]) -> list[float]:
-    out, s = [], 0.0
-    for w in weights:
-        s += w
-        out.append(s)
-    return out
-
-
-def _pick(rng: random.Random, cum: list[float]) -> int:
-    return min(len(cum) - 1, bisect.bisect_right(cum, rng.random() * cum[-1]))
+def group_date(ing: Ingredient) -> date:
+    """The earliest issue date an ingredient's registration group allows."""
+    return GROUP_DATES.get(ing.group, date(2003, 1, 1))
 
 
 # --- static text quirks (at creation) -------------------------------------------------------------

@@ -21,9 +21,10 @@ from typing import Protocol
 from urllib.parse import parse_qsl, unquote, urlencode
 
 from dmf_assets.emulator import faults as F
+from dmf_assets.settings import API_OPERATION
+from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 
-SERVICE_PATH = "/1471000/MdcDmfInfoService01/getMdcDmfList01"
-SERVICE_BASE_PATH = "/1471000/MdcDmfInfoService01"
+SERVICE_PATH = f"{SERVICE_BASE_PATH}/{API_OPERATION}"
 MAX_NUM_OF_ROWS = 1000  # the portal caps page size; larger requests are served 1000 rows
 DEFAULT_NUM_OF_ROWS = 10  # data.go.kr default when numOfRows is absent
 DATE_HEADER = "X-Emulator-Date"

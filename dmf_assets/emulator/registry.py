@@ -7,25 +7,21 @@ published without one, substantive changes, cosmetic re-typings, withdrawals and
 Each registration is an *entity* with a list of (first day, row) versions, so `items(day)` is a
 replay (one bisect per entity) and `truth(old, new)` compares the two rendered states directly.
 
-`synthetic_registry` / `churn_day` reuse the same record factory for benchmark-sized frames.
+Benchmark-sized frames (`synthetic_registry`, `churn_day`) live in `synthetic.py`.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import math
 import random
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-import polars as pl
-
-from dmf_assets.domain.model import API_FIELDS, EventType, GroundTruth, TruthChange
+from dmf_assets.domain.model import API_FIELDS, GroundTruth
 from dmf_assets.emulator import _keys, _vocab
 from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
 from dmf_assets.emulator._calendar import (
@@ -38,13 +34,22 @@ from dmf_assets.emulator._calendar import (
     parse_day,
     previous_business_day,
 )
+from dmf_assets.emulator._edits import (
+    COMPARED_POSITIONS,
+    SINGLE_SITE_EDITS,
+    SUBSTANTIVE_EDITS,
+    SUBSTANTIVE_KINDS,
+    compare_rows,
+    is_valid_substantive,
+    single_site,
+    truth_change,
+)
 from dmf_assets.emulator._records import (
     ADDR,
     APP,
     BIZ,
     CTRY,
     DATE,
-    GROUP_DATES,
     ING,
     MFR,
     NOTICE,
@@ -53,170 +58,19 @@ from dmf_assets.emulator._records import (
     Draft,
     Factory,
     Row,
-    canonical_of,
     cosmetic_edit,
+    group_date,
     malform_number,
-    site_count,
     split_grant,
 )
+from dmf_assets.emulator._sampling import allocate, cumulative, pick, poisson
 
-__all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "synthetic_registry", "churn_day", "compare_rows"]
+__all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "compare_rows"]
 
-#: model.COMPARED_FIELDS name -> position in a row (API field order)
-COMPARED_POSITIONS: dict[str, int] = {
-    "permit_no": P, "ingredient": ING, "applicant": APP, "bizrno": BIZ, "manufacturer": MFR,
-    "address": ADDR, "countries": CTRY, "issue_date": DATE, "target_class": NOTICE,
-}
 SEED_DATE = date.fromisoformat(_vocab.SEED_OBSERVED_ON)
 INITIAL_SIZE = 8600
 #: registry size the simulation steers towards (DESIGN.md §2: 9,167 on 2026-10-08)
 SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
-SUBSTANTIVE_KINDS = ("mfr_add", "mfr_replace", "address", "country", "transfer", "rename", "ingredient",
-                     "issue_date", "notice")
-
-
-# --- comparison (ground truth) ---------------------------------------------------------------------
-
-
-def compare_rows(old: Row, new: Row) -> tuple[frozenset[str], frozenset[str]]:
-    """(substantive fields, cosmetic fields) between two renderings of one registration."""
-    subst, cosm = [], []
-    for fld, i in COMPARED_POSITIONS.items():
-        a, b = old[i], new[i]
-        # DESIGN §5: versions are told apart by display values; a re-typing that normalizes away
-        # (extra spaces, a trailing CR/LF) is not a change at all
-        if a == b or _keys.field_display(fld, a) == _keys.field_display(fld, b):
-            continue
-        # a site added/removed (even in a country already listed) is never cosmetic (DESIGN §5, issue 12)
-        if _keys.field_key(fld, a) != _keys.field_key(fld, b) or (fld == "countries" and site_count(old) != site_count(new)):
-            subst.append(fld)
-        else:
-            cosm.append(fld)
-    return frozenset(subst), frozenset(cosm)
-
-
-def _truth_change(eid: int, old: Row | None, new: Row | None, reappeared: bool = False) -> TruthChange | None:
-    if old is None and new is None:
-        return None
-    if old is None:
-        return TruthChange(eid, EventType.NEW, _keys.permit_key(new[P]), is_reappearance=reappeared)
-    if new is None:
-        return TruthChange(eid, EventType.WITHDRAWN, _keys.permit_key(old[P]), base_permit_no=_keys.permit_key(old[P]))
-    if old == new:
-        return None
-    subst, cosm = compare_rows(old, new)
-    if not subst and not cosm:
-        return None
-    return TruthChange(
-        eid,
-        EventType.CHANGED,
-        _keys.permit_key(new[P]),
-        base_permit_no=_keys.permit_key(old[P]),
-        substantive_fields=subst,
-        cosmetic_fields=cosm,
-        number_assigned=old[P] is None and new[P] is not None,
-        is_transfer="bizrno" in subst,
-    )
-
-
-# --- substantive edits (pure: row in, (row, description, target fields) out) ----------------------------
-
-_Edit = tuple[Row, str, tuple[str, ...]]
-
-
-def _single_site(row: Row) -> bool:
-    return site_count(row) == 1 and not (row[MFR] or "").rstrip().endswith(",")
-
-
-def _is_valid_substantive(old: Row, edit: _Edit) -> bool:
-    """Every target field changes its matching key under every key variant (see _keys.py)."""
-    new, _, fields = edit
-    return all(_keys.is_substantive_edit(fld, old[COMPARED_POSITIONS[fld]], new[COMPARED_POSITIONS[fld]])
-               for fld in fields)
-
-
-def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    c = f.pick_country()
-    m = f.pick_manufacturer(c)
-    role = rng.choice(_vocab.ROLE_PREFIXES).format(ingr=(row[ING] or "").strip()) if rng.random() < 0.3 else ""
-    sep = "," if rng.random() < 0.55 else ", "
-    mfr = (row[MFR] or "").rstrip().rstrip(",")
-    new = row[:MFR] + (f"{mfr}{sep}{role}{m.name}", f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
-                       f"{row[CTRY]},{c.spell(rng)}") + row[CTRY + 1:]
-    return new, f"manufacturer added: {role}{m.name} ({c.canonical})", ("manufacturer", "address")
-
-
-def _country_of(row: Row):
-    return COUNTRY_BY_NAME.get(canonical_of(row[CTRY] or "") or "")
-
-
-def _edit_mfr_replace(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    current = _country_of(row)
-    c = current if current and rng.random() < 0.7 else f.pick_country()
-    m = f.pick_manufacturer(c)
-    new = row[:MFR] + (m.name, m.address, c.spell(rng)) + row[CTRY + 1:]
-    return new, f"manufacturer replaced: {row[MFR]!r} -> {m.name!r}", ("manufacturer", "address")
-
-
-def _edit_address(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    addr = _vocab.manufacturer_address(rng, _country_of(row) or COUNTRIES[0])
-    return row[:ADDR] + (addr,) + row[ADDR + 1:], f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
-
-
-def _edit_country(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    spelling = f.pick_country().spell(rng)
-    return (row[:CTRY] + (spelling,) + row[CTRY + 1:], f"country corrected: {row[CTRY]!r} -> {spelling!r}",
-            ("countries",))
-
-
-def _edit_transfer(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    a = f.pick_applicant(row[BIZ])
-    new = row[:APP] + (a.name,) + row[APP + 1:BIZ] + (a.bizrno,) + row[BIZ + 1:]
-    return new, f"transferred (양도양수): {row[APP]} [{row[BIZ]}] -> {a.name} [{a.bizrno}]", ("applicant", "bizrno")
-
-
-def _edit_rename(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    name = _vocab.korean_company_name(rng)
-    return row[:APP] + (name,) + row[APP + 1:], f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
-
-
-def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    name = (row[ING] or "").strip()
-    r = rng.random()
-    if r < 0.4:
-        fixed = name + rng.choice(_vocab.CORRECTION_SUFFIXES)
-    elif r < 0.7:
-        fixed = name[3:] if name.startswith("미분화") else "미분화" + name
-    else:
-        salts = [s for s in _vocab.CORRECTION_SUFFIXES if name.endswith(s) and len(name) > len(s) + 1]
-        if not salts:
-            return None
-        fixed = name[: -len(salts[0])]
-    return row[:ING] + (fixed,) + row[ING + 1:], f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
-
-
-def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    if row[DATE] is None:
-        return None
-    old = date.fromisoformat(row[DATE])
-    new_date = min(today, old + timedelta(days=rng.choice((-1, 1)) * rng.randint(1, 45)))
-    if new_date == old:
-        return None
-    return (row[:DATE] + (new_date.isoformat(),) + row[DATE + 1:],
-            f"issue date corrected: {row[DATE]} -> {new_date.isoformat()}", ("issue_date",))
-
-
-def _edit_notice(rng: random.Random, f: Factory, row: Row, today: date) -> _Edit | None:
-    value = rng.choices(("별표1", "기타", "신물질", "별표1의2", ""), (0.35, 0.35, 0.15, 0.1, 0.05))[0]
-    return row[:NOTICE] + (value,), f"target class changed: {row[NOTICE]!r} -> {value!r}", ("target_class",)
-
-
-SUBSTANTIVE_EDITS = {
-    "mfr_add": _edit_mfr_add, "mfr_replace": _edit_mfr_replace, "address": _edit_address,
-    "country": _edit_country, "transfer": _edit_transfer, "rename": _edit_rename,
-    "ingredient": _edit_ingredient, "issue_date": _edit_issue_date, "notice": _edit_notice,
-}
-SINGLE_SITE_EDITS = frozenset({"mfr_replace", "address", "country"})
 
 
 # --- the simulation ----------------------------------------------------------------------------------
@@ -357,16 +211,16 @@ class _Timeline:
         n_gen = INITIAL_SIZE - len(initial) - n_pending - n_dups
         n_grants = int(n_gen * 0.3)
         n_orig = n_gen - n_grants
-        slots = _allocate([a.weight for a in f.applicants], n_gen)
+        slots = allocate([a.weight for a in f.applicants], n_gen)
         rng.shuffle(slots)
-        countries = _allocate([c.entries / 1.1 for c in COUNTRIES], n_gen)
+        countries = allocate([c.entries / 1.1 for c in COUNTRIES], n_gen)
         rng.shuffle(countries)
         latest = FIRST_DATE - timedelta(days=1)
         drafts: list[Draft] = []
         for i in range(n_orig):
             applicant = f.applicants[slots[i]]
             ing = f.pick_ingredient()
-            earliest = max(date(2003, 6, 1), _group_date(ing))
+            earliest = max(date(2003, 6, 1), group_date(ing))
             issue = f.random_issue_date(earliest, latest)
             drafts.append(f.original(issue, applicant, ingredient=ing, first_country=COUNTRIES[countries[i]]))
         drafts.sort(key=lambda d: (d.accept, d.issue))
@@ -378,13 +232,13 @@ class _Timeline:
         by_country: dict[int, list[tuple[Row, Draft]]] = {}
         for brow, bd in originals:
             by_country.setdefault(COUNTRIES.index(bd.sites[0][1].country), []).append((brow, bd))
-        weights = {k: _cum([rng.paretovariate(1.1) for _ in v]) for k, v in by_country.items()}
+        weights = {k: cumulative([rng.paretovariate(1.1) for _ in v]) for k, v in by_country.items()}
         plan = []
         for i in range(n_orig, n_gen):
             applicant = f.applicants[slots[i]]
             group = countries[i] if countries[i] in by_country else 0
             for _ in range(20):
-                brow, bd = by_country[group][_pick(rng, weights[group])]
+                brow, bd = by_country[group][pick(rng, weights[group])]
                 if bd.applicant.bizrno != applicant.bizrno and bd.issue < latest - timedelta(days=20):
                     break
             gissue = f.random_issue_date(bd.issue + timedelta(days=20), latest)
@@ -521,7 +375,7 @@ class _Timeline:
     def _new_registrations(self, di: int, d: date, mean: float) -> None:
         rng, f = self.rng, self.factory
         lam = mean * rng.gammavariate(2.5, 1 / 2.5)
-        n = min(10, _poisson(rng, lam))
+        n = min(10, poisson(rng, lam))
         if n == 0 and rng.random() < 0.5:  # the real registry rarely has a working day without one
             n = 1
         for _ in range(n):
@@ -602,13 +456,13 @@ class _Timeline:
                     return
                 continue
             edit_fn = SUBSTANTIVE_EDITS[kind]
-            e = self._pick_editable(di, (lambda e: _single_site(e.current)) if kind in SINGLE_SITE_EDITS else
+            e = self._pick_editable(di, (lambda e: single_site(e.current)) if kind in SINGLE_SITE_EDITS else
                                     (lambda e: True))
             if e is not None and self._apply(di, e, edit_fn(self.rng, self.factory, e.current, d)):
                 return
 
     def _apply(self, di: int, e: _Entity, edit: tuple[Row, str, tuple[str, ...]] | None) -> bool:
-        if edit is None or not _is_valid_substantive(e.current, edit):
+        if edit is None or not is_valid_substantive(e.current, edit):
             return False
         old = e.current
         e.set(di, edit[0])
@@ -641,41 +495,6 @@ class _Timeline:
                       f"(#{', #'.join(map(str, members))})")
         return True
 
-
-
-def _group_date(ing) -> date:
-    return GROUP_DATES.get(ing.group, date(2003, 1, 1))
-
-
-def _allocate(weights: list[float], n: int) -> list[int]:
-    """Exactly n slots split by weight (largest remainders), as a list of indices."""
-    total = sum(weights)
-    raw = [w * n / total for w in weights]
-    counts = [int(x) for x in raw]
-    order = sorted(range(len(weights)), key=lambda i: (-(raw[i] - counts[i]), i))
-    for i in order[: n - sum(counts)]:
-        counts[i] += 1
-    return [i for i, c in enumerate(counts) for _ in range(c)]
-
-
-def _cum(weights: list[float]) -> list[float]:
-    out, s = [], 0.0
-    for w in weights:
-        s += w
-        out.append(s)
-    return out
-
-
-def _pick(rng: random.Random, cum: list[float]) -> int:
-    return min(len(cum) - 1, bisect.bisect_right(cum, rng.random() * cum[-1]))
-
-
-def _poisson(rng: random.Random, lam: float) -> int:
-    limit, k, p = math.exp(-lam), 0, rng.random()
-    while p > limit:
-        k += 1
-        p *= rng.random()
-    return k
 
 
 # --- public API ----------------------------------------------------------------------------------------
@@ -746,7 +565,7 @@ class RegistrySimulator:
             if a is b:
                 continue
             reappeared = a is None and any(e.row_at(s) is not None for s in seen_idx)
-            c = _truth_change(e.eid, a, b, reappeared)
+            c = truth_change(e.eid, a, b, reappeared)
             if c is not None:
                 changes.append(c)
         return GroundTruth(FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + o).isoformat(),
@@ -759,216 +578,3 @@ class RegistrySimulator:
     def items_json(self, day: date | str) -> str:
         """`items(day)` as canonical JSON text (for determinism checks and fixtures)."""
         return json.dumps(self.items(day), ensure_ascii=False, separators=(",", ":"))
-
-
-# --- benchmark-sized registries ---------------------------------------------------------------------
-
-#: the two days a `churn_day` ground truth is labelled with
-SYNTHETIC_OLD_DATE = "2026-10-07"
-SYNTHETIC_NEW_DATE = "2026-10-08"
-_POOL_MAX = 20_000
-_BUMP_RE = (re.compile(r"^(\d{8}-\d{1,3}-[A-Z]{1,2}-)(\d+)(.*)$"), re.compile(r"^(수?)(\d+)(-\d+-ND.*)$"))
-_SCHEMA = {name: pl.Utf8 for name in API_FIELDS}
-
-
-def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[int]]:
-    """n registry rows from the record factory (originals, grants, duplicates, pending numbers),
-    with clean numbers; also the indices that will be rendered with a malformed number."""
-    latest = date.fromisoformat(SYNTHETIC_OLD_DATE)
-    n_null = max(1 if n >= 2000 else 0, round(n * 0.0005))
-    n_dup = round(n * 0.002)
-    n_grant = int(n * 0.3)
-    n_orig = max(1, n - n_null - n_dup - n_grant)
-    drafts = []
-    for _ in range(n_orig):
-        ing = f.pick_ingredient()
-        issue = f.random_issue_date(max(date(2003, 6, 1), _group_date(ing)), latest)
-        drafts.append(f.original(issue, f.pick_applicant(), ingredient=ing))
-    drafts.sort(key=lambda d: (d.accept, d.issue))
-    originals = []
-    for d in drafts:
-        f.assign_number(d)
-        originals.append((f.render(d), d))
-    weights = _cum([rng.paretovariate(1.1) for _ in originals])
-    rows: list[Row] = [r for r, _ in originals]
-    for _ in range(n_grant):
-        for _ in range(20):
-            brow, bd = originals[_pick(rng, weights)]
-            g = f.grant(brow, bd.number, bd.ingredient, f.random_issue_date(bd.issue, latest),
-                        f.pick_applicant(bd.applicant.bizrno))
-            if g is not None:
-                rows.append(f.render(g))
-                break
-    for _ in range(n_dup):
-        brow, bd = originals[rng.randrange(len(originals))]
-        d = f.original(bd.issue, f.pick_applicant(bd.applicant.bizrno), ingredient=bd.ingredient)
-        d.number, d.ingr_text = bd.number, bd.ingr_text
-        rows.append(f.render(d))
-    for _ in range(n_null):
-        d = f.original(latest, f.pick_applicant())
-        rows.append(f.render(d, with_number=False, with_date=rng.random() < 0.6))
-    while len(rows) < n:  # grants may run out of free numbers on tiny pools
-        d = f.original(latest, f.pick_applicant())
-        f.assign_number(d)
-        rows.append(f.render(d))
-    malformed = set(rng.sample(range(len(originals)), int(len(originals) * 0.003)))
-    return rows[:n], malformed
-
-
-def _bump(number: str | None, k: int) -> str | None:
-    """The k-th copy of a pool number: same shape, a serial no other row uses."""
-    if number is None or k == 0:
-        return number
-    for rx in _BUMP_RE:
-        m = rx.match(number)
-        if m:
-            return f"{m.group(1)}{int(m.group(2)) + 10_000 * k}{m.group(3)}"
-    return f"{number}-{k}"  # pragma: no cover - every factory number matches one shape
-
-
-def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
-    """A registry of `n_rows` rows drawn from the emulator's record factory (benchmarks).
-
-    Up to 20,000 rows are drawn one by one; larger frames repeat that pool with fresh serial numbers
-    (so numbers stay unique apart from the planned ≈0.3 % duplicates) and re-drawn applicants.
-    Columns: the 9 API fields, Utf8, nullable.
-    """
-    if not isinstance(n_rows, int) or n_rows < 0:
-        raise ValueError(f"n_rows must be a non-negative integer, got {n_rows!r}")
-    if n_rows == 0:
-        return pl.DataFrame(schema=_SCHEMA)
-    rng = random.Random(seed)
-    f = Factory(rng, _vocab.load_seed_rows())
-    pool, malformed = _draw_pool(f, rng, min(n_rows, _POOL_MAX))
-    size = len(pool)
-    columns: list[list[str | None]] = [[] for _ in API_FIELDS]
-    for i in range(n_rows):
-        k, j = divmod(i, size)
-        row = pool[j]
-        number = _bump(row[P], k)
-        if number is None and k:
-            # a copy of a pending registration would be an exact twin of it (indistinguishable for
-            # any observer): copies get a number of their own, only the pool keeps the pending ones
-            number = f"20260101-209-J-{800000 + i}"
-        if j in malformed and number is not None:
-            number = malform_number(number, rng)
-        if k:
-            a = f.pick_applicant(row[BIZ])
-            row = (number, row[ING], a.name, row[MFR], row[ADDR], row[CTRY], row[DATE], a.bizrno, row[NOTICE])
-        else:
-            row = (number,) + row[1:]
-        for c, v in zip(columns, row):
-            c.append(v)
-    return pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns)})
-
-
-def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[pl.DataFrame, GroundTruth]:
-    """One day of churn on a synthetic registry: about `rate` × rows registrations are touched —
-    new (≈35 %, a quarter of them grant-derived), substantive changes (≈25 %), cosmetic re-typings
-    (≈20 %), withdrawals (≈10 %) and number assignments (≈10 %, as many as rows without a number).
-
-    Returns the next day's frame (surviving rows in their old order, changed in place, new rows
-    appended) and its ground truth: `entity_id` is the old row index, or len(frame) + k for the k-th
-    new row.
-    """
-    missing = [c for c in API_FIELDS if c not in frame.columns]
-    if missing:
-        raise ValueError(f"churn_day needs the 9 API columns; missing: {', '.join(missing)}")
-    if not 0 <= rate <= 0.5:
-        raise ValueError(f"rate must be between 0 and 0.5, got {rate!r}")
-    frame = frame.select(API_FIELDS)
-    n = frame.height
-    rng = random.Random(seed)
-    f = Factory(rng, _vocab.load_seed_rows())
-    today = date.fromisoformat(SYNTHETIC_NEW_DATE)
-    f.used = set(frame.get_column("DMF_PERMIT_NO").drop_nulls().to_list())
-    total = round(rate * n)
-    null_idx = frame.with_row_index("_i").filter(pl.col("DMF_PERMIT_NO").is_null()).get_column("_i").to_list()
-    n_assign = min(len(null_idx), round(total * 0.10))
-    n_sub, n_cos, n_wd = round(total * 0.25), round(total * 0.20), round(total * 0.10)
-    n_new = max(0, total - n_assign - n_sub - n_cos - n_wd)
-    nulls = set(null_idx)
-    eligible = n - len(nulls)
-    picked: list[int] = []
-    seen_idx: set[int] = set()
-    while len(picked) < min(eligible, n_sub + n_cos + n_wd):
-        i = rng.randrange(n)
-        if i not in nulls and i not in seen_idx:
-            seen_idx.add(i)
-            picked.append(i)
-    sub_idx, cos_idx = picked[:n_sub], picked[n_sub:n_sub + n_cos]
-    wd_idx = picked[n_sub + n_cos:]
-    assign_idx = sorted(rng.sample(null_idx, n_assign)) if n_assign else []
-    touched = sorted(set(sub_idx) | set(cos_idx) | set(assign_idx))
-    old_rows = dict(zip(touched, frame[touched].rows())) if touched else {}
-    new_rows: dict[int, Row] = {}
-    kinds = [k for k in SUBSTANTIVE_KINDS]
-    for i in sub_idx:
-        row = old_rows[i]
-        for _ in range(20):
-            kind = rng.choice(kinds)
-            if kind in SINGLE_SITE_EDITS and not _single_site(row):
-                continue
-            edit = SUBSTANTIVE_EDITS[kind](rng, f, row, today)
-            if edit is not None and _is_valid_substantive(row, edit):
-                new_rows[i] = edit[0]
-                break
-    for i in cos_idx:
-        row = old_rows[i]
-        for _ in range(20):
-            fld = rng.choice(("applicant", "manufacturer", "address", "countries", "ingredient"))
-            value = cosmetic_edit(rng, row, fld)
-            if value is not None:
-                pos = COMPARED_POSITIONS[fld]
-                new_rows[i] = row[:pos] + (value,) + row[pos + 1:]
-                break
-    for i in assign_idx:
-        row = old_rows[i]
-        d = f.original(today, f.pick_applicant())
-        number = f.assign_number(d, accept=today)
-        new_rows[i] = (number,) + row[1:DATE] + (row[DATE] or today.isoformat(),) + row[DATE + 1:]
-    added: list[Row] = []
-    originals = frame.get_column("DMF_PERMIT_NO")
-    for _ in range(n_new):
-        if rng.random() < 0.25 and n:
-            j = rng.randrange(n)
-            base = originals[j]
-            if base and split_grant(base)[1] is None and base == _keys.permit_key(base):
-                for s in range(1, 26):
-                    number = f"{base}({s})"
-                    if number not in f.used:
-                        f.used.add(number)
-                        brow = frame.row(j)
-                        a = f.pick_applicant(brow[BIZ])
-                        added.append((number, brow[ING], a.name, brow[MFR], brow[ADDR], brow[CTRY],
-                                      today.isoformat(), a.bizrno, brow[NOTICE]))
-                        break
-                else:
-                    base = None
-                if base:
-                    continue
-        d = f.original(today, f.pick_applicant(), accept=today)
-        f.assign_number(d)
-        added.append(f.render(d))
-    changes: list[TruthChange] = []
-    for i in sorted(new_rows):
-        c = _truth_change(i, old_rows[i], new_rows[i])
-        if c is not None:
-            changes.append(c)
-    wd_rows = dict(zip(sorted(wd_idx), frame[sorted(wd_idx)].rows())) if wd_idx else {}
-    for i in sorted(wd_rows):
-        changes.append(_truth_change(i, wd_rows[i], None))
-    for k, row in enumerate(added):
-        changes.append(_truth_change(n + k, None, row))
-    changes.sort(key=lambda c: c.entity_id)
-    drop = sorted(set(wd_idx) | set(new_rows))
-    indexed = frame.with_row_index("_i").with_columns(pl.col("_i").cast(pl.Int64))
-    parts = [indexed.filter(~pl.col("_i").is_in(drop))] if drop else [indexed]
-    if new_rows:
-        keep = [i for i in sorted(new_rows) if i not in wd_rows]
-        parts.append(pl.DataFrame([new_rows[i] for i in keep], schema=_SCHEMA, orient="row")
-                     .with_columns(pl.Series("_i", keep, dtype=pl.Int64)).select(indexed.columns))
-    out = pl.concat(parts).sort("_i").drop("_i")
-    if added:
-        out = pl.concat([out, pl.DataFrame(added, schema=_SCHEMA, orient="row")])
-    return out, GroundTruth(SYNTHETIC_OLD_DATE, SYNTHETIC_NEW_DATE, tuple(changes))

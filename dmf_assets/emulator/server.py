@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from dmf_assets.emulator.app import SERVICE_BASE_PATH, EmulatorApp
+from dmf_assets.emulator.app import EmulatorApp
+from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 
 log = logging.getLogger("dmf_assets.emulator.server")
 

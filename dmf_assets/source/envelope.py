@@ -266,7 +266,7 @@ def _parse_xml(text: str) -> Page:
     items_el = body.find("items")
     items: list[dict[str, str | None]] = []
     if items_el is not None:
-        # One element per field; a null field is omitted by the emulator, empty text is "".
+        # One element per field; a null field is omitted from the XML, empty text is "".
         items = [{child.tag: child.text or "" for child in item} for item in items_el.findall("item")]
     return Page(
         fmt="xml",

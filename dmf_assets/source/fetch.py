@@ -1,0 +1,726 @@
+"""The fetch of one day: page through the API, archive every body, resume, replay, and give a verdict.
+
+`fetch_day(client, day)` is the engine behind `MfdsClient.fetch_day`. A fetch:
+1. replays the day from the archive if it is already complete (no HTTP), or resumes an
+   interrupted/failed fetch by fetching only the missing pages;
+2. pages through the API (page 1 first, ceil(totalCount/numOfRows) pages, then more while the
+   last page is full — a deflated totalCount cannot hide rows), one request at a time, with
+   retries, backoff + jitter, Retry-After, adaptive slow-down and a daily request cap;
+3. writes every body gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE parsing it, and rewrites the manifest
+   after every page;
+4. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
+   items. Transport failures are recorded, not raised: the day still gets a verdict.
+The service key is a secret: it goes into the query string and nowhere else.
+
+What differs between the real API and a replay of it (HTTP client, request headers, a key when none
+is configured, manifest notes) the client decides: see `MfdsClient`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+
+from dmf_assets.clock import today_kst
+from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.faultpoints import crash_point
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.source.archive import DayArchive, RequestCounter, sha256_hex
+from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
+from dmf_assets.source.envelope import Page, body_format, parse_page
+from dmf_assets.source.errors import (
+    ApiResultError,
+    ArchiveCorrupt,
+    GatewayError,
+    MalformedPage,
+    MissingServiceKey,
+    PastDateUnavailable,
+    RequestCapExceeded,
+    SourceError,
+)
+from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
+from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
+
+if TYPE_CHECKING:
+    from dmf_assets.source.client import MfdsClient
+
+module_log = logging.getLogger("dmf_assets.source")
+
+MAX_EXTRA_PAGES = 5  # pages fetched beyond ceil(totalCount/numOfRows) while the last page is full
+MAX_CONSECUTIVE_FAILED_PAGES = 2  # the source is down: stop instead of burning quota
+FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
+MANIFEST_SCHEMA = 1
+
+Row = dict[str, str | None]
+
+
+class FetchLog(Protocol):
+    def info(self, msg: str, *args: Any) -> Any: ...
+    def warning(self, msg: str, *args: Any) -> Any: ...
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PageSummary:
+    page_no: int
+    status: str  # "ok" | "failed"
+    rows: int
+    total_count: int | None
+    attempts: int
+    reused: bool  # taken from an earlier, interrupted fetch (no request this time)
+    file: str | None
+    sha256: str | None
+    error: str | None
+    error_type: str | None = None  # timeout | connection | http_status | gateway | api_result | malformed
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    day: date
+    source: str  # the endpoint kind (the in-process scheme | "http") | "archive"
+    status: str  # "complete" | "incomplete" | "failed"
+    pages: list[PageSummary]
+    total_count: int | None  # the consistent totalCount, None if pages disagreed or none arrived
+    total_counts: list[int]  # totalCount as reported by each page, in page order
+    rows_received: int
+    rows_after_dedup: int
+    duplicate_rows_dropped: int
+    transport_ok: bool
+    transport_errors: list[str]
+    requests: int
+    retries: int
+    elapsed_s: float
+    archive_dir: str
+    unexpected_fields: list[str]
+    missing_fields: list[str]
+    problems: list[str] = field(default_factory=list)
+    num_of_rows: int = 0
+    #: the gateway's XML error when one stopped the fetch: return_reason_code, return_auth_msg, err_msg
+    gateway_error: dict[str, str] | None = None
+    items: list[Row] = field(default_factory=list, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    def summary(self) -> dict[str, Any]:
+        """Everything except the items (for metadata, logs and the CLI)."""
+        return {
+            "day": self.day.isoformat(),
+            "source": self.source,
+            "status": self.status,
+            "pages": len(self.pages),
+            "total_count": self.total_count,
+            "rows_received": self.rows_received,
+            "rows_after_dedup": self.rows_after_dedup,
+            "duplicate_rows_dropped": self.duplicate_rows_dropped,
+            "transport_ok": self.transport_ok,
+            "transport_errors": list(self.transport_errors),
+            "requests": self.requests,
+            "retries": self.retries,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "archive_dir": self.archive_dir,
+            "unexpected_fields": list(self.unexpected_fields),
+            "missing_fields": list(self.missing_fields),
+            "problems": list(self.problems),
+            "gateway_error": self.gateway_error,
+        }
+
+
+@dataclass
+class _Page:
+    """One page while fetching (mutable); becomes a PageSummary."""
+
+    page_no: int
+    status: str = "failed"
+    rows: int = 0
+    total_count: int | None = None
+    num_of_rows: int | None = None
+    file: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    reused: bool = False
+    error: str | None = None
+    error_type: str | None = None
+    gateway: dict[str, str] | None = None
+    fatal: bool = False
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    items: list[Row] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def summary(self) -> PageSummary:
+        return PageSummary(self.page_no, self.status, self.rows, self.total_count, len(self.attempts),
+                           self.reused, self.file, self.sha256, self.error, self.error_type)
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "page_no": self.page_no,
+            "status": self.status,
+            "rows": self.rows,
+            "total_count": self.total_count,
+            "num_of_rows": self.num_of_rows,
+            "file": self.file,
+            "sha256": self.sha256,
+            "bytes": self.size,
+            "reused": self.reused,
+            "error": self.error,
+            "error_type": self.error_type,
+            "gateway_error": self.gateway,
+            "attempts": self.attempts,
+        }
+
+
+def _assemble(pages: list[_Page]) -> tuple[list[Row], int, int]:
+    """Concatenate ok pages in page order; drop rows identical to a row of an EARLIER page (a row
+    repeated across pages by offset paging), keeping the first. Returns (items, received, dropped)."""
+    seen: set[str] = set()
+    items: list[Row] = []
+    received = dropped = 0
+    for page in sorted(pages, key=lambda p: p.page_no):
+        if not page.ok:
+            continue
+        this_page: list[str] = []
+        for row in page.items:
+            received += 1
+            ident = json.dumps(row, ensure_ascii=False, sort_keys=True)
+            if ident in seen:
+                dropped += 1
+                continue
+            items.append(row)
+            this_page.append(ident)
+        seen.update(this_page)
+    return items, received, dropped
+
+
+def _field_drift(items: list[Row]) -> tuple[list[str], list[str]]:
+    present: set[str] = set()
+    for row in items:
+        present.update(row)
+    unexpected = sorted(present - set(API_FIELDS))
+    missing = [f for f in API_FIELDS if f not in present] if items else []
+    return unexpected, missing
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+# --- the fetch -----------------------------------------------------------------------------------
+
+
+def as_date(day: date | str) -> date:
+    if isinstance(day, datetime):
+        return day.date()
+    if isinstance(day, date):
+        return day
+    try:
+        return date.fromisoformat(str(day).strip())
+    except ValueError:
+        raise ValueError(f"day {day!r} is not YYYY-MM-DD") from None
+
+
+def fetch_day(
+    client: MfdsClient,
+    day: date | str,
+    *,
+    http_client: httpx.Client | None = None,
+    log: FetchLog | None = None,
+    resume: bool = True,
+    rng: random.Random | None = None,
+) -> FetchResult:
+    """Fetch (or replay) the registry of `day` with `client`'s settings. See the module docstring.
+
+    `http_client` replaces the client's own (`client.http_client()`) and is not closed here.
+    Raises PastDateUnavailable, RequestCapExceeded, FetchInProgress, ArchiveCorrupt (past date whose
+    archive is damaged) and ValueError for bad configuration; transport failures are recorded.
+    """
+    install_key_log_filter()
+    day = as_date(day)
+    endpoint = resolve_endpoint(client.base_url)
+    service_key = client.service_key()
+    redact = Redactor(service_key)
+    logger: FetchLog = log or module_log
+    archive = DayArchive(client.raw_path(), day)
+    archive.raw_dir.mkdir(parents=True, exist_ok=True)
+    with archive.locked():
+        archive.recover()
+        published = archive.published_manifest()
+        today = today_kst()
+        can_fetch = endpoint.dated or day == today
+        complete = bool(published and published.get("status") == "complete")
+        if published and (not can_fetch or (resume and complete)):
+            if not can_fetch and not resume:
+                logger.warning("%s: the real API cannot serve a past date again; replaying the archive", day)
+            try:
+                return _replay(archive, published, logger)
+            except ArchiveCorrupt as exc:
+                if not can_fetch:
+                    raise
+                logger.warning("%s: archive damaged (%s); fetching again", day, exc)
+        if not can_fetch:
+            raise PastDateUnavailable(day.isoformat(), today.isoformat())
+        key = decode_service_key(service_key) or client.anonymous_key()
+        if not key:
+            raise MissingServiceKey(
+                "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
+                "(MFDS_SERVICE_KEY=...) 또는 환경 변수에 넣으세요. / MFDS_SERVICE_KEY is not set: put the data.go.kr "
+                "service key in .env or the environment (the emulator needs none)."
+            )
+        owns_client = http_client is None
+        http = http_client or client.http_client()
+        try:
+            fetch = _DayFetch(client, day, endpoint, archive, http, key, redact, logger, rng or random.Random())
+            reusable = fetch.reusable_pages(published) if resume else {}
+            return fetch.run(reusable, keep_published=complete)
+        finally:
+            if owns_client:
+                http.close()
+
+
+class _DayFetch:
+    def __init__(self, config: MfdsClient, day: date, endpoint: Endpoint, archive: DayArchive,
+                 client: httpx.Client, key: str, redact: Redactor, log: FetchLog, rng: random.Random) -> None:
+        self.config = config  # the resource: its fields are the fetch's settings
+        self.day = day
+        self.endpoint = endpoint
+        self.archive = archive
+        self.client = client
+        self._key = key
+        self.redact = redact
+        self.log = log
+        self.rng = rng
+        self.politeness = politeness_for(endpoint, min_interval_s=config.min_interval_s,
+                                         read_timeout_s=config.read_timeout_s)
+        self.counter = RequestCounter(archive.raw_dir)
+        self.timeout = httpx.Timeout(
+            connect=config.connect_timeout_s, read=config.read_timeout_s,
+            write=config.read_timeout_s, pool=config.connect_timeout_s,
+        )
+        self.requests = 0
+        self.retries = 0
+        self.started_at = _now_iso()
+        self.t0 = time.monotonic()
+        self.pages: dict[int, _Page] = {}
+        self.problems: list[str] = []
+        self.transport_notes: list[str] = []  # fetch-level transport failures (abort, request cap)
+        self.restarts: list[dict[str, Any]] = []
+        self.round = 1
+        self.reused_from: str | None = None
+
+    # -- resume ---------------------------------------------------------------------------------
+
+    def reusable_pages(self, published: dict[str, Any] | None) -> dict[int, _Page]:
+        """Good pages of an interrupted fetch (working dir) or of a published failed one."""
+        candidates = [(self.archive.partial_manifest(), self.archive.work_dir)]
+        if published and published.get("status") == "failed":
+            candidates.append((published, self.archive.day_dir))
+        for manifest, directory in candidates:
+            if not manifest or manifest.get("status") not in ("running", "failed"):
+                continue
+            if manifest.get("num_of_rows") != self.config.num_of_rows:
+                continue
+            if (manifest.get("request") or {}).get("url") != self.endpoint.url:
+                continue
+            pages: dict[int, _Page] = {}
+            for entry in manifest.get("pages") or []:
+                if entry.get("status") != "ok" or not entry.get("file"):
+                    continue
+                try:
+                    body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
+                    parsed = parse_page(body, "json" if ".json." in entry["file"] else None)
+                except (SourceError, OSError):
+                    continue  # re-fetch that page
+                page = _page_from_parsed(int(entry["page_no"]), parsed, entry, reused=True)
+                pages[page.page_no] = page
+            if len({p.total_count for p in pages.values()}) > 1:
+                continue  # the interrupted fetch saw the registry change: reuse nothing
+            if pages:
+                self.reused_from = str(directory.name)
+                self.archive.begin(keep=[(directory, p.file) for p in pages.values() if p.file])
+                self.log.info("%s: resuming — %d archived page(s) reused", self.day, len(pages))
+                return pages
+        return {}
+
+    # -- the whole fetch ------------------------------------------------------------------------
+
+    def run(self, reusable: dict[int, _Page], *, keep_published: bool) -> FetchResult:
+        if not reusable:
+            self.archive.begin()
+        outcome = "done"
+        try:
+            while True:
+                self.pages = {}
+                outcome = self._round(reusable)
+                if outcome == "total_count_changed" and self.round == 1:
+                    self.restarts.append({"round": 1, "total_counts": self._total_counts()})
+                    self.log.warning("%s: totalCount changed between pages %s; restarting the fetch once",
+                                     self.day, self._total_counts())
+                    self.round, reusable = 2, {}
+                    self.archive.begin()
+                    continue
+                break
+        except RequestCapExceeded as exc:
+            self.problems.append(self.redact(str(exc)))
+            self.transport_notes.append(self.redact(str(exc)))
+            self._finish("cap", keep_published)
+            raise
+        if outcome == "total_count_changed":
+            self.problems.append("total_count_unstable: totalCount changed again after a restart")
+        return self._finish(outcome, keep_published)
+
+    def _total_counts(self) -> list[int]:
+        return [p.total_count for _, p in sorted(self.pages.items()) if p.total_count is not None]
+
+    def _get(self, page_no: int, reusable: dict[int, _Page]) -> _Page:
+        page = reusable.get(page_no) or self._fetch_page(page_no)
+        self.pages[page_no] = page
+        self._write_manifest("running")
+        crash_point("fetch_page")  # crash-safety tests: the archive must let a re-run resume here
+        return page
+
+    def _round(self, reusable: dict[int, _Page]) -> str:
+        first = self._get(1, reusable)
+        if not first.ok:
+            return "failed"
+        total = int(first.total_count or 0)
+        per_page = first.num_of_rows or self.config.num_of_rows  # the server may cap numOfRows
+        n_pages = max(1, math.ceil(total / per_page))
+        failed_in_a_row = 0
+        for page_no in range(2, n_pages + 1):
+            page = self._get(page_no, reusable)
+            if page.fatal:
+                return "failed"
+            if page.ok:
+                failed_in_a_row = 0
+                if page.total_count != total:
+                    return "total_count_changed"
+                continue
+            failed_in_a_row += 1
+            if failed_in_a_row >= MAX_CONSECUTIVE_FAILED_PAGES:
+                note = f"aborted after {failed_in_a_row} consecutive failed pages (page {page_no} of {n_pages})"
+                self.problems.append(note)
+                self.transport_notes.append(note)
+                return "failed"
+        # A deflated totalCount must not hide rows: keep going while the last page was full.
+        last, extra = self.pages[n_pages], 0
+        while last.ok and last.rows >= per_page and extra < MAX_EXTRA_PAGES:
+            extra += 1
+            last = self._get(n_pages + extra, reusable)
+            if last.ok and last.total_count != total:
+                return "total_count_changed"
+        if last.ok and last.rows >= per_page and extra >= MAX_EXTRA_PAGES:
+            self.problems.append(f"extra_page_cap: still full pages after {MAX_EXTRA_PAGES} pages beyond totalCount")
+        if extra:
+            self.log.info("%s: %d page(s) beyond ceil(totalCount/numOfRows) fetched (last page was full)",
+                          self.day, extra)
+        return "done"
+
+    # -- one page -------------------------------------------------------------------------------
+
+    def _fetch_page(self, page_no: int) -> _Page:
+        cfg = self.config
+        page = _Page(page_no)
+        retry_wait = 0.0
+        api_retry_used = False
+        params = {"serviceKey": self._key, "pageNo": page_no, "numOfRows": cfg.num_of_rows, "type": "json"}
+        headers = self.config.request_headers(self.day)
+        for attempt in range(1, cfg.max_attempts + 1):
+            wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
+            if wait > 0:
+                time.sleep(wait)
+            if not self.endpoint.local:
+                self.counter.take(self.endpoint.host, cfg.daily_request_cap, today_kst())
+            rec: dict[str, Any] = {"attempt": attempt, "started_at": _now_iso(), "wait_s": round(wait, 3),
+                                   "status": None, "bytes": None, "sha256": None, "elapsed_ms": None,
+                                   "error": None, "retry_after_s": None}
+            page.attempts.append(rec)
+            self.requests += 1
+            self.retries += attempt > 1
+            started = time.monotonic()
+            self.politeness.mark_start(started)
+            try:
+                resp = self.client.get(self.endpoint.url, params=params, headers=headers, timeout=self.timeout)
+                body = resp.content
+            except httpx.TimeoutException as exc:
+                self._failed_attempt(page, rec, started, f"timeout: {type(exc).__name__}", "timeout")
+                retry_wait = self._backoff(attempt)
+                continue
+            except httpx.TransportError as exc:
+                self._failed_attempt(page, rec, started, f"{type(exc).__name__}: {exc}", "connection")
+                retry_wait = self._backoff(attempt)
+                continue
+            elapsed = time.monotonic() - started
+            rec.update(status=resp.status_code, bytes=len(body), sha256=sha256_hex(body),
+                       elapsed_ms=round(elapsed * 1000, 1))
+            content_type = resp.headers.get("content-type")
+            # Archive before parsing: whatever came back is kept, even if it cannot be read.
+            page.file = self.archive.write_page(page_no, body, body_format(body, content_type))
+            page.sha256, page.size = rec["sha256"], len(body)
+            if self.politeness.observe(elapsed, resp.status_code == 200):
+                rec["pause_after_s"] = round(self.politeness.pause_s, 3)
+            if resp.status_code != 200:
+                retry_after = parse_retry_after(resp.headers.get("retry-after"))
+                rec["retry_after_s"] = retry_after
+                error = f"HTTP {resp.status_code}"
+                if len(body) <= 300 and "text/plain" in (content_type or ""):
+                    error += ": " + body.decode("utf-8", errors="replace").strip()  # e.g. a replay's date range
+                error = self.redact(error)
+                rec["error"] = page.error = error
+                page.error_type = "http_status"
+                if resp.status_code != 429 and resp.status_code < 500:
+                    break  # 4xx: asking again will not change the answer
+                if retry_after is not None and retry_after > max(cfg.backoff_max_s, 60.0):
+                    page.error = rec["error"] = f"{error}; Retry-After {retry_after:g} s is too long to wait"
+                    break
+                retry_wait = max(self._backoff(attempt), retry_after or 0.0)
+                self.log.info("%s page %d: %s, retrying in %.2f s", self.day, page_no, error, retry_wait)
+                continue
+            try:
+                parsed = parse_page(body, content_type)
+            except GatewayError as exc:
+                rec["error"] = page.error = self.redact(str(exc))
+                page.error_type = "gateway"
+                page.gateway = {"return_reason_code": exc.return_reason_code,
+                                "return_auth_msg": exc.return_auth_msg, "err_msg": exc.err_msg}
+                page.fatal = True  # key/quota problems do not fix themselves within seconds
+                self.log.warning("%s page %d: %s", self.day, page_no, page.error)
+                break
+            except ApiResultError as exc:
+                rec["error"] = page.error = self.redact(str(exc))
+                page.error_type = "api_result"
+                if exc.result_code in FATAL_RESULT_CODES:
+                    page.fatal = True
+                    break
+                if exc.transient and not api_retry_used:
+                    api_retry_used = True
+                    retry_wait = self._backoff(attempt)
+                    continue
+                break
+            except MalformedPage as exc:
+                rec["error"] = page.error = self.redact(f"malformed page: {exc}")
+                page.error_type = "malformed"
+                self.log.info("%s page %d: %s", self.day, page_no, page.error)
+                retry_wait = self._backoff(attempt)
+                continue
+            _fill_page(page, parsed)
+            break
+        level = self.log.info if page.ok else self.log.warning
+        level("%s page %d: %s, %d rows, totalCount %s, %d attempt(s)", self.day, page_no,
+              "ok" if page.ok else f"FAILED ({page.error})", page.rows, page.total_count, len(page.attempts))
+        return page
+
+    def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, error: str, kind: str) -> None:
+        elapsed = time.monotonic() - started
+        rec["elapsed_ms"] = round(elapsed * 1000, 1)
+        rec["error"] = page.error = self.redact(error)
+        page.error_type = kind
+        if self.politeness.observe(elapsed, ok=False):
+            rec["pause_after_s"] = round(self.politeness.pause_s, 3)
+        self.log.info("%s page %d attempt %d: %s", self.day, page.page_no, rec["attempt"], page.error)
+
+    def _backoff(self, attempt: int) -> float:
+        return backoff_s(attempt, self.config.backoff_base_s, self.config.backoff_max_s, self.rng)
+
+    # -- the verdict ----------------------------------------------------------------------------
+
+    def _verdict(self, outcome: str) -> dict[str, Any]:
+        pages = [p for _, p in sorted(self.pages.items())]
+        items, received, dropped = _assemble(pages)
+        totals = self._total_counts()
+        total = totals[0] if totals and len(set(totals)) == 1 else None
+        transport_ok = bool(pages) and outcome not in ("failed", "cap") and all(p.ok for p in pages)
+        errors = [f"page {p.page_no}: {p.error}" for p in pages if not p.ok]
+        errors += self.transport_notes
+        if not transport_ok:
+            status = "failed"
+        elif outcome != "done" or total is None or len(items) != total or any(
+            pr.startswith("extra_page_cap") for pr in self.problems
+        ):
+            status = "incomplete"
+        else:
+            status = "complete"
+        unexpected, missing = _field_drift(items)
+        return dict(pages=pages, items=items, received=received, dropped=dropped, totals=totals, total=total,
+                    transport_ok=transport_ok, errors=[self.redact(e) for e in errors], status=status,
+                    unexpected=unexpected, missing=missing)
+
+    def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
+        v = self._verdict(outcome)
+        if v["status"] != "complete" and v["total"] is not None and len(v["items"]) != v["total"]:
+            self.problems.append(f"rows_after_dedup {len(v['items'])} != totalCount {v['total']}")
+        self._write_manifest(v["status"], v)
+        if keep_published and v["status"] != "complete":
+            # Never replace a complete archive with a worse one: the new attempt stays in the
+            # working directory for inspection; the published day is untouched.
+            self.log.warning("%s: re-fetch is %s; the complete archive is kept, the attempt is in %s",
+                             self.day, v["status"], self.archive.work_dir)
+            archive_dir = self.archive.work_dir
+        else:
+            archive_dir = self.archive.publish()
+        elapsed = time.monotonic() - self.t0
+        result = FetchResult(
+            day=self.day,
+            source=self.endpoint.kind,
+            status=v["status"],
+            pages=[p.summary() for p in v["pages"]],
+            total_count=v["total"],
+            total_counts=v["totals"],
+            rows_received=v["received"],
+            rows_after_dedup=len(v["items"]),
+            duplicate_rows_dropped=v["dropped"],
+            transport_ok=v["transport_ok"],
+            transport_errors=v["errors"],
+            requests=self.requests,
+            retries=self.retries,
+            elapsed_s=elapsed,
+            archive_dir=str(archive_dir),
+            unexpected_fields=v["unexpected"],
+            missing_fields=v["missing"],
+            problems=[self.redact(p) for p in self.problems],
+            num_of_rows=self.config.num_of_rows,
+            gateway_error=next((p.gateway for p in v["pages"] if p.gateway), None),
+            items=v["items"],
+        )
+        self.log.info("%s: fetch %s — %d pages, %d rows (%d after de-dup), totalCount %s, %d requests, "
+                      "%d retries, %.1f s", self.day, result.status, len(result.pages), result.rows_received,
+                      result.rows_after_dedup, result.total_count, result.requests, result.retries, elapsed)
+        return result
+
+    def _write_manifest(self, status: str, verdict: dict[str, Any] | None = None) -> None:
+        pages = [p for _, p in sorted(self.pages.items())]
+        manifest: dict[str, Any] = {
+            "schema_version": MANIFEST_SCHEMA,
+            "day": self.day.isoformat(),
+            "status": status,
+            "source": self.endpoint.kind,
+            "request": {
+                "url": self.endpoint.url,
+                "method": "GET",
+                "params": {"pageNo": "<page>", "numOfRows": self.config.num_of_rows, "type": "json"},
+                "headers": self.config.request_headers(self.day),
+            },
+            "num_of_rows": self.config.num_of_rows,
+            "started_at": self.started_at,
+            "finished_at": _now_iso() if status != "running" else None,
+            "round": self.round,
+            "restarts": self.restarts,
+            "resumed_from": self.reused_from,
+            "politeness": {
+                "min_interval_s": self.politeness.base_s,
+                "pause_s": round(self.politeness.pause_s, 3),
+                "max_pause_s": round(self.politeness.max_pause_s, 3),
+                "slowdowns": self.politeness.slowdowns,
+                "slow_answer_threshold_s": self.politeness.slow_s,
+            },
+            "pages": [p.manifest() for p in pages],
+        }
+        manifest.update(self.config.manifest_extra(self.day))
+        if verdict is not None:
+            manifest["totals"] = {
+                "pages": len(pages),
+                "requests": self.requests,
+                "retries": self.retries,
+                "rows_received": verdict["received"],
+                "rows_after_dedup": len(verdict["items"]),
+                "duplicate_rows_dropped": verdict["dropped"],
+                "total_count": verdict["total"],
+                "total_counts": verdict["totals"],
+                "transport_ok": verdict["transport_ok"],
+                "elapsed_s": round(time.monotonic() - self.t0, 3),
+            }
+            manifest["transport_errors"] = verdict["errors"]
+            manifest["problems"] = self.problems
+            manifest["unexpected_fields"] = verdict["unexpected"]
+            manifest["missing_fields"] = verdict["missing"]
+        self.archive.write_manifest(manifest, text_filter=self.redact)
+
+
+def _fill_page(page: _Page, parsed: Page) -> None:
+    page.status = "ok"
+    page.error = page.error_type = None
+    page.rows = parsed.rows
+    page.total_count = parsed.total_count
+    page.num_of_rows = parsed.num_of_rows
+    page.items = parsed.items
+
+
+def _page_from_parsed(page_no: int, parsed: Page, entry: dict[str, Any], *, reused: bool) -> _Page:
+    page = _Page(page_no, file=entry.get("file"), sha256=entry.get("sha256"), size=entry.get("bytes"),
+                 reused=reused or bool(entry.get("reused")), attempts=list(entry.get("attempts") or []))
+    _fill_page(page, parsed)
+    return page
+
+
+# --- replay --------------------------------------------------------------------------------------
+
+
+def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> FetchResult:
+    """Rebuild the FetchResult of a finished fetch from its archive, without any HTTP."""
+    t0 = time.monotonic()
+    directory = archive.day_dir
+    pages: list[_Page] = []
+    for entry in manifest.get("pages") or []:
+        if entry.get("status") == "ok":
+            body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
+            try:
+                parsed = parse_page(body, "json" if ".json." in entry["file"] else None)
+            except SourceError as exc:
+                raise ArchiveCorrupt(f"{directory.name}/{entry['file']}: recorded ok but unreadable: {exc}") from None
+            pages.append(_page_from_parsed(int(entry["page_no"]), parsed, entry, reused=bool(entry.get("reused"))))
+        else:
+            pages.append(_Page(int(entry["page_no"]), status="failed", error=entry.get("error"),
+                               error_type=entry.get("error_type"), gateway=entry.get("gateway_error"),
+                               file=entry.get("file"), sha256=entry.get("sha256"),
+                               attempts=list(entry.get("attempts") or [])))
+    items, received, dropped = _assemble(pages)
+    totals = manifest.get("totals") or {}
+    if totals and (totals.get("rows_received"), totals.get("rows_after_dedup")) != (received, len(items)):
+        raise ArchiveCorrupt(f"{directory.name}: archived pages give {received}/{len(items)} rows, "
+                             f"manifest says {totals.get('rows_received')}/{totals.get('rows_after_dedup')}")
+    unexpected, missing = _field_drift(items)
+    status = str(manifest.get("status"))
+    log.info("%s: replayed from archive (%s, %d rows)", archive.day, status, len(items))
+    return FetchResult(
+        day=archive.day,
+        source="archive",
+        status=status,
+        pages=[p.summary() for p in pages],
+        total_count=totals.get("total_count"),
+        total_counts=list(totals.get("total_counts") or []),
+        rows_received=received,
+        rows_after_dedup=len(items),
+        duplicate_rows_dropped=dropped,
+        transport_ok=bool(totals.get("transport_ok")),
+        transport_errors=list(manifest.get("transport_errors") or []),
+        requests=0,
+        retries=0,
+        elapsed_s=time.monotonic() - t0,
+        archive_dir=str(directory),
+        unexpected_fields=unexpected,
+        missing_fields=missing,
+        problems=list(manifest.get("problems") or []),
+        num_of_rows=int(manifest.get("num_of_rows") or 0),
+        gateway_error=next((p.gateway for p in pages if p.gateway), None),
+        items=items,
+    )
+
+
+def read_manifest(raw_dir: str | Path, day: date | str) -> dict[str, Any] | None:
+    """The published manifest of a day (None if the day was never fetched)."""
+    p = Path(raw_dir)
+    p = p if p.is_absolute() else PROJECT_ROOT / p
+    return DayArchive(p, as_date(day)).published_manifest()
