@@ -156,31 +156,36 @@ def _greedy_match(base_rows: list[dict], new_rows: list[dict], *, min_score: flo
     return pairs
 
 
+def _with_group_size(snapshot: pl.DataFrame) -> pl.DataFrame:
+    """`_size`: how many rows of this snapshot share the row's group_key. A keyed snapshot carries it
+    as `dup_count` (`keys.with_snapshot_keys`), which saves hashing a million keys twice; a snapshot
+    read back from the history has no such column and is counted here."""
+    if "dup_count" in snapshot.columns:
+        return snapshot.with_columns(_size=pl.col("dup_count"))
+    return snapshot.with_columns(_size=pl.len().over("group_key"))
+
+
 def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """All matched pairs as (base_dmf_key, dmf_key, match)."""
     match_cols = ["dmf_key", "group_key", "content_hash", "is_synthetic", "ingredient_key", "applicant_identity", *SIMILARITY_KEYS]
     match_cols = list(dict.fromkeys(match_cols))
-    b = base.select(match_cols)
-    n = new.select(match_cols)
-    b_counts = b.group_by("group_key").len("b_n")
-    n_counts = n.group_by("group_key").len("n_n")
-    counts = b_counts.join(n_counts, on="group_key", how="inner")
+    b = _with_group_size(base).select(*match_cols, "_size")
+    n = _with_group_size(new).select(*match_cols, "_size")
 
     # 1. one on each side
-    single = counts.filter((pl.col("b_n") == 1) & (pl.col("n_n") == 1)).select("group_key")
     direct = (
-        b.join(single, on="group_key", how="semi")
-        .select(pl.col("group_key"), pl.col("dmf_key").alias("base_dmf_key"))
-        .join(n.join(single, on="group_key", how="semi").select("group_key", "dmf_key"), on="group_key")
+        b.filter(pl.col("_size") == 1).select("group_key", base_dmf_key="dmf_key")
+        .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key"), on="group_key")
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"))
     )
     pairs = [direct]
 
     # 2. duplicate groups, group-to-group (few rows: plain Python is clearer here)
-    multi = counts.filter((pl.col("b_n") > 1) | (pl.col("n_n") > 1)).select("group_key")
-    if multi.height:
-        b_multi = b.join(multi, on="group_key", how="semi").partition_by("group_key", as_dict=True)
-        n_multi = n.join(multi, on="group_key", how="semi").partition_by("group_key", as_dict=True)
+    multi = pl.concat([b.filter(pl.col("_size") > 1).get_column("group_key"),
+                       n.filter(pl.col("_size") > 1).get_column("group_key")]).unique()
+    if multi.len():
+        b_multi = b.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
+        n_multi = n.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
         group_pairs = []
         for gk, b_rows in b_multi.items():
             n_rows = n_multi.get(gk)

@@ -25,7 +25,10 @@ import dataclasses
 import gzip
 import io
 import json
+import os
 import re
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -170,21 +173,34 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
         prefix = head[: m.end() - 1]  # up to (without) the '[' of the items list
     carry = head[m.end():]
     frames: list[pl.DataFrame] = []
-    while True:
-        more = fh.read(block_bytes)
-        if not more:
-            break
-        chunk = carry + more
-        cut = _last_item_end(chunk)
-        if cut < 0:
-            carry = chunk
-            continue
-        frames.append(_lines_frame(chunk, 0, cut + 1))
-        carry = chunk[cut + 1:]
-    end = carry.rfind(b"]")  # the items list must be the last list of the document
-    if end < 0:
-        raise _NotFast
-    frames.append(_lines_frame(carry, 0, end))
+    # polars parses a block without the GIL: blocks are parsed on all cores while the next is read,
+    # with at most two blocks per core in flight (memory stays a few blocks, not the file)
+    workers = max(1, min(os.cpu_count() or 1, 8))
+    pending: deque[Future[pl.DataFrame]] = deque()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            while True:
+                more = fh.read(block_bytes)
+                if not more:
+                    break
+                chunk = carry + more
+                cut = _last_item_end(chunk)
+                if cut < 0:
+                    carry = chunk
+                    continue
+                pending.append(pool.submit(_lines_frame, chunk, 0, cut + 1))
+                carry = chunk[cut + 1:]
+                while len(pending) > 2 * workers:
+                    frames.append(pending.popleft().result())
+            end = carry.rfind(b"]")  # the items list must be the last list of the document
+            if end < 0:
+                raise _NotFast
+            pending.append(pool.submit(_lines_frame, carry, 0, end))
+            while pending:
+                frames.append(pending.popleft().result())
+        finally:
+            for waiting in pending:
+                waiting.cancel()
     # what surrounds the list must be a valid document by itself: "[]" + tail, or prefix + "[]" + tail
     try:
         rest = orjson.loads(prefix + b"[]" + carry[end + 1:])
