@@ -11,8 +11,11 @@ import dagster as dg
 import pytest
 from dagster._core.storage.dagster_run import DagsterRun
 
+from dagster._utils.schedules import cron_string_iterator
+
 from dmf_assets.clock import KST
 from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst, dmf_watch_sensor
+from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.orchestration import followups
 from dmf_assets.runs import launch
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
@@ -21,16 +24,26 @@ D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
 NOW = datetime(2026, 10, 6, 7, 0, tzinfo=KST)
 
 
-def test_schedule_runs_the_new_day_at_0600_kst():
-    assert daily_0600_kst.cron_schedule == "0 6 * * *"
-    assert daily_0600_kst.execution_timezone == "Asia/Seoul"
-    tick = datetime(2026, 11, 30, 6, 0, tzinfo=KST)
-    request = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=tick))
-    assert request.partition_key == "2026-11-30" and request.run_key == "schedule:2026-11-30"
-    assert request.tags["dagster/max_runtime"] == "1800"  # [runs] max_minutes = 30
-    # 21:00 UTC on Nov 29 is already 06:00 KST on Nov 30: the day is always the Korean one
-    late = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc)))
-    assert late.partition_key == "2026-11-30"
+def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
+    # a config with its own whole-run limit: the schedule's runs carry that, not a built-in number
+    config = tmp_path / "dmf.toml"
+    config.write_text("[runs]\nmax_minutes = 47\n", encoding="utf-8")
+    monkeypatch.setenv("DMF_CONFIG", str(config))
+    # the instants the daemon evaluates this schedule at, from midnight UTC on Nov 29
+    start = datetime(2026, 11, 29, 0, 0, tzinfo=timezone.utc).timestamp()
+    ticks = cron_string_iterator(start, daily_0600_kst.cron_schedule, daily_0600_kst.execution_timezone)
+    for tick, kst_day in zip(ticks, ("2026-11-30", "2026-12-01", "2026-12-02")):
+        # 21:00 UTC the day before is 06:00 KST: the day is always the Korean one
+        assert tick.astimezone(KST).time() == datetime.min.time().replace(hour=6)
+        assert tick.astimezone(timezone.utc).hour == 21 and tick.astimezone(KST).date().isoformat() == kst_day
+        request = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=tick))
+        assert request.partition_key == kst_day and request.run_key == f"schedule:{kst_day}"
+        assert kst_day in daily_partitions.get_partition_keys(current_time=tick)  # a partition the job has
+        assert request.tags == {"dmf/trigger": "schedule", "dagster/max_runtime": str(47 * 60)}
+    # the same tick given in UTC or in KST asks for the same day
+    utc = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc)))
+    kst = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)))
+    assert utc.partition_key == kst.partition_key == "2026-11-30"
 
 
 def _ws(tmp_path, faults: dict[str, str] | None = None):
@@ -97,11 +110,8 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
 
 
 def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_path):
-    ws, defs = _ws(tmp_path)
+    ws, _ = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})  # an outage on D2's morning
     launch.run_day(D1, instance=ws.instance, resources=ws.resources)
-    clears = datetime.now(timezone.utc) + timedelta(seconds=10)  # an outage that ends during the morning
-    ws = make_workspace(tmp_path / "ws", {D2.isoformat(): f"page_missing_rows:until={clears.isoformat()}"}, reuse=True)
-    defs = launch.definitions_with(ws.resources)
     first = launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
     assert runs_by_day(ws)[D2]["status"] == "rejected"
@@ -111,8 +121,9 @@ def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_
     (plan,) = followups.plan_followups(ws.instance, now + timedelta(minutes=31), retry=retry)
     assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
 
-    time.sleep(max(0.0, (clears - datetime.now(timezone.utc)).total_seconds()) + 0.5)  # the source recovers
-    launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
+    # the source recovers (the same project, its API without the fault) before the retry runs
+    ws = make_workspace(tmp_path / "ws", reuse=True)
+    launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
     assert runs_by_day(ws)[D2]["status"] == "accepted"
     assert runs_by_day(ws)[D2]["base_day_id"] == 20261005
     assert followups.plan_followups(ws.instance, now + timedelta(hours=2), retry=retry) == []

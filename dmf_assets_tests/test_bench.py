@@ -1,20 +1,49 @@
 """`dmf bench --quick` end to end: every figure present, whole-process, with numbers that make sense.
 
 The speed targets themselves are not asserted (they depend on the machine and its load); the JSON
-must be complete and internally consistent, and the comparison with the previous result printed.
+must be complete and internally consistent (each figure agrees with the figures, files and database
+rows it is derived from), and the comparison with the previous result file printed: the previous
+value beside the new one and the change between the two files. One run, shared by the module.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import statistics
 import subprocess
 import sys
+from datetime import datetime
 
+import duckdb
 import pytest
 
 from dmf_assets.bench import run
+from dmf_assets.storage.history import day_id
 
 ASSET_STEPS = {"raw_pages", "normalized_records", "xlsx_report"}
+
+#: the previous result file: distinct values per figure, far from anything measured (no rounding edge in the
+#: change), a figure the quick run skips but the file has, and figures the file does not have
+PREVIOUS_STARTED = "2026-01-01T00:00:00+00:00"
+PREVIOUS_LOAD = [1.25, 0.5, 0.75]
+PREVIOUS = {
+    "diff.9k.wall_s": 41.0, "diff.100k.wall_s": 52.0, "diff.100k.peak_rss_mb": 4_300.0, "diff.1m.wall_s": 73.0,
+    "daily_step.total_s": 24.0, "graph.one_day.wall_s": 95.0, "graph.workbook_s": 36.0,
+}
+
+
+def _previous_doc() -> dict:
+    doc: dict = {"schema_version": run.SCHEMA_VERSION, "started_at": PREVIOUS_STARTED,
+                 "machine": {"load_average_start": PREVIOUS_LOAD}}
+    for dotted, value in PREVIOUS.items():
+        node = doc
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return doc
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +52,7 @@ def quick(tmp_path_factory):
     out = tmp / "results"
     out.mkdir()
     # a previous result in the same schema: the new figures are printed beside it
-    (out / "latest-quick.json").write_text(json.dumps({
-        "schema_version": run.SCHEMA_VERSION, "started_at": "2026-01-01T00:00:00+00:00",
-        "machine": {"load_average_start": [0.0, 0.0, 0.0]}, "diff": {"9k": {"wall_s": 1.0}},
-    }), encoding="utf-8")
+    (out / "latest-quick.json").write_text(json.dumps(_previous_doc()), encoding="utf-8")
     cmd = [sys.executable, "-m", "dmf_assets", "bench", "--quick", "--output", str(out), "--workdir", str(tmp / "work")]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -42,19 +68,50 @@ def test_results_written_twice_and_the_comparison_printed(quick):
     dated = [p for p in out.glob("*-quick.json") if p.name != "latest-quick.json"]
     assert len(dated) == 1
     assert dated[0].read_text(encoding="utf-8") == (out / "latest-quick.json").read_text(encoding="utf-8")
+    doc = _doc(quick)
+    assert dated[0].name == f"{datetime.fromisoformat(doc['started_at']):%Y-%m-%dT%H%M%SZ}-quick.json"
     assert not (out / "latest.json").exists()  # a quick run never replaces the full results
-    assert "before" in proc.stdout and "1.00 s" in proc.stdout  # the previous 9k figure, beside the new one
+    printed = proc.stdout.splitlines()
+    assert doc["comparison"] and all(line in printed for line in doc["comparison"])
     for t in run.TARGETS:
         assert t.label in proc.stdout
     assert (workdir / "graph" / "data" / "dmf.duckdb").is_file()  # --workdir keeps the project folders
+
+
+def test_comparison_shows_the_previous_file_beside_the_new_one_with_the_change(quick):
+    proc, _, _ = quick
+    doc = _doc(quick)
+    lines = {t.label: next(line for line in proc.stdout.splitlines() if line.startswith(t.label)) for t in run.TARGETS}
+    for t in run.TARGETS:
+        now, before = run.lookup(doc, t.metric), PREVIOUS.get(t.metric)
+        rest = lines[t.label][len(t.label):]
+        shown = [float(v.replace(",", "")) for v in re.findall(rf"(\d[\d,]*\.\d\d) {t.unit}\b", rest)]
+        expected = [v for v in (now, before) if v is not None]  # now, then before (printed to 2 decimals)
+        assert shown == pytest.approx(expected, abs=0.0051) and len(shown) == len(expected), (t.metric, rest)
+        change = re.search(r"([+-]\d+) %", rest)
+        if now is None or before is None:
+            assert change is None, (t.metric, rest)
+            assert rest.rstrip().endswith("skipped") == (now is None), (t.metric, rest)
+        else:
+            assert change is not None, (t.metric, rest)
+            assert int(change.group(1)) == pytest.approx((now - before) / before * 100, abs=0.5), (t.metric, rest)
+    assert f"(before = {PREVIOUS_STARTED}, load average {PREVIOUS_LOAD})" in proc.stdout
 
 
 def test_document_header_and_no_errors(quick):
     doc = _doc(quick)
     assert doc["schema_version"] == run.SCHEMA_VERSION and doc["mode"] == "quick"
     assert doc["errors"] == []
-    assert doc["machine"]["cpu_count"] >= 1 and len(doc["machine"]["load_average_end"]) == 3
-    assert doc["previous"]["measured"]["diff.9k.wall_s"] == 1.0
+    assert doc["machine"]["cpu_count"] == os.cpu_count() and len(doc["machine"]["load_average_end"]) == 3
+    assert doc["previous"] == {"started_at": PREVIOUS_STARTED,
+                               "measured": {t.metric: PREVIOUS.get(t.metric) for t in run.TARGETS}}
+    # the whole run's time agrees with its start and end stamps (both rounded to the second)
+    elapsed = (datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])).total_seconds()
+    assert abs(elapsed - doc["total_seconds"]) <= 1.5
+    # … and contains every timed process it reports
+    parts = [sum(m["all_wall_s"]) for m in doc["diff"].values()]
+    parts += [doc["graph"]["baseline_day"]["wall_s"], sum(doc["graph"]["one_day"]["all_wall_s"])]
+    assert sum(parts) < doc["total_seconds"]
 
 
 @pytest.mark.parametrize("size", ["9k", "100k"])
@@ -62,29 +119,52 @@ def test_diff_figures_are_whole_process(quick, size):
     m = _doc(quick)["diff"][size]
     assert m["command"].startswith("dmf diff ") and m["exit_codes"] == [0, 0, 0] and m["repeats"] == 3
     assert m["wall_s"] == sorted(m["all_wall_s"])[1] > 0  # the median of three
+    assert len(m["all_wall_s"]) == m["repeats"]
     # a whole Python process with polars loaded, but nowhere near the machine's memory
     assert 50 < m["peak_rss_mb"] < 16_000
     assert "1m" not in _doc(quick)["diff"]  # 1 M rows: full runs only
 
 
-def test_graph_and_daily_step(quick):
-    doc = _doc(quick)
-    g = doc["graph"]
-    assert g["baseline_day"]["exit_code"] == 0 and g["baseline_day"]["status"] == "baseline"
-    one = g["one_day"]
+def test_graph_figures_agree_with_the_project_they_ran_in(quick):
+    _, _, workdir = quick
+    g = _doc(quick)["graph"]
+    base, one = g["baseline_day"], g["one_day"]
+    assert base["exit_code"] == 0 and base["status"] == "baseline"
     assert one["exit_codes"] == [0] and one["status"] == "accepted" and 8_000 <= one["population"] <= 12_000
+    assert one["wall_s"] == statistics.median(one["all_wall_s"]) and len(one["all_wall_s"]) == one["repeats"] == 1
     assert set(g["step_seconds"]) >= ASSET_STEPS and g["workbook_s"] > 0 and g["workbook_bytes"] > 10_000
+    # the workbook figure is the xlsx_report step's; the steps ran inside the timed process
+    assert g["workbook_s"] == g["step_seconds"]["xlsx_report"]
+    assert sum(g["step_seconds"].values()) < one["wall_s"]
+    # the workbook's size is the file's, the populations are the stored snapshots'
+    (workbook,) = (workdir / "graph" / "reports").glob(f"*{run.GRAPH_DAY}*.xlsx")
+    assert g["workbook_bytes"] == workbook.stat().st_size
+    conn = duckdb.connect(str(workdir / "graph" / "data" / "dmf.duckdb"), read_only=True)
+    try:
+        stored = dict(conn.execute("SELECT day_id, count(*) FROM snapshots GROUP BY day_id").fetchall())
+    finally:
+        conn.close()
+    assert stored == {day_id(run.GRAPH_BASE_DAY): base["population"], day_id(run.GRAPH_DAY): one["population"]}
+
+
+def test_daily_step_figures_add_up(quick):
+    doc = _doc(quick)
     step = doc["daily_step"]
     assert step["status"] == "accepted" and step["base_day"] == run.GRAPH_DAY.isoformat()
+    assert step["day"] == run.STEP_DAY.isoformat()
     assert step["total_s"] == pytest.approx(step["normalize_s"] + step["diff_s"] + step["commit_s"], abs=0.003)
     assert 8_000 <= step["rows"] <= 12_000 and step["repeats"] == 3
+    events = step["events"]  # NEW, CHANGED and WITHDRAWN are what a reader acts on
+    assert events["substantive"] == events["NEW"] + events["CHANGED"] + events["WITHDRAWN"]
 
 
 def test_targets_list_every_goal_and_mark_quick_skips(quick):
-    targets = {t["metric"]: t for t in _doc(quick)["targets"]}
-    assert set(targets) == {t.metric for t in run.TARGETS}
+    doc = _doc(quick)
+    targets = {t["metric"]: t for t in doc["targets"]}
+    assert [t["metric"] for t in doc["targets"]] == [t.metric for t in run.TARGETS]
     skipped = {"diff.1m.wall_s", "diff.1m.peak_rss_mb", "backfill_30.wall_s"}
     for metric, t in targets.items():
+        assert t["measured"] == run.lookup(doc, metric), t  # each target's figure is the document's own
         if metric in skipped:
             assert t["measured"] is None and t["met"] is None, t
         else:
@@ -94,6 +174,8 @@ def test_targets_list_every_goal_and_mark_quick_skips(quick):
 def test_a_process_is_measured_on_its_own(tmp_path):
     # wall time and the child's own peak RSS; a failing command keeps its exit code and error tail
     ok = run.run_process(["diff", "--help"])
-    assert ok["exit_code"] == 0 and ok["wall_s"] > 0 and ok["peak_rss_mb"] > 5
-    bad = run.run_process(["diff", str(tmp_path / "missing.json"), str(tmp_path / "missing.json")])
+    assert ok["exit_code"] == 0 and ok["wall_s"] > 0 and ok["peak_rss_mb"] > 5 and ok["error_tail"] == []
+    missing = tmp_path / "missing.json"
+    bad = run.run_process(["diff", str(missing), str(missing)])
     assert bad["exit_code"] == 2
+    assert any(str(missing) in line for line in bad["error_tail"]), bad

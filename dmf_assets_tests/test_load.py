@@ -1,8 +1,10 @@
-"""Load: a 30-day backfill while the 06:00 schedule fires and a user re-runs a day — all at once.
+"""Load: a 12-day backfill while the 06:00 schedule fires and a user re-runs a day — all at once.
 
 Everything finishes, no run fails on the database lock, nothing is written twice, and every day's
 stored events are exactly the emulator's truth (the days were committed out of order and re-derived).
-The race is checked to have happened: the schedule's and the user's runs ran while the backfill did.
+The race is made to happen and checked to have happened: the schedule and the user start once the
+backfill's runs are under way (read from the Dagster instance, not guessed with sleeps), and the run
+records show the schedule's and the user's runs overlapping a backfill run, before the backfill's end.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from dmf_assets_tests.graph_support import make_workspace, open_workspace, runs_
 pytestmark = pytest.mark.slow
 
 START = date(2026, 6, 1)
-DAYS = [START + timedelta(days=i) for i in range(30)]
-USER_DAY = DAYS[15]
+#: enough days that the backfill is still running well after the other two processes have started
+DAYS = [START + timedelta(days=i) for i in range(12)]
+USER_DAY = DAYS[len(DAYS) // 2]
 
 
 def _backfill(root: str, out) -> None:
@@ -54,16 +57,27 @@ def _user_reruns(root: str, out) -> None:
     out.put(("user", report.failure, USER_DAY.isoformat()))
 
 
+def _wait_for_backfill_runs(ws, n: int, procs, timeout_s: float = 300) -> None:
+    """Until the backfill has started its n-th run (its process still alive)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if len(ws.instance.get_run_ids(filters=dg.RunsFilter(tags={"dmf/trigger": "load-backfill"}))) >= n:
+            return
+        assert procs[0].is_alive() or procs[0].exitcode == 0, f"backfill process exited {procs[0].exitcode}"
+        time.sleep(0.2)
+    pytest.fail(f"the backfill did not start {n} runs in {timeout_s} s")
+
+
 def test_backfill_schedule_and_rerun_at_once(tmp_path):
     ws = make_workspace(tmp_path)
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=_backfill, args=(str(tmp_path), out))]
     procs[0].start()
-    time.sleep(8)  # the backfill is under way when the schedule fires…
+    _wait_for_backfill_runs(ws, 2, procs)  # the backfill is past its first day when the schedule fires…
     procs.append(ctx.Process(target=_schedule_fires, args=(str(tmp_path), out)))
     procs[-1].start()
-    time.sleep(4)  # …and a user re-runs a day in the middle of the range
+    _wait_for_backfill_runs(ws, 3, procs)  # …and a user re-runs a day in the middle of the range
     procs.append(ctx.Process(target=_user_reruns, args=(str(tmp_path), out)))
     procs[-1].start()
     results = {name: (failure, extra) for name, failure, extra in (out.get(timeout=900) for _ in procs)}
@@ -95,9 +109,13 @@ def test_backfill_schedule_and_rerun_at_once(tmp_path):
     # the race happened: the schedule's and the user's runs started while backfill days were still running
     records = ws.instance.get_run_records()
     backfill = [r for r in records if r.dagster_run.tags.get("dmf/trigger") == "load-backfill"]
+    assert len(backfill) >= len(DAYS) and all(b.start_time and b.end_time for b in backfill)
     for trigger in ("schedule", "user"):
         (other,) = [r for r in records if r.dagster_run.tags.get("dmf/trigger") == trigger]
         assert min(b.start_time for b in backfill) < other.start_time < max(b.end_time for b in backfill), trigger
+        # overlapping intervals: at least one backfill run was running while this run was
+        overlapping = [b for b in backfill if b.start_time < other.end_time and other.start_time < b.end_time]
+        assert overlapping, (trigger, other.start_time, other.end_time)
     # every run that touched the database finished; none died on a lock
     failed = ws.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
     for run in failed:
