@@ -121,7 +121,7 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
 
 def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
     """The 변경 이벤트 sheet, read back with openpyxl, is exactly the database's non-cosmetic events."""
-    from dmf_assets.report.workbook import RejectedDayError, read_events_sheet
+    from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
     from dmf_assets.settings import load_settings
     from dmf_assets.report.day_data import build_day_report
 

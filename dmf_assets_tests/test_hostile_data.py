@@ -29,7 +29,8 @@ from openpyxl import load_workbook
 from dmf_assets.domain.text import display_text
 from dmf_assets.emulator import faults as F
 from dmf_assets.runs import launch
-from dmf_assets.report.workbook import FORMULA_TRIGGERS, SHEET_EVENTS, SHEET_FIELDS, TRUNCATION_MARK, ooxml_unescape
+from dmf_assets.report.cells import FORMULA_TRIGGERS, TRUNCATION_MARK, ooxml_unescape
+from dmf_assets.report.workbook import SHEET_EVENTS, SHEET_FIELDS
 from dmf_assets.emulator.client import default_simulator
 from dmf_assets.storage import history
 from dmf_assets_tests.graph_support import make_workspace

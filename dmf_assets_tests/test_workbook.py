@@ -30,13 +30,14 @@ from dmf_assets.report.model import (
     Kpis,
     QualityRow,
 )
+from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
+from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
+from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
+from dmf_assets.report.rows import EVENT_COLUMNS
+from dmf_assets.report.sheet_frame import ATTRIBUTION
 from dmf_assets.report.workbook import (
-    ATTRIBUTION,
-    EVENT_COLUMNS,
-    EXCEL_MAX_CHARS,
     KPI_LABELS,
-    NEDRUG_DMF_SEARCH_PATH,
     NOT_REFLECTED,
     SHEET_BY_APPLICANT,
     SHEET_BY_COUNTRY,
@@ -46,16 +47,11 @@ from dmf_assets.report.workbook import (
     SHEET_NAMES,
     SHEET_NEW_WITHDRAWN,
     SHEET_SUMMARY,
-    TRUNCATION_MARK,
-    RejectedDayError,
-    WorkbookError,
     build_workbook,
-    cell_text,
-    read_events_sheet,
-    store_text,
     workbook_day,
     write_workbook,
 )
+from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
 
 DAY = date(2026, 10, 8)
 BASE = date(2026, 10, 7)

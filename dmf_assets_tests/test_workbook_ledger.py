@@ -20,9 +20,9 @@ from dmf_assets.report.workbook import (
     SHEET_RECENT,
     SHEET_SUMMARY,
     KPI_LABELS,
-    summary_sentences,
     write_workbook,
 )
+from dmf_assets.report.sentences import summary_sentences
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
@@ -174,7 +174,7 @@ def _cells(ws) -> dict:
 def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):  # noqa: F811
     """The long tables (전체현황 and the aggregates) are written as XML straight away (`xlsx_body`);
     the file must read back cell for cell as the openpyxl path writes it — hostile text included."""
-    from dmf_assets.report import workbook
+    from dmf_assets.report import cells
 
     report = report_for(emulated, date(2026, 10, 8))
     hostile = dict(report.ledger[0])
@@ -182,9 +182,9 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
                    sites=[{"name": "A\n제조소", "country": None, "role": "원료"}, {"name": None, "country": "독일"}],
                    site_count=2, issue_date="2026-02-30", permit_accept_date="1899-12-31")
     report = replace(report, ledger=(*report.ledger, hostile))
-    assert len(report.ledger) > workbook.STREAM_MIN_ROWS
+    assert len(report.ledger) > cells.STREAM_MIN_ROWS
     streamed = load_workbook(write_workbook(report, tmp_path / "streamed").path)
-    monkeypatch.setattr(workbook, "STREAM_MIN_ROWS", 10**9)  # every table cell by cell
+    monkeypatch.setattr(cells, "STREAM_MIN_ROWS", 10**9)  # every table cell by cell
     plain = load_workbook(write_workbook(report, tmp_path / "plain").path)
     for name in plain.sheetnames:
         if name in ("요약", "메타"):  # they carry the time the workbook was written

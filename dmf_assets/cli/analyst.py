@@ -167,7 +167,8 @@ def _event_json(e) -> dict:
 
 def _history_xlsx(hist, path: Path, args) -> None:
     from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
-    from dmf_assets.report.workbook import Col, TableSheet, write_tables_workbook
+    from dmf_assets.report.cells import Col
+    from dmf_assets.report.tables import TableSheet, write_tables_workbook
 
     event_cols = (
         Col("day", "관측일", 11, "date"), Col("base_day", "비교 기준일", 11, "date"), Col("severity", "심각도", 9),
@@ -245,7 +246,8 @@ def _asof(args) -> int:
                 target.close()
         return 0
     if args.format == "xlsx":
-        from dmf_assets.report.workbook import LEDGER_COLUMNS, TableSheet, ledger_row, write_tables_workbook
+        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_row
+        from dmf_assets.report.tables import TableSheet, write_tables_workbook
 
         path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
         cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
@@ -271,7 +273,7 @@ def _sites_line(sites) -> str:
 
 
 def _report(args) -> int:
-    from dmf_assets.report.workbook import write_period_workbook
+    from dmf_assets.report.period_workbook import write_period_workbook
     from dmf_assets.report.day_data import build_period_report
 
     if args.end < args.start:

@@ -414,7 +414,7 @@ ON_TIME_CHECK = "report_by_0900_kst"
     ),
 )
 def report_by_0900_kst(context: dg.AssetCheckExecutionContext, workspace: DmfWorkspace) -> dg.AssetCheckResult:
-    from dmf_assets.report.workbook import dated_workbook_name
+    from dmf_assets.report.retention import dated_workbook_name
 
     day = date.fromisoformat(context.partition_key)
     path = workspace.path("reports_dir") / dated_workbook_name(day)

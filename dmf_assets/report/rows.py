@@ -1,0 +1,287 @@
+"""The table rows of events and registrations: column sets and the cell values of each row (labels in
+Korean, change lines before → after) shared by the daily and the period workbooks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dmf_assets.domain.model import (
+    COMPARED_FIELDS,
+    EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
+    SEVERITY_LABEL_KO,
+    SEVERITY_RANK,
+    SITES_FIELD,
+)
+from dmf_assets.domain.sites import describe_site_change
+from dmf_assets.report.cells import Col
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow
+from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
+
+FLAG_LABELS: dict[str, str] = {
+    "is_reappearance": "재등장",
+    "number_assigned": "번호 부여",
+    "is_transfer": "양도양수",
+    "is_rename": "명칭 변경",
+    "watchlist_hit": "관심목록",
+}
+
+
+# --- event texts ---------------------------------------------------------------------------------
+
+
+def sorted_events(events: Sequence[EventRow]) -> list[EventRow]:
+    return sorted(events, key=lambda e: (-SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+
+
+def field_label(name: str) -> str:
+    return FIELD_LABEL_KO.get(name, name)
+
+
+def flags_text(ev: EventRow) -> str | None:
+    return ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None
+
+
+def value_text(v: str | None) -> str:
+    return v if v not in (None, "") else "(없음)"
+
+
+def change_lines(ev: EventRow, *, max_value: int | None = None) -> list[str]:
+    """Substantive changes as lines; sites as '제조소 추가: Name (country)' instead of whole lists.
+
+    When an event has site rows, the manufacturer/address before → after (often hundreds of
+    characters) is replaced by the site lines; the full values stay on the '필드 변경' sheet.
+    """
+    def short(v: str | None) -> str:
+        v = value_text(v)
+        return v if max_value is None or len(v) <= max_value else v[: max_value - 1] + "…"
+
+    site_rows = [c for c in ev.changes if c.field == SITES_FIELD]
+    lines = [describe_site_change(c.before, c.after) if max_value is None else
+             describe_site_change(c.before and short(c.before), c.after and short(c.after)) for c in site_rows]
+    for c in ev.changes:
+        if c.is_cosmetic or c.field == SITES_FIELD:
+            continue
+        if site_rows and c.field in ("manufacturer", "address"):
+            continue
+        lines.append(f"{field_label(c.field)}: {short(c.before)} → {short(c.after)}")
+    return lines
+
+
+def _change_summary(ev: EventRow) -> str | None:
+    lines = change_lines(ev)
+    if ev.cosmetic_fields:
+        lines.append("표기 변경: " + ", ".join(field_label(f) for f in ev.cosmetic_fields))
+    return "\n".join(lines) or None
+
+
+# --- 변경 이벤트 / 신규·취하 / 이력 ---------------------------------------------------------------------
+
+
+EVENT_COLUMNS: tuple[Col, ...] = (
+    Col("severity", "심각도", 9),
+    Col("event_type", "이벤트", 7),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 24, "wrap"),
+    Col("applicant", "신청인", 20, "wrap"),
+    Col("manufacturer", "제조소명", 30, "wrap"),
+    Col("countries", "제조국", 12, "wrap"),
+    Col("changed_fields", "변경 항목", 16, "wrap"),
+    Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
+    Col("flags", "표시", 12, "wrap"),
+    Col("watch_reasons", "관심목록 사유", 18, "wrap"),
+    Col("product_hits", "자사 영향", 18, "wrap"),
+    Col("issue_date", "발급일자", 11, "date"),
+    Col("target_class", "대상의약품", 10),
+    Col("bizrno", "사업자등록번호", 13),
+    Col("address", "제조소 소재지", 40, "wrap"),
+    Col("dmf_key", "관리 키", 24),
+    Col("base_dmf_key", "이전 관리 키", 24),
+    Col("link", "의약품안전나라", 13, "link"),
+)
+
+
+def event_row(ev: EventRow, base_url: str) -> dict:
+    return {
+        "severity": SEVERITY_LABEL_KO.get(ev.severity, ev.severity),
+        "event_type": EVENT_LABEL_KO.get(ev.event_type, ev.event_type),
+        "permit_no": ev.permit_no,
+        "ingredient": ev.ingredient,
+        "applicant": ev.applicant,
+        "manufacturer": ev.manufacturer,
+        "countries": ev.countries,
+        "changed_fields": ", ".join(field_label(f) for f in ev.changed_fields) or None,
+        "change_summary": _change_summary(ev),
+        "flags": flags_text(ev),
+        "watch_reasons": "\n".join(ev.watch_reasons) or None,
+        "issue_date": ev.issue_date,
+        "target_class": ev.target_class,
+        "bizrno": ev.bizrno,
+        "address": ev.address,
+        "dmf_key": ev.dmf_key,
+        "base_dmf_key": ev.base_dmf_key,
+        "link": nedrug_link(ev, base_url or SOURCE_BASE_FALLBACK),
+        "_severity_code": ev.severity,
+        "_watch": ev.watchlist_hit,
+        "product_hits": "\n".join(ev.product_hits) or None,
+    }
+
+
+NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
+    Col("event_type", "구분", 7),
+    Col("severity", "심각도", 9),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 24, "wrap"),
+    Col("ingredient_base", "성분 기준명", 18, "wrap"),
+    Col("applicant", "신청인", 20, "wrap"),
+    Col("bizrno", "사업자등록번호", 13),
+    Col("manufacturer", "제조소명", 30, "wrap"),
+    Col("address", "제조소 소재지", 40, "wrap"),
+    Col("countries", "제조국", 12, "wrap"),
+    Col("issue_date", "발급일자", 11, "date"),
+    Col("target_class", "대상의약품", 10),
+    Col("flags", "표시", 12, "wrap"),
+    Col("product_hits", "자사 영향", 18, "wrap"),
+    Col("dmf_key", "관리 키", 24),
+    Col("link", "의약품안전나라", 13, "link"),
+)
+
+
+def new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
+    chosen = [e for e in report.events if e.event_type in ("NEW", "WITHDRAWN")]
+    chosen.sort(key=lambda e: (e.event_type != "NEW", -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+    rows = []
+    for e in chosen:
+        row = event_row(e, base_url)
+        row["ingredient_base"] = e.ingredient_base
+        rows.append(row)
+    return rows
+
+
+RECENT_COLUMNS: tuple[Col, ...] = (
+    Col("day", "관측일", 11, "date"),
+    Col("base_day", "비교 기준일", 11, "date"),
+    Col("severity", "심각도", 9),
+    Col("event_type", "이벤트", 7),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 22, "wrap"),
+    Col("applicant", "신청인", 18, "wrap"),
+    Col("manufacturer", "제조소명", 26, "wrap"),
+    Col("countries", "제조국", 11, "wrap"),
+    Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
+    Col("flags", "표시", 11, "wrap"),
+    Col("product_hits", "자사 영향", 16, "wrap"),
+    Col("watch_reasons", "관심목록 사유", 16, "wrap"),
+    Col("dmf_key", "관리 키", 22),
+)
+
+
+def recent_rows(report: DayReport) -> list[dict]:
+    ordered = sorted(report.recent_events, key=lambda e: (-(e.day.toordinal() if e.day else 0),
+                                                          -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+    rows = []
+    for e in ordered:
+        row = event_row(e, report.source_url)
+        row.update(day=e.day, base_day=e.base_day)
+        rows.append(row)
+    return rows
+
+
+# --- 필드 변경 -------------------------------------------------------------------------------------
+
+
+FIELD_COLUMNS: tuple[Col, ...] = (
+    Col("severity", "심각도", 9),
+    Col("kind", "구분", 9),
+    Col("permit_no", "등록번호", 22),
+    Col("ingredient", "성분명", 24, "wrap"),
+    Col("applicant", "신청인", 20, "wrap"),
+    Col("field", "항목", 13),
+    Col("before", "변경 전", 45, "wrap"),
+    Col("after", "변경 후", 45, "wrap"),
+    Col("dmf_key", "관리 키", 24),
+)
+_FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
+
+
+def site_kind(c: FieldChangeRow) -> str:
+    return describe_site_change(c.before, c.after).split(":", 1)[0]  # 제조소 추가 | 제조소 삭제 | 제조소 변경
+
+
+def field_rows(report: DayReport) -> list[dict]:
+    changes: list[FieldChangeRow] = [c for ev in report.events for c in ev.changes]
+    changes.sort(
+        key=lambda c: (c.is_cosmetic, -SEVERITY_RANK.get(c.severity, -1), c.dmf_key, _FIELD_ORDER.get(c.field, 99))
+    )
+    return [
+        {
+            "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
+            "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
+            "permit_no": c.permit_no,
+            "ingredient": c.ingredient,
+            "applicant": c.applicant,
+            "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
+            "before": c.before,
+            "after": c.after,
+            "dmf_key": c.dmf_key,
+            "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
+            "_cosmetic": c.is_cosmetic,
+        }
+        for c in changes
+    ]
+
+
+# --- the ledger (전체현황): the full registry of one accepted day ---------------------------------
+
+PERMIT_FMT_LABEL_KO: dict[str, str] = {"standard": "표준", "new_substance": "신물질", "unknown": "해석 불가", "missing": "번호 없음"}
+
+LEDGER_COLUMNS: tuple[Col, ...] = (
+    Col("permit_no", "등록번호", 24),
+    Col("permit_fmt", "번호 형식", 8),
+    Col("permit_accept_date", "접수일", 11, "date"),
+    Col("permit_ingr_no", "성분 번호", 7),
+    Col("permit_group", "그룹", 6),
+    Col("permit_serial", "일련번호", 8),
+    Col("permit_seq", "순번", 6),
+    Col("permit_grant", "허여", 6),
+    Col("permit_table", "별표", 9),
+    Col("base_permit_no", "원 등록번호 (허여 원본)", 22),
+    Col("cohort", "코호트 (성분번호-그룹)", 11),
+    Col("ingredient", "성분명", 26),
+    Col("ingredient_base", "성분 기준명", 18),
+    Col("applicant", "신청인", 22),
+    Col("bizrno", "사업자등록번호", 13),
+    Col("site_count", "제조소 수", 7, "int"),
+    Col("sites", "제조소 (사이트별: 이름·국가)", 46, "wrap"),
+    Col("country_set", "제조국 (국가 목록)", 16),
+    Col("address", "제조소 소재지 (원문)", 40),
+    Col("issue_date", "발급일자", 11, "date"),
+    Col("target_class", "대상의약품", 10),
+    Col("first_seen", "최초 관측일", 11, "date"),
+    Col("last_changed", "최근 실질 변경일", 11, "date"),
+    Col("times_changed", "변경 횟수", 7, "int"),
+    Col("events_link", "이벤트 (이력 시트)", 14, "sheetlink"),
+    Col("dmf_key", "관리 키", 24),
+)
+
+
+def ledger_row(reg: dict) -> dict:
+    """A registry row (analyst.queries.registry_asof) -> the ledger's cell values."""
+    sites = reg.get("sites") or ()
+    if len(sites) > 1:
+        site_text = "\n".join(
+            f"{i}. {'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or '(제조소명 없음)'} ({s.get('country') or '국가 미상'})"
+            for i, s in enumerate(sites, 1)
+        )
+    elif sites:
+        s = sites[0]
+        site_text = f"{'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or reg.get('manufacturer') or ''} ({s.get('country') or '국가 미상'})"
+    else:
+        site_text = reg.get("manufacturer")
+    countries = list(dict.fromkeys(reg.get("country_list") or ()))
+    return {
+        **reg,
+        "permit_fmt": PERMIT_FMT_LABEL_KO.get(reg.get("permit_fmt") or "", reg.get("permit_fmt")),
+        "sites": site_text,
+        "country_set": ", ".join(countries) or reg.get("countries"),
+    }
