@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from dmf_assets.report.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
+from dmf_assets_tests.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.test_workbook import REJECT_REASON, accepted_report, rejected_report
 

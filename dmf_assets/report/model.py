@@ -164,7 +164,7 @@ class DayReport:
     run_info: dict[str, str] = field(default_factory=dict)  # label -> value (run id, source, timings…)
     generated_at: datetime | None = None
     source_url: str = "https://nedrug.mfds.go.kr"  # 의약품안전나라 (search links per registration)
-    ledger: tuple[dict, ...] = ()  # 전체현황: the registry of last_accepted_day (see workbook.LEDGER_COLUMNS)
+    ledger: tuple[dict, ...] = ()  # 전체현황: the registry of last_accepted_day (see rows.LEDGER_COLUMNS)
     recent_events: tuple[EventRow, ...] = ()  # 이력: every event of the last `recent_days` days, newest first
     recent_days: int = 90
     warnings: tuple[str, ...] = ()  # active quality / share warnings, shown in the banner

@@ -2,10 +2,10 @@
 
 openpyxl spends ≈25 µs a cell building and serialising cell objects: ≈4–5 s for the 9k-row 전체현황
 sheet, most of the daily report step. A table body is regular (one style per column, values already
-made safe by `store_text`), so it is rendered here as the same XML openpyxl would write — inline
+made safe by `cells.store_text`), so it is rendered here as the same XML openpyxl would write — inline
 strings, the workbook's own style indices, row heights, internal links — and spliced into the saved
 file (`save`). Reading the file back (openpyxl, Excel, LibreOffice) gives exactly what the cell-by-cell
-path gave; `dmf_assets_tests/test_workbook.py` compares the two.
+path gave; `dmf_assets_tests/test_workbook_ledger.py` compares the two.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class StreamedBody:
 
 
 class BodyWriter:
-    """Renders cells the way `workbook._put_*` would have stored them, one row at a time.
+    """Renders cells the way `cells.put_*` would have stored them, one row at a time.
 
     `style_id(name, quote_prefix)` is the index of a named style in this workbook's cell-style
     table (the `s` attribute openpyxl writes); it is resolved once per style.

@@ -5,7 +5,7 @@ needs "repair" fails or renders empty), `pdftoppm` rasterises the first page, an
 here by hand (zlib + PNG filters, no Pillow) to count non-white pixels. `pdftotext` gives the first
 page's text so a test can check the banner a user reads first.
 
-    python -m dmf_assets.report.render_check reports/DMF_리포트_2026-10-08.xlsx [--out DIR]
+    python -m dmf_assets_tests.render_check reports/DMF_리포트_2026-10-08.xlsx [--out DIR]
 """
 
 from __future__ import annotations
