@@ -161,9 +161,16 @@ def test_quality_sheet_uses_percent_for_ratios(book_1008):
 
 def _cells(ws) -> dict:
     """Everything a reader sees of a sheet: values, types, resolved styles, links, heights, filter."""
+    looks: dict[tuple, tuple] = {}  # a style's resolved look, computed once per distinct style
+
+    def look(c) -> tuple:
+        key = tuple(c._style)
+        if key not in looks:
+            looks[key] = (c.number_format, repr(c.font), repr(c.fill), repr(c.border), repr(c.alignment), c.quotePrefix)
+        return looks[key]
+
     cells = {
-        c.coordinate: (c.value, c.data_type, c.number_format, repr(c.font), repr(c.fill), repr(c.border),
-                       repr(c.alignment), c.quotePrefix, c.hyperlink.location if c.hyperlink else None)
+        c.coordinate: (c.value, c.data_type, look(c), c.hyperlink.location if c.hyperlink else None)
         for row in ws.iter_rows() for c in row if c.value is not None or c.has_style
     }
     heights = {r: d.height for r, d in ws.row_dimensions.items() if d.height}
