@@ -1,4 +1,4 @@
--- Named statements used by dmf_assets/storage/report_data.py. Values are always bound parameters.
+-- Named statements used by dmf_assets/report/day_data.py. Values are always bound parameters.
 
 -- name: day_events
 SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
