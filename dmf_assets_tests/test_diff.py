@@ -186,7 +186,8 @@ _COSMETIC = [
     lambda s: s.replace(" ", "  "),
     lambda s: s.replace("(주)", "㈜").replace("㈜", "주식회사 "),
     lambda s: s.upper(),
-    lambda s: s.replace(",", " ,").replace(".", ""),
+    # a dot becomes a space ("SDN.BHD." -> "SDN BHD "): dropping it would merge words ("SDNBHD"), a real retyping
+    lambda s: s.replace(",", " ,").replace(".", " "),
 ]
 
 

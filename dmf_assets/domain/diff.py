@@ -156,21 +156,19 @@ def _greedy_match(base_rows: list[dict], new_rows: list[dict], *, min_score: flo
     return pairs
 
 
-def _with_group_size(snapshot: pl.DataFrame) -> pl.DataFrame:
-    """`_size`: how many rows of this snapshot share the row's group_key. A keyed snapshot carries it
-    as `dup_count` (`keys.with_snapshot_keys`), which saves hashing a million keys twice; a snapshot
-    read back from the history has no such column and is counted here."""
-    if "dup_count" in snapshot.columns:
-        return snapshot.with_columns(_size=pl.col("dup_count"))
-    return snapshot.with_columns(_size=pl.len().over("group_key"))
+def _group_size(snapshot: pl.DataFrame) -> pl.Expr:
+    """How many rows of this snapshot share the row's group_key. A keyed snapshot carries it as
+    `dup_count` (`keys.with_snapshot_keys`), which saves hashing a million keys twice; a snapshot
+    read back from the history has no such column and is counted."""
+    return (pl.col("dup_count") if "dup_count" in snapshot.columns else pl.len().over("group_key")).alias("_size")
 
 
 def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """All matched pairs as (base_dmf_key, dmf_key, match)."""
     match_cols = ["dmf_key", "group_key", "content_hash", "is_synthetic", "ingredient_key", "applicant_identity", *SIMILARITY_KEYS]
     match_cols = list(dict.fromkeys(match_cols))
-    b = _with_group_size(base).select(*match_cols, "_size")
-    n = _with_group_size(new).select(*match_cols, "_size")
+    b = base.select(*match_cols, _group_size(base))
+    n = new.select(*match_cols, _group_size(new))
 
     # 1. one on each side
     direct = (
