@@ -152,7 +152,8 @@ def test_daily_step_figures_add_up(quick):
     step = doc["daily_step"]
     assert step["status"] == "accepted" and step["base_day"] == run.GRAPH_DAY.isoformat()
     assert step["day"] == run.STEP_DAY.isoformat()
-    assert step["total_s"] == pytest.approx(step["normalize_s"] + step["diff_s"] + step["commit_s"], abs=0.003)
+    assert step["total_s"] == pytest.approx(step["normalize_s"] + step["judge_s"] + step["diff_commit_s"], abs=0.003)
+    assert step["collect_s"] > 0  # the archived pages were replayed, not fetched (daily_step checks the source)
     assert 8_000 <= step["rows"] <= 12_000 and step["repeats"] == 3
     events = step["events"]  # NEW, CHANGED and WITHDRAWN are what a reader acts on
     assert events["substantive"] == events["NEW"] + events["CHANGED"] + events["WITHDRAWN"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import shutil
@@ -62,7 +63,7 @@ TARGETS: tuple[Target, ...] = (
     Target("diff.100k.peak_rss_mb", "dmf diff, 100 k rows, peak RSS", 400.0, "MB"),
     Target("diff.1m.wall_s", "dmf diff, two 1 M-row days, whole process", 12.0, "s"),
     Target("diff.1m.peak_rss_mb", "dmf diff, 1 M rows, peak RSS", 2048.0, "MB"),
-    Target("daily_step.total_s", "daily step: normalize + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"),
+    Target("daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"),
     Target("graph.one_day.wall_s", "dmf run --date D (one day, whole graph), whole process", 15.0, "s"),
     Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
     Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 300.0, "s"),
@@ -245,77 +246,54 @@ def _step_seconds(home: Path) -> dict[str, list[float]]:
 
 
 def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
-    """normalize + diff + commit of `day` against the last accepted day read from DuckDB, timed by stage.
+    """One day through the pipeline's own steps (`orchestration.pipeline`), against the history in DuckDB.
 
-    Runs on a database a real `dmf run` built; the day's raw pages are already archived. Each
-    repetition re-commits the same day (a re-run replaces that day's rows). The first repetition pays
-    one-time costs (regex compilation, DuckDB start-up) and is reported apart.
+    The same functions the assets call, minus Dagster: `collect` (replays the archived pages),
+    `normalize`, `judge` (gates 1–5, verdict recorded), `diff_and_commit` (base read from DuckDB, diff,
+    gate 6, one transaction). Each repetition re-commits the same day (a re-run replaces its rows).
+    The first repetition pays one-time costs (regex compilation, DuckDB start-up) and is reported apart.
     """
     import polars as pl  # noqa: F401 - imported before timing, like the pipeline's process has it
 
-    from dmf_assets.domain.diff import Watchlist, diff_snapshots
-    from dmf_assets.domain.gates import FetchFacts, gate_churn, pre_diff_gates, quality_metrics
-    from dmf_assets.domain.snapshot import build_snapshot
-    from dmf_assets.orchestration import commit as day_commit
+    from dmf_assets.emulator.client import mfds_client_from_settings
+    from dmf_assets.orchestration import pipeline
     from dmf_assets.settings import load_settings
-    from dmf_assets.source.archive import read_json
-    from dmf_assets.source.dumps import load_dump
-    from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
 
     settings = load_settings()
     d = date.fromisoformat(day)
-    w = settings.watchlist
-    watchlist = Watchlist(tuple(w.ingredients), tuple(w.applicants), tuple(w.manufacturers), tuple(w.countries))
-    # the manifest's page entries in the shape the pipeline hands to record_judgement (attempt counts)
-    pages = [
-        {**p, "attempts": len(p.get("attempts") or []),
-         "elapsed_ms": sum(a.get("elapsed_ms") or 0 for a in p.get("attempts") or [])}
-        for p in (read_json(Path(raw_dir) / day / "manifest.json") or {}).get("pages") or []
-    ]
+    client = mfds_client_from_settings(settings, service_key=BENCH_SERVICE_KEY, raw_dir=raw_dir,
+                                       base_url=EMULATOR_URL, emulator_faults={})
+    quiet = logging.getLogger("dmf.bench")
+    quiet.disabled = True
     runs = []
     with open_database(Path(db), purpose="dmf bench") as conn:
         for _ in range(repeats):
             t0 = time.perf_counter()
-            base = history.comparison_base(conn, d)
-            base_frame = history.load_snapshot(conn, base.day)
-            seen = history.previously_seen(conn, base.day)
+            fetched = pipeline.collect(client, d, quiet)
             t1 = time.perf_counter()
-            dump = load_dump(Path(raw_dir) / day)
+            normalized = pipeline.normalize(fetched, settings)
             t2 = time.perf_counter()
-            keyed = build_snapshot(dump.frame)
+            judged = pipeline.judge(conn, normalized, settings)
             t3 = time.perf_counter()
-            facts = FetchFacts(transport_ok=True, pages_ok=dump.pages, total_count=dump.total_count,
-                               rows_received=dump.rows, rows_after_dedup=keyed.height,
-                               duplicate_rows_dropped=dump.rows - keyed.height)
-            gates = pre_diff_gates(keyed, facts, base, settings.gates)
-            quality = quality_metrics(keyed, facts, d, settings.quality)
+            outcome = pipeline.diff_and_commit(conn, judged, settings)
             t4 = time.perf_counter()
-            diff = diff_snapshots(base_frame, keyed, previously_seen=seen, watchlist=watchlist)
-            churn = gate_churn(diff.counts, base.population or base_frame.height, settings.gates)
-            t5 = time.perf_counter()
-            day_commit.record_judgement(
-                conn, d, gates=gates, quality=quality, fetch=facts, pages=pages, source="emulator",
-                fingerprint=history.frame_fingerprint(keyed), run_id=None, fetch_seconds=None, watchlist=watchlist,
-                gate_settings=settings.gates,
-            )
-            outcome = day_commit.commit_day(conn, d, keyed, diff, base=base, churn=churn, watchlist=watchlist,
-                                         gates=settings.gates)
-            t6 = time.perf_counter()
+            if fetched.fetch.get("source") != "archive":
+                raise RuntimeError(f"{day}: expected a replay of the archived pages, got {fetched.fetch.get('source')}")
             runs.append({
-                "read_base_s": t1 - t0, "parse_pages_s": t2 - t1, "normalize_s": t3 - t2, "gates_s": t4 - t3,
-                "diff_s": t5 - t4, "commit_s": t6 - t5, "status": outcome.status,
-                "events": {k: v for k, v in diff.counts.items() if k != "population"}, "rows": keyed.height,
+                "collect_s": t1 - t0, "normalize_s": t2 - t1, "judge_s": t3 - t2, "diff_commit_s": t4 - t3,
+                "status": outcome.status, "rows": judged.keyed.height,
+                "events": {k: v for k, v in outcome.counts.items() if k != "population"},
             })
     for r in runs:
-        r["total_s"] = r["normalize_s"] + r["diff_s"] + r["commit_s"]
+        r["total_s"] = r["normalize_s"] + r["judge_s"] + r["diff_commit_s"]
     timed = runs[1:] or runs
     best = min(timed, key=lambda r: r["total_s"])
     return {
         "day": day,
-        "base_day": str(base.day),
-        "what": "normalize + diff + commit (total_s); reading the base from DuckDB, parsing the archived pages and "
-        "the gates are timed apart",
+        "base_day": str(outcome.base_day),
+        "what": "normalize + judge + diff_and_commit of orchestration.pipeline (total_s); collect (replaying the "
+        "archived pages) is timed apart",
         "rows": best["rows"],
         "status": best["status"],
         "events": best["events"],
