@@ -1,6 +1,6 @@
 """The benchmark: what a user waits for, measured whole-process — `dmf diff` at 9.2 k / 100 k / 1 M rows,
 one day through the whole graph (`dmf run --date D`), a 30-day `dmf backfill`, the daily workbook, and
-the daily step (normalize + diff + commit against yesterday in DuckDB).
+the daily step (the pipeline's normalize + judge + diff_and_commit against yesterday in DuckDB).
 
 Every figure except the daily step is the real CLI in a fresh subprocess (`python -m dmf_assets …`):
 wall time from spawn to exit, peak RSS of that process from `os.wait4` (its own `ru_maxrss`). The
@@ -374,14 +374,14 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
     # the daily step, in-process, on a copy of this database (the day after GRAPH_DAY)
     db_copy = workdir / "daily_step.duckdb"
     shutil.copy(proj.path("database"), db_copy)
-    progress(f"… daily step {STEP_DAY} in-process (normalize + diff + commit against DuckDB)")
+    progress(f"… daily step {STEP_DAY} in-process (the pipeline's normalize + judge + diff_and_commit against DuckDB)")
     try:
         _child("inputs", {"workdir": str(workdir), "raw_dir": str(proj.path("raw_dir")), "days": [STEP_DAY.isoformat()],
                           "sizes": []}, workdir)
         s = doc["daily_step"] = _child("daily_step", {"db": str(db_copy), "raw_dir": str(proj.path("raw_dir")),
                                                       "day": STEP_DAY.isoformat(), "repeats": 4}, workdir, env=proj.env)
-        progress(f"   {s['total_s']:.3f} s = normalize {s['normalize_s']:.3f} + diff {s['diff_s']:.3f} + "
-                 f"commit {s['commit_s']:.3f} (base read {s['read_base_s']:.3f}, pages {s['parse_pages_s']:.3f})")
+        progress(f"   {s['total_s']:.3f} s = normalize {s['normalize_s']:.3f} + judge {s['judge_s']:.3f} + "
+                 f"diff and commit {s['diff_commit_s']:.3f} (replaying the pages {s['collect_s']:.3f})")
     except RuntimeError as exc:
         doc["errors"].append({"part": "daily_step", "error": str(exc)})
         progress(f"   FAILED: {exc}")
