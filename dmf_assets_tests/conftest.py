@@ -37,3 +37,61 @@ def real_items(real_fixture_files) -> list[dict]:
         items.extend(json.loads(path.read_text(encoding="utf-8"))["items"])
     assert items, "no real rows found"
     return items
+
+
+# --- temporary folders in memory ------------------------------------------------------------------
+# The end-to-end tests write SQLite (Dagster's run and event storage: a commit, and a WAL checkpoint
+# on every connection close, for each of a run's ~130 events), DuckDB, gzip archives and workbooks.
+# On a disk each fsync costs milliseconds — seconds per day-run. On tmpfs it costs nothing, and the
+# files, the processes and the code paths are the same (SIGKILL tests still kill a process: the page
+# cache survives that either way). DMF_TEST_TMP=disk keeps them on pytest's tmp_path instead.
+
+def _memory_root() -> Path | None:
+    import os
+
+    shm = Path("/dev/shm")
+    if os.environ.get("DMF_TEST_TMP") == "disk" or not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None
+    return shm
+
+
+class MemoryTmp:
+    """mktemp(name) like tmp_path_factory's, in /dev/shm when there is one; remove() when done."""
+
+    def __init__(self, tmp_path_factory):
+        self._factory = tmp_path_factory
+        self._made: list[Path] = []
+
+    def mktemp(self, name: str) -> Path:
+        import re
+        import tempfile
+
+        root = _memory_root()
+        if root is None:
+            return self._factory.mktemp(name)
+        path = Path(tempfile.mkdtemp(prefix=f"dmf-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}-", dir=root))
+        self._made.append(path)
+        return path
+
+    def remove(self) -> None:
+        import shutil
+
+        for path in self._made:  # tmpfs is memory: nothing stays behind (pytest's tmp_path keeps its own)
+            shutil.rmtree(path, ignore_errors=True)
+        self._made.clear()
+
+
+@pytest.fixture(scope="module")
+def memory_tmp_factory(tmp_path_factory):
+    """Module-scoped folders (shared, expensive state) in memory; removed after the module."""
+    factory = MemoryTmp(tmp_path_factory)
+    yield factory
+    factory.remove()
+
+
+@pytest.fixture
+def memory_tmp(tmp_path_factory, request) -> Path:
+    """tmp_path, but in memory (see above); removed after the test."""
+    factory = MemoryTmp(tmp_path_factory)
+    yield factory.mktemp(request.node.name)
+    factory.remove()

@@ -55,7 +55,8 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
     assert not (tmp_path / "data" / "database").exists()  # nothing ran, nothing was written
 
 
-def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path):
+def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(memory_tmp):
+    tmp_path = memory_tmp
     env = _project(tmp_path)
     accepted = _dmf(env, "run", "--date", "2026-10-05")
     assert accepted.returncode == 0, accepted.stdout[-1500:] + accepted.stderr[-1500:]
@@ -74,17 +75,34 @@ def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path)
     assert "다시 실행하세요" in failed.stdout and "Traceback" not in failed.stdout + failed.stderr
 
 
-def test_a_wait_for_the_database_lock_is_visible(tmp_path):
+def test_a_wait_for_the_database_lock_is_visible(memory_tmp):
+    tmp_path = memory_tmp
     env = _project(tmp_path)
     database = tmp_path / "data" / "database"
+    # the holder keeps the lock until told (a line on its stdin), at most 60 s
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom dmf_assets.storage.db import open_database\n"
-         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n    time.sleep(20)\n"],
-        env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+        [sys.executable, "-c", "import select, sys\nfrom dmf_assets.storage.db import open_database\n"
+         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n"
+         "    select.select([sys.stdin], [], [], 60)\n"],
+        env=env, cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
     started = time.monotonic()
-    out = _dmf(env, "run", "--date", "2026-10-05")
-    holder.wait(timeout=60)
+    err_path = tmp_path / "run.err"
+    with open(err_path, "w", encoding="utf-8") as err_file:
+        run = subprocess.Popen([sys.executable, "-m", "dmf_assets", "run", "--date", "2026-10-05"], env=env,
+                               stdout=subprocess.PIPE, stderr=err_file, text=True, cwd=PROJECT_ROOT)
+        # release the lock once the run has said it waits for it, and has waited at least 5 s
+        # (instead of holding it a fixed 20 s)
+        deadline = started + 60
+        while time.monotonic() < deadline and run.poll() is None and not (
+                "waiting for the database lock" in err_path.read_text(encoding="utf-8", errors="replace")
+                and time.monotonic() - started >= 6):
+            time.sleep(0.2)
+        holder.stdin.write("release\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+        stdout, _ = run.communicate(timeout=600)
+    out = subprocess.CompletedProcess(run.args, run.returncode, stdout, err_path.read_text(encoding="utf-8"))
     assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
     assert f"waiting for the database lock held by PID {holder.pid} (dmf backup" in out.stderr
     assert time.monotonic() - started >= 5
@@ -114,7 +132,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_dmf_ui_stops_its_whole_process_tree_on_sighup(tmp_path):
+def test_dmf_ui_stops_its_whole_process_tree_on_sighup(memory_tmp):
     import signal
     import socket
 
@@ -125,7 +143,7 @@ def test_dmf_ui_stops_its_whole_process_tree_on_sighup(tmp_path):
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
-    env = _project(tmp_path)
+    env = _project(memory_tmp)
     port, report_port = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
                             env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

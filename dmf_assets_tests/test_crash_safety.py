@@ -31,8 +31,9 @@ D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
 KEY = "crash-test-key"
 
 
-def _project(root: Path) -> dict[str, str]:
-    """A temp project (absolute paths through DMF_CONFIG) and the environment to run `dmf` in it."""
+def _project(root: Path, *, exist_ok: bool = False) -> dict[str, str]:
+    """A temp project (absolute paths through DMF_CONFIG) and the environment to run `dmf` in it.
+    `exist_ok`: the folder is a copy of another project (its config is rewritten to point here)."""
     paths = {
         "database": root / "data" / "dmf.duckdb", "raw_dir": root / "data" / "raw",
         "staging_dir": root / "data" / "staging", "alerts_dir": root / "data" / "alerts",
@@ -42,7 +43,7 @@ def _project(root: Path) -> dict[str, str]:
     config = root / "dmf.toml"
     config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in paths.items()), encoding="utf-8")
     home = root / "dagster_home"
-    home.mkdir(parents=True)
+    home.mkdir(parents=True, exist_ok=exist_ok)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     env = {k: v for k, v in os.environ.items() if k != "DMF_CRASH_AT"}
     env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home), MFDS_SERVICE_KEY=KEY)
@@ -72,11 +73,21 @@ def sim():
     return RegistrySimulator()
 
 
-@pytest.mark.parametrize("crash_at", ["fetch_page:4", "history_write", "workbook_write"])
-def test_sigkill_then_rerun(tmp_path, sim, crash_at):
-    env = _project(tmp_path)
-    first = dmf_run(env, D1)
+@pytest.fixture(scope="module")
+def baseline(memory_tmp_factory) -> Path:
+    """A project whose first day has run (`dmf run`, exit 0) — copied by each crash below, not re-run."""
+    root = memory_tmp_factory.mktemp("baseline")
+    first = dmf_run(_project(root), D1)
     assert first.returncode == 0, first.stdout + first.stderr
+    return root
+
+
+@pytest.mark.parametrize("crash_at", ["fetch_page:4", "history_write", "workbook_write"])
+def test_sigkill_then_rerun(memory_tmp, baseline, sim, crash_at):
+    tmp_path = memory_tmp / "project"
+    # the baseline project as its first `dmf run` left it: nothing holds its files (the process is gone)
+    shutil.copytree(baseline, tmp_path, ignore=shutil.ignore_patterns(".*.lock"))
+    env = _project(tmp_path, exist_ok=True)
     with _db(tmp_path) as conn:
         population = history.run_row(conn, D1)["population"]
 

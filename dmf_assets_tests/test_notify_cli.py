@@ -50,7 +50,8 @@ def _drain(queue_get) -> list:
             return out
 
 
-def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
+def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(memory_tmp):
+    tmp_path = memory_tmp
     with smtp_server() as smtp, webhook_receiver() as hook:
         env = _project(tmp_path, smtp.port, hook.url("/hook"))
 

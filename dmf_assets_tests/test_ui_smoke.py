@@ -174,8 +174,8 @@ class Dagit:
 
 
 @pytest.fixture(scope="module")
-def dagit(tmp_path_factory):
-    d = Dagit(tmp_path_factory.mktemp("ui_smoke"))
+def dagit(memory_tmp_factory):
+    d = Dagit(memory_tmp_factory.mktemp("ui_smoke"))
     try:
         d.start()
         yield d
@@ -211,13 +211,31 @@ def _partition_status(dagit: Dagit, asset: str) -> dict[str, str]:
     return out
 
 
+Q_SENSOR_TICK = """
+query($sel: SensorSelector!) { sensorOrError(sensorSelector: $sel) { __typename
+  ... on Sensor { sensorState { ticks(limit: 1) { timestamp status } } } ... on PythonError { message } } }
+"""
+SENSOR = {"repositoryLocationName": "dmf_assets", "repositoryName": "__repository__", "sensorName": "dmf_watch_sensor"}
+
+
+def _wait_for_a_sensor_tick_after(dagit: Dagit, since: float, cap_s: float) -> None:
+    """Until the sensor has finished a tick that started after `since` (it saw the settled state and
+    had its chance to launch a duplicate) — at most `cap_s`, the sensor's interval with a margin."""
+    deadline = since + cap_s
+    while time.time() < deadline:
+        ticks = dagit.gql(Q_SENSOR_TICK, sel=SENSOR)["sensorOrError"]["sensorState"]["ticks"]
+        if ticks and ticks[0]["timestamp"] > since and ticks[0]["status"] != "STARTED":
+            return
+        time.sleep(1.0)
+
+
 def _tag(run: dict, key: str) -> str | None:
     return next((t["value"] for t in run["tags"] if t["key"] == key), None)
 
 
 def _wait_until_settled(dagit: Dagit, backfill_id: str) -> list[dict]:
     """Until the backfill is over, every run has finished and every day has its workbook — then one more
-    sensor interval, so a duplicate follow-up would have been launched by now."""
+    sensor tick (at most one more interval), so a duplicate follow-up would have been launched by now."""
     deadline = time.monotonic() + BACKFILL_TIMEOUT_S
     reports = dagit.tmp / "data" / "reports_dir"
     while True:
@@ -226,7 +244,7 @@ def _wait_until_settled(dagit: Dagit, backfill_id: str) -> list[dict]:
         done = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED") and all(
             r["status"] in TERMINAL_RUN for r in runs)
         if done and all((reports / f"DMF_리포트_{d.isoformat()}.xlsx").exists() for d in DAYS):
-            time.sleep(45)  # the sensor ticks every 30 s
+            _wait_for_a_sensor_tick_after(dagit, time.time(), cap_s=45)  # the sensor ticks every 30 s
             return dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
         if time.monotonic() > deadline:
             pytest.fail(f"not settled after {BACKFILL_TIMEOUT_S} s: backfill {backfill['status']}, runs "
