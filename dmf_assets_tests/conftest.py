@@ -44,13 +44,23 @@ def real_items(real_fixture_files) -> list[dict]:
 # on every connection close, for each of a run's ~130 events), DuckDB, gzip archives and workbooks.
 # On a disk each fsync costs milliseconds — seconds per day-run. On tmpfs it costs nothing, and the
 # files, the processes and the code paths are the same (SIGKILL tests still kill a process: the page
-# cache survives that either way). DMF_TEST_TMP=disk keeps them on pytest's tmp_path instead.
+# cache survives that either way). `quickstart.py test` (the CI) already puts pytest's basetemp there;
+# these fixtures do the same for a plain `pytest` run. DMF_TEST_TMP=disk keeps them on tmp_path.
 
-def _memory_root() -> Path | None:
+def _memory_root(tmp_path_factory) -> Path | None:
+    """/dev/shm with room to spare (quickstart.py's rule), unless pytest's basetemp is there already."""
     import os
+    import shutil
 
     shm = Path("/dev/shm")
-    if os.environ.get("DMF_TEST_TMP") == "disk" or not (shm.is_dir() and os.access(shm, os.W_OK)):
+    if os.environ.get("DMF_TEST_TMP") == "disk":
+        return None
+    try:
+        if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 4 << 30):
+            return None
+        if tmp_path_factory.getbasetemp().resolve().is_relative_to(shm.resolve()):
+            return None  # tmp_path is in memory already
+    except OSError:
         return None
     return shm
 
@@ -66,7 +76,7 @@ class MemoryTmp:
         import re
         import tempfile
 
-        root = _memory_root()
+        root = _memory_root(self._factory)
         if root is None:
             return self._factory.mktemp(name)
         path = Path(tempfile.mkdtemp(prefix=f"dmf-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}-", dir=root))
@@ -76,7 +86,7 @@ class MemoryTmp:
     def remove(self) -> None:
         import shutil
 
-        for path in self._made:  # tmpfs is memory: nothing stays behind (pytest's tmp_path keeps its own)
+        for path in self._made:  # tmpfs is memory: nothing stays behind (tmp_path's folders pytest keeps)
             shutil.rmtree(path, ignore_errors=True)
         self._made.clear()
 
