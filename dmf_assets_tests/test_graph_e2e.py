@@ -110,9 +110,9 @@ def test_days_committed_out_of_order_end_in_the_same_history(memory_tmp, per_day
     day, and the sensor refreshes that day's workbook — the history ends exactly as if run in date order.
 
     A fresh history and Dagster instance, over the raw archive the in-order runs fetched (a re-run of a
-    day replays its archive, as in production): the complete days replay without a request, the short
-    day (gate 2) resumes and asks the emulator again for what its archive lacks — the order of commits,
-    not the fetch, is what differs."""
+    day replays its archive, as in production): the complete days — the gate-3 and gate-6 faults among
+    them — replay without a request, the short day (gate 2, archived "incomplete") is fetched from the
+    emulator again and is short again. The order of commits, not the fetch, is what differs."""
     shutil.copytree(per_day[0].root / "data" / "raw", memory_tmp / "data" / "raw",
                     ignore=shutil.ignore_patterns(".*.lock"))
     ws = make_workspace(memory_tmp, FAULTS)
