@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import venv
@@ -77,29 +76,7 @@ def main(argv: list[str]) -> int:
                "--durations=10"]
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
-    if argv[0] != "test":
-        return subprocess.call(cmd)
-    scratch = _test_scratch()
-    try:
-        return subprocess.call(cmd + ([f"--basetemp={scratch}"] if scratch else []))
-    finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _test_scratch() -> Path | None:
-    """A folder in RAM for the suite's temporary projects when the machine has one with room to spare.
-
-    Every test day commits to SQLite (the Dagster instance) and DuckDB ~1,500 times; on a disk each
-    commit waits for an fsync (≈0.7 ms here), on tmpfs it does not — the same files, the same code.
-    """
-    shm = Path("/dev/shm")
-    try:
-        if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 4 << 30):
-            return None
-    except OSError:
-        return None
-    return shm / f"dmf-tests-{os.getpid()}"
+    return subprocess.call(cmd)
 
 
 if __name__ == "__main__":

@@ -40,15 +40,16 @@ def real_items(real_fixture_files) -> list[dict]:
 
 
 # --- temporary folders in memory ------------------------------------------------------------------
-# The end-to-end tests write SQLite (Dagster's run and event storage: a commit, and a WAL checkpoint
-# on every connection close, for each of a run's ~130 events), DuckDB, gzip archives and workbooks.
-# On a disk each fsync costs milliseconds — seconds per day-run. On tmpfs it costs nothing, and the
-# files, the processes and the code paths are the same (SIGKILL tests still kill a process: the page
-# cache survives that either way). `quickstart.py test` (the CI) already puts pytest's basetemp there;
-# these fixtures do the same for a plain `pytest` run. DMF_TEST_TMP=disk keeps them on tmp_path.
+# A test day writes SQLite (Dagster's run and event storage: ~1,500 commits, each an fsync) and DuckDB.
+# On a disk each fsync costs milliseconds — seconds per day-run; on tmpfs nothing, and the files, the
+# processes and the code paths are the same (SIGKILL tests still kill a process). So pytest's own
+# temporary folder (tmp_path, tmp_path_factory) goes to /dev/shm when it has room to spare and no
+# --basetemp was given; the folder is removed at the end. DMF_TEST_TMP=disk keeps pytest's default.
 
-def _memory_root(tmp_path_factory) -> Path | None:
-    """/dev/shm with room to spare (quickstart.py's rule), unless pytest's basetemp is there already."""
+_RAM_BASETEMP: Path | None = None
+
+
+def _ram_basetemp() -> Path | None:
     import os
     import shutil
 
@@ -58,50 +59,21 @@ def _memory_root(tmp_path_factory) -> Path | None:
     try:
         if not (shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 4 << 30):
             return None
-        if tmp_path_factory.getbasetemp().resolve().is_relative_to(shm.resolve()):
-            return None  # tmp_path is in memory already
     except OSError:
         return None
-    return shm
+    return shm / f"dmf-tests-{os.getuid()}-{os.getpid()}"
 
 
-class MemoryTmp:
-    """mktemp(name) like tmp_path_factory's, in /dev/shm when there is one; remove() when done."""
+def pytest_configure(config: pytest.Config) -> None:
+    global _RAM_BASETEMP
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):  # xdist workers inherit it
+        _RAM_BASETEMP = _ram_basetemp()
+        if _RAM_BASETEMP is not None:
+            config.option.basetemp = str(_RAM_BASETEMP)
 
-    def __init__(self, tmp_path_factory):
-        self._factory = tmp_path_factory
-        self._made: list[Path] = []
 
-    def mktemp(self, name: str) -> Path:
-        import re
-        import tempfile
-
-        root = _memory_root(self._factory)
-        if root is None:
-            return self._factory.mktemp(name)
-        path = Path(tempfile.mkdtemp(prefix=f"dmf-{re.sub(r'[^A-Za-z0-9_-]', '_', name)[:40]}-", dir=root))
-        self._made.append(path)
-        return path
-
-    def remove(self) -> None:
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _RAM_BASETEMP is not None:
         import shutil
 
-        for path in self._made:  # tmpfs is memory: nothing stays behind (tmp_path's folders pytest keeps)
-            shutil.rmtree(path, ignore_errors=True)
-        self._made.clear()
-
-
-@pytest.fixture(scope="module")
-def memory_tmp_factory(tmp_path_factory):
-    """Module-scoped folders (shared, expensive state) in memory; removed after the module."""
-    factory = MemoryTmp(tmp_path_factory)
-    yield factory
-    factory.remove()
-
-
-@pytest.fixture
-def memory_tmp(tmp_path_factory, request) -> Path:
-    """tmp_path, but in memory (see above); removed after the test."""
-    factory = MemoryTmp(tmp_path_factory)
-    yield factory.mktemp(request.node.name)
-    factory.remove()
+        shutil.rmtree(_RAM_BASETEMP, ignore_errors=True)  # it is memory: nothing stays behind

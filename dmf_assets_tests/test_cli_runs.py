@@ -55,8 +55,7 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
     assert not (tmp_path / "data" / "database").exists()  # nothing ran, nothing was written
 
 
-def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(memory_tmp):
-    tmp_path = memory_tmp
+def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path):
     env = _project(tmp_path)
     accepted = _dmf(env, "run", "--date", "2026-10-05")
     assert accepted.returncode == 0, accepted.stdout[-1500:] + accepted.stderr[-1500:]
@@ -75,8 +74,7 @@ def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(memory_tm
     assert "다시 실행하세요" in failed.stdout and "Traceback" not in failed.stdout + failed.stderr
 
 
-def test_a_wait_for_the_database_lock_is_visible(memory_tmp):
-    tmp_path = memory_tmp
+def test_a_wait_for_the_database_lock_is_visible(tmp_path):
     env = _project(tmp_path)
     database = tmp_path / "data" / "database"
     # the holder keeps the lock until told (a line on its stdin), at most 60 s
@@ -132,7 +130,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_dmf_ui_stops_its_whole_process_tree_on_sighup(memory_tmp):
+def test_dmf_ui_stops_its_whole_process_tree_on_sighup(tmp_path):
     import signal
     import socket
 
@@ -143,7 +141,7 @@ def test_dmf_ui_stops_its_whole_process_tree_on_sighup(memory_tmp):
             s.bind(("127.0.0.1", 0))
             return s.getsockname()[1]
 
-    env = _project(memory_tmp)
+    env = _project(tmp_path)
     port, report_port = free_port(), free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
                             env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

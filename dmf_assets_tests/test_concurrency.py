@@ -45,8 +45,7 @@ def test_project_instance_limits_the_duckdb_pool_to_one():
     assert any(limit["key"] == "dagster/backfill" for limit in config.run_queue_config.tag_concurrency_limits)
 
 
-def test_two_processes_at_once_finish_and_agree_with_sequential(memory_tmp):
-    tmp_path = memory_tmp
+def test_two_processes_at_once_finish_and_agree_with_sequential(tmp_path):
     sequential = make_workspace(tmp_path / "seq", FAULTS)
     from dmf_assets.runs import launch
 

@@ -74,17 +74,17 @@ def sim():
 
 
 @pytest.fixture(scope="module")
-def baseline(memory_tmp_factory) -> Path:
+def baseline(tmp_path_factory) -> Path:
     """A project whose first day has run (`dmf run`, exit 0) — copied by each crash below, not re-run."""
-    root = memory_tmp_factory.mktemp("baseline")
+    root = tmp_path_factory.mktemp("baseline")
     first = dmf_run(_project(root), D1)
     assert first.returncode == 0, first.stdout + first.stderr
     return root
 
 
 @pytest.mark.parametrize("crash_at", ["fetch_page:4", "history_write", "workbook_write"])
-def test_sigkill_then_rerun(memory_tmp, baseline, sim, crash_at):
-    tmp_path = memory_tmp / "project"
+def test_sigkill_then_rerun(tmp_path, baseline, sim, crash_at):
+    tmp_path = tmp_path / "project"
     # the baseline project as its first `dmf run` left it: nothing holds its files (the process is gone)
     shutil.copytree(baseline, tmp_path, ignore=shutil.ignore_patterns(".*.lock"))
     env = _project(tmp_path, exist_ok=True)

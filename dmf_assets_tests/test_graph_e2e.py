@@ -71,8 +71,8 @@ def _event_rows(ws):
 
 
 @pytest.fixture(scope="module")
-def per_day(memory_tmp_factory, sim):
-    ws = make_workspace(memory_tmp_factory.mktemp("per_day"), FAULTS)
+def per_day(tmp_path_factory, sim):
+    ws = make_workspace(tmp_path_factory.mktemp("per_day"), FAULTS)
     reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
     return ws, reports
 
@@ -105,7 +105,7 @@ def test_rerunning_a_day_is_idempotent(per_day):
     assert _event_rows(ws) == before
 
 
-def test_days_committed_out_of_order_end_in_the_same_history(memory_tmp, per_day, sim):
+def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, sim):
     """A backfill racing the schedule commits days in any order: each commit re-derives the next accepted
     day, and the sensor refreshes that day's workbook — the history ends exactly as if run in date order.
 
@@ -113,9 +113,9 @@ def test_days_committed_out_of_order_end_in_the_same_history(memory_tmp, per_day
     day replays its archive, as in production): the complete days — the gate-3 and gate-6 faults among
     them — replay without a request, the short day (gate 2, archived "incomplete") is fetched from the
     emulator again and is short again. The order of commits, not the fetch, is what differs."""
-    shutil.copytree(per_day[0].root / "data" / "raw", memory_tmp / "data" / "raw",
+    shutil.copytree(per_day[0].root / "data" / "raw", tmp_path / "data" / "raw",
                     ignore=shutil.ignore_patterns(".*.lock"))
-    ws = make_workspace(memory_tmp, FAULTS)
+    ws = make_workspace(tmp_path, FAULTS)
     order = DAYS[1::2] + DAYS[0::2][::-1]  # every other day first, then the rest backwards
     reports = [launch.run_day(day, instance=ws.instance, resources=ws.resources) for day in order]
     assert all(r.failure is None for r in reports), [r for r in reports if r.failure]

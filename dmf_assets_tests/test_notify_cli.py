@@ -50,8 +50,7 @@ def _drain(queue_get) -> list:
             return out
 
 
-def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(memory_tmp):
-    tmp_path = memory_tmp
+def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
     with smtp_server() as smtp, webhook_receiver() as hook:
         env = _project(tmp_path, smtp.port, hook.url("/hook"))
 

@@ -162,8 +162,7 @@ def _wait_for_url(path: Path, proc: subprocess.Popen, timeout_s: float = 120.0) 
     raise AssertionError("emulator did not start")
 
 
-def test_the_fake_key_appears_in_no_file_log_or_output(memory_tmp, caplog, capfd, monkeypatch):
-    tmp_path = memory_tmp
+def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, monkeypatch):
     caplog.set_level(logging.DEBUG)
     root, captured = tmp_path / "workspace", tmp_path / "captured"
     captured.mkdir()

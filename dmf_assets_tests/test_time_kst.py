@@ -59,8 +59,7 @@ def test_database_lock_and_backup_times_are_kst(tmp_path):
     assert taken is not None and abs(taken - datetime.now(KST)) < MINUTE
 
 
-def test_dmf_run_on_a_los_angeles_server_writes_kst(memory_tmp):
-    tmp_path = memory_tmp
+def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     day = date(2026, 10, 5)
     paths = {"database": "data/dmf.duckdb", "raw_dir": "data/raw", "staging_dir": "data/staging",
              "alerts_dir": "data/alerts", "backups_dir": "data/backups", "reports_dir": "reports",

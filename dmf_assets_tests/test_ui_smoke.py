@@ -174,8 +174,8 @@ class Dagit:
 
 
 @pytest.fixture(scope="module")
-def dagit(memory_tmp_factory):
-    d = Dagit(memory_tmp_factory.mktemp("ui_smoke"))
+def dagit(tmp_path_factory):
+    d = Dagit(tmp_path_factory.mktemp("ui_smoke"))
     try:
         d.start()
         yield d
