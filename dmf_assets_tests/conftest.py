@@ -77,3 +77,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import shutil
 
         shutil.rmtree(_RAM_BASETEMP, ignore_errors=True)  # it is memory: nothing stays behind
+
+
+# --- order ----------------------------------------------------------------------------------------
+#: the longest files (minutes each): handed out first, so the two xdist workers finish together
+LONGEST_FIRST = ("test_graph_e2e.py", "test_ui_smoke.py", "test_fault_matrix.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # `--dist loadfile` gives out whole files in collection order; a long file last would leave one
+    # worker alone at the end. The sort is stable: inside a file the order stays as written.
+    def cost_rank(item: pytest.Item) -> tuple[int, int]:
+        name = item.path.name
+        first = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return first, 0 if item.get_closest_marker("slow") else 1
+
+    items.sort(key=cost_rank)

@@ -121,7 +121,7 @@ def _warm() -> None:
 
 
 def _score_day(conn, sim, day: date, base: date, seen: list[date], exclude: set[str]) -> dict:
-    from dmf_assets.emulator.scoring import score
+    from dmf_assets_tests.scoring import score
     from dmf_assets.report.day_data import stored_events
 
     truth = sim.truth(base, day, seen=seen)

@@ -14,7 +14,7 @@ import pytest
 
 from dmf_assets.domain.model import Event
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.emulator.scoring import score
+from dmf_assets_tests.scoring import score
 from dmf_assets.emulator.client import mfds_client_from_settings
 from dmf_assets.source.fetch import fetch_day
 from dmf_assets.settings import load_settings

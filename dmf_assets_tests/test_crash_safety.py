@@ -18,7 +18,7 @@ from openpyxl import load_workbook
 
 from dmf_assets.defs.io import META_KEY
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.emulator.scoring import score
+from dmf_assets_tests.scoring import score
 from dmf_assets.report.workbook import workbook_day
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history

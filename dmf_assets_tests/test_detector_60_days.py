@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from dmf_assets.domain.diff import diff_snapshots
 from dmf_assets.domain.snapshot import build_snapshot, seen_markers
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.emulator.scoring import Score, score
+from dmf_assets_tests.scoring import Score, score
 
 START = date(2026, 9, 1)
 
