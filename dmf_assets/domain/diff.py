@@ -51,6 +51,14 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "target_class",
 )
 _RANK_TO_SEVERITY = {rank: name for name, rank in SEVERITY_RANK.items()}
+_WATCH_COLUMNS = ("ingredient_key", "applicant_key", "manufacturer_key", "countries_key")
+_SITE_VALUE_COLS = ("site_count", "sites", "sites_split_ok")
+#: every snapshot column the diff reads; a caller holding big snapshots may keep just these
+DIFF_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([
+    "dmf_key", "group_key", "content_hash", "identity_hash", "is_synthetic", "dup_count", "ingredient_key",
+    "applicant_identity", *SIMILARITY_KEYS, *sorted({c for pair in FIELD_COLUMNS.values() for c in pair}),
+    *_SITE_VALUE_COLS, *SUMMARY_COLUMNS, *_WATCH_COLUMNS,
+]))
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "event_type": pl.Utf8,
@@ -103,7 +111,6 @@ class Watchlist:
 class DiffResult:
     events: pl.DataFrame  # EVENT_SCHEMA, sorted by severity (worst first) then key
     changes: pl.DataFrame  # CHANGE_SCHEMA, one row per changed field (cosmetic included)
-    pairs: pl.DataFrame  # base_dmf_key -> dmf_key for every matched pair (unchanged included)
     baseline: bool = False
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -171,10 +178,12 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     n = new.select(*match_cols, _group_size(new))
 
     # 1. one on each side
+    # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
+    # and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
     direct = (
-        b.filter(pl.col("_size") == 1).select("group_key", base_dmf_key="dmf_key")
-        .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key"), on="group_key")
-        .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"))
+        b.filter(pl.col("_size") == 1).select("group_key", base_dmf_key="dmf_key", _b_hash="content_hash")
+        .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key", _n_hash="content_hash"), on="group_key")
+        .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")
     )
     pairs = [direct]
 
@@ -190,7 +199,7 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
             if n_rows is not None:
                 group_pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
         if group_pairs:
-            pairs.append(_pairs_frame(group_pairs, "duplicate_group"))
+            pairs.append(_with_hashes(_pairs_frame(group_pairs, "duplicate_group"), b, n))
 
     matched = pl.concat(pairs)
 
@@ -212,7 +221,7 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         if b_num.height and n_syn.height:
             pending_pairs += _pending_match(b_num, n_syn)
     if pending_pairs:
-        matched = pl.concat([matched, _pairs_frame(pending_pairs, "pending")])
+        matched = pl.concat([matched, _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)])
     return matched
 
 
@@ -232,6 +241,18 @@ def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tupl
     return pairs
 
 
+def _with_hashes(pairs: pl.DataFrame, b: pl.DataFrame, n: pl.DataFrame) -> pl.DataFrame:
+    """A few pairs with both sides' content hashes (`_b_hash`, `_n_hash`), like the direct pairs."""
+    keys_b = pairs.get_column("base_dmf_key").implode()
+    keys_n = pairs.get_column("dmf_key").implode()
+    return (
+        pairs.join(b.filter(pl.col("dmf_key").is_in(keys_b)).select(base_dmf_key="dmf_key", _b_hash="content_hash"),
+                   on="base_dmf_key", how="left", maintain_order="left")
+        .join(n.filter(pl.col("dmf_key").is_in(keys_n)).select("dmf_key", _n_hash="content_hash"),
+              on="dmf_key", how="left", maintain_order="left")
+    )
+
+
 def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
     return pl.DataFrame(
         {"base_dmf_key": [p[0] for p in pairs], "dmf_key": [p[1] for p in pairs], "match": [kind] * len(pairs)},
@@ -243,7 +264,6 @@ def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
 
 
 _FIELD_ORDER: dict[str, int] = {name: i for i, name in enumerate([*FIELD_COLUMNS, SITES_FIELD])}
-_SITE_VALUE_COLS = ("site_count", "sites", "sites_split_ok")
 
 
 def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
@@ -302,13 +322,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
     value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair} | set(_SITE_VALUE_COLS))
     # content_hash covers exactly the compared display values, so a pair with equal hashes has no
     # field change: compare only the (few) pairs whose hashes differ instead of every pair.
-    pairs = (
-        pairs.join(base.select(pl.col("dmf_key").alias("base_dmf_key"), pl.col("content_hash").alias("_b_hash")),
-                   on="base_dmf_key")
-        .join(new.select("dmf_key", pl.col("content_hash").alias("_n_hash")), on="dmf_key")
-        .filter(~pl.col("_b_hash").eq_missing(pl.col("_n_hash")))
-        .drop("_b_hash", "_n_hash")
-    )
+    pairs = pairs.filter(~pl.col("_b_hash").eq_missing(pl.col("_n_hash"))).drop("_b_hash", "_n_hash")
     joined = pairs.join(
         base.select("dmf_key", *value_cols).rename({c: f"b.{c}" for c in ["dmf_key", *value_cols]}),
         left_on="base_dmf_key",
@@ -370,9 +384,6 @@ def _rows_for(snapshot: pl.DataFrame, keys: pl.Series, columns: list) -> pl.Data
     """The few snapshot rows an event list refers to, filtered before any join: a join against the
     whole snapshot would hash all of its rows (seconds and a gigabyte at 1 M rows)."""
     return snapshot.filter(pl.col("dmf_key").is_in(keys.drop_nulls().unique().implode())).select(columns)
-
-
-_WATCH_COLUMNS = ("ingredient_key", "applicant_key", "manufacturer_key", "countries_key")
 
 
 def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
@@ -449,11 +460,12 @@ def diff_snapshots(
         return DiffResult(
             events=empty,
             changes=pl.DataFrame(schema=CHANGE_SCHEMA),
-            pairs=pl.DataFrame(schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8}),
             baseline=True,
             counts={"NEW": 0, "CHANGED": 0, "WITHDRAWN": 0, "COSMETIC": 0, "substantive": 0, "population": new.height},
         )
 
+    # only DIFF_COLUMNS from here on (so the list stays complete: a missing one fails every test)
+    base, new = (f.select([c for c in DIFF_COLUMNS if c in f.columns]) for f in (base, new))
     pairs = _match(base, new)
     changed, changes = _compare_pairs(base, new, pairs)
 
@@ -475,6 +487,7 @@ def diff_snapshots(
         is_reappearance=pl.lit(False),
         severity=pl.lit("CRITICAL"),
     )
+    del pairs  # a million rows at 1 M; nothing below needs them
     plain = {
         "is_cosmetic": pl.lit(False),
         "number_assigned": pl.lit(False),
@@ -513,4 +526,4 @@ def diff_snapshots(
         "population": max(base.height, 1),
     }
     counts["substantive"] = counts["NEW"] + counts["CHANGED"] + counts["WITHDRAWN"]
-    return DiffResult(events=events, changes=changes, pairs=pairs, counts=counts)
+    return DiffResult(events=events, changes=changes, counts=counts)
