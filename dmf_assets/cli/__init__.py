@@ -19,10 +19,10 @@ import warnings
 
 from dmf_assets.errors import UserError
 
-# polars' allocator (jemalloc) hands freed memory back to the OS after 0.5 s by default; `dmf diff`
-# allocates and frees gigabytes in bursts and then paid ≈7 s of page faults at 1 M rows (13 s → 9 s
-# with a 30 ms dirty decay, peak RSS the same). Set before polars is imported; polars appends it to
-# its own defaults, and a user's own _RJEM_MALLOC_CONF wins.
+# polars' allocator (jemalloc): how soon freed memory goes back to the OS. Immediately (0 ms) kept
+# `dmf diff`'s peak lowest but cost ≈7 s of page faults at 1 M rows; polars' own 500 ms raised the
+# peak above 2 GB; 30 ms: 8.9 s and 1.9 GB. Set before polars is imported (polars appends it to its
+# defaults); a user's own _RJEM_MALLOC_CONF wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:30,muzzy_decay_ms:0")
 
 #: module path -> what it adds (for --help ordering only)
