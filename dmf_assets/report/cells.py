@@ -129,20 +129,20 @@ def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT
     return cell
 
 
-def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT):
+def _put_number(ws: Worksheet, row: int, col: int, value: float | None, style: str, kind: type):
     cell = ws.cell(row=row, column=col)
     _set_style(cell, style)
     if value is not None:
-        cell.value = int(value)
+        cell.value = kind(value)
     return cell
+
+
+def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT):
+    return _put_number(ws, row, col, value, style, int)
 
 
 def _put_float(ws: Worksheet, row: int, col: int, value: float | None, style: str = st.PCT):
-    cell = ws.cell(row=row, column=col)
-    _set_style(cell, style)
-    if value is not None:
-        cell.value = float(value)
-    return cell
+    return _put_number(ws, row, col, value, style, float)
 
 
 def _as_date(value: Any) -> date | None:
