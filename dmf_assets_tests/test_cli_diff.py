@@ -73,6 +73,20 @@ def test_api_pages_and_archived_days_scored_against_truth(tmp_path):
     assert gzip.decompress(page.read_bytes())  # really the archived bytes
 
 
+def test_table_says_none_where_a_site_was_added(tmp_path):
+    """An added site is "(없음) → site", never Python's "None" (the emulator adds one between these days)."""
+    raw = tmp_path / "raw"
+    config = mfds_client_from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
+    days = (date(2026, 11, 18), date(2026, 11, 20))
+    for d in days:
+        assert fetch_day(config, d).status == "complete"
+    result = dmf("diff", *(str(raw / d.isoformat()) for d in days), "--no-watchlist")
+    assert result.returncode == 0, result.stderr
+    site_lines = [line for line in result.stdout.splitlines() if "(사이트)" in line]
+    assert site_lines and any("(없음) → " in line for line in site_lines), site_lines
+    assert "None" not in result.stdout
+
+
 @pytest.mark.parametrize("bad", ["missing.json", "notjson.txt"])
 def test_bad_input_is_one_clear_line(tmp_path, bad):
     if bad == "notjson.txt":

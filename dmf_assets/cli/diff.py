@@ -129,7 +129,8 @@ def _print_table(result, events, old_rows: int, new_rows: int, include_cosmetic:
               + (f" ({', '.join(flags)})" if flags else ""), file=out)
         for ch in e.changes:
             mark = " (표기)" if ch.is_cosmetic else ""
-            print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {ch.before!s} → {ch.after!s}", file=out)
+            before, after = ("(없음)" if v is None else v for v in (ch.before, ch.after))  # a site added / removed
+            print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {before} → {after}", file=out)
 
 
 def _event_json(e) -> dict:
