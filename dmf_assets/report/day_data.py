@@ -4,7 +4,7 @@ named report queries, sql/queries/report.sql)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 import math
 
