@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
@@ -113,36 +113,79 @@ def _set_style(cell, name: str) -> None:
     cell._style = copy.copy(_style_array(cell.parent, name))
 
 
+class CellValue(NamedTuple):
+    """What one cell holds: its named style, its value (None: an empty, styled cell), whether the value
+    is text (already `store_text`-safe), and a link (external `url`, or an internal `location`)."""
+
+    style: str
+    value: Any
+    is_text: bool = True
+    url: str | None = None
+    location: str | None = None
+    display: str | None = None
+
+
+#: the style a column kind gets when the caller names none
+_KIND_STYLE = {"text": st.TEXT, "wrap": st.TEXT_WRAP, "int": st.INT, "pct": st.PCT, "date": st.DATE,
+               "datetime": st.DATETIME, "link": st.LINK, "sheetlink": st.LINK}
+
+
+def cell_value(kind: str, value: Any, style: str | None = None) -> CellValue:
+    """The one set of rules for a value of column kind `kind`; both writers follow it — cell objects
+    (`put_*`) and the streamed long-table XML (`_stream_cell`)."""
+    if kind not in _KIND_STYLE:
+        raise ValueError(f"unknown column kind {kind!r}")
+    style = style or _KIND_STYLE[kind]
+    if kind in ("text", "wrap"):
+        return CellValue(style, store_text(value))
+    if kind in ("int", "pct"):
+        return CellValue(style, None if value is None else (int(value) if kind == "int" else float(value)), False)
+    if kind == "date":
+        day = _as_date(value)
+        # Excel's date system starts in 1900 (and 1900-02-29 is fictitious): older dates stay text.
+        if day is None or day < date(1900, 3, 1):
+            return CellValue(style, store_text(value))
+        return CellValue(style, day, False)
+    if kind == "datetime":
+        if value is None:
+            return CellValue(st.TEXT, None)
+        if value.tzinfo is not None:  # Excel has no time zones: show Korean local time
+            value = value.astimezone(KST).replace(tzinfo=None)
+        return CellValue(style, value, False)
+    if not value:  # link / sheetlink: (text, URL) or (text, "'Sheet'!A5")
+        return CellValue(st.TEXT, None)
+    text, target = value
+    if kind == "link":
+        return CellValue(style, store_text(text), url=target)
+    return CellValue(style, store_text(text), location=target, display=text)
+
+
+def put_cell(ws: Worksheet, row: int, col: int, c: CellValue):
+    cell = ws.cell(row=row, column=col)
+    _set_style(cell, c.style)
+    if c.value is not None and c.is_text:
+        # Set the stored value directly: store_text already replaced what XML forbids, so openpyxl's own
+        # per-cell check (a regex scan, ~1 s over the 9k-row ledger) is redundant; and openpyxl would infer
+        # "=…" as a formula and "#N/A" as an error — this is always a literal string.
+        cell._value = c.value
+        cell.data_type = "s"
+        if c.value.startswith(FORMULA_TRIGGERS):
+            cell.quotePrefix = True  # Excel keeps it text even after the user edits the cell
+    elif c.value is not None:
+        cell.value = c.value
+    if c.url:
+        cell.hyperlink = c.url
+    elif c.location:
+        cell.hyperlink = Hyperlink(ref=cell.coordinate, location=c.location, display=c.display)
+    return cell
+
+
 def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT):
-    cell = ws.cell(row=row, column=col)
-    _set_style(cell, style)
-    stored = store_text(value)
-    if stored is None:
-        return cell
-    # Set the stored value directly: store_text already replaced what XML forbids, so openpyxl's own
-    # per-cell check (a regex scan, ~1 s over the 9k-row ledger) is redundant; and openpyxl would infer
-    # "=…" as a formula and "#N/A" as an error — this is always a literal string.
-    cell._value = stored
-    cell.data_type = "s"
-    if stored.startswith(FORMULA_TRIGGERS):
-        cell.quotePrefix = True  # Excel keeps it text even after the user edits the cell
-    return cell
-
-
-def _put_number(ws: Worksheet, row: int, col: int, value: float | None, style: str, kind: type):
-    cell = ws.cell(row=row, column=col)
-    _set_style(cell, style)
-    if value is not None:
-        cell.value = kind(value)
-    return cell
+    return put_cell(ws, row, col, cell_value("text", value, style))
 
 
 def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT):
-    return _put_number(ws, row, col, value, style, int)
-
-
-def _put_float(ws: Worksheet, row: int, col: int, value: float | None, style: str = st.PCT):
-    return _put_number(ws, row, col, value, style, float)
+    return put_cell(ws, row, col, cell_value("int", value, style))
 
 
 def _as_date(value: Any) -> date | None:
@@ -159,58 +202,15 @@ def _as_date(value: Any) -> date | None:
 
 
 def put_date(ws: Worksheet, row: int, col: int, value: Any):
-    day = _as_date(value)
-    # Excel's date system starts in 1900 (and 1900-02-29 is fictitious): older dates stay text.
-    if day is None or day < date(1900, 3, 1):
-        return put_text(ws, row, col, value, st.DATE)
-    cell = ws.cell(row=row, column=col)
-    _set_style(cell, st.DATE)
-    cell.value = day
-    return cell
+    return put_cell(ws, row, col, cell_value("date", value))
 
 
 def put_datetime(ws: Worksheet, row: int, col: int, value: datetime | None):
-    if value is None:
-        return put_text(ws, row, col, None)
-    if value.tzinfo is not None:  # Excel has no time zones: show Korean local time
-        value = value.astimezone(KST).replace(tzinfo=None)
-    cell = ws.cell(row=row, column=col)
-    _set_style(cell, st.DATETIME)
-    cell.value = value
-    return cell
-
-
-def _put_link(ws: Worksheet, row: int, col: int, value: tuple[str, str] | None):
-    if not value:
-        return put_text(ws, row, col, None)
-    text, url = value
-    cell = put_text(ws, row, col, text, st.LINK)
-    cell.hyperlink = url
-    return cell
+    return put_cell(ws, row, col, cell_value("datetime", value))
 
 
 def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any):
-    if kind == "text":
-        return put_text(ws, row, col, value)
-    if kind == "wrap":
-        return put_text(ws, row, col, value, st.TEXT_WRAP)
-    if kind == "int":
-        return put_int(ws, row, col, value)
-    if kind == "pct":
-        return _put_float(ws, row, col, value)
-    if kind == "date":
-        return put_date(ws, row, col, value)
-    if kind == "datetime":
-        return put_datetime(ws, row, col, value)
-    if kind == "link":
-        return _put_link(ws, row, col, value)
-    if kind == "sheetlink":  # (text, "'Sheet'!A5"): a link inside the workbook
-        if not value:
-            return put_text(ws, row, col, None)
-        cell = put_text(ws, row, col, value[0], st.LINK)
-        cell.hyperlink = Hyperlink(ref=cell.coordinate, location=value[1], display=value[0])
-        return cell
-    raise ValueError(f"unknown column kind {kind!r}")
+    return put_cell(ws, row, col, cell_value(kind, value))
 
 
 # --- long table bodies ---------------------------------------------------------------------------
@@ -220,39 +220,18 @@ STREAM_MIN_ROWS = 200
 _STREAMED_KINDS = frozenset({"text", "wrap", "int", "pct", "date", "datetime", "sheetlink"})
 
 
-def _stream_text(w: xlsx_body.BodyWriter, r: int, j: int, value: Any, style: str) -> str:
-    stored = store_text(value)
-    return w.text(r, j, stored, style, stored is not None and stored.startswith(FORMULA_TRIGGERS))
-
-
 def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any) -> str:
-    """The cell `_put_any` would have written, as XML."""
-    if kind == "text":
-        return _stream_text(w, r, j, value, st.TEXT)
-    if kind == "wrap":
-        return _stream_text(w, r, j, value, st.TEXT_WRAP)
-    if kind == "int":
-        return w.number(r, j, None if value is None else int(value), st.INT)
-    if kind == "pct":
-        return w.number(r, j, None if value is None else float(value), st.PCT)
-    if kind == "date":
-        day = _as_date(value)
-        if day is None or day < date(1900, 3, 1):
-            return _stream_text(w, r, j, value, st.DATE)
-        return w.day(r, j, day, st.DATE)
-    if kind == "datetime":
-        if value is None:
-            return _stream_text(w, r, j, None, st.TEXT)
-        if value.tzinfo is not None:
-            value = value.astimezone(KST).replace(tzinfo=None)
-        return w.day(r, j, value, st.DATETIME)
-    if kind == "sheetlink":
-        if not value:
-            return _stream_text(w, r, j, None, st.TEXT)
-        cell = _stream_text(w, r, j, value[0], st.LINK)
-        w.link(r, j, value[1], value[0])
-        return cell
-    raise ValueError(f"column kind {kind!r} cannot be streamed")
+    """The cell `put_cell` would have written, as XML."""
+    c = cell_value(kind, value)
+    if c.url:
+        raise ValueError(f"column kind {kind!r} cannot be streamed")  # external links need relationships
+    if c.location:
+        w.link(r, j, c.location, c.display)
+    if c.is_text or c.value is None:
+        return w.text(r, j, c.value, c.style, c.value is not None and c.value.startswith(FORMULA_TRIGGERS))
+    if isinstance(c.value, date):  # datetime too
+        return w.day(r, j, c.value, c.style)
+    return w.number(r, j, c.value, c.style)
 
 
 def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[dict], *, sparse: bool,
