@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 from openpyxl import Workbook
 from openpyxl.utils import get_column_letter
@@ -34,13 +35,12 @@ _AFTER_HYPERLINKS = ("<printOptions", "<pageMargins", "<pageSetup", "<headerFoot
                      "<webPublishItems", "<tableParts", "<extLst", "</worksheet>")
 
 
-def xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+#: what an XML attribute value must escape beyond `&`, `<`, `>` (link targets and display texts)
+_ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 
 
 def xml_attr(text: str) -> str:
-    return (xml_text(text).replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;")
-            .replace("\t", "&#09;"))
+    return xml_escape(text, _ATTR_ENTITIES)
 
 
 def _number(value: float | int) -> str:
@@ -95,7 +95,7 @@ class BodyWriter:
             return f'<c r="{ref}" s="{sid}" t="n"/>'
         stripped = stored.strip()
         space = ' xml:space="preserve"' if stripped and stripped != stored else ""
-        return f'<c r="{ref}" s="{sid}" t="inlineStr"><is><t{space}>{xml_text(stored)}</t></is></c>'
+        return f'<c r="{ref}" s="{sid}" t="inlineStr"><is><t{space}>{xml_escape(stored)}</t></is></c>'
 
     def number(self, r: int, col: int, value: float | int | None, style: str) -> str:
         ref = f"{self._letters[col - 1]}{r}"
