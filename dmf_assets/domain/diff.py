@@ -243,13 +243,12 @@ def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tupl
 
 def _with_hashes(pairs: pl.DataFrame, b: pl.DataFrame, n: pl.DataFrame) -> pl.DataFrame:
     """A few pairs with both sides' content hashes (`_b_hash`, `_n_hash`), like the direct pairs."""
-    keys_b = pairs.get_column("base_dmf_key").implode()
-    keys_n = pairs.get_column("dmf_key").implode()
+    b_hash = _rows_for(b, pairs["base_dmf_key"], [pl.col("dmf_key").alias("base_dmf_key"),
+                                                  pl.col("content_hash").alias("_b_hash")])
+    n_hash = _rows_for(n, pairs["dmf_key"], ["dmf_key", pl.col("content_hash").alias("_n_hash")])
     return (
-        pairs.join(b.filter(pl.col("dmf_key").is_in(keys_b)).select(base_dmf_key="dmf_key", _b_hash="content_hash"),
-                   on="base_dmf_key", how="left", maintain_order="left")
-        .join(n.filter(pl.col("dmf_key").is_in(keys_n)).select("dmf_key", _n_hash="content_hash"),
-              on="dmf_key", how="left", maintain_order="left")
+        pairs.join(b_hash, on="base_dmf_key", how="left", maintain_order="left")
+        .join(n_hash, on="dmf_key", how="left", maintain_order="left")
     )
 
 
