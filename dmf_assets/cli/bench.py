@@ -13,8 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="성능 측정 (프로세스 전체): dmf diff 9.2k/100k/1M행, dmf run 하루, 30일 백필, 엑셀, 일일 처리 단계",
         description=(
             "Benchmark on this machine, every figure a real `dmf` process (wall time, peak RSS); results as JSON in "
-            "bench/results/ (see bench/README.md), printed beside the previous result. Full run ≈ 5–10 min on 2 cores "
-            "(more on a busy machine); --quick ≈ 1–2 min."
+            "bench/results/ (see bench/README.md), printed beside the previous result. Full run ≈ 3 min on 2 cores "
+            "(more on a busy machine); --quick ≈ 35 s."
         ),
     )
     p.add_argument("--quick", action="store_true",
@@ -34,6 +34,14 @@ def _bench(args) -> int:
     if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
         raise UserError(f"--workdir {args.workdir}가 비어 있지 않습니다 — 새 폴더나 빈 폴더를 주세요 "
                         "(--workdir is not empty; give a new or empty folder)")
+    for name, folder in (("--output", output), ("--workdir", args.workdir)):
+        if folder is None:
+            continue
+        try:  # before minutes of measuring, not after
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{name} {folder}: 폴더를 만들 수 없습니다 (cannot create the folder: "
+                            f"{exc.strerror or exc})") from None
     print(f"DMF Watch benchmark ({'quick' if args.quick else 'full'}) — every figure is a fresh `dmf` process")
     doc, paths = run.run_benchmark(quick=args.quick, output_dir=output, workdir=args.workdir,
                                    keep_workdir=args.keep_workdir or args.workdir is not None)
