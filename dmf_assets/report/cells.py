@@ -9,6 +9,7 @@ by cell; both paths read back the same.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import re
 import unicodedata
@@ -237,14 +238,31 @@ def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any)
 def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[dict], *, sparse: bool,
                  wrapped: list[tuple[str, float]]) -> int:
     w = xlsx_body.BodyWriter(ws, top + 1, len(cols), _style_array)
+    # A cell's XML after its reference (` s="3" t="inlineStr">…</c>`) depends on its column and value only,
+    # and a registry repeats its companies, countries and dates thousands of times: each distinct value
+    # of a column is rendered once (by `_stream_cell`, the one rule) and reused. Internal links differ
+    # per row (their target), so those columns are rendered cell by cell.
+    plan = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
+            for j, col in enumerate(cols, 1)]
     r = top
     for r, row in enumerate(rows, top + 1):
         cells = []
-        for j, col in enumerate(cols, 1):
-            value = row.get(col.key)
+        for j, key, kind, letter, rendered in plan:
+            value = row.get(key)
             if sparse and (value is None or value == ""):
                 continue
-            cells.append(_stream_cell(w, r, j, col.kind, value))
+            try:
+                tail = None if rendered is None else rendered.get((value.__class__, value))
+            except TypeError:  # an unhashable value: render it on its own
+                rendered = None
+                tail = None
+            if tail is None:
+                xml = _stream_cell(w, r, j, kind, value)
+                if rendered is None:
+                    cells.append(xml)
+                    continue
+                tail = rendered[(value.__class__, value)] = xml[xml.index('"', 6) + 1:]  # after r="B12"
+            cells.append(f'<c r="{letter}{r}"{tail}')
         lines = max((text_lines(str(row.get(key) or ""), width) for key, width in wrapped), default=1)
         w.add_row(r, cells, _row_height(lines))
     return r
@@ -275,6 +293,7 @@ def _display_width(text: str) -> int:
     return math.ceil(sum(1.85 if unicodedata.east_asian_width(ch) in "WF" else 1.0 for ch in text))
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; a long table asks for the same texts again and again
 def text_lines(text: str, width: float) -> int:
     """Estimated wrapped line count of `text` in a column `width` characters wide."""
     usable = max(width - 1.5, 1.0)

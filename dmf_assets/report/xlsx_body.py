@@ -131,24 +131,25 @@ def _check_nothing_below(ws: Worksheet, body: StreamedBody) -> None:
 _DIMENSION = re.compile(r'<dimension ref="[^"]*"\s*/>')
 
 
-def _splice(xml: str, ws: Worksheet, body: StreamedBody) -> str:
+def _splice(xml: str, ws: Worksheet, body: StreamedBody) -> bytes:
+    # openpyxl's own XML of the sheet is small (the header rows): edit it, then put the megabytes of
+    # rows between its two halves once — never search or copy the big string
     end = xml.find("</sheetData>")
     if end < 0:
         raise ValueError(f"sheet {ws.title!r}: no <sheetData> to add the streamed rows to")
-    xml = xml[:end] + "".join(body.rows) + xml[end:]
+    head, tail = xml[:end], xml[end:]
     last_col = max(ws.max_column, body.last_col)
-    head = xml.find("<sheetData")  # <dimension> comes before the rows: don't scan megabytes for it
     dimension = f'<dimension ref="A1:{get_column_letter(last_col)}{max(ws.max_row, body.last_row)}"/>'
-    xml = _DIMENSION.sub(dimension, xml[:head], 1) + xml[head:]
+    head = _DIMENSION.sub(dimension, head, 1)
     if body.links:
         links = "".join(body.links)
-        close = xml.find("</hyperlinks>")
+        close = tail.find("</hyperlinks>")
         if close >= 0:
-            xml = xml[:close] + links + xml[close:]
+            tail = tail[:close] + links + tail[close:]
         else:
-            at = min(i for i in (xml.find(tag) for tag in _AFTER_HYPERLINKS) if i >= 0)
-            xml = xml[:at] + f"<hyperlinks>{links}</hyperlinks>" + xml[at:]
-    return xml
+            at = min(i for i in (tail.find(tag) for tag in _AFTER_HYPERLINKS) if i >= 0)
+            tail = tail[:at] + f"<hyperlinks>{links}</hyperlinks>" + tail[at:]
+    return "".join((head, *body.rows, tail)).encode("utf-8")
 
 
 def save(wb: Workbook, path: Path) -> None:
@@ -167,7 +168,7 @@ def save(wb: Workbook, path: Path) -> None:
                 data = src.read(info.filename)
                 if info.filename in members:
                     ws, body = members[info.filename]
-                    data = _splice(data.decode("utf-8"), ws, body).encode("utf-8")
+                    data = _splice(data.decode("utf-8"), ws, body)
                 dst.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
         shutil.move(staged, path)
     finally:
