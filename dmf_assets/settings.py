@@ -230,6 +230,8 @@ class Retry(_Section):
 
 class Runs(_Section):
     max_minutes: int = Field(30, ge=1, le=1440)
+    # how often the daemon evaluates dmf_watch_sensor (completes days, retries, the report deadline)
+    sensor_interval_s: int = Field(30, ge=5, le=600)
 
 
 class Products(_Section):

@@ -142,6 +142,7 @@ def test_new_sections_have_the_documented_defaults():
     assert (e.smtp_host, e.smtp_port, e.starttls, e.username, e.sender, e.recipients, e.timeout_s) == (
         "", 25, False, "", "", [], 30.0)
     assert (s.retry.transient_attempts, s.retry.interval_minutes, s.runs.max_minutes, s.products.file) == (3, 30, 30, "")
+    assert s.runs.sensor_interval_s == 30
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -157,6 +158,7 @@ def test_new_sections_have_the_documented_defaults():
     ('[retry]\ntransient_attempts = 11\n', "0 ≤ x ≤ 10"),
     ('[retry]\ninterval_minutes = 0\n', "1 ≤ x ≤ 720"),
     ('[runs]\nmax_minutes = 2000\n', "1 ≤ x ≤ 1440"),
+    ('[runs]\nsensor_interval_s = 1\n', "5 ≤ x ≤ 600"),
     ('[products]\nfile = "no/such/products.csv"\n', "no product list file"),
     ('[quality]\nrow_count_min = 9000\nrow_count_max = 100\n', "row_count_min (9000) must be ≤ row_count_max (100)"),
     ('[alerts.email]\nstarttls = 1\n', "must be true or false"),

@@ -42,6 +42,9 @@ ASSETS = set(CHAIN)
 STARTUP_TIMEOUT_S = 120
 BACKFILL_TIMEOUT_S = 420
 TERMINAL_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
+#: `[runs] sensor_interval_s` in the test's config (default 30): the follow-up and the settled check
+#: come one tick after the backfill ends, not half a minute
+SENSOR_INTERVAL_S = 5
 
 Q_WORKSPACE = """
 query { workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus
@@ -51,7 +54,7 @@ Q_REPOSITORY = """
 query($sel: RepositorySelector!) { repositoryOrError(repositorySelector: $sel) { __typename
   ... on Repository { name jobs { name } assetNodes { assetKey { path } }
     schedules { name cronSchedule executionTimezone }
-    sensors { name } }
+    sensors { name minIntervalSeconds } }
   ... on PythonError { message } ... on RepositoryNotFoundError { message } } }
 """
 Q_BACKFILL = """
@@ -93,7 +96,8 @@ def _write_config(folder: Path, report_port: int) -> Path:
     lines = ["[paths]"] + [f'{n} = "{(folder / "data" / n).as_posix()}"' for n in names]
     lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]",
               f'"{FAULT_DAY.isoformat()}" = "page_missing_rows"', "",
-              "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""']
+              "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""',
+              "", "[runs]", f"sensor_interval_s = {SENSOR_INTERVAL_S}"]
     path = folder / "dmf.smoke.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -244,7 +248,7 @@ def _wait_until_settled(dagit: Dagit, backfill_id: str) -> list[dict]:
         done = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED") and all(
             r["status"] in TERMINAL_RUN for r in runs)
         if done and all((reports / f"DMF_리포트_{d.isoformat()}.xlsx").exists() for d in DAYS):
-            _wait_for_a_sensor_tick_after(dagit, time.time(), cap_s=45)  # the sensor ticks every 30 s
+            _wait_for_a_sensor_tick_after(dagit, time.time(), cap_s=SENSOR_INTERVAL_S + 15)
             return dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
         if time.monotonic() > deadline:
             pytest.fail(f"not settled after {BACKFILL_TIMEOUT_S} s: backfill {backfill['status']}, runs "
@@ -308,7 +312,8 @@ def test_repository_loads_with_assets_schedule_and_sensor(dagit):
     schedules = {s["name"]: s for s in repo["schedules"]}
     assert schedules["daily_0600_kst"]["cronSchedule"] == "0 6 * * *"
     assert schedules["daily_0600_kst"]["executionTimezone"] == "Asia/Seoul"
-    assert "dmf_watch_sensor" in {s["name"] for s in repo["sensors"]}
+    sensors = {s["name"]: s for s in repo["sensors"]}
+    assert sensors["dmf_watch_sensor"]["minIntervalSeconds"] == SENSOR_INTERVAL_S  # the config reaches the daemon
 
 
 def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagit):

@@ -95,7 +95,7 @@ def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str],
 
 @dg.sensor(
     target=dg.AssetSelection.assets(*followups.CHAIN),
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=load_settings().runs.sensor_interval_s,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
