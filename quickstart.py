@@ -70,9 +70,11 @@ def main(argv: list[str]) -> int:
     elif argv[0] == "ui":
         cmd = [str(PYTHON), "-m", "dmf_assets", "ui"]
     else:
-        # two workers (pytest-xdist), one test file each: module fixtures stay per file, every test has its
-        # own temp project, Dagster home and ports
-        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+        # one pytest-xdist worker more than there are cores (3 on 2): while one waits (the daemon's ticks, a
+        # SIGKILLed run, a subprocess) the others keep every core busy. One test file each: module fixtures
+        # stay per file, every test has its own temp project, Dagster home and ports
+        workers = str((os.cpu_count() or 2) + 1)
+        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--dist", "loadfile",
                "--durations=10"]
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)

@@ -80,7 +80,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # --- order ----------------------------------------------------------------------------------------
-#: the longest files (minutes each): handed out first, so the two xdist workers finish together
+#: the longest files (minutes each): handed out first, so the xdist workers finish together
 LONGEST_FIRST = ("test_graph_e2e.py", "test_ui_smoke.py", "test_fault_matrix.py")
 
 

@@ -184,6 +184,10 @@ def _fake_real_api(rows, **app_kw) -> tuple[EmulatorApp, httpx.Client]:
     return app, httpx.Client(mounts={"https://apis.data.go.kr": EmulatorTransport(app)})
 
 
+#: how much later than the client's start the server may see a request on a loaded 2-core machine
+SCHEDULING_JITTER_S = 0.01
+
+
 def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
     rows = fixture_rows()  # 151 rows, 50 per page -> 4 pages
     app, client = _fake_real_api(rows)
@@ -191,7 +195,9 @@ def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
     res = fetch_day(cfg, seoul_today(), http_client=client)
     assert res.status == "complete" and res.items == rows and res.source == "http"
     starts = [r.at for r in app.requests]
-    assert len(starts) == 4 and min(b - a for a, b in zip(starts, starts[1:])) >= 0.3
+    # the client spaces its request starts ≥ 0.3 s apart; the server sees each one a few hundred µs after
+    # the client started it (building the request), more on a busy machine — allow that much jitter
+    assert len(starts) == 4 and min(b - a for a, b in zip(starts, starts[1:])) >= 0.3 - SCHEDULING_JITTER_S
     assert all(r.day == seoul_today().isoformat() for r in app.requests)  # no date header sent
     counts = json.loads((tmp_path / "_requests" / f"{seoul_today()}.json").read_text())
     assert counts["hosts"] == {"apis.data.go.kr": 4}
