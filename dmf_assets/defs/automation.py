@@ -77,11 +77,12 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime) -> dg.Asset
 
 
 def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str], busy: set[str], retry,
-                 overdue) -> None:
+                 overdue, states) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind. Never fails the tick."""
     try:
         cfg = notify.notify_config(settings, budget_s=20)
-        alerts = alerting.alerts_for_tick(context.instance, days[:40], retry=retry, settings=settings, busy=busy)
+        alerts = alerting.alerts_for_tick(context.instance, days[:40], retry=retry, settings=settings, busy=busy,
+                                          states=states)
         if overdue is not None:
             alerts.append(alerting.overdue_alert(overdue.partition, settings))
         for alert in alerts:
@@ -110,14 +111,15 @@ def dmf_watch_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     retry = followups.RetryPolicy(settings.retry.transient_attempts, timedelta(minutes=settings.retry.interval_minutes))
     # what Dagster has on record, read once per tick for the follow-ups and the alerts
     days, busy = followups.recent_days(context.instance), followups.in_flight_days(context.instance)
+    states = followups.day_states(context.instance, [d for d in days if d not in busy])
     plans = followups.plan_followups(
         context.instance, now, retry=retry, dated_source=resolve_endpoint(settings.source.base_url).dated,
-        days=days, busy=busy,
+        days=days, busy=busy, states=states,
     )
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
     overdue = _overdue_evaluation(context.instance, now)
-    _tell_people(context, settings, days, busy, retry, overdue)
+    _tell_people(context, settings, days, busy, retry, overdue, states)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,

@@ -15,7 +15,7 @@ from dagster._core.events import DagsterEventType
 
 from dmf_assets import notify
 from dmf_assets.clock import KST
-from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, day_states, is_rejection, retries_so_far
+from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, day_states, is_rejection
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
@@ -35,10 +35,12 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
 
 
 def alerts_for_tick(
-    instance: dg.DagsterInstance, days: list[str], *, retry: RetryPolicy, settings, busy: set[str]
+    instance: dg.DagsterInstance, days: list[str], *, retry: RetryPolicy, settings, busy: set[str],
+    states: dict | None = None,
 ) -> list[notify.Alert]:
+    """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
     todo = sorted(d for d in days if d not in busy)
-    states = day_states(instance, todo)
+    states = {d: states[d] for d in todo} if states is not None else day_states(instance, todo)
     alerts: list[notify.Alert] = []
     statuses: dict[str, str] = {}
     for day in todo:
@@ -46,7 +48,7 @@ def alerts_for_tick(
         record = state.rejection
         rejected = record.metadata if record is not None else None
         d = state.diffed
-        n = retries_so_far(instance, day)
+        n = state.retries
         if rejected is not None:
             statuses[day] = "rejected"
             gate = rejected.get("rejected_gate")
@@ -64,7 +66,7 @@ def alerts_for_tick(
             statuses[day] = d.metadata["status"]
             if n > 0:
                 alerts.append(notify.alert_retry_succeeded(day, attempt=n, status=d.metadata["status"]))
-        latest = instance.get_run_records(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=1)
+        latest = state.runs[:1]
         if latest and latest[0].dagster_run.status == dg.DagsterRunStatus.FAILURE:
             failure = _run_failure(instance, latest[0].dagster_run.run_id)
             if failure is not None:

@@ -93,6 +93,12 @@ class DayState:
     diffed: Latest | None  # the latest snapshot_diff outcome: materialization (committed) or observation (rejected)
     events: Latest | None
     report: Latest | None
+    runs: tuple = ()  # the day's run records (dagster/partition = the day), newest first
+
+    @property
+    def retries(self) -> int:
+        """Same-morning retries launched for the day so far."""
+        return sum(1 for r in self.runs if _is_retry_of(r.dagster_run, r.dagster_run.tags.get("dagster/partition", "")))
 
     @property
     def rejection(self) -> Latest | None:
@@ -106,9 +112,19 @@ class DayState:
         return None
 
 
+def runs_by_day(instance: dg.DagsterInstance, days: list[str]) -> dict[str, list]:
+    """Each day's run records, newest first — one query for all the days."""
+    out: dict[str, list] = {d: [] for d in days}
+    if days:
+        for record in instance.get_run_records(filters=dg.RunsFilter(tags={"dagster/partition": list(days)})):
+            out.setdefault(record.dagster_run.tags.get("dagster/partition", ""), []).append(record)
+    return out
+
+
 def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DayState]:
     mats = {a: latest_by_partition(instance, a, days) for a in CHAIN}
     obs = {a: latest_by_partition(instance, a, days, observations=True) for a in ("integrity_verdict", "snapshot_diff")}
+    runs = runs_by_day(instance, days)
     return {
         d: DayState(
             mats["raw_pages"].get(d),
@@ -116,6 +132,7 @@ def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DaySt
             _newest(mats["snapshot_diff"].get(d), obs["snapshot_diff"].get(d)),
             mats["events"].get(d),
             mats["xlsx_report"].get(d),
+            tuple(runs[d]),
         )
         for d in days
     }
@@ -183,17 +200,20 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
     return list(seen)
 
 
+def _is_retry_of(run: dg.DagsterRun, day: str) -> bool:
+    return run.tags.get(RETRY_TAG, "").startswith(f"{day}#")
+
+
 def retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
     runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=100)
-    return sum(1 for r in runs if r.tags.get(RETRY_TAG, "").startswith(f"{day}#"))
+    return sum(1 for r in runs if _is_retry_of(r, day))
 
 
-def _fetch_failed(instance: dg.DagsterInstance, day: str, raw: Latest | None) -> float | None:
+def _fetch_failed(state: DayState) -> float | None:
     """When the latest run of the day failed before raw_pages materialized: that run's end time."""
-    runs = instance.get_run_records(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=1)
-    if not runs:
+    if not state.runs:
         return None
-    record = runs[0]
+    record, raw = state.runs[0], state.raw
     selection = record.dagster_run.asset_selection
     if record.dagster_run.status != dg.DagsterRunStatus.FAILURE or (
         selection is not None and dg.AssetKey("raw_pages") not in selection
@@ -218,16 +238,18 @@ def plan_followups(
     dated_source: bool = True,
     days: list[str] | None = None,
     busy: set[str] | None = None,
+    states: dict[str, DayState] | None = None,
 ) -> list[Plan]:
     """The runs the sensor should request now, oldest day first.
 
     `dated_source`: the source can serve any date (the emulator); the real API serves only today, so a
-    retry is planned only for today's partition there.
+    retry is planned only for today's partition there. `states`: the days' `day_states`, when the caller
+    has read them already (the sensor reads them once per tick, for this and for the alerts).
     """
     days = days if days is not None else recent_days(instance)
     busy = busy if busy is not None else in_flight_days(instance)
     todo = [d for d in days if d not in busy]
-    states = day_states(instance, todo)
+    states = {d: states[d] for d in todo} if states is not None else day_states(instance, todo)
     today = now.astimezone(KST).date().isoformat()
     plans: dict[str, Plan] = {}
     for day in sorted(todo):
@@ -246,12 +268,12 @@ def plan_followups(
         since = None
         if rejection is not None and rejection.metadata.get("rejected_gate") in TRANSIENT_GATES and _older(state.raw, rejection):
             since = rejection.timestamp
-        failed_at = _fetch_failed(instance, day, state.raw)
+        failed_at = _fetch_failed(state)
         if failed_at is not None:
             since = max(since or 0.0, failed_at)
         if since is None:
             continue
-        n = retries_so_far(instance, day)
+        n = state.retries
         if n >= retry.attempts or now.timestamp() - since < retry.interval.total_seconds():
             continue
         plans[day] = Plan(day, CHAIN, f"일시적 실패 — {n + 1}/{retry.attempts}번째 재시도", f"retry:{day}:{n + 1}",
