@@ -55,14 +55,15 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
 
 
 @contextlib.contextmanager
-def _quiet(name: str):
-    logger = logging.getLogger(name)
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+def _quiet():
+    # Dagster's sensor logger hands its records to a console logger of its own (setting the level of
+    # logging.getLogger("dagster") does not reach it): below ERROR, no record is made at all meanwhile
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logging.disable(previous)
 
 
 def definitions_with(resources: dict) -> dg.Definitions:
@@ -100,7 +101,7 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
     results = []
     for _ in range(max_rounds):
         context = dg.build_sensor_context(instance=instance, definitions=defs)
-        with _quiet("dagster"):  # the sensor's log lines belong in the daemon's log, not in the command's table
+        with _quiet():  # the sensor's log lines belong in the daemon's log, not in the command's table
             outcome = dmf_watch_sensor(context)
         for event in getattr(outcome, "asset_events", None) or []:
             instance.report_runless_asset_event(event)
