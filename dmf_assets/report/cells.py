@@ -9,7 +9,6 @@ by cell; both paths read back the same.
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import re
 import unicodedata
@@ -244,6 +243,7 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
     # per row (their target), so those columns are rendered cell by cell.
     plan = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
             for j, col in enumerate(cols, 1)]
+    measured: dict[tuple[str, float], int] = {}
     r = top
     for r, row in enumerate(rows, top + 1):
         cells = []
@@ -263,7 +263,13 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
                     continue
                 tail = rendered[(value.__class__, value)] = xml[xml.index('"', 6) + 1:]  # after r="B12"
             cells.append(f'<c r="{letter}{r}"{tail}')
-        lines = max((text_lines(str(row.get(key) or ""), width) for key, width in wrapped), default=1)
+        lines = 1
+        for key, width in wrapped:  # many rows share a text (one manufacturer's sites): measure it once
+            text = str(row.get(key) or "")
+            n = measured.get((text, width))
+            if n is None:
+                n = measured[(text, width)] = text_lines(text, width)
+            lines = max(lines, n)
         w.add_row(r, cells, _row_height(lines))
     return r
 
@@ -293,7 +299,6 @@ def _display_width(text: str) -> int:
     return math.ceil(sum(1.85 if unicodedata.east_asian_width(ch) in "WF" else 1.0 for ch in text))
 
 
-@functools.lru_cache(maxsize=1 << 16)  # pure; a long table asks for the same texts again and again
 def text_lines(text: str, width: float) -> int:
     """Estimated wrapped line count of `text` in a column `width` characters wide."""
     usable = max(width - 1.5, 1.0)
