@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
         # stay per file, every test has its own temp project, Dagster home and ports
         workers = str((os.cpu_count() or 2) + 1)
         cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--dist", "loadfile",
-               "--durations=10"]
+               "--no-loadscope-reorder", "--durations=10"]  # the longest files first (conftest.LONGEST_FIRST)
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
     return subprocess.call(cmd)

@@ -80,13 +80,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # --- order ----------------------------------------------------------------------------------------
-#: the longest files (minutes each): handed out first, so the xdist workers finish together
-LONGEST_FIRST = ("test_graph_e2e.py", "test_ui_smoke.py", "test_fault_matrix.py")
+#: the files that take longest (seconds each, measured on 2 cores with 3 workers), longest first: handed
+#: out first, so the workers finish together instead of one running a long file alone at the end.
+#: quickstart passes --no-loadscope-reorder: otherwise pytest-xdist hands out the files with the most
+#: tests first, whatever their cost (test_load's single test of a minute came last).
+LONGEST_FIRST = (
+    "test_graph_e2e.py", "test_fault_matrix.py", "test_ui_smoke.py", "test_workbook_ledger.py", "test_cli_runs.py",
+    "test_automation.py", "test_load.py", "test_bench.py", "test_crash_safety.py", "test_concurrency.py",
+    "test_secrets.py", "test_notify_cli.py", "test_postgres_instance.py", "test_cli_diff_gates.py",
+    "test_settings_contract.py", "test_ops_doctor.py", "test_workbook_render.py", "test_diff.py",
+    "test_detector_60_days.py", "test_hostile_data.py", "test_client.py", "test_analyst.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `--dist loadfile` gives out whole files in collection order; a long file last would leave one
-    # worker alone at the end. The sort is stable: inside a file the order stays as written.
+    # `--dist loadfile --no-loadscope-reorder` gives out whole files in collection order. The sort is
+    # stable: inside a file the order stays as written.
     def cost_rank(item: pytest.Item) -> tuple[int, int]:
         name = item.path.name
         first = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
