@@ -54,6 +54,12 @@ def setup() -> None:
     STAMP.write_text(wanted)
 
 
+def compile_project() -> None:
+    """pip byte-compiles what it installs, but not this project (installed editable): compile what changed,
+    so every process the demo and the tests start reads it compiled, even where PYTHONDONTWRITEBYTECODE is set."""
+    run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets")])
+
+
 def run(cmd: list[str], **kw) -> None:
     result = subprocess.run(cmd, cwd=ROOT, **kw)
     if result.returncode != 0:
@@ -65,6 +71,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     setup()
+    compile_project()
     if argv[0] == "demo":
         cmd = [str(PYTHON), "-m", "dmf_assets", "demo"]
     elif argv[0] == "ui":
