@@ -294,7 +294,7 @@ def cosmetic_retyping(draw, text: str, anywhere: bool, punct: str | None = None)
     the end) or "end"; default "anywhere" if `anywhere` else "word_end"."""
     punct = punct or ("anywhere" if anywhere else "word_end")
     # characters first, spacing second: spacing is re-typed around the punctuation a name already has
-    shape_ops = draw(st.lists(st.sampled_from(["case", "punct", "fold", "fullwidth"]), max_size=2))
+    shape_ops = draw(st.lists(st.sampled_from(["case", "punct", "fold", "fullwidth", "undot"]), max_size=2))
     spacing_ops = draw(st.lists(st.sampled_from(["space", "unspace", "crlf", "trim"]), min_size=1, max_size=3))
     for op in shape_ops + spacing_ops:
         positions = list(range(len(text) + 1)) if anywhere else _boundaries(text)
@@ -317,6 +317,8 @@ def cosmetic_retyping(draw, text: str, anywhere: bool, punct: str | None = None)
                     if text[i - 1].isalnum() and (i == len(text) or text[i].isspace())] or [len(text)]
             i = draw(st.sampled_from({"anywhere": positions, "word_end": ends, "end": [len(text)]}[punct]))
             text = text[:i] + draw(st.sampled_from([".", ",", "-", "–", "'", "’", "·"])) + text[i:]
+        elif op == "undot":  # the dots typed as spaces: "S.R.L" -> "S R L", "Co., Ltd." -> "Co , Ltd "
+            text = text.replace(".", " ")
         elif op == "fold":
             text = text.replace("-", "–").replace("'", "’") if draw(st.booleans()) else text.replace("–", "-")
         elif op == "fullwidth":
@@ -399,6 +401,18 @@ def test_changing_a_letter_of_a_word_changes_the_key(data):
     changed = text[:i] + replacement + text[i + 1:]
     # a letter inside a legal-form word may turn it into a non-legal word: still a different key
     assert match_key(changed, kind) != match_key(text, kind), (text, changed)
+
+
+@pytest.mark.parametrize(("dotted", "spaced"), [
+    ("Sicor Societa' Italiana Corticosteroidi S.R.L,Valdepharm", "Sicor Societa' Italiana Corticosteroidi S R L ,Valdepharm"),
+    ("OLON S.p.A.", "OLON S p A "),
+    ("Laboratorios Pharma S.A.", "Laboratorios Pharma S A"),
+    ("Bachem A.G.", "Bachem A G"),
+])
+def test_a_dotted_legal_form_typed_with_spaces_keeps_the_company_key(dotted, spaced):
+    # a false CHANGED (CRITICAL: manufacturer) on the day a registry re-types "S.R.L" as "S R L" —
+    # found by test_diff's retyping property
+    assert match_key(spaced, "company") == match_key(dotted, "company")
 
 
 def test_appending_a_word_changes_the_company_key():
