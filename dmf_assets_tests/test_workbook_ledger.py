@@ -102,7 +102,7 @@ def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_10
 def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  # noqa: F811
     report = report_for(emulated, date(2026, 10, 7))
     assert report.comparison_base == date(2026, 10, 5) and report.gap_days == 2
-    wb = load_workbook(write_workbook(report, tmp_path).path)
+    wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
     for name in wb.sheetnames:
         assert "(2일치 변경)" in wb[name]["A1"].value, name
     summary = wb[SHEET_SUMMARY]
@@ -114,7 +114,7 @@ def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  
 
 def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path):  # noqa: F811
     report = report_for(emulated, REJECTED)
-    wb = load_workbook(write_workbook(report, tmp_path).path)
+    wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
     ws = wb[SHEET_LEDGER]
     assert "마지막 정상 수집일 2026-10-05 기준" in ws["A3"].value
     with open_database(emulated) as conn:
@@ -132,7 +132,7 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
                 "'[]', now()) ON CONFLICT DO NOTHING")
     con.close()
     report = report_for(copy, date(2026, 10, 8))
-    wb = load_workbook(write_workbook(report, tmp_path / "out").path)
+    wb = load_workbook(write_workbook(report, tmp_path / "out").path, read_only=True)
     summary = wb[SHEET_SUMMARY]
     gate_rows = {r[0].value: (r[2].value, r[5].value) for r in summary.iter_rows(max_col=6)
                  if isinstance(r[0].value, str) and r[0].value[:2] in ("3.", "6.")}
