@@ -98,7 +98,7 @@ class DayState:
     @property
     def retries(self) -> int:
         """Same-morning retries launched for the day so far."""
-        return sum(1 for r in self.runs if _is_retry_of(r.dagster_run, r.dagster_run.tags.get("dagster/partition", "")))
+        return _retries(self.runs)
 
     @property
     def rejection(self) -> Latest | None:
@@ -200,13 +200,14 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
     return list(seen)
 
 
-def _is_retry_of(run: dg.DagsterRun, day: str) -> bool:
-    return run.tags.get(RETRY_TAG, "").startswith(f"{day}#")
+def _retries(records) -> int:
+    """How many of a day's run records are its same-morning retries (tag "<day>#<n>")."""
+    return sum(1 for r in records
+               if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#"))
 
 
 def retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": day}), limit=100)
-    return sum(1 for r in runs if _is_retry_of(r, day))
+    return _retries(runs_by_day(instance, [day])[day])
 
 
 def _fetch_failed(state: DayState) -> float | None:
