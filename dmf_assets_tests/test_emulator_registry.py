@@ -104,14 +104,15 @@ def test_same_seed_same_bytes_and_dates_differ(sim):
     assert RegistrySimulator(seed=7).items_json("2025-03-14") != sim.items_json("2025-03-14")
 
 
-def test_determinism_does_not_depend_on_hash_randomization(sim):
+def test_determinism_does_not_depend_on_hash_randomization(sim, tmp_path):
     code = (
         "import hashlib,sys; from dmf_assets.emulator.registry import RegistrySimulator as R;"
         "sys.stdout.write(hashlib.sha256(R().items_json('2026-02-27').encode()).hexdigest())"
     )
     digests = set()
     for hash_seed in ("1", "2"):
-        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        # an empty cache folder each: both processes build the history themselves
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed, XDG_CACHE_HOME=str(tmp_path / hash_seed))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                              cwd=Path(__file__).resolve().parents[1], check=True)
         digests.add(out.stdout)

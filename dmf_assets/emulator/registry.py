@@ -20,9 +20,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
 
 from dmf_assets.domain.model import API_FIELDS, GroundTruth
-from dmf_assets.emulator import _keys, _vocab
+from dmf_assets.emulator import _keys, _timeline_cache, _vocab
 from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
 from dmf_assets.emulator._calendar import (
     FIRST_DATE,
@@ -497,6 +498,29 @@ class _Timeline:
 
 
 
+class _History:
+    """What serving needs of a built `_Timeline`: each entity's versions and the per-day log (cached
+    per user, see `_timeline_cache`)."""
+
+    def __init__(self, entities: list[_Entity], logs: list[list[str]]) -> None:
+        self.entities = entities
+        self.logs = logs
+
+    @classmethod
+    def of_seed(cls, seed: int, cache_dir: Path | None = None) -> _History:
+        def build() -> _timeline_cache.Payload:
+            tl = _Timeline(seed)
+            return [(e.starts, e.rows) for e in tl.entities], tl.logs
+
+        versions, logs = _timeline_cache.load_or_build(seed, build, cache_dir)
+        entities = []
+        for eid, (starts, rows) in enumerate(versions):  # eid = position, as `_Timeline._new_entity` numbers them
+            e = _Entity(eid, starts[0], rows[0])
+            e.starts, e.rows = starts, rows
+            entities.append(e)
+        return cls(entities, logs)
+
+
 # --- public API ----------------------------------------------------------------------------------------
 
 
@@ -507,16 +531,16 @@ class RegistrySimulator:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self.seed = seed
-        self._timeline: _Timeline | None = None
+        self._timeline: _History | None = None
         self._snapshots: dict[int, list[tuple[int, Row]]] = {}
         self._lock = threading.Lock()  # the HTTP half may serve pages from several threads
 
     @property
-    def _tl(self) -> _Timeline:
+    def _tl(self) -> _History:
         if self._timeline is None:
             with self._lock:
                 if self._timeline is None:
-                    self._timeline = _Timeline(self.seed)
+                    self._timeline = _History.of_seed(self.seed)
         return self._timeline
 
     def _index(self, day: date | str, what: str = "day") -> int:
