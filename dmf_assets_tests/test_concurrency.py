@@ -46,7 +46,7 @@ def test_project_instance_limits_the_duckdb_pool_to_one():
 
 
 def test_two_processes_at_once_finish_and_agree_with_sequential(tmp_path):
-    sequential = make_workspace(tmp_path / "seq", FAULTS)
+    sequential = make_workspace(tmp_path / "seq", FAULTS, records_in_memory=True)  # the reference: one process
     from dmf_assets.runs import launch
 
     launch.run_days(A_DAYS + B_DAYS, instance=sequential.instance, resources=sequential.resources)

@@ -1,4 +1,5 @@
-"""The whole asset graph in real Dagster runs on a temp DuckDB file, scored against the emulator's truth.
+"""The whole asset graph in real Dagster runs on a temp DuckDB file, scored against the emulator's truth
+(the runs' Dagster records kept in memory: see `graph_support.make_workspace`).
 
 22 emulator days with three injected faults (completeness, drop, churn — two of them back to back):
 run-per-day (what the schedule and a per-day backfill do), in date order or not, must accept
@@ -72,7 +73,7 @@ def _event_rows(ws):
 
 @pytest.fixture(scope="module")
 def per_day(tmp_path_factory, sim):
-    ws = make_workspace(tmp_path_factory.mktemp("per_day"), FAULTS)
+    ws = make_workspace(tmp_path_factory.mktemp("per_day"), FAULTS, records_in_memory=True)
     reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
     return ws, reports
 
@@ -115,7 +116,7 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
     emulator again and is short again. The order of commits, not the fetch, is what differs."""
     shutil.copytree(per_day[0].root / "data" / "raw", tmp_path / "data" / "raw",
                     ignore=shutil.ignore_patterns(".*.lock"))
-    ws = make_workspace(tmp_path, FAULTS)
+    ws = make_workspace(tmp_path, FAULTS, records_in_memory=True)
     order = DAYS[1::2] + DAYS[0::2][::-1]  # every other day first, then the rest backwards
     reports = [launch.run_day(day, instance=ws.instance, resources=ws.resources) for day in order]
     assert all(r.failure is None for r in reports), [r for r in reports if r.failure]
