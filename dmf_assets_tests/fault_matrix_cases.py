@@ -92,11 +92,12 @@ _TEMPLATE: Path | None = None
 
 
 def _workspace(root: Path, faults: dict[str, str], *, fresh: bool):
-    from dmf_assets_tests.graph_support import make_workspace, open_workspace
+    from dmf_assets_tests.graph_support import make_workspace
 
-    # a short read timeout and backoff keep the transient faults fast
+    # a short read timeout and backoff keep the transient faults fast; the Dagster records stay in memory
+    # (nothing outside this process reads them: see graph_support.make_workspace)
     fast = {"read_timeout_s": READ_TIMEOUT_S, "backoff_base_s": BACKOFF_BASE_S}
-    return make_workspace(root, faults, **fast) if fresh else open_workspace(root, faults, **fast)
+    return make_workspace(root, faults, reuse=not fresh, records_in_memory=True, **fast)
 
 
 def _baseline(base_dir: Path) -> Path:

@@ -49,9 +49,9 @@ def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_
     `records_in_memory`: Dagster keeps this workspace's run and event records in memory
     (`DagsterInstance.ephemeral()`, the same storage API) instead of the project's SQLite files. This is
     for tests of what a day's runs write (history, workbooks, events), where no other process reads the
-    instance. It takes ≈0.5 s off each day-run: the SQLite event log opens a new engine for each of
-    a run's ≈150 events. The SQLite instance itself is what the CLI, daemon, crash, concurrency and
-    fault-matrix tests run on."""
+    instance: the graph end-to-end histories, the fault matrix. It takes ≈0.5 s off each day-run: the
+    SQLite event log opens a new engine for each of a run's ≈150 events. The SQLite instance itself is
+    what the CLI, daemon, automation, crash and two-process tests run on."""
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=reuse)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
