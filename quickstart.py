@@ -104,7 +104,12 @@ def main(argv: list[str]) -> int:
                "--no-loadscope-reorder", "--durations=10"]  # the longest files first (conftest.LONGEST_FIRST)
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
-    return subprocess.call(cmd)
+    env = dict(os.environ)
+    if argv[0] == "test":
+        # pytest keeps its assertion-rewritten test modules as byte-code; with PYTHONDONTWRITEBYTECODE each
+        # worker would rewrite and compile all of them again (≈2.5 s of CPU per worker)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return subprocess.call(cmd, env=env)
 
 
 if __name__ == "__main__":
