@@ -4,8 +4,10 @@ same morning, and never retries a drop/churn rejection."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -46,8 +48,21 @@ def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
     assert utc.partition_key == kst.partition_key == "2026-11-30"
 
 
-def _ws(tmp_path, faults: dict[str, str] | None = None):
-    ws = make_workspace(tmp_path / "ws", faults)
+@pytest.fixture(scope="module")
+def after_d1(tmp_path_factory) -> Path:
+    """A project (its history and its SQLite Dagster instance) where D1 ran and was accepted, copied by
+    every test that starts from there: D2's faults do not touch D1, so its run is the same in each."""
+    root = tmp_path_factory.mktemp("after_d1") / "ws"
+    ws = make_workspace(root)
+    assert launch.run_day(D1, instance=ws.instance, resources=ws.resources).success
+    ws.instance.dispose()
+    return root
+
+
+def _ws(tmp_path, after_d1: Path, faults: dict[str, str] | None = None):
+    """D1 accepted (a copy of `after_d1`), with the emulator's `faults` from now on."""
+    shutil.copytree(after_d1, tmp_path / "ws")
+    ws = make_workspace(tmp_path / "ws", faults, reuse=True)
     return ws, launch.definitions_with(ws.resources)
 
 
@@ -60,10 +75,9 @@ def _stop_at_gate(ws, defs, day: date) -> dg.ExecuteInProcessResult:
 
 
 @pytest.fixture()
-def stopped_day(tmp_path):
+def stopped_day(tmp_path, after_d1):
     """D1 accepted; D2 rejected by gate 2 with its run stopped there (no follow-up yet)."""
-    ws, defs = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})
-    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})
     _stop_at_gate(ws, defs, D2)
     return ws, defs
 
@@ -109,9 +123,8 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     assert not sensor.run_requests
 
 
-def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_path):
-    ws, _ = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})  # an outage on D2's morning
-    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_path, after_d1):
+    ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})  # an outage on D2's morning
     first = launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
     assert runs_by_day(ws)[D2]["status"] == "rejected"
@@ -129,9 +142,8 @@ def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_
     assert followups.plan_followups(ws.instance, now + timedelta(hours=2), retry=retry) == []
 
 
-def test_retries_stop_after_the_configured_attempts(tmp_path):
-    ws, defs = _ws(tmp_path, {D2.isoformat(): "page_missing_rows"})
-    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+def test_retries_stop_after_the_configured_attempts(tmp_path, after_d1):
+    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30))
     later = datetime.now(KST)
@@ -146,17 +158,15 @@ def test_retries_stop_after_the_configured_attempts(tmp_path):
 
 
 @pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
-def test_drop_and_churn_rejections_are_never_retried(tmp_path, fault, gate):
-    ws, defs = _ws(tmp_path, {D2.isoformat(): fault})
-    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
+    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert runs_by_day(ws)[D2]["rejected_gate"] == gate
     assert followups.plan_followups(ws.instance, datetime.now(KST) + timedelta(hours=1)) == []
 
 
-def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path):
-    ws, defs = _ws(tmp_path)
-    launch.run_day(D1, instance=ws.instance, resources=ws.resources)
+def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
+    ws, defs = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
     assert _overdue_evaluation(ws.instance, before) is None
     after = datetime(2026, 10, 6, 9, 1, tzinfo=KST)
