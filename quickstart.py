@@ -74,7 +74,7 @@ def install_with_uv() -> bool:
 
 
 def compile_project() -> None:
-    """pip byte-compiles what it installs, but not this project (installed editable): compile what changed,
+    """The installer byte-compiles what it installs, but not this project (installed editable): compile what changed,
     so every process the demo and the tests start reads it compiled, even where PYTHONDONTWRITEBYTECODE is set."""
     run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets")])
 

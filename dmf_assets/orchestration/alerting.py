@@ -15,7 +15,7 @@ from dagster._core.events import DagsterEventType
 
 from dmf_assets import notify
 from dmf_assets.clock import KST
-from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, day_states, is_rejection
+from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, is_rejection, states_of
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
@@ -40,7 +40,7 @@ def alerts_for_tick(
 ) -> list[notify.Alert]:
     """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
     todo = sorted(d for d in days if d not in busy)
-    states = {d: states[d] for d in todo} if states is not None else day_states(instance, todo)
+    states = states_of(instance, todo, states)
     alerts: list[notify.Alert] = []
     statuses: dict[str, str] = {}
     for day in todo:

@@ -138,6 +138,13 @@ def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DaySt
     }
 
 
+def states_of(instance: dg.DagsterInstance, days: list[str],
+              states: dict[str, DayState] | None) -> dict[str, DayState]:
+    """`day_states` of `days`, taken from `states` when the caller has read them already (the sensor reads
+    them once per tick, for the follow-ups and for the alerts)."""
+    return {d: states[d] for d in days} if states is not None else day_states(instance, days)
+
+
 def _older(record: Latest | None, than: Latest) -> bool:
     return record is None or record.storage_id < than.storage_id
 
@@ -250,7 +257,7 @@ def plan_followups(
     days = days if days is not None else recent_days(instance)
     busy = busy if busy is not None else in_flight_days(instance)
     todo = [d for d in days if d not in busy]
-    states = {d: states[d] for d in todo} if states is not None else day_states(instance, todo)
+    states = states_of(instance, todo, states)
     today = now.astimezone(KST).date().isoformat()
     plans: dict[str, Plan] = {}
     for day in sorted(todo):
