@@ -777,3 +777,28 @@ def test_real_registry_rows_round_trip(real_items, tmp_path):
         for f in ("permit_no", "ingredient", "applicant", "manufacturer", "address", "countries", "bizrno", "target_class"):
             assert got[f] == (getattr(ev, f) or None), f
         assert got["issue_date"] == (ev.issue_date or None)
+
+
+def test_column_wise_cells_are_the_cells_of_the_one_rule():
+    """A long table given as columns (the 전체현황 frame) renders each cell as `_stream_cell` does, value by
+    value: every character Python or XML treats specially, at either end or inside, OOXML look-alikes,
+    formula triggers, the truncation edge, and dates that are and are not Excel dates."""
+    import polars as pl
+    from openpyxl import Workbook
+
+    from dmf_assets.report import cells, xlsx_body
+
+    odd = [chr(c) for c in range(0x3001) if chr(c).isspace() or chr(c) in "\x00\x01\x0b\x1f&<>\"'_"] + ["\ufffe", "\uffff"]
+    texts = [None, "", "plain", "한글 제조소", "=SUM(A1)", "+1", "-", "@x", "\tx", "a_x0041_b", "_x005F_", "a\rb",
+             "x" * (cells.EXCEL_MAX_CHARS // 2), "x" * (cells.EXCEL_MAX_CHARS // 2 + 1), "한" * 20_000]
+    texts += [f"{c}edge" for c in odd] + [f"edge{c}" for c in odd] + [f"in{c}side" for c in odd]
+    dates = [None, "", "2026-10-08", "1900-03-01", "1900-02-28", "1899-12-31", "2026-02-30", "2026-W41-4",
+             "20261008", "2026-10-8", " 2026-10-08", "=2026-10-08"]
+    wb = Workbook()
+    st.register_styles(wb)
+    writer = xlsx_body.BodyWriter(wb.active, 2, 2, cells._style_array)
+    for kind, values in (("text", texts), ("wrap", texts), ("date", dates)):
+        got = cells._column_tails(writer, 1, kind, pl.Series(values, dtype=pl.Utf8)).to_list()
+        for value, tail in zip(values, got):
+            xml = cells._stream_cell(writer, 1, 1, kind, value)
+            assert tail == xml[xml.index('"', 6) + 1:], (kind, value[:40] if value else value)

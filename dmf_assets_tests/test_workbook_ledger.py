@@ -9,6 +9,7 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 import duckdb
+import polars as pl
 import pytest
 from openpyxl import load_workbook
 
@@ -184,11 +185,11 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
     from dmf_assets.report import cells
 
     report = report_for(emulated, date(2026, 10, 8))
-    hostile = dict(report.ledger[0])
+    hostile = report.ledger.row(0, named=True)
     hostile.update(ingredient="=HYPERLINK(\"http://evil\")", applicant="  앞뒤 공백  ", address="a\x01b_x0041_<&>",
                    sites=[{"name": "A\n제조소", "country": None, "role": "원료"}, {"name": None, "country": "독일"}],
                    site_count=2, issue_date="2026-02-30", permit_accept_date="1899-12-31")
-    report = replace(report, ledger=(*report.ledger, hostile))
+    report = replace(report, ledger=pl.concat([report.ledger, pl.DataFrame([hostile], schema=report.ledger.schema)]))
     assert len(report.ledger) > cells.STREAM_MIN_ROWS
     streamed = load_workbook(write_workbook(report, tmp_path / "streamed").path)
     monkeypatch.setattr(cells, "STREAM_MIN_ROWS", 10**9)  # every table cell by cell
@@ -202,6 +203,34 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
     assert ledger.cell(row=last, column=12).value == "=HYPERLINK(\"http://evil\")"
     assert ledger.cell(row=last, column=12).quotePrefix and ledger.cell(row=last, column=12).data_type == "s"
     assert ledger.row_dimensions[last].height > 15  # two sites on two lines
+
+
+def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F811
+    """전체현황's derived texts, column by column (`rows.ledger_frame`), on the odd cases of a registry."""
+    from dmf_assets.report.rows import ledger_frame
+    from dmf_assets.storage.registry import registry_asof
+
+    with open_database(emulated) as conn:
+        _, registry = registry_asof(conn, date(2026, 10, 8))
+    site = lambda name, country, role=None: {"name": name, "address": None, "country": country, "role": role}  # noqa: E731
+    cases = [  # (sites, manufacturer, country_list, countries, permit_fmt) -> (제조소, 제조국, 번호 형식)
+        ([site("A", "독일"), site(None, None, "원료")], "M", ["독일", "독일"], "x", "standard",
+         "1. A (독일)\n2. [원료] (제조소명 없음) (국가 미상)", "독일", "표준"),
+        ([site("", "", "")], "제조사", [], "미상국", "new_substance", "제조사 (국가 미상)", "미상국", "신물질"),
+        ([site(None, "인도", "중간체")], None, ["인도", "중국", "인도"], None, None, "[중간체]  (인도)", "인도, 중국", None),
+        ([], "단독", None, "한국", "weird", "단독", "한국", "weird"),
+        (None, None, [""], None, "missing", None, None, "번호 없음"),
+    ]
+    base = registry.row(0, named=True)
+    rows = [{**base, "sites": sites, "manufacturer": man, "country_list": cl, "countries": cs, "permit_fmt": fmt}
+            for sites, man, cl, cs, fmt, *_ in cases]
+    got = ledger_frame(pl.DataFrame(rows, schema=registry.schema)).select("sites", "country_set", "permit_fmt").rows()
+    assert got == [tuple(case[5:]) for case in cases]
+    # the real registry: a numbered line per site, every row with a country text
+    real = ledger_frame(registry)
+    multi = real.filter(pl.col("site_count") > 1)
+    assert multi.height and (multi["sites"].str.count_matches("\n") == multi["site_count"] - 1).all()
+    assert multi["sites"].str.starts_with("1. ").all()
 
 
 # --- hand-edited real rows -----------------------------------------------------------------------

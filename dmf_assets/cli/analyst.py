@@ -246,14 +246,14 @@ def _asof(args) -> int:
                 target.close()
         return 0
     if args.format == "xlsx":
-        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_row
+        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
         from dmf_assets.report.tables import TableSheet, write_tables_workbook
 
         path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
         cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
         write_tables_workbook(
             path, [TableSheet("전체현황", f"등록 현황 · {accepted}", f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
-                              cols, [ledger_row(r) for r in rows])],
+                              cols, ledger_frame(frame))],
             banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}", doc_title=f"DMF 등록 현황 {accepted}",
         )
         print(path)

@@ -3,7 +3,8 @@
 Text from the source is always stored as a literal string (never a formula, error or number), with
 XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit respected (marked
 "…(잘림)"). A long hook-free table body is rendered straight as sheet XML (`xlsx_body`) instead of cell
-by cell; both paths read back the same.
+by cell — row by row from dicts, or column by column from a polars frame (the 9k-row 전체현황); every
+path reads back the same.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
+import polars as pl
 from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.hyperlink import Hyperlink
@@ -274,6 +276,114 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
     return r
 
 
+#: text a cell stores as it is, apart from the XML escapes of & < > (`store_text` would change nothing):
+#: anything else (OOXML look-alikes, CR, XML-illegal characters, an edge space, a possible truncation, an
+#: empty text) is rendered by `_stream_cell`, the one rule, once per distinct value
+_NEEDS_THE_RULE = r"_x|\r|[\x00-\x08\x0B\x0C\x0E-\x1F\x{FFFE}\x{FFFF}]|^\s|\s$"
+_PLAIN_MAX_CHARS = EXCEL_MAX_CHARS // 2  # ≤ 2 UTF-16 units a character: never truncated
+
+
+def _rendered_by_rule(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
+    """`values` as the XML after each cell's reference, rendered by `_stream_cell` once per distinct value."""
+    def tail(value: Any) -> str:
+        xml = _stream_cell(w, 1, j, kind, value)
+        return xml[xml.index('"', 6) + 1:]  # after r="B1"
+
+    if values.dtype.is_nested() or values.dtype == pl.Object:  # unhashable values: each on its own
+        return pl.Series([tail(v) for v in values.to_list()], dtype=pl.Utf8)
+    mapping = {value: tail(value) for value in values.unique().to_list()}
+    null_tail = mapping.pop(None, None)
+    if not mapping:
+        return pl.Series([null_tail] * len(values), dtype=pl.Utf8)
+    mapped = values.replace_strict(list(mapping), list(mapping.values()), default=None, return_dtype=pl.Utf8)
+    return mapped if null_tail is None else mapped.fill_null(null_tail)
+
+
+def _column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
+    """Each cell of one column as the XML after its reference (` s="3" t="inlineStr">…</c>`)."""
+    if kind == "date" and values.dtype == pl.Utf8:
+        return _iso_date_tails(w, j, values)
+    if kind not in ("text", "wrap") or values.dtype != pl.Utf8:
+        return _rendered_by_rule(w, j, kind, values)
+    # plain text (almost all of it): the same XML built column-wise
+    plain = (values.str.len_chars().is_between(1, _PLAIN_MAX_CHARS) & ~values.str.contains(_NEEDS_THE_RULE)).fill_null(False)
+    escaped = values.str.replace_all("&", "&amp;", literal=True).str.replace_all("<", "&lt;", literal=True) \
+        .str.replace_all(">", "&gt;", literal=True)
+    style = _KIND_STYLE[kind]
+    quoted = values.str.contains(r"^[=+\-@]")  # formula triggers: \t and \r start with a space or are odd
+    sid = pl.Series([f' s="{w.style_id(style)}"'] * len(values))
+    if (quoted & plain).any():
+        sid = pl.select(pl.when(quoted).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(sid)).to_series()
+    fast = pl.select(pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), escaped, pl.lit("</t></is></c>")])).to_series()
+    if plain.all():
+        return fast
+    return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, kind, values.filter(~plain)))
+
+
+_EXCEL_DAY_ZERO = date(1899, 12, 30)  # serial 0 of Excel's 1900 date system, valid from 1900-03-01 on
+
+
+def _iso_date_tails(w: xlsx_body.BodyWriter, j: int, values: pl.Series) -> pl.Series:
+    """A text column of dates: each "YYYY-MM-DD" that is a real day from 1900-03-01 on is a date cell
+    (its serial number), column-wise; anything else goes by the rule (kept as text)."""
+    parsed = values.str.to_date("%Y-%m-%d", strict=False)
+    plain = (values.str.contains(r"^\d{4}-\d{2}-\d{2}$") & (parsed >= date(1900, 3, 1))).fill_null(False)
+    serial = (parsed.cast(pl.Int32) + (date(1970, 1, 1) - _EXCEL_DAY_ZERO).days).cast(pl.Utf8)  # polars: days since 1970
+    sid = w.style_id(_KIND_STYLE["date"])
+    fast = pl.select(pl.concat_str([pl.lit(f' s="{sid}" t="n"><v>'), pl.lit(serial), pl.lit("</v></c>")])).to_series()
+    if plain.all():
+        return fast
+    return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, "date", values.filter(~plain)))
+
+
+def _line_counts(values: pl.Series, width: float) -> pl.Series:
+    """`text_lines` of each value (as `str(value or "")`), measured once per distinct text."""
+    text = values.cast(pl.Utf8).fill_null("")
+    short = ~text.str.contains("\n", literal=True) & (text.str.len_chars() * 2 <= max(width - 1.5, 1.0))
+    if short.all():
+        return pl.Series([1] * len(text), dtype=pl.Int64)
+    distinct = text.filter(~short).unique().to_list()
+    return text.replace_strict(distinct, [text_lines(t, width) for t in distinct], default=1, return_dtype=pl.Int64)
+
+
+def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool,
+                  wrapped: list[tuple[str, float]]) -> int:
+    """`_stream_body` for a table given as columns: the same XML, built column by column (no row dicts)."""
+    n, first = frame.height, top + 1
+    if n == 0:
+        return top
+    w = xlsx_body.BodyWriter(ws, first, len(cols), _style_array)
+    refs = pl.int_range(first, first + n, eager=True).cast(pl.Utf8)
+    cells = []
+    for j, col in enumerate(cols, 1):
+        values = frame.get_column(col.key) if col.key in frame.columns else pl.Series([None] * n)
+        letter = get_column_letter(j)
+        if col.kind == "sheetlink":  # an internal link differs per row (its target): the rule, row by row
+            xml = [None if sparse and (v is None or v == "") else _stream_cell(w, r, j, col.kind, v)
+                   for r, v in enumerate(values.to_list(), first)]
+            cells.append(pl.Series(xml, dtype=pl.Utf8).fill_null(""))
+            continue
+        tails = _column_tails(w, j, col.kind, values)
+        cell = pl.concat_str([pl.lit(f'<c r="{letter}'), pl.lit(refs), pl.lit('"'), pl.lit(tails)])
+        if sparse:
+            empty = values.is_null()
+            if values.dtype == pl.Utf8:
+                empty = empty | (values == "")
+            cell = pl.when(pl.lit(empty)).then(pl.lit("")).otherwise(cell)
+        cells.append(pl.select(cell).to_series())
+    heights = pl.Series([""] * n)
+    if wrapped:
+        lines = pl.select(pl.max_horizontal([pl.lit(_line_counts(frame.get_column(key), width)) for key, width in wrapped]))\
+            .to_series()
+        distinct = lines.unique().to_list()
+        attr = [xlsx_body.height_attr(_row_height(k)) for k in distinct]
+        heights = lines.replace_strict(distinct, attr, return_dtype=pl.Utf8)
+    rows = pl.select(pl.concat_str([pl.lit('<row r="'), pl.lit(refs), pl.lit('"'), pl.lit(heights), pl.lit(">"),
+                                    *[pl.lit(c) for c in cells], pl.lit("</row>")])).to_series()
+    w.add_rows(first, rows.to_list())
+    return first + n - 1
+
+
 # --- tables --------------------------------------------------------------------------------------
 
 
@@ -328,7 +438,7 @@ def write_table(
     ws: Worksheet,
     top: int,
     cols: Sequence[Col],
-    rows: Sequence[dict],
+    rows: Sequence[dict] | pl.DataFrame,
     *,
     row_hook: RowHook | None = None,
     autofilter: bool = True,
@@ -336,6 +446,7 @@ def write_table(
     sparse: bool = False,
 ) -> int:
     """Header at row `top`, data below; returns the last row written (the header if no data).
+    `rows`: dicts, or a frame with a column per `Col.key` (a long one is rendered column by column).
 
     `sparse`: empty values get no cell at all (the 9k-row ledger: a third fewer cells to write)."""
     for j, col in enumerate(cols, 1):
@@ -347,8 +458,13 @@ def write_table(
     wrapped = [(col.key, col.width) for col in cols if col.kind == "wrap"]
     r = top
     if row_hook is None and len(rows) >= STREAM_MIN_ROWS and all(c.kind in _STREAMED_KINDS for c in cols):
-        r = _stream_body(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
+        if isinstance(rows, pl.DataFrame):
+            r = _stream_frame(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
+        else:
+            r = _stream_body(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
         rows = ()
+    elif isinstance(rows, pl.DataFrame):
+        rows = rows.to_dicts()
     for r, row in enumerate(rows, top + 1):
         for j, col in enumerate(cols, 1):
             value = row.get(col.key)

@@ -310,10 +310,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         warnings.append(products_problem)
 
     # 전체현황 and 이력: the registry of the last accepted day and the events of the last N days
-    ledger: tuple[dict, ...] = ()
-    if last_accepted is not None:
-        _, frame = registry_asof(conn, last_accepted)
-        ledger = tuple(frame.to_dicts())
+    ledger = registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame()
     recent_days = RECENT_DAYS
     recent = recent_events_frame(conn, day - timedelta(days=recent_days - 1), day)
     recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()

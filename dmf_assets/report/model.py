@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
 
+import polars as pl
+
 
 class DayStatus(str, Enum):
     ACCEPTED = "accepted"  # all six gates passed; events are against the comparison base
@@ -164,7 +166,8 @@ class DayReport:
     run_info: dict[str, str] = field(default_factory=dict)  # label -> value (run id, source, timings…)
     generated_at: datetime | None = None
     source_url: str = "https://nedrug.mfds.go.kr"  # 의약품안전나라 (search links per registration)
-    ledger: tuple[dict, ...] = ()  # 전체현황: the registry of last_accepted_day (see rows.LEDGER_COLUMNS)
+    # 전체현황: the registry of last_accepted_day, a row per registration (`storage.registry.registry_asof`)
+    ledger: pl.DataFrame = field(default_factory=pl.DataFrame, compare=False)
     recent_events: tuple[EventRow, ...] = ()  # 이력: every event of the last `recent_days` days, newest first
     recent_days: int = 90
     warnings: tuple[str, ...] = ()  # active quality / share warnings, shown in the banner

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import polars as pl
+
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     EVENT_LABEL_KO,
@@ -265,23 +267,46 @@ LEDGER_COLUMNS: tuple[Col, ...] = (
 )
 
 
-def ledger_row(reg: dict) -> dict:
-    """A registry row (analyst.queries.registry_asof) -> the ledger's cell values."""
-    sites = reg.get("sites") or ()
-    if len(sites) > 1:
-        site_text = "\n".join(
-            f"{i}. {'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or '(제조소명 없음)'} ({s.get('country') or '국가 미상'})"
-            for i, s in enumerate(sites, 1)
-        )
-    elif sites:
-        s = sites[0]
-        site_text = f"{'[' + s['role'] + '] ' if s.get('role') else ''}{s.get('name') or reg.get('manufacturer') or ''} ({s.get('country') or '국가 미상'})"
-    else:
-        site_text = reg.get("manufacturer")
-    countries = list(dict.fromkeys(reg.get("country_list") or ()))
-    return {
-        **reg,
-        "permit_fmt": PERMIT_FMT_LABEL_KO.get(reg.get("permit_fmt") or "", reg.get("permit_fmt")),
-        "sites": site_text,
-        "country_set": ", ".join(countries) or reg.get("countries"),
-    }
+def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
+    """The registry (`storage.registry.registry_asof`) with the ledger's display columns, column by column
+    (no Python per row: the 9k-row 전체현황 is most of the daily workbook):
+
+    - 제조소: one line per site, numbered when there are several — 「1. [역할] 이름 (국가)」 — the
+      manufacturer when a single site has no name, the manufacturer alone when no site was split out;
+    - 제조국: the distinct countries in order, or the country text as given when none was resolved;
+    - 번호 형식: the Korean label."""
+    site = pl.element()
+
+    def given(expr: pl.Expr) -> pl.Expr:  # neither null nor empty (Python's `x or …`)
+        return expr.is_not_null() & (expr != "")
+
+    role = site.struct.field("role")
+    country = site.struct.field("country")
+    role_part = pl.when(given(role)).then(pl.concat_str([pl.lit("["), role, pl.lit("] ")])).otherwise(pl.lit(""))
+    where = pl.concat_str([pl.lit(" ("), pl.when(given(country)).then(country).otherwise(pl.lit("국가 미상")), pl.lit(")")])
+    name = site.struct.field("name")
+    numbered = pl.concat_str([
+        pl.int_range(1, pl.len() + 1).cast(pl.Utf8), pl.lit(". "), role_part,
+        pl.when(given(name)).then(name).otherwise(pl.lit("(제조소명 없음)")), where,
+    ])
+    sites, n_sites = pl.col("sites"), pl.col("sites").list.len()
+    manufacturer = pl.col("manufacturer")
+    only = sites.list.first()
+    only_name = only.struct.field("name")
+    single = pl.concat_str([
+        pl.when(given(only.struct.field("role"))).then(pl.concat_str([pl.lit("["), only.struct.field("role"), pl.lit("] ")]))
+        .otherwise(pl.lit("")),
+        pl.when(given(only_name)).then(only_name).when(given(manufacturer)).then(manufacturer).otherwise(pl.lit("")),
+        pl.lit(" ("),
+        pl.when(given(only.struct.field("country"))).then(only.struct.field("country")).otherwise(pl.lit("국가 미상")),
+        pl.lit(")"),
+    ])
+    site_text = (pl.when(n_sites > 1).then(sites.list.eval(numbered).list.join("\n"))
+                 .when(n_sites == 1).then(single).otherwise(manufacturer))
+    country_set = pl.col("country_list").list.unique(maintain_order=True).list.join(", ")
+    fmt = pl.col("permit_fmt")
+    return registry.with_columns(
+        permit_fmt=fmt.replace(PERMIT_FMT_LABEL_KO),
+        sites=site_text,
+        country_set=pl.when(given(country_set)).then(country_set).otherwise(pl.col("countries")),
+    )

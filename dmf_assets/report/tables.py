@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
 from openpyxl import Workbook
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
@@ -25,7 +26,7 @@ class TableSheet:
     title: str
     note: str | None
     cols: tuple[Col, ...]
-    rows: Sequence[dict]
+    rows: Sequence[dict] | pl.DataFrame
     severity_col: int | None = None
     print_cols: int | None = None  # print only the first N columns (audit columns stay on screen)
 
@@ -45,7 +46,7 @@ def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, h
     finish_table_sheet(ws, 4)
     if sheet.print_cols:
         ws.print_area = f"A1:{get_column_letter(sheet.print_cols)}{max(last, 4)}"
-    if not sheet.rows:
+    if len(sheet.rows) == 0:
         put_text(ws, 5, 1, "해당 자료 없음", st.NOTE)
     return ws
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
+import polars as pl
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Alignment
@@ -60,7 +61,7 @@ from dmf_assets.report.rows import (
     RECENT_COLUMNS,
     event_row,
     field_rows,
-    ledger_row,
+    ledger_frame,
     new_withdrawn_rows,
     recent_rows,
     sorted_events,
@@ -581,12 +582,11 @@ def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> i
             at, n = first_row.get(key, (i, 0))
             first_row[key] = (at, n + 1)
     day = _base_day(report)
-    rows = []
-    for reg in report.ledger:
-        row = ledger_row(reg)
-        hit = first_row.get(reg["dmf_key"])
-        row["events_link"] = (f"이벤트 {hit[1]}건", f"'{SHEET_RECENT}'!A{hit[0]}") if hit else None
-        rows.append(row)
+    rows = ledger_frame(report.ledger) if report.ledger.height else pl.DataFrame()
+    if rows.height:
+        links = [[f"이벤트 {hit[1]}건", f"'{SHEET_RECENT}'!A{hit[0]}"] if (hit := first_row.get(key)) else None
+                 for key in rows.get_column("dmf_key").to_list()]
+        rows = rows.with_columns(events_link=pl.Series(links, dtype=pl.List(pl.Utf8)))
     if report.is_rejected:
         note = f"마지막 정상 수집일 {day_text(day)} 기준 전체 등록 (오늘 수집분 미반영)."
     else:
@@ -598,9 +598,9 @@ def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> i
     finish_table_sheet(ws, 4)
     ws.freeze_panes = "B5"  # keep the registration number in view while scrolling right
     ws.print_area = f"A1:{get_column_letter(len(LEDGER_COLUMNS))}{max(last, 4)}"
-    if not rows:
+    if rows.is_empty():
         put_text(ws, 5, 1, "정상 수집된 등록 현황이 아직 없습니다", st.NOTE)
-    return len(rows)
+    return rows.height
 
 
 def _fields_sheet(wb: Workbook, report: DayReport) -> int:

@@ -112,10 +112,22 @@ class BodyWriter:
         self.body.links.append(f'<hyperlink ref="{ref}" location="{xml_attr(location)}" display="{xml_attr(display)}"/>')
 
     def add_row(self, r: int, cells: list[str], height: float | None = None) -> None:
+        self._expect(r)
+        self.body.rows.append(f'<row r="{r}"{height_attr(height)}>{"".join(cells)}</row>')
+
+    def add_rows(self, first: int, rows: list[str]) -> None:
+        """Whole `<row>` elements, rows `first..` (a table rendered column by column)."""
+        self._expect(first)
+        self.body.rows.extend(rows)
+
+    def _expect(self, r: int) -> None:
         if r != self.body.first_row + len(self.body.rows):
             raise ValueError(f"streamed rows must be consecutive: row {r} after {self.body.last_row}")
-        ht = f' ht="{_number(height)}" customHeight="1"' if height else ""
-        self.body.rows.append(f'<row r="{r}"{ht}>{"".join(cells)}</row>')
+
+
+def height_attr(height: float | None) -> str:
+    """A `<row>`'s attributes for a set height ("" for the default)."""
+    return f' ht="{_number(height)}" customHeight="1"' if height else ""
 
 
 def streamed_body(ws: Worksheet) -> StreamedBody | None:
