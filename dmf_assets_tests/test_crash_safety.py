@@ -12,7 +12,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import polars as pl
 import pytest
 from openpyxl import load_workbook
 
@@ -120,7 +120,7 @@ def test_sigkill_then_rerun(tmp_path, baseline, sim, crash_at):
 
     if crash_at.startswith("fetch_page"):
         # the killed fetch left its first pages archived; the re-run reused them instead of asking again
-        stored = pq.read_table(tmp_path / "data" / "staging" / D2.isoformat() / "raw_pages.parquet").schema.metadata
+        stored = pl.read_parquet_metadata(tmp_path / "data" / "staging" / D2.isoformat() / "raw_pages.parquet")
         fetch = json.loads(stored[META_KEY])["fields"]["fetch"]
         reused = [p for p in fetch["pages"] if p.get("reused")]
         assert len(reused) >= 3 and fetch["requests"] == len(fetch["pages"]) - len(reused)

@@ -1,0 +1,66 @@
+"""The day store (`defs.io.DayStoreIOManager`): what raw_pages and normalized_records hand on reads back
+exactly — frames with their types, the fields beside them — and a value staged by an earlier release
+(written through pyarrow, the fields in the Arrow schema's metadata) still loads after an upgrade."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import date
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from dmf_assets.defs.io import META_KEY, DayStoreIOManager, _encode
+from dmf_assets.domain.gates import FetchFacts
+from dmf_assets.orchestration.pipeline import FetchedDay, items_frame, normalize
+from dmf_assets.settings import load_settings
+
+DAY = date(2026, 10, 8)
+
+
+def _values(real_items):
+    facts = FetchFacts(True, ("none",), pages_ok=1, total_count=len(real_items), rows_received=len(real_items),
+                       rows_after_dedup=len(real_items), unexpected_fields=("NEW_FIELD",))
+    fetched = FetchedDay(DAY, facts, items_frame(real_items), {"source": "emulator", "pages": [{"page": 1, "rows": 3}],
+                                                               "note": "한글 ✓"})
+    return {"raw_pages": fetched, "normalized_records": normalize(fetched, load_settings())}
+
+
+def _store(tmp_path, asset: str, value) -> tuple[DayStoreIOManager, object]:
+    manager = DayStoreIOManager(staging_dir=str(tmp_path))
+    key = dg.AssetKey(asset)
+    manager.handle_output(dg.build_output_context(asset_key=key, partition_key=DAY.isoformat()), value)
+    loaded = manager.load_input(dg.build_input_context(asset_key=key, partition_key=DAY.isoformat()))
+    return manager, loaded
+
+
+def _same(a, b) -> None:
+    assert type(a) is type(b)
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if hasattr(x, "equals"):
+            assert x.schema == y.schema and x.equals(y), f.name
+        else:
+            assert x == y, f.name
+
+
+def test_each_day_value_reads_back_exactly(tmp_path, real_items):
+    for asset, value in _values(real_items).items():
+        _, loaded = _store(tmp_path, asset, value)
+        _same(value, loaded)
+        assert (tmp_path / DAY.isoformat() / f"{asset}.parquet").exists()
+
+
+def test_a_value_staged_by_the_earlier_pyarrow_writer_still_loads(tmp_path, real_items):
+    value = _values(real_items)["normalized_records"]
+    fields, frames = _encode(value)
+    (name, frame), = frames.items()
+    table = frame.to_arrow()
+    meta = {META_KEY.encode(): json.dumps({"frame": name, "fields": fields}, ensure_ascii=False, default=str).encode()}
+    path = tmp_path / DAY.isoformat() / "normalized_records.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), path, compression="zstd")
+    loaded = DayStoreIOManager(staging_dir=str(tmp_path)).load_input(
+        dg.build_input_context(asset_key=dg.AssetKey("normalized_records"), partition_key=DAY.isoformat()))
+    _same(value, loaded)
