@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date, datetime
 from typing import Any, NamedTuple
 
@@ -409,6 +410,7 @@ def _display_width(text: str) -> int:
     return math.ceil(sum(1.85 if unicodedata.east_asian_width(ch) in "WF" else 1.0 for ch in text))
 
 
+@lru_cache(maxsize=32_768)  # a registry's site lists repeat from day to day: a backfill measures each once
 def text_lines(text: str, width: float) -> int:
     """Estimated wrapped line count of `text` in a column `width` characters wide."""
     usable = max(width - 1.5, 1.0)

@@ -24,6 +24,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from dmf_assets.fsutil import atomic_write_bytes
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded
 
@@ -40,8 +42,14 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def json_text(obj: Any) -> str:
+    """Indented, UTF-8 JSON for people to read. orjson: the manifest is rewritten after every page, and the
+    standard library's indenting encoder is pure Python (≈1 ms a write at 19 pages)."""
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode("utf-8") + "\n"
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    atomic_write_bytes(path, json_text(obj).encode("utf-8"))
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -115,7 +123,7 @@ class DayArchive:
         return read_json(self.work_dir / MANIFEST)
 
     def write_manifest(self, manifest: dict[str, Any], text_filter=None) -> None:
-        text = json.dumps(manifest, ensure_ascii=False, indent=1) + "\n"
+        text = json_text(manifest)
         if text_filter is not None:
             text = text_filter(text)
         atomic_write_bytes(self.work_dir / MANIFEST, text.encode("utf-8"))
