@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from pathlib import Path
 
 import httpx
@@ -278,6 +279,24 @@ def test_clean_day_over_loopback(tmp_path, caplog):
     assert man["request"]["headers"] == {"X-Emulator-Date": ISO}  # loopback = an emulator: dated
     assert len(lines) == 3 and all("serviceKey=***" in line for line in lines)
     print(f"\n[data source: {'RegistrySimulator' if USING_SIMULATOR else 'replicated fixture rows'}]")
+
+
+def _page_lines(caplog) -> dict[int, str]:
+    return {int(m.group(1)): r.getMessage() for r in caplog.records
+            if (m := re.search(r" page (\d+): (?:ok|FAILED)", r.getMessage()))}
+
+
+def test_clean_pages_are_logged_as_progress_and_retried_pages_always(tmp_path, caplog):
+    """A fast clean fetch logs its first page as progress (the per-page table is in the materialization);
+    a page that needed retries, or failed, always has its line — with the attempts it took."""
+    _run(None, tmp_path / "clean", caplog, via="in_process")
+    assert list(_page_lines(caplog)) == [1] and "1 attempt(s)" in _page_lines(caplog)[1]
+    caplog.clear()
+    hit = F.affected_pages(_fault("http_5xx_burst"), ISO, 3)
+    _run("http_5xx_burst", tmp_path / "burst", caplog, via="in_process")
+    lines = _page_lines(caplog)
+    assert set(hit) <= set(lines) and all("3 attempt(s)" in lines[p] for p in hit), lines
+    assert set(lines) <= {1, *hit}
 
 
 def test_wrong_key_gets_the_gateway_xml_error_through_the_real_server(tmp_path, caplog):

@@ -56,6 +56,8 @@ module_log = logging.getLogger("dmf_assets.source")
 
 MAX_EXTRA_PAGES = 5  # pages fetched beyond ceil(totalCount/numOfRows) while the last page is full
 MAX_CONSECUTIVE_FAILED_PAGES = 2  # the source is down: stop instead of burning quota
+#: a clean page is logged as progress at most this often (the first page always; retries and failures always)
+PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
 MANIFEST_SCHEMA = 1
 
@@ -315,6 +317,7 @@ class _DayFetch:
         self.retries = 0
         self.started_at = _now_iso()
         self.t0 = time.monotonic()
+        self._progress_at = self.t0  # when a page line was last logged (`_log_page`)
         self.pages: dict[int, _Page] = {}
         self.problems: list[str] = []
         self.transport_notes: list[str] = []  # fetch-level transport failures (abort, request cap)
@@ -519,10 +522,22 @@ class _DayFetch:
                 continue
             _fill_page(page, parsed)
             break
-        level = self.log.info if page.ok else self.log.warning
-        level("%s page %d: %s, %d rows, totalCount %s, %d attempt(s)", self.day, page_no,
-              "ok" if page.ok else f"FAILED ({page.error})", page.rows, page.total_count, len(page.attempts))
+        self._log_page(page)
         return page
+
+    def _log_page(self, page: _Page) -> None:
+        """A line per page that needed more than one attempt or failed; a clean page only as progress — the
+        first, then at most one every PROGRESS_EVERY_S (a real fetch of 19 pages at the polite pace takes
+        ≈40 s; the per-page table is in the raw_pages materialization, and each log line is a stored
+        Dagster event)."""
+        clean = page.ok and len(page.attempts) == 1
+        now = time.monotonic()
+        if clean and page.page_no != 1 and now - self._progress_at < PROGRESS_EVERY_S:
+            return
+        self._progress_at = now
+        level = self.log.info if page.ok else self.log.warning
+        level("%s page %d: %s, %d rows, totalCount %s, %d attempt(s)", self.day, page.page_no,
+              "ok" if page.ok else f"FAILED ({page.error})", page.rows, page.total_count, len(page.attempts))
 
     def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, error: str, kind: str) -> None:
         elapsed = time.monotonic() - started
