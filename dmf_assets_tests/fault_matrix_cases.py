@@ -9,7 +9,8 @@ Used by `dmf_assets_tests/test_fault_matrix.py` (asserts every kind's outcome; n
 and `python -m dmf_assets_tests.fault_matrix_doc` (runs the same matrix and writes the doc atomically).
 
 Speed: each worker process runs the baseline day once and copies that workspace (DuckDB, raw archive,
-staging, Dagster instance) for every kind; two spawned workers share the kinds. Delays are kept short
+staging, Dagster instance) for every kind; the doc command shares the kinds between two spawned workers,
+the test runs them in its own pytest worker (the suite's other workers keep the cores busy). Delays are kept short
 (slow_responses 0.3 s, timeouts 1.5 s against a 1.0 s read timeout, backoff base 0.2 s).
 """
 
@@ -393,8 +394,12 @@ def write_doc_atomically(path: Path, text: str) -> bool:
 
 
 def run_matrix(base_dir: Path, *, workers: int = WORKERS) -> dict[str, dict]:
-    """Every fault kind, on `workers` spawned processes, in `base_dir` (a scratch folder): kind → result."""
+    """Every fault kind, on `workers` spawned processes (1: in this process), in `base_dir` (a scratch
+    folder): kind → result."""
     kinds = sorted(F.FAULT_KINDS, key=lambda k: COST_ORDER.index(k) if k in COST_ORDER else len(COST_ORDER))
+    if workers <= 1:
+        _warm()
+        return {kind: run_kind(kind, str(base_dir)) for kind in kinds}
     ctx = multiprocessing.get_context("spawn")  # polars/DuckDB thread pools do not survive fork
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm) as pool:
         futures = {kind: pool.submit(run_kind, kind, str(base_dir)) for kind in kinds}
