@@ -226,6 +226,19 @@ def _asof(args) -> int:
             raise UserError(str(exc)) from None
     note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
+    if args.format == "xlsx":
+        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
+        from dmf_assets.report.tables import TableSheet, write_tables_workbook
+
+        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
+        cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
+        write_tables_workbook(
+            path, [TableSheet("전체현황", f"등록 현황 · {accepted}", f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
+                              cols, ledger_frame(frame))],
+            banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}", doc_title=f"DMF 등록 현황 {accepted}",
+        )
+        print(path)
+        return 0
     rows = frame.to_dicts()
     if args.format == "jsonl":
         for r in rows:
@@ -244,19 +257,6 @@ def _asof(args) -> int:
         finally:
             if args.out:
                 target.close()
-        return 0
-    if args.format == "xlsx":
-        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
-        from dmf_assets.report.tables import TableSheet, write_tables_workbook
-
-        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
-        cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
-        write_tables_workbook(
-            path, [TableSheet("전체현황", f"등록 현황 · {accepted}", f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
-                              cols, ledger_frame(frame))],
-            banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}", doc_title=f"DMF 등록 현황 {accepted}",
-        )
-        print(path)
         return 0
     print("\t".join(("등록번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경")))
     for r in rows:
