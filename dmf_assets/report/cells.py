@@ -237,6 +237,11 @@ def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any)
     return w.number(r, j, c.value, c.style)
 
 
+def _tail(xml: str) -> str:
+    """A cell's XML after its reference (` s="3" t="inlineStr">…</c>` of `<c r="B12" s="3" …`)."""
+    return xml[xml.index('"', 6) + 1:]
+
+
 def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[dict], *, sparse: bool,
                  wrapped: list[tuple[str, float]]) -> int:
     w = xlsx_body.BodyWriter(ws, top + 1, len(cols), _style_array)
@@ -246,7 +251,6 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
     # per row (their target), so those columns are rendered cell by cell.
     plan = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
             for j, col in enumerate(cols, 1)]
-    measured: dict[tuple[str, float], int] = {}
     r = top
     for r, row in enumerate(rows, top + 1):
         cells = []
@@ -264,15 +268,9 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
                 if rendered is None:
                     cells.append(xml)
                     continue
-                tail = rendered[(value.__class__, value)] = xml[xml.index('"', 6) + 1:]  # after r="B12"
+                tail = rendered[(value.__class__, value)] = _tail(xml)
             cells.append(f'<c r="{letter}{r}"{tail}')
-        lines = 1
-        for key, width in wrapped:  # many rows share a text (one manufacturer's sites): measure it once
-            text = str(row.get(key) or "")
-            n = measured.get((text, width))
-            if n is None:
-                n = measured[(text, width)] = text_lines(text, width)
-            lines = max(lines, n)
+        lines = max((text_lines(str(row.get(key) or ""), width) for key, width in wrapped), default=1)
         w.add_row(r, cells, _row_height(lines))
     return r
 
@@ -287,8 +285,7 @@ _PLAIN_MAX_CHARS = EXCEL_MAX_CHARS // 2  # ≤ 2 UTF-16 units a character: never
 def _rendered_by_rule(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
     """`values` as the XML after each cell's reference, rendered by `_stream_cell` once per distinct value."""
     def tail(value: Any) -> str:
-        xml = _stream_cell(w, 1, j, kind, value)
-        return xml[xml.index('"', 6) + 1:]  # after r="B1"
+        return _tail(_stream_cell(w, 1, j, kind, value))
 
     if values.dtype.is_nested() or values.dtype == pl.Object:  # unhashable values: each on its own
         return pl.Series([tail(v) for v in values.to_list()], dtype=pl.Utf8)
@@ -312,10 +309,11 @@ def _column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series)
         .str.replace_all(">", "&gt;", literal=True)
     style = _KIND_STYLE[kind]
     quoted = values.str.contains(r"^[=+\-@]")  # formula triggers: \t and \r start with a space or are odd
-    sid = pl.Series([f' s="{w.style_id(style)}"'] * len(values))
-    if (quoted & plain).any():
-        sid = pl.select(pl.when(quoted).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(sid)).to_series()
-    fast = pl.select(pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), escaped, pl.lit("</t></is></c>")])).to_series()
+    sid = pl.lit(f' s="{w.style_id(style)}"')
+    if (quoted & plain).any():  # the quote-prefixed style is registered only when a cell needs it
+        sid = pl.when(pl.lit(quoted)).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(sid)
+    fast = pl.select(pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), pl.lit(escaped), pl.lit("</t></is></c>")]))\
+        .to_series()
     if plain.all():
         return fast
     return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, kind, values.filter(~plain)))
@@ -340,11 +338,8 @@ def _iso_date_tails(w: xlsx_body.BodyWriter, j: int, values: pl.Series) -> pl.Se
 def _line_counts(values: pl.Series, width: float) -> pl.Series:
     """`text_lines` of each value (as `str(value or "")`), measured once per distinct text."""
     text = values.cast(pl.Utf8).fill_null("")
-    short = ~text.str.contains("\n", literal=True) & (text.str.len_chars() * 2 <= max(width - 1.5, 1.0))
-    if short.all():
-        return pl.Series([1] * len(text), dtype=pl.Int64)
-    distinct = text.filter(~short).unique().to_list()
-    return text.replace_strict(distinct, [text_lines(t, width) for t in distinct], default=1, return_dtype=pl.Int64)
+    distinct = text.unique().to_list()
+    return text.replace_strict(distinct, [text_lines(t, width) for t in distinct], return_dtype=pl.Int64)
 
 
 def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool,
