@@ -10,6 +10,7 @@ from datetime import date
 
 import dagster as dg
 import pyarrow.parquet as pq
+import pytest
 
 from dmf_assets.defs.io import META_KEY, DayStoreIOManager, _encode
 from dmf_assets.domain.gates import FetchFacts
@@ -64,3 +65,13 @@ def test_a_value_staged_by_the_earlier_pyarrow_writer_still_loads(tmp_path, real
     loaded = DayStoreIOManager(staging_dir=str(tmp_path)).load_input(
         dg.build_input_context(asset_key=dg.AssetKey("normalized_records"), partition_key=DAY.isoformat()))
     _same(value, loaded)
+
+
+def test_a_damaged_staged_value_fails_the_step_with_what_to_do(tmp_path, real_items):
+    manager, _ = _store(tmp_path, "raw_pages", _values(real_items)["raw_pages"])
+    path = tmp_path / DAY.isoformat() / "raw_pages.parquet"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a disk that lost the file's end
+    with pytest.raises(dg.Failure) as failed:
+        manager.load_input(dg.build_input_context(asset_key=dg.AssetKey("raw_pages"), partition_key=DAY.isoformat()))
+    assert "읽을 수 없습니다" in failed.value.description and "raw_pages부터 다시 실행" in failed.value.description
+    assert str(path) in failed.value.description

@@ -94,9 +94,18 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
                     f"(보존 기간이 지나 지워졌다면 raw_pages부터 다시 실행). Materialize '{asset}' for this partition first."
                 )
             )
-        # the fields are the file's key-value metadata (files written by pyarrow have them there too)
-        stored = json.loads(pl.read_parquet_metadata(path)[META_KEY])
-        return _decode(VALUE_TYPES[asset], stored["fields"], {stored["frame"]: pl.read_parquet(path)})
+        try:
+            # the fields are the file's key-value metadata (files written by pyarrow have them there too)
+            stored = json.loads(pl.read_parquet_metadata(path)[META_KEY])
+            frame = pl.read_parquet(path)
+        except (OSError, ValueError, KeyError, pl.exceptions.PolarsError) as exc:
+            raise dg.Failure(
+                description=(
+                    f"{context.partition_key}의 '{asset}' 값 파일을 읽을 수 없습니다 ({path}: {exc}). 이 날짜를 raw_pages부터 "
+                    f"다시 실행하세요 (원본 보관본에서 다시 만듭니다). The staged value is damaged: re-run the day from raw_pages."
+                )
+            ) from None
+        return _decode(VALUE_TYPES[asset], stored["fields"], {stored["frame"]: frame})
 
 
 def discard_value(staging_dir: Path, asset: str, partition_key: str) -> None:
