@@ -6,6 +6,8 @@ here, so a server running in UTC (or anywhere else) still labels "KST" correctly
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
@@ -14,9 +16,24 @@ TIMEZONE_NAME = "Asia/Seoul"
 KST = ZoneInfo(TIMEZONE_NAME)
 
 
+_fixed: datetime | None = None
+
+
 def now_kst() -> datetime:
     """The current time in Korea, timezone-aware (seconds precision is the caller's choice)."""
-    return datetime.now(KST)
+    return _fixed.astimezone(KST) if _fixed is not None else datetime.now(KST)
+
+
+@contextlib.contextmanager
+def frozen_at(moment: datetime) -> Iterator[None]:
+    """Tests: the product's clock reads `moment` meanwhile — a fake clock for retries and backoffs that
+    would otherwise need a sleep of minutes. Nothing outside tests sets it."""
+    global _fixed
+    previous, _fixed = _fixed, moment
+    try:
+        yield
+    finally:
+        _fixed = previous
 
 
 def today_kst() -> date:

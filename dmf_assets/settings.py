@@ -17,12 +17,13 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
+from datetime import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import annotated_types
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "dmf.toml"
@@ -61,6 +62,14 @@ def _http_url(value: str) -> str:
     return value
 
 
+def _webhook_url(value: str) -> str:
+    """An http(s) URL, optionally prefixed `slack+` / `teams+` / `json+` to force the payload format."""
+    for prefix in ("slack+", "teams+", "json+"):
+        if value.lower().startswith(prefix):
+            return prefix + _http_url(value[len(prefix):])
+    return _http_url(value)
+
+
 def _http_url_or_empty(value: str) -> str:
     return value and _http_url(value)
 
@@ -82,11 +91,14 @@ def _email_or_empty(value: str) -> str:
     return value and _email(value)
 
 
-def _hh_mm(value: str) -> str:
-    m = re.match(r"^(\d{2}):(\d{2})$", value)
+def _hh_mm(value: Any) -> time:
+    """A time of day in Korea: "09:00" (or a TOML time, 09:00:00)."""
+    if isinstance(value, time):
+        return value
+    m = re.match(r"^(\d{2}):(\d{2})$", value) if isinstance(value, str) else None
     if not m or int(m[1]) > 23 or int(m[2]) > 59:
         raise ValueError(f"HH:MM 형식의 시각(KST)이어야 합니다 / must be a time HH:MM (KST), e.g. \"09:00\"; got {value!r}")
-    return value
+    return time(int(m[1]), int(m[2]))
 
 
 def _not_blank(value: str) -> str:
@@ -215,17 +227,21 @@ class AlertEmail(_Section):
 
 
 class Alerts(_Section):
-    webhook_urls: list[Annotated[str, AfterValidator(_http_url)]] = Field(default_factory=list)
+    webhook_urls: list[Annotated[str, AfterValidator(_webhook_url)]] = Field(default_factory=list)
     slow_run_factor: float = Field(3.0, ge=1)
     withdrawal_share_max: Ratio = 0.02
     rejected_streak: int = Field(3, ge=2)
-    overdue_at: Annotated[str, AfterValidator(_hh_mm)] = "09:00"
+    overdue_at: Annotated[time, BeforeValidator(_hh_mm)] = time(9, 0)
+    #: a message that no channel accepted is re-sent (1, 5, 15, 60 minutes, then hourly) for this long
+    give_up_hours: int = Field(24, ge=1, le=168)
     email: AlertEmail = Field(default_factory=AlertEmail)
 
 
 class Retry(_Section):
     transient_attempts: int = Field(3, ge=0, le=10)
     interval_minutes: int = Field(30, ge=1, le=720)
+    #: same-morning retries of today's partition run only until this time (KST)
+    until: Annotated[time, BeforeValidator(_hh_mm)] = time(12, 0)
 
 
 class Runs(_Section):

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import SimpleNamespace
 
 import pytest
 
@@ -131,28 +130,26 @@ def webhook_receiver(*, fail_first: int = 0, fail_status: int = 500):
 
 
 def settings_for(alerts_dir, *, webhooks=(), smtp_port: int | None = None, username: str = "",
-                 recipients=("ra-team@example.co.kr", "sourcing@example.co.kr"), starttls: bool = False):
-    """Settings with [alerts] pointing at the loopback servers.
+                 recipients=("ra-team@example.co.kr", "sourcing@example.co.kr"), starttls: bool = False,
+                 public_base_url: str = "", **sections):
+    """The real `Settings` (validated like config/dmf.toml) with [alerts] pointing at the loopback servers;
+    `sections` add or override whole sections, e.g. `retry={"until": "23:59"}`."""
+    from dmf_assets.settings import Settings
 
-    The real `Settings` (validated like config/dmf.toml).
-    """
     alerts = {"webhook_urls": list(webhooks),
               "email": {"smtp_host": LOOPBACK if smtp_port else "", "smtp_port": smtp_port or 25, "starttls": starttls,
                         "username": username, "sender": "dmf-watch@example.co.kr", "recipients": list(recipients),
                         "timeout_s": 10.0}}
-    from pydantic import ValidationError
+    data = {"alerts": alerts, "paths": {"alerts_dir": str(alerts_dir)}, "report": {"public_base_url": public_base_url}}
+    for name, values in sections.items():
+        data[name] = {**data.get(name, {}), **values}
+    return Settings.model_validate(data)
 
-    from dmf_assets.settings import Settings
 
-    try:
-        return Settings.model_validate({"alerts": alerts, "paths": {"alerts_dir": str(alerts_dir)}})
-    except ValidationError:
-        # `slack+http://…` / `teams+http://…` (a flavour forced for a non-Slack/Teams host, which is how a
-        # loopback receiver gets the Slack/Teams payloads) is not accepted by [alerts] webhook_urls yet:
-        # a stand-in with exactly the documented attribute names
-        if not any("+" in u.split("://")[0] for u in webhooks):
-            raise
-    return SimpleNamespace(
-        alerts=SimpleNamespace(webhook_urls=alerts["webhook_urls"], email=SimpleNamespace(**alerts["email"])),
-        paths=SimpleNamespace(alerts_dir=str(alerts_dir)),
-    )
+def notifier_for(alerts_dir, **kw):
+    """A `notify.Notifier` on `settings_for(alerts_dir, **kw)`, its alerts folder resolved."""
+    from pathlib import Path
+
+    from dmf_assets import notify
+
+    return notify.Notifier(settings_for(alerts_dir, **kw), Path(alerts_dir))

@@ -4,19 +4,24 @@ same morning, and never retries a drop/churn rejection."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from datetime import date, datetime, timedelta, timezone
+from datetime import time as dt_time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 from dagster._core.storage.dagster_run import DagsterRun
+from dagster._daemon.types import DaemonHeartbeat
 
 from dagster._utils.schedules import cron_string_iterator
 
-from dmf_assets.clock import KST
+from dmf_assets.clock import KST, frozen_at, today_kst
 from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst, dmf_watch_sensor
+from dmf_assets.notify.messages import NoRetry
+from dmf_assets.settings import load_settings
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.orchestration import followups
 from dmf_assets.runs import launch
@@ -84,13 +89,14 @@ def stopped_day(tmp_path, after_d1):
 
 def test_sensor_completes_the_stopped_day_once(stopped_day):
     ws, defs = stopped_day
-    result = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
+    result = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
     (request,) = result.run_requests
     assert request.partition_key == D2.isoformat()
-    assert [k.path[-1] for k in request.asset_selection] == ["events", "xlsx_report"]  # no diff for a rejected day
+    # snapshot_diff records "rejected — base carried forward" (gate 6 is not evaluated), then the workbook
+    assert [k.path[-1] for k in request.asset_selection] == ["snapshot_diff", "events", "xlsx_report"]
     assert request.tags["dmf/trigger"] == "sensor-complete"
     # the same situation again: the same run key (Dagster launches a run key once)
-    again = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
+    again = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
     assert [r.run_key for r in again.run_requests] == [request.run_key]
 
     launch.follow_up(defs, ws.instance)
@@ -119,44 +125,97 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     ws.instance.add_backfill(backfill)  # REQUESTED: in progress
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
     assert followups.plan_followups(ws.instance, NOW) == []
-    sensor = dmf_watch_sensor(dg.build_sensor_context(instance=ws.instance, definitions=defs))
+    sensor = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
     assert not sensor.run_requests
 
 
-def test_transient_rejection_is_retried_later_the_same_morning_and_accepted(tmp_path, after_d1):
-    ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})  # an outage on D2's morning
-    first = launch.run_day(D2, instance=ws.instance, resources=ws.resources)
+@pytest.fixture(scope="module")
+def after_yesterday(tmp_path_factory) -> Path:
+    """Yesterday (KST) accepted: a project where today's partition can be rejected and retried."""
+    root = tmp_path_factory.mktemp("after_yesterday") / "ws"
+    ws = make_workspace(root)
+    assert launch.run_day(today_kst() - timedelta(days=1), instance=ws.instance, resources=ws.resources).success
+    ws.instance.dispose()
+    return root
+
+
+#: the retry rule judged by the wall clock (a same-morning retry is for today's partition, rejected today):
+#: a window open all day, so the test does not depend on the hour it runs at
+ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=30), until=dt_time(23, 59))
+
+
+def _today_or_skip() -> date:
+    if datetime.now(KST).time() > dt_time(23, 15):
+        pytest.skip("too close to midnight KST: today's retry window would close before the retry is due")
+    return today_kst()
+
+
+def _rejected_at(ws, day: date) -> datetime:
+    state = followups.day_states(ws.instance, [day.isoformat()])[day.isoformat()]
+    return datetime.fromtimestamp(state.rejection[0].timestamp, KST)
+
+
+def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_accepted(tmp_path, after_yesterday):
+    today = _today_or_skip()
+    ws, _ = _ws(tmp_path, after_yesterday, {today.isoformat(): "page_missing_rows"})  # an outage this morning
+    first = launch.run_day(today, instance=ws.instance, resources=ws.resources)
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
-    assert runs_by_day(ws)[D2]["status"] == "rejected"
-    retry = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=30))
-    now = datetime.now(KST)
-    assert followups.plan_followups(ws.instance, now, retry=retry) == []  # not before 30 minutes
-    (plan,) = followups.plan_followups(ws.instance, now + timedelta(minutes=31), retry=retry)
+    assert runs_by_day(ws)[today]["status"] == "rejected"
+    rejected = _rejected_at(ws, today)
+    assert followups.plan_followups(ws.instance, rejected + timedelta(minutes=29), retry=ALL_DAY) == []
+    (plan,) = followups.plan_followups(ws.instance, rejected + timedelta(minutes=31), retry=ALL_DAY)
     assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
 
     # the source recovers (the same project, its API without the fault) before the retry runs
     ws = make_workspace(tmp_path / "ws", reuse=True)
     launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
-    assert runs_by_day(ws)[D2]["status"] == "accepted"
-    assert runs_by_day(ws)[D2]["base_day_id"] == 20261005
-    assert followups.plan_followups(ws.instance, now + timedelta(hours=2), retry=retry) == []
+    assert runs_by_day(ws)[today]["status"] == "accepted"
+    assert followups.plan_followups(ws.instance, rejected + timedelta(hours=2), retry=ALL_DAY) == []
 
 
-def test_retries_stop_after_the_configured_attempts(tmp_path, after_d1):
-    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})
-    launch.run_day(D2, instance=ws.instance, resources=ws.resources)
-    retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30))
-    later = datetime.now(KST)
+def test_retries_stop_after_the_configured_attempts(tmp_path, after_yesterday):
+    today = _today_or_skip()
+    ws, defs = _ws(tmp_path, after_yesterday, {today.isoformat(): "page_missing_rows"})
+    launch.run_day(today, instance=ws.instance, resources=ws.resources)
+    retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30), until=dt_time(23, 59))
     for n in (1, 2):
-        later += timedelta(minutes=31)
+        later = _rejected_at(ws, today) + timedelta(minutes=31)
         (plan,) = followups.plan_followups(ws.instance, later, retry=retry)
-        assert plan.run_key == f"retry:{D2.isoformat()}:{n}"
+        assert plan.run_key == f"retry:{today.isoformat()}:{n}"
         launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
         launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
     assert followups.plan_followups(ws.instance, later + timedelta(hours=1), retry=retry) == []
-    assert followups.retries_exhausted(ws.instance, D2.isoformat(), retry)
+    state = followups.day_states(ws.instance, [today.isoformat()])[today.isoformat()]
+    outlook = followups.retry_outlook(today.isoformat(), state, later + timedelta(hours=1), retry, daemon_alive=True)
+    assert outlook.why_not is NoRetry.USED and state.retries == 2
 
 
+def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it_plans(tmp_path, after_yesterday,
+                                                                                      monkeypatch):
+    """An old day and today's partition rejected the same way, `[retry] interval_minutes = 1`: 70 s later the
+    sensor — on the project's instance, with a daemon beating — asks for one retry, of today only, and the
+    old day's alert promises none."""
+    today = _today_or_skip()
+    old = today - timedelta(days=3)
+    config = tmp_path / "dmf.toml"
+    config.write_text('[retry]\ninterval_minutes = 1\nuntil = "23:59"\n[alerts]\noverdue_at = "23:59"\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("DMF_CONFIG", str(config))
+    faults = {today.isoformat(): "page_missing_rows", old.isoformat(): "page_missing_rows"}
+    ws, defs = _ws(tmp_path, after_yesterday, faults)
+    for day in (old, today):
+        launch.run_day(day, instance=ws.instance, resources=ws.resources)
+    assert {runs_by_day(ws)[d]["status"] for d in (old, today)} == {"rejected"}
+    later = max(_rejected_at(ws, d) for d in (old, today)) + timedelta(seconds=70)
+    ws.instance.add_daemon_heartbeat(DaemonHeartbeat(later.timestamp(), "SENSOR", "test-daemon", []))
+    with frozen_at(later):
+        result = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
+    retries = [r for r in result.run_requests if r.tags.get(followups.RETRY_TAG)]
+    assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(today.isoformat(), f"{today}#1")]
+    alerts = ws.root / "data" / "alerts"
+    old_text = json.loads((alerts / f"{old}-rejected.json").read_text(encoding="utf-8"))["text"]
+    assert "자동으로 다시 수집합니다" not in old_text and "자동 재시도하지 않습니다" in old_text
+    assert f"`dmf run --date {old}`" in old_text
 @pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
 def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
     ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
@@ -168,11 +227,12 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
     ws, defs = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
-    assert _overdue_evaluation(ws.instance, before) is None
+    settings = load_settings()
+    assert _overdue_evaluation(ws.instance, before, settings) is None
     after = datetime(2026, 10, 6, 9, 1, tzinfo=KST)
-    evaluation = _overdue_evaluation(ws.instance, after)
+    evaluation = _overdue_evaluation(ws.instance, after, settings)
     assert evaluation is not None and evaluation.partition == D2.isoformat() and evaluation.passed is False
     ws.instance.report_runless_asset_event(evaluation)
-    assert _overdue_evaluation(ws.instance, after + timedelta(minutes=5)) is None  # recorded once
+    assert _overdue_evaluation(ws.instance, after + timedelta(minutes=5), settings) is None  # recorded once
     # a day whose report exists is never overdue (the backfill of an old day never looks "late")
-    assert _overdue_evaluation(ws.instance, datetime(2026, 10, 5, 9, 30, tzinfo=KST)) is None
+    assert _overdue_evaluation(ws.instance, datetime(2026, 10, 5, 9, 30, tzinfo=KST), settings) is None

@@ -15,7 +15,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.settings import PROJECT_ROOT
-from dmf_assets_tests.notify_servers import smtp_server, webhook_receiver
+from dmf_assets_tests.notify_servers import free_port, smtp_server, webhook_receiver
 
 pytestmark = pytest.mark.slow
 
@@ -70,15 +70,36 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
         assert "Traceback" not in bad.stdout + bad.stderr
         mails = [m for _, m in _drain(smtp.next_message)]
         alerts = [m for m in mails if BAD in m["Subject"] and not list(m.iter_attachments())]
-        assert alerts, [m["Subject"] for m in mails]
+        assert [m["Subject"] for m in alerts] == [f"[DMF 경보] {BAD} 수집 거부 (rejected) — 게이트 2 완전성(completeness)"]
         body = alerts[0].get_body(("plain",)).get_content()
         assert BAD in body and "완전성" in body and GOOD in body  # the gate, and the base that still holds
+        assert "자동으로 다시 수집합니다" not in body  # an old day: no retry is promised, none will come
         posts = _drain(hook.next)
         assert any(BAD in str(p["json"]) and "완전성" in str(p["json"]) for p in posts), posts
         # the rejected day's workbook was delivered too (it says the collection failed)
-        assert any(list(m.iter_attachments()) and BAD in m["Subject"] for m in mails)
+        assert [m["Subject"] for m in mails if list(m.iter_attachments())] == [f"[DMF] {BAD} — 수집 실패 (비교 기준 {GOOD})"]
 
         again = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
         assert again.returncode == 3
-        repeats = [m for _, m in _drain(smtp.next_message) if not list(m.iter_attachments())]
-        assert not [m for m in repeats if "거부" in m["Subject"] and BAD in m["Subject"]]  # once per day and kind
+        # once per day and kind, and the same "collection failed" workbook is not mailed again
+        assert [m["Subject"] for _, m in _drain(smtp.next_message)] == []
+
+
+def test_smtp_down_the_workbook_mail_waits_and_dmf_notify_flush_delivers_it(tmp_path):
+    port = free_port()  # no mail server yet; the webhook works
+    with webhook_receiver() as hook:
+        env = _project(tmp_path, port, hook.url("/hook"))
+        run = _dmf(env, "run", "--date", GOOD)
+        assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr[-2000:]
+        status = _dmf(env, "notify", "status")
+        assert status.returncode == 1 and "대기(재발송 예정)" in status.stdout and f"[DMF] {GOOD}" in status.stdout
+        with smtp_server(port=port) as smtp:
+            flushed = _dmf(env, "notify", "flush")
+            mails = _drain(smtp.next_message)
+        after = _dmf(env, "notify", "status")
+    assert flushed.returncode == 0 and "Traceback" not in flushed.stdout + flushed.stderr, flushed.stdout
+    reports = [m for _, m in mails if list(m.iter_attachments())]
+    assert len(reports) == 1 and GOOD in reports[0]["Subject"]
+    assert [a.get_filename() for a in reports[0].iter_attachments()] == [f"DMF_리포트_{GOOD}.xlsx"]
+    lines = [line for line in after.stdout.splitlines() if f"{GOOD} report" in line]
+    assert lines and all("발송됨" in line for line in lines), after.stdout

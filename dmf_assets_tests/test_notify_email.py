@@ -1,161 +1,221 @@
-"""The daily delivery over a real SMTP server on 127.0.0.1 (aiosmtpd): subject, body, the workbook attached.
-
-The workbook is written by the product's own writer (dmf_assets.report.workbook) from a small day.
-"""
+"""The workbook mail and the outbox over a real SMTP server on 127.0.0.1 (aiosmtpd): what arrives, and
+that a message that could not be sent is re-sent on its schedule — with a fake clock, not a sleep —
+until it gets through or is given up after [alerts] give_up_hours."""
 
 from __future__ import annotations
 
 import io
-import json
 import shutil
 import ssl
 import subprocess
-from datetime import date
+from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
 
 from dmf_assets import notify
-from dmf_assets.report.model import DayReport, DayStatus, EventRow, Kpis
+from dmf_assets.clock import frozen_at
+from dmf_assets.ops.watchdog import delivery_check
+from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, Kpis
 from dmf_assets.report.workbook import write_workbook
-from dmf_assets_tests.notify_servers import free_port, settings_for, smtp_server
+from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
+from dmf_assets_tests.test_notify_texts import assert_readable
 
 DAY, BASE = date(2026, 11, 26), date(2026, 11, 25)
-FAST = {"delivery_backoff_s": (0.05,)}
+T0 = datetime.fromisoformat("2026-11-26T06:20:00+09:00")
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 
 
-def _event(kind, permit, ingredient, applicant, manufacturer, country, severity, *, fields=(), watch=False):
-    return EventRow(kind, severity, f"K-{permit}", permit, None, ingredient, ingredient, applicant, "1234567890",
-                    manufacturer, "주소", country, "2026-11-26", "별표1", changed_fields=tuple(fields),
-                    watchlist_hit=watch, watch_reasons=("성분: 메트포르민",) if watch else ())
+def _event(kind, permit, ingredient, applicant, manufacturer, country, severity, *, changes=(), watch=False):
+    return EventRow(kind, severity, permit, permit, None, ingredient, ingredient, applicant, "1234567890",
+                    manufacturer, "주소", country, "2026-11-26", "별표1", changed_fields=tuple(c.field for c in changes),
+                    changes=tuple(changes), watchlist_hit=watch, watch_reasons=("성분: 메트포르민",) if watch else ())
 
 
 EVENTS = (
     _event("NEW", "20261126-1", "세파클러", "(주)삼오제약", "Aurobindo Pharma Ltd", "인도", "INFO"),
     _event("NEW", "20261126-2", "메트포르민염산염", "(주)파마피아", "Zhejiang Huahai", "중국", "HIGH", watch=True),
     _event("CHANGED", "20190101-5", "아토르바스타틴칼슘", "대신무약(주)", "MSN Laboratories", "인도", "CRITICAL",
-           fields=("manufacturer",)),
+           changes=(FieldChangeRow("k", "p", "i", "a", "manufacturer", "Hetero Labs", "MSN Laboratories", False, "CRITICAL"),)),
 )
 
 
-def _report(status=DayStatus.ACCEPTED) -> DayReport:
+def _report(status=DayStatus.ACCEPTED, events=EVENTS) -> DayReport:
     if status is DayStatus.REJECTED:
-        return DayReport(DAY, status, "완전성 게이트 실패: 8,940 / 9,203행 수신 (97.1 %)", BASE, BASE, Kpis(registry_size=9_167))
+        return DayReport(DAY, status, "게이트 2 완전성(completeness): 263건이 누락되었습니다", BASE, BASE, Kpis(registry_size=9_167))
     kpis = Kpis(registry_size=9_169, new=2, changed=1, withdrawn=0, watchlist_hits=1)
-    return DayReport(DAY, status, "6개 게이트 모두 통과", BASE, DAY, kpis, events=EVENTS)
+    return DayReport(DAY, status, "6개 게이트 모두 통과", BASE, DAY, kpis, events=events)
 
 
 @pytest.fixture
-def workbook(tmp_path):
+def workbook(tmp_path) -> Path:
     return write_workbook(_report(), tmp_path / "reports").path
 
 
-def test_daily_workbook_is_emailed_with_korean_subject_body_and_attachment(tmp_path, workbook):
+def _body(msg) -> str:
+    return msg.get_body(("plain",)).get_content()
+
+
+def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_path, workbook):
     with smtp_server() as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port)
-        delivery = notify.ReportDelivery.from_day_report(_report(), workbook, url="http://127.0.0.1:8765/x.xlsx")
-        record = notify.deliver_report(settings, delivery, **FAST)
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, public_base_url="https://dmf.example.kr/r")
+        outcome = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
         rcpts, msg = smtp.next_message()
 
-    assert record.status == "sent", record.line()
-    assert [(c.channel, c.status, c.attempts) for c in record.channels] == [("email", "sent", 1)]
+    assert outcome.state == "delivered" and outcome.stored.sends[0].attempts == 1
     assert rcpts == ["ra-team@example.co.kr", "sourcing@example.co.kr"]
     assert msg["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
-    body = msg.get_body(("plain",)).get_content()
-    assert "정상 수집" in body and "비교 기준 / comparison base: 2026-11-25" in body
-    # watchlist hits first, then the other top events, each as a sentence
+    assert msg["Date"].endswith("+0900")  # Korea time, as every timestamp the project writes
+    body = _body(msg)
+    assert_readable(body)
     watch_at, top_at = body.index("관심목록 해당 / Watchlist hits"), body.index("주요 이벤트 / Top events")
     assert watch_at < top_at
-    assert "(주)파마피아이(가) 메트포르민염산염을(를) 등록했습니다" in body[watch_at:top_at]
-    assert "대신무약(주)의 아토르바스타틴칼슘 — 제조소명 변경" in body[top_at:]
-    assert "http://127.0.0.1:8765/x.xlsx" in body
+    assert "(주)파마피아가 메트포르민염산염(20261126-2 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다." in body[watch_at:top_at]
+    assert "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이 바뀌었습니다." in body
+    assert "https://dmf.example.kr/r/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in body
 
     [attachment] = list(msg.iter_attachments())
     assert attachment.get_filename() == "DMF_리포트_2026-11-26.xlsx"
     assert attachment.get_content_type() == "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    data = attachment.get_content()
-    assert data == workbook.read_bytes()
-    wb = load_workbook(io.BytesIO(data), read_only=True)
-    assert len(wb.sheetnames) >= 2
-    text = " ".join(str(c) for ws in wb.worksheets for row in ws.iter_rows(values_only=True) for c in row if c)
-    assert "메트포르민염산염" in text and "2026-11-26" in text
-
-    ledger = notify.read_ledger(notify.notify_config(settings))
-    assert [r.id for r in ledger] == ["report:2026-11-26"]
+    assert attachment.get_content() == workbook.read_bytes()
+    assert load_workbook(io.BytesIO(attachment.get_content()), read_only=True).sheetnames[0] == "요약"
+    assert [m.state for m in notifier.status()] == ["delivered"]
 
 
-def test_rejected_day_subject_and_second_delivery_is_marked_updated(tmp_path):
+def test_without_a_public_address_the_mail_has_no_link_and_doctor_says_so(tmp_path, workbook):
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+        _, msg = smtp.next_message()
+    assert "링크 / Link" not in _body(msg) and "127.0.0.1" not in _body(msg)
+    check = delivery_check(notifier)
+    assert check.status == "WARN" and "public_base_url" in check.message_ko
+
+
+def test_an_identical_report_is_not_sent_again_and_a_changed_one_is_marked_updated(tmp_path, workbook):
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
+        first = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+        smtp.next_message()
+        # the same day re-run: the same content (another run id, another hour) sends nothing
+        again = DayReport(**{**_report().__dict__, "run_info": {"리포트 생성 run": "other"}})
+        assert notifier.deliver_report(notify.ReportDelivery.from_day_report(again, workbook)) is None
+        changed = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(events=EVENTS[:1]), workbook))
+        _, msg = smtp.next_message()
+        assert smtp.received.empty()
+    assert first.state == changed.state == "delivered"
+    assert msg["Subject"].endswith("(갱신 / updated)")
+
+
+def test_smtp_down_the_mail_waits_in_the_outbox_and_goes_out_when_it_is_back(tmp_path, workbook):
+    port = free_port()  # nothing listens here yet
+    notifier = notifier_for(tmp_path / "alerts", smtp_port=port)
+    with frozen_at(T0):
+        outcome = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+    assert outcome.state == "pending" and "ConnectionRefusedError" in outcome.stored.last_error
+    [send] = outcome.stored.sends
+    assert send.attempts == 1 and send.next_attempt_at == "2026-11-26T06:21:00+09:00"  # 1 minute after the failure
+    with smtp_server(port=port) as smtp:
+        with frozen_at(T0 + timedelta(seconds=30)):
+            assert notifier.flush() == []  # not due yet: the schedule, not the caller's tick, decides
+        with frozen_at(T0 + timedelta(minutes=3)):
+            [sent] = notifier.flush()
+        _, msg = smtp.next_message()
+    assert sent.state == "delivered" and sent.stored.sends[0].attempts == 2
+    assert [a.get_filename() for a in msg.iter_attachments()] == ["DMF_리포트_2026-11-26.xlsx"]
+    assert delivery_check(notifier).status != "FAIL"
+
+
+def test_a_mail_that_never_gets_through_is_given_up_once_and_told_on_the_other_channel(tmp_path):
+    port = free_port()
+    with webhook_receiver() as hook:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=port, webhooks=[hook.url()])
+        with frozen_at(T0):
+            notifier.send_alert(notify.RequestCap(day=DAY, cap=300))
+        assert hook.next()["json"]["kind"] == "request_cap"  # the webhook took it at once; the e-mail did not
+        moments = [T0 + timedelta(minutes=m) for m in (1, 6, 21, 81, 141, 600, 1439)]
+        for at in moments:
+            with frozen_at(at):
+                notifier.flush()
+        [waiting] = [m for m in notifier.status() if m.kind == "request_cap"]
+        assert waiting.state == "pending" and waiting.sends[0].attempts == 1 + len(moments)
+        assert delivery_check(notifier).status == "WARN"
+        with frozen_at(T0 + timedelta(hours=24, minutes=1)):
+            notifier.flush()
+            notifier.flush()
+        notice = hook.next()["json"]
+        assert hook.received.empty()  # told once, on the webhook only
+    [given_up] = [m for m in notifier.status() if m.kind == "request_cap"]
+    assert given_up.state == "given_up"
+    assert notice["kind"] == "delivery_given_up" and "요청 한도" in notice["text"] and "dmf notify flush --given-up" in notice["text"]
+    [told] = [m for m in notifier.status() if m.kind == "delivery_given_up"]
+    assert [s.channel for s in told.sends] == [given_up.sends[1].channel]  # not the e-mail that gave up
+    assert delivery_check(notifier).status == "FAIL"
+    # the server comes back: the given-up mail can be sent again by hand
+    with smtp_server(port=port) as smtp:
+        outcomes = notifier.flush(force=True, given_up=True)
+        _, msg = smtp.next_message()
+    assert "요청 한도" in msg["Subject"] and any(o.state == "delivered" for o in outcomes)
+
+
+def test_a_held_mail_goes_out_once_when_its_day_is_decided(tmp_path):
     rejected = _report(DayStatus.REJECTED)
     path = write_workbook(rejected, tmp_path / "reports").path
     with smtp_server() as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port)
-        first = notify.deliver_report(settings, notify.ReportDelivery.from_day_report(rejected, path), **FAST)
-        _, msg1 = smtp.next_message()
-        second = notify.deliver_report(settings, notify.ReportDelivery.from_day_report(rejected, path), **FAST)
-        _, msg2 = smtp.next_message()
-    assert first.ok and second.ok
-    assert msg1["Subject"] == "[DMF] 2026-11-26 — 수집 실패 (비교 기준 2026-11-25)"
-    assert msg2["Subject"] == "[DMF] 2026-11-26 — 수집 실패 (비교 기준 2026-11-25) (갱신 / updated)"
-    body = msg1.get_body(("plain",)).get_content()
-    assert "결과가 반영되지 않았습니다" in body and "완전성 게이트 실패" in body
-
-
-def test_smtp_temporary_refusal_is_retried_then_delivered(tmp_path, workbook):
-    with smtp_server(refuse_first=1) as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port)
-        record = notify.deliver_report(settings, notify.ReportDelivery.from_day_report(_report(), workbook), **FAST)
-        smtp.next_message()
-        assert smtp.received.empty() and smtp.refused == 1
-    [email] = record.channels
-    assert (email.status, email.attempts, email.error) == ("sent", 2, "")
-    assert notify.pending_failures(settings) == []
-
-
-def test_dead_smtp_port_is_recorded_as_failed_without_raising_then_resent(tmp_path):
-    port = free_port()  # nothing listens here
-    settings = settings_for(tmp_path / "alerts", smtp_port=port)
-    alert = notify.alert_run_failed("2026-11-27", error="ConnectError: apis.data.go.kr\nTraceback…", step="raw_pages")
-    record = notify.send_alert(settings, alert, **FAST)
-    assert record is not None and record.status == "failed"
-    [email] = record.channels
-    assert email.attempts == 3 and "연결 실패" in email.error and "ConnectionRefusedError" in email.error
-    [pending] = notify.pending_failures(settings)
-    assert pending.id == "alert:2026-11-27-run_failed"
-    stored = json.loads((tmp_path / "alerts" / "2026-11-27-run_failed.json").read_text(encoding="utf-8"))
-    assert stored["delivery"]["status"] == "failed" and stored["day"] == "2026-11-27"
-    # the same alert is not raised twice…
-    assert notify.send_alert(settings, alert, **FAST) is None
-    # …but its failed delivery is re-sent once the server is back
-    with smtp_server(port=port) as smtp:
-        [again] = notify.retry_failed(settings, **FAST)
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
+        hold = T0 + timedelta(hours=6)
+        with frozen_at(T0):
+            held = notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=hold)
+            # a failed retry re-makes the same "collection failed" workbook: still held, nothing sent
+            assert notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=hold) is None
+            assert notifier.flush() == [] and smtp.received.empty()
+        # the retry was accepted: its workbook mail replaces the held one — one mail for the morning
+        accepted = notify.ReportDelivery.from_day_report(_report(), path, retry_attempt=1)
+        with frozen_at(T0 + timedelta(minutes=31)):
+            sent = notifier.deliver_report(accepted)
+            notifier.flush(force=True)
         _, msg = smtp.next_message()
-    assert again.status == "sent" and again.round == 2
-    assert msg["Subject"] == "[DMF 경보] 2026-11-27 실행 실패 (failed run)"
-    assert "Traceback" not in msg.get_body(("plain",)).get_content()
-    assert notify.pending_failures(settings) == []
+        assert smtp.received.empty()
+    assert held.state == "held" and sent.state == "delivered"
+    assert "재시도 1회째 반영" in msg["Subject"] and "자동 재시도 1회째에 정상 반영되었습니다" in _body(msg)
+    assert {m.state for m in notifier.status()} == {"superseded", "delivered"}
 
 
-def test_smtp_login_uses_the_password_from_the_environment_only(tmp_path, workbook, monkeypatch):
+def test_a_held_mail_whose_hold_ends_is_released_by_flush(tmp_path):
+    rejected = _report(DayStatus.REJECTED)
+    path = write_workbook(rejected, tmp_path / "reports").path
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
+        with frozen_at(T0):
+            notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=T0 + timedelta(hours=1))
+        with frozen_at(T0 + timedelta(minutes=59)):
+            assert notifier.flush() == []
+        with frozen_at(T0 + timedelta(hours=1, minutes=1)):
+            [released] = notifier.flush()
+        _, msg = smtp.next_message()
+    assert released.state == "delivered" and "수집 실패" in msg["Subject"]
+
+
+def test_smtp_login_uses_the_password_from_the_environment_only(tmp_path, monkeypatch):
     secret = "s3cret-Pa55!"
     monkeypatch.setenv("DMF_SMTP_PASSWORD", secret)
     with smtp_server(password=secret) as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf")
-        record = notify.send_alert(settings, notify.alert_overdue("2026-11-26"), **FAST)
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf")
+        outcome = notifier.send_alert(notify.RequestCap(day=DAY, cap=300))
         _, msg = smtp.next_message()
-    assert record.status == "sent" and smtp.logins == [True]
-    assert "2026-11-26" in msg["Subject"] and "리포트 지연" in msg["Subject"]
+    assert outcome.state == "delivered" and smtp.logins == [True]
+    assert "요청 한도" in msg["Subject"]
     for path in (tmp_path / "alerts").iterdir():
-        assert secret not in path.read_text(encoding="utf-8"), path
+        assert secret.encode() not in path.read_bytes(), path
 
 
-def test_missing_smtp_password_fails_once_with_a_clear_reason(tmp_path, monkeypatch):
+def test_missing_smtp_password_is_a_clear_reason_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.delenv("DMF_SMTP_PASSWORD", raising=False)
     with smtp_server(password="x") as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf")
-        record = notify.send_alert(settings, notify.alert_overdue("2026-11-26"), **FAST)
-    [email] = record.channels
-    assert record.status == "failed" and email.attempts == 1 and "DMF_SMTP_PASSWORD" in email.error
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf")
+        outcome = notifier.send_alert(notify.RequestCap(day=DAY, cap=300))
+    assert outcome.state == "pending" and "DMF_SMTP_PASSWORD" in outcome.stored.last_error
     assert smtp.received.empty()
 
 
@@ -172,22 +232,22 @@ def test_starttls_then_login_with_a_verified_certificate(tmp_path, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     monkeypatch.setenv("DMF_SMTP_PASSWORD", "tls-only-secret")
     with smtp_server(password="tls-only-secret", tls=context) as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf", starttls=True)
-        record = notify.send_alert(settings, notify.alert_request_cap("2026-11-26", cap=300, used=300), **FAST)
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, username="dmf", starttls=True)
+        outcome = notifier.send_alert(notify.RequestCap(day=DAY, cap=300))
         _, msg = smtp.next_message()
-        plain = settings_for(tmp_path / "alerts2", smtp_port=smtp.port, username="dmf", starttls=False)
-        refused = notify.send_alert(plain, notify.alert_request_cap("2026-11-26", cap=300), **FAST)
-    assert record.status == "sent" and smtp.logins == [True]
+        plain = notifier_for(tmp_path / "alerts2", smtp_port=smtp.port, username="dmf", starttls=False)
+        refused = plain.send_alert(notify.RequestCap(day=DAY, cap=300))
+    assert outcome.state == "delivered" and smtp.logins == [True]
     assert "요청 한도" in msg["Subject"]
     # without STARTTLS the server refuses the login (530 must issue STARTTLS first): recorded, not raised
-    assert refused.status == "failed" and "SMTP" in refused.channels[0].error
+    assert refused.state == "pending" and "SMTP" in refused.stored.last_error
 
 
 def test_a_missing_workbook_is_said_in_the_mail_not_a_crash(tmp_path):
     with smtp_server() as smtp:
-        settings = settings_for(tmp_path / "alerts", smtp_port=smtp.port)
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
         gone = tmp_path / "reports" / "DMF_리포트_2026-11-26.xlsx"
-        record = notify.deliver_report(settings, notify.ReportDelivery.from_day_report(_report(), gone), **FAST)
+        outcome = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), gone))
         _, msg = smtp.next_message()
-    assert record.status == "sent" and list(msg.iter_attachments()) == []
-    assert "첨부 없음" in msg.get_body(("plain",)).get_content()
+    assert outcome.state == "delivered" and list(msg.iter_attachments()) == []
+    assert "첨부 없음" in _body(msg)

@@ -78,8 +78,10 @@ def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypa
     verdicts = other.fetch_materializations(dg.AssetKey("integrity_verdict"), limit=10).records
     assert sorted(r.partition_key for r in verdicts) == DAYS[:2]
     rejected = other.fetch_observations(dg.AssetKey("integrity_verdict"), limit=10).records
-    assert [(r.partition_key, r.event_log_entry.asset_observation.metadata["verdict"].value) for r in rejected] == [
-        ("2026-10-07", "rejected")]
+    from dmf_assets.orchestration.verdict import VERDICT, REJECTED_TEXT
+
+    assert [(r.partition_key, r.event_log_entry.asset_observation.metadata[VERDICT].value) for r in rejected] == [
+        ("2026-10-07", REJECTED_TEXT)]
     rejected_run = results["2026-10-07"].run_id
     checks = [e.dagster_event.event_specific_data for e in
               other.all_logs(rejected_run, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]

@@ -140,14 +140,15 @@ def test_notify_test_command_reaches_a_real_receiver(tmp_path, capsys):
         config = tmp_path / "local.toml"
         config.write_text(f'[alerts]\nwebhook_urls = ["{hook.url()}"]\n[paths]\nalerts_dir = "{tmp_path / "alerts"}"\n',
                           encoding="utf-8")
-        assert main(["notify-test", "--config", str(config)]) == 0
+        assert main(["notify", "test", "--config", str(config)]) == 0
         body = hook.next()["json"]
     assert body["kind"] == "test" and "알림 시험" in body["subject"]
     assert "시험 발송 완료" in capsys.readouterr().out
-    assert main(["notify-test", "--config", str(config), "--status"]) == 0
+    assert main(["notify", "status", "--config", str(config)]) == 0  # a test is not stored: nothing waits
+    assert "메시지 없음" in capsys.readouterr().out
     empty = tmp_path / "empty.toml"
     empty.write_text("", encoding="utf-8")
-    assert main(["notify-test", "--config", str(empty)]) == 2
+    assert main(["notify", "test", "--config", str(empty)]) == 2
     assert "알림 채널이 설정되지 않았습니다" in capsys.readouterr().err
 
 

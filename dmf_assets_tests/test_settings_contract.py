@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import time
 from pathlib import Path
 
 import pytest
@@ -137,7 +138,7 @@ def test_malformed_local_config_of_a_fresh_project(tmp_path):
 def test_new_sections_have_the_documented_defaults():
     s = load_settings(PROJECT_ROOT / "config" / "dmf.toml")
     assert s.alerts.webhook_urls == [] and s.alerts.slow_run_factor == 3.0
-    assert s.alerts.withdrawal_share_max == 0.02 and s.alerts.rejected_streak == 3 and s.alerts.overdue_at == "09:00"
+    assert s.alerts.withdrawal_share_max == 0.02 and s.alerts.rejected_streak == 3 and s.alerts.overdue_at == time(9, 0) and s.retry.until == time(12, 0)
     e = s.alerts.email
     assert (e.smtp_host, e.smtp_port, e.starttls, e.username, e.sender, e.recipients, e.timeout_s) == (
         "", 25, False, "", "", [], 30.0)

@@ -17,14 +17,14 @@ import dagster as dg
 import pytest
 from dagster._daemon.types import DaemonHeartbeat
 
-from dmf_assets.clock import KST
+from dmf_assets.clock import KST, frozen_at
+from dmf_assets.notify import Notifier
 from dmf_assets.ops.common import project_paths
 from dmf_assets.ops.doctor import FAIL, OK, WARN
-from dmf_assets.ops.watchdog import daemon_check, report_check, watch
-from dmf_assets.settings import PROJECT_ROOT, load_settings
+from dmf_assets.ops.watchdog import daemon_check, delivery_check, report_check, watch
+from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.notify_servers import settings_for, webhook_receiver
 
-FAST = {"delivery_backoff_s": (0.05,)}
 MORNING = datetime(2026, 11, 27, 8, 59, tzinfo=KST)
 LATE = datetime(2026, 11, 27, 9, 0, tzinfo=KST)
 
@@ -53,11 +53,12 @@ def test_daemon_heartbeat_fresh_stale_and_missing(tmp_path):
     check, _ = daemon_check(home, LATE)
     assert check.status == OK, check
     _beat(home, LATE - timedelta(minutes=42), daemons=("SCHEDULER",))
-    check, facts = daemon_check(home, LATE, stale_minutes=5)
+    check, alert = daemon_check(home, LATE, stale_minutes=5)
     assert check.status == FAIL and "SCHEDULER 42분 전" in check.message_ko
-    assert facts["daemons"] == ["SCHEDULER"] and round(facts["age_minutes"]) == 42
-    check, _ = daemon_check(tmp_path / "nowhere", LATE)
-    assert check.status == FAIL and "dagster.yaml" in check.message_ko
+    assert alert.kind == "daemon_down" and alert.daemons == ("SCHEDULER",) and alert.limit_minutes == 5
+    # an instance that cannot be read is not a daemon that stopped: its own kind, never daemon_down
+    check, alert = daemon_check(tmp_path / "nowhere", LATE)
+    assert check.status == FAIL and "dagster.yaml" in check.message_ko and alert.kind == "watchdog_error"
 
 
 def test_report_deadline_is_0900_kst_for_today(tmp_path):
@@ -65,9 +66,9 @@ def test_report_deadline_is_0900_kst_for_today(tmp_path):
     reports.mkdir()
     (reports / "DMF_리포트_2026-11-26.xlsx").write_bytes(b"x")
     assert report_check(reports, MORNING)[0].status == OK
-    check, facts = report_check(reports, LATE)
+    check, alert = report_check(reports, LATE)
     assert check.status == FAIL and "2026-11-27" in check.message_ko
-    assert facts == {"expected_at": "09:00", "latest_report": "2026-11-26", "workbook": "reports/DMF_리포트_2026-11-27.xlsx"}
+    assert (alert.kind, alert.workbook, str(alert.latest_report)) == ("overdue", "reports/DMF_리포트_2026-11-27.xlsx", "2026-11-26")
     # a server clock in UTC: 00:30 UTC is 09:30 in Korea, and the expected day is Korea's today
     check, _ = report_check(reports, datetime(2026, 11, 27, 0, 30, tzinfo=timezone.utc))
     assert check.status == FAIL and "2026-11-27" in check.message_ko
@@ -76,41 +77,63 @@ def test_report_deadline_is_0900_kst_for_today(tmp_path):
     assert report_check(reports, LATE)[0].status == OK
 
 
+def _paths_for(tmp_path, **settings_kw):
+    settings = settings_for(tmp_path / "data" / "alerts", **settings_kw)
+    return settings, project_paths(settings, tmp_path)
+
+
 def test_watch_alerts_once_per_day_through_notify(tmp_path):
     home = _home(tmp_path)
     _beat(home, LATE - timedelta(hours=3))
     (tmp_path / "reports").mkdir()
-    paths = project_paths(load_settings(), tmp_path)
-    assert paths.dagster_home == home
     with webhook_receiver() as hook:
-        settings = settings_for(tmp_path / "data" / "alerts", webhooks=[hook.url()])
-        first = watch(settings, paths, now=LATE, **FAST)
+        settings, paths = _paths_for(tmp_path, webhooks=[hook.url()])
+        assert paths.dagster_home == home
+        first = watch(settings, paths, now=LATE)
         posts = {p["json"]["kind"]: p["json"] for p in (hook.next(), hook.next())}
-        again = watch(settings, paths, now=LATE + timedelta(minutes=15), **FAST)
+        again = watch(settings, paths, now=LATE + timedelta(minutes=15))
         assert hook.received.empty()
-    assert [c.status for c in first.checks] == [FAIL, FAIL, OK]
-    assert sorted(r.kind for r in first.alerts) == ["daemon_down", "overdue"] and again.alerts == []
+    assert [c.status for c in first.checks] == [FAIL, FAIL]
+    assert sorted(o.stored.kind for o in first.alerts) == ["daemon_down", "overdue"] and again.alerts == []
     down, overdue = posts["daemon_down"], posts["overdue"]
-    assert down["day"] == "2026-11-27" and "SCHEDULER" in down["text"] and "180분 전" in down["text"]
+    assert down["day"] == "2026-11-27" and "SCHEDULER" in down["text"] and "2026-11-27 06:00 KST" in down["text"]
     assert "systemctl --user restart dmf-dagster-daemon" in down["text"]
     assert overdue["subject"] == "[DMF 경보] 2026-11-27 리포트 지연 (report overdue, 09:00 KST)"
     assert "DMF_리포트_2026-11-27.xlsx" in overdue["text"] and "데몬도 멈춰" in overdue["text"]
     assert (tmp_path / "data" / "alerts" / "2026-11-27-daemon_down.json").is_file()
 
 
-def test_watch_resends_failed_deliveries_and_reports_them(tmp_path):
+def test_an_unreadable_instance_is_a_watchdog_error_and_leaves_the_daemon_down_slot_free(tmp_path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("storage:\n  postgres:\n    postgres_db:\n      username:\n        env: DMF_PG_USER\n")
+    with webhook_receiver() as hook:
+        settings, paths = _paths_for(tmp_path, webhooks=[hook.url()])
+        first = watch(settings, paths, now=MORNING - timedelta(minutes=30))
+        post = hook.next()["json"]
+        assert hook.received.empty()
+        # the instance becomes readable and the daemon really is silent: that is still told the same day
+        shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+        later = watch(settings, paths, now=MORNING - timedelta(minutes=20))
+        down = hook.next()["json"]
+    assert [o.stored.kind for o in first.alerts] == ["watchdog_error"] and post["kind"] == "watchdog_error"
+    assert "데몬이 멈췄다는 뜻은 아닙니다" in post["text"] and "None" not in post["text"]
+    assert [o.stored.kind for o in later.alerts] == ["daemon_down"] and down["kind"] == "daemon_down"
+
+
+def test_watch_resends_what_is_due_and_doctor_shows_what_waits(tmp_path):
     _beat(_home(tmp_path), LATE)
-    paths = project_paths(load_settings(), tmp_path)
-    with webhook_receiver(fail_first=3) as hook:  # the first round (3 attempts) fails, the re-send works
-        settings = settings_for(tmp_path / "data" / "alerts", webhooks=[hook.url()])
-        first = watch(settings, paths, now=LATE, **FAST)
-        assert [r.kind for r in first.alerts] == ["overdue"] and first.alerts[0].status == "failed"
-        assert [r.status for r in first.resent] == ["sent"] and hook.next()["json"]["kind"] == "overdue"
-    assert first.checks[-1].status == OK
-    with webhook_receiver(fail_first=99) as hook:  # a dead channel stays visible in the doctor table
-        settings = settings_for(tmp_path / "data2" / "alerts", webhooks=[hook.url()])
-        second = watch(settings, paths, now=LATE, **FAST)
-    assert second.checks[-1].status == WARN and "발송 실패 1건" in second.checks[-1].message_ko
+    with webhook_receiver(fail_first=1) as hook:  # the first try fails; the next round (1 minute on) works
+        settings, paths = _paths_for(tmp_path, webhooks=[hook.url()])
+        with frozen_at(LATE):
+            first = watch(settings, paths, now=LATE)
+        assert [o.stored.kind for o in first.alerts] == ["overdue"] and first.alerts[0].state == "pending"
+        notifier = Notifier(settings, paths.alerts_dir)
+        assert delivery_check(notifier).status == WARN and "재발송 대기 1건" in delivery_check(notifier).message_ko
+        with frozen_at(LATE + timedelta(minutes=2)):
+            second = watch(settings, paths, now=LATE + timedelta(minutes=2))
+        assert [o.state for o in second.resent] == ["delivered"] and hook.next()["json"]["kind"] == "overdue"
+    assert delivery_check(notifier).status == OK
 
 
 def test_dmf_doctor_alert_from_the_command_line(tmp_path):
@@ -125,6 +148,25 @@ def test_dmf_doctor_alert_from_the_command_line(tmp_path):
     assert {"daemon", "report", "deliveries"} <= set(checks)
     alerts = list((tmp_path / "data" / "alerts").glob("*-daemon_down.json"))
     assert len(alerts) == 1 and "Traceback" not in out.stderr
+
+
+def test_dmf_doctor_alert_reads_the_projects_env_file_as_dagster_dev_does(tmp_path):
+    """The watchdog timer starts without the service's environment: a PostgreSQL instance whose password
+    lives in .env must be readable by `dmf doctor --alert` exactly as by `dagster dev`."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        "run_storage:\n  module: dagster.core.storage.runs\n  class: SqliteRunStorage\n  config:\n"
+        "    base_dir:\n      env: DMF_TEST_RUN_DIR\n", encoding="utf-8")
+    (tmp_path / ".env").write_text(f"DMF_TEST_RUN_DIR={tmp_path / 'runs'}\n", encoding="utf-8")
+    (tmp_path / "local.toml").write_text("# defaults\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "DMF_TEST_RUN_DIR"}
+    env.update(DAGSTER_HOME=str(home), DMF_CONFIG=str(tmp_path / "local.toml"))
+    out = subprocess.run([sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
+                         capture_output=True, text=True, env=env, timeout=120, cwd=PROJECT_ROOT)
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert "cannot read" not in checks["daemon"]["message_en"], checks["daemon"]
+    assert not list((tmp_path / "data" / "alerts").glob("*-watchdog_error.json"))
 
 
 @pytest.mark.slow

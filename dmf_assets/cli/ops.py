@@ -61,18 +61,23 @@ def _now(day: date | None) -> datetime:
 
 
 def _doctor(args) -> int:
+    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.notify import Notifier
     from dmf_assets.ops.doctor import Thresholds, run_doctor
+    from dmf_assets.ops.watchdog import delivery_check, watch
+    from dmf_assets.settings import PROJECT_ROOT
 
     if args.stale_fail_days < args.stale_warn_days:
         raise UserError("--stale-fail-days는 --stale-warn-days 이상이어야 합니다")
+    # the environment `dagster dev` and `dmf` run in: .env may hold the instance's database password
+    load_dotenv(Path(args.root).resolve() / ".env" if args.root else PROJECT_ROOT / ".env")
     settings, paths = _paths(args)
     thresholds = Thresholds(stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days,
                             lock_wait_s=args.lock_wait)
     report = run_doctor(paths, now=_now(args.today), thresholds=thresholds)
     if args.alert:  # the outside watchdog (dmf_assets/ops/watchdog.py): its checks join the report
-        from dmf_assets.ops.watchdog import watch
-
         report.checks.extend(watch(settings, paths, now=report.now).checks)
+    report.checks.append(delivery_check(Notifier(settings, paths.alerts_dir)))
     if args.json:
         print(json.dumps(report.to_dict(args.strict), ensure_ascii=False, indent=1, default=str))
     else:

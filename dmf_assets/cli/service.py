@@ -39,11 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             q.set_defaults(handler=_uninstall)
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
 
-    p = sub.add_parser("notify-test", help="알림 채널([alerts] 메일·웹훅)로 시험 메시지를 보내고 결과를 보여 줌")
-    p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
-    p.add_argument("--status", action="store_true", help="보내지 않고 최근 발송 기록·실패만 보여 줌")
-    p.set_defaults(handler=_notify_test)
-
     p = sub.add_parser("serve-reports", help="리포트(xlsx) 다운로드 서버만 실행 (dmf-reports.service가 사용)")
     p.add_argument("--host", default=None, help="주소 (기본: config report.file_server_host)")
     p.add_argument("--port", type=int, default=None, help="포트 (기본: config report.file_server_port)")
@@ -122,29 +117,6 @@ def _uninstall(args) -> int:
     for cmd in uninstall_commands(args.user):
         print(f"  {cmd}")
     return 0
-
-
-def _notify_test(args) -> int:
-    from dmf_assets import notify
-    from dmf_assets.settings import load_settings
-
-    settings = load_settings(args.config)
-    cfg = notify.notify_config(settings)
-    if args.status:
-        summary = notify.delivery_summary(cfg)
-        print(f"채널 / channels: e-mail {'켜짐' if summary['email'] else '꺼짐'}, webhooks {summary['webhooks'] or '없음'}")
-        print(f"최근 7일 / last 7 days: {summary['recent']}건, 발송 {summary['sent']}, 실패(대기) {summary['failed']}")
-        for line in summary["failures"]:
-            print(f"  {line}")
-        return 1 if summary["failed"] else 0
-    if not cfg.has_channels:
-        raise UserError("알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 [alerts] webhook_urls 또는 "
-                        "[alerts.email] smtp_host·recipients를 설정하세요 / no notification channel configured")
-    record = notify.send_test(cfg)
-    for c in record.channels:
-        print(f"  {c.status:<6} {c.channel:<7} {c.target} (시도 {c.attempts})" + (f" — {c.error}" if c.error else ""))
-    print("시험 발송 완료 / all channels OK" if record.status == "sent" else "일부/전체 실패 / delivery failed")
-    return 0 if record.status == "sent" else 1
 
 
 def _serve_reports(args) -> int:

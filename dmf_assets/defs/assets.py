@@ -6,8 +6,12 @@ history database that `snapshot_diff` writes.
 
 The gates live in the data as well as in the checks: `integrity_verdict` records the verdict and
 rejects the day in the database itself, and `snapshot_diff` commits history only for a day that
-passed all six gates. The blocking checks stop the rest of that day's run; the sensor
-`dmf_watch_sensor` then completes the day (its "collection failed" workbook) in a follow-up run.
+passed all six gates. A rejected day is said once: the asset whose gate refused it records an
+observation carrying the typed rejection (`orchestration.verdict`) and yields no value, and its failed
+blocking check makes Dagster fail that step — the partition is red, the rest of the run stops. The
+sensor `dmf_watch_sensor` then completes the day in a follow-up run: snapshot_diff records "rejected —
+comparison base carried forward" (its gate 6 is then not evaluated: Dagster shows it as skipped), and
+the "collection failed" workbook is written.
 
 No backfill policy: a backfill launches one run per day tagged with its partition, so every check is
 recorded against its day (a ranged run would record them without a partition). Days carry no
@@ -21,7 +25,7 @@ queued), and a day committed out of order re-derives the next accepted day in th
 import json
 import os
 import time
-from datetime import date
+from datetime import date, timedelta
 from urllib.parse import quote
 
 import dagster as dg
@@ -36,16 +40,18 @@ from dmf_assets.defs.checks import (
     gates_md,
     md_table,
     quality_result,
+    samples_md,
     warn_spec,
 )
 from dmf_assets.defs.io import discard_value
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
-from dmf_assets.domain.gates import not_evaluated
+from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection
 from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
 from dmf_assets.fsutil import atomic_write_text
-from dmf_assets.orchestration import pipeline
-from dmf_assets.orchestration.followups import REFETCH_TAG, REJECTED_MARK
+from dmf_assets.korean import josa
+from dmf_assets.orchestration import followups, pipeline, verdict
+from dmf_assets.orchestration.followups import REFETCH_TAG
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
@@ -67,20 +73,17 @@ def _day(context: dg.AssetExecutionContext) -> date:
     return date.fromisoformat(context.partition_key)
 
 
-def _reject(context: dg.AssetExecutionContext, asset: str, metadata: dict, reason: str | None, base_day):
-    """A rejected day is a failed partition of this asset — red in its partitions view, with the reason.
-
-    The verdict goes on record as an observation (what the sensor and the alerts read), then the step
-    fails: the rest of the day's run stops, and the sensor's follow-up writes the day's workbook.
-    """
+def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection):
+    """A rejected day, said once: the observation that carries the typed rejection (what the UI's run log
+    and the asset's events show, and what the sensor and the alerts read). No value follows, and the
+    gate's failed blocking check — already yielded — makes Dagster fail the step: a red partition,
+    the rest of the run stopped, without an error of ours."""
+    next_step = ("dmf_watch_sensor의 후속 실행이 이 날의 '수집 실패' 리포트를 만듭니다. 비교 기준일은 움직이지 않습니다. "
+                 "The sensor's follow-up run writes the day's 'collection failed' workbook.")
+    metadata = verdict.rejection_metadata(rejection, next_step)
+    metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
+    context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
     yield dg.AssetObservation(asset_key=asset, partition=context.partition_key, metadata=metadata)
-    raise dg.Failure(
-        description=f"{context.partition_key} 거부 — {reason} 비교 기준일 {base_day or '없음'}을(를) 유지합니다; "
-        "이 날의 '수집 실패' 리포트는 dmf_watch_sensor의 후속 실행이 만듭니다. "
-        f"Rejected by a gate; the comparison base stays {base_day or 'unset'}.",
-        metadata={REJECTED_MARK: True},
-        allow_retries=False,
-    )
 
 
 # --- raw_pages -----------------------------------------------------------------------------------
@@ -174,15 +177,17 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
     group_name="verify",
     kinds={"duckdb"},
     pool="duckdb",
+    output_required=False,  # a rejected day has no judged value to hand on
     check_specs=[
         *[gate_spec(n, "integrity_verdict") for n in range(1, 6)],
         warn_spec("source_staleness", "integrity_verdict", "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음"),
     ],
     description=(
         "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
-        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시되고(사유는 run 로그), 실패한 "
-        "게이트는 Checks 탭 → 해당 게이트 → Partitions에서 관측값·기준·샘플 행과 함께 빨간색으로 보입니다. "
-        "Gates 1–5; a failure rejects the day in the database itself."
+        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유는 그 파티션 "
+        "패널의 'View logs' 한 번으로 보이는 '판정' 관측(게이트·관측값·기준·비교 기준일·표본 행)에 있고, 실패한 게이트는 "
+        "Checks 탭 → 해당 게이트 → Partitions에서도 빨간색입니다. Gates 1–5; a failure rejects the day in the database "
+        "itself (reason: the partition panel's View logs → the verdict observation)."
     ),
 )
 def integrity_verdict(
@@ -190,17 +195,14 @@ def integrity_verdict(
 ):
     with duckdb.get_connection() as conn:
         judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
-    metadata = {
-        "verdict": "pass" if judged.passed else "rejected",
-        "rejected_gate": judged.rejected_gate or 0,
-        "reason": judged.reason or "-",
-        "comparison_base": str(judged.base_day) if judged.base_day else "없음(첫 수집일)",
-        "rows": judged.keyed.height,
-        "gates": dg.MetadataValue.md(gates_md(judged.gates)),
-    }
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
-        yield dg.Output(judged, metadata=metadata)
+        yield dg.Output(judged, metadata={
+            verdict.VERDICT: verdict.PASSED_TEXT,
+            verdict.BASE: str(judged.base_day) if judged.base_day else verdict.NO_BASE,
+            "rows": judged.keyed.height,
+            "gates": dg.MetadataValue.md(gates_md(judged.gates)),
+        })
     for g in judged.gates:
         yield gate_result(g, "integrity_verdict")
     stale = next((q for q in judged.quality if q.name == "days_since_source_change"), None)
@@ -212,49 +214,71 @@ def integrity_verdict(
     )
     if not judged.passed:
         discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
-        yield from _reject(context, "integrity_verdict", metadata, judged.reason, judged.base_day)
+        failed = next(g for g in judged.gates if g.passed is False)
+        yield from _reject(context, "integrity_verdict", Rejection.of(failed, judged.base_day))
 
 
 # --- snapshot_diff -------------------------------------------------------------------------------
 
 
-@dg.asset(
-    partitions_def=daily_partitions,
-    group_name="history",
-    kinds={"duckdb"},
-    pool="duckdb",
-    check_specs=[gate_spec(6, "snapshot_diff")],
-    description=(
+# A multi-asset of one asset, for one reason: `can_subset` makes its value and its gate-6 check optional
+# outputs. A day refused by gate 6 records no diff (a red partition), and a day already refused by gates
+# 1–5 records "rejected — base carried forward" without evaluating gate 6, which Dagster then shows as
+# skipped on that partition — instead of "execution failed".
+@dg.multi_asset(
+    specs=[dg.AssetSpec(
+        "snapshot_diff",
+        deps=["integrity_verdict"],
+        partitions_def=daily_partitions,
+        group_name="history",
+        kinds={"duckdb"},
+        description=(
         "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·취하를 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
         "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
-        "파티션이 실패(빨간색)로 표시됩니다. Diff against the latest accepted day; commit the day atomically only if all "
-        "six gates pass."
-    ),
+        "파티션이 실패(빨간색)로 표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 "
+        "평가하지 않습니다(Skipped). Diff against the latest accepted day; commit the day atomically only if all six "
+        "gates pass."
+        ),
+    )],
+    check_specs=[gate_spec(6, "snapshot_diff")],
+    can_subset=True,
+    pool="duckdb",
 )
 def snapshot_diff(
-    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase, integrity_verdict: JudgedDay
+    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase,
+    integrity_verdict: JudgedDay | None,
 ):
     with duckdb.get_connection() as conn:  # one transaction, under the database lock
         try:
-            out = pipeline.diff_and_commit(conn, integrity_verdict, workspace.settings(), run_id=context.run_id)
+            if integrity_verdict is None:  # rejected by gates 1–5: no judged value was handed on
+                out = pipeline.carry_forward(conn, _day(context))
+            else:
+                out = pipeline.diff_and_commit(conn, integrity_verdict, workspace.settings(), run_id=context.run_id)
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
     c = out.counts
+    base = str(out.base_day) if out.base_day else verdict.NO_BASE
     if out.status == "rejected":
-        context.log.warning(f"{out.day}: 거부 — 기준일 {out.base_day}을(를) 유지합니다. {out.reason or ''}")
+        context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
     else:
         context.log.info(
-            f"{out.day}: {out.status} (기준일 {out.base_day or '없음'}) 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)}"
+            f"{out.day}: {out.status} (기준일 {base}) 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)}"
             f" · 취하 {c.get('WITHDRAWN', 0)} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
         )
     if out.rederived_day:
         context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
+    if out.failed_gate is not None:  # refused here: by gate 6, or by gate 3 judged again against a base that moved
+        yield gate_result(out.churn or _not_evaluated_churn(out), "snapshot_diff")
+        yield from _reject(context, "snapshot_diff", Rejection.of(out.failed_gate, out.base_day))
+        if not GATE_BY_NUMBER[out.failed_gate.number].after_diff:
+            # gate 6 passed, so no failed check stops the step: the red partition needs the step to fail
+            raise dg.Failure(description=f"{out.day} 거부 — {Rejection.of(out.failed_gate, out.base_day).sentence}",
+                             allow_retries=False)
+        return
     metadata = {
         "status": out.status,
         "status_ko": STATUS_KO[out.status],
-        "rejected_gate": out.rejected_gate or 0,
-        "reason": out.reason or "-",
-        "comparison_base": str(out.base_day) if out.base_day else "없음",
+        "comparison_base": base,
         "new": c.get("NEW", 0),
         "changed": c.get("CHANGED", 0),
         "withdrawn": c.get("WITHDRAWN", 0),
@@ -262,13 +286,18 @@ def snapshot_diff(
         "rederived_day": str(out.rederived_day) if out.rederived_day else "",
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
     }
-    if out.status != "rejected":
-        yield dg.MaterializeResult(metadata=metadata)
-    churn = out.churn or not_evaluated(6, f"{out.rejected_gate}번 게이트에서 이미 거부된 날입니다." if out.rejected_gate
-                                       else "이미 거부된 날입니다.")
-    yield gate_result(churn, "snapshot_diff")
-    if out.status == "rejected":
-        yield from _reject(context, "snapshot_diff", metadata, out.reason, out.base_day)
+    if out.carried_forward:
+        metadata["reason"] = (f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
+                              f"비교 기준일 {josa(base, '을/를')} 유지합니다. 게이트 6은 평가하지 않았습니다.")
+    yield dg.MaterializeResult(metadata=metadata)
+    if out.churn is not None:  # a day rejected before the diff has no gate 6: Dagster shows it as skipped
+        yield gate_result(out.churn, "snapshot_diff")
+
+
+def _not_evaluated_churn(out: pipeline.DayOutcome):
+    from dmf_assets.domain.gates import not_evaluated
+
+    return not_evaluated(6, f"게이트 {out.rejected_gate}에서 거부되어 변동률은 평가하지 않았습니다.")
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -363,12 +392,7 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # `dmf ui --report-port N` tells the code location where its file server listens
     url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
-    delivery = {}
-    if not _bulk_run(context):  # a backfill of old days does not fill inboxes
-        record, raised = notify.deliver_day(settings, notify.ReportDelivery.from_day_report(
-            report, result.path, url=url, run_id=context.run_id), alerts_dir=workspace.path("alerts_dir"), budget_s=60)
-        delivery = record.metadata()
-        context.log.info(f"{day}: 리포트 전달 {record.status} ({record.subject}); 경보 {len(raised)}건")
+    delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
     k = report.kpis
     summary = (
         f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n"
@@ -395,8 +419,31 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
 
 
 def _bulk_run(context: dg.AssetExecutionContext) -> bool:
-    tags = context.run.tags
-    return "dagster/backfill" in tags or tags.get("dmf/trigger") in ("cli-backfill", "demo")
+    """A backfill of old days, or the sensor's follow-up of one, does not fill inboxes."""
+    return followups.is_bulk(context.run.tags)
+
+
+def _deliver(context: dg.AssetExecutionContext, settings, workspace: DmfWorkspace, report, path) -> dict:
+    """The day's one workbook mail — held while a same-morning retry may still change the day — and the
+    alerts the day raises by itself. Returns what the UI shows of the delivery."""
+    day, now = context.partition_key, now_kst()
+    policy = followups.RetryPolicy.of(settings)
+    state = followups.day_states(context.instance, [day])[day]
+    outlook = followups.retry_outlook(day, state, now, policy, daemon_alive=followups.daemon_alive(context.instance, now))
+    held = report.is_rejected and outlook is not None and outlook.planned
+    delivery = notify.ReportDelivery.from_day_report(
+        report, path, run_id=context.run_id,
+        retry_attempt=0 if report.is_rejected else followups.retry_number(dict(context.run.tags)),
+        retries_failed=state.retries if report.is_rejected and not held else 0)
+    # the last retry starts before [retry] until and ends within [runs] max_minutes: the hold ends then at the latest
+    hold_until = policy.window_end(day) + timedelta(minutes=settings.runs.max_minutes) if held else None
+    notifier = notify.Notifier(settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None)
+    mail, raised = notifier.deliver_day(delivery, hold_until=hold_until)
+    if mail is None:
+        context.log.info(f"{day}: 리포트 내용이 이미 보낸 메일과 같아 다시 보내지 않습니다 (unchanged, not re-sent)")
+        return {"delivery_status": "unchanged"}
+    context.log.info(f"{day}: 리포트 메일 {notify.STATE_KO.get(mail.state, mail.state)} — {mail.line}; 경보 {len(raised)}건")
+    return mail.metadata()
 
 
 #: the name of the on-time check (the sensor records it as overdue at 09:00 KST when no report exists)

@@ -8,19 +8,18 @@ It never opens the DuckDB file (a single-writer database must not be touched fro
 """
 
 
-from datetime import datetime, time, timedelta
+from datetime import datetime
 
 import dagster as dg
 from dagster._core.event_api import PartitionKeyFilter
-from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from dmf_assets.clock import KST, TIMEZONE_NAME, now_kst
 from dmf_assets.defs.assets import ON_TIME_CHECK
 from dmf_assets.defs.partitions import daily_partitions
+from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets import notify
 from dmf_assets.orchestration import alerting, followups
 from dmf_assets.settings import load_settings
-from dmf_assets.source.endpoint import resolve_endpoint
 
 dmf_daily_job = dg.define_asset_job(
     "dmf_daily_job",
@@ -48,50 +47,67 @@ def daily_0600_kst(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule"))
 
 
-def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime) -> dg.AssetCheckEvaluation | None:
+def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings) -> dg.AssetCheckEvaluation | None:
     """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
-    settings = load_settings()
-    hour, minute = (int(x) for x in settings.alerts.overdue_at.split(":"))
     local = now.astimezone(KST)
     day = local.date().isoformat()
-    if local.time() < time(hour, minute):
+    if local.time() < settings.alerts.overdue_at:
         return None
     if followups.latest_by_partition(instance, "xlsx_report", [day]).get(day) is not None:
         return None
     check = dg.AssetCheckKey(dg.AssetKey("xlsx_report"), ON_TIME_CHECK)
-    last = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [check], partition_filter=PartitionKeyFilter(key=day)
-    ).get(check)
-    if last is not None and last.status == AssetCheckExecutionRecordStatus.FAILED:
-        return None  # already recorded for this day
+    recorded = instance.event_log_storage.get_asset_check_execution_history(
+        check, limit=50, partition_filter=PartitionKeyFilter(key=day))
+    if any(r.run_id == "" for r in recorded):
+        return None  # already recorded for this day (a later run's planned check does not undo that)
     return dg.AssetCheckEvaluation(
         asset_key=dg.AssetKey("xlsx_report"),
         check_name=ON_TIME_CHECK,
         passed=False,
         partition=day,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=f"{day} 리포트가 {settings.alerts.overdue_at}(KST)까지 만들어지지 않았습니다 — 오늘 실행과 게이트를 확인하세요. "
+        description=f"{day} 리포트가 {settings.alerts.overdue_at:%H:%M}(KST)까지 만들어지지 않았습니다 — 오늘 실행과 게이트를 확인하세요. "
         f"The report for {day} is overdue.",
         metadata={"checked_at_kst": now.astimezone(KST).isoformat(timespec="seconds")},
     )
 
 
-def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str], busy: set[str], retry,
-                 overdue, states) -> None:
-    """Alerts out of band (e-mail, webhooks), once per day and kind. Never fails the tick."""
+def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings, now: datetime, days: list[str],
+                 busy: set[str], retry: followups.RetryPolicy, overdue, states) -> None:
+    """Alerts out of band (e-mail, webhooks), once per day and kind; held workbook mails whose day is
+    decided; re-sends that are due. Never fails the tick."""
+    from dmf_assets.report.retention import dated_workbooks
+
     try:
-        cfg = notify.notify_config(settings, budget_s=20)
-        alerts = alerting.alerts_for_tick(context.instance, days[:40], retry=retry, settings=settings, busy=busy,
-                                          states=states)
+        notifier = notify.Notifier(settings, workspace.path("alerts_dir"), budget_s=20,
+                                   config_file=workspace.config_file or None)
+        alive = followups.daemon_alive(context.instance, now)
+        alerts = alerting.alerts_for_tick(context.instance, days[:40], now=now, retry=retry, settings=settings,
+                                          busy=busy, daemon_alive=alive, states=states)
         if overdue is not None:
-            alerts.append(alerting.overdue_alert(overdue.partition, settings))
+            dated = dated_workbooks(workspace.path("reports_dir"))
+            alerts.append(alerting.overdue_alert(overdue.partition, settings.alerts.overdue_at,
+                                                 latest_report=dated[-1][0] if dated else None))
         for alert in alerts:
-            record = notify.send_alert(cfg, alert)
-            if record is not None:
-                context.log.warning(f"[경보 {alert.kind}] {alert.day}: {record.subject} — 전달 {record.status}")
-        notify.retry_failed(cfg)
+            outcome = notifier.send_alert(alert)
+            if outcome is not None:
+                context.log.warning(f"[경보 {alert.kind}] {alert.day}: {outcome.subject} — {outcome.state}")
+        _release_decided(context, notifier, now, retry, busy, alive)
+        notifier.flush()
     except Exception as exc:  # noqa: BLE001 - telling people must never stop the completion of days
         context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
+
+
+def _release_decided(context, notifier, now: datetime, retry, busy: set[str], alive: bool) -> None:
+    """A workbook mail held for a same-morning retry goes out once no retry is planned any more."""
+    held = [m for m in notifier.held_reports() if m.day not in busy]
+    states = followups.day_states(context.instance, sorted({m.day for m in held}))
+    for message in held:
+        state = states[message.day]
+        outlook = followups.retry_outlook(message.day, state, now, retry, daemon_alive=alive)
+        if outlook is None or not outlook.planned:
+            note = notify.retries_failed_note(state.retries) if state.retries and state.rejection else None
+            notifier.release(message.id, note)
 
 
 @dg.sensor(
@@ -105,21 +121,18 @@ def _tell_people(context: dg.SensorEvaluationContext, settings, days: list[str],
         "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
     ),
 )
-def dmf_watch_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    settings = load_settings()
+def dmf_watch_sensor(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.SensorResult:
+    settings = workspace.settings()
     now = now_kst()
-    retry = followups.RetryPolicy(settings.retry.transient_attempts, timedelta(minutes=settings.retry.interval_minutes))
+    retry = followups.RetryPolicy.of(settings)
     # what Dagster has on record, read once per tick for the follow-ups and the alerts
     days, busy = followups.recent_days(context.instance), followups.in_flight_days(context.instance)
     states = followups.day_states(context.instance, [d for d in days if d not in busy])
-    plans = followups.plan_followups(
-        context.instance, now, retry=retry, dated_source=resolve_endpoint(settings.source.base_url).dated,
-        days=days, busy=busy, states=states,
-    )
+    plans = followups.plan_followups(context.instance, now, retry=retry, days=days, busy=busy, states=states)
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
-    overdue = _overdue_evaluation(context.instance, now)
-    _tell_people(context, settings, days, busy, retry, overdue, states)
+    overdue = _overdue_evaluation(context.instance, now, settings)
+    _tell_people(context, workspace, settings, now, days, busy, retry, overdue, states)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,

@@ -18,11 +18,15 @@ import dagster as dg
 import polars as pl
 
 from dmf_assets.fsutil import atomic_output
+from dmf_assets.korean import josa
 from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
 from dmf_assets.settings import load_settings
 
 META_KEY = "dmf_day_value"
+#: values that may be absent for a day: a rejected judgement hands nothing on (snapshot_diff then reads
+#: the database's verdict of the day)
+OPTIONAL_VALUES = ("integrity_verdict",)
 #: the stored value types, by the name of the asset that produces them
 VALUE_TYPES = {"raw_pages": FetchedDay, "normalized_records": NormalizedDay, "integrity_verdict": JudgedDay}
 
@@ -87,10 +91,12 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
     def load_input(self, context: dg.InputContext):
         asset = context.asset_key.path[-1]
         path = self._path(asset, context.partition_key)
+        if not path.exists() and asset in OPTIONAL_VALUES:
+            return None  # no value was handed on (a rejected verdict): the reader asks the database why
         if not path.exists():
             raise dg.Failure(
                 description=(
-                    f"{context.partition_key}의 '{asset}' 값이 없습니다 ({path}). 이 날짜의 {asset}을(를) 먼저 실행하세요 "
+                    f"{context.partition_key}의 '{asset}' 값이 없습니다 ({path}). 이 날짜의 {josa(asset, '을/를')} 먼저 실행하세요 "
                     f"(보존 기간이 지나 지워졌다면 raw_pages부터 다시 실행). Materialize '{asset}' for this partition first."
                 )
             )

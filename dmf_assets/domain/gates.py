@@ -52,14 +52,45 @@ class QualityThresholds(Protocol):
     @property
     def stale_source_days(self) -> int: ...
 
-GATE_LABELS: dict[int, tuple[str, str]] = {
-    1: ("transport", "전송"),
-    2: ("completeness", "완전성"),
-    3: ("drop", "감소율"),
-    4: ("nulls", "결측"),
-    5: ("duplicates", "중복"),
-    6: ("churn", "변동률"),
-}
+@dataclass(frozen=True)
+class Gate:
+    """One acceptance gate, declared once (docs/DOMAIN.md §6): what it is called, which setting holds its
+    threshold, when it is judged, whether a same-morning retry can help, and what a person should check."""
+
+    number: int
+    name: str  # check name suffix: gate_{number}_{name}
+    label_ko: str
+    label_en: str
+    rule_ko: str  # the rule, without numbers (the thresholds are configuration)
+    setting: str | None  # the key in [gates] that sets the threshold (None: an exact rule)
+    after_diff: bool  # judged on the diff (gate 6) rather than on the fetched snapshot (gates 1–5)
+    transient: bool  # a source hiccup: retried the same morning; otherwise a person decides
+    check_ko: str  # what to look at before raising the threshold or re-running
+
+
+GATES: tuple[Gate, ...] = (
+    Gate(1, "transport", "전송", "transport", "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문", None, False, True,
+         "원천 API가 오류를 돌려주었습니다"),
+    Gate(2, "completeness", "완전성", "completeness", "수신 건수(페이지 간 반복 제거 후) = totalCount", None, False, True,
+         "원천이 목록 일부만 돌려주었습니다"),
+    Gate(3, "drop", "감소율", "drop", "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
+         "drop_max_ratio", False, False, "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지"),
+    Gate(4, "nulls", "결측", "nulls", "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+         "null_max_ratio", False, False, "응답 형식이 바뀌어 필드가 비어 온 것인지"),
+    Gate(5, "duplicates", "중복", "duplicates", "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
+         "duplicate_max_ratio", False, False, "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지"),
+    Gate(6, "churn", "변동률", "churn", "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
+         "churn_max_ratio", True, False, "원천 데이터 이상인지, 실제 대규모 변경인지"),
+)
+GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
+#: number -> (name, Korean label), derived from GATES
+GATE_LABELS: dict[int, tuple[str, str]] = {g.number: (g.name, g.label_ko) for g in GATES}
+
+
+def gate_title(number: int) -> str:
+    """'게이트 2 완전성(completeness)' — how every message names a gate."""
+    g = GATE_BY_NUMBER[number]
+    return f"게이트 {g.number} {g.label_ko}({g.name})"
 
 
 @dataclass(frozen=True)
@@ -117,6 +148,43 @@ class BaseFacts:
     day: date | None = None
     total_count: int | None = None
     population: int | None = None
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a day was refused: the gate that failed, what it saw against what it allows, and the base
+    that therefore stays. The one value every consumer of a rejected day reads (UI, sensor, alerts)."""
+
+    gate: int
+    observed: str
+    threshold: str
+    detail: str  # the gate's Korean sentence, with the numbers
+    base_day: date | None
+    samples: tuple[dict, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.gate not in GATE_BY_NUMBER:
+            raise ValueError(f"unknown gate {self.gate!r}")
+        if not (self.observed and self.threshold and self.detail):
+            raise ValueError(f"a rejection by gate {self.gate} needs its observed value, threshold and detail")
+
+    @classmethod
+    def of(cls, outcome: "GateOutcome", base_day: date | None) -> "Rejection":
+        return cls(outcome.number, outcome.observed, outcome.threshold, outcome.detail, base_day, tuple(outcome.samples))
+
+    @property
+    def spec(self) -> Gate:
+        return GATE_BY_NUMBER[self.gate]
+
+    @property
+    def sentence(self) -> str:
+        """'게이트 2 완전성(completeness): 320건이 누락되었습니다 (관측값: … · 기준: …)'"""
+        return f"{gate_title(self.gate)}: {self.evidence}"
+
+    @property
+    def evidence(self) -> str:
+        """'320건이 누락되었습니다 (관측값: 수신 8,893건 / totalCount 9,213건 · 기준: 수신 건수 = totalCount)'"""
+        return f"{self.detail.rstrip('. ')} (관측값: {self.observed} · 기준: {self.threshold})."
 
 
 def _pct(x: float) -> str:

@@ -2,69 +2,46 @@
 
 Pure of Dagster, so the sensor, the assets, the CLI and the outside watchdog all call the same code:
 
-    from dmf_assets import notify
-    notify.deliver_report(settings, notify.ReportDelivery.from_day_report(report, path, url=url))
-    notify.send_alert(settings, notify.alert_rejected(day, gate=2, observed=..., threshold=...,
-                                                      comparison_base=base, retry_at=when))
-    notify.pending_failures(settings)   # what did not get through (doctor, UI)
-    notify.retry_failed(settings)       # try those again (sensor tick, watchdog timer)
+    notifier = notify.Notifier(settings, alerts_dir)
+    notifier.deliver_day(notify.ReportDelivery.from_day_report(report, path), hold_until=None)
+    notifier.send_alert(notify.Rejected(day=d, rejection=r, retry=outlook))   # None: raised before today
+    notifier.flush()                                                           # re-send what is due
 
-`send_alert` returns None for a duplicate (one alert per day and kind). Nothing here raises into the
-pipeline; failures are records. The SMTP password comes only from the environment (DMF_SMTP_PASSWORD).
+Every message is stored in the outbox before it is sent and re-sent on a backoff for
+`[alerts] give_up_hours`. The texts come from one template module (`messages.py`). The SMTP password
+comes only from the environment (DMF_SMTP_PASSWORD).
 """
 
-from dmf_assets.notify.config import EmailConfig, NotifyConfig, notify_config
-from dmf_assets.notify.delivery import (
-    ChannelResult,
-    DeliveryRecord,
-    deliver_day,
-    deliver_report,
-    delivery_summary,
-    pending_failures,
-    read_ledger,
-    retry_failed,
-    send_alert,
-    send_test,
-)
+from dmf_assets.notify.delivery import Channel, Notifier, Outcome, configured_channels
 from dmf_assets.notify.messages import (
     ALERT_KINDS,
-    DAEMON_DOWN,
-    OVERDUE,
-    REJECTED,
-    REJECTED_STREAK,
-    REQUEST_CAP,
-    RETRIES_EXHAUSTED,
-    RETRY_SUCCEEDED,
-    RUN_FAILED,
-    RUN_TIMEOUT,
-    SLOW_RUN,
-    TRANSIENT_GATES,
-    WATCHLIST_HIT,
-    WITHDRAWAL_SHARE,
     Alert,
-    EventLine,
+    DaemonDown,
+    DeliveryGivenUp,
     Message,
+    MessageContext,
+    NoRetry,
+    Overdue,
+    Rejected,
+    RejectedStreak,
     ReportDelivery,
-    alert_daemon_down,
+    RequestCap,
+    RetriesExhausted,
+    RetryOutlook,
+    RunFailed,
+    RunTimeout,
+    SlowRun,
+    WatchdogError,
+    WatchlistHit,
+    WithdrawalShare,
     alerts_for_day,
-    alert_overdue,
-    alert_rejected,
-    alert_rejected_from_metadata,
-    alert_rejected_streak,
-    alert_request_cap,
-    alert_retries_exhausted,
-    alert_retry_succeeded,
-    alert_run_failed,
-    alert_run_timeout,
-    alert_slow_run,
-    alert_watchlist_hit,
-    alert_withdrawal_share,
     compose_alert,
     compose_report,
-    event_sentence,
     rejected_streak,
+    report_digest,
+    retries_failed_note,
     slow_run,
-    withdrawal_share_exceeded,
 )
+from dmf_assets.notify.outbox import STATE_KO, Outbox, OutboxError, Stored
 
 __all__ = [name for name in dir() if not name.startswith("_")]

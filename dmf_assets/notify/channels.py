@@ -14,21 +14,25 @@ Slack's format; a Teams relay behind a proxy): `slack+https://chat.example.co.kr
 from __future__ import annotations
 
 import mimetypes
+import os
 import re
 import smtplib
 import ssl
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import format_datetime, make_msgid
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from dmf_assets.notify.config import EmailConfig
+from dmf_assets.clock import now_kst
 from dmf_assets.notify.messages import CRITICAL, INFO, Message
+from dmf_assets.settings import SMTP_PASSWORD_ENV
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USER_AGENT = "DMF-Watch-notify/1"
+WEBHOOK_TIMEOUT_S = 10.0
 _URL = re.compile(r"https?://\S+")
 
 
@@ -60,16 +64,29 @@ def scrub(text: str, *secrets: str | None) -> str:
     return out.strip().splitlines()[0][:300] if out.strip() else ""
 
 
-# --- e-mail -------------------------------------------------------------------------------------
+# --- e-mail (`email`: the settings' [alerts.email] section) -----------------------------------------
 
 
-def build_email(cfg: EmailConfig, message: Message, attachment: Path | None = None) -> EmailMessage:
+def email_enabled(email: Any) -> bool:
+    return bool(email.smtp_host and email.recipients)
+
+
+def from_address(email: Any) -> str:
+    return email.sender or (email.username if "@" in email.username else "") or "dmf-watch@localhost"
+
+
+def smtp_password(email: Any) -> str | None:
+    """The SMTP password, from the environment only (None when no login is configured)."""
+    return os.environ.get(SMTP_PASSWORD_ENV, "") if email.username else None
+
+
+def build_email(cfg: Any, message: Message, attachment: Path | None = None) -> EmailMessage:
     msg = EmailMessage()
     msg["Subject"] = message.subject
-    msg["From"] = cfg.from_address
+    msg["From"] = from_address(cfg)
     msg["To"] = ", ".join(cfg.recipients)
-    msg["Date"] = formatdate(localtime=False)
-    domain = cfg.from_address.rpartition("@")[2] or "localhost"
+    msg["Date"] = format_datetime(now_kst())  # Korea time, +0900, as every timestamp the project writes
+    domain = from_address(cfg).rpartition("@")[2] or "localhost"
     msg["Message-ID"] = make_msgid("dmf", domain=domain)
     if message.level == CRITICAL:
         msg["X-Priority"] = "1"
@@ -83,15 +100,15 @@ def build_email(cfg: EmailConfig, message: Message, attachment: Path | None = No
     return msg
 
 
-def send_email(cfg: EmailConfig, message: Message, attachment: Path | None = None) -> str:
+def send_email(cfg: Any, message: Message, attachment: Path | None = None, *, timeout_s: float = 30.0) -> str:
     """Send once; returns a short note (the accepted recipients). Raises DeliveryError."""
-    password = cfg.password()
+    password = smtp_password(cfg)
     try:
         email = build_email(cfg, message, attachment)
     except OSError as exc:
         raise DeliveryError(f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True) from None
     try:
-        with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=cfg.timeout_s) as smtp:
+        with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=timeout_s) as smtp:
             smtp.ehlo()
             if cfg.starttls:
                 smtp.starttls(context=ssl.create_default_context())
@@ -150,10 +167,10 @@ _EMOJI = {INFO: ":information_source:", "warning": ":warning:", CRITICAL: ":rota
 _TEAMS_COLOR = {INFO: "Good", "warning": "Warning", CRITICAL: "Attention"}
 
 
-def generic_payload(message: Message, *, kind: str) -> dict:
+def generic_payload(message: Message) -> dict:
     return {
         "source": "dmf-watch",
-        "type": kind,  # alert | report
+        "type": "report" if message.kind == "report" else "test" if message.kind == "test" else "alert",
         "kind": message.kind,
         "day": message.day,
         "level": message.level,
@@ -200,19 +217,19 @@ def teams_payload(message: Message) -> dict:
                              "content": card}]}
 
 
-def webhook_payload(url: str, message: Message, *, kind: str) -> dict:
+def webhook_payload(url: str, message: Message) -> dict:
     flavour = webhook_flavour(url)
     if flavour == SLACK:
         return slack_payload(message)
     if flavour == TEAMS:
         return teams_payload(message)
-    return generic_payload(message, kind=kind)
+    return generic_payload(message)
 
 
-def send_webhook(url: str, message: Message, *, kind: str, timeout_s: float = 10.0,
+def send_webhook(url: str, message: Message, *, timeout_s: float = WEBHOOK_TIMEOUT_S,
                  client: httpx.Client | None = None) -> str:
     """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
-    payload = webhook_payload(url, message, kind=kind)
+    payload = webhook_payload(url, message)
     _, url = split_webhook(url)
     own = client is None
     client = client or httpx.Client(timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=False)

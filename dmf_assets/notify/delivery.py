@@ -1,417 +1,307 @@
-"""Sending with a memory: one alert per (day, kind), bounded retries, and a delivery log.
+"""Telling people, with a memory: store first, send, and keep re-sending what did not get through.
 
-Files under the alerts folder (`settings.paths.alerts_dir`, default data/alerts/):
-  {day}-{kind}.json   the alert (same fields as before: day, kind, message, key, raised_at — plus subject,
-                      facts, run_id, text and the delivery outcome). Its existence is the de-duplication:
-                      it is claimed under a file lock before anything is sent, so two processes (sensor,
-                      CLI, watchdog) never send the same alert twice.
-  alerts.log          one line per new alert (as before)
-  deliveries.jsonl    one JSON line per delivery round (alert or report): status, per channel the target
-                      (secret-free), attempts, error. `pending_failures` and `dmf doctor` read it.
-  .notify.lock        the lock file
+`Notifier` is bound to one `Settings` and one alerts folder. Every alert and workbook mail goes into the
+outbox (`outbox.py`) before anything is sent, then each channel is tried once; what fails is re-sent by
+`flush()` on the backoff schedule — from the sensor tick, the watchdog timer or `dmf notify flush` — for
+`[alerts] give_up_hours`. A message given up raises one `delivery_given_up` alert on the other channels.
 
-Nothing here raises into the pipeline: every failure — SMTP down, webhook 500, disk full — becomes a
-`DeliveryRecord` with status "failed" and is logged.
+Besides the outbox the alerts folder keeps, for people and other systems:
+  {day}-{kind}.json   each alert (subject, text, facts) as it was raised
+  alerts.log          one line per alert
+Nothing here raises into the pipeline: a failure to store or send is logged and returned.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from dmf_assets.clock import now_kst
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.notify import channels
-from dmf_assets.notify.config import NotifyConfig, notify_config
-from dmf_assets.notify.messages import Alert, Message, ReportDelivery, compose_alert, compose_report
+from dmf_assets.notify.messages import (
+    Alert,
+    DeliveryGivenUp,
+    Message,
+    MessageContext,
+    ReportDelivery,
+    alerts_for_day,
+    compose_alert,
+    compose_report,
+    retries_failed_note,
+    test_message,
+)
+from dmf_assets.notify.outbox import (
+    DELIVERED,
+    GIVEN_UP,
+    HELD,
+    PENDING,
+    RECORDED,
+    SENT,
+    SUPERSEDED,
+    Outbox,
+    OutboxError,
+    Stored,
+)
 
 log = logging.getLogger("dmf_assets.notify")
 
-LEDGER = "deliveries.jsonl"
 ALERT_LOG = "alerts.log"
-LOCK = ".notify.lock"
-SENT, PARTIAL, FAILED, NO_CHANNELS, SENDING = "sent", "partial", "failed", "no_channels", "sending"
-#: a claim older than this without an outcome belongs to a process that died while sending
-STALE_CLAIM = timedelta(minutes=15)
-#: retry_failed() re-sends a failed delivery at most this many rounds in all
-MAX_ROUNDS = 5
 
 
 @dataclass(frozen=True)
-class ChannelResult:
-    channel: str  # email | webhook | slack | teams
-    target: str  # secret-free: SMTP host:port -> recipients, or the webhook's scheme://host/…
-    status: str  # sent | failed
-    attempts: int
-    error: str = ""
-    note: str = ""
-    index: int = 0  # position in [alerts] webhook_urls (-1 = e-mail), to re-send the same target
+class Channel:
+    key: str  # "email" | "webhook:<hash>" — what a stored send is matched to
+    kind: str  # email | webhook | slack | teams
+    target: str  # secret-free
+    send: Callable[[Message, Path | None, float], str]  # one attempt within the time given; raises DeliveryError
+
+
+def configured_channels(settings: Any) -> list[Channel]:
+    """The channels the settings name now ([alerts.email], [alerts] webhook_urls)."""
+    out = []
+    email = settings.alerts.email
+    if channels.email_enabled(email):
+        target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(email.recipients)}"
+        out.append(Channel("email", "email", target,
+                           lambda m, a, t: channels.send_email(email, m, a, timeout_s=min(email.timeout_s, t))))
+    for url in settings.alerts.webhook_urls:
+        key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
+        out.append(Channel(key, channels.webhook_flavour(url), channels.redact_url(url),
+                           lambda m, a, t, url=url: channels.send_webhook(url, m, timeout_s=min(channels.WEBHOOK_TIMEOUT_S, t))))
+    return out
 
 
 @dataclass(frozen=True)
-class DeliveryRecord:
-    id: str  # alert:{day}-{kind} | report:{day}
-    type: str  # alert | report
-    day: str
-    kind: str  # alert kind, or "report"
+class Outcome:
+    """What became of one message now: stored (and how it stands), or why it could not be stored."""
+
     subject: str
-    status: str  # sent | partial | failed | no_channels
-    channels: tuple[ChannelResult, ...] = ()
-    at: str = ""
-    round: int = 1  # 1 = first delivery; 2.. = retry_failed() rounds
-    error: str = ""  # a failure outside any channel (e.g. the alerts folder is not writable)
-    attachment: str = ""  # report workbook path
-    message: dict = field(default_factory=dict, repr=False)
+    state: str  # an outbox state, or "failed" when it could not even be stored
+    line: str
+    stored: Stored | None = None
 
     @property
     def ok(self) -> bool:
-        return self.status in (SENT, NO_CHANNELS)
-
-    @property
-    def failed_channels(self) -> tuple[ChannelResult, ...]:
-        return tuple(c for c in self.channels if c.status != SENT)
-
-    def line(self) -> str:
-        """One Korean + English line for logs, the UI and `dmf doctor`."""
-        label = {SENT: "발송됨", PARTIAL: "일부 실패", FAILED: "발송 실패", NO_CHANNELS: "채널 없음(기록만)"}.get(self.status, self.status)
-        parts = [f"{self.day} {self.kind}: {label} ({self.status})"]
-        for c in self.channels:
-            parts.append(f"{c.channel} {c.target} {c.status} x{c.attempts}" + (f" — {c.error}" if c.error else ""))
-        if self.error:
-            parts.append(self.error)
-        return "; ".join(parts)
+        return self.state in (DELIVERED, RECORDED, HELD)
 
     def metadata(self) -> dict[str, str]:
         """Plain values for a materialization's metadata (the Dagster UI shows them)."""
-        return {"delivery_status": self.status, "delivery": self.line()}
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["channels"] = [asdict(c) for c in self.channels]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> DeliveryRecord:
-        chans = tuple(ChannelResult(**c) for c in d.get("channels", ()))
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__ and k != "channels"}
-        return cls(**{**known, "channels": chans})
+        return {"delivery_status": self.state, "delivery": self.line}
 
 
-# --- files --------------------------------------------------------------------------------------
+class Notifier:
+    def __init__(self, settings: Any, alerts_dir: Path, *, budget_s: float | None = None,
+                 clock: Callable[[], datetime] = now_kst, config_file: str | None = None) -> None:
+        self.settings = settings
+        self.alerts_dir = Path(alerts_dir)
+        self.outbox = Outbox(self.alerts_dir)
+        self.budget_s = budget_s
+        self.clock = clock
+        self.context = MessageContext.of(settings, config_file)
+        self.give_up_after = timedelta(hours=settings.alerts.give_up_hours)
 
+    @property
+    def channels(self) -> list[Channel]:
+        return configured_channels(self.settings)
 
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    # --- alerts --------------------------------------------------------------------------------
+
+    def send_alert(self, alert: Alert, *, only: set[str] | None = None) -> Outcome | None:
+        """Tell people about `alert` once: None if this (day, kind) was raised before. `only`: the channel
+        keys to use (a given-up message is reported on the other channels)."""
+        message = compose_alert(alert, self.context)
+        now = self.clock()
+        chans = [c for c in self.channels if only is None or c.key in only]
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            message_id = self.outbox.add(type="alert", kind=alert.kind, day=alert.day.isoformat(), subject=message.subject,
+                                         message=message.to_dict(), channels=[(c.key, c.target) for c in chans], now=now,
+                                         give_up_after=self.give_up_after, dedupe=alert.key, run_id=alert.run_id)
+        except OutboxError as exc:
+            return self._unstored(message, str(exc))
+        if message_id is None:
+            return None
+        self._write_alert_file(alert, message, now)
+        return self._settle(message_id)
 
-
-def alert_path(alerts_dir: Path, day: str, kind: str) -> Path:
-    return alerts_dir / f"{day}-{kind}.json"
-
-
-def _append(path: Path, line: str) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line if line.endswith("\n") else line + "\n")
-        fh.flush()
-
-
-def _append_record(cfg: NotifyConfig, record: DeliveryRecord) -> None:
-    with _locked(cfg.alerts_dir):
-        _append(cfg.alerts_dir / LEDGER, json.dumps(record.to_dict(), ensure_ascii=False, default=str))
-
-
-def read_ledger(cfg: NotifyConfig) -> list[DeliveryRecord]:
-    path = cfg.alerts_dir / LEDGER
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    def _write_alert_file(self, alert: Alert, message: Message, now: datetime) -> None:
         try:
-            out.append(DeliveryRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError):
-            continue  # a torn last line after a power cut: skip it
-    return out
+            record = {"day": alert.day.isoformat(), "kind": alert.kind, "key": alert.key, "subject": message.subject,
+                      "message": message.title, "raised_at": now.isoformat(timespec="seconds"), "run_id": alert.run_id,
+                      "facts": alert.facts(), "text": message.text()}
+            atomic_write_text(self.alerts_dir / f"{alert.key}.json", json.dumps(record, ensure_ascii=False, indent=1))
+            with open(self.alerts_dir / ALERT_LOG, "a", encoding="utf-8") as fh:
+                fh.write(f"{record['raised_at']}\t{alert.kind}\t{record['day']}\t{message.subject}\n")
+        except OSError as exc:  # the outbox has it; the human-readable copy is a convenience
+            log.warning("알림 파일을 쓰지 못했습니다 / cannot write the alert file: %s", exc)
 
+    # --- the workbook mail -----------------------------------------------------------------------
 
-# --- sending ------------------------------------------------------------------------------------
-
-
-BUDGET_USED = "시간 예산 소진 — 다음 재발송 때 보냅니다 / time budget used up; re-sent later"
-
-
-def _attempt(cfg: NotifyConfig, deadline: float | None, call) -> tuple[str, int, str, str]:
-    """(status, attempts, error, note): up to cfg.delivery_attempts tries of `call(timeout_cap)` with a
-    short backoff, never past `deadline` (time.monotonic())."""
-    error, made = "", 0
-    for attempt in range(1, max(1, cfg.delivery_attempts) + 1):
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining < 0.5:
-            return FAILED, made, error or BUDGET_USED, ""
-        made = attempt
+    def deliver_report(self, delivery: ReportDelivery, *, hold_until: datetime | None = None) -> Outcome | None:
+        """Store the day's workbook mail and send it — or hold it until `hold_until` while a same-morning
+        retry may still change the day. None: the day's mail already says exactly this (same digest)."""
+        day = delivery.day.isoformat()
         try:
-            return SENT, attempt, "", call(remaining)
-        except channels.DeliveryError as exc:
-            error = str(exc)
-            if exc.permanent:
-                return FAILED, attempt, error, ""
-        except Exception as exc:  # never into the pipeline
-            error = channels.scrub(f"{type(exc).__name__}: {exc}", cfg.email.password())
-        if attempt < cfg.delivery_attempts and cfg.delivery_backoff_s:
-            pause = cfg.delivery_backoff_s[min(attempt - 1, len(cfg.delivery_backoff_s) - 1)]
-            if deadline is not None:
-                pause = min(pause, max(0.0, deadline - time.monotonic()))
-            time.sleep(pause)
-    return FAILED, made, error, ""
-
-
-def _deadline(cfg: NotifyConfig) -> float | None:
-    return None if cfg.budget_s is None else time.monotonic() + cfg.budget_s
-
-
-def _deliver(cfg: NotifyConfig, message: Message, *, kind: str, attachment: Path | None,
-             only: set[int] | None = None, deadline: float | None = None) -> tuple[ChannelResult, ...]:
-    deadline = deadline if deadline is not None else _deadline(cfg)
-    results = []
-    if cfg.email.enabled and (only is None or -1 in only):
-        target = f"{cfg.email.smtp_host}:{cfg.email.smtp_port} → {', '.join(cfg.email.recipients)}"
-        attach = attachment if attachment and attachment.is_file() else None
-
-        def email(cap: float | None) -> str:
-            timeout = cfg.email.timeout_s if cap is None else max(0.5, min(cfg.email.timeout_s, cap))
-            return channels.send_email(replace(cfg.email, timeout_s=timeout), message, attach)
-
-        status, attempts, error, note = _attempt(cfg, deadline, email)
-        results.append(ChannelResult("email", target, status, attempts, error, note, -1))
-    for i, url in enumerate(cfg.webhook_urls):
-        if only is not None and i not in only:
-            continue
-
-        def hook(cap: float | None, url: str = url) -> str:
-            timeout = cfg.webhook_timeout_s if cap is None else max(0.5, min(cfg.webhook_timeout_s, cap))
-            return channels.send_webhook(url, message, kind=kind, timeout_s=timeout)
-
-        status, attempts, error, note = _attempt(cfg, deadline, hook)
-        results.append(ChannelResult(channels.webhook_flavour(url), channels.redact_url(url), status, attempts, error,
-                                     note, i))
-    return tuple(results)
-
-
-def _overall(results: tuple[ChannelResult, ...]) -> str:
-    if not results:
-        return NO_CHANNELS
-    ok = sum(1 for r in results if r.status == SENT)
-    return SENT if ok == len(results) else FAILED if ok == 0 else PARTIAL
-
-
-def _log_record(record: DeliveryRecord) -> None:
-    (log.info if record.ok else log.warning)("%s", record.line())
-
-
-def _config(settings: Any, alerts_dir: str | Path | None, overrides: dict) -> NotifyConfig:
-    return settings if isinstance(settings, NotifyConfig) else notify_config(settings, alerts_dir, **overrides)
-
-
-def send_alert(settings: Any, alert: Alert, *, alerts_dir: str | Path | None = None, link: str = "",
-               **overrides: Any) -> DeliveryRecord | None:
-    """Tell people about `alert` once: None if this (day, kind) was raised before.
-
-    `settings`: a Settings (or a NotifyConfig); `alerts_dir` overrides settings.paths.alerts_dir.
-    Never raises; a failed delivery is returned (status failed/partial), logged and kept for
-    `retry_failed` / `pending_failures`.
-    """
-    now = now_kst()
-    try:
-        cfg = _config(settings, alerts_dir, overrides)
-        message = compose_alert(alert, link=link)
-        path = alert_path(cfg.alerts_dir, alert.day, alert.kind)
-        payload = {
-            "day": alert.day, "kind": alert.kind, "message": message.title, "key": alert.key,
-            "raised_at": now.isoformat(timespec="seconds"), "subject": message.subject, "facts": dict(alert.facts),
-            "run_id": alert.run_id, "text": message.text(), "delivery": {"status": SENDING},
-        }
-        with _locked(cfg.alerts_dir):
-            if path.exists():
-                return None
-            atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=1))
-            _append(cfg.alerts_dir / ALERT_LOG, f"{payload['raised_at']}\t{alert.kind}\t{alert.day}\t{message.title}")
-    except Exception as exc:
-        record = DeliveryRecord(f"alert:{alert.key}", "alert", alert.day, alert.kind, "", FAILED, at=now.isoformat(),
-                                error=f"알림을 기록할 수 없습니다 / cannot record the alert: {type(exc).__name__}: {exc}")
-        _log_record(record)
-        return record
-    results = _deliver(cfg, message, kind="alert", attachment=None)
-    record = DeliveryRecord(f"alert:{alert.key}", "alert", alert.day, alert.kind, message.subject, _overall(results),
-                            results, now_kst().isoformat(timespec="seconds"), message=message.to_dict())
-    _finish_alert(cfg, path, payload, record)
-    return record
-
-
-def _finish_alert(cfg: NotifyConfig, path: Path, payload: dict, record: DeliveryRecord) -> None:
-    try:
-        payload = {**payload, "delivery": {"status": record.status, "at": record.at, "round": record.round,
-                                           "channels": [asdict(c) for c in record.channels]}}
-        with _locked(cfg.alerts_dir):
-            atomic_write_text(path, json.dumps(payload, ensure_ascii=False, indent=1))
-            _append(cfg.alerts_dir / LEDGER, json.dumps(record.to_dict(), ensure_ascii=False, default=str))
-    except Exception as exc:
-        log.warning("알림 발송 결과를 기록하지 못했습니다 / cannot record the delivery: %s: %s", type(exc).__name__, exc)
-    _log_record(record)
-
-
-def deliver_report(settings: Any, delivery: ReportDelivery, *, alerts_dir: str | Path | None = None,
-                   **overrides: Any) -> DeliveryRecord:
-    """E-mail the day's workbook (attached) and post its summary to the webhooks. Never raises.
-
-    Sent every time it is called (a re-made workbook is news); a day delivered before gets
-    "(갱신 / updated)" in the subject.
-    """
-    now = now_kst()
-    try:
-        cfg = _config(settings, alerts_dir, overrides)
+            previous = self.outbox.day_reports(day)
+        except OutboxError as exc:
+            previous, problem = [], str(exc)
+        else:
+            problem = ""
+        same = [r for r in previous if r.digest == delivery.digest and r.state in (HELD, PENDING, DELIVERED)]
+        if same:
+            if hold_until is None and same[-1].state == HELD:  # the day is decided: the held mail goes out as it is
+                note = retries_failed_note(delivery.retries_failed) if delivery.retries_failed else None
+                self.outbox.release(same[-1].id, now=self.clock(), note=note)
+                return self._settle(same[-1].id)
+            return None
+        revision = any(r.state in (DELIVERED, GIVEN_UP) or any(s.state == SENT for s in r.sends) for r in previous)
         if delivery.workbook is not None and not delivery.workbook.is_file():
             log.warning("리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", delivery.workbook)
             delivery = replace(delivery, workbook=None)
-        if not delivery.url and cfg.report_base_url and delivery.workbook is not None:
-            from urllib.parse import quote
-
-            delivery = replace(delivery, url=f"{cfg.report_base_url.rstrip('/')}/{quote(delivery.workbook.name)}")
-        revision = any(r.type == "report" and r.day == delivery.day and r.status in (SENT, PARTIAL)
-                       for r in read_ledger(cfg))
-        message = compose_report(delivery, revision=revision)
-        results = _deliver(cfg, message, kind="report", attachment=delivery.workbook)
-        record = DeliveryRecord(f"report:{delivery.day}", "report", delivery.day, "report", message.subject,
-                                _overall(results), results, now_kst().isoformat(timespec="seconds"),
-                                attachment=str(delivery.workbook or ""), message=message.to_dict())
-    except Exception as exc:
-        record = DeliveryRecord(f"report:{delivery.day}", "report", delivery.day, "report", "", FAILED,
-                                at=now.isoformat(timespec="seconds"),
-                                error=f"리포트 발송 준비 실패 / cannot prepare the delivery: {type(exc).__name__}: {exc}")
-        _log_record(record)
-        return record
-    try:
-        _append_record(cfg, record)
-    except Exception as exc:
-        log.warning("발송 결과를 기록하지 못했습니다 / cannot record the delivery: %s: %s", type(exc).__name__, exc)
-    _log_record(record)
-    return record
-
-
-# --- what still needs attention -----------------------------------------------------------------
-
-
-def _latest_by_id(records: list[DeliveryRecord]) -> dict[str, DeliveryRecord]:
-    latest: dict[str, DeliveryRecord] = {}
-    for r in records:  # file order = time order
-        latest[r.id] = r
-    return latest
-
-
-def pending_failures(settings: Any, *, alerts_dir: str | Path | None = None, **overrides: Any) -> list[DeliveryRecord]:
-    """Deliveries whose latest round failed (fully or partly), oldest first — plus alerts whose sender
-    died mid-delivery (claimed more than 15 minutes ago, no outcome)."""
-    cfg = _config(settings, alerts_dir, overrides)
-    latest = _latest_by_id(read_ledger(cfg))
-    out = [r for r in latest.values() if r.status in (FAILED, PARTIAL)]
-    cutoff = now_kst() - STALE_CLAIM
-    if cfg.alerts_dir.is_dir():
-        for path in sorted(cfg.alerts_dir.glob("*-*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if (data.get("delivery") or {}).get("status") != SENDING:
-                    continue
-                if datetime.fromisoformat(data["raised_at"]) > cutoff or f"alert:{data['key']}" in latest:
-                    continue
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            out.append(DeliveryRecord(f"alert:{data['key']}", "alert", data["day"], data["kind"], data.get("subject", ""),
-                                      FAILED, at=data["raised_at"], error="발송 중 프로세스가 종료됨 / sender died mid-delivery"))
-    return sorted(out, key=lambda r: r.at)
-
-
-def retry_failed(settings: Any, *, alerts_dir: str | Path | None = None, **overrides: Any) -> list[DeliveryRecord]:
-    """Re-send the failed channels of pending failures (each at most MAX_ROUNDS rounds in all)."""
-    cfg = _config(settings, alerts_dir, overrides)
-    deadline = _deadline(cfg)
-    out = []
-    for old in pending_failures(cfg):
-        if old.round >= MAX_ROUNDS or not old.message:
-            continue
-        if deadline is not None and deadline - time.monotonic() < 0.5:
-            break
+        message = compose_report(delivery, self.context, revision=revision)
+        if problem:
+            return self._unstored(message, problem, delivery.workbook)
         try:
-            message = Message.from_dict(old.message)
-            only = {c.index for c in old.failed_channels} if old.channels else None
-            attachment = Path(old.attachment) if old.attachment else None
-            results = _deliver(cfg, message, kind=old.type, attachment=attachment, only=only, deadline=deadline)
-            merged = tuple(c for c in old.channels if c.status == SENT) + results
-            record = replace(old, status=_overall(merged), channels=merged, round=old.round + 1,
-                             at=now_kst().isoformat(timespec="seconds"))
-            if old.type == "alert":
-                path = alert_path(cfg.alerts_dir, old.day, old.kind)
-                payload = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-                _finish_alert(cfg, path, payload, record)
+            message_id = self.outbox.add(type="report", kind="report", day=day, subject=message.subject,
+                                         message=message.to_dict(), channels=[(c.key, c.target) for c in self.channels],
+                                         now=self.clock(), give_up_after=self.give_up_after, digest=delivery.digest,
+                                         attachment=str(delivery.workbook) if delivery.workbook else None,
+                                         hold_until=hold_until, run_id=delivery.run_id, supersede_day_reports=True)
+        except OutboxError as exc:
+            return self._unstored(message, str(exc), delivery.workbook)
+        assert message_id is not None
+        return self._settle(message_id)
+
+    def deliver_day(self, delivery: ReportDelivery, *, hold_until: datetime | None = None
+                    ) -> tuple[Outcome | None, list[Outcome]]:
+        """The workbook mail, then the alerts the day raises by itself (watchlist hit, withdrawal share)."""
+        report = self.deliver_report(delivery, hold_until=hold_until)
+        alerts = alerts_for_day(delivery, withdrawal_share_max=self.settings.alerts.withdrawal_share_max)
+        raised = [o for o in (self.send_alert(a) for a in alerts) if o is not None]
+        return report, raised
+
+    def held_reports(self) -> list[Stored]:
+        try:
+            return self.outbox.held()
+        except OutboxError:
+            return []
+
+    def release(self, message_id: int, note: str | None = None) -> Outcome | None:
+        """Send a held workbook mail now (its day is decided), with `note` added to it."""
+        if not self.outbox.release(message_id, now=self.clock(), note=note):
+            return None
+        return self._settle(message_id)
+
+    # --- sending and re-sending --------------------------------------------------------------------
+
+    def _settle(self, message_id: int) -> Outcome:
+        """Try the new message's sends now (once each) and say how it stands."""
+        self._send_due(message_id=message_id, force=True)
+        stored = self.outbox.get(message_id)
+        return Outcome(stored.subject, stored.state, stored.line(), stored)
+
+    def flush(self, *, force: bool = False, given_up: bool = False) -> list[Outcome]:
+        """Send what is due now (with `force`: everything pending; with `given_up`: given-up messages
+        too), and release held mails whose hold has ended. Never raises."""
+        try:
+            now = self.clock()
+            if given_up:
+                self.outbox.requeue_given_up(now=now, give_up_after=self.give_up_after)
+            for held in self.outbox.held():
+                if held.hold_until and held.hold_until <= now.isoformat(timespec="seconds"):
+                    self.outbox.release(held.id, now=now)
+            return self._send_due(force=force)
+        except OutboxError as exc:
+            log.warning("%s", exc)
+            return []
+
+    def _send_due(self, *, force: bool, message_id: int | None = None) -> list[Outcome]:
+        deadline = None if self.budget_s is None else time.monotonic() + self.budget_s
+        by_key = {c.key: c for c in self.channels}
+        touched: dict[int, Stored] = {}
+        for stored, send in self.outbox.claim_due(now=self.clock(), force=force, message_id=message_id):
+            channel = by_key.get(send.channel)
+            left = None if deadline is None else deadline - time.monotonic()
+            if channel is None:
+                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=None, dropped=True)
+            elif left is not None and left < 0.5:
+                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(),
+                                                    error="시간 예산 소진 — 다음 차례에 보냅니다 / time budget used up")
             else:
-                _append_record(cfg, record)
-                _log_record(record)
-            out.append(record)
-        except Exception as exc:
-            log.warning("재발송 실패 / retry failed for %s: %s: %s", old.id, type(exc).__name__, exc)
-    return out
+                message = Message.from_dict(stored.message)
+                if stored.note:
+                    message = message.with_section("재시도 / Retries", stored.note)
+                attachment = Path(stored.attachment) if stored.attachment else None
+                if attachment is not None and not attachment.is_file():
+                    attachment = None
+                try:
+                    channel.send(message, attachment, 30.0 if left is None else max(0.5, left))
+                    error = None
+                except channels.DeliveryError as exc:
+                    error = str(exc)
+                except Exception as exc:  # noqa: BLE001 - never into the pipeline
+                    error = channels.scrub(f"{type(exc).__name__}: {exc}", channels.smtp_password(self.settings.alerts.email))
+                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=error)
+            touched[stored.id] = result
+        out = []
+        for stored in touched.values():
+            (log.info if stored.state == DELIVERED else log.warning)("%s", stored.line())
+            if stored.state == GIVEN_UP:
+                self._given_up(stored)
+            out.append(Outcome(stored.subject, stored.state, stored.line(), stored))
+        return out
+
+    def _given_up(self, stored: Stored) -> None:
+        failed = [s for s in stored.sends if s.state == "given_up"]
+        others = {c.key for c in self.channels} - {s.channel for s in failed}
+        alert = DeliveryGivenUp(day=date.fromisoformat(stored.day), subject=stored.subject,
+                                channels=tuple(s.target for s in failed), attempts=max(s.attempts for s in failed),
+                                last_error=failed[-1].last_error or "알 수 없음",
+                                since=datetime.fromisoformat(stored.created_at))
+        if stored.kind != DeliveryGivenUp.kind:  # a given-up notice about a given-up notice would loop
+            self.send_alert(replace(alert, run_id=None), only=others)
+
+    def _unstored(self, message: Message, problem: str, attachment: Path | None = None) -> Outcome:
+        """The outbox cannot be written: still try every channel once, so people are told anyway."""
+        log.warning("%s — 저장하지 못한 채 한 번만 보냅니다 / sending once without storing", problem)
+        results = []
+        for channel in self.channels:
+            try:
+                channel.send(message, attachment, 30.0)
+                results.append(f"{channel.target} sent")
+            except Exception as exc:  # noqa: BLE001
+                results.append(f"{channel.target} failed ({channels.scrub(str(exc))})")
+        line = f"{message.day} {message.kind}: 저장 실패(발송함) — {problem}; " + "; ".join(results)
+        return Outcome(message.subject, "failed", line)
+
+    # --- reading -----------------------------------------------------------------------------------
+
+    def status(self, days: int = 7) -> list[Stored]:
+        try:
+            return self.outbox.recent(self.clock() - timedelta(days=days))
+        except OutboxError as exc:
+            log.warning("%s", exc)
+            return []
+
+    def send_test(self) -> list[tuple[Channel, str | None]]:
+        """A test message to every channel, once, not stored: (channel, error or None)."""
+        message = test_message(self.clock())
+        out = []
+        for channel in self.channels:
+            try:
+                channel.send(message, None, 30.0)
+                out.append((channel, None))
+            except Exception as exc:  # noqa: BLE001
+                out.append((channel, channels.scrub(str(exc))))
+        return out
 
 
-def deliver_day(settings: Any, delivery: ReportDelivery, *, alerts_dir: str | Path | None = None,
-                **overrides: Any) -> tuple[DeliveryRecord, list[DeliveryRecord]]:
-    """After a day's workbook: deliver it, then raise the alerts the day itself calls for
-    (watchlist hit, withdrawal share). Returns (the report's record, the new alerts' records)."""
-    from dmf_assets.notify.messages import alerts_for_day
-
-    record = deliver_report(settings, delivery, alerts_dir=alerts_dir, **overrides)
-    cfg = _config(settings, alerts_dir, overrides)
-    sent = [send_alert(cfg, a) for a in alerts_for_day(delivery, withdrawal_share_max=cfg.withdrawal_share_max)]
-    return record, [r for r in sent if r is not None]
-
-
-def send_test(settings: Any, *, alerts_dir: str | Path | None = None, **overrides: Any) -> DeliveryRecord:
-    """A test message to every configured channel (`dmf notify-test`); not de-duplicated, not in the ledger."""
-    cfg = _config(settings, alerts_dir, overrides)
-    now = now_kst()
-    message = Message(
-        subject=f"[DMF] 알림 시험 / test — {now:%Y-%m-%d %H:%M} KST", title="DMF Watch 알림 채널 시험 발송입니다 (test message).",
-        level="info", kind="test", day=now.date().isoformat(),
-        sections=(("무슨 일 / What happened", "DMF Watch 알림 채널 시험 발송입니다 (test message)."),
-                  ("원인 / Why", "`dmf notify-test`를 실행했습니다."),
-                  ("조치 / What to do next", "이 메시지를 받았다면 설정이 맞습니다. 할 일은 없습니다.")),
-    )
-    results = _deliver(cfg, message, kind="test", attachment=None)
-    return DeliveryRecord("test", "test", message.day, "test", message.subject, _overall(results), results,
-                          now_kst().isoformat(timespec="seconds"))
-
-
-def delivery_summary(settings: Any, *, alerts_dir: str | Path | None = None, days: int = 7, **overrides: Any) -> dict:
-    """For `dmf doctor` and the UI: channels configured, recent deliveries and failures."""
-    cfg = _config(settings, alerts_dir, overrides)
-    since = (now_kst() - timedelta(days=days)).isoformat()
-    recent = [r for r in _latest_by_id(read_ledger(cfg)).values() if r.at >= since]
-    failures = pending_failures(cfg)
-    return {
-        "email": cfg.email.enabled,
-        "webhooks": [channels.redact_url(u) for u in cfg.webhook_urls],
-        "recent": len(recent),
-        "sent": sum(1 for r in recent if r.status == SENT),
-        "failed": len(failures),
-        "failures": [r.line() for r in failures[-5:]],
-    }
+__all__ = ["Channel", "Notifier", "Outcome", "configured_channels", "PENDING", "HELD", "DELIVERED", "GIVEN_UP",
+           "SUPERSEDED", "RECORDED"]

@@ -1,138 +1,68 @@
-"""What people are told: the daily delivery and every alert, in Korean with the English term.
+"""What people are told: the daily workbook mail and every alert — the one template module.
 
-Pure functions from facts to a `Message` — no Dagster, no network, no files. Every alert says
-**what happened** (무슨 일), **why** (원인) and **what to do next** (조치). The channels render a
-`Message` as an e-mail body, a Slack message or a Teams card.
+Each alert kind is a frozen dataclass whose fields are the facts its text needs, typed and required:
+an alert cannot be built without its observed value or threshold, so a message never shows a
+placeholder. `compose_alert` / `compose_report` render them once into a channel-neutral `Message`
+(what happened, why, what to do next), which the channels turn into an e-mail, a Slack message or a
+Teams card. Pure functions: no Dagster, no network, no files. Particles follow the word they attach to
+(`dmf_assets.korean`), sheets are named from the workbook's own list, advice depends on the source.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dmf_assets.clock import KST
+from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.korean import josa
+from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
+from dmf_assets.report.sentences import Sentence, summary_sentences
 
-# --- alert kinds --------------------------------------------------------------------------------
-
-REJECTED = "rejected"  # a gate rejected the day
-RETRY_SUCCEEDED = "retry_succeeded"  # an automatic retry of a rejected/failed day was accepted
-RETRIES_EXHAUSTED = "retries_exhausted"  # the automatic retries are used up: giving up
-RUN_FAILED = "run_failed"  # a run failed (not a gate: an error)
-OVERDUE = "overdue"  # no workbook for the expected day at 09:00 KST
-WATCHLIST_HIT = "watchlist_hit"  # an event matched the watchlist (always sent, quiet day or not)
-REJECTED_STREAK = "rejected_streak"  # N rejected days in a row: escalation
-REQUEST_CAP = "request_cap"  # the daily request cap stopped the fetch
-SLOW_RUN = "slow_run"  # run >= factor x the median of the last 14
-WITHDRAWAL_SHARE = "withdrawal_share"  # withdrawals > 2 % of the registry on an accepted day
-RUN_TIMEOUT = "run_timeout"  # the whole-run time limit stopped a run
-DAEMON_DOWN = "daemon_down"  # the outside watchdog: no Dagster daemon heartbeat
-
-ALERT_KINDS = (
-    REJECTED, RETRY_SUCCEEDED, RETRIES_EXHAUSTED, RUN_FAILED, OVERDUE, WATCHLIST_HIT, REJECTED_STREAK,
-    REQUEST_CAP, SLOW_RUN, WITHDRAWAL_SHARE, RUN_TIMEOUT, DAEMON_DOWN,
-)
-KIND_LABEL = {
-    REJECTED: ("수집 거부", "rejected day"),
-    RETRY_SUCCEEDED: ("재시도 성공", "retry succeeded"),
-    RETRIES_EXHAUSTED: ("재시도 포기", "retries exhausted"),
-    RUN_FAILED: ("실행 실패", "failed run"),
-    OVERDUE: ("리포트 지연", "report overdue"),
-    WATCHLIST_HIT: ("관심목록 해당", "watchlist hit"),
-    REJECTED_STREAK: ("연속 수집 거부", "rejected days in a row"),
-    REQUEST_CAP: ("요청 한도 도달", "request cap reached"),
-    SLOW_RUN: ("느린 실행", "slow run"),
-    WITHDRAWAL_SHARE: ("대량 취하", "withdrawals above threshold"),
-    RUN_TIMEOUT: ("실행 시간 초과", "run time limit exceeded"),
-    DAEMON_DOWN: ("Dagster 데몬 정지", "daemon heartbeat missing"),
-}
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
-KIND_LEVEL = {
-    REJECTED: WARNING, RETRY_SUCCEEDED: INFO, RETRIES_EXHAUSTED: CRITICAL, RUN_FAILED: CRITICAL,
-    OVERDUE: CRITICAL, WATCHLIST_HIT: WARNING, REJECTED_STREAK: CRITICAL, REQUEST_CAP: CRITICAL,
-    SLOW_RUN: WARNING, WITHDRAWAL_SHARE: CRITICAL, RUN_TIMEOUT: CRITICAL, DAEMON_DOWN: CRITICAL,
-}
-
-#: DESIGN.md §6: gate number -> (name, Korean label, config key in [gates] or None)
-GATES = {
-    1: ("transport", "전송", None),
-    2: ("completeness", "완전성", None),
-    3: ("drop", "감소율", "drop_max_ratio"),
-    4: ("nulls", "결측", "null_max_ratio"),
-    5: ("duplicates", "중복", "duplicate_max_ratio"),
-    6: ("churn", "변동률", "churn_max_ratio"),
-}
-TRANSIENT_GATES = (1, 2)
-_GATE_BY_NAME = {name: n for n, (name, _, _) in GATES.items()}
-
-FIELD_LABEL_KO = {
-    "permit_no": "등록번호", "ingredient": "성분명", "applicant": "신청인", "bizrno": "사업자등록번호",
-    "manufacturer": "제조소명", "address": "제조소 소재지", "countries": "제조국", "issue_date": "발급일자",
-    "target_class": "대상의약품", "sites": "제조소(사이트)",
-}
 STATUS_LABEL = {
     "accepted": "정상 수집 · 비교 완료 (accepted)",
     "unchanged": "정상 수집 · 변경 없음 (accepted, no change)",
     "baseline": "기준일 — 최초 수집, 비교 대상 없음 (baseline)",
     "rejected": "수집 실패 — 결과 미반영 (rejected)",
 }
-EVENT_LABEL = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
+FOOTER = "— DMF Watch (MFDS 원료의약품 등록 현황 일일 감시). 이 메일은 자동 발송되었습니다."
 
 
-def gate_number(gate: int | str | None) -> int | None:
-    if gate is None or gate == "":
-        return None
-    if isinstance(gate, int):
-        return gate
-    text = str(gate).strip().lower()
-    if text.isdigit():
-        return int(text)
-    return _GATE_BY_NAME.get(text)
+# --- small formatters (values are always present: optional facts are left out, never shown as '-') --
 
 
-def gate_label(gate: int | str | None) -> str:
-    n = gate_number(gate)
-    if n in GATES:
-        name, ko, _ = GATES[n]
-        return f"게이트 {n} {ko}({name})"
-    return f"게이트 {gate}" if gate not in (None, "") else "게이트(미상)"
+def _n(value: int) -> str:
+    return f"{value:,}"
 
 
-def _iso(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat(timespec="seconds")
-    if isinstance(value, date):
-        return value.isoformat()
-    return "" if value is None else str(value)
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f} %"
 
 
-def _hhmm(value: Any) -> str:
-    """'HH:MM KST' of an ISO timestamp (or datetime); the text unchanged if it is not one."""
-    if value in (None, ""):
-        return ""
-    try:
-        dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    except ValueError:
-        return str(value)
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(KST)
-    return f"{dt:%Y-%m-%d %H:%M} KST"
+def _hhmm(value: datetime) -> str:
+    return f"{value.astimezone(KST):%H:%M} KST"
 
 
-def _n(value: Any) -> str:
-    return f"{value:,}" if isinstance(value, int) else str(value)
+def _when(value: datetime) -> str:
+    return f"{value.astimezone(KST):%Y-%m-%d %H:%M} KST"
 
 
-def _pct(value: Any) -> str:
-    try:
-        return f"{float(value) * 100:.1f} %"
-    except (TypeError, ValueError):
-        return str(value)
+def _clock(value: time) -> str:
+    return f"{value:%H:%M} KST"
 
 
-# --- the message --------------------------------------------------------------------------------
+def _rerun(day: date) -> str:
+    return f"`dmf run --date {day.isoformat()}`"
+
+
+# --- the message ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -143,9 +73,9 @@ class Message:
     title: str  # one line: what happened
     level: str  # info | warning | critical
     sections: tuple[tuple[str, str], ...] = ()  # (heading, paragraph) in order
-    facts: tuple[tuple[str, str], ...] = ()  # label -> value, shown as a table/card facts
-    link: str = ""  # download / UI link
-    kind: str = ""  # alert kind, or "report"
+    facts: tuple[tuple[str, str], ...] = ()  # label -> value, shown as a table / card facts
+    link: str = ""  # the workbook's public download link ([report] public_base_url), or none
+    kind: str = ""  # alert kind, "report" or "test"
     day: str = ""
 
     def text(self) -> str:
@@ -159,8 +89,11 @@ class Message:
             lines.append("")
         if self.link:
             lines += [f"링크 / Link: {self.link}", ""]
-        lines.append("— DMF Watch (MFDS 원료의약품 등록 현황 일일 감시). 이 메일은 자동 발송되었습니다.")
+        lines.append(FOOTER)
         return "\n".join(lines)
+
+    def with_section(self, heading: str, paragraph: str) -> Message:
+        return dataclasses.replace(self, sections=(*self.sections, (heading, paragraph)))
 
     def to_dict(self) -> dict:
         return {
@@ -171,449 +104,557 @@ class Message:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         return cls(
-            subject=data["subject"], title=data["title"], level=data.get("level", WARNING),
-            sections=tuple(tuple(s) for s in data.get("sections", ())),
-            facts=tuple(tuple(f) for f in data.get("facts", ())), link=data.get("link", ""),
+            subject=data["subject"], title=data["title"], level=data["level"],
+            sections=tuple((str(h), str(t)) for h, t in data.get("sections", ())),
+            facts=tuple((str(k), str(v)) for k, v in data.get("facts", ())), link=data.get("link", ""),
             kind=data.get("kind", ""), day=data.get("day", ""),
         )
 
 
-# --- alerts -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MessageContext:
+    """What the texts depend on beyond the facts: the source (advice differs), the file a user edits,
+    the same-morning retry window and the public address of the workbooks."""
+
+    emulator: bool
+    config_file: str = "config/dmf.local.toml"
+    retry_until: time = time(12, 0)
+    public_base_url: str = ""
+
+    @classmethod
+    def of(cls, settings: Any, config_file: str | None = None) -> MessageContext:
+        from dmf_assets.source.endpoint import resolve_endpoint
+
+        return cls(
+            emulator=resolve_endpoint(settings.source.base_url).local,
+            config_file=config_file or "config/dmf.local.toml",
+            retry_until=settings.retry.until,
+            public_base_url=settings.report.public_base_url.rstrip("/"),
+        )
+
+    def source_advice(self) -> str:
+        if self.emulator:
+            return ("원천은 내장 MFDS 에뮬레이터입니다(키·네트워크 불필요): 고장 주입(`--fault`, [emulator] faults)으로 "
+                    "거부된 날이면 고장 없이 다시 실행하면 반영됩니다.")
+        return "data.go.kr의 서비스 공지와 서비스키(MFDS_SERVICE_KEY)의 일일 호출 한도를 확인하세요."
+
+
+# --- what a message may say about an automatic retry ------------------------------------------------
+
+
+class NoRetry(str, Enum):
+    """Why no automatic retry follows (docs/DOMAIN.md §9: a retry is promised only when it will run)."""
+
+    OFF = "off"  # [retry] transient_attempts = 0
+    NOT_TRANSIENT = "not_transient"  # drop / nulls / duplicates / churn, or a failure a retry cannot mend
+    OLD_DAY = "old_day"  # not today's partition, or not rejected today
+    USED = "used"  # every attempt of the morning is spent
+    WINDOW = "window"  # the next attempt would fall after [retry] until
+    NO_DAEMON = "no_daemon"  # no Dagster daemon is beating to launch it
 
 
 @dataclass(frozen=True)
-class Alert:
-    """A situation worth telling people about, once per (day, kind).
+class RetryOutlook:
+    """The next automatic retry of a day — when it runs (`at`) or why there is none (`why_not`)."""
 
-    `facts` carries what the message needs (see the `alert_*` constructors below for each kind's
-    keys); they are stored with the alert, so keep them JSON-serialisable. `day` is the partition
-    (YYYY-MM-DD) the alert is about.
-    """
-
-    kind: str
-    day: str
-    facts: Mapping[str, Any] = field(default_factory=dict)
-    run_id: str | None = None
+    attempt: int  # the number the next retry would have (retries so far + 1)
+    of: int  # attempts allowed per morning
+    at: datetime | None = None
+    why_not: NoRetry | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ALERT_KINDS:
-            raise ValueError(f"unknown alert kind {self.kind!r}; one of {', '.join(ALERT_KINDS)}")
-        object.__setattr__(self, "day", _iso(self.day))
-        object.__setattr__(self, "facts", {k: _jsonable(v) for k, v in dict(self.facts).items()})
+        if (self.at is None) == (self.why_not is None):
+            raise ValueError("a retry outlook is either a time or a reason, not both")
+
+    @property
+    def planned(self) -> bool:
+        return self.at is not None
+
+    def sentence(self, ctx: MessageContext) -> str:
+        """The promise, or the reason there is none — never a retry that will not come."""
+        if self.at is not None:
+            return (f"{_hhmm(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중).")
+        until = _clock(ctx.retry_until)
+        return {
+            NoRetry.OFF: "자동 재시도는 꺼져 있습니다([retry] transient_attempts = 0).",
+            NoRetry.NOT_TRANSIENT: "이 실패는 다시 수집해도 풀리지 않으므로 자동 재시도하지 않습니다.",
+            NoRetry.OLD_DAY: ("같은 아침의 자동 재시도는 오늘(KST) 거부된 오늘 날짜에만 합니다 — 이 날은 그렇지 않으므로 "
+                              "자동 재시도하지 않습니다."),
+            NoRetry.USED: f"오늘 아침의 자동 재시도 {self.of}회를 모두 썼습니다.",
+            NoRetry.WINDOW: f"자동 재시도 시간({until}까지)이 지나 더 이상 다시 수집하지 않습니다.",
+            NoRetry.NO_DAEMON: (f"Dagster 데몬이 실행 중이 아니어서 자동 재시도가 예정되어 있지 않습니다. {until} 전에 "
+                                "`dmf ui`나 설치한 서비스(`dmf service install`)를 시작하면 데몬이 다시 수집합니다."),
+        }[self.why_not]  # type: ignore[index]
+
+
+# --- alerts ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Parts:
+    subject: str
+    what: str
+    why: str
+    todo: str
+    facts: tuple[tuple[str, str], ...] = ()
+
+
+ALERT_KINDS: dict[str, type[Alert]] = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert:
+    """A situation worth telling people about, once per (day, kind). Subclasses are the kinds."""
+
+    kind: ClassVar[str] = ""
+    label_ko: ClassVar[str] = ""
+    label_en: ClassVar[str] = ""
+    level: ClassVar[str] = WARNING
+
+    day: date
+    run_id: str | None = None
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.kind:
+            ALERT_KINDS[cls.kind] = cls
 
     @property
     def key(self) -> str:
         """The de-duplication identity: one alert per day and kind."""
-        return f"{self.day}-{self.kind}"
+        return f"{self.day.isoformat()}-{self.kind}"
+
+    def facts(self) -> dict[str, Any]:
+        """The alert's fields as JSON values (the record kept beside the message)."""
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items() if k not in ("day", "run_id")}
+
+    def parts(self, ctx: MessageContext) -> Parts:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, (datetime, date)):
-        return _iso(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     return value
 
 
-def alert_rejected(day, *, gate, observed="", threshold="", comparison_base=None, detail="", retry_at=None,
-                   attempt: int = 1, attempts_max: int = 3, run_id: str | None = None) -> Alert:
-    """A gate rejected `day`. `retry_at` = when the automatic retry runs (None: no retry follows)."""
-    return Alert(REJECTED, day, {"gate": gate_number(gate) or gate, "observed": observed, "threshold": threshold,
-                                 "comparison_base": comparison_base, "detail": detail, "retry_at": retry_at,
-                                 "attempt": attempt, "attempts_max": attempts_max}, run_id)
+def _base_sentence(base: date | None) -> str:
+    if base is None:
+        return "아직 반영된 날이 없어 비교 기준일도 없습니다."
+    return f"비교 기준일(comparison base)은 {base.isoformat()} 그대로입니다."
 
 
-def alert_rejected_from_metadata(day, metadata: Mapping[str, Any], *, retry_at=None, attempt: int = 1,
-                                 attempts_max: int = 3, run_id: str | None = None) -> Alert:
-    """`alert_rejected` from an integrity_verdict / snapshot_diff materialization's metadata
-    (keys rejected_gate, reason, comparison_base; observed/threshold when present)."""
-    m = {k: getattr(v, "value", v) for k, v in dict(metadata).items()}
-    return alert_rejected(day, gate=m.get("rejected_gate") or m.get("gate"), observed=m.get("observed", ""),
-                          threshold=m.get("threshold", ""), comparison_base=m.get("comparison_base"),
-                          detail=m.get("reason", "") if m.get("reason") not in (None, "-") else "",
-                          retry_at=retry_at, attempt=attempt, attempts_max=attempts_max, run_id=run_id)
+def _gate_where(gate: int) -> str:
+    asset = "snapshot_diff" if GATE_BY_NUMBER[gate].after_diff else "integrity_verdict"
+    g = GATE_BY_NUMBER[gate]
+    return (f"리포트의 {sheet_ref(SHEET_SUMMARY)}와 {sheet_ref(SHEET_QUALITY)}에 게이트 표가 있고, 표본 행은 Dagster UI의 "
+            f"{asset} 자산 → Checks → gate_{g.number}_{g.name} → 이 날짜 파티션에 있습니다.")
 
 
-def alert_retry_succeeded(day, *, attempt: int, status: str = "accepted", first_failure: str = "", counts=None,
-                          run_id: str | None = None) -> Alert:
-    return Alert(RETRY_SUCCEEDED, day, {"attempt": attempt, "status": status, "first_failure": first_failure,
-                                        "counts": dict(counts or {})}, run_id)
+@dataclass(frozen=True, kw_only=True)
+class Rejected(Alert):
+    kind: ClassVar[str] = "rejected"
+    label_ko, label_en = "수집 거부", "rejected day"
+    rejection: Rejection
+    retry: RetryOutlook
 
-
-def alert_retries_exhausted(day, *, attempts: int, gate=None, observed="", threshold="", comparison_base=None,
-                            last_error: str = "", run_id: str | None = None) -> Alert:
-    return Alert(RETRIES_EXHAUSTED, day, {"attempts": attempts, "gate": gate_number(gate) or gate,
-                                          "observed": observed, "threshold": threshold,
-                                          "comparison_base": comparison_base, "last_error": last_error}, run_id)
-
-
-def alert_run_failed(day, *, error: str, step: str = "", run_id: str | None = None, retry_at=None) -> Alert:
-    return Alert(RUN_FAILED, day, {"error": _first_line(error), "step": step, "retry_at": retry_at}, run_id)
-
-
-def alert_overdue(day, *, expected_at: str = "09:00", latest_report: str | None = None,
-                  workbook: str = "", note: str = "") -> Alert:
-    return Alert(OVERDUE, day, {"expected_at": expected_at, "latest_report": latest_report,
-                                "workbook": workbook, "note": note})
-
-
-def alert_watchlist_hit(day, *, hits: Sequence[Mapping[str, Any] | str], run_id: str | None = None) -> Alert:
-    """`hits`: event dicts (EventLine fields) or ready sentences."""
-    return Alert(WATCHLIST_HIT, day, {"hits": list(hits)}, run_id)
-
-
-def alert_rejected_streak(day, *, days: Sequence[Any], comparison_base=None, gates: Mapping[str, Any] | None = None,
-                          run_id: str | None = None) -> Alert:
-    """`days`: the rejected days in a row (oldest first), `day` the latest of them."""
-    return Alert(REJECTED_STREAK, day, {"days": [_iso(d) for d in days], "comparison_base": comparison_base,
-                                        "gates": dict(gates or {})}, run_id)
-
-
-def alert_request_cap(day, *, cap: int, used: int | None = None, run_id: str | None = None) -> Alert:
-    return Alert(REQUEST_CAP, day, {"cap": cap, "used": used}, run_id)
-
-
-def alert_slow_run(day, *, seconds: float, median_s: float, samples: int, factor: float = 3.0,
-                   run_id: str | None = None) -> Alert:
-    return Alert(SLOW_RUN, day, {"seconds": round(seconds, 1), "median_s": round(median_s, 1), "samples": samples,
-                                 "factor": factor}, run_id)
-
-
-def alert_withdrawal_share(day, *, withdrawn: int, registry_size: int, threshold: float = 0.02,
-                           run_id: str | None = None) -> Alert:
-    return Alert(WITHDRAWAL_SHARE, day, {"withdrawn": withdrawn, "registry_size": registry_size,
-                                         "share": withdrawn / registry_size if registry_size else None,
-                                         "threshold": threshold}, run_id)
-
-
-def alert_run_timeout(day, *, limit_minutes: int, elapsed_minutes: float | None = None, step: str = "",
-                      retry_at=None, run_id: str | None = None) -> Alert:
-    return Alert(RUN_TIMEOUT, day, {"limit_minutes": limit_minutes, "elapsed_minutes": elapsed_minutes,
-                                    "step": step, "retry_at": retry_at}, run_id)
-
-
-def alert_daemon_down(day, *, last_heartbeat=None, age_minutes: float | None = None, limit_minutes: float = 10.0,
-                      daemons: Sequence[str] = (), detail: str = "") -> Alert:
-    return Alert(DAEMON_DOWN, day, {"last_heartbeat": last_heartbeat, "age_minutes": age_minutes,
-                                    "limit_minutes": limit_minutes, "daemons": list(daemons), "detail": detail})
-
-
-def _first_line(text: Any) -> str:
-    """First non-empty line of an error: a traceback is never the message."""
-    for line in str(text or "").splitlines():
-        if line.strip():
-            return line.strip()[:500]
-    return ""
-
-
-def _base(value: Any) -> str:
-    return _iso(value) or "없음 (아직 반영된 날이 없음)"
-
-
-def compose_alert(alert: Alert, *, link: str = "") -> Message:
-    """The message for `alert`: what happened, why, what to do next."""
-    f, day = alert.facts, alert.day
-    ko, en = KIND_LABEL[alert.kind]
-    level = KIND_LEVEL[alert.kind]
-    facts: list[tuple[str, str]] = [("날짜 / day", day), ("종류 / kind", f"{ko} ({alert.kind})")]
-    if alert.run_id:
-        facts.append(("Dagster run", alert.run_id))
-    rerun = f"`dmf run --date {day}`"
-    prefix = "[DMF 경보]"
-
-    if alert.kind == REJECTED:
-        g = gate_number(f.get("gate"))
-        base = _base(f.get("comparison_base"))
-        what = (f"{day} 수집 결과가 {gate_label(f.get('gate'))}에서 거부되었습니다 (rejected). 이 날의 변경은 "
-                f"반영되지 않았고, 비교 기준(comparison base)은 {base} 그대로입니다.")
-        why = (f"관측값 observed {f.get('observed') or '-'} — 기준 threshold {f.get('threshold') or '-'}."
-               if f.get("observed") or f.get("threshold") else "")
-        if f.get("detail"):
-            why = f"{why} {f['detail']}".strip()
-        why = why or "리포트의 '게이트' 시트에 관측값과 기준이 있습니다."
-        if g in TRANSIENT_GATES:
-            if f.get("retry_at"):
-                nxt = (f"일시적 오류(transient)로 보고 {_hhmm(f['retry_at'])}에 자동 재시도(automatic retry)합니다 "
-                       f"(재시도 {f.get('attempt', 1)}/{f.get('attempts_max', 3)}). 지금 할 일은 없습니다 — 결과를 "
-                       "다시 알려 드립니다. 원천(source)이 계속 불완전하면 재시도 후 포기 알림이 갑니다.")
+    def parts(self, ctx: MessageContext) -> Parts:
+        r, day = self.rejection, self.day
+        title = gate_title(r.gate)
+        what = (f"{day} 수집 결과가 {title}에서 거부되었습니다(rejected). 이 날의 변경은 반영되지 않았고, "
+                + _base_sentence(r.base_day))
+        why = r.evidence
+        if r.spec.transient:
+            if self.retry.planned:
+                todo = (f"일시적 오류(transient)로 보고 {self.retry.sentence(ctx)} 지금 할 일은 없습니다 — 결과는 이 날의 "
+                        "리포트 메일 한 통으로 알려 드립니다.")
             else:
-                nxt = ("자동 재시도는 예정되어 있지 않습니다 (no automatic retry follows). 원천 API 상태(data.go.kr "
-                       f"공지, 서비스키 호출 한도)를 확인한 뒤 {rerun} 로 다시 실행하세요. 그대로 두어도 다음 날 06:00 "
-                       "수집이 그 사이의 변경을 모두 포함합니다.")
+                todo = (f"{self.retry.sentence(ctx)} 원천이 회복되면 {_rerun(day)}로 다시 실행하세요. 그대로 두어도 다음 "
+                        f"정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다. {ctx.source_advice()}")
         else:
-            key = GATES.get(g, (None, None, None))[2] if g else None
-            nxt = ("이 게이트는 자동 재시도하지 않습니다 — 사람이 판단해야 합니다 (human decision, not retried). "
-                   "원천(source)이 일부만 돌려준 것인지, 실제 대량 변경인지 리포트의 '게이트' 시트와 표본 행으로 "
-                   "확인하세요. 실제 변경이면 config/dmf.toml"
-                   + (f" [gates] {key}" if key else " [gates]") + f" 값을 올리고 {rerun} 로 다시 실행하세요.")
-        facts.append(("게이트 / gate", gate_label(f.get("gate"))))
-        if f.get("observed") or f.get("threshold"):
-            facts += [("관측값 / observed", str(f.get("observed") or "-")), ("기준 / threshold", str(f.get("threshold") or "-"))]
-        facts.append(("비교 기준 / comparison base", base))
-        if f.get("retry_at"):
-            facts.append(("자동 재시도 / retry at", _hhmm(f["retry_at"])))
-        subject = f"{prefix} {day} 수집 거부 (rejected) — {gate_label(f.get('gate'))}"
-    elif alert.kind == RETRY_SUCCEEDED:
-        counts = f.get("counts") or {}
-        what = (f"{day} 자동 재시도 {f.get('attempt', '?')}회째에 수집이 정상 반영되었습니다 (retry succeeded, "
-                f"{f.get('status', 'accepted')}).")
-        why = f"앞선 실패: {f['first_failure']}." if f.get("first_failure") else "앞선 시도는 일시적 오류로 실패했습니다."
-        if counts:
-            why += " 결과: " + " · ".join(f"{EVENT_LABEL.get(k.upper(), k)} {_n(v)}" for k, v in counts.items())
-        nxt = "할 일은 없습니다. 이 날의 리포트가 평소처럼 발송됩니다 (앞서 받은 거부 알림은 해소되었습니다)."
-        subject = f"[DMF] {day} 재시도 성공 (retry succeeded) — 정상 반영"
-    elif alert.kind == RETRIES_EXHAUSTED:
-        base = _base(f.get("comparison_base"))
-        what = (f"{day} 자동 재시도 {f.get('attempts', '?')}회가 모두 실패하여 재시도를 포기합니다 (giving up). "
-                f"이 날은 반영되지 않았고 비교 기준은 {base} 그대로입니다.")
-        why = (f"마지막 시도: {gate_label(f['gate'])}, 관측값 {f.get('observed') or '-'} — 기준 {f.get('threshold') or '-'}."
-               if f.get("gate") else f"마지막 오류: {f.get('last_error') or '-'}.")
-        nxt = ("원천 API(data.go.kr) 상태와 서비스키 호출 한도를 확인하세요. 원천이 회복되면 "
-               f"{rerun} 로 직접 다시 실행할 수 있고, 그대로 두면 다음 날 06:00 수집이 그 사이 변경을 모두 포함합니다.")
-        facts += [("시도 횟수 / attempts", _n(f.get("attempts"))), ("비교 기준 / comparison base", base)]
-        subject = f"{prefix} {day} 재시도 포기 (retries exhausted) — 수집 실패"
-    elif alert.kind == RUN_FAILED:
-        what = f"{day} 실행이 오류로 실패했습니다 (failed run)" + (f" — 단계 step `{f['step']}`." if f.get("step") else ".")
-        why = f"오류 / error: {f.get('error') or '-'}"
-        if f.get("retry_at"):
-            nxt = f"{_hhmm(f['retry_at'])}에 자동 재시도합니다. 반복되면 Dagster UI의 run 로그를 확인하세요."
+            key = r.spec.setting
+            todo = (f"이 게이트는 자동 재시도하지 않습니다 — 사람이 판단합니다(not retried: a human decides). "
+                    f"{r.spec.check_ko} 확인하세요: {_gate_where(r.gate)} 실제 변경이라면 {ctx.config_file}의 [gates] "
+                    f"{josa(str(key), '을/를')} 관측값보다 크게 적고 {_rerun(day)}로 다시 실행하세요.")
+        facts = [("게이트 / gate", title), ("관측값 / observed", r.observed), ("기준 / threshold", r.threshold),
+                 ("비교 기준 / comparison base", r.base_day.isoformat() if r.base_day else "없음 (첫 반영 전)")]
+        if self.retry.at is not None and r.spec.transient:
+            facts.append(("자동 재시도 / retry at", _when(self.retry.at)))
+        return Parts(f"{day} 수집 거부 (rejected) — {title}", what, why, todo, tuple(facts))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetriesExhausted(Alert):
+    kind: ClassVar[str] = "retries_exhausted"
+    label_ko, label_en, level = "재시도 종료", "retries exhausted", CRITICAL
+    attempts: int  # automatic retries that ran this morning
+    why_stopped: NoRetry  # USED or WINDOW
+    rejection: Rejection | None = None  # the last attempt's verdict …
+    error: str | None = None  # … or the last attempt's error (a failed fetch)
+
+    def __post_init__(self) -> None:
+        if (self.rejection is None) == (self.error is None):
+            raise ValueError("retries end on a rejection or an error, exactly one")
+        if self.attempts < 1:
+            raise ValueError("retries_exhausted needs at least one retry that ran")
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        day = self.day
+        stop = (f"자동 재시도 {self.attempts}회가 모두 실패하여" if self.why_stopped is NoRetry.USED else
+                f"자동 재시도 {self.attempts}회가 실패했고 재시도 시간({_clock(ctx.retry_until)}까지)이 지나")
+        what = f"{day} {stop} 오늘은 더 이상 다시 수집하지 않습니다(retries exhausted). 이 날은 반영되지 않았습니다."
+        if self.rejection is not None:
+            what += " " + _base_sentence(self.rejection.base_day)
+            why = f"마지막 시도: {self.rejection.sentence}"
         else:
-            nxt = f"Dagster UI에서 이 run의 로그를 확인하고, 원인을 해결한 뒤 {rerun} 로 다시 실행하세요. `dmf doctor`가 설치 상태를 점검합니다."
-        subject = f"{prefix} {day} 실행 실패 (failed run)"
-    elif alert.kind == OVERDUE:
-        at = f.get("expected_at") or "09:00"
-        latest = f.get("latest_report")
-        what = f"{day} 일일 리포트가 {at} KST까지 만들어지지 않았습니다 (report overdue)."
-        why = (f"{f.get('workbook') or f'reports/DMF_리포트_{day}.xlsx'} 파일이 없습니다. "
-               + (f"가장 최근 리포트: {latest}." if latest else "만들어진 리포트가 아직 없습니다."))
-        if f.get("note"):
-            why += f" {f['note']}"
-        nxt = ("06:00 수집이 실행되었는지 Dagster UI(Runs)에서 확인하세요. 데몬이 멈췄다면 "
-               "`systemctl --user status dmf-dagster-daemon` / `journalctl --user -u dmf-dagster-daemon` 로 확인 후 "
-               f"재시작하고, {rerun} 로 이 날을 직접 실행하세요. `dmf doctor` 로 설치 상태를 점검할 수 있습니다.")
-        subject = f"{prefix} {day} 리포트 지연 (report overdue, {at} KST)"
-    elif alert.kind == WATCHLIST_HIT:
-        hits = list(f.get("hits") or [])
-        what = f"{day} 관심목록(watchlist)에 해당하는 이벤트가 {len(hits)}건 있습니다."
-        why = "config/dmf.toml [watchlist] 패턴(성분·신청인·제조소·제조국)과 일치하는 이벤트:\n" + "\n".join(
-            f"  {i}. {h if isinstance(h, str) else event_sentence(h)}" for i, h in enumerate(hits[:20], 1))
-        if len(hits) > 20:
-            why += f"\n  … 외 {len(hits) - 20}건"
-        nxt = "리포트의 '관심목록' 시트와 이벤트 시트에서 내용을 확인하고, 필요하면 담당 부서에 공유하세요."
-        facts.append(("건수 / hits", _n(len(hits))))
-        subject = f"{prefix} {day} 관심목록 해당 {len(hits)}건 (watchlist hit)"
-    elif alert.kind == REJECTED_STREAK:
-        days = list(f.get("days") or [])
-        base = _base(f.get("comparison_base"))
-        gates = f.get("gates") or {}
-        what = (f"⚠ 긴급 / ESCALATION: {len(days)}일 연속 수집이 거부되었습니다 ({', '.join(days)}). "
-                f"마지막 반영일 {base} 이후의 변경이 보고되지 않고 있습니다.")
-        why = "거부 사유: " + ("; ".join(f"{d} {gate_label(g)}" for d, g in gates.items()) if gates else
-                              "각 날의 거부 알림과 리포트 '게이트' 시트를 보세요.")
-        nxt = ("자동 재시도로 해결되지 않는 상태입니다. 오늘 담당자가 직접 확인해야 합니다 (action required today): "
-               "원천 API(data.go.kr) 공지·서비스키 상태, `dmf doctor`, 리포트의 게이트 표본 행을 확인하고, 실제 대량 변경이면 "
-               "config/dmf.toml [gates] 기준을 조정한 뒤 거부된 날을 `dmf run --date …` 로 다시 실행하세요.")
-        facts += [("연속 거부 / in a row", _n(len(days))), ("비교 기준 / comparison base", base)]
-        subject = f"[DMF 긴급] {day} — {len(days)}일 연속 수집 거부 (escalation: rejected days in a row)"
-    elif alert.kind == REQUEST_CAP:
-        what = f"{day} 일일 요청 한도(request cap) {_n(f.get('cap'))}회에 도달하여 수집이 중단되었습니다."
-        why = (f"오늘 이미 {_n(f['used'])}회 요청했습니다. " if f.get("used") is not None else "") + \
-            "반복된 재시도나 페이지 크기(numOfRows) 설정 때문에 요청이 늘었을 수 있습니다."
-        nxt = ("같은 날 다시 실행하면 또 한도에 걸립니다. 원인(재시도 반복, [source] num_of_rows)을 확인하고, 필요하면 "
-               "config/dmf.toml [source] daily_request_cap 을 조정하세요 (data.go.kr 개발 키는 하루 10,000회). "
-               "다음 날 06:00 수집은 평소대로 실행됩니다.")
-        subject = f"{prefix} {day} 요청 한도 도달 (request cap reached)"
-    elif alert.kind == SLOW_RUN:
-        ratio = (f["seconds"] / f["median_s"]) if f.get("median_s") else None
-        what = (f"{day} 실행이 {f.get('seconds')}초 걸렸습니다 — 최근 {f.get('samples')}회 중앙값 "
-                f"{f.get('median_s')}초의 {ratio:.1f}배입니다 (slow run)." if ratio else f"{day} 실행이 느렸습니다 (slow run).")
-        why = f"기준: 중앙값의 {f.get('factor', 3.0)}배 이상. 원천 API 응답 지연, 서버 부하, 디스크 문제가 흔한 원인입니다."
-        nxt = ("결과는 정상 반영되었으면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 "
-               "확인하고, 며칠 계속되면 서버 부하와 디스크를 점검하세요.")
-        subject = f"{prefix} {day} 느린 실행 (slow run)"
-    elif alert.kind == WITHDRAWAL_SHARE:
-        what = (f"{day} 반영된 결과에서 취하(withdrawn)가 {_n(f.get('withdrawn'))}건으로 등록 {_n(f.get('registry_size'))}건의 "
-                f"{_pct(f.get('share'))}입니다 (기준 {_pct(f.get('threshold'))} 초과).")
-        why = ("모든 게이트는 통과했지만 취하는 드물어야 합니다. 원천이 일부 목록만 돌려준 경우 대량의 허위 취하가 "
-               "생길 수 있습니다.")
-        nxt = ("리포트의 취하 시트에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. 허위 취하라면 "
-               "config/dmf.toml [gates] drop_max_ratio/churn_max_ratio 를 낮추고 이 날을 다시 실행해 거부되게 하세요.")
-        subject = f"{prefix} {day} 대량 취하 {_pct(f.get('share'))} (withdrawals above {_pct(f.get('threshold'))})"
-    elif alert.kind == RUN_TIMEOUT:
-        what = (f"{day} 실행이 시간 한도 {f.get('limit_minutes')}분을 넘어 중지되었습니다 (run time limit exceeded — stopped)"
-                + (f", 단계 `{f['step']}`." if f.get("step") else "."))
-        why = (f"경과 {f['elapsed_minutes']:.0f}분. " if isinstance(f.get("elapsed_minutes"), (int, float)) else "") + \
-            "원천 API가 응답하지 않거나 DB 잠금을 기다리다 멈춘 경우가 흔합니다."
-        nxt = (f"{_hhmm(f['retry_at'])}에 자동 재시도합니다." if f.get("retry_at") else
-               f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {rerun} 로 다시 실행하세요.") + \
-            " 한도는 config/dmf.toml [runs] max_minutes 입니다."
-        subject = f"{prefix} {day} 실행 시간 초과로 중지 (run time limit exceeded)"
-    elif alert.kind == DAEMON_DOWN:
-        last = _hhmm(f.get("last_heartbeat")) or "기록 없음 (never)"
-        what = "Dagster 데몬(daemon)이 동작하지 않는 것 같습니다 — 06:00 수집 일정(schedule)과 센서가 실행되지 않습니다."
-        why = (f"마지막 하트비트(heartbeat): {last}"
-               + (f", {f['age_minutes']:.0f}분 전" if isinstance(f.get("age_minutes"), (int, float)) else "")
-               + f" (기준 {f.get('limit_minutes')}분)."
-               + (f" 하트비트가 없는 데몬 / silent daemons: {', '.join(f['daemons'])}." if f.get("daemons") else "")
-               + (f" {f['detail']}" if f.get("detail") else ""))
-        nxt = ("`systemctl --user status dmf-dagster-daemon` 과 `journalctl --user -u dmf-dagster-daemon -n 100` 으로 "
-               "확인하고 `systemctl --user restart dmf-dagster-daemon` 으로 재시작하세요 (시스템 설치면 --user 없이 sudo). "
-               "오늘 리포트가 없으면 `dmf run --date " + day + "` 로 직접 실행하세요.")
-        subject = f"{prefix} {day} Dagster 데몬 정지 (daemon heartbeat missing)"
-    else:  # pragma: no cover - ALERT_KINDS is checked in Alert
-        raise ValueError(alert.kind)
-    return Message(
-        subject=subject,
-        title=what,
-        level=level,
-        sections=(("무슨 일 / What happened", what), ("원인 / Why", why), ("조치 / What to do next", nxt)),
-        facts=tuple(facts),
-        link=link,
-        kind=alert.kind,
-        day=day,
-    )
+            why = f"마지막 시도의 오류: {self.error}"
+        todo = (f"원천이 회복되면 {_rerun(day)}로 직접 다시 실행하세요. 그대로 두어도 다음 정상 수집일의 비교가 그 사이의 "
+                f"변경을 모두 포함합니다. {ctx.source_advice()}")
+        return Parts(f"{day} 자동 재시도 종료 (retries exhausted) — 수집 실패", what, why, todo,
+                     (("재시도 횟수 / attempts", _n(self.attempts)),))
 
 
-# --- the daily delivery ------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class RunFailed(Alert):
+    kind: ClassVar[str] = "run_failed"
+    label_ko, label_en, level = "실행 실패", "failed run", CRITICAL
+    step: str
+    error: str
+    retry: RetryOutlook
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        day = self.day
+        what = f"{day} 실행이 단계 `{self.step}`에서 오류로 실패했습니다(failed run)."
+        if self.retry.planned:
+            todo = f"{self.retry.sentence(ctx)} 되풀이되면 Dagster UI에서 이 run의 로그를 확인하세요."
+        else:
+            retry = "" if self.retry.why_not is NoRetry.NOT_TRANSIENT else self.retry.sentence(ctx) + " "
+            todo = (f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun(day)}로 다시 실행하세요. "
+                    "`dmf doctor`가 설치 상태를 점검합니다.")
+        facts = (("단계 / step", self.step),) + ((("Dagster run", self.run_id),) if self.run_id else ())
+        return Parts(f"{day} 실행 실패 (failed run) — {self.step}", what, f"오류 / error: {self.error}", todo, facts)
 
 
-@dataclass(frozen=True)
-class EventLine:
-    """One event as the delivery tells it (a subset of report.model.EventRow)."""
+@dataclass(frozen=True, kw_only=True)
+class Overdue(Alert):
+    kind: ClassVar[str] = "overdue"
+    label_ko, label_en, level = "리포트 지연", "report overdue", CRITICAL
+    expected_at: time
+    workbook: str  # the missing file, relative to the project
+    latest_report: date | None
+    daemon_down: bool = False
 
-    event_type: str  # NEW | CHANGED | WITHDRAWN
-    severity: str = ""
-    permit_no: str | None = None
-    ingredient: str | None = None
-    applicant: str | None = None
-    manufacturer: str | None = None
-    countries: str | None = None
-    changed_fields: tuple[str, ...] = ()
-    watchlist_hit: bool = False
-    watch_reasons: tuple[str, ...] = ()
-    is_reappearance: bool = False
-
-    def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+    def parts(self, ctx: MessageContext) -> Parts:
+        day, at = self.day, _clock(self.expected_at)
+        what = f"{day} 일일 리포트가 {at}까지 만들어지지 않았습니다(report overdue)."
+        why = f"{self.workbook} 파일이 없습니다. " + (f"가장 최근 리포트는 {self.latest_report}의 것입니다."
+                                                  if self.latest_report else "만들어진 리포트가 아직 없습니다.")
+        if self.daemon_down:
+            why += " Dagster 데몬도 멈춰 있습니다(같은 날 'Dagster 데몬 정지' 알림 참조)."
+        todo = ("06:00 수집이 실행되었는지 Dagster UI의 Runs에서 확인하세요. 데몬이 멈췄다면 "
+                "`systemctl --user status dmf-dagster-daemon`으로 확인해 다시 시작하고, "
+                f"{_rerun(day)}로 이 날을 직접 실행하세요. `dmf doctor`가 설치 상태를 점검합니다.")
+        return Parts(f"{day} 리포트 지연 (report overdue, {at})", what, why, todo, (("기한 / deadline", at),))
 
 
-_SEVERITY_RANK = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "INFO": 3, "COSMETIC": 4}
+@dataclass(frozen=True, kw_only=True)
+class WatchlistHit(Alert):
+    kind: ClassVar[str] = "watchlist_hit"
+    label_ko, label_en = "관심목록 해당", "watchlist hit"
+    hits: tuple[str, ...]  # the events as marked sentences
+
+    def __post_init__(self) -> None:
+        if not self.hits:
+            raise ValueError("a watchlist alert needs its hits")
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        n = len(self.hits)
+        what = f"{self.day} 관심목록(watchlist)에 해당하는 이벤트가 {n:,}건 있습니다."
+        shown = "\n".join(f"  {i}. {h}" for i, h in enumerate(self.hits[:20], 1))
+        more = f"\n  … 외 {n - 20:,}건은 리포트에 있습니다." if n > 20 else ""
+        why = f"[watchlist] 패턴(성분·신청인·제조소·제조국)과 일치하는 이벤트:\n{shown}{more}"
+        todo = (f"리포트의 {sheet_ref(SHEET_EVENTS)}에서 '표시' 열을 '관심목록'으로 거르면 전체 내용(전 → 후)이 보입니다. "
+                "필요하면 담당 부서에 공유하세요.")
+        return Parts(f"{self.day} 관심목록 해당 {n:,}건 (watchlist hit)", what, why, todo, (("건수 / hits", _n(n)),))
 
 
-def event_sentence(event: EventLine | Mapping[str, Any]) -> str:
-    """One Korean sentence for an event: what, who, where."""
-    e = event if isinstance(event, Mapping) else event.to_dict()
-    kind = str(e.get("event_type") or "").upper()
-    ingredient = e.get("ingredient") or "(성분명 없음)"
-    applicant = e.get("applicant") or "(신청인 없음)"
-    where = ", ".join(x for x in (e.get("manufacturer"), e.get("countries")) if x)
-    permit = f" 등록번호 {e['permit_no']}" if e.get("permit_no") else ""
-    sev = f" [{e['severity']}]" if e.get("severity") else ""
-    watch = ""
-    if e.get("watchlist_hit"):
-        reasons = ", ".join(e.get("watch_reasons") or ())
-        watch = f" ★관심목록" + (f"({reasons})" if reasons else "")
-    if kind == "NEW":
-        again = "재등장" if e.get("is_reappearance") else "신규 등록"
-        text = f"{again}: {applicant}이(가) {ingredient}을(를) 등록했습니다" + (f" — 제조소 {where}" if where else "")
-    elif kind == "CHANGED":
-        fields = ", ".join(FIELD_LABEL_KO.get(x, x) for x in (e.get("changed_fields") or ())) or "내용"
-        text = f"변경: {applicant}의 {ingredient} — {fields} 변경" + (f" (현재 제조소 {where})" if where else "")
-    elif kind == "WITHDRAWN":
-        text = f"취하: {applicant}의 {ingredient} 등록이 목록에서 사라졌습니다" + (f" — 제조소 {where}" if where else "")
-    else:
-        text = f"{kind}: {applicant} · {ingredient}"
-    return f"{text}.{permit}{sev}{watch}".replace("..", ".")
+@dataclass(frozen=True, kw_only=True)
+class RejectedStreak(Alert):
+    kind: ClassVar[str] = "rejected_streak"
+    label_ko, label_en, level = "연속 수집 거부", "rejected days in a row", CRITICAL
+    days: tuple[date, ...]  # oldest first; `day` is the latest
+    gates: tuple[int, ...]  # the gate that rejected each of `days`
+    base: date | None
+
+    def __post_init__(self) -> None:
+        if len(self.days) < 2 or len(self.days) != len(self.gates):
+            raise ValueError("a streak names at least two days and the gate of each")
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        n = len(self.days)
+        since = f"마지막 반영일 {self.base} 이후의 변경이 보고되지 않고 있습니다." if self.base else \
+            "아직 한 번도 반영되지 않았습니다."
+        what = (f"긴급 / ESCALATION: {n}일 연속 수집이 거부되었습니다({', '.join(d.isoformat() for d in self.days)}). "
+                + since)
+        why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates))
+        todo = ("오늘 담당자가 직접 확인해야 합니다(action required today). "
+                f"{ctx.source_advice()} `dmf doctor`로 설치 상태를, {_gate_where(self.gates[-1])} "
+                f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날을 `dmf run --date …`로 다시 실행하세요.")
+        return Parts(f"{self.day} — {n}일 연속 수집 거부 (escalation)", what, why, todo,
+                     (("연속 거부 / in a row", _n(n)),))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestCap(Alert):
+    kind: ClassVar[str] = "request_cap"
+    label_ko, label_en, level = "요청 한도 도달", "request cap reached", CRITICAL
+    cap: int
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        what = f"{self.day} 일일 요청 한도(request cap) {self.cap:,}회에 도달하여 수집이 중단되었습니다."
+        why = "같은 날 재시도가 반복되었거나 쪽 크기([source] num_of_rows)가 작아 요청이 늘었을 수 있습니다."
+        todo = (f"같은 날 다시 실행하면 또 한도에 걸립니다. 원인을 확인하고, 필요하면 {ctx.config_file}의 [source] "
+                "daily_request_cap을 조정하세요(data.go.kr 개발 키는 하루 10,000회). 다음 날 06:00 수집은 평소대로 실행됩니다.")
+        return Parts(f"{self.day} 요청 한도 도달 (request cap reached)", what, why, todo, (("한도 / cap", _n(self.cap)),))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlowRun(Alert):
+    kind: ClassVar[str] = "slow_run"
+    label_ko, label_en = "느린 실행", "slow run"
+    seconds: float
+    median_s: float
+    samples: int
+    factor: float
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        ratio = self.seconds / self.median_s
+        what = (f"{self.day} 실행이 {self.seconds:,.0f}초 걸렸습니다 — 최근 {self.samples}회 중앙값 {self.median_s:,.0f}초의 "
+                f"{ratio:.1f}배입니다(slow run).")
+        why = f"기준은 중앙값의 {self.factor:g}배입니다. 원천 API 응답 지연, 서버 부하, 디스크 문제가 흔한 원인입니다."
+        todo = ("결과가 정상 반영되었다면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 확인하고, "
+                "며칠 계속되면 서버 부하와 디스크를 점검하세요.")
+        return Parts(f"{self.day} 느린 실행 (slow run)", what, why, todo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WithdrawalShare(Alert):
+    kind: ClassVar[str] = "withdrawal_share"
+    label_ko, label_en, level = "대량 취하", "withdrawals above threshold", CRITICAL
+    withdrawn: int
+    registry_size: int
+    threshold: float
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        share = self.withdrawn / self.registry_size
+        what = (f"{self.day}에 반영된 결과에서 취하(withdrawn)가 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
+                f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과).")
+        why = "모든 게이트는 통과했지만 취하는 드물어야 합니다. 원천이 목록 일부만 돌려주면 대량의 허위 취하가 생길 수 있습니다."
+        todo = (f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
+                f"허위 취하라면 {ctx.config_file}의 [gates] drop_max_ratio나 churn_max_ratio를 낮추고 이 날을 "
+                f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요.")
+        return Parts(f"{self.day} 대량 취하 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunTimeout(Alert):
+    kind: ClassVar[str] = "run_timeout"
+    label_ko, label_en, level = "실행 시간 초과", "run time limit exceeded", CRITICAL
+    limit_minutes: int
+    retry: RetryOutlook
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        what = f"{self.day} 실행이 시간 한도 {self.limit_minutes}분을 넘어 중지되었습니다(run time limit exceeded)."
+        why = "원천 API가 응답하지 않거나 DB 잠금을 기다리다 멈춘 경우가 흔합니다."
+        todo = (self.retry.sentence(ctx) if self.retry.planned else
+                f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {_rerun(self.day)}로 다시 실행하세요.")
+        todo += f" 한도는 {ctx.config_file}의 [runs] max_minutes입니다."
+        return Parts(f"{self.day} 실행 시간 초과로 중지 (run time limit exceeded)", what, why, todo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaemonDown(Alert):
+    kind: ClassVar[str] = "daemon_down"
+    label_ko, label_en, level = "Dagster 데몬 정지", "daemon heartbeat missing", CRITICAL
+    last_heartbeat: datetime | None
+    limit_minutes: float
+    daemons: tuple[str, ...]
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        what = "Dagster 데몬(daemon)이 동작하지 않습니다 — 06:00 수집 일정(schedule)과 후속 실행 센서가 돌지 않습니다."
+        silent = ", ".join(self.daemons)
+        why = (f"마지막 하트비트(heartbeat)는 {_when(self.last_heartbeat)}입니다" if self.last_heartbeat else
+               "기록된 하트비트(heartbeat)가 없습니다") + f" — {self.limit_minutes:g}분 넘게 조용한 데몬: {silent}."
+        todo = ("`systemctl --user status dmf-dagster-daemon`과 `journalctl --user -u dmf-dagster-daemon -n 100`으로 확인하고 "
+                "`systemctl --user restart dmf-dagster-daemon`으로 다시 시작하세요(시스템 설치면 --user 없이 sudo로). "
+                f"오늘 리포트가 없으면 {_rerun(self.day)}로 직접 실행하세요.")
+        return Parts(f"{self.day} Dagster 데몬 정지 (daemon heartbeat missing)", what, why, todo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WatchdogError(Alert):
+    kind: ClassVar[str] = "watchdog_error"
+    label_ko, label_en, level = "감시 점검 실패", "watchdog cannot read the instance", CRITICAL
+    dagster_home: str
+    error: str
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        what = ("감시(watchdog, `dmf doctor --alert`)가 Dagster 인스턴스를 읽지 못해 데몬 상태를 확인할 수 없습니다. "
+                "데몬이 멈췄다는 뜻은 아닙니다.")
+        why = f"DAGSTER_HOME={self.dagster_home}: {self.error}"
+        todo = ("감시 타이머가 `dagster dev`·`dmf`와 같은 환경을 쓰는지 확인하세요: 프로젝트 폴더의 .env(예: PostgreSQL 접속 "
+                "정보), DAGSTER_HOME의 dagster.yaml. 고친 뒤 `dmf doctor --alert`를 직접 실행해 보세요.")
+        return Parts(f"{self.day} 감시 점검 실패 (watchdog cannot read the Dagster instance)", what, why, todo)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeliveryGivenUp(Alert):
+    kind: ClassVar[str] = "delivery_given_up"
+    label_ko, label_en, level = "발송 포기", "delivery given up", CRITICAL
+    subject: str
+    channels: tuple[str, ...]  # the targets that never accepted it (secret-free)
+    attempts: int
+    last_error: str
+    since: datetime
+
+    def parts(self, ctx: MessageContext) -> Parts:
+        hours = "24시간"
+        what = (f"「{self.subject}」 메시지를 {_when(self.since)}부터 {hours} 동안 {self.attempts}번 보냈지만 "
+                f"{', '.join(self.channels)}에 끝내 전달하지 못해 발송을 포기했습니다(delivery given up).")
+        why = f"마지막 오류: {self.last_error}"
+        todo = ("이 채널의 설정([alerts.email], [alerts] webhook_urls)과 서버 상태를 확인한 뒤 `dmf notify flush --given-up`으로 "
+                "다시 보내세요. `dmf notify status`가 발송 기록을 보여 줍니다.")
+        return Parts(f"{self.day} 알림 발송 포기 (delivery given up)", what, why, todo,
+                     (("채널 / channels", ", ".join(self.channels)),))
+
+
+def compose_alert(alert: Alert, ctx: MessageContext) -> Message:
+    """The message for `alert`: what happened, why, what to do next."""
+    p = alert.parts(ctx)
+    prefix = "[DMF 긴급]" if alert.kind == RejectedStreak.kind else "[DMF 경보]"
+    facts = (("날짜 / day", alert.day.isoformat()), ("종류 / kind", f"{alert.label_ko} ({alert.kind})"), *p.facts)
+    if alert.run_id and not any(k == "Dagster run" for k, _ in facts):
+        facts += (("Dagster run", alert.run_id),)
+    return Message(subject=f"{prefix} {p.subject}", title=p.what, level=alert.level,
+                   sections=(("무슨 일 / What happened", p.what), ("원인 / Why", p.why), ("조치 / What to do next", p.todo)),
+                   facts=facts, kind=alert.kind, day=alert.day.isoformat())
+
+
+# --- the daily workbook mail ----------------------------------------------------------------------
+
+
+def report_digest(report: Any) -> str:
+    """What a re-made workbook would tell anew: the day's verdict, counts, events, gates and warnings —
+    not the run id or the time it was written. Two reports with one digest read the same."""
+    content = (report.day, report.status, report.status_reason, report.comparison_base, report.kpis, report.events,
+               report.gates, report.quality, report.warnings, report.withdrawal_share)
+    return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
 class ReportDelivery:
-    """One day's workbook and what its e-mail says."""
+    """One day's workbook and what its mail says (built from the `DayReport` xlsx_report has in hand)."""
 
-    day: str
+    day: date
     status: str  # accepted | unchanged | baseline | rejected
     workbook: Path | None
-    comparison_base: str | None = None
-    new: int = 0
-    changed: int = 0  # substantive changes (headline)
-    withdrawn: int = 0
-    cosmetic: int = 0
-    registry_size: int | None = None
-    watchlist_hits: int = 0
-    status_reason: str = ""
-    events: tuple[EventLine, ...] = ()
-    url: str = ""  # download link (the file server), optional
+    comparison_base: date | None
+    registry_size: int | None
+    new: int
+    changed: int  # substantive changes (headline)
+    withdrawn: int
+    cosmetic: int
+    watchlist_hits: int
+    status_reason: str
+    sentences: tuple[Sentence, ...]  # the top events, as on 요약
+    headline_total: int  # headline events in all
+    watch_hits: tuple[str, ...]  # every watchlist-hit event as a marked sentence (the watchlist alert)
+    digest: str
+    retry_attempt: int = 0  # accepted on this same-morning retry (0: not a retry run)
+    retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "day", _iso(self.day))
-        object.__setattr__(self, "comparison_base", _iso(self.comparison_base) or None)
-        if self.workbook is not None:
-            object.__setattr__(self, "workbook", Path(self.workbook))
-
     @classmethod
-    def from_day_report(cls, report: Any, workbook: Path | str | None, *, url: str = "", run_id: str | None = None,
-                        top: int = 10) -> ReportDelivery:
-        """Build from a `dmf_assets.report.model.DayReport` (what xlsx_report has in hand)."""
+    def from_day_report(cls, report: Any, workbook: Path | str | None, *, retry_attempt: int = 0,
+                        retries_failed: int = 0, run_id: str | None = None, top: int = 10) -> ReportDelivery:
         k = report.kpis
-        status = getattr(report.status, "value", report.status)
-        headline = [e for e in report.events if not getattr(e, "is_cosmetic", False)]
-        headline.sort(key=lambda e: (not e.watchlist_hit, _SEVERITY_RANK.get(e.severity, 9)))
-        lines = tuple(
-            EventLine(e.event_type, e.severity, e.permit_no, e.ingredient, e.applicant, e.manufacturer, e.countries,
-                      tuple(e.changed_fields), bool(e.watchlist_hit), tuple(e.watch_reasons),
-                      bool(getattr(e, "is_reappearance", False)))
-            for e in headline[: max(top, sum(1 for e in headline if e.watchlist_hit))]
-        )
-        return cls(day=report.day, status=status, workbook=Path(workbook) if workbook else None,
-                   comparison_base=report.comparison_base, new=k.new, changed=k.changed, withdrawn=k.withdrawn,
-                   cosmetic=k.cosmetic, registry_size=k.registry_size, watchlist_hits=k.watchlist_hits,
-                   status_reason=report.status_reason, events=lines, url=url, run_id=run_id)
+        sentences, total = summary_sentences(report.events, limit=top)
+        watched, _ = summary_sentences([e for e in report.events if e.watchlist_hit], limit=10_000)
+        return cls(day=report.day, status=getattr(report.status, "value", report.status),
+                   workbook=Path(workbook) if workbook else None, comparison_base=report.comparison_base,
+                   registry_size=k.registry_size, new=k.new, changed=k.changed, withdrawn=k.withdrawn,
+                   cosmetic=k.cosmetic, watchlist_hits=k.watchlist_hits, status_reason=report.status_reason,
+                   sentences=tuple(sentences), headline_total=total, watch_hits=tuple(s.marked for s in watched),
+                   digest=report_digest(report), retry_attempt=retry_attempt, retries_failed=retries_failed,
+                   run_id=run_id)
 
 
 def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
     again = " (갱신 / updated)" if revision else ""
     if d.status == "rejected":
-        return f"[DMF] {d.day} — 수집 실패 (비교 기준 {d.comparison_base or '없음'}){again}"
+        base = f"비교 기준 {d.comparison_base}" if d.comparison_base else "비교 기준 없음"
+        return f"[DMF] {d.day} — 수집 실패 ({base}){again}"
     if d.status == "baseline":
-        size = f" · 등록 {_n(d.registry_size)}" if d.registry_size is not None else ""
+        size = f" · 등록 {d.registry_size:,}" if d.registry_size is not None else ""
         return f"[DMF] {d.day} — 기준일 수집 (baseline){size}{again}"
     watch = f" · 관심목록 {d.watchlist_hits}" if d.watchlist_hits else ""
-    return f"[DMF] {d.day} — 신규 {d.new} · 변경 {d.changed} · 취하 {d.withdrawn}{watch}{again}"
+    retry = f" · 재시도 {d.retry_attempt}회째 반영" if d.retry_attempt else ""
+    return f"[DMF] {d.day} — 신규 {d.new} · 변경 {d.changed} · 취하 {d.withdrawn}{watch}{retry}{again}"
 
 
-def compose_report(d: ReportDelivery, *, top: int = 10, revision: bool = False) -> Message:
-    status = STATUS_LABEL.get(d.status, d.status)
-    base = d.comparison_base or "없음"
+def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
+    """The workbook's address for people outside this machine — only with [report] public_base_url."""
+    from urllib.parse import quote
+
+    if not (ctx.public_base_url and d.workbook is not None):
+        return ""
+    return f"{ctx.public_base_url}/{quote(d.workbook.name)}"
+
+
+def retries_failed_note(n: int) -> str:
+    return (f"같은 아침의 자동 재시도 {n}회도 모두 거부되었습니다. 무엇을 할지는 같은 날의 거부·재시도 종료 알림에 있습니다.")
+
+
+def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = False) -> Message:
+    """The workbook mail."""
+    base = d.comparison_base.isoformat() if d.comparison_base else None
     if d.status == "rejected":
-        title = (f"{d.day} 수집이 거부되어 결과가 반영되지 않았습니다. 비교 기준은 여전히 {base}입니다 "
-                 "(collection failed — comparison base unchanged).")
+        title = (f"{d.day} 수집이 거부되어 결과가 반영되지 않았습니다. "
+                 + (f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다.")
+                 + " (collection failed — comparison base unchanged)")
     elif d.status == "baseline":
         title = f"{d.day} 첫 수집으로 기준일(baseline)이 만들어졌습니다. 비교할 이전 날이 없어 이벤트는 없습니다."
     elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn):
-        title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다 (no change)."
+        title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다(no change)."
     else:
-        title = f"{d.day} 등록 현황: {base} 대비 신규 {d.new}건, 변경 {d.changed}건, 취하 {d.withdrawn}건."
-    sections = [("상태 / Status", f"{status}" + (f" — {d.status_reason}" if d.status_reason else ""))]
-    watched = [e for e in d.events if e.watchlist_hit]
-    others = [e for e in d.events if not e.watchlist_hit]
+        title = f"{d.day} 등록 현황: {base} 대비 신규 {d.new:,}건, 변경 {d.changed:,}건, 취하 {d.withdrawn:,}건."
+    status = STATUS_LABEL[d.status] + (f" — {d.status_reason}" if d.status_reason else "")
+    sections = [("상태 / Status", status)]
+    if d.retry_attempt:
+        sections.append(("재시도 / Retry", f"같은 아침의 자동 재시도 {d.retry_attempt}회째에 정상 반영되었습니다. "
+                                          "앞서 보낸 수집 거부 알림은 해소되었습니다(resolved)."))
+    if d.retries_failed:
+        sections.append(("재시도 / Retries", retries_failed_note(d.retries_failed)))
+    watched = [s for s in d.sentences if s.watch]
+    others = [s for s in d.sentences if not s.watch]
     if watched:
-        sections.append((f"관심목록 해당 / Watchlist hits ({len(watched)})",
-                         "\n".join(f"  ★ {event_sentence(e)}" for e in watched)))
+        sections.append((f"관심목록 해당 / Watchlist hits ({d.watchlist_hits:,})", "\n".join(f"  {s.marked}" for s in watched)))
     if others:
-        shown = others[:top]
-        more = (d.new + d.changed + d.withdrawn) - len(watched) - len(shown)
-        text = "\n".join(f"  {i}. {event_sentence(e)}" for i, e in enumerate(shown, 1))
-        if more > 0:
-            text += f"\n  … 외 {more}건은 첨부한 리포트에 있습니다."
+        text = "\n".join(f"  {i}. {s.marked}" for i, s in enumerate(others, 1))
+        shown = sum(s.count for s in d.sentences)
+        if d.headline_total > shown:
+            text += f"\n  … 외 {d.headline_total - shown:,}건은 첨부한 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."
         sections.append(("주요 이벤트 / Top events", text))
-    attach = f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)"
-    sections.append(("리포트 / Workbook", attach))
-    facts = [("날짜 / day", d.day), ("비교 기준 / comparison base", base)]
+    sections.append(("리포트 / Workbook", f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)"))
+    facts = [("날짜 / day", d.day.isoformat()), ("비교 기준 / comparison base", base or "없음 (첫 반영 전)")]
     if d.registry_size is not None:
         facts.append(("등록 수 / registry size", _n(d.registry_size)))
     if d.status not in ("rejected", "baseline"):
@@ -622,22 +663,26 @@ def compose_report(d: ReportDelivery, *, top: int = 10, revision: bool = False) 
             facts.append(("표기 변경(별도) / cosmetic", _n(d.cosmetic)))
     level = WARNING if d.status == "rejected" or watched else INFO
     return Message(subject=report_subject(d, revision=revision), title=title, level=level, sections=tuple(sections),
-                   facts=tuple(facts), link=d.url, kind="report", day=d.day)
+                   facts=tuple(facts), link=report_link(d, ctx), kind="report", day=d.day.isoformat())
 
 
-# --- rules the sensor can use to decide (pure) ------------------------------------------------
+def test_message(now: datetime) -> Message:
+    """`dmf notify test`: one message to every channel."""
+    what = "DMF Watch 알림 채널 시험 발송입니다(test message)."
+    return Message(subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST", title=what, level=INFO,
+                   kind="test", day=now.astimezone(KST).date().isoformat(),
+                   sections=(("무슨 일 / What happened", what), ("원인 / Why", "`dmf notify test`를 실행했습니다."),
+                             ("조치 / What to do next", "이 메시지를 받았다면 이 채널의 설정이 맞습니다. 할 일은 없습니다.")))
 
 
-def rejected_streak(statuses: Mapping[str, str] | Sequence[tuple[Any, str]], n: int = 3) -> list[str]:
-    """The trailing run of consecutive rejected days (by processing order = date order) if it is >= n long.
+# --- rules the sensor uses to decide (pure) ---------------------------------------------------------
 
-    `statuses`: day -> status (accepted | baseline | unchanged | rejected) for recent processed days.
-    Returns the rejected days oldest first, or [] when the latest days are not n rejections in a row.
-    """
-    items = sorted((_iso(d), s) for d, s in (statuses.items() if isinstance(statuses, Mapping) else statuses))
-    run: list[str] = []
-    for day, status in reversed(items):
-        if status != "rejected":
+
+def rejected_streak(statuses: Mapping[date, str], n: int = 3) -> list[date]:
+    """The trailing run of consecutive rejected days (in date order) when it is at least `n` long."""
+    run: list[date] = []
+    for day in sorted(statuses, reverse=True):
+        if statuses[day] != "rejected":
             break
         run.append(day)
     return sorted(run) if len(run) >= n else []
@@ -654,21 +699,13 @@ def slow_run(seconds: float, recent_seconds: Sequence[float], factor: float = 3.
     return median if seconds >= factor * median else None
 
 
-def withdrawal_share_exceeded(withdrawn: int, registry_size: int | None, threshold: float = 0.02) -> bool:
-    return bool(registry_size) and withdrawn / registry_size > threshold
-
-
-def alerts_for_day(delivery: ReportDelivery, *, withdrawal_share_max: float = 0.02) -> list[Alert]:
-    """The alerts a finished day raises by itself: watchlist hits (always, even on a quiet day) and
+def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Alert]:
+    """The alerts a finished day raises by itself: watchlist hits (always, quiet day or not) and
     withdrawals above `withdrawal_share_max` of the registry on an accepted day."""
-    out = []
-    hits = [e.to_dict() for e in delivery.events if e.watchlist_hit]
-    if delivery.status != "rejected" and (hits or delivery.watchlist_hits):
-        out.append(alert_watchlist_hit(delivery.day, hits=hits or [f"관심목록 해당 {delivery.watchlist_hits}건 — 리포트 참조"],
-                                       run_id=delivery.run_id))
-    if delivery.status == "accepted" and withdrawal_share_exceeded(delivery.withdrawn, delivery.registry_size,
-                                                                    withdrawal_share_max):
-        out.append(alert_withdrawal_share(delivery.day, withdrawn=delivery.withdrawn,
-                                          registry_size=delivery.registry_size or 0,
-                                          threshold=withdrawal_share_max, run_id=delivery.run_id))
+    out: list[Alert] = []
+    if d.status != "rejected" and d.watch_hits:
+        out.append(WatchlistHit(day=d.day, hits=d.watch_hits, run_id=d.run_id))
+    if d.status == "accepted" and d.registry_size and d.withdrawn / d.registry_size > withdrawal_share_max:
+        out.append(WithdrawalShare(day=d.day, withdrawn=d.withdrawn, registry_size=d.registry_size,
+                                   threshold=withdrawal_share_max, run_id=d.run_id))
     return out

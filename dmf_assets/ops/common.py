@@ -30,6 +30,7 @@ class ProjectPaths:
     backups_dir: Path
     logs_dir: Path
     events_dir: Path
+    alerts_dir: Path
     dagster_home: Path
 
     @property
@@ -67,6 +68,7 @@ def project_paths(
         backups_dir=resolve(p.backups_dir),
         logs_dir=resolve(p.logs_dir),
         events_dir=resolve(p.events_dir),
+        alerts_dir=resolve(p.alerts_dir),
         dagster_home=Path(dagster_home),
     )
 

@@ -5,14 +5,15 @@ Everything that warns from *inside* Dagster dies with it. This runs in its own s
               (read from the Dagster instance at DAGSTER_HOME: `get_daemon_heartbeats()`)
   report      does reports/DMF_리포트_YYYY-MM-DD.xlsx exist for the expected day (today, KST — the 06:00
               schedule collects today's partition) by 09:00 KST ([alerts] overdue_at)?
-  deliveries  did every notification get through? (failed ones are re-sent first, bounded)
+  deliveries  did every message get through? (what is due is re-sent first; a message given up FAILs)
 Each problem becomes an alert through `dmf_assets.notify` (once per day and kind), and a doctor line.
+An instance that cannot be read is its own alert (`watchdog_error`), never a false "daemon down".
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,8 @@ DEFAULT_STALE_MINUTES = 5.0  # the daemon beats every ~30 s; 5 minutes of silenc
 @dataclass
 class WatchdogResult:
     checks: list[Check]
-    alerts: list = field(default_factory=list)  # DeliveryRecord of alerts raised now (duplicates excluded)
-    resent: list = field(default_factory=list)  # DeliveryRecord of failed deliveries re-sent now
+    alerts: list = field(default_factory=list)  # notify.Outcome of alerts raised now (duplicates excluded)
+    resent: list = field(default_factory=list)  # notify.Outcome of messages re-sent now
 
     @property
     def ok(self) -> bool:
@@ -59,9 +60,14 @@ def _instance(dagster_home: Path | None):
 
 
 def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float = DEFAULT_STALE_MINUTES,
-                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, dict]:
-    """(check, facts for an alert). FAIL when a required daemon's newest heartbeat is missing or old."""
+                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Any]:
+    """(check, the alert it calls for or None). FAIL when a required daemon's newest heartbeat is missing
+    or old — a `daemon_down` alert; FAIL too when the instance cannot be read — a `watchdog_error` alert,
+    never `daemon_down`: not knowing is not the same as knowing the daemon stopped."""
+    from dmf_assets import notify
+
     label = "Dagster 데몬"
+    day = expected_day(now)
     try:
         instance = _instance(dagster_home)
         try:
@@ -69,35 +75,37 @@ def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float 
         finally:
             instance.dispose()
     except Exception as exc:  # an instance that cannot be read is itself the problem
-        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason = f"{type(exc).__name__}: {text}"[:300]
         return (Check("daemon", FAIL, label, f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
                       f"cannot read the Dagster instance: {reason}", {"dagster_home": str(dagster_home)}),
-                {"detail": f"인스턴스를 읽을 수 없음 / cannot read the instance: {reason}"})
+                notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason))
     ages: dict[str, float | None] = {}
     for daemon in required:
         beat = beats.get(daemon)
         ages[daemon] = None if beat is None else (now.timestamp() - beat.timestamp) / 60.0
     newest = max((b.timestamp for b in beats.values()), default=None)
-    last = datetime.fromtimestamp(newest, KST).isoformat(timespec="seconds") if newest else None
+    last = datetime.fromtimestamp(newest, KST) if newest else None
     stale = {d: a for d, a in ages.items() if a is None or a > stale_minutes}
     details = {"heartbeat_age_minutes": {d: None if a is None else round(a, 1) for d, a in ages.items()},
-               "last_heartbeat": last, "stale_minutes": stale_minutes}
-    facts = {"last_heartbeat": last, "limit_minutes": stale_minutes, "daemons": sorted(stale),
-             "age_minutes": max((a for a in stale.values() if a is not None), default=None)}
+               "last_heartbeat": last.isoformat(timespec="seconds") if last else None, "stale_minutes": stale_minutes}
     if not stale:
         worst = max(a for a in ages.values() if a is not None)
         return Check("daemon", OK, label, f"하트비트 정상 (가장 오래된 {worst:.1f}분 전)",
-                     f"heartbeats fresh (oldest {worst:.1f} min ago)", details), facts
+                     f"heartbeats fresh (oldest {worst:.1f} min ago)", details), None
     if all(a is None for a in ages.values()) and not beats:
         ko, en = "하트비트 기록이 없습니다 — 데몬이 한 번도 실행되지 않았거나 다른 DAGSTER_HOME을 씁니다", "no daemon heartbeat recorded"
     else:
         parts = ", ".join(f"{d} {'없음' if a is None else f'{a:.0f}분 전'}" for d, a in stale.items())
         ko, en = f"하트비트가 {stale_minutes:g}분 넘게 없습니다: {parts}", f"no heartbeat for over {stale_minutes:g} min: {', '.join(stale)}"
-    return Check("daemon", FAIL, label, ko, en, details), facts
+    alert = notify.DaemonDown(day=day, last_heartbeat=last, limit_minutes=stale_minutes, daemons=tuple(sorted(stale)))
+    return Check("daemon", FAIL, label, ko, en, details), alert
 
 
-def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)) -> tuple[Check, dict]:
-    """(check, facts). FAIL when the expected day's workbook is missing at or after `overdue_at` KST."""
+def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)) -> tuple[Check, Any]:
+    """(check, the overdue alert or None). FAIL when the expected day's workbook is missing at or after
+    `overdue_at` KST."""
+    from dmf_assets.orchestration.alerting import overdue_alert
     from dmf_assets.report.retention import dated_workbooks
 
     local = now.astimezone(KST)
@@ -105,75 +113,66 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
     path = workbook_path(reports_dir, day)
     label = "오늘 리포트"
     dated = dated_workbooks(Path(reports_dir))
-    latest = dated[-1][0].isoformat() if dated else None
-    facts = {"expected_at": f"{overdue_at:%H:%M}", "latest_report": latest, "workbook": f"reports/{path.name}"}
-    details = {"day": day.isoformat(), "path": str(path), "latest_report": latest}
+    latest = dated[-1][0] if dated else None
+    details = {"day": day.isoformat(), "path": str(path), "latest_report": latest.isoformat() if latest else None}
     if path.is_file():
-        return Check("report", OK, label, f"{path.name} 있음", f"{path.name} exists", details), facts
+        return Check("report", OK, label, f"{path.name} 있음", f"{path.name} exists", details), None
     if local.time() < overdue_at:
         return Check("report", OK, label, f"{day} 리포트 아직 없음 — {overdue_at:%H:%M} KST 전이라 정상",
-                     f"no workbook yet for {day}, before the {overdue_at:%H:%M} KST deadline", details), facts
-    return Check("report", FAIL, label, f"{day} 리포트가 {overdue_at:%H:%M} KST까지 만들어지지 않았습니다 (최근: {latest or '없음'})",
-                 f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)", details), facts
+                     f"no workbook yet for {day}, before the {overdue_at:%H:%M} KST deadline", details), None
+    check = Check("report", FAIL, label, f"{day} 리포트가 {overdue_at:%H:%M} KST까지 만들어지지 않았습니다 (최근: {latest or '없음'})",
+                  f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)", details)
+    return check, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
 
 
-def delivery_check(settings: Any, root: Path | None = None) -> Check:
-    """Did every notification get through? WARN with the latest failure; WARN when no channel is set.
-    (`settings`: a Settings with the project `root`, or a notify.NotifyConfig.) Plain `dmf doctor` can
-    show it too: `checks.append(delivery_check(settings, paths.root))`."""
+def delivery_check(notifier: Any, *, days: int = 7) -> Check:
+    """Did every message get through? FAIL for one given up in the last `days`; WARN while some wait for
+    a re-send, when no channel is set, or when e-mail goes out without a public link to the workbooks."""
     from dmf_assets import notify
 
-    cfg = settings if isinstance(settings, notify.NotifyConfig) else notify.notify_config(
-        settings, _alerts_dir(settings, Path(root)) if root else None)
-    pending = notify.pending_failures(cfg)
     label = "알림 발송"
-    channels = ("e-mail" if cfg.email.enabled else "") + (f" webhook×{len(cfg.webhook_urls)}" if cfg.webhook_urls else "")
-    if pending:
-        return Check("deliveries", WARN, label, f"발송 실패 {len(pending)}건 — 최근: {pending[-1].line()}",
-                     f"{len(pending)} notification(s) not delivered", {"failures": [r.line() for r in pending[-10:]]})
-    if not cfg.has_channels:
+    stored = notifier.status(days)
+    given_up = [m for m in stored if m.state == "given_up"]
+    waiting = [m for m in stored if m.state == "pending"]
+    details = {"given_up": [m.line() for m in given_up[-10:]], "pending": [m.line() for m in waiting[-10:]]}
+    if given_up:
+        return Check("deliveries", FAIL, label, f"발송 포기 {len(given_up)}건 — {given_up[-1].line()} "
+                     "(`dmf notify flush --given-up`으로 다시 보내기)", f"{len(given_up)} message(s) given up", details)
+    if waiting:
+        return Check("deliveries", WARN, label, f"재발송 대기 {len(waiting)}건 — {waiting[-1].line()} "
+                     "(`dmf notify flush`로 지금 보내기)", f"{len(waiting)} message(s) waiting to be re-sent", details)
+    chans = notifier.channels
+    if not chans:
         return Check("deliveries", WARN, label, "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
-                     "[alerts.email] smtp_host/recipients) — 경보는 data/alerts/에만 기록됩니다",
+                     "[alerts.email] smtp_host·recipients) — 경보는 data/alerts/에만 기록됩니다",
                      "no notification channel configured: alerts are only written to the alerts folder")
-    return Check("deliveries", OK, label, f"발송 실패 없음 ({channels.strip()})", "every notification delivered")
-
-
-def _alerts_dir(settings: Any, root: Path) -> Path:
-    p = Path(getattr(getattr(settings, "paths", None), "alerts_dir", "data/alerts"))
-    return p if p.is_absolute() else root / p
+    if any(c.kind == "email" for c in chans) and not notifier.context.public_base_url:
+        return Check("deliveries", WARN, label, "메일은 보내지만 [report] public_base_url이 비어 있어 메일에 리포트 링크가 "
+                     "없습니다(첨부만) — 받는 사람이 열 수 있는 주소를 설정하세요",
+                     "e-mail is configured without [report] public_base_url: mails carry no link to the workbook")
+    names = ", ".join(dict.fromkeys(c.kind for c in chans))
+    return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")
 
 
 def watch(settings: Any, paths: Any, *, now: datetime | None = None, alert: bool = True,
-          stale_minutes: float = DEFAULT_STALE_MINUTES, **notify_overrides: Any) -> WatchdogResult:
-    """Run the watchdog checks; with `alert`, raise the alerts and re-send failed deliveries.
-
-    `paths`: an `ops.common.ProjectPaths` (root, reports_dir, dagster_home). Never raises for a
-    delivery problem (the notify layer records those).
-    """
+          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Any = None) -> WatchdogResult:
+    """Run the watchdog checks; with `alert`, raise the alerts, release held mails whose hold ended and
+    re-send what is due. `paths`: an `ops.common.ProjectPaths`. Never raises for a delivery problem."""
     from dmf_assets import notify
 
     now = now or now_kst()
     # the timer's unit allows 300 s; sending (alerts + re-sends) gets at most 120 s of it
-    cfg = notify.notify_config(settings, _alerts_dir(settings, Path(paths.root)), **{"budget_s": 120.0, **notify_overrides})
-    day = expected_day(now).isoformat()
+    notifier = notify.Notifier(settings, paths.alerts_dir, budget_s=120.0, clock=clock or now_kst)
     result = WatchdogResult([])
-
-    check, facts = daemon_check(paths.dagster_home, now, stale_minutes)
-    result.checks.append(check)
-    if alert and check.status == FAIL:
-        record = notify.send_alert(cfg, notify.Alert(notify.DAEMON_DOWN, day, facts))
-        if record is not None:
-            result.alerts.append(record)
-
-    check, facts = report_check(paths.reports_dir, now, cfg.overdue_at)
-    result.checks.append(check)
-    if alert and check.status == FAIL:
-        note = "Dagster 데몬도 멈춰 있습니다 (위 알림 참조)." if result.checks[0].status == FAIL else ""
-        record = notify.send_alert(cfg, notify.alert_overdue(day, note=note, **facts))
-        if record is not None:
-            result.alerts.append(record)
-
-    if alert:
-        result.resent = notify.retry_failed(cfg)
-    result.checks.append(delivery_check(cfg))
+    daemon, daemon_alert = daemon_check(paths.dagster_home, now, stale_minutes)
+    report, overdue = report_check(paths.reports_dir, now, settings.alerts.overdue_at)
+    result.checks += [daemon, report]
+    if not alert:
+        return result
+    if overdue is not None and daemon_alert is not None and daemon_alert.kind == notify.DaemonDown.kind:
+        overdue = replace(overdue, daemon_down=True)
+    for a in (daemon_alert, overdue):
+        if a is not None and (outcome := notifier.send_alert(a)) is not None:
+            result.alerts.append(outcome)
+    result.resent = notifier.flush()
     return result

@@ -1,88 +1,95 @@
 """Which alerts a sensor tick raises, read from Dagster's records; `notify` sends each (day, kind) once.
 
-Rejected day (saying whether and when a same-morning retry follows), retry succeeded, retries
-exhausted, failed run, run time limit exceeded, request cap, three rejected days in a row, a run
-≥ 3× slower than the median of the last 14, and the 09:00 KST overdue report. (The watchlist hit
-and the withdrawal share are raised with the day's workbook delivery, in `xlsx_report`.)
+Rejected day (saying whether a same-morning retry follows — only when `followups.retry_outlook` plans one
+and a daemon is beating), retries exhausted, failed run, run time limit exceeded, request cap, rejected
+days in a row, a run ≥ 3× slower than the median of the last 14, and the overdue report. (The watchlist
+hit and the withdrawal share come with the day's workbook, in `xlsx_report`; a retry that succeeded is
+said in that day's one workbook mail, not in an alert of its own.)
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, time
 
 import dagster as dg
-from dagster._core.events import DagsterEventType
 
 from dmf_assets import notify
-from dmf_assets.clock import KST
-from dmf_assets.orchestration.followups import TRANSIENT_GATES, RetryPolicy, is_rejection, states_of
+from dmf_assets.orchestration.followups import (
+    DayState,
+    RetryPolicy,
+    fetch_failed_at,
+    is_rejection,
+    retry_outlook,
+    states_of,
+)
+
+NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
     """(step, first line of the error) of a step that failed for a reason other than a gate check."""
-    for record in instance.all_logs(run_id, of_type=DagsterEventType.STEP_FAILURE):
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         data = record.dagster_event.event_specific_data
         error = getattr(data, "error", None)
-        user = getattr(data, "user_failure_data", None)
-        if is_rejection(error, user):
+        if is_rejection(error):
             continue
+        user = getattr(data, "user_failure_data", None)
         text = (user.description if user is not None and user.description else None) or (error.message if error else "")
-        return record.dagster_event.step_key or "", (text or "").strip().splitlines()[0] if text else ""
-    for record in instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE):
+        first = next((line.strip() for line in (text or "").splitlines() if line.strip()), "원인 미상 (unknown)")
+        return record.dagster_event.step_key or "run", first[:500]
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
         if "maximum runtime" in (record.message or ""):
-            return "", record.message
+            return "run", record.message
     return None
 
 
 def alerts_for_tick(
-    instance: dg.DagsterInstance, days: list[str], *, retry: RetryPolicy, settings, busy: set[str],
-    states: dict | None = None,
+    instance: dg.DagsterInstance, days: list[str], *, now: datetime, retry: RetryPolicy, settings, busy: set[str],
+    daemon_alive: bool, states: dict[str, DayState] | None = None,
 ) -> list[notify.Alert]:
     """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
     todo = sorted(d for d in days if d not in busy)
     states = states_of(instance, todo, states)
     alerts: list[notify.Alert] = []
-    statuses: dict[str, str] = {}
+    statuses: dict[date, str] = {}
+    gates: dict[date, int] = {}
     for day in todo:
-        state = states[day]
-        record = state.rejection
-        rejected = record.metadata if record is not None else None
-        d = state.diffed
-        n = state.retries
-        if rejected is not None:
-            statuses[day] = "rejected"
-            gate = rejected.get("rejected_gate")
-            transient = gate in TRANSIENT_GATES
-            if transient and n >= retry.attempts > 0:
-                alerts.append(notify.alert_retries_exhausted(day, attempts=n, gate=gate,
-                                                             comparison_base=rejected.get("comparison_base"),
-                                                             last_error=str(rejected.get("reason") or "")))
-            else:
-                when = datetime.fromtimestamp(record.timestamp, KST) + retry.interval
-                retry_at = when.isoformat(timespec="minutes") if transient and n < retry.attempts else None
-                alerts.append(notify.alert_rejected_from_metadata(day, rejected, retry_at=retry_at, attempt=n + 1,
-                                                                  attempts_max=retry.attempts))
-        elif d is not None and d.metadata.get("status") in ("accepted", "baseline"):
-            statuses[day] = d.metadata["status"]
-            if n > 0:
-                alerts.append(notify.alert_retry_succeeded(day, attempt=n, status=d.metadata["status"]))
+        state, d = states[day], date.fromisoformat(day)
+        outlook = retry_outlook(day, state, now, retry, daemon_alive=daemon_alive)
+        ended = outlook is not None and outlook.why_not in (notify.NoRetry.USED, notify.NoRetry.WINDOW) and state.retries
+        if (rejected := state.rejection) is not None:
+            record, rejection = rejected
+            statuses[d], gates[d] = "rejected", rejection.gate
+            assert outlook is not None  # a rejected day always has an outlook
+            alerts.append(notify.Rejected(day=d, rejection=rejection, retry=outlook, run_id=record.run_id))
+            if ended:
+                alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=outlook.why_not,
+                                                      rejection=rejection, run_id=record.run_id))
+        elif state.diffed is not None and state.diffed.metadata.get("status") in ("accepted", "baseline"):
+            statuses[d] = state.diffed.metadata["status"]
         latest = state.runs[:1]
         if latest and latest[0].dagster_run.status == dg.DagsterRunStatus.FAILURE:
-            failure = _run_failure(instance, latest[0].dagster_run.run_id)
-            if failure is not None:
-                step, error = failure
-                run_id = latest[0].dagster_run.run_id
-                if "maximum runtime" in error or "Exceeded maximum runtime" in error:
-                    alerts.append(notify.alert_run_timeout(day, limit_minutes=settings.runs.max_minutes, step=step,
-                                                           run_id=run_id))
-                elif "요청 한도" in error or "request cap" in error.lower():
-                    alerts.append(notify.alert_request_cap(day, cap=settings.source.daily_request_cap, run_id=run_id))
-                else:
-                    alerts.append(notify.alert_run_failed(day, error=error, step=step, run_id=run_id))
+            run_id = latest[0].dagster_run.run_id
+            failure = _run_failure(instance, run_id)
+            if failure is None:
+                continue
+            step, error = failure
+            fetch_outlook = outlook if fetch_failed_at(state) is not None and outlook is not None else NOT_RETRIED
+            if "maximum runtime" in error:
+                alerts.append(notify.RunTimeout(day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook,
+                                                run_id=run_id))
+            elif "요청 한도" in error or "request cap" in error.lower():
+                alerts.append(notify.RequestCap(day=d, cap=settings.source.daily_request_cap, run_id=run_id))
+            else:
+                if ended and state.rejection is None:
+                    alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=outlook.why_not,
+                                                          error=error, run_id=run_id))
+                alerts.append(notify.RunFailed(day=d, step=step, error=error, retry=fetch_outlook, run_id=run_id))
     streak = notify.rejected_streak(statuses, n=settings.alerts.rejected_streak)
     if streak:
-        base = states[streak[-1]].rejection.metadata.get("comparison_base")
-        alerts.append(notify.alert_rejected_streak(streak[-1], days=streak, comparison_base=base))
+        base = states[streak[-1].isoformat()].rejection[1].base_day  # type: ignore[index]
+        alerts.append(notify.RejectedStreak(day=streak[-1], days=tuple(streak), gates=tuple(gates[x] for x in streak),
+                                            base=base))
     alerts += _slow_runs(instance, todo, settings.alerts.slow_run_factor)
     return alerts
 
@@ -100,10 +107,13 @@ def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> 
     day = newest.dagster_run.tags["dagster/partition"]
     if median is None or day not in days:
         return []
-    return [notify.alert_slow_run(day, seconds=seconds, median_s=median, samples=len(before), factor=factor,
-                                  run_id=newest.dagster_run.run_id)]
+    return [notify.SlowRun(day=date.fromisoformat(day), seconds=seconds, median_s=median, samples=len(before),
+                           factor=factor, run_id=newest.dagster_run.run_id)]
 
 
-def overdue_alert(day: str, settings) -> notify.Alert:
-    return notify.alert_overdue(day, expected_at=settings.alerts.overdue_at)
+def overdue_alert(day: str, expected_at: time, *, latest_report: date | None, daemon_down: bool = False) -> notify.Alert:
+    from dmf_assets.report.retention import dated_workbook_name
 
+    return notify.Overdue(day=date.fromisoformat(day), expected_at=expected_at,
+                          workbook=f"reports/{dated_workbook_name(date.fromisoformat(day))}",
+                          latest_report=latest_report, daemon_down=daemon_down)

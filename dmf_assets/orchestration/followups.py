@@ -5,9 +5,11 @@
   "collection failed" workbook. One follow-up run materializes exactly the missing tail.
 - **Refresh a re-derived day.** Committing an earlier day re-derives the next accepted day's events
   in the history database; that day's events and workbook are materialized again.
-- **Retry a transient failure the same morning.** A day rejected by gate 1 or 2, or whose fetch
-  failed, is fetched again (default 3 times, 30 minutes apart) while the source still serves it —
-  never a day rejected by the drop/churn gates, which needs a human.
+- **Retry a transient failure the same morning.** Today's partition (KST), rejected today by gate 1 or 2
+  or whose fetch failed today, is fetched again (default 3 times, 30 minutes apart, until 12:00 KST) —
+  never an old day, whatever the source, and never a day rejected by gates 3–6, which needs a human.
+  `retry_outlook` is the one rule: the sensor launches what it plans, and a message promises a retry
+  only when it plans one *and* a Dagster daemon is beating to launch it.
 - **Never touch a day that is in flight**: a queued or running run of that partition, or a backfill
   in progress that targets it, owns the day until it ends.
 
@@ -17,22 +19,30 @@ Each decision carries a run key naming the situation, so Dagster launches it at 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 import dagster as dg
-from dagster._core.event_api import AssetRecordsFilter
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from dmf_assets.clock import KST
+from dmf_assets.domain.gates import Rejection
+from dmf_assets.korean import josa
+from dmf_assets.notify.messages import NoRetry, RetryOutlook
+from dmf_assets.orchestration.verdict import rejection_of
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
-TRANSIENT_GATES = (1, 2)
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
 #: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
 REFETCH_TAG = "dmf/refetch"
-#: metadata key of the Failure that marks a rejected day: a verdict, not an error
-REJECTED_MARK = "dmf/rejected"
+#: run tag: the run follows one of a backfill of old days (or of the demo), so it mails nobody
+QUIET_TAG = "dmf/quiet"
+#: `dmf/trigger` values of runs that backfill old days
+BULK_TRIGGERS = ("cli-backfill", "demo")
+#: the daemons a planned retry needs: the sensor launches it (the scheduler runs the 06:00 collection)
+RETRY_DAEMON = "SENSOR"
+#: a daemon beats about every 30 s; this much silence means no daemon will launch a planned retry
+HEARTBEAT_STALE = timedelta(minutes=5)
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
@@ -68,7 +78,7 @@ def latest_by_partition(instance: dg.DagsterInstance, asset: str, partitions: li
     if not partitions:
         return out
     fetch = instance.fetch_observations if observations else instance.fetch_materializations
-    result = fetch(AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20)
+    result = fetch(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20)
     for record in result.records:  # newest first
         key = record.partition_key
         if key and key not in out:
@@ -90,7 +100,7 @@ class DayState:
 
     raw: Latest | None
     judged: Latest | None  # the latest judgement: integrity_verdict materialization (passed) or observation (rejected)
-    diffed: Latest | None  # the latest snapshot_diff outcome: materialization (committed) or observation (rejected)
+    diffed: Latest | None  # the latest snapshot_diff outcome: materialization, or observation (rejected by gate 6)
     events: Latest | None
     report: Latest | None
     runs: tuple = ()  # the day's run records (dagster/partition = the day), newest first
@@ -101,14 +111,13 @@ class DayState:
         return _retries(self.runs)
 
     @property
-    def rejection(self) -> Latest | None:
-        """The metadata-carrying record of the day's current rejection, if the day is rejected."""
-        if self.judged is not None and self.judged.metadata.get("verdict") == "rejected":
-            return self.judged
-        if self.diffed is not None and self.diffed.metadata.get("status") == "rejected" and (
-            self.judged is None or self.diffed.storage_id > self.judged.storage_id
-        ):
-            return self.diffed
+    def rejection(self) -> tuple[Latest, Rejection] | None:
+        """The record of the day's current rejection and what it says, if the day is rejected."""
+        if self.judged is not None and (r := rejection_of(self.judged.metadata)) is not None:
+            return self.judged, r
+        if self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id):
+            if (r := rejection_of(self.diffed.metadata)) is not None:
+                return self.diffed, r
         return None
 
 
@@ -151,10 +160,15 @@ def _older(record: Latest | None, than: Latest) -> bool:
 
 def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
     """The steps of the day that have not followed its latest upstream record, and that record."""
-    rejection = state.rejection
-    if rejection is not None:
-        # a rejected day: no diff to commit; its events (none) and its "collection failed" workbook
-        return (("events", "xlsx_report"), rejection) if _older(state.report, rejection) else None
+    if (rejected := state.rejection) is not None:
+        # a rejected day: nothing to commit; its snapshot_diff says so ("rejected — base carried forward",
+        # unless gate 6 itself refused it), then its events (none) and its "collection failed" workbook
+        record, rejection = rejected
+        if not _older(state.report, record):
+            return None
+        by_gate_6 = rejection.spec.after_diff
+        return (("events", "xlsx_report") if by_gate_6 or not _older(state.diffed, record)
+                else ("snapshot_diff", "events", "xlsx_report")), record
     if state.judged is None:
         return None
     if _older(state.diffed, state.judged):
@@ -213,11 +227,29 @@ def _retries(records) -> int:
                if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#"))
 
 
+def is_bulk(tags) -> bool:
+    """A run that backfills old days (a UI or CLI backfill, the demo) or follows one: it tells no one."""
+    return "dagster/backfill" in tags or tags.get("dmf/trigger") in BULK_TRIGGERS or tags.get(QUIET_TAG) == "true"
+
+
+def _quiet_after(state: DayState, record: Latest) -> dict[str, str]:
+    """The follow-up of a record written by a bulk run stays as quiet as that run."""
+    run = next((r.dagster_run for r in state.runs if r.dagster_run.run_id == record.run_id), None)
+    return {QUIET_TAG: "true"} if run is not None and is_bulk(run.tags) else {}
+
+
 def retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
     return _retries(runs_by_day(instance, [day])[day])
 
 
-def _fetch_failed(state: DayState) -> float | None:
+def retry_number(run_tags: dict[str, str]) -> int:
+    """The same-morning retry a run is (its RETRY_TAG "<day>#<n>"), 0 for any other run."""
+    tag = run_tags.get(RETRY_TAG, "")
+    day, _, n = tag.partition("#")
+    return int(n) if n.isdigit() and day == run_tags.get("dagster/partition") else 0
+
+
+def fetch_failed_at(state: DayState) -> float | None:
     """When the latest run of the day failed before raw_pages materialized: that run's end time."""
     if not state.runs:
         return None
@@ -236,6 +268,58 @@ def _fetch_failed(state: DayState) -> float | None:
 class RetryPolicy:
     attempts: int = 3
     interval: timedelta = timedelta(minutes=30)
+    until: time = time(12, 0)  # KST
+
+    @classmethod
+    def of(cls, settings) -> RetryPolicy:
+        r = settings.retry
+        return cls(r.transient_attempts, timedelta(minutes=r.interval_minutes), r.until)
+
+    def window_end(self, day: str) -> datetime:
+        return datetime.combine(date.fromisoformat(day), self.until, KST)
+
+
+def daemon_alive(instance: dg.DagsterInstance, now: datetime) -> bool:
+    """Is a Dagster daemon beating that would launch a planned retry (its sensor daemon)?"""
+    try:
+        beat = instance.get_daemon_heartbeats().get(RETRY_DAEMON)
+    except Exception:  # noqa: BLE001 - an instance without daemon storage: no daemon to count on
+        return False
+    return beat is not None and now.timestamp() - beat.timestamp < HEARTBEAT_STALE.total_seconds()
+
+
+def retry_outlook(day: str, state: DayState, now: datetime, policy: RetryPolicy, *,
+                  daemon_alive: bool) -> RetryOutlook | None:
+    """The day's next automatic retry, or why there is none; None when nothing failed.
+
+    The one rule (docs/DOMAIN.md §9): only today's partition (KST), rejected by gate 1 or 2 — or whose
+    fetch failed — today, while attempts are left and the next one falls before `policy.until`; and only
+    when a daemon is alive to launch it.
+    """
+    rejected = state.rejection
+    failed_at = fetch_failed_at(state)
+    since: float | None = None
+    if rejected is not None and rejected[1].spec.transient and _older(state.raw, rejected[0]):
+        since = rejected[0].timestamp
+    if failed_at is not None:
+        since = max(since or 0.0, failed_at)
+    n = state.retries
+    nxt = {"attempt": n + 1, "of": policy.attempts}
+    if since is None:
+        return None if rejected is None else RetryOutlook(**nxt, why_not=NoRetry.NOT_TRANSIENT)
+    if policy.attempts <= 0:
+        return RetryOutlook(**nxt, why_not=NoRetry.OFF)
+    failed = datetime.fromtimestamp(since, KST)
+    if day != now.astimezone(KST).date().isoformat() or failed.date().isoformat() != day:
+        return RetryOutlook(**nxt, why_not=NoRetry.OLD_DAY)
+    if n >= policy.attempts:
+        return RetryOutlook(**nxt, why_not=NoRetry.USED)
+    at = failed + policy.interval
+    if at > policy.window_end(day):
+        return RetryOutlook(**nxt, why_not=NoRetry.WINDOW)
+    if not daemon_alive:
+        return RetryOutlook(**nxt, why_not=NoRetry.NO_DAEMON)
+    return RetryOutlook(**nxt, at=at)
 
 
 def plan_followups(
@@ -243,22 +327,20 @@ def plan_followups(
     now: datetime,
     *,
     retry: RetryPolicy = RetryPolicy(),
-    dated_source: bool = True,
     days: list[str] | None = None,
     busy: set[str] | None = None,
     states: dict[str, DayState] | None = None,
 ) -> list[Plan]:
     """The runs the sensor should request now, oldest day first.
 
-    `dated_source`: the source can serve any date (the emulator); the real API serves only today, so a
-    retry is planned only for today's partition there. `states`: the days' `day_states`, when the caller
-    has read them already (the sensor reads them once per tick, for this and for the alerts).
+    `states`: the days' `day_states`, when the caller has read them already (the sensor reads them once
+    per tick, for this and for the alerts). A retry is planned as if a daemon runs it: the sensor that
+    asks is the daemon's (the `dmf` commands evaluate the same sensor and leave retries to the daemon).
     """
     days = days if days is not None else recent_days(instance)
     busy = busy if busy is not None else in_flight_days(instance)
     todo = [d for d in days if d not in busy]
     states = states_of(instance, todo, states)
-    today = now.astimezone(KST).date().isoformat()
     plans: dict[str, Plan] = {}
     for day in sorted(todo):
         state = states[day]
@@ -266,26 +348,16 @@ def plan_followups(
         tail = missing_tail(state)
         if tail is not None:
             assets, after = tail
-            plans[day] = Plan(day, assets, f"{day}: {assets[0]}이(가) 마지막 판정·처리를 따라가지 않았습니다 (거부된 날의 리포트 등)",
-                              f"complete:{day}:{assets[0]}:{after.storage_id}", "complete")
+            plans[day] = Plan(day, assets, f"{day}: {josa(assets[0], '이/가')} 마지막 판정·처리를 아직 따라가지 않았습니다",
+                              f"complete:{day}:{assets[0]}:{after.storage_id}", "complete", _quiet_after(state, after))
             continue  # its tail (the "collection failed" workbook) comes before any retry
-        # 2. a transient rejection or a failed fetch: fetch again later the same morning
-        if retry.attempts <= 0 or (not dated_source and day != today):
+        # 2. a transient rejection or a failed fetch of today: fetch again later the same morning
+        outlook = retry_outlook(day, state, now, retry, daemon_alive=True)
+        if outlook is None or outlook.at is None or outlook.at > now:
             continue
-        rejection = state.rejection
-        since = None
-        if rejection is not None and rejection.metadata.get("rejected_gate") in TRANSIENT_GATES and _older(state.raw, rejection):
-            since = rejection.timestamp
-        failed_at = _fetch_failed(state)
-        if failed_at is not None:
-            since = max(since or 0.0, failed_at)
-        if since is None:
-            continue
-        n = state.retries
-        if n >= retry.attempts or now.timestamp() - since < retry.interval.total_seconds():
-            continue
-        plans[day] = Plan(day, CHAIN, f"일시적 실패 — {n + 1}/{retry.attempts}번째 재시도", f"retry:{day}:{n + 1}",
-                          "retry", {RETRY_TAG: f"{day}#{n + 1}", REFETCH_TAG: "true"})
+        n = outlook.attempt
+        plans[day] = Plan(day, CHAIN, f"일시적 실패 — 같은 아침의 재시도 {n}/{retry.attempts}", f"retry:{day}:{n}",
+                          "retry", {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"})
     # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
     for day, state in states.items():
         rederived = state.diffed.metadata.get("rederived_day") if state.diffed else None
@@ -294,17 +366,11 @@ def plan_followups(
         report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
         if _older(report, state.diffed):
             plans[rederived] = Plan(rederived, ("events", "xlsx_report"), f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                                    f"rederived:{rederived}:{state.diffed.storage_id}", "refresh")
+                                    f"rederived:{rederived}:{state.diffed.storage_id}", "refresh",
+                                    _quiet_after(state, state.diffed))
     return [plans[d] for d in sorted(plans)]
 
 
-def is_rejection(error, user_failure_data) -> bool:
-    """A step that failed because its gate rejected the day: a verdict, not an error."""
-    if error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or ""):
-        return True
-    metadata = getattr(user_failure_data, "metadata", None) or {}
-    return bool(getattr(metadata.get(REJECTED_MARK), "value", metadata.get(REJECTED_MARK)))
-
-
-def retries_exhausted(instance: dg.DagsterInstance, day: str, retry: RetryPolicy) -> bool:
-    return retries_so_far(instance, day) >= retry.attempts
+def is_rejection(error) -> bool:
+    """A step that failed because its blocking gate check refused the day: a verdict, not an error."""
+    return error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or "")

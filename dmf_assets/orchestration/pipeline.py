@@ -210,6 +210,7 @@ class DayOutcome:
     rejected_gate: int | None = None
     reason: str | None = None
     churn: GateOutcome | None = None
+    failed_gate: GateOutcome | None = None  # the gate that refused the day here (3 re-judged, or 6)
     rederived_day: date | None = None
     carried_forward: bool = False  # rejected already by gates 1–5: nothing to diff
     diff: DiffResult | None = None
@@ -223,6 +224,21 @@ def _churn_samples(diff: DiffResult) -> tuple[dict, ...]:
 
 class NotJudged(RuntimeError):
     """The history database holds no verdict for the day (integrity_verdict has not run on it)."""
+
+
+def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
+    """A day with no judged value to diff (its verdict rejected it, so none was handed on): what the
+    database recorded for it — a rejection whose comparison base stays — or NotJudged."""
+    run = history.run_row(conn, day)
+    stored_failure = next((g for g in history.gate_rows(conn, day) if g["gate_no"] <= 5 and g["passed"] is False), None)
+    if run is None or stored_failure is None:
+        raise NotJudged(
+            f"{day}: 넘겨받은 판정 값이 없고 이력 DB에도 이 날의 거부 판정이 없습니다 — 이 날짜를 raw_pages부터 다시 실행하세요. "
+            "No judged value for this day and no rejection on record: re-run the day from raw_pages."
+        )
+    base = history.comparison_base(conn, day)
+    return DayOutcome(day, "rejected", base.day, rejected_gate=stored_failure["gate_no"], reason=run.get("reason"),
+                      carried_forward=True)
 
 
 def diff_and_commit(
@@ -257,7 +273,7 @@ def diff_and_commit(
         drop = gate_drop(judged.facts, base, settings.gates)
         if not drop.passed:
             out = commit.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates)
-            return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail,
+            return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail, failed_gate=drop,
                               rederived_day=out.rederived_day, seconds=time.monotonic() - started)
 
     base_frame, seen = history.load_base(conn, base)
@@ -270,7 +286,8 @@ def diff_and_commit(
     if not churn.passed:
         out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates)
         return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=6, reason=churn.detail,
-                          churn=churn, rederived_day=out.rederived_day, diff=diff, seconds=time.monotonic() - started)
+                          churn=churn, failed_gate=churn, rederived_day=out.rederived_day, diff=diff,
+                          seconds=time.monotonic() - started)
     out = commit.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,
                             gates=settings.gates)
     return DayOutcome(day, out.status, base.day, dict(diff.counts), churn=churn, rederived_day=out.rederived_day,

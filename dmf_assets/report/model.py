@@ -13,6 +13,43 @@ from enum import Enum
 import polars as pl
 
 
+# --- the daily workbook's sheets (messages name them from this list only) ------------------------
+
+SHEET_SUMMARY = "요약"
+SHEET_EVENTS = "변경 이벤트"
+SHEET_FIELDS = "필드 변경"
+SHEET_NEW_WITHDRAWN = "신규·취하"  # '/' is not allowed in Excel sheet names
+SHEET_BY_INGREDIENT = "성분별"
+SHEET_BY_APPLICANT = "업체별"
+SHEET_BY_COUNTRY = "제조국"
+SHEET_QUALITY = "품질"
+SHEET_META = "메타"
+SHEET_LEDGER = "전체현황"
+SHEET_RECENT = "이력"
+#: Sheet order. The three aggregates are separate sheets so each table has its own auto-filter:
+#: side-by-side tables on one sheet would hide each other's rows when one is filtered.
+SHEET_NAMES: tuple[str, ...] = (
+    SHEET_SUMMARY,
+    SHEET_EVENTS,
+    SHEET_FIELDS,
+    SHEET_NEW_WITHDRAWN,
+    SHEET_LEDGER,
+    SHEET_RECENT,
+    SHEET_BY_INGREDIENT,
+    SHEET_BY_APPLICANT,
+    SHEET_BY_COUNTRY,
+    SHEET_QUALITY,
+    SHEET_META,
+)
+
+
+def sheet_ref(name: str) -> str:
+    """The text "'요약' 시트" — a reference to a sheet that the daily workbook really has."""
+    if name not in SHEET_NAMES:
+        raise ValueError(f"the daily workbook has no sheet {name!r}")
+    return f"'{name}' 시트"
+
+
 class DayStatus(str, Enum):
     ACCEPTED = "accepted"  # all six gates passed; events are against the comparison base
     BASELINE = "baseline"  # first accepted day: the history starts here, no events by design

@@ -48,7 +48,23 @@ from dmf_assets.report.cells import (
     text_lines,
     write_table,
 )
-from dmf_assets.report.model import AggregateRow, DayReport, DayStatus
+from dmf_assets.report.model import (  # noqa: F401 - the sheet names are re-exported for callers of the writer
+    SHEET_BY_APPLICANT,
+    SHEET_BY_COUNTRY,
+    SHEET_BY_INGREDIENT,
+    SHEET_EVENTS,
+    SHEET_FIELDS,
+    SHEET_LEDGER,
+    SHEET_META,
+    SHEET_NAMES,
+    SHEET_NEW_WITHDRAWN,
+    SHEET_QUALITY,
+    SHEET_RECENT,
+    SHEET_SUMMARY,
+    AggregateRow,
+    DayReport,
+    DayStatus,
+)
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError, atomic_write, ensure_dir
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
@@ -70,33 +86,6 @@ from dmf_assets.report.sentences import summary_sentences
 from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame_sheet, severity_hook
 
 # --- names and fixed texts -----------------------------------------------------------------------
-
-SHEET_SUMMARY = "요약"
-SHEET_EVENTS = "변경 이벤트"
-SHEET_FIELDS = "필드 변경"
-SHEET_NEW_WITHDRAWN = "신규·취하"  # '/' is not allowed in Excel sheet names
-SHEET_BY_INGREDIENT = "성분별"
-SHEET_BY_APPLICANT = "업체별"
-SHEET_BY_COUNTRY = "제조국"
-SHEET_QUALITY = "품질"
-SHEET_META = "메타"
-SHEET_LEDGER = "전체현황"
-SHEET_RECENT = "이력"
-#: Sheet order. The three aggregates are separate sheets so each table has its own auto-filter:
-#: side-by-side tables on one sheet would hide each other's rows when one is filtered.
-SHEET_NAMES: tuple[str, ...] = (
-    SHEET_SUMMARY,
-    SHEET_EVENTS,
-    SHEET_FIELDS,
-    SHEET_NEW_WITHDRAWN,
-    SHEET_LEDGER,
-    SHEET_RECENT,
-    SHEET_BY_INGREDIENT,
-    SHEET_BY_APPLICANT,
-    SHEET_BY_COUNTRY,
-    SHEET_QUALITY,
-    SHEET_META,
-)
 
 NOT_REFLECTED = "이 날짜의 변경 내역은 반영되지 않았습니다"
 _WEEKDAYS_KO = "월화수목금토일"

@@ -23,6 +23,9 @@ from dmf_assets.orchestration.followups import CHAIN, is_rejection
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
 #: command's own one-line-per-day summary
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# a rejected day's follow-up leaves gate 6 unevaluated on purpose (the UI shows it as skipped); Dagster's
+# planner says so through a module logger of its own, which would reach the terminal
+logging.getLogger("dagster._core.execution.plan.active").setLevel(logging.ERROR)
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
         if not (event.is_step_failure and event.step_failure_data is not None):
             continue
         data = event.step_failure_data
-        if is_rejection(data.error, data.user_failure_data):
+        if is_rejection(data.error):
             continue
         if data.user_failure_data is not None and data.user_failure_data.description:
             return f"{event.step_key}: {data.user_failure_data.description}"
@@ -94,13 +97,18 @@ def execute_day(
     )
 
 
+def sensor_context(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorEvaluationContext:
+    """What the daemon hands `dmf_watch_sensor` on a tick: the instance, and the resources it reads."""
+    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": defs.resources["workspace"]})
+
+
 def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None,
               max_rounds: int = 6) -> list[dg.ExecuteInProcessResult]:
     """Evaluate `dmf_watch_sensor` and execute what it requests now, until it requests nothing new."""
     done: set[str] = set()
     results = []
     for _ in range(max_rounds):
-        context = dg.build_sensor_context(instance=instance, definitions=defs)
+        context = sensor_context(defs, instance)
         with _quiet():  # the sensor's log lines belong in the daemon's log, not in the command's table
             outcome = dmf_watch_sensor(context)
         for event in getattr(outcome, "asset_events", None) or []:

@@ -1,0 +1,57 @@
+"""A day's verdict as Dagster records it — written by the assets, read by the sensor and the alerts.
+
+A rejected day is said once: an observation of the asset whose gate refused it (integrity_verdict for
+gates 1–5, snapshot_diff for gate 6), whose metadata is the typed `Rejection`, next to Dagster's own
+failed blocking check. The keys are labelled for the person who opens the run log or the asset's
+events in the UI; this module is the only place that knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
+
+VERDICT = "판정 / verdict"
+GATE = "게이트 / gate"
+GATE_NAME = "게이트 이름 / gate name"
+OBSERVED = "관측값 / observed"
+THRESHOLD = "기준 / threshold"
+REASON = "사유 / reason"
+BASE = "비교 기준일 / comparison base"
+SAMPLES = "표본 행 / sample rows"
+WHAT_NEXT = "다음 / what happens next"
+
+PASSED_TEXT = "통과 (pass)"
+REJECTED_TEXT = "거부 (rejected)"
+NO_BASE = "없음 (첫 반영 전)"
+
+
+def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
+    """Plain values (the samples as a markdown table under SAMPLES, for the caller to wrap)."""
+    return {
+        VERDICT: REJECTED_TEXT,
+        GATE: r.gate,
+        GATE_NAME: gate_title(r.gate),
+        OBSERVED: r.observed,
+        THRESHOLD: r.threshold,
+        REASON: r.detail,
+        BASE: r.base_day.isoformat() if r.base_day else NO_BASE,
+        WHAT_NEXT: next_step,
+    }
+
+
+def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:
+    """The rejection a record's metadata states, or None (a passing verdict, any other record)."""
+    if metadata.get(VERDICT) != REJECTED_TEXT:
+        return None
+    gate = metadata.get(GATE)
+    if not isinstance(gate, int) or gate not in GATE_BY_NUMBER:
+        return None
+    observed, threshold, reason, base = (metadata.get(k) for k in (OBSERVED, THRESHOLD, REASON, BASE))
+    if not (observed and threshold and reason and base):
+        return None  # not written by this module (a record of an earlier release): no half-known rejection
+    return Rejection(gate, str(observed), str(threshold), str(reason),
+                     None if base == NO_BASE else date.fromisoformat(str(base)))
