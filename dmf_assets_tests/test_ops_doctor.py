@@ -107,7 +107,9 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
 
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--today", LAST.isoformat())
     assert rc == 0 and err == ""
-    assert "결과 / result: OK 9 · WARN 1 · FAIL 0" in out and "references" in out
+    # the CLI adds the delivery check: no channel is configured here, which it says (a WARN)
+    assert "결과 / result: OK 9 · WARN 2 · FAIL 0" in out and "references" in out
+    assert "알림 채널이 설정되지 않았습니다" in out
 
 
 def test_real_command_prints_json(healthy):

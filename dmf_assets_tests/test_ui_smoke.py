@@ -6,9 +6,12 @@ temporary folder keep the project's data/ and reports/ untouched; the config inj
 middle day. Through the GraphQL API: the code location loads with the six assets, the schedule and
 the sensor; an asset backfill of three days, launched as the UI's "Materialize → partitions" does,
 runs under the daemon; the rejected middle day shows its failing gate on its own partition, the
-sensor completes its "collection failed" workbook after the backfill, the day after compares with
-the last accepted day — in at most 5 runs, with one xlsx_report materialization per day. The
-workbook behind `xlsx_report`'s `download` link is served by the report file server.
+sensor completes its "collection failed" workbook after the backfill (one follow-up: N + 1 runs), the
+day after compares with the last accepted day, with one xlsx_report materialization per day; the
+rejected day is red only on the gate's asset, and gate 6 reads "skipped" there. Then today's
+partition is rejected the way the 06:00 schedule would meet it and accepted on the same morning's
+retry: the team receives one alert and one workbook mail. The workbook behind `xlsx_report`'s
+`download` link is served by the report file server.
 """
 
 from __future__ import annotations
@@ -90,14 +93,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_config(folder: Path, report_port: int) -> Path:
-    """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root."""
+def _write_config(folder: Path, report_port: int, smtp_port: int, faults: dict[str, str]) -> Path:
+    """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root. A run
+    of `dagster dev` loads the code location anew, so a rewritten config reaches the next run."""
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     lines = ["[paths]"] + [f'{n} = "{(folder / "data" / n).as_posix()}"' for n in names]
-    lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]",
-              f'"{FAULT_DAY.isoformat()}" = "page_missing_rows"', "",
-              "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""',
-              "", "[runs]", f"sensor_interval_s = {SENSOR_INTERVAL_S}"]
+    lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]"]
+    lines += [f'"{day}" = "{kind}"' for day, kind in faults.items()]
+    lines += ["", "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""',
+              "", "[runs]", f"sensor_interval_s = {SENSOR_INTERVAL_S}",
+              # today's retry a minute after its rejection, whatever the hour the suite runs at
+              "", "[retry]", "interval_minutes = 1", 'until = "23:59"', "", "[alerts]", 'overdue_at = "23:59"',
+              "", "[alerts.email]", 'smtp_host = "127.0.0.1"', f"smtp_port = {smtp_port}",
+              'sender = "dmf-watch@example.co.kr"', 'recipients = ["ra-team@example.co.kr"]']
     path = folder / "dmf.smoke.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -106,15 +114,16 @@ def _write_config(folder: Path, report_port: int) -> Path:
 class Dagit:
     """`dagster dev` in its own process group, spoken to over GraphQL."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, smtp_port: int):
         self.tmp = tmp
         self.port = _free_port()
         self.report_port = _free_port()
+        self.smtp_port = smtp_port
         self.base = f"http://127.0.0.1:{self.port}"
         home = tmp / "dagster_home"
         home.mkdir()
         shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-        self.config = _write_config(tmp, self.report_port)
+        self.config = self.configure({FAULT_DAY.isoformat(): "page_missing_rows"})
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "DMF_", "MFDS_"))},
             "DAGSTER_HOME": str(home),
@@ -125,6 +134,9 @@ class Dagit:
         self.proc: subprocess.Popen | None = None
         self.project_marks_before = _project_marks()
         self.client = httpx.Client(timeout=30.0)
+
+    def configure(self, faults: dict[str, str]) -> Path:
+        return _write_config(self.tmp, self.report_port, self.smtp_port, faults)
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
@@ -178,8 +190,16 @@ class Dagit:
 
 
 @pytest.fixture(scope="module")
-def dagit(tmp_path_factory):
-    d = Dagit(tmp_path_factory.mktemp("ui_smoke"))
+def mailbox():
+    from dmf_assets_tests.notify_servers import smtp_server
+
+    with smtp_server() as smtp:
+        yield smtp
+
+
+@pytest.fixture(scope="module")
+def dagit(tmp_path_factory, mailbox):
+    d = Dagit(tmp_path_factory.mktemp("ui_smoke"), mailbox.port)
     try:
         d.start()
         yield d
@@ -267,8 +287,8 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     runs = _wait_until_settled(dagit, launched["backfillId"])
 
-    # at most N+2 runs: one per day from the backfill, one follow-up for the rejected day's workbook
-    assert len(runs) <= len(DAYS) + 2, [(_tag(r, "dagster/partition"), _tag(r, "dmf/trigger"), r["status"]) for r in runs]
+    # N + 1 runs: one per day from the backfill, one follow-up for the rejected day (as README says)
+    assert len(runs) == len(DAYS) + 1, [(_tag(r, "dagster/partition"), _tag(r, "dmf/trigger"), r["status"]) for r in runs]
     assert all(_tag(r, "dagster/partition") for r in runs)  # every run is one day: checks land on their partition
     followup = [r for r in runs if _tag(r, "dmf/trigger") == "sensor-complete"]
     assert [_tag(r, "dagster/partition") for r in followup] == [FAULT_DAY.isoformat()]
@@ -297,10 +317,83 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
     assert f"수집 실패 — 비교 기준은 여전히 {DAYS[0].isoformat()}" in str(first[0])
     assert _project_marks() == dagit.project_marks_before, "the smoke test wrote into the project's own folders"
 
-    # the partitions view tells the truth: the rejected day is red on the gate's asset, the others green
+    # the partitions view tells the truth: the rejected day is red on the gate's asset — one rejection —
+    # and nowhere else: snapshot_diff recorded "rejected, base carried forward", the tail ran
     verdict = _partition_status(dagit, "integrity_verdict")
     assert [verdict.get(d.isoformat()) for d in DAYS] == ["MATERIALIZED", "FAILED", "MATERIALIZED"], verdict
-    assert [_partition_status(dagit, "xlsx_report").get(d.isoformat()) for d in DAYS] == ["MATERIALIZED"] * 3
+    for asset in ("snapshot_diff", "events", "xlsx_report"):
+        assert [_partition_status(dagit, asset).get(d.isoformat()) for d in DAYS] == ["MATERIALIZED"] * 3, asset
+    # gate 6 was never evaluated on the rejected day: Dagster shows it skipped there, not "execution failed"
+    from dagster._core.event_api import PartitionKeyFilter
+
+    gate6 = dg.AssetCheckKey(dg.AssetKey("snapshot_diff"), "gate_6_churn")
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [gate6], partition_filter=PartitionKeyFilter(key=FAULT_DAY.isoformat()))[gate6]
+    run = instance.get_run_by_id(latest.run_id)
+    assert latest.status.value == "PLANNED" and run.status == dg.DagsterRunStatus.SUCCESS  # resolved: SKIPPED
+    # the backfill mailed no workbook; the alerts about its rejected day say what to do, no retry promised
+    instance.dispose()
+
+
+M_LAUNCH_RUN = """
+mutation($p: ExecutionParams!) { launchRun(executionParams: $p) { __typename
+  ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }
+"""
+
+
+def _rejected_today(dagit: Dagit, day: str, deadline: float) -> bool:
+    import dagster as dg
+
+    instance = dg.DagsterInstance.from_config(str(dagit.tmp / "dagster_home"))
+    try:
+        return bool(instance.fetch_observations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("integrity_verdict"), asset_partitions=[day]), limit=1).records)
+    finally:
+        instance.dispose()
+
+
+def test_a_morning_rejected_then_accepted_on_retry_sends_one_alert_and_one_workbook_mail(dagit, mailbox):
+    from dmf_assets.clock import today_kst
+
+    today = today_kst().isoformat()
+    while not mailbox.received.empty():  # what the backfill test's alerts left behind
+        mailbox.received.get()
+    dagit.configure({FAULT_DAY.isoformat(): "page_missing_rows", today: "page_missing_rows"})  # an outage this morning
+    sel = {"repositoryLocationName": "dmf_assets", "repositoryName": "__repository__", "jobName": "dmf_daily_job"}
+    tags = [{"key": "dagster/partition", "value": today}, {"key": "dmf/trigger", "value": "schedule"}]
+    launched = dagit.gql(M_LAUNCH_RUN, p={"selector": sel, "executionMetadata": {"tags": tags}})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    deadline = time.monotonic() + BACKFILL_TIMEOUT_S
+    while not _rejected_today(dagit, today, deadline):
+        assert time.monotonic() < deadline, dagit.log_tail()
+        time.sleep(2.0)
+    dagit.configure({FAULT_DAY.isoformat(): "page_missing_rows"})  # the source recovers before the retry
+    data = dagit.tmp / "data"
+    while True:  # the retry (a minute after the rejection) is accepted and its workbook mailed
+        with open_database(data / "database", backups_dir=data / "backups_dir", purpose="ui smoke test") as conn:
+            row = history.run_row(conn, date.fromisoformat(today))
+        runs = dagit.gql(Q_RUNS, tags=[{"key": "dagster/partition", "value": today}])["runsOrError"]["results"]
+        if row and row["status"] == "accepted" and all(r["status"] in TERMINAL_RUN for r in runs):
+            break
+        assert time.monotonic() < deadline, (row, dagit.log_tail())
+        time.sleep(3.0)
+    _wait_for_a_sensor_tick_after(dagit, time.time(), cap_s=SENSOR_INTERVAL_S + 15)
+    mails = []
+    while True:
+        try:
+            mails.append(mailbox.next_message(timeout=3)[1])
+        except Exception:  # noqa: BLE001 - queue.Empty: nothing more arrived
+            break
+    mine = [m for m in mails if today in m["Subject"]]
+    subjects = [m["Subject"] for m in mine]
+    assert len(mine) == 2, subjects
+    alert, report = sorted(mine, key=lambda m: bool(list(m.iter_attachments())))
+    assert alert["Subject"] == f"[DMF 경보] {today} 수집 거부 (rejected) — 게이트 2 완전성(completeness)"
+    assert "자동으로 다시 수집합니다(재시도 1/3, Dagster 데몬 실행 중)" in alert.get_body(("plain",)).get_content()
+    assert "재시도 1회째 반영" in report["Subject"] and list(report.iter_attachments())
+    assert "앞서 보낸 수집 거부 알림은 해소되었습니다" in report.get_body(("plain",)).get_content()
+    retry = [r for r in runs if _tag(r, "dmf/retry")]
+    assert [_tag(r, "dmf/retry") for r in retry] == [f"{today}#1"]
 
 
 def test_repository_loads_with_assets_schedule_and_sensor(dagit):

@@ -254,7 +254,7 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
     assert cosmetic_events == report.kpis.cosmetic == sum(e.is_cosmetic for e in report.events)
     assert f"표기만 바뀐 이벤트 {cosmetic_events:,}건" in wb[SHEET_FIELDS]["A3"].value
     sentence = next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == "심각")
-    assert f"제조소 추가: {edited.site_name} (중국)" in sentence
+    assert f"제조소(추가 {edited.site_name} (중국))" in sentence and sentence.endswith("바뀌었습니다.")
 
 
 def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811
@@ -316,6 +316,7 @@ def test_sentences_group_mass_changes_and_put_products_first():
                    product_hits=("우리정 (20200301-3-C-3-03)",))
     sentences, total = summary_sentences([*mass, single, ours])
     assert total == 8 and len(sentences) == 3
-    assert sentences[0].products and "발급일자: 2020-01-01 → 2020-02-02" in sentences[0].text
-    assert sentences[1].severity == "CRITICAL" and "제조소 소재지: old → new" in sentences[1].text
-    assert sentences[2].count == 6 and sentences[2].text.startswith("일괄 변경 6건 — 신청인: (주)옛이름 → (주)새이름")
+    assert sentences[0].products and "발급일자(2020-01-01 → 2020-02-02)가 바뀌었습니다." in sentences[0].text
+    assert sentences[1].severity == "CRITICAL" and "제조소 소재지(old → new)가 바뀌었습니다." in sentences[1].text
+    assert sentences[2].count == 6
+    assert sentences[2].text.startswith("등록 6건에서 신청인((주)옛이름 → (주)새이름)이 똑같이 바뀌었습니다(예: ")

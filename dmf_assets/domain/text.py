@@ -94,9 +94,10 @@ def _spaced(word: str) -> str:
 
 
 def _dotted(letters: str) -> str:
-    # "spa" matches SpA, S.p.A, S.p.A., S. p. A, S .p.A and S p A: a re-typing that turns the dots into
-    # spaces ("S.R.L" -> "S R L") is still the same legal form, so the two spellings keep one key
-    return r"(?:[\s.]*\.[\s.]*|\s+)?".join(re.escape(ch) for ch in letters)
+    # "spa" matches SpA, S.p.A, S.p.A., S. p. A, S .p.A, S p A and S, p A: a re-typing that turns the dots
+    # into spaces or commas ("S.R.L" -> "S R L", "S.p.A" -> "S, p A") is still the same legal form, so the
+    # spellings keep one key (found by the cosmetic-retyping property: "OLON S.p.A." / " OLON S, p A ")
+    return r"(?:[\s.,]*[.,][\s.,]*|\s+)?".join(re.escape(ch) for ch in letters)
 
 
 #: Korean legal-form words (removed anywhere, whitespace-insensitive).

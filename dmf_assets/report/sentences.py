@@ -16,8 +16,10 @@ from dmf_assets.report.rows import field_label, sorted_events
 #: sentences on 요약 and in the mail; a group of at least this many alike events is one sentence
 TOP_SENTENCES = 15
 MASS_GROUP_MIN = 3
-#: a value inside a sentence is cut at a word after this many characters (the full value is on '필드 변경')
+#: a value inside a sentence is cut at a word after this many characters (the full value is on '필드 변경');
+#: a site ("name (country)") gets more room so its country is never cut off
 VALUE_WIDTH = 40
+SITE_WIDTH = 90
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,11 @@ def _clauses(changes: Sequence[FieldChangeRow]) -> list[tuple[str, str]]:
         parts = []
         for c in sites:
             if c.before is None:
-                parts.append(f"추가 {_v(c.after)}")
+                parts.append(f"추가 {shorten(c.after or '', SITE_WIDTH)}")
             elif c.after is None:
-                parts.append(f"삭제 {_v(c.before)}")
+                parts.append(f"삭제 {shorten(c.before, SITE_WIDTH)}")
             else:
-                parts.append(f"{_v(c.before)} → {_v(c.after)}")
+                parts.append(f"{shorten(c.before, SITE_WIDTH)} → {shorten(c.after, SITE_WIDTH)}")
         out.append(("제조소", "; ".join(parts)))
     for c in changes:
         if c.is_cosmetic or c.field == SITES_FIELD or (sites and c.field in ("manufacturer", "address")):
