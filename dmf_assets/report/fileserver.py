@@ -54,19 +54,25 @@ class FileServerError(Exception):
     """The report server cannot start; the message says why and what to do."""
 
 
+def busy_port_text(what_ko: str, what_en: str, host: str, port: int, fix: str) -> str:
+    """The one line for a port another program listens on (named, when /proc tells), and how to choose another:
+    `fix` is the command line, with {port} for the next port."""
+    holder = port_holder(port)
+    other = port + 1 if port < 65535 else port - 1
+    return (f"{what_ko} {josa(f'포트 {port}', '을/를')} 이미 다른 프로그램이 쓰고 있습니다 / the {what_en} port {host}:{port} "
+            f"is already in use{f' — {holder}' if holder else ''}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or "
+            f"pick another port: {fix.format(port=other)}")
+
+
 class PortBusy(FileServerError):
     """The port is taken by another program."""
 
-    def __init__(self, host: str, port: int, holder: str | None) -> None:
-        self.host, self.port, self.holder = host, port, holder
-        who = f" — {holder}" if holder else ""
-        other = port + 1 if port < 65535 else 8765
-        super().__init__(
-            f"리포트 다운로드 {josa(f'포트 {port}', '을/를')} 이미 다른 프로그램이 쓰고 있습니다 / the report download port "
-            f"{host}:{port} is already in use{who}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or pick "
-            f"another port: dmf ui --report-port {other} (dmf serve-reports --port {other}, or "
-            f"report.file_server_port in config/dmf.local.toml)"
-        )
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        super().__init__(busy_port_text(
+            "리포트 다운로드", "report download", host, port,
+            "dmf ui --report-port {port} (dmf serve-reports --port {port}, or report.file_server_port in "
+            "config/dmf.local.toml)"))
 
 
 def is_report_name(name: str) -> bool:
@@ -327,7 +333,7 @@ def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
         return ReportServer((host, port), _handler(root, request_deadline_s), max_connections)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            raise PortBusy(host, port, port_holder(port)) from None
+            raise PortBusy(host, port) from None
         if exc.errno == errno.EACCES:
             raise FileServerError(f"{josa(f'포트 {port}', '을/를')} 열 권한이 없습니다 (1024 미만은 관리자 전용) / no permission to "
                                   f"listen on port {port}: use dmf ui --report-port 8765") from None
