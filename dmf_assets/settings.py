@@ -26,6 +26,8 @@ from typing import Annotated, Any
 import annotated_types
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from dmf_assets.korean import josa
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "dmf.toml"
 LOCAL_CONFIG = PROJECT_ROOT / "config" / "dmf.local.toml"
@@ -433,14 +435,14 @@ def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
             return loc, hint
         known = list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
         close = difflib.get_close_matches(name, known, n=1)
-        guess = f" — '{close[0]}'을(를) 뜻했나요? / did you mean '{close[0]}'?" if close else ""
+        guess = f" — {josa(repr(close[0]), '을/를')} 뜻했나요? / did you mean '{close[0]}'?" if close else ""
         what = ("알 수 없는 섹션 / unknown section", f"[{name}]") if isinstance(value, dict) else ("알 수 없는 키 / unknown key", name)
         return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
     shown = f"{name} = {_toml_value(_without_path(value) if isinstance(value, str) else value)}"
     allowed = _allowed(info) if info is not None else ""
     if kind in ("less_than_equal", "less_than") and err.get("ctx", {}).get("le") == 1 and isinstance(value, int | float):
         # a ratio typed as a percentage: the mistake that once switched the drop gate off
-        ko = f"비율은 0과 1 사이로 씁니다: {shown}은(는) {value * 100:g} %입니다"
+        ko = f"비율은 0과 1 사이로 씁니다: {josa(shown, '은/는')} {value * 100:g} %입니다"
         en = f"a ratio is written between 0 and 1: {shown} means {value * 100:g} %"
         if value <= 100:
             ko, en = ko + f"; {value:g} %라면 {value / 100:g}로 쓰세요", en + f"; write {value / 100:g}"
@@ -503,19 +505,19 @@ def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
         a, b = getattr(section, low), getattr(section, high)
         name = "quality" if section is s.quality else "source"
         if a > b:
-            out.append(((name, low), f"{low} = {a:g}이(가) {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
+            out.append(((name, low), f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
     if s.demo.fault_days_ago >= s.demo.days:
-        out.append((("demo", "fault_days_ago"), f"fault_days_ago = {s.demo.fault_days_ago}은(는) days = {s.demo.days}보다 "
+        out.append((("demo", "fault_days_ago"), f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
                                                 f"작아야 합니다 / must be < demo.days ({s.demo.days})"))
     for name in Paths.model_fields:
         p = s.paths.resolve(name)
+        written = josa(f'{name} = "{getattr(s.paths, name)}"', "은/는")
         if name == "database":
             if p.is_dir():
-                out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더입니다 — DB 파일 경로를 쓰세요 / "
+                out.append((("paths", name), f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
                                              f"is a folder ({p}); write a file path such as \"data/dmf.duckdb\""))
         elif p.exists() and not p.is_dir():
-            out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더가 아닙니다 / "
-                                         f"must be a folder, but {p} is a file"))
+            out.append((("paths", name), f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"))
     products = s.products.resolve()
     if products is not None and not products.is_file():
         out.append((("products", "file"), f"file = \"{s.products.file}\" — 제품 목록 파일이 없습니다 / "

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dmf_assets.cli.arguments import existing_folder, listen_host, out_folder, port, whole
 from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -77,7 +78,7 @@ def _install(args) -> int:
                               web_port=args.web_port, watchdog_every_minutes=args.watchdog_minutes)
     for tool in ("dagster-webserver", "dagster-daemon", "dmf"):
         if not (options.venv_bin / tool).exists():
-            raise UserError(f"{options.venv_bin / tool}이(가) 없습니다 — 프로젝트의 .venv에서 실행하세요 "
+            raise UserError(f"{josa(str(options.venv_bin / tool), '이/가')} 없습니다 — 프로젝트의 .venv에서 실행하세요 "
                             f"(.venv/bin/dmf service install) / run it from the project's virtualenv")
     units = render_units(options)
     target = _unit_dir(args)
@@ -123,7 +124,7 @@ def _uninstall(args) -> int:
             try:
                 path.unlink()
             except PermissionError:
-                raise UserError(f"{path}을(를) 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied") from None
+                raise UserError(f"{josa(str(path), '을/를')} 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied") from None
     print("이제 실행하세요 / now run:" if not args.dry_run else "지운 뒤 실행할 명령 / after removing, run:")
     for cmd in uninstall_commands(args.user):
         print(f"  {cmd}")
