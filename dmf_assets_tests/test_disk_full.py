@@ -224,27 +224,21 @@ def _no_traceback(result: subprocess.CompletedProcess) -> None:
     assert "Exception ignored" not in result.stderr, result.stderr[-3000:]  # a writer's __del__ failing again
 
 
-def test_a_full_raw_archive_disk_is_the_fetch_steps_own_line(tmp_path, small_fs):
-    raw = small_fs / "raw"
-    env = _day_project(tmp_path / "proj", raw_dir=raw)
+@pytest.mark.parametrize(("folder", "step", "file", "committed"), [
+    ("raw_dir", "raw_pages", "2026-10-05", False),  # the first step: nothing of the day is committed
+    ("reports_dir", "xlsx_report", "DMF_리포트_2026-10-05.xlsx", True),  # the last: the day stays, no workbook
+])
+def test_a_full_disk_is_the_failed_steps_own_line(tmp_path, small_fs, folder, step, file, committed):
+    target = small_fs / folder
+    env = _day_project(tmp_path / "proj", **{folder: target})
     _fill(small_fs)
     result = dmf("run", "--date", "2026-10-05", env_extra=env)
     _no_traceback(result)
     assert result.returncode == 1, (result.stdout, result.stderr)
-    assert f"실패 / FAILED: raw_pages: {NO_SPACE}{raw}/" in result.stdout, result.stdout
-    assert not (raw / "2026-10-05").exists() and leaked_temp_files(raw) == []
-
-
-def test_a_full_reports_disk_fails_the_workbook_step_once_and_the_day_stays_committed(tmp_path, small_fs):
-    reports = small_fs / "reports"
-    env = _day_project(tmp_path / "proj", reports_dir=reports)
-    _fill(small_fs)
-    result = dmf("run", "--date", "2026-10-05", env_extra=env)
-    _no_traceback(result)
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    assert f"실패 / FAILED: xlsx_report: {NO_SPACE}{reports}/DMF_리포트_2026-10-05.xlsx" in result.stdout, result.stdout
-    assert "2026-10-05  기준일" in result.stdout  # the day itself is committed: only its workbook is missing
-    assert not list(reports.glob("*.xlsx")) and leaked_temp_files(reports) == []
+    assert f"실패 / FAILED: {step}: {NO_SPACE}{target}/" in result.stdout, result.stdout
+    assert (f"{target}/{file}" in result.stdout) == (step == "xlsx_report")  # names the very file, where it can
+    assert ("2026-10-05  기준일" in result.stdout) == committed
+    assert not (target / file).exists() and leaked_temp_files(target) == []
 
 
 def test_a_nearly_full_dagster_home_is_one_line(tmp_path, small_fs):
