@@ -41,7 +41,7 @@ class DayRun:
 def _root_cause(error) -> str:
     chain = []
     while error is not None:
-        chain.append((error.message or "").strip().splitlines()[0] if error.message else "")
+        chain.append(next(iter((error.message or "").strip().splitlines()), ""))  # its first line
         error = getattr(error, "cause", None)
     # a write the file system refused (full, read-only) anywhere in the chain: the README's line, naming the path
     return refused_write_in_texts(chain) or (chain[-1] if chain else "")
