@@ -114,9 +114,10 @@ class _Deadline(io.RawIOBase):
 
     def __init__(self, sock: socket.socket, seconds: float) -> None:
         self._sock = sock
-        self.extend(seconds)
+        self.allow(seconds)
 
-    def extend(self, seconds: float) -> None:
+    def allow(self, seconds: float) -> None:
+        """From now on, `seconds` more."""
         self.until = time.monotonic() + seconds
 
     def _arm(self) -> None:
@@ -176,7 +177,7 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
             self.do_GET()
 
         def _read_only(self) -> None:
-            self.deadline.extend(request_deadline_s)  # the request has arrived: now the time to answer
+            self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             self.close_connection = True  # the request body, if any, is never read
             self._send(HTTPStatus.METHOD_NOT_ALLOWED, "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
                        "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
@@ -184,7 +185,7 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only  # noqa: N815
 
         def do_GET(self) -> None:  # noqa: N802
-            self.deadline.extend(request_deadline_s)  # the request has arrived: now the time to answer
+            self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             try:
                 self._get()
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
@@ -209,7 +210,7 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
                 return self._text(HTTPStatus.NOT_FOUND, "파일이 없습니다 / not found")
             with open(target, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                self.deadline.extend(request_deadline_s + size / MIN_DOWNLOAD_RATE)
+                self.deadline.allow(request_deadline_s + size / MIN_DOWNLOAD_RATE)
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", XLSX)
                 self.send_header("Content-Length", str(size))
