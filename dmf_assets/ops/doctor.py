@@ -6,6 +6,8 @@ Checks, each OK / WARN / FAIL with one Korean + English line:
   schema      applied migrations vs sql/migrations (versions and checksums)
   references  snapshots/events/changes/versions point at rows that exist; no duplicate keys
   days        accepted days have a snapshot, rejected days have no history, nothing else has one
+  unfinished  days judged by gates 1–5 but never committed or rejected (WARN while a run may still be
+              between the two steps, FAIL after 30 minutes)
   freshness   last accepted day vs today (Asia/Seoul); its raw archive is still there
   lock        who holds the database lock, and for how long
   backup      age of the newest backup, and that it opens
@@ -80,6 +82,7 @@ class Thresholds:
     backup_warn_hours: float = 48.0  # the daily backup runs at 05:30 KST
     lock_wait_s: float = 5.0  # how long the doctor waits for a run to release the database
     lock_stuck_hours: float = 6.0  # a lock held this long belongs to a stuck process
+    unfinished_fail_minutes: float = 30.0  # a day judged this long ago and never committed: its run stopped
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,24 @@ def _schema_check(conn, tables: list[str]) -> Check:
                  f"version {version}, {len(applied)} migration checksum(s) match", details)
 
 
+def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
+    """Days judged by gates 1–5 but never committed or rejected afterwards (snapshot_diff failed, or is running)."""
+    label = "미완료 날짜 / unfinished"
+    rows = conn.execute(query("ops.unfinished_days")).fetchall()
+    if not rows:
+        return Check("unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
+    days = [_day(d) for d, _ in rows]
+    minutes = max(0.0, (now.replace(tzinfo=None) - max(at for _, at in rows)).total_seconds() / 60)
+    shown = ", ".join(map(str, days[:5])) + (" …" if len(days) > 5 else "")
+    details = {"days": [d.isoformat() for d in days], "minutes_since_latest": round(minutes, 1)}
+    status = FAIL if minutes > th.unfinished_fail_minutes else WARN
+    ko = (f"판정만 되고 반영·거부되지 않은 날 {len(days)}일: {shown} (가장 최근 판정 {minutes:.0f}분 전) — 실행 중이 아니면 "
+          f"snapshot_diff가 실패한 것입니다: 그 날짜를 raw_pages부터 다시 실행하세요 (dmf run --date {days[-1]})")
+    en = (f"{len(days)} day(s) judged but never committed or rejected ({shown}): unless a run is in progress, "
+          "snapshot_diff failed — re-run the day from raw_pages")
+    return Check("unfinished", status, label, ko, en, details)
+
+
 def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
     label = "최신 반영일 / freshness"
     last = last_accepted_day(conn)
@@ -239,7 +260,7 @@ def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> 
     return Check("freshness", status, label, ko, en, details)
 
 
-def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[list[Check], dict | None]:
+def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tuple[list[Check], dict | None]:
     """The checks that need the database; plus the lock holder when the lock could not be taken."""
     label = "DB 파일 / database"
     db = paths.database
@@ -270,8 +291,9 @@ def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[
             checks.append(_problem_check(conn, "days", "날짜 일관성 / days", DAY_CHECKS,
                                          "반영일만 스냅샷이 있고 거부일은 이력이 없음",
                                          "only accepted days have history; rejected days have none"))
+            checks.append(_unfinished_check(conn, now, th))
             try:
-                checks.append(_freshness_check(conn, paths, today, th))
+                checks.append(_freshness_check(conn, paths, now.date(), th))
             except duckdb.Error as exc:
                 checks.append(Check("freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}",
                                     "cannot read the runs table"))
@@ -432,7 +454,7 @@ def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: 
     th = thresholds or Thresholds()
     now = now or now_kst()
     was_held = lock_holder(paths.database) if paths.database.is_file() else None
-    db_checks, holder = _database_checks(paths, now.date(), th)
+    db_checks, holder = _database_checks(paths, now, th)
     checks = [
         *db_checks,
         _lock_check(holder, was_held, now, th),

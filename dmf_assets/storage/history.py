@@ -17,6 +17,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
@@ -56,6 +57,18 @@ def frame_fingerprint(keyed: pl.DataFrame) -> str:
     for key, content in keyed.select("dmf_key", "content_hash").sort("dmf_key").iter_rows():
         digest.update(f"{key}\x1f{content}\n".encode())
     return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class FrameIdentity:
+    """Which normalized snapshot a judgement was about: its row count and content fingerprint."""
+
+    rows: int | None  # None: judged before the count was recorded (migration 0003)
+    fingerprint: str | None
+
+    @classmethod
+    def of(cls, keyed: pl.DataFrame) -> FrameIdentity:
+        return cls(keyed.height, frame_fingerprint(keyed))
 
 
 # --- reads ---------------------------------------------------------------------------------------
@@ -110,6 +123,11 @@ def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     cur = conn.execute(query("history.run_row"), [day_id(day)])
     rows = cur.fetchall()
     return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
+
+
+def judged_identity(run: dict) -> FrameIdentity:
+    """The snapshot the day's latest judgement recorded (`run`: its `run_row`)."""
+    return FrameIdentity(run.get("judged_rows"), run.get("judged_fingerprint"))
 
 
 def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
@@ -201,15 +219,16 @@ def write_judgement(
     fetch: FetchFacts,
     pages: list[dict],
     source: str,
-    fingerprint: str,
+    judged: FrameIdentity,
     run_id: str | None,
     fetch_seconds: float | None,
 ) -> None:
-    """The day's run row, gates 1–5 (gate 6 removed: not yet known), quality metrics and page stats."""
+    """The day's run row (with the identity of the judged snapshot), gates 1–5 (gate 6 removed: not yet
+    known), quality metrics and page stats."""
     d = day_id(day)
     conn.execute(
         query("history.upsert_run_judgement"),
-        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, fingerprint],
+        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, judged.fingerprint, judged.rows],
     )
     for gate in gates:
         write_gate(conn, day, gate)

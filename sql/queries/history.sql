@@ -158,10 +158,11 @@ WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.record_id = r.record_id)
 
 -- name: upsert_run_judgement
 INSERT INTO runs (day_id, status, source, total_count, rows_received, dagster_run_id, fetch_seconds,
-                  judged_fingerprint, judged_at)
-VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
+                  judged_fingerprint, judged_rows, judged_at)
+VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
 ON CONFLICT (day_id) DO UPDATE SET
     judged_fingerprint = excluded.judged_fingerprint,
+    judged_rows = excluded.judged_rows,
     source = excluded.source,
     total_count = excluded.total_count,
     rows_received = excluded.rows_received,
