@@ -155,7 +155,7 @@ def test_overwritten_bytes_fail_cleanly(healthy, tmp_path, capsys, where):
     line = next(l for l in out.splitlines() if "DB 파일 / database" in l)
     assert line.split()[0] == FAIL
     expected = "not a valid DuckDB database file" if where == "header" else "checksum"
-    assert expected in line and "restore the latest backup" in line
+    assert expected in line and "손상" in line and "`dmf restore`" in line and "`dmf rebuild`" in line
 
 
 #: SQL damage -> the checks that must FAIL (and no other) -> phrases their English lines must contain

@@ -143,14 +143,27 @@ def _instance():
 # --- what the day became (read from the history database) -----------------------------------------
 
 
+def _history(settings, purpose: str, days: list[date] = ()):
+    """The history database as a run opens it. Opened before a day runs, so a lost database (files of earlier
+    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild` before anything is fetched."""
+    from dmf_assets.storage.db import HistoryTraces, open_database
+
+    p = settings.paths
+    return open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose=purpose,
+                         traces=HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir")),
+                         writing=days)
+
+
+def _check_history(settings, days: list[date]) -> None:
+    with _history(settings, "dmf check", days):
+        pass
+
+
 def _summary_rows(days: list[date]) -> list[dict]:
     from dmf_assets.settings import load_settings
     from dmf_assets.storage import history
-    from dmf_assets.storage.db import open_database
 
-    settings = load_settings()
-    with open_database(settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"),
-                       purpose="dmf summary") as conn:
+    with _history(load_settings(), "dmf summary") as conn:
         return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
 
 
@@ -217,6 +230,7 @@ def _run(args) -> int:
 
     day = args.date or today_kst()
     _check_days(day)
+    _check_history(settings, [day])
     resources = _resources(settings, _faults(args.fault))
     started = time.monotonic()
     report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
@@ -232,6 +246,7 @@ def _backfill(args) -> int:
     from dmf_assets.runs import launch
 
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    _check_history(settings, days)
     reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, _faults(args.fault)),
                               trigger="cli-backfill", run_config=launch.QUIET, progress=_progress)
     return _exit_code(reports, _print_summary(days))
@@ -248,6 +263,7 @@ def _demo(args) -> int:
     end = args.end or today_kst()
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
+    _check_history(settings, days)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")

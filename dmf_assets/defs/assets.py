@@ -193,7 +193,7 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
 def integrity_verdict(
     context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase, normalized_records: NormalizedDay
 ):
-    with duckdb.get_connection() as conn:
+    with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
         judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")

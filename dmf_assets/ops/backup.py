@@ -1,4 +1,5 @@
-"""`dmf backup`: a consistent, verified copy of the history database (DESIGN.md §7: backups kept 30 days).
+"""`dmf backup` / `dmf restore`: a consistent, verified copy of the history database (DESIGN.md §7: backups
+kept 30 days), and the way back from one.
 
 Consistent: taken under the database lock after a CHECKPOINT (everything is in the main file, no
 WAL), so no run can write half-way through the copy. Atomic: copied to a hidden temporary file
@@ -13,15 +14,15 @@ import re
 import shutil
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.fsutil import atomic_output
-from dmf_assets.ops.common import table_counts
-from dmf_assets.storage.db import database_lock, lock_path
+from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
+from dmf_assets.storage.db import database_lock, lock_path, replace_database
 
 #: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
 _DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
@@ -150,3 +151,61 @@ def _verify(copy: Path, expected: dict[str, int]) -> int:
         diff = {t: (expected.get(t), got.get(t)) for t in set(expected) | set(got) if expected.get(t) != got.get(t)}
         raise BackupError(f"백업 사본의 행 수가 다릅니다 / row counts differ in the copy: {diff}")
     return copy.stat().st_size
+
+
+# --- restore ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    backup: BackupFile  # the backup now in place
+    kept_aside: Path | None  # the file it replaced, kept beside it (None: there was none)
+    skipped: list[tuple[Path, str]]  # newer backups that did not verify, and why
+    runs: int
+    last_accepted: date | None
+
+
+def _readable_history(copy: Path) -> tuple[int, date | None]:
+    """(days recorded, last accepted day) of a copy that opens and whose every table reads."""
+    try:
+        conn = duckdb.connect(str(copy), read_only=True)
+    except duckdb.Error as exc:
+        raise BackupError(f"열리지 않습니다 / does not open: {str(exc).splitlines()[0]}") from None
+    try:
+        counts = read_every_table(conn)
+        if "runs" not in counts:
+            raise BackupError("runs 표가 없습니다 (DMF Watch DB가 아님) / not a DMF Watch database")
+        return counts["runs"], last_accepted_day(conn)
+    except Unreadable as exc:
+        raise BackupError(f"'{exc.table}' 표를 읽을 수 없습니다 / table {exc.table} is unreadable") from None
+    finally:
+        conn.close()
+
+
+def restore_database(database: Path, backups_dir: Path, *, lock_timeout_s: float = 900.0) -> RestoreResult:
+    """Put the newest backup that verifies (opens, every table reads) in place of `database`, under the
+    database lock; the file it replaces stays beside it (`storage.db.replace_database`). Raises
+    `BackupError` when no backup verifies, `storage.db.DatabaseBusy` when a run keeps the database."""
+    database, backups_dir = Path(database), Path(backups_dir)
+    backups = list_backups(backups_dir)
+    if not backups:
+        raise BackupError(f"복원할 백업이 없습니다 ({backups_dir}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / "
+                          "no backup to restore: run `dmf rebuild`")
+    work = database.with_name(database.name + ".restore")
+    skipped: list[tuple[Path, str]] = []
+    with database_lock(lock_path(database), lock_timeout_s, "dmf restore"):
+        try:
+            for backup in reversed(backups):  # newest first
+                with atomic_output(work) as tmp:  # a full disk leaves no half copy
+                    _copy(backup.path, tmp)
+                try:
+                    runs, last = _readable_history(work)
+                except BackupError as exc:
+                    skipped.append((backup.path, str(exc)))
+                    continue
+                aside = replace_database(work, database, "restore")
+                return RestoreResult(backup, aside, skipped, runs, last)
+        finally:
+            work.unlink(missing_ok=True)
+    raise BackupError(f"백업 {len(backups)}개가 모두 열리지 않거나 읽히지 않습니다 (가장 최근: {skipped[0][0].name}: "
+                      f"{skipped[0][1]}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / no backup verifies: run `dmf rebuild`")

@@ -37,15 +37,26 @@ from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
+    Unreadable,
     human_size,
     last_accepted_day,
     path_size,
-    quote_ident,
+    read_every_table,
     read_only_database,
-    table_names,
 )
 from dmf_assets.report.retention import dated_workbooks
-from dmf_assets.storage.db import DatabaseBusy, MigrationError, check_migrations, fetch_one, lock_holder, migrations, query
+from dmf_assets.storage.db import (
+    WAYS_OUT_EN,
+    WAYS_OUT_KO,
+    DatabaseBusy,
+    HistoryTraces,
+    MigrationError,
+    check_migrations,
+    fetch_one,
+    lock_holder,
+    migrations,
+    query,
+)
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -151,24 +162,6 @@ def _day(value: int) -> date:
 # --- database checks ----------------------------------------------------------------------------
 
 
-def _scan_tables(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Read every value of every table: DuckDB verifies each block's checksum as it reads it.
-    (A bare count(*) could be answered from metadata; hashing every column touches every block.)"""
-    counts = {}
-    for t in table_names(conn):
-        try:  # identifier from the catalog, not from a user
-            counts[t] = conn.execute(f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(t)}").fetchone()[0]
-        except duckdb.Error as exc:
-            raise _Unreadable(t, _first_line(exc)) from None
-    return counts
-
-
-class _Unreadable(Exception):
-    def __init__(self, table: str, error: str) -> None:
-        super().__init__(f"{table}: {error}")
-        self.table, self.error = table, error
-
-
 def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
     problems, details = [], {}
     for query_name, ko, en in specs:
@@ -264,21 +257,32 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
     """The checks that need the database; plus the lock holder when the lock could not be taken."""
     label = "DB 파일 / database"
     db = paths.database
+    traces = HistoryTraces(paths.raw_dir, paths.events_dir, paths.reports_dir).describe()
+    if not db.is_file() and traces:
+        return [Check("database", FAIL, label, f"DB 파일이 없는데({db}) 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
+                      f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}", {"traces": traces})], None
     if not db.is_file():
         return [Check("database", FAIL, label, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
                       f"no database file at {db}")], None
     try:
         with read_only_database(db, lock_timeout_s=th.lock_wait_s, purpose="dmf doctor") as conn:
             try:
-                counts = _scan_tables(conn)
-            except _Unreadable as exc:
-                return [Check("database", FAIL, label, f"'{exc.table}' 표를 읽을 수 없습니다 (손상?): {exc.error}",
-                              f"table {exc.table} is unreadable (damaged file?) — restore the latest backup",
+                counts = read_every_table(conn)
+            except Unreadable as exc:
+                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: "
+                              f"{exc.error} — {WAYS_OUT_KO}",
+                              f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
                               {"table": exc.table, "error": exc.error})], None
             except duckdb.Error as exc:  # the catalog itself
-                return [Check("database", FAIL, label, f"DB를 읽을 수 없습니다 (손상?): {_first_line(exc)}",
-                              "cannot read the catalog (damaged file?) — restore the latest backup",
+                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: "
+                              f"{_first_line(exc)} — {WAYS_OUT_KO}",
+                              f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
                               {"error": _first_line(exc)})], None
+            if counts.get("runs") == 0 and traces:
+                return [Check("database", FAIL, label, f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: "
+                              f"{traces} — {WAYS_OUT_KO}",
+                              f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
+                              {"tables": counts, "traces": traces})], None
             size = path_size(db)
             shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
             checks = [Check("database", OK, label, f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
@@ -312,8 +316,8 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
     except duckdb.Error as exc:
         msg = _first_line(exc)
         busy = "lock" in msg.lower()
-        ko = "다른 프로그램이 DB 파일을 열고 있습니다" if busy else "DB 파일을 열 수 없습니다 (손상?)"
-        en = "another program holds the file" if busy else "the file does not open (damaged?) — restore the latest backup"
+        ko = "다른 프로그램이 DB 파일을 열고 있습니다" if busy else f"DB 파일이 손상되어 열리지 않습니다 — {WAYS_OUT_KO}"
+        en = "another program holds the file" if busy else f"the file is corrupt and does not open — {WAYS_OUT_EN}"
         return [Check("database", FAIL, label, f"{ko}: {msg}", en, {"error": msg})], None
 
 

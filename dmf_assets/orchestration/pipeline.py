@@ -128,7 +128,11 @@ def items_frame(items: list[dict]) -> pl.DataFrame:
 def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
     """Fetch (or replay from the archive) one day. `resume=False` asks the source again (a retry)."""
     started = time.monotonic()
-    result = client.fetch_day(day, log=logger, resume=resume)
+    return fetched(client.fetch_day(day, log=logger, resume=resume), started)
+
+
+def fetched(result, started: float) -> FetchedDay:
+    """A fetch's (or an archive replay's) `FetchResult` as the value raw_pages hands on."""
     fetch = {
         "source": result.source,
         "status": result.status,
@@ -139,7 +143,7 @@ def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = T
         "num_of_rows": getattr(result, "num_of_rows", None),
         "pages": [_page_dict(p) for p in result.pages],
     }
-    return FetchedDay(day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
+    return FetchedDay(result.day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
 
 
 # --- normalize -----------------------------------------------------------------------------------

@@ -13,9 +13,11 @@ made by `orchestration.commit`, which runs these writes inside one `transaction`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -143,6 +145,27 @@ def days_since_source_change(conn: duckdb.DuckDBPyConnection, base_day: date | N
     return int(fetch_one(conn, query("history.days_since_change"), [d, d])[0])
 
 
+@dataclass(frozen=True)
+class HistoryContent:
+    """What a history says, without run ids, event ids or times: each day's outcome and its events (with
+    their field changes) — two histories that say the same have equal contents."""
+
+    outcomes: dict[date, tuple]  # day -> (status, rejected gate, base day, population, the six counts)
+    events: dict[date, Counter]  # day -> its events, each a tuple of every column but the id, changes last
+
+
+def history_content(conn: duckdb.DuckDBPyConnection) -> HistoryContent:
+    outcomes = {to_date(row[0]): tuple(row[1:]) for row in conn.execute(query("history.run_outcomes")).fetchall()}
+    changes: dict[int, list[tuple]] = {}
+    for event_id, *change in conn.execute(query("history.change_contents")).fetchall():
+        changes.setdefault(event_id, []).append(tuple(change))
+    events: dict[date, Counter] = {}
+    for event_id, day, *columns in conn.execute(query("history.event_contents")).fetchall():
+        content = tuple(tuple(v) if isinstance(v, list) else v for v in columns)
+        events.setdefault(to_date(day), Counter())[(*content, tuple(sorted(changes.get(event_id, []), key=repr)))] += 1
+    return HistoryContent(outcomes, events)
+
+
 # --- writes (each inside the caller's `transaction`) ------------------------------------------------
 
 
@@ -154,7 +177,10 @@ def transaction(conn: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
         conn.execute("COMMIT")
         return result
     except BaseException:
-        conn.execute("ROLLBACK")
+        # a COMMIT that failed (e.g. no space left for the WAL) has already ended the transaction: the
+        # ROLLBACK's "no transaction is active" must not hide why
+        with contextlib.suppress(duckdb.TransactionException):
+            conn.execute("ROLLBACK")
         raise
 
 
