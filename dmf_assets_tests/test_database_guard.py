@@ -10,6 +10,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -67,8 +68,12 @@ def test_an_empty_or_missing_database_is_lost_only_when_earlier_days_left_files(
     database = tmp_path / "dmf.duckdb"
     with open_database(database, purpose="test", traces=traces) as conn:  # a truly new project starts as always
         assert history.run_row(conn, DAY) is None
-    (tmp_path / "raw" / "2026-10-06").mkdir(parents=True)
-    (tmp_path / "raw" / "2026-10-06" / "manifest.json").write_text("{}", encoding="utf-8")
+    manifest = tmp_path / "raw" / "2026-10-06" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text("{}", encoding="utf-8")
+    with open_database(database, purpose="test", traces=traces):
+        pass  # archived minutes ago: a run in progress may still record it (the first days of a project at once)
+    os.utime(manifest, (time.time() - 3600,) * 2)
     with open_database(database, purpose="test", traces=traces, writing=[DAY]):
         pass  # the day being run archived its pages before the database was first opened: no trace of a history
     (tmp_path / "events").mkdir()

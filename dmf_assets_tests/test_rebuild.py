@@ -164,7 +164,7 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     refused = _dmf(env, "run", "--date", today.isoformat())
     assert refused.returncode == 2, (refused.stdout[-800:], refused.stderr)
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("dmf: 이력 DB(")
-    assert "이전 날의 기록이 남아 있습니다: 원본 보관 3일" in refused.stderr
+    assert "이전 날의 기록이 남아 있습니다: 이벤트 파일 3개" in refused.stderr and "리포트 4개" in refused.stderr
     assert "`dmf restore`" in refused.stderr and "`dmf rebuild`" in refused.stderr and "Traceback" not in refused.stderr
     assert not ws.database.exists()
     # a run launched by Dagster (the schedule, the UI, `dagster asset materialize`) is refused by the same guard

@@ -156,7 +156,8 @@ def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
 
 
 def _rebuild(args) -> int:
-    from dmf_assets.orchestration.rebuild import STATUS_KO, rebuild_history
+    from dmf_assets.orchestration.rebuild import rebuild_history
+    from dmf_assets.domain.model import RUN_STATUS_KO
     from dmf_assets.storage.db import DatabaseBusy
 
     if args.first and args.last and args.last < args.first:
@@ -169,7 +170,7 @@ def _rebuild(args) -> int:
         gate = f" (게이트 {out.rejected_gate})" if out.rejected_gate else ""
         counts = (f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "
                   f"{c.get('WITHDRAWN', 0)}" if out.status == "accepted" else "")
-        print(f"  {out.day}  {STATUS_KO[out.status]}{gate}{counts}", flush=True)
+        print(f"  {out.day}  {RUN_STATUS_KO[out.status]}{gate}{counts}", flush=True)
 
     try:
         result = rebuild_history(settings, database=paths.database, raw_dir=paths.raw_dir, backups_dir=paths.backups_dir,

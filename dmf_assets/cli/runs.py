@@ -143,27 +143,27 @@ def _instance():
 # --- what the day became (read from the history database) -----------------------------------------
 
 
-def _history(settings, purpose: str, days: list[date] = ()):
-    """The history database as a run opens it. Opened before a day runs, so a lost database (files of earlier
-    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild` before anything is fetched."""
+def _check_history(settings, days: list[date]) -> None:
+    """Open the history database as the day's run will, before it runs: a lost database (files of earlier
+    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`, before anything is fetched."""
     from dmf_assets.storage.db import HistoryTraces, open_database
 
     p = settings.paths
-    return open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose=purpose,
-                         traces=HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir")),
-                         writing=days)
-
-
-def _check_history(settings, days: list[date]) -> None:
-    with _history(settings, "dmf check", days):
+    traces = HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"),
+                           settings.runs.max_minutes * 60)
+    with open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check",
+                       traces=traces, writing=days):
         pass
 
 
 def _summary_rows(days: list[date]) -> list[dict]:
     from dmf_assets.settings import load_settings
     from dmf_assets.storage import history
+    from dmf_assets.storage.db import open_database
 
-    with _history(load_settings(), "dmf summary") as conn:
+    settings = load_settings()
+    with open_database(settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"),
+                       purpose="dmf summary") as conn:
         return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
 
 
@@ -230,8 +230,8 @@ def _run(args) -> int:
 
     day = args.date or today_kst()
     _check_days(day)
-    _check_history(settings, [day])
     resources = _resources(settings, _faults(args.fault))
+    _check_history(settings, [day])
     started = time.monotonic()
     report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
     _progress(report, time.monotonic() - started)
@@ -246,9 +246,10 @@ def _backfill(args) -> int:
     from dmf_assets.runs import launch
 
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days)
-    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, _faults(args.fault)),
-                              trigger="cli-backfill", run_config=launch.QUIET, progress=_progress)
+    reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
+                              run_config=launch.QUIET, progress=_progress)
     return _exit_code(reports, _print_summary(days))
 
 

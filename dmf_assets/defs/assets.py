@@ -266,7 +266,7 @@ def snapshot_diff(
                     "committed: re-run the day from raw_pages."
                 ),
                 metadata={"staged_value": dg.MetadataValue.path(str(staged)), "handed_rows": exc.handed.rows,
-                          "judged_rows": exc.recorded.rows if exc.recorded.rows is not None else "기록 없음"},
+                          **({"judged_rows": exc.recorded.rows} if exc.recorded.rows is not None else {})},
                 allow_retries=False,
             ) from None
     c = out.counts

@@ -34,11 +34,12 @@ class HistoryDatabase(DuckDBResource):
     raw_dir: str = "data/raw"
     events_dir: str = "data/events"
     reports_dir: str = "reports"
+    run_limit_minutes: int = 30  # [runs] max_minutes: a younger raw archive may belong to a run in progress
 
     @contextlib.contextmanager
     def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
         """`writing`: the day a run's first access is for (its own raw archive is no trace of a lost history)."""
-        traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir))
+        traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60)
         try:
             with open_database(self.database, backups_dir=self.backups_dir, lock_timeout_s=self.lock_timeout_s,
                                purpose="dagster", traces=traces, writing=[writing] if writing else ()) as conn:
@@ -91,7 +92,7 @@ def build_resources(
         "mfds": mfds_class(**{**mfds_fields, **client_overrides}),
         "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir),
                                   raw_dir=resolve(settings.paths.raw_dir), events_dir=resolve(settings.paths.events_dir),
-                                  reports_dir=resolve(settings.paths.reports_dir)),
+                                  reports_dir=resolve(settings.paths.reports_dir), run_limit_minutes=settings.runs.max_minutes),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
         "io_manager": DayStoreIOManager(staging_dir=resolve(settings.paths.staging_dir)),
     }

@@ -33,6 +33,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
+from dmf_assets.domain.model import RUN_STATUS_KO
 from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
@@ -60,7 +61,6 @@ from dmf_assets.storage.db import (
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
-STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "judged": "판정만"}
 
 #: (query name in sql/queries/ops.sql, Korean, English) — each must find nothing
 REFERENCE_CHECKS = (
@@ -230,7 +230,7 @@ def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> 
     if latest:
         d, status, gate = _day(latest[0]), latest[1], latest[2]
         gate_txt = f", 게이트 {gate}" if gate else ""
-        latest_note_ko = f"; 마지막 실행 {d} {STATUS_KO.get(status, status)}{gate_txt}"
+        latest_note_ko = f"; 마지막 실행 {d} {RUN_STATUS_KO.get(status, status)}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
     if last is None:
         return Check("freshness", FAIL, label, "반영된 날이 없습니다" + latest_note_ko,
@@ -315,10 +315,11 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
                       f"cannot take the database lock — {hint_en}: {msg}", {"error": msg, "errno": exc.errno})], None
     except duckdb.Error as exc:
         msg = _first_line(exc)
-        busy = "lock" in msg.lower()
-        ko = "다른 프로그램이 DB 파일을 열고 있습니다" if busy else f"DB 파일이 손상되어 열리지 않습니다 — {WAYS_OUT_KO}"
-        en = "another program holds the file" if busy else f"the file is corrupt and does not open — {WAYS_OUT_EN}"
-        return [Check("database", FAIL, label, f"{ko}: {msg}", en, {"error": msg})], None
+        if "lock" in msg.lower():
+            return [Check("database", FAIL, label, f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
+                          "another program holds the file", {"error": msg})], None
+        return [Check("database", FAIL, label, f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
+                      f"the file is corrupt and does not open — {WAYS_OUT_EN}", {"error": msg})], None
 
 
 # --- file checks --------------------------------------------------------------------------------

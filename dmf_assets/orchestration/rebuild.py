@@ -25,6 +25,7 @@ from pathlib import Path
 
 import duckdb
 
+from dmf_assets.domain.model import RUN_STATUS_KO
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.settings import Settings
@@ -37,7 +38,6 @@ log = logging.getLogger("dmf.rebuild")
 
 #: how many differences a refusal lists
 SHOWN_DIFFERENCES = 5
-STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _old_content(database: Path) -> history.HistoryContent | None:
 
 def _outcome_text(outcome: tuple) -> str:
     status, gate, *_ = outcome
-    return STATUS_KO.get(status, status) + (f"(게이트 {gate})" if gate else "")
+    return RUN_STATUS_KO.get(status, status) + (f"(게이트 {gate})" if gate else "")
 
 
 def differences(old: history.HistoryContent, new: history.HistoryContent, replayed: list[date]) -> list[str]:

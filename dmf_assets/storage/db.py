@@ -106,26 +106,38 @@ def _disk_full(exc: duckdb.Error, database: Path) -> DatabaseDiskFull | None:
 
 @dataclass(frozen=True)
 class HistoryTraces:
-    """Where the days a history database recorded leave files of their own: the raw archives
-    (`raw_dir/YYYY-MM-DD/manifest.json`), the events files (`events_dir/YYYY-MM-DD.jsonl`) and the
-    workbooks (`reports_dir/DMF_*.xlsx`)."""
+    """Where the days a history database recorded leave files of their own: the events files
+    (`events_dir/YYYY-MM-DD.jsonl`) and the workbooks (`reports_dir/DMF_*.xlsx`), written only after the
+    database recorded a day, and the raw archives (`raw_dir/YYYY-MM-DD/manifest.json`) — those only once
+    no run can still be about to record them: finished more than `run_limit_s` ago (a run is stopped
+    after `[runs] max_minutes`; the first days of a new project may run at once) and not of a day being
+    run now (raw_pages archives it before the database is first opened)."""
 
     raw_dir: Path
     events_dir: Path
     reports_dir: Path
+    run_limit_s: float = 30 * 60
 
     def describe(self, except_days: Collection[date] = ()) -> str | None:
-        """What is there, in words ("원본 보관 5일(2026-10-01 ~ 2026-10-05), 이벤트 파일 5개, 리포트 6개"), or None.
-        `except_days`: the raw archives of the days being run now (raw_pages writes them before the database
-        is first opened) are no trace of an earlier history."""
+        """What is there, in words ("원본 보관 5일(2026-10-01 ~ 2026-10-05, …), 이벤트 파일 5개(…), 리포트 6개(…)"),
+        or None. `except_days`: the days being run now."""
         skip = {d.isoformat() for d in except_days}
-        raw = sorted(p.parent.name for p in _glob(self.raw_dir, "????-??-??/manifest.json") if p.parent.name not in skip)
+        settled = time.time() - self.run_limit_s
+        raw = sorted(p.parent.name for p in _glob(self.raw_dir, "????-??-??/manifest.json")
+                     if p.parent.name not in skip and _mtime(p) < settled)
         events = _glob(self.events_dir, "????-??-??.jsonl")
         workbooks = _glob(self.reports_dir, "DMF_*.xlsx")
         found = ([f"원본 보관 {len(raw)}일({raw[0]} ~ {raw[-1]}, {self.raw_dir})"] if raw else []) + \
                 ([f"이벤트 파일 {len(events)}개({self.events_dir})"] if events else []) + \
                 ([f"리포트 {len(workbooks)}개({self.reports_dir})"] if workbooks else [])
         return ", ".join(found) or None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile (a re-fetch publishing the day again)
+        return float("inf")
 
 
 def _glob(folder: Path, pattern: str) -> list[Path]:
