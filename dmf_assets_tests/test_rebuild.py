@@ -114,7 +114,7 @@ def test_restore_puts_back_the_newest_backup_that_reads(thirty_days, tmp_path, c
 
     assert cli.main(["restore", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "건너뜀 / skipped dmf-2099-01-01-000000.duckdb: 열리지 않습니다" in out
+    assert "건너뜀 / skipped dmf-2099-01-01-000000.duckdb: 사본이 열리지 않습니다" in out
     assert "복원 완료 / restored" in out and "실행 기록 29일, 마지막 반영일 2026-09-30" in out
     assert _contents(database) == original
     aside = next(database.parent.glob("dmf.duckdb.before-restore-*"))
@@ -163,8 +163,8 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     ws.database.unlink()
     refused = _dmf(env, "run", "--date", today.isoformat())
     assert refused.returncode == 2, (refused.stdout[-800:], refused.stderr)
-    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("dmf: 이력 DB(")
-    assert "이전 날의 기록이 남아 있습니다: 이벤트 파일 3개" in refused.stderr and "리포트 4개" in refused.stderr
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("dmf: 이력 DB가 없는데 이전 날의 기록이 남아 있습니다")
+    assert f"DB {ws.database}, 기록: 이벤트 파일 3개" in refused.stderr and "리포트 4개" in refused.stderr
     assert "`dmf restore`" in refused.stderr and "`dmf rebuild`" in refused.stderr and "Traceback" not in refused.stderr
     assert not ws.database.exists()
     # a run launched by Dagster (the schedule, the UI, `dagster asset materialize`) is refused by the same guard

@@ -259,7 +259,7 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
     db = paths.database
     traces = HistoryTraces(paths.raw_dir, paths.events_dir, paths.reports_dir).describe()
     if not db.is_file() and traces:
-        return [Check("database", FAIL, label, f"DB 파일이 없는데({db}) 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
+        return [Check("database", FAIL, label, f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
                       f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}", {"traces": traces})], None
     if not db.is_file():
         return [Check("database", FAIL, label, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",

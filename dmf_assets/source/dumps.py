@@ -250,7 +250,8 @@ def _total_count(path: Path, meta: dict[str, Any]) -> int | None:
     value = meta["totalCount"]
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOTAL_COUNT:
         return value
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "…"
+    text = json.dumps(value, ensure_ascii=False)  # as it is written in the file: true, null, "9313", 1e+30
+    shown = text if len(text) <= 40 else text[:40] + "…"
     raise DumpError(
         f"{path}: totalCount가 0 이상의 정수가 아닙니다 ({shown}) — 목록이 완전한지 판단할 수 없어 비교하지 않습니다 / "
         f"totalCount must be a whole number 0–{MAX_TOTAL_COUNT}, got {shown}"

@@ -69,9 +69,9 @@ class HistoryMissing(DatabaseUnusable):
     """The database is missing (or holds no day) while files of earlier days exist: it was lost, not new."""
 
     def __init__(self, database: Path, traces: str, *, empty: bool = False) -> None:
-        state_ko, state_en = ("에 기록된 날이 하나도 없는데", "holds no day") if empty else ("이 없는데", "is missing")
+        state_ko, state_en = ("이력 DB에 기록된 날이 하나도 없는데", "holds no day") if empty else ("이력 DB가 없는데", "is missing")
         super().__init__(
-            f"이력 DB({database}){state_ko} 이전 날의 기록이 남아 있습니다: {traces}. 새 기준일로 다시 시작하지 않습니다 — "
+            f"{state_ko} 이전 날의 기록이 남아 있습니다 — DB {database}, 기록: {traces}. 새 기준일로 다시 시작하지 않습니다 — "
             f"{WAYS_OUT}. The history database {state_en} although earlier days exist; not starting over."
         )
 
