@@ -103,8 +103,9 @@ def differences(old: history.HistoryContent, new: history.HistoryContent, replay
 
 
 def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings: Settings) -> pipeline.DayOutcome:
+    started = time.monotonic()
     try:
-        fetched = pipeline.fetched(replay_archive(raw_dir, day, log), time.monotonic())
+        fetched = pipeline.fetched(replay_archive(raw_dir, day, log), started)
     except SourceError as exc:  # a damaged archive: skipping the day would change the days after it
         raise UserError(f"{day}: 원본 보관을 읽을 수 없어 다시 만들 수 없습니다 — {exc}. 이 날을 빼려면 --from/--to로 범위를 "
                         f"정하세요 (기존 DB는 그대로입니다) / cannot replay this day's archive; nothing was replaced") from None

@@ -298,16 +298,18 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
         except duckdb.IOException as exc:
             if full := _disk_full(exc, path):
                 raise full from exc
-            if "lock" not in str(exc).lower():  # "exists, but it is not a valid DuckDB database file"
+            if _damaged(exc):
                 raise DatabaseDamaged(path, _first_line(exc)) from exc
-            if time.monotonic() >= deadline:
+            if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
                     f"DB 파일을 열 수 없습니다: {exc}. Another program holds {path}; close it and retry."
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
-        except duckdb.Error as exc:  # e.g. a WAL that cannot be replayed onto the file
-            raise DatabaseDamaged(path, _first_line(exc)) from exc
+        except duckdb.Error as exc:
+            if _damaged(exc):
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            raise
     try:
         _check_length(conn, path)
     except BaseException:
@@ -321,6 +323,16 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+#: how DuckDB words a file it cannot read: overwritten or zero-length, a block whose checksum does not
+#: match, a file cut short, a WAL that does not fit the file
+_DAMAGE_SIGNS = ("not a valid DuckDB database file", "Corrupt database file", "Could not read enough bytes",
+                 "replaying WAL")
+
+
+def _damaged(exc: duckdb.Error) -> bool:
+    return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
 
 
 #: DuckDB's file starts with a main header and two database headers of 4 KiB each, then the blocks
@@ -424,10 +436,6 @@ def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPy
     return conn
 
 
-#: how DuckDB words a block it cannot read back (a checksum that does not match, a file cut short)
-_DAMAGE_SIGNS = ("Corrupt database file", "Could not read enough bytes")
-
-
 def _holds_no_day(conn: duckdb.DuckDBPyConnection) -> bool:
     return fetch_one(conn, "SELECT count(*) FROM runs")[0] == 0
 
@@ -457,8 +465,12 @@ def open_database(
     with database_lock(lock_path(path), lock_timeout_s, purpose):
         try:
             conn = _migrate(path, backups, lock_timeout_s)
-        except (duckdb.IOException, duckdb.InternalException) as exc:  # its catalog could not be read or written
-            raise _disk_full(exc, path) or DatabaseDamaged(path, _first_line(exc)) from exc
+        except duckdb.Error as exc:  # its catalog could not be read, or a migration not written
+            if full := _disk_full(exc, path):
+                raise full from exc
+            if _damaged(exc):
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            raise
         try:
             if traces is not None and _holds_no_day(conn) and (found := traces.describe(writing)):
                 raise HistoryMissing(path, found, empty=True)
@@ -466,7 +478,7 @@ def open_database(
         except duckdb.Error as exc:
             if full := _disk_full(exc, path):
                 raise full from exc
-            if any(sign in str(exc) for sign in _DAMAGE_SIGNS):  # a damaged block met half-way through a run
+            if _damaged(exc):  # a damaged block met half-way through a run
                 raise DatabaseDamaged(path, _first_line(exc)) from exc
             raise
         finally:
