@@ -144,6 +144,19 @@ def _instance():
 # --- what the day became (read from the history database) -----------------------------------------
 
 
+def _check_history(settings, days: list[date]) -> None:
+    """Open the history database as the day's run will, before it runs: a lost database (files of earlier
+    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`, before anything is fetched."""
+    from dmf_assets.storage.db import HistoryTraces, open_database
+
+    p = settings.paths
+    traces = HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"),
+                           settings.runs.max_minutes * 60)
+    with open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check",
+                       traces=traces, writing=days):
+        pass
+
+
 def _summary_rows(days: list[date]) -> list[dict]:
     from dmf_assets.settings import load_settings
     from dmf_assets.storage import history
@@ -245,6 +258,7 @@ def _run(args) -> int:
     day = args.date or today_kst()
     _check_days(day)
     resources = _resources(settings, _faults(args.fault))
+    _check_history(settings, [day])
     started = time.monotonic()
     report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
     _progress(report, time.monotonic() - started)
@@ -259,8 +273,10 @@ def _backfill(args) -> int:
     from dmf_assets.runs import launch
 
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
-    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, _faults(args.fault)),
-                              trigger="cli-backfill", run_config=launch.QUIET, progress=_progress)
+    resources = _resources(settings, _faults(args.fault))
+    _check_history(settings, days)
+    reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
+                              run_config=launch.QUIET, progress=_progress)
     return _exit_code(reports, _print_summary(days))
 
 
@@ -275,6 +291,7 @@ def _demo(args) -> int:
     end = args.end or today_kst()
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
+    _check_history(settings, days)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
