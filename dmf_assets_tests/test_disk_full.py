@@ -261,21 +261,25 @@ def test_a_nearly_full_dagster_home_is_one_line(tmp_path, small_fs):
                             f"`dmf prune`) / free some space and run again\n", result.stderr
 
 
-def test_a_read_only_data_folder_is_the_steps_own_line_then_one_dmf_line(tmp_path, small_fs):
-    """The step's line used to be lost: reading the day's summary from the database (its lock file cannot be
-    created on a read-only disk) raised first, as a traceback."""
-    data = small_fs / "data"
-    data.mkdir()
-    env = _day_project(tmp_path / "proj", database=data / "dmf.duckdb", raw_dir=data / "raw", staging_dir=data / "staging")
+def test_a_read_only_folder_is_the_steps_own_line_and_a_read_only_database_one_dmf_line(tmp_path, small_fs):
+    """A read-only raw archive: the fetch step's own line says so (it used to be lost behind a traceback from
+    reading the day's summary). A read-only database folder: one dmf: line before anything runs."""
+    read_only = "읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): "
+    (small_fs / "raw").mkdir()
+    (small_fs / "data").mkdir()
     subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
-    result = dmf("run", "--date", "2026-10-05", env_extra=env)
+
+    result = dmf("run", "--date", "2026-10-05", env_extra=_day_project(tmp_path / "a", raw_dir=small_fs / "raw"))
     _no_traceback(result)
     assert result.returncode == 1, (result.stdout, result.stderr)
-    read_only = "읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): "
-    assert f"실패 / FAILED: raw_pages: {read_only}{data}/raw" in result.stdout, result.stdout
-    assert [line for line in result.stderr.splitlines() if line.startswith("dmf:")] == [
-        f"dmf: {read_only}{data}/dmf.duckdb.lock — 쓰기 가능하게 다시 마운트하거나 config의 [paths]를 쓸 수 있는 폴더로 "
-        f"바꾸세요 / remount it read-write or point [paths] at a writable folder"], result.stderr
+    assert f"실패 / FAILED: raw_pages: {read_only}{small_fs}/raw/" in result.stdout, result.stdout
+
+    data = small_fs / "data"
+    result = dmf("run", "--date", "2026-10-05", env_extra=_day_project(tmp_path / "b", database=data / "dmf.duckdb"))
+    _no_traceback(result)
+    assert result.returncode == 1 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr == (f"dmf: {read_only}{data}/dmf.duckdb.lock — 쓰기 가능하게 다시 마운트하거나 config의 [paths]를 "
+                             f"쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] at a writable folder\n")
 
 
 def test_a_library_writer_on_a_full_disk_names_the_file(small_fs):

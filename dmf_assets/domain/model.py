@@ -95,6 +95,9 @@ class EventType(str, Enum):
 
 EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
 
+#: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
+RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
+
 #: Fields compared by the diff, in display order, with the severity of a substantive change
 #: (DESIGN.md §5). `permit_no` only changes when a registration receives its number.
 COMPARED_FIELDS: dict[str, Severity] = {
