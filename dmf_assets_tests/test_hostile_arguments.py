@@ -29,7 +29,7 @@ from dmf_assets.storage.db import open_database
 
 #: hostile values by argument (option string, or a positional's name); a (command, argument) key wins.
 #: Placeholders: {busy} a port another process listens on, {file} an existing file, {dir} an existing folder,
-#: {full_dir} a folder with a file in it, {project} the project folder, {empty} an empty file,
+#: {full_dir} a folder with a file in it, {project} the project folder, {empty} an empty file, {deep} "[" × 200,000,
 #: {bad_config} a config with inf and out-of-range settings.
 HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--port": ("99999", "0", "-1", "x", "{busy}"),
@@ -75,8 +75,8 @@ HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--applicant": ("",),
     "--manufacturer": ("",),
     "key": ("",),
-    "old": ("/nonexistent/x.json", "{dir}", "{empty}"),
-    "new": ("/nonexistent/x.json", "{dir}", "{empty}"),
+    "old": ("/nonexistent/x.json", "{dir}", "{empty}", "{deep}"),
+    "new": ("/nonexistent/x.json", "{dir}", "{empty}", "{deep}"),
 }
 #: arguments whose every value is legitimate: nothing to refuse
 FREE_TEXT = {("emulator serve", "--service-key")}  # any text is a key the emulator will insist on
@@ -186,6 +186,7 @@ def project(tmp_path):
     (tmp_path / "full_dir" / "x").write_text("x")
     (tmp_path / "some_file").write_text("x")
     (tmp_path / "empty.json").write_text("")
+    (tmp_path / "deep.json").write_text("[" * 200_000)
     bad = tmp_path / "bad.toml"
     bad.write_text("[source]\nread_timeout_s = inf\n[retention]\nraw_days = 9999999999\n", encoding="utf-8")
     dump = next((PROJECT_ROOT / "dmf_assets" / "emulator" / "seeds").glob("*.json"))  # real API rows
@@ -196,6 +197,7 @@ def project(tmp_path):
         busy.listen()
         places = {"busy": str(busy.getsockname()[1]), "file": str(tmp_path / "some_file"), "dir": str(tmp_path / "some_dir"),
                   "full_dir": str(tmp_path / "full_dir"), "project": str(PROJECT_ROOT), "empty": str(tmp_path / "empty.json"),
+                  "deep": str(tmp_path / "deep.json"),
                   "bad_config": str(bad), "dump": str(dump)}
         yield env, places
 
