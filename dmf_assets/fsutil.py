@@ -11,18 +11,31 @@
     KeyboardInterrupt — so a full disk is not made fuller by our own leftovers.
 Readers therefore see the old file or the new one, never half of one. `leaked_temp_files` finds
 what a SIGKILLed writer (the one case no code can clean up) left behind, for `dmf doctor`.
+
+Also here, because every writer meets them: the one line a person reads when the file system refuses a
+write (`refused_write_line`: disk full, read-only, no permission), and the rule for a file or folder the
+user names on the command line (`output_file`, `output_folder`): a file is not a folder, a folder is not a
+file, and the folder it goes into exists and is writable — DMF Watch creates no folder outside the project
+unasked.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
+
 TEMP_SUFFIX = ".tmp"
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # no space, quota, file-size limit: the write cannot fit
+CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def _temp_path(path: Path) -> Path:
@@ -55,6 +68,10 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = str(path)  # write() on a descriptor names no file; "disk full" should
+        elif not isinstance(exc, OSError) and (code := _errno_in_text(str(exc))) is not None:
+            # a library's own error for a refused write (polars: "... (os error 28)"): the same OSError as
+            # Python's own writers raise, naming the file, so every caller can say what happened and where
+            raise OSError(code, os.strerror(code), str(path)) from exc
         raise
     fsync_dir(path.parent)
 
@@ -70,7 +87,96 @@ def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> N
 
 def is_disk_full(exc: BaseException) -> bool:
     """ENOSPC (no space), EDQUOT (quota) or EFBIG (file-size limit): the write cannot fit."""
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    return isinstance(exc, OSError) and exc.errno in NO_SPACE
+
+
+def _errno_in_text(text: str) -> int | None:
+    """The refused-write errno a library wrote into its message: Rust's "(os error 28)", or the words."""
+    m = re.search(r"\(os error (\d+)\)", text)
+    code = int(m[1]) if m else errno.ENOSPC if "No space left on device" in text else None
+    return code if code in NO_SPACE + CANNOT_WRITE else None
+
+
+def refused_write_line(code: int | None, path: str | Path | None) -> str | None:
+    """The one line for a write the file system refused (errno `code` at `path`), or None for other errors.
+    Permission errors are only this when a file is named: EPERM also comes from signals and sockets."""
+    where = str(path) if path else "(위치 불명 / location unknown)"
+    if code in NO_SPACE:
+        return (f"디스크 공간이 부족합니다 (No space left on device): {where} — 공간을 확보한 뒤 다시 실행하세요 "
+                f"(`dmf doctor`, `dmf prune`) / free some space and run again")
+    if code == errno.EROFS:
+        return (f"읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): {where} — 쓰기 가능하게 다시 "
+                f"마운트하거나 config의 [paths]를 쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] "
+                f"at a writable folder")
+    if code in (errno.EACCES, errno.EPERM) and path:
+        return (f"권한이 없습니다 (Permission denied): {where} — 이 사용자(uid {os.getuid()})에게 권한을 주거나 config의 "
+                f"[paths]를 바꾸세요 / give this user access, or point [paths] elsewhere")
+    return None
+
+
+#: Python's own text for an OSError: "[Errno 28] No space left on device: '/data/raw/x'" (the name is a repr)
+_OS_ERROR_TEXT = re.compile(r"""\[Errno (\d+)\] [^:\n]*(?:: ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"))?""")
+
+
+def _refused_write_in_text(text: str) -> tuple[int, str | None] | None:
+    if m := _OS_ERROR_TEXT.search(text):
+        return int(m[1]), ast.literal_eval(m[2]) if m[2] else None
+    code = _errno_in_text(text)
+    return (code, None) if code is not None else None
+
+
+def refused_write_in_texts(texts: list[str]) -> str | None:
+    """`refused_write_line` for an error known only by its texts, outermost cause first — a step's failure as
+    Dagster records it ("OSError: [Errno 28] No space left on device: '/data/raw/…'"): from the first text
+    that names the file (a wrapper may repeat the words without it), else the first that shows the errno."""
+    found = [r for r in map(_refused_write_in_text, texts) if r is not None and refused_write_line(*r)]
+    named = [r for r in found if r[1]]
+    return refused_write_line(*(named or found)[0]) if found else None
+
+
+def _absolute(value: str | Path, what: str) -> Path:
+    if not str(value).strip():
+        raise UserError(f"빈 경로입니다 — {what} 경로를 쓰세요 / empty path")
+    return Path(value).expanduser().absolute()
+
+
+def _must_exist(folder: Path, path: Path) -> None:
+    if not folder.is_dir():
+        raise UserError(f"{path}: {josa(f'폴더 {folder}', '이/가')} 없습니다 — 먼저 만드세요 (DMF Watch는 요청 없이 폴더를 "
+                        f"만들지 않습니다) / the folder {folder} does not exist; create it first")
+
+
+def _must_write_into(folder: Path, path: Path) -> None:
+    _must_exist(folder, path)
+    if not os.access(folder, os.W_OK) or os.statvfs(folder).f_flag & os.ST_RDONLY:
+        raise UserError(f"{path}: 폴더 {folder}에 쓸 수 없습니다 (권한 또는 읽기 전용) / cannot write into {folder} "
+                        f"(permission, or a read-only file system)")
+
+
+def file_path(value: str | Path) -> Path:
+    """A file the user names (`--database`): not a folder, in a folder that exists. Returns the absolute path."""
+    path = _absolute(value, "파일")
+    if path.is_dir():
+        raise UserError(f"{path}: 폴더입니다 — 그 안의 파일 이름까지 쓰세요 / is a folder; give a file name inside it")
+    _must_exist(path.parent, path)
+    return path
+
+
+def output_file(value: str | Path) -> Path:
+    """A file the user asked a command to write (`--out`): a `file_path` whose folder is writable.
+    Raises UserError saying what is wrong and what to do."""
+    path = file_path(value)
+    _must_write_into(path.parent, path)
+    return path
+
+
+def output_folder(value: str | Path) -> Path:
+    """A folder the user asked a command to write into: created when missing, but only inside a folder that exists."""
+    path = _absolute(value, "폴더")
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path}: 폴더가 아니라 파일입니다 / is a file, not a folder")
+    _must_write_into(path if path.is_dir() else path.parent, path)
+    return path
 
 
 def leaked_temp_files(*folders: Path) -> list[Path]:

@@ -4,7 +4,8 @@ Only configuration lives here. The service key and the SMTP password are secrets
 from these files (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD in the environment).
 
 The settings are a contract (DESIGN.md §9): every key is typed (strict — "5" is not a number, 1 is
-not true) and range-checked, unknown keys and sections are refused, a `DMF_CONFIG` that does not
+not true) and range-checked — every number has an upper bound the code can represent (no inf or nan,
+day counts ≤ MAX_DAYS, so date arithmetic and timeouts never overflow) — unknown keys and sections are refused, a `DMF_CONFIG` that does not
 exist is an error. Every problem becomes one `ConfigError` whose text names the file, the TOML line,
 the key and what is allowed — in Korean and English, never a pydantic dump.
 """
@@ -24,6 +25,8 @@ from typing import Annotated, Any
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from dmf_assets.korean import josa
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "config" / "dmf.toml"
@@ -121,15 +124,24 @@ def _fault_kind(value: str) -> str:
     return value
 
 
+#: a hundred years: any count of days the product adds to or subtracts from a date stays a date
+MAX_DAYS = 36_500
+#: a count of registry rows or problems: far above the registry (≈9,200 rows) and the 1 M rows benchmarked
+MAX_COUNT = 100_000_000
+#: the emulator's seed is part of its history cache's file name: 64 bits are plenty
+MAX_SEED = 2**63 - 1
+
 Ratio = Annotated[float, Field(ge=0, le=1)]
-Count = Annotated[int, Field(ge=0)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Days = Annotated[int, Field(ge=0, le=MAX_DAYS)]
 Port = Annotated[int, Field(ge=1, le=65535)]
-Seconds = Annotated[float, Field(gt=0)]
+Seconds = Annotated[float, Field(gt=0, le=3600)]  # a timeout: an hour is already far beyond any useful wait
 PathText = Annotated[str, AfterValidator(_not_empty_path)]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # allow_inf_nan: TOML can write inf and nan, and a timeout or sleep of inf ends in OverflowError
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Paths(_Section):
@@ -152,14 +164,14 @@ class Source(_Section):
     max_attempts: int = Field(3, ge=1, le=10)
     connect_timeout_s: Seconds = 10.0
     read_timeout_s: Seconds = 30.0
-    min_interval_s: float = Field(2.0, ge=0)
-    backoff_base_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(30.0, ge=0)
-    daily_request_cap: int = Field(300, ge=1)
+    min_interval_s: float = Field(2.0, ge=0, le=600)
+    backoff_base_s: float = Field(1.0, ge=0, le=3600)
+    backoff_max_s: float = Field(30.0, ge=0, le=3600)
+    daily_request_cap: int = Field(300, ge=1, le=1_000_000)
 
 
 class Emulator(_Section):
-    seed: int = 20250101
+    seed: int = Field(20250101, ge=0, le=MAX_SEED)
     faults: Annotated[dict[str, str], AfterValidator(_fault_plan)] = Field(default_factory=dict)
 
 
@@ -179,7 +191,7 @@ class Quality(_Section):
     unresolved_country_max: Count = 0
     oversize_max: Count = 0
     replacement_char_max: Count = 0
-    stale_source_days: int = Field(7, ge=1)
+    stale_source_days: int = Field(7, ge=1, le=MAX_DAYS)
 
 
 class Watchlist(_Section):
@@ -193,7 +205,7 @@ class Report(_Section):
     file_server_host: Annotated[str, AfterValidator(_not_blank)] = "127.0.0.1"
     file_server_port: Port = 8765
     public_base_url: Annotated[str, AfterValidator(_http_url_or_empty)] = ""
-    history_days: int = Field(90, ge=1)
+    history_days: int = Field(90, ge=1, le=MAX_DAYS)
 
     @property
     def base_url(self) -> str:
@@ -201,16 +213,16 @@ class Report(_Section):
 
 
 class Retention(_Section):
-    raw_days: Count = 180
-    reports_days: Count = 365
-    backups_days: Count = 30
-    logs_days: Count = 90
-    staging_days: Count = 14
+    raw_days: Days = 180
+    reports_days: Days = 365
+    backups_days: Days = 30
+    logs_days: Days = 90
+    staging_days: Days = 14
 
 
 class Demo(_Section):
     days: int = Field(30, ge=1, le=3650)
-    fault_days_ago: Count = 12
+    fault_days_ago: Days = 12
     fault_kind: Annotated[str, AfterValidator(_fault_kind)] = "page_missing_rows"
 
 
@@ -228,9 +240,9 @@ class AlertEmail(_Section):
 
 class Alerts(_Section):
     webhook_urls: list[Annotated[str, AfterValidator(_webhook_url)]] = Field(default_factory=list)
-    slow_run_factor: float = Field(3.0, ge=1)
+    slow_run_factor: float = Field(3.0, ge=1, le=1000)
     withdrawal_share_max: Ratio = 0.02
-    rejected_streak: int = Field(3, ge=2)
+    rejected_streak: int = Field(3, ge=2, le=366)
     overdue_at: Annotated[time, BeforeValidator(_hh_mm)] = time(9, 0)
     #: a message that no channel accepted is re-sent (1, 5, 15, 60 minutes, then hourly) for this long
     give_up_hours: int = Field(24, ge=1, le=168)
@@ -377,16 +389,19 @@ def _field(loc: tuple[str, ...]):
 
 def _allowed(info) -> str:
     """'0 ≤ x ≤ 1' from a field's constraints."""
+    def shown(bound) -> str:  # 36500 and 9223372036854775807, not 36500.0 or 9.22337e+18
+        return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
     lower = upper = ""
     for m in info.metadata:
         if isinstance(m, annotated_types.Ge):
-            lower = f"{m.ge:g} ≤ "
+            lower = f"{shown(m.ge)} ≤ "
         elif isinstance(m, annotated_types.Gt):
-            lower = f"{m.gt:g} < "
+            lower = f"{shown(m.gt)} < "
         elif isinstance(m, annotated_types.Le):
-            upper = f" ≤ {m.le:g}"
+            upper = f" ≤ {shown(m.le)}"
         elif isinstance(m, annotated_types.Lt):
-            upper = f" < {m.lt:g}"
+            upper = f" < {shown(m.lt)}"
     return f"{lower}x{upper}" if lower or upper else ""
 
 
@@ -398,6 +413,7 @@ _TYPES = {  # pydantic error type -> (Korean, English) of what the key must be
     "list_type": ("목록이어야 합니다", 'must be a list, e.g. ["a", "b"]'),
     "dict_type": ("[섹션] 표여야 합니다", "must be a table ([section])"),
     "model_type": ("[섹션] 표여야 합니다", "must be a table ([section])"),
+    "finite_number": ("inf·nan이 아닌 유한한 숫자여야 합니다", "must be a finite number, not inf or nan"),
 }
 _SECRET_HINTS = {
     "password": f"비밀번호는 설정 파일에 쓰지 않습니다 — 환경 변수 {SMTP_PASSWORD_ENV}에 넣으세요 / the SMTP password "
@@ -428,14 +444,14 @@ def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
             return loc, hint
         known = list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
         close = difflib.get_close_matches(name, known, n=1)
-        guess = f" — '{close[0]}'을(를) 뜻했나요? / did you mean '{close[0]}'?" if close else ""
+        guess = f" — {josa(repr(close[0]), '을/를')} 뜻했나요? / did you mean '{close[0]}'?" if close else ""
         what = ("알 수 없는 섹션 / unknown section", f"[{name}]") if isinstance(value, dict) else ("알 수 없는 키 / unknown key", name)
         return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
     shown = f"{name} = {_toml_value(_without_path(value) if isinstance(value, str) else value)}"
     allowed = _allowed(info) if info is not None else ""
     if kind in ("less_than_equal", "less_than") and err.get("ctx", {}).get("le") == 1 and isinstance(value, int | float):
         # a ratio typed as a percentage: the mistake that once switched the drop gate off
-        ko = f"비율은 0과 1 사이로 씁니다: {shown}은(는) {value * 100:g} %입니다"
+        ko = f"비율은 0과 1 사이로 씁니다: {josa(shown, '은/는')} {value * 100:g} %입니다"
         en = f"a ratio is written between 0 and 1: {shown} means {value * 100:g} %"
         if value <= 100:
             ko, en = ko + f"; {value:g} %라면 {value / 100:g}로 쓰세요", en + f"; write {value / 100:g}"
@@ -444,7 +460,7 @@ def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
         return loc, f"범위를 벗어났습니다 / out of range: {shown}; 허용 / allowed: {allowed}"
     if kind in _TYPES:
         ko, en = _TYPES[kind]
-        return loc, f"{shown} — {ko} / {en}"
+        return loc, f"{shown} — {ko} / {en}" + (f"; 허용 / allowed: {allowed}" if allowed else "")
     if kind == "value_error":
         reason = str(err["ctx"]["error"])
         if not re.search(r"[가-힣]", reason):  # a message from another module (emulator fault plans): English only
@@ -498,19 +514,19 @@ def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
         a, b = getattr(section, low), getattr(section, high)
         name = "quality" if section is s.quality else "source"
         if a > b:
-            out.append(((name, low), f"{low} = {a:g}이(가) {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
+            out.append(((name, low), f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
     if s.demo.fault_days_ago >= s.demo.days:
-        out.append((("demo", "fault_days_ago"), f"fault_days_ago = {s.demo.fault_days_ago}은(는) days = {s.demo.days}보다 "
+        out.append((("demo", "fault_days_ago"), f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
                                                 f"작아야 합니다 / must be < demo.days ({s.demo.days})"))
     for name in Paths.model_fields:
         p = s.paths.resolve(name)
+        written = josa(f'{name} = "{getattr(s.paths, name)}"', "은/는")
         if name == "database":
             if p.is_dir():
-                out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더입니다 — DB 파일 경로를 쓰세요 / "
+                out.append((("paths", name), f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
                                              f"is a folder ({p}); write a file path such as \"data/dmf.duckdb\""))
         elif p.exists() and not p.is_dir():
-            out.append((("paths", name), f"{name} = \"{getattr(s.paths, name)}\"은(는) 폴더가 아닙니다 / "
-                                         f"must be a folder, but {p} is a file"))
+            out.append((("paths", name), f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"))
     products = s.products.resolve()
     if products is not None and not products.is_file():
         out.append((("products", "file"), f"file = \"{s.products.file}\" — 제품 목록 파일이 없습니다 / "

@@ -14,7 +14,7 @@ import re
 import statistics
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
 import pytest
@@ -69,7 +69,8 @@ def test_results_written_twice_and_the_comparison_printed(quick):
     assert len(dated) == 1
     assert dated[0].read_text(encoding="utf-8") == (out / "latest-quick.json").read_text(encoding="utf-8")
     doc = _doc(quick)
-    assert dated[0].name == f"{datetime.fromisoformat(doc['started_at']):%Y-%m-%dT%H%M%SZ}-quick.json"
+    assert dated[0].name == f"{datetime.fromisoformat(doc['started_at']):%Y-%m-%dT%H%M%S%z}-quick.json"
+    assert datetime.fromisoformat(doc["started_at"]).utcoffset() == timedelta(hours=9)  # KST, like every timestamp
     assert not (out / "latest.json").exists()  # a quick run never replaces the full results
     printed = proc.stdout.splitlines()
     assert doc["comparison"] and all(line in printed for line in doc["comparison"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -195,3 +196,100 @@ def test_fetch_to_a_full_disk_says_so_and_leaks_nothing(tmp_path, small_fs):
     assert "디스크 공간이 부족합니다 (No space left on device): " + str(raw) in result.stderr, result.stderr
     assert not (raw / "2026-10-05").exists()  # nothing published
     assert leaked_temp_files(raw) == []
+
+
+# --- a day's run meets a full or read-only disk: the step's own line says so, once, and names the path -------
+
+
+def _day_project(root: Path, **elsewhere: Path) -> dict[str, str]:
+    """`dmf` environment of a project under `root`, with the folders named in `elsewhere` moved (onto a small disk)."""
+    folders = {"database": root / "data" / "dmf.duckdb", "raw_dir": root / "data" / "raw",
+               "staging_dir": root / "data" / "staging", "alerts_dir": root / "data" / "alerts",
+               "backups_dir": root / "data" / "backups", "reports_dir": root / "reports",
+               "events_dir": root / "data" / "events", "logs_dir": root / "data" / "logs", **elsewhere}
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "dmf.toml"
+    config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in folders.items()), encoding="utf-8")
+    home = root / "dagster_home"
+    home.mkdir(exist_ok=True)
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    return {"DMF_CONFIG": str(config), "DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "disk-test-key"}
+
+
+NO_SPACE = "디스크 공간이 부족합니다 (No space left on device): "
+
+
+def _no_traceback(result: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr[-3000:]
+    assert "Exception ignored" not in result.stderr, result.stderr[-3000:]  # a writer's __del__ failing again
+
+
+@pytest.mark.parametrize(("folder", "step", "file", "committed"), [
+    ("raw_dir", "raw_pages", "2026-10-05", False),  # the first step: nothing of the day is committed
+    ("reports_dir", "xlsx_report", "DMF_리포트_2026-10-05.xlsx", True),  # the last: the day stays, no workbook
+])
+def test_a_full_disk_is_the_failed_steps_own_line(tmp_path, small_fs, folder, step, file, committed):
+    target = small_fs / folder
+    env = _day_project(tmp_path / "proj", **{folder: target})
+    _fill(small_fs)
+    result = dmf("run", "--date", "2026-10-05", env_extra=env)
+    _no_traceback(result)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert f"실패 / FAILED: {step}: {NO_SPACE}{target}/" in result.stdout, result.stdout
+    assert (f"{target}/{file}" in result.stdout) == (step == "xlsx_report")  # names the very file, where it can
+    assert ("2026-10-05  기준일" in result.stdout) == committed
+    assert not (target / file).exists() and leaked_temp_files(target) == []
+
+
+def test_a_nearly_full_dagster_home_is_one_line(tmp_path, small_fs):
+    """SQLite never names the file or the errno ("database or disk is full", "disk I/O error"), and Dagster echoes
+    each failed event-log write with its SQL: the run is still one line naming DAGSTER_HOME."""
+    import dagster as dg
+
+    env = _day_project(tmp_path / "proj")
+    home = small_fs / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    dg.DagsterInstance.from_config(str(home)).dispose()  # the instance's databases exist, as after earlier runs
+    _fill(small_fs)
+    with open(small_fs / "filler", "r+b") as fh:  # a few pages free: small writes succeed, a transaction does not
+        fh.truncate(os.fstat(fh.fileno()).st_size - 64 * 1024)
+    result = dmf("run", "--date", "2026-10-05", env_extra={**env, "DAGSTER_HOME": str(home)})
+    _no_traceback(result)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert result.stderr == f"dmf: {NO_SPACE}{home} (DAGSTER_HOME) — 공간을 확보한 뒤 다시 실행하세요 (`dmf doctor`, " \
+                            f"`dmf prune`) / free some space and run again\n", result.stderr
+
+
+def test_a_read_only_folder_is_the_steps_own_line_and_a_read_only_database_one_dmf_line(tmp_path, small_fs):
+    """A read-only raw archive: the fetch step's own line says so (it used to be lost behind a traceback from
+    reading the day's summary). A read-only database folder: one dmf: line before anything runs."""
+    read_only = "읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): "
+    (small_fs / "raw").mkdir()
+    (small_fs / "data").mkdir()
+    subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
+
+    result = dmf("run", "--date", "2026-10-05", env_extra=_day_project(tmp_path / "a", raw_dir=small_fs / "raw"))
+    _no_traceback(result)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert f"실패 / FAILED: raw_pages: {read_only}{small_fs}/raw/" in result.stdout, result.stdout
+
+    data = small_fs / "data"
+    result = dmf("run", "--date", "2026-10-05", env_extra=_day_project(tmp_path / "b", database=data / "dmf.duckdb"))
+    _no_traceback(result)
+    assert result.returncode == 1 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr == (f"dmf: {read_only}{data}/dmf.duckdb.lock — 쓰기 가능하게 다시 마운트하거나 config의 [paths]를 "
+                             f"쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] at a writable folder\n")
+
+
+def test_a_library_writer_on_a_full_disk_names_the_file(small_fs):
+    """polars reports a full disk as its own ComputeError ("... (os error 28)"), naming no file: the atomic write
+    turns it into the OSError Python's writers raise, naming the file (the staging hand-off writes this way)."""
+    import polars as pl
+
+    target = small_fs / "staging" / "2026-10-05" / "raw_pages.parquet"
+    _fill(small_fs)
+    with pytest.raises(OSError) as err, atomic_output(target) as tmp:
+        pl.DataFrame({"n": range(100_000)}).write_parquet(tmp)
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)
+    assert leaked_temp_files(target.parent) == []

@@ -8,6 +8,7 @@ import contextlib
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -15,7 +16,8 @@ from urllib.parse import quote, unquote
 import httpx
 import pytest
 
-from dmf_assets.report.fileserver import XLSX, FileServerError, PortBusy, is_report_name, start_file_server
+from dmf_assets.report.fileserver import (REQUEST_DEADLINE_S, XLSX, FileServerError, PortBusy, is_report_name,
+                                         start_file_server)
 from dmf_assets.settings import PROJECT_ROOT
 
 DAY = "DMF_리포트_2026-10-08.xlsx"
@@ -121,15 +123,50 @@ def test_malformed_paths_get_4xx_and_the_server_lives_on(reports, capsys):
 
 
 def test_a_silent_client_is_timed_out(reports):
-    with running(reports, request_timeout_s=0.5) as (_, port), socket.create_connection(("127.0.0.1", port)) as s:
+    with running(reports, request_deadline_s=0.5) as (_, port), socket.create_connection(("127.0.0.1", port)) as s:
         s.settimeout(10)
         started = time.monotonic()
         assert s.recv(100) == b""  # the server closed the connection
         assert time.monotonic() - started < 5
 
 
+def test_sixteen_slow_clients_neither_hold_a_thread_nor_block_a_download(reports):
+    """Slowloris: each client sends one byte of its request every 8 s — always inside a timeout per receive — and
+    so once held all sixteen threads for a minute. With a deadline per request each is cut off after
+    REQUEST_DEADLINE_S, and a normal download meanwhile completes at once (the production limits)."""
+    request = b"GET /" + quote(DAY).encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    held_for: list[float] = []
+
+    def trickle(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.settimeout(8)
+            started = time.monotonic()
+            for byte in request:
+                s.sendall(bytes([byte]))
+                try:
+                    if s.recv(1) == b"":  # the server closed the connection
+                        break
+                except TimeoutError:
+                    continue  # 8 s later: the next byte
+            held_for.append(time.monotonic() - started)
+
+    with running(reports) as (base, port):
+        clients = [threading.Thread(target=trickle, args=(port,)) for _ in range(16)]
+        for c in clients:
+            c.start()
+        time.sleep(0.5)  # all sixteen connected and trickling
+        started = time.monotonic()
+        r = httpx.get(f"{base}/{quote(DAY)}", timeout=10)
+        assert r.status_code == 200 and r.content == (reports / DAY).read_bytes()
+        assert time.monotonic() - started < 5
+        for c in clients:
+            c.join(30)
+    assert len(held_for) == 16
+    assert all(REQUEST_DEADLINE_S - 1 < t < REQUEST_DEADLINE_S + 2 for t in held_for), held_for
+
+
 def test_connections_are_bounded_with_503_beyond(reports):
-    with running(reports, max_connections=2, request_timeout_s=30) as (base, port):
+    with running(reports, max_connections=2, request_deadline_s=30) as (base, port):
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]  # each holds a slot
         try:
             time.sleep(0.3)

@@ -167,6 +167,7 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
     root, captured = tmp_path / "workspace", tmp_path / "captured"
     captured.mkdir()
     cli_raw = root / "data" / "raw_cli"
+    cli_raw.mkdir(parents=True)  # --raw-dir creates the folder it names, never the folders above it
     config = captured / "dmf.test.toml"  # fast retries for the CLI; the key is never in a config file
     config.write_text(f'[paths]\nraw_dir = "{cli_raw}"\n[source]\nbackoff_base_s = 0.05\nbackoff_max_s = 0.2\n',
                       encoding="utf-8")

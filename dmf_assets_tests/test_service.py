@@ -27,6 +27,7 @@ def _units(folder: Path) -> dict[str, str]:
 
 def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
     target = tmp_path / "systemd" / "user"
+    target.parent.mkdir()  # the command creates the folder it is given, never the folders above it
     assert main(["service", "install", "--user", "--unit-dir", str(target)]) == 0
     out = capsys.readouterr().out
     units = _units(target)

@@ -216,3 +216,54 @@ def test_a_webhook_token_is_not_echoed(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_settings(cfg)
     assert "hooks.slack.com" in str(err.value) and "s3cr3tT0ken" not in str(err.value)
+
+
+def _numbers(model=None, section: tuple[str, ...] = ()):
+    """(section path, key, type, upper bound or None) of every number in the settings, however nested."""
+    import annotated_types
+    from pydantic import BaseModel
+
+    from dmf_assets.settings import Settings
+
+    for name, info in (model or Settings).model_fields.items():
+        if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel):
+            yield from _numbers(info.annotation, (*section, name))
+        elif info.annotation in (int, float):
+            upper = next((m.le for m in info.metadata if isinstance(m, annotated_types.Le)), None)
+            yield section, name, info.annotation, upper
+
+
+def test_every_number_is_bounded_and_finite(tmp_path):
+    """What the code cannot represent is refused where it is written: inf and nan (TOML has both), and anything
+    above each key's upper bound — which every number has. A new numeric setting is covered by itself."""
+    numbers = list(_numbers())
+    assert len(numbers) > 30
+    unbounded = [".".join((*s, k)) for s, k, _, upper in numbers if upper is None]
+    assert not unbounded, f"numeric settings without an upper bound: {unbounded}"
+    cfg = tmp_path / "dmf.toml"
+    for section, key, kind, upper in numbers:
+        for value in (("inf", "nan", "-inf") if kind is float else ()) + (str(int(upper) + 1),):
+            cfg.write_text(f"[{'.'.join(section)}]\n{key} = {value}\n", encoding="utf-8")
+            with pytest.raises(ConfigError) as err:
+                load_settings(cfg)
+            message = str(err.value)
+            assert f"{'.'.join((*section, key))} — " in message and f"{key} = {value}" in message, message
+            said = ("finite number",) if value.lstrip("-") in ("inf", "nan") else ("out of range", "a ratio is written")
+            assert any(words in message for words in said), message
+
+
+def test_inf_and_huge_settings_stop_dmf_run_naming_file_and_key(tmp_path):
+    """The issue's reproduction, through the real CLI: these were accepted, then ended in OverflowError (the day
+    committed, no workbook). Now `dmf run` refuses before anything runs: exit 2, the file, each line and key."""
+    cfg = project_config(tmp_path, "[source]\nmin_interval_s = inf\nread_timeout_s = inf\nconnect_timeout_s = inf\n"
+                                   "[retention]\nraw_days = 9999999999\n[report]\nhistory_days = 999999999\n")
+    lines = cfg.read_text().splitlines()
+    result = dmf("run", "--date", "2026-10-05", config=cfg)
+    expected = [str(cfg), "(5건)", "must be a finite number", "0 ≤ x ≤ 36500", "1 ≤ x ≤ 36500"]
+    for key, value in (("source.min_interval_s", "inf"), ("source.read_timeout_s", "inf"),
+                       ("source.connect_timeout_s", "inf"), ("retention.raw_days", "9999999999"),
+                       ("report.history_days", "999999999")):
+        name = key.split(".")[1]
+        expected += [f"line {lines.index(f'{name} = {value}') + 1}: {key} — ", f"{name} = {value}"]
+    assert_refused(result, *expected)
+    assert not (tmp_path / "data").exists()

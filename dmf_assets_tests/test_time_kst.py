@@ -1,5 +1,6 @@
 """Time is KST where it says KST (issue 10): on a server whose clock runs in Los Angeles, every timestamp the
-product writes — database rows, the lock record, backup names, the workbook's 생성 시각 (KST) — is Korean time."""
+product writes — database rows, the lock record, backup names, the workbook's 생성 시각 (KST), the raw manifest — is
+Korean time."""
 
 from __future__ import annotations
 
@@ -83,3 +84,9 @@ def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     finally:
         conn.close()
     assert stamps and all(v is not None and abs(v - kst_wall()) < MINUTE for row in stamps for v in row), stamps
+    # the raw archive's manifest: the fetch's start, end and every attempt, with the +09:00 the README promises
+    manifest = json.loads((tmp_path / "data" / "raw" / day.isoformat() / "manifest.json").read_text(encoding="utf-8"))
+    written = [manifest["started_at"], manifest["finished_at"],
+               *(a["started_at"] for page in manifest["pages"] for a in page["attempts"])]
+    assert len(written) > 3 and all(datetime.fromisoformat(t).utcoffset() == timedelta(hours=9) for t in written), written
+    assert all(abs(datetime.fromisoformat(t) - datetime.now(KST)) < MINUTE for t in written), written

@@ -30,9 +30,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
+from dmf_assets.clock import now_kst
 from dmf_assets.settings import EMULATOR_URL, PROJECT_ROOT
 
 SCHEMA_VERSION = 2
@@ -479,7 +480,7 @@ def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Pa
     own_workdir = workdir is None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="dmf-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    started = datetime.now(timezone.utc)
+    started = now_kst()
     t_all = time.perf_counter()
     doc: dict = {"schema_version": SCHEMA_VERSION, "mode": "quick" if quick else "full",
                  "started_at": started.isoformat(timespec="seconds"), "machine": _machine(), "diff": {}, "errors": []}
@@ -498,7 +499,7 @@ def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Pa
         if own_workdir and not keep_workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     doc["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    doc["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc["finished_at"] = now_kst().isoformat(timespec="seconds")
     doc["total_seconds"] = _r(time.perf_counter() - t_all, 1)
     doc["targets"] = target_summary(doc)
     previous = previous_results(Path(output_dir), quick)
@@ -513,7 +514,7 @@ def write_results(doc: dict, output_dir: Path, *, quick: bool, started: datetime
     output_dir.mkdir(parents=True, exist_ok=True)
     suffix = "-quick" if quick else ""
     text = json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n"
-    paths = [output_dir / f"latest{suffix}.json", output_dir / f"{started:%Y-%m-%dT%H%M%SZ}{suffix}.json"]
+    paths = [output_dir / f"latest{suffix}.json", output_dir / f"{started:%Y-%m-%dT%H%M%S%z}{suffix}.json"]
     for p in paths:
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")

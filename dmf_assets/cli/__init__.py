@@ -39,8 +39,16 @@ COMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals are one `dmf:` line like every other error (not usage + "error:").
+    Subcommand parsers are of the same class (argparse creates them with the parent's type)."""
+
+    def error(self, message: str):
+        raise UserError(f"{message} — 도움말 / help: {self.prog} --help")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dmf",
         description="DMF Watch — MFDS 원료의약품 등록(DMF) 현황 일일 감시",
     )
@@ -65,28 +73,68 @@ def _causes(exc: BaseException | None) -> list[BaseException]:
     return chain
 
 
-def _full(folder: str | None) -> bool:
+def _instance_home_refuses(home: str) -> int | None:
+    """Why SQLite (Dagster's instance storage in DAGSTER_HOME) cannot write, as an errno, if the folder says so:
+    SQLite reports only "disk I/O error" or "unable to open database file", never the errno."""
     try:
-        return bool(folder) and os.statvfs(folder).f_bavail == 0
+        fs = os.statvfs(home)
     except OSError:
-        return False
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        return errno.EROFS
+    if fs.f_bavail * fs.f_frsize < 4 << 20:  # a few pages short: a transaction's journal no longer fits
+        return errno.ENOSPC
+    return errno.EACCES if not os.access(home, os.W_OK) else None
 
 
-def _disk_full(exc: BaseException) -> str | None:
-    """Where the disk was full (a path, or "?") if ENOSPC/EDQUOT is behind `exc`. DuckDB reports it as
-    an IOException whose text names the file; SQLite (Dagster's instance storage) only as "database or
-    disk is full" or "disk I/O error" — then DAGSTER_HOME's file system must really have no space left."""
+def _refused_write(exc: BaseException) -> str | None:
+    """The one line for a write the file system refused (disk full, read-only, no permission) anywhere behind
+    `exc`: Python's OSError names the file; DuckDB reports it as an IOException whose text names the file in
+    quotes; SQLite (Dagster's instance storage) only as "database or disk is full" and the like."""
+    from dmf_assets.fsutil import refused_write_line
+
     home = os.environ.get("DAGSTER_HOME")
     for cause in _causes(exc):
         text = str(cause)
-        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
-            return str(cause.filename or "?")
+        if isinstance(cause, OSError) and (line := refused_write_line(cause.errno, cause.filename)):
+            return line
         if "No space left on device" in text:
             m = re.search(r'"([^"]+)"', text)
-            return m[1] if m else "?"
-        if ("database or disk is full" in text or "disk I/O error" in text) and _full(home):
-            return f"{home} (DAGSTER_HOME)"
+            return refused_write_line(errno.ENOSPC, m[1] if m else None)
+        if home and "database or disk is full" in text:
+            return refused_write_line(errno.ENOSPC, f"{home} (DAGSTER_HOME)")
+        sqlite_cannot_write = ("disk I/O error", "unable to open database file", "attempt to write a readonly database")
+        if home and any(t in text for t in sqlite_cannot_write) and (code := _instance_home_refuses(home)):
+            return refused_write_line(code, f"{home} (DAGSTER_HOME)")
     return None
+
+
+def _secondary_write_failures_unsaid(unraisable) -> None:
+    """A writer left for the garbage collector after a refused write (openpyxl's ZipFile) fails once more in
+    its __del__; Python would print that as a traceback after the one line that already says why."""
+    from dmf_assets.fsutil import refused_write_line
+
+    exc = unraisable.exc_value
+    if isinstance(exc, OSError) and refused_write_line(exc.errno, exc.filename):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+class _Notices(logging.StreamHandler):
+    """The product's own notices (e.g. "waiting for the database lock held by PID N") on the terminal: on
+    whatever sys.stderr is when one comes, since main may run many times in one process (tests)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+_NOTICES = _Notices()
+_NOTICES.setFormatter(logging.Formatter("dmf: %(message)s"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,11 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     # Dagster marks some parameters we rely on as beta/preview: not news for a user at a terminal
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
     warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
-    # the product's own notices (e.g. "waiting for the database lock held by PID N") reach the terminal
-    notices = logging.StreamHandler(sys.stderr)
-    notices.setFormatter(logging.Formatter("dmf: %(message)s"))
-    logging.getLogger("dmf.db").addHandler(notices)
+    logging.getLogger("dmf.db").addHandler(_NOTICES)  # once: adding the same handler again changes nothing
     logging.getLogger("dmf.db").setLevel(logging.WARNING)
+    sys.unraisablehook = _secondary_write_failures_unsaid
     try:
         parser = build_parser()  # command modules may read the settings while importing
         args = parser.parse_args(argv)
@@ -123,10 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         if config is not None:  # settings read inside a Dagster step: the same one message
             print(f"dmf: {config}", file=sys.stderr)
             return 2
-        where = _disk_full(exc)
-        if where is None:
+        line = _refused_write(exc)
+        if line is None:
             raise
-        print(f"dmf: 디스크 공간이 부족합니다 (No space left on device): {where} — 공간을 확보한 뒤 다시 실행하세요 "
-              f"(`dmf doctor`, `dmf prune`) / free some space and run again", file=sys.stderr)
+        print(f"dmf: {line}", file=sys.stderr)
         return 1
 

@@ -11,6 +11,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from dmf_assets.cli.arguments import out_file
 from dmf_assets.errors import UserError
 
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
     p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
     p.add_argument("--format", choices=("table", "jsonl", "xlsx"), default="table")
-    p.add_argument("--out", help="xlsx 파일 경로 (기본: reports/DMF_이력_<키>.xlsx)")
+    p.add_argument("--out", type=out_file, help="xlsx 파일 경로 (기본: reports/DMF_이력_<키>.xlsx)")
     p.add_argument("--include-cosmetic", action="store_true", help="표에 표기 변경도 표시 (jsonl·xlsx는 항상 포함)")
     _location(p)
     p.set_defaults(handler=_history)
@@ -42,14 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("asof", help="그날 정상 수집(반영)된 그대로의 등록 현황 (그날이 실패면 그 전 마지막 반영일)")
     p.add_argument("date", type=_day, help="YYYY-MM-DD")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table")
-    p.add_argument("--out", help="csv/xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
+    p.add_argument("--out", type=out_file, help="csv/xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
     _location(p)
     p.set_defaults(handler=_asof)
 
     p = sub.add_parser("report", help="기간 리포트 (주간·월간 검토): 기간의 모든 이벤트 + 등록별 순변경 + 검토 열")
     p.add_argument("--from", dest="start", type=_day, required=True, help="시작일 YYYY-MM-DD (포함)")
     p.add_argument("--to", dest="end", type=_day, required=True, help="종료일 YYYY-MM-DD (포함)")
-    p.add_argument("--out", help="xlsx 파일 경로 (기본: reports/DMF_기간리포트_<시작>_<종료>.xlsx)")
+    p.add_argument("--out", type=out_file, help="xlsx 파일 경로 (기본: reports/DMF_기간리포트_<시작>_<종료>.xlsx)")
     _location(p)
     p.set_defaults(handler=_report)
 

@@ -4,7 +4,8 @@ the daily workbook and the daily step; each figure beside the previous result.""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from dmf_assets.cli.arguments import out_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--quick", action="store_true",
                    help="9.2k·100k행 diff + dmf run 하루 + 일일 처리 단계만 (1M행·백필 제외). Writes latest-quick.json")
-    p.add_argument("--output", type=Path, default=None, metavar="DIR", help="결과 JSON 폴더 (기본: bench/results/)")
-    p.add_argument("--workdir", type=Path, default=None, metavar="DIR",
+    p.add_argument("--output", type=out_folder, default=None, metavar="DIR", help="결과 JSON 폴더 (기본: bench/results/)")
+    p.add_argument("--workdir", type=out_folder, default=None, metavar="DIR",
                    help="임시 작업 폴더 (기본: 새 임시 폴더, 끝나면 삭제)")
     p.add_argument("--keep-workdir", action="store_true", help="작업 폴더(로그·DB·덤프)를 지우지 않음")
     p.set_defaults(handler=_bench)

@@ -6,6 +6,11 @@ import argparse
 import json
 import sys
 
+from dmf_assets.cli.arguments import day, listen_host, listen_port, whole
+from dmf_assets.settings import MAX_SEED
+
+_SEED = whole(0, MAX_SEED, "시드", "seed")  # the range of emulator.seed in the settings
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("emulator", help="로컬 MFDS API 에뮬레이터 / the local MFDS API emulator")
@@ -13,14 +18,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=lambda args: (p.print_help(), 2)[1])
 
     s = sub.add_parser("serve", help="에뮬레이터를 HTTP로 제공 / serve the emulator over HTTP")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=8089)
+    s.add_argument("--host", type=listen_host, default="127.0.0.1")
+    s.add_argument("--port", type=listen_port, default=8089, help="0 = any free port (the first line printed says which)")
     s.add_argument("--service-key", default=None, help="accept only this key (default: any non-empty key)")
-    s.add_argument("--date", default=None, help="date served when the request has no X-Emulator-Date header "
+    s.add_argument("--date", type=day, default=None, help="date served when the request has no X-Emulator-Date header "
                    "(default: today in Asia/Seoul)")
     s.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND[:p=v,...]",
                    help="fault for a date (repeatable; added to config emulator.faults)")
-    s.add_argument("--seed", type=int, default=None, help="registry seed (default from config)")
+    s.add_argument("--seed", type=_SEED, default=None, help="registry seed (default from config)")
     s.add_argument("--items-style", default="list", choices=("list", "item", "item_absent"),
                    help="JSON shape of `items` (list = bare list; item = {\"item\": ...})")
     s.set_defaults(handler=serve)
@@ -30,15 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     f.set_defaults(handler=faults)
 
     t = sub.add_parser("truth", help="두 날짜 사이 실제 변경 / ground truth between two dates")
-    t.add_argument("--old", required=True)
-    t.add_argument("--new", required=True)
-    t.add_argument("--seed", type=int, default=None)
+    t.add_argument("--old", type=day, required=True)
+    t.add_argument("--new", type=day, required=True)
+    t.add_argument("--seed", type=_SEED, default=None)
     t.add_argument("--json", action="store_true")
     t.set_defaults(handler=truth)
 
 
 def serve(args: argparse.Namespace) -> int:
+    import errno
+
     from dmf_assets.errors import UserError
+    from dmf_assets.report.fileserver import busy_port_text
     from dmf_assets.emulator.app import EmulatorApp
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.emulator.server import EmulatorServer
@@ -52,7 +60,12 @@ def serve(args: argparse.Namespace) -> int:
                           items_style=args.items_style)
         server = EmulatorServer(args.host, args.port, app=app,
                                 emit=lambda line: print(line, file=sys.stderr, flush=True))
-    except (ValueError, OSError) as exc:
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise UserError(f"emulator: {exc}") from None
+        raise UserError(busy_port_text("에뮬레이터", "emulator", args.host, args.port,
+                                       "dmf emulator serve --port {port}")) from None
+    except ValueError as exc:
         raise UserError(f"emulator: {exc}") from None
     print(server.base_url, flush=True)
     print(f"serving the MFDS emulator at {server.base_url} (date: {args.date or 'today, Asia/Seoul'}; "

@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 
+from dmf_assets.cli.arguments import day, out_folder, whole
+
 STATUS_KO = {"complete": "완료", "incomplete": "불완전", "failed": "실패"}
 
 
@@ -17,13 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fetch the whole registry for one day (or replay it from data/raw/). "
         "Exit code 0 if the fetch is complete, 1 if not. The service key is read from MFDS_SERVICE_KEY.",
     )
-    p.add_argument("--date", help="YYYY-MM-DD (default: today in Asia/Seoul)")
+    p.add_argument("--date", type=day, help="YYYY-MM-DD (default: today in Asia/Seoul)")
     p.add_argument("--base-url", help="emulator://local (default from config) or the MFDS service base URL")
     p.add_argument("--no-resume", action="store_true", help="fetch again even if the archive is complete")
     p.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND",
                    help="emulator fault for a date (repeatable; see `dmf emulator faults`)")
-    p.add_argument("--num-of-rows", type=int, help="rows per page (default from config)")
-    p.add_argument("--raw-dir", help="archive root (default from config)")
+    p.add_argument("--num-of-rows", type=whole(1, 1000, "페이지당 행 수", "number of rows"),
+                   help="rows per page, 1–1000 (default from config)")
+    p.add_argument("--raw-dir", type=out_folder, help="archive root (default from config)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every page")
     p.set_defaults(handler=run)
 
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.num_of_rows:
         overrides["num_of_rows"] = args.num_of_rows
     if args.raw_dir:
-        overrides["raw_dir"] = args.raw_dir
+        overrides["raw_dir"] = str(args.raw_dir)
     try:
         config = mfds_client_from_settings(s, **overrides)
         endpoint = resolve_endpoint(config.base_url)
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                                 "for a loopback server pass --fault to `dmf emulator serve`")
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
-        day = args.date or seoul_today().isoformat()
+        day = args.date or seoul_today()
         result = fetch_day(config, day, resume=not args.no_resume)
     except (SourceError, ValueError) as exc:
         raise UserError(str(exc)) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from dmf_assets.cli.arguments import whole
 from dmf_assets.errors import UserError
 
 
@@ -24,19 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(handler=_flush)
     q = ss.add_parser("status", help="최근 메시지의 상태: 대기·보류·발송됨·발송 포기, 채널별 시도와 마지막 오류")
     q.add_argument("--config", default=None)
-    q.add_argument("--days", type=_days, default=7, help="며칠 치를 볼지 1–365 (기본 7)")
+    q.add_argument("--days", type=whole(1, 365, "일 수", "number of days"), default=7, help="며칠 치를 볼지 1–365 (기본 7)")
     q.set_defaults(handler=_status)
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
-
-
-def _days(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"일 수는 정수입니다 (a whole number of days): {value!r}") from None
-    if not 1 <= n <= 365:
-        raise argparse.ArgumentTypeError(f"일 수는 1–365 사이여야 합니다 (days must be 1–365): {n}")
-    return n
 
 
 def _notifier(args):

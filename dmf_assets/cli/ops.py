@@ -7,8 +7,11 @@ import json
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from dmf_assets.cli.runs import _iso_date
+from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, seconds, whole
 from dmf_assets.errors import UserError
+from dmf_assets.settings import MAX_DAYS
+
+_DAYS = whole(0, MAX_DAYS, "일 수", "number of days")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,10 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     _location_args(p)
     p.add_argument("--json", action="store_true", help="기계가 읽는 JSON으로 출력")
     p.add_argument("--strict", action="store_true", help="WARN도 실패로 (종료 코드 1)")
-    p.add_argument("--today", type=date.fromisoformat, default=None, help="최신성 기준 날짜 (기본: 오늘, KST)")
-    p.add_argument("--stale-warn-days", type=int, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
-    p.add_argument("--stale-fail-days", type=int, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
-    p.add_argument("--lock-wait", type=float, default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
+    p.add_argument("--today", type=day, default=None, help="최신성 기준 날짜 (기본: 오늘, KST)")
+    p.add_argument("--stale-warn-days", type=_DAYS, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
+    p.add_argument("--stale-fail-days", type=_DAYS, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
+    p.add_argument("--lock-wait", type=seconds(86400), default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
     p.add_argument("--alert", action="store_true",
                    help="감시(watchdog): Dagster 데몬 하트비트·09:00 리포트·알림 발송 실패를 점검하고 문제를 알림으로 보냄 (systemd timer용)")
     p.set_defaults(handler=_doctor)
@@ -27,34 +30,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prune", help="보존 기간이 지난 원본·리포트·백업·로그 정리 (마지막 반영일의 데이터는 항상 보존)")
     _location_args(p)
     p.add_argument("--dry-run", action="store_true", help="지우지 않고 지울 목록만 보여 줌")
-    p.add_argument("--today", type=date.fromisoformat, default=None, help="기준 날짜 (기본: 오늘, KST)")
-    p.add_argument("--lock-wait", type=float, default=60.0, help="DB 잠금을 기다리는 최대 초 (기본 60)")
+    p.add_argument("--today", type=day, default=None, help="기준 날짜 (기본: 오늘, KST)")
+    p.add_argument("--lock-wait", type=seconds(86400), default=60.0, help="DB 잠금을 기다리는 최대 초 (기본 60)")
     p.set_defaults(handler=_prune)
 
     p = sub.add_parser("backup", help="DB를 잠근 채 일관된 사본을 data/backups/에 만들고 검증")
     _location_args(p)
-    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
     p.set_defaults(handler=_backup)
 
     p = sub.add_parser("restore", help="검증되는 가장 최근 백업으로 DB를 되돌림 (바뀌는 DB 파일은 옆에 남김)")
     _location_args(p)
-    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
     p.set_defaults(handler=_restore)
 
     p = sub.add_parser("rebuild", help="원본 보관(data/raw)의 모든 날을 날짜 순서로 다시 처리해 이력 DB를 새로 만들고 교체 "
                                        "(바뀌는 DB 파일은 옆에 남김)")
     _location_args(p)
-    p.add_argument("--from", dest="first", type=_iso_date, default=None, help="이 날부터 (기본: 가장 오래된 보관일)")
-    p.add_argument("--to", dest="last", type=_iso_date, default=None, help="이 날까지 (기본: 가장 최근 보관일)")
+    p.add_argument("--from", dest="first", type=day, default=None, help="이 날부터 (기본: 가장 오래된 보관일)")
+    p.add_argument("--to", dest="last", type=day, default=None, help="이 날까지 (기본: 가장 최근 보관일)")
     p.add_argument("--force", action="store_true",
                    help="지금 DB가 읽히는데 다시 만든 이력과 다를 때도 교체 (설정·규칙을 바꿔 다시 처리할 때)")
-    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
     p.set_defaults(handler=_rebuild)
 
 
 def _location_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", default=None, help="프로젝트 폴더 (상대 경로의 기준; 기본: 이 프로젝트)")
-    p.add_argument("--database", default=None, help="DB 파일 경로 (기본: config의 paths.database)")
+    p.add_argument("--root", type=existing_folder, default=None, help="프로젝트 폴더 (상대 경로의 기준; 기본: 이 프로젝트)")
+    p.add_argument("--database", type=file_in_existing_folder, default=None, help="DB 파일 경로 (기본: config의 paths.database)")
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
 
 

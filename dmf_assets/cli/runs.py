@@ -8,71 +8,49 @@ cause is printed); 2 bad arguments or configuration.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
 
+from dmf_assets.cli.arguments import day, listen_host, port, whole
 from dmf_assets.errors import UserError
-from dmf_assets.korean import shorten
+from dmf_assets.korean import josa, shorten
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
 STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "not run": "미실행"}
 
 
-def _iso_date(value: str) -> date:
-    try:
-        return date.fromisoformat(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"날짜는 YYYY-MM-DD 형식입니다 (date must be YYYY-MM-DD): {value!r}") from None
-
-
-def _positive_days(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"일 수는 정수입니다 (a whole number of days): {value!r}") from None
-    if not 1 <= n <= 366:
-        raise argparse.ArgumentTypeError(f"일 수는 1–366 사이여야 합니다 (days must be 1–366): {n}")
-    return n
-
-
-def _port(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"포트는 정수입니다 (a port number): {value!r}") from None
-    if not 1 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"포트는 1–65535 사이여야 합니다 (port must be 1–65535): {n}")
-    return n
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="에뮬레이터로 최근 30일을 실행하고 요약을 보여 줍니다 (README의 첫 명령)")
-    p.add_argument("--days", type=_positive_days, default=None, help="몇 일을 실행할지 1–366 (기본: config의 demo.days=30)")
-    p.add_argument("--end", type=_iso_date, default=None, help="마지막 날짜 (기본: 오늘, KST)")
+    p.add_argument("--days", type=whole(1, 366, "일 수", "number of days"), default=None,
+                   help="몇 일을 실행할지 1–366 (기본: config의 demo.days=30)")
+    p.add_argument("--end", type=day, default=None, help="마지막 날짜 (기본: 오늘, KST)")
     p.add_argument("--no-fault", action="store_true", help="고장 주입 없이 실행")
     p.set_defaults(handler=_demo)
 
     p = sub.add_parser("run", help="한 날짜를 전체 그래프로 실행 (거부되어도 리포트까지). 종료 코드 0 반영 · 3 거부 · 1 실패")
-    p.add_argument("--date", type=_iso_date, default=None, help="YYYY-MM-DD (기본: 오늘, KST)")
+    p.add_argument("--date", type=day, default=None, help="YYYY-MM-DD (기본: 오늘, KST)")
     p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND", help="에뮬레이터 고장 주입 (dmf emulator faults)")
     p.set_defaults(handler=_run)
 
     p = sub.add_parser("backfill", help="기간을 날짜 순서대로 하루 1회씩 실행. 종료 코드 0 모두 반영 · 3 거부일 있음 · 1 실패")
-    p.add_argument("--start", type=_iso_date, required=True)
-    p.add_argument("--end", type=_iso_date, required=True)
+    p.add_argument("--start", type=day, required=True)
+    p.add_argument("--end", type=day, required=True)
     p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND")
     p.set_defaults(handler=_backfill)
 
     p = sub.add_parser("ui", help="Dagster UI(dagster dev)와 리포트 다운로드 서버를 함께 시작")
-    p.add_argument("--port", type=_port, default=3000, help="Dagster UI 포트 (기본 3000)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--report-port", type=_port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)")
+    p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
+    p.add_argument("--host", type=listen_host, default="127.0.0.1")
+    p.add_argument("--report-port", type=port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)")
     p.set_defaults(handler=_ui)
 
 
@@ -116,7 +94,7 @@ def _check_days(*days: date) -> None:
     first, last = partition_range()
     for d in days:
         if not first <= d <= last:
-            raise UserError(f"{d}은(는) 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
+            raise UserError(f"{josa(str(d), '은/는')} 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
                             f"(date outside the partition range {first}..{last})")
 
 
@@ -139,6 +117,32 @@ def _instance():
     import dagster as dg
 
     return dg.DagsterInstance.get()
+
+
+class _StderrWithoutEventLogEchoes:
+    """sys.stderr without Dagster's echo of a failed write to its event log ("Exception while writing logger
+    call to event log: …" and the SQL, straight to sys.stderr): the write fails again when the run records its
+    outcome, and that failure is said once, as one `dmf:` line (e.g. DAGSTER_HOME's disk is full)."""
+
+    ECHO = "Exception while writing logger call to event log"
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return len(text) if text.startswith(self.ECHO) else self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _days_running():
+    stderr, sys.stderr = sys.stderr, _StderrWithoutEventLogEchoes(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stderr = stderr
 
 
 # --- what the day became (read from the history database) -----------------------------------------
@@ -179,8 +183,8 @@ def _day_line(row: dict) -> str:
 
 
 def _progress(report, seconds: float) -> None:
-    row = _summary_rows([report.day])[0]
-    line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(row)
+    # a failed day's own line first: the database may be what failed (a read-only or full disk)
+    line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(_summary_rows([report.day])[0])
     extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
     print(f"  {report.day}  {seconds:5.1f}s  {line}{extra}", flush=True)
     if report.failure:
@@ -260,7 +264,8 @@ def _run(args) -> int:
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, [day])
     started = time.monotonic()
-    report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
+    with _days_running():
+        report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
     _progress(report, time.monotonic() - started)
     return _exit_code([report], _print_summary([day]))
 
@@ -275,8 +280,9 @@ def _backfill(args) -> int:
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days)
-    reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
-                              run_config=launch.QUIET, progress=_progress)
+    with _days_running():
+        reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
+                                  run_config=launch.QUIET, progress=_progress)
     return _exit_code(reports, _print_summary(days))
 
 
@@ -300,8 +306,9 @@ def _demo(args) -> int:
         (fd, fk), = faults.items()
         print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
     started = time.monotonic()
-    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, faults, EMULATOR_URL),
-                              trigger="demo", run_config=launch.QUIET, progress=_progress)
+    with _days_running():
+        reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, faults, EMULATOR_URL),
+                                  trigger="demo", run_config=launch.QUIET, progress=_progress)
     rows = _print_summary(days)
     reports_dir = settings.paths.resolve("reports_dir")
     print(f"\n총 {time.monotonic() - started:.0f}초.")
@@ -311,12 +318,81 @@ def _demo(args) -> int:
     return _exit_code(reports, rows, frozenset(date.fromisoformat(d) for d in faults))
 
 
+def _ui_port_must_be_free(host: str, port: int) -> None:
+    """`dagster dev` whose webserver cannot bind keeps running with no UI: find out before starting it."""
+    from dmf_assets.report.fileserver import busy_port_text
+
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the webserver binds
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise UserError(f"Dagster UI를 {host}:{port}에서 열 수 없습니다 / cannot listen on {host}:{port}: "
+                            f"{exc.strerror or exc} — dmf ui --host 127.0.0.1 --port 3000") from None
+        raise UserError(busy_port_text("Dagster UI", "Dagster UI", host, port, "dmf ui --port {port}")) from None
+
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) of every live process, from /proc (Linux; empty elsewhere)."""
+    table = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # exited meanwhile
+            if fields[0] != "Z":  # a zombie has exited already
+                table[int(entry)] = (int(fields[1]), fields[19])  # ppid, starttime (tells a reused pid apart)
+    return table
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """pid -> start time of every process below `pid`, however deep and whichever process group or session."""
+    table = _process_table()
+    found: dict[int, str] = {}
+    parents = {pid}
+    while parents:
+        children = {p for p, (ppid, _) in table.items() if ppid in parents and p not in found}
+        found.update((p, table[p][1]) for p in children)
+        parents = children
+    return found
+
+
+def _still_running(tree: dict[int, str]) -> list[int]:
+    table = _process_table()
+    return [p for p, started in tree.items() if p in table and table[p][1] == started]
+
+
+def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """Stop `dagster dev` and everything it started (webserver, daemon, code server, runs): SIGTERM to its
+    process group, SIGKILL to whatever is left after `grace_s` — the group and any descendant that left it."""
+    tree = descendants(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and (proc.poll() is None or _still_running(tree)):
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for pid in _still_running(tree):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _ui(args) -> int:
     from dmf_assets.report.fileserver import FileServerError, start_file_server
     from dmf_assets.settings import PROJECT_ROOT
 
     settings, home = _prepare()
     report_port = args.report_port or settings.report.file_server_port
+    if report_port == args.port:
+        other = args.port + 1 if args.port < 65535 else args.port - 1
+        raise UserError(f"UI 포트와 리포트 다운로드 포트가 같습니다 ({args.port}) / the UI and the report download port "
+                        f"must differ: dmf ui --port {args.port} --report-port {other}")
+    _ui_port_must_be_free(args.host, args.port)
     try:
         server, _ = start_file_server(settings.paths.resolve("reports_dir"), settings.report.file_server_host, report_port)
     except FileServerError as exc:
@@ -327,26 +403,26 @@ def _ui(args) -> int:
     print(f"Dagster UI: http://{args.host}:{args.port}   (DAGSTER_HOME={home})")
     print(f"리포트 다운로드 / workbook downloads: {base_url}")
     env = dict(os.environ, DMF_REPORT_BASE_URL=base_url)
-    proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True, env=env)
-
-    def stop(*_):
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # a service manager's stop or a closed terminal = Ctrl-C
-        signal.signal(sig, stop)
+    # Ctrl-C, a service manager's stop, a closed terminal — once or many times: each only marks the stop,
+    # so a second signal can never cut the stop short and leave the webserver or the daemon behind
+    received: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        print("\n종료 중… (stopping)")
-        return 0
+        # dagster dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
+        proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True, env=env)
+        try:
+            while not received and proc.poll() is None:
+                time.sleep(0.2)
+            if received:
+                print("\n종료 중… (stopping)", flush=True)
+        finally:
+            _stop_tree(proc)
     finally:
-        # dagster dev runs in its own process group (it ignores SIGINT when started from a script):
-        # stop the whole group so no webserver or daemon is left behind
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
         server.shutdown()
         server.server_close()
+    if received or proc.returncode == 0:
+        return 0
+    print(f"dmf: dagster dev가 {josa(f'코드 {proc.returncode}', '으로/로')} 끝났습니다 — 위의 출력을 확인하세요 / dagster dev exited with "
+          f"code {proc.returncode}: see its output above", file=sys.stderr)
+    return EXIT_FAILED

@@ -15,7 +15,9 @@ import argparse
 import os
 from pathlib import Path
 
+from dmf_assets.cli.arguments import existing_folder, listen_host, out_folder, port, whole
 from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,29 +29,41 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--user", action="store_true",
                        help="사용자 유닛 (~/.config/systemd/user; root 불필요). 기본: 시스템 유닛 /etc/systemd/system")
         q.add_argument("--dry-run", action="store_true", help="쓰지 않고 파일 내용(install) / 지울 목록(uninstall)만 출력")
-        q.add_argument("--unit-dir", default=None, help="유닛 폴더를 직접 지정 (기본: --user에 따라 위 경로)")
+        q.add_argument("--unit-dir", type=out_folder, default=None, help="유닛 폴더를 직접 지정 (기본: --user에 따라 위 경로)")
         if name == "install":
-            q.add_argument("--root", default=None, help="프로젝트 폴더 (기본: 이 프로젝트)")
-            q.add_argument("--run-as", default="", help="시스템 유닛을 실행할 계정 (User=; 기본: 지금 사용자)")
-            q.add_argument("--web-host", default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
-            q.add_argument("--web-port", type=int, default=3000, help="Dagster UI 포트 (기본 3000)")
-            q.add_argument("--watchdog-minutes", type=int, default=10, help="watchdog 주기(분, 기본 10)")
+            q.add_argument("--root", type=existing_folder, default=None, help="프로젝트 폴더 (기본: 이 프로젝트)")
+            q.add_argument("--run-as", type=_account, default="", help="시스템 유닛을 실행할 계정 (User=; 기본: 지금 사용자)")
+            q.add_argument("--web-host", type=listen_host, default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
+            q.add_argument("--web-port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
+            q.add_argument("--watchdog-minutes", type=whole(1, 59, "분", "number of minutes"), default=10,
+                           help="watchdog 주기(분, 1–59, 기본 10)")
             q.set_defaults(handler=_install)
         else:
             q.set_defaults(handler=_uninstall)
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
 
     p = sub.add_parser("serve-reports", help="리포트(xlsx) 다운로드 서버만 실행 (dmf-reports.service가 사용)")
-    p.add_argument("--host", default=None, help="주소 (기본: config report.file_server_host)")
-    p.add_argument("--port", type=int, default=None, help="포트 (기본: config report.file_server_port)")
-    p.add_argument("--dir", default=None, help="리포트 폴더 (기본: config paths.reports_dir)")
+    p.add_argument("--host", type=listen_host, default=None, help="주소 (기본: config report.file_server_host)")
+    p.add_argument("--port", type=port, default=None, help="포트 (기본: config report.file_server_port)")
+    p.add_argument("--dir", type=existing_folder, default=None, help="리포트 폴더 (기본: config paths.reports_dir)")
     p.set_defaults(handler=_serve_reports)
+
+
+def _account(name: str) -> str:
+    """A user account of this machine (User= of a system unit that names no account fails only at start)."""
+    import pwd
+
+    try:
+        return name and pwd.getpwnam(name).pw_name
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"이 컴퓨터에 {name!r} 계정이 없습니다 (no such user account): 먼저 만드세요 "
+                                         f"(sudo useradd --system {name})") from None
 
 
 def _unit_dir(args) -> Path:
     from dmf_assets.service.units import unit_dir
 
-    return Path(args.unit_dir).expanduser().resolve() if args.unit_dir else unit_dir(args.user)
+    return args.unit_dir or unit_dir(args.user)
 
 
 def _install(args) -> int:
@@ -57,16 +71,14 @@ def _install(args) -> int:
     from dmf_assets.service.units import default_options, install_commands, render_units
     from dmf_assets.settings import PROJECT_ROOT
 
-    root = Path(args.root).resolve() if args.root else PROJECT_ROOT
+    root = args.root.resolve() if args.root else PROJECT_ROOT
     if not (root / "workspace.yaml").is_file():
         raise UserError(f"{root}에 workspace.yaml이 없습니다 — 프로젝트 폴더를 --root로 지정하세요 / not a DMF Watch project: {root}")
-    if not 1 <= args.watchdog_minutes <= 59:
-        raise UserError("--watchdog-minutes는 1–59 사이여야 합니다")
     options = default_options(root, user_mode=args.user, user=args.run_as, web_host=args.web_host,
                               web_port=args.web_port, watchdog_every_minutes=args.watchdog_minutes)
     for tool in ("dagster-webserver", "dagster-daemon", "dmf"):
         if not (options.venv_bin / tool).exists():
-            raise UserError(f"{options.venv_bin / tool}이(가) 없습니다 — 프로젝트의 .venv에서 실행하세요 "
+            raise UserError(f"{josa(str(options.venv_bin / tool), '이/가')} 없습니다 — 프로젝트의 .venv에서 실행하세요 "
                             f"(.venv/bin/dmf service install) / run it from the project's virtualenv")
     units = render_units(options)
     target = _unit_dir(args)
@@ -112,7 +124,7 @@ def _uninstall(args) -> int:
             try:
                 path.unlink()
             except PermissionError:
-                raise UserError(f"{path}을(를) 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied") from None
+                raise UserError(f"{josa(str(path), '을/를')} 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied") from None
     print("이제 실행하세요 / now run:" if not args.dry_run else "지운 뒤 실행할 명령 / after removing, run:")
     for cmd in uninstall_commands(args.user):
         print(f"  {cmd}")
@@ -129,7 +141,7 @@ def _serve_reports(args) -> int:
     settings = load_settings()
     host = args.host or settings.report.file_server_host
     port = args.port if args.port is not None else settings.report.file_server_port
-    reports_dir = Path(args.dir).resolve() if args.dir else settings.paths.resolve("reports_dir")
+    reports_dir = args.dir.resolve() if args.dir else settings.paths.resolve("reports_dir")
     try:
         server, _ = start_file_server(reports_dir, host, port)
     except FileServerError as exc:

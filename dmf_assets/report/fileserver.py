@@ -7,7 +7,10 @@ and nothing else:
     no other extensions, no subfolders; a symlink only if it resolves to a file inside the folder;
   * every malformed path (NUL, bad percent-encoding, `..`, a name over 255 bytes) gets a 4xx
     response, any unexpected fault a 500 — never a dropped connection and a traceback;
-  * each connection has a socket timeout and at most MAX_CONNECTIONS are served at once (503 beyond);
+  * each request has a deadline, not just a timeout per receive: its request line and headers must arrive
+    within REQUEST_DEADLINE_S and its response may take that plus its size at MIN_DOWNLOAD_RATE — a client
+    trickling one byte every few seconds holds a thread for seconds, not for as long as it likes;
+  * at most MAX_CONNECTIONS are served at once (503 beyond), more than a few slow clients can take;
   * it refuses to start on an empty reports_dir or one that holds the project (it would be `.env`'s folder).
 """
 
@@ -15,12 +18,14 @@ from __future__ import annotations
 
 import errno
 import html
+import io
 import os
 import re
 import shutil
 import socket
 import sys
 import threading
+import time
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +36,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from dmf_assets.clock import KST
+from dmf_assets.korean import josa
 from dmf_assets.settings import PROJECT_ROOT
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -38,8 +44,9 @@ _DAY = r"\d{4}-\d{2}-\d{2}"
 #: the file names the product writes into reports/ (report/workbook.py and the period report)
 REPORT_NAME = re.compile(rf"^DMF_(?:리포트_(?:{_DAY}|최신)|기간리포트_{_DAY}_{_DAY})\.xlsx$")
 MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
-MAX_CONNECTIONS = 16  # a team downloading the morning workbook; beyond that: 503, not unbounded threads
-REQUEST_TIMEOUT_S = 20.0  # a client that connects and says nothing holds a thread this long at most
+MAX_CONNECTIONS = 64  # a team downloading the morning workbook, beside a few stuck clients; beyond: 503, not unbounded threads
+REQUEST_DEADLINE_S = 5.0  # a whole request (line + headers) arrives within this, or the connection is closed
+MIN_DOWNLOAD_RATE = 64 * 1024  # bytes/s a download may not fall below (a 3 MB workbook: 5 s + 47 s at most)
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
@@ -47,19 +54,25 @@ class FileServerError(Exception):
     """The report server cannot start; the message says why and what to do."""
 
 
+def busy_port_text(what_ko: str, what_en: str, host: str, port: int, fix: str) -> str:
+    """The one line for a port another program listens on (named, when /proc tells), and how to choose another:
+    `fix` is the command line, with {port} for the next port."""
+    holder = port_holder(port)
+    other = port + 1 if port < 65535 else port - 1
+    return (f"{what_ko} {josa(f'포트 {port}', '을/를')} 이미 다른 프로그램이 쓰고 있습니다 / the {what_en} port {host}:{port} "
+            f"is already in use{f' — {holder}' if holder else ''}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or "
+            f"pick another port: {fix.format(port=other)}")
+
+
 class PortBusy(FileServerError):
     """The port is taken by another program."""
 
-    def __init__(self, host: str, port: int, holder: str | None) -> None:
-        self.host, self.port, self.holder = host, port, holder
-        who = f" — {holder}" if holder else ""
-        other = port + 1 if port < 65535 else 8765
-        super().__init__(
-            f"리포트 다운로드 포트 {port}을(를) 이미 다른 프로그램이 쓰고 있습니다 / the report download port "
-            f"{host}:{port} is already in use{who}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or pick "
-            f"another port: dmf ui --report-port {other} (dmf serve-reports --port {other}, or "
-            f"report.file_server_port in config/dmf.local.toml)"
-        )
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        super().__init__(busy_port_text(
+            "리포트 다운로드", "report download", host, port,
+            "dmf ui --report-port {port} (dmf serve-reports --port {port}, or report.file_server_port in "
+            "config/dmf.local.toml)"))
 
 
 def is_report_name(name: str) -> bool:
@@ -95,10 +108,52 @@ def _reject_reason(raw_path: str) -> tuple[int, str] | None:
     return None
 
 
-def _handler(root: Path, request_timeout_s: float) -> type[BaseHTTPRequestHandler]:
+class _Deadline(io.RawIOBase):
+    """A connection read and written only until a deadline: each receive and send gets just the time left,
+    so the deadline holds however the client spreads its bytes (a socket timeout restarts with every byte)."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        self._sock = sock
+        self.allow(seconds)
+
+    def allow(self, seconds: float) -> None:
+        """From now on, `seconds` more."""
+        self.until = time.monotonic() + seconds
+
+    def _arm(self) -> None:
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("요청 기한 초과 / request deadline passed")
+        self._sock.settimeout(left)
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        self._arm()
+        return self._sock.recv_into(buffer)
+
+    def write(self, data) -> int:
+        self._arm()
+        self._sock.sendall(data)
+        return len(data)
+
+
+def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandler]:
     class ReportHandler(BaseHTTPRequestHandler):
         server_version = "DMFWatchReports/2"
-        timeout = request_timeout_s  # StreamRequestHandler applies it to the socket
+
+        def setup(self) -> None:
+            # instead of StreamRequestHandler's socket files with a timeout per receive: one deadline per
+            # request (HTTP/1.0: a connection carries one request); BaseHTTPRequestHandler closes the
+            # connection on the TimeoutError a missed deadline raises
+            self.connection = self.request
+            self.deadline = _Deadline(self.connection, request_deadline_s)
+            self.rfile = io.BufferedReader(self.deadline)
+            self.wfile = self.deadline
 
         def log_message(self, fmt: str, *args) -> None:  # quiet: the UI terminal is busy enough
             return
@@ -122,6 +177,7 @@ def _handler(root: Path, request_timeout_s: float) -> type[BaseHTTPRequestHandle
             self.do_GET()
 
         def _read_only(self) -> None:
+            self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             self.close_connection = True  # the request body, if any, is never read
             self._send(HTTPStatus.METHOD_NOT_ALLOWED, "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
                        "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
@@ -129,6 +185,7 @@ def _handler(root: Path, request_timeout_s: float) -> type[BaseHTTPRequestHandle
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only  # noqa: N815
 
         def do_GET(self) -> None:  # noqa: N802
+            self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             try:
                 self._get()
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
@@ -153,6 +210,7 @@ def _handler(root: Path, request_timeout_s: float) -> type[BaseHTTPRequestHandle
                 return self._text(HTTPStatus.NOT_FOUND, "파일이 없습니다 / not found")
             with open(target, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
+                self.deadline.allow(request_deadline_s + size / MIN_DOWNLOAD_RATE)
                 self.send_response(HTTPStatus.OK)
                 self.send_header("Content-Type", XLSX)
                 self.send_header("Content-Length", str(size))
@@ -241,7 +299,7 @@ def check_reports_dir(reports_dir: str | Path) -> Path:
     return root
 
 
-def _port_holder(port: int) -> str | None:
+def port_holder(port: int) -> str | None:
     """'PID 1234 (python -m http.server)' for a process listening on `port`, from /proc (Linux); None if unknown."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -268,17 +326,17 @@ def _port_holder(port: int) -> str | None:
 
 
 def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
-                request_timeout_s: float = REQUEST_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS) -> ReportServer:
+                request_deadline_s: float = REQUEST_DEADLINE_S, max_connections: int = MAX_CONNECTIONS) -> ReportServer:
     """A bound, not yet serving, report server. Raises PortBusy / FileServerError with a clear message."""
     root = check_reports_dir(reports_dir)
     root.mkdir(parents=True, exist_ok=True)
     try:
-        return ReportServer((host, port), _handler(root, request_timeout_s), max_connections)
+        return ReportServer((host, port), _handler(root, request_deadline_s), max_connections)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            raise PortBusy(host, port, _port_holder(port)) from None
+            raise PortBusy(host, port) from None
         if exc.errno == errno.EACCES:
-            raise FileServerError(f"포트 {port}을(를) 열 권한이 없습니다 (1024 미만은 관리자 전용) / no permission to "
+            raise FileServerError(f"{josa(f'포트 {port}', '을/를')} 열 권한이 없습니다 (1024 미만은 관리자 전용) / no permission to "
                                   f"listen on port {port}: use dmf ui --report-port 8765") from None
         if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
             raise FileServerError(f"주소 {host}에서 열 수 없습니다 / cannot listen on {host}: {exc.strerror or exc} — "
@@ -288,7 +346,7 @@ def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
 
 def start_file_server(reports_dir: str | Path, host: str = "127.0.0.1", port: int = 8765,
                       **limits: float) -> tuple[ReportServer, threading.Thread]:
-    """Serve reports in a daemon thread; returns (server, thread); `limits`: request_timeout_s, max_connections.
+    """Serve reports in a daemon thread; returns (server, thread); `limits`: request_deadline_s, max_connections.
     Stop with server.shutdown(); server.server_close()."""
     server = make_server(Path(reports_dir), host, port, **limits)
     thread = threading.Thread(target=server.serve_forever, name="dmf-report-server", daemon=True)

@@ -18,6 +18,7 @@ from datetime import date
 import dagster as dg
 
 from dmf_assets.defs.automation import dmf_daily_job, dmf_watch_sensor, run_tags
+from dmf_assets.fsutil import refused_write_in_texts
 from dmf_assets.orchestration.followups import CHAIN, is_rejection
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
@@ -38,9 +39,12 @@ class DayRun:
 
 
 def _root_cause(error) -> str:
-    while getattr(error, "cause", None) is not None:
-        error = error.cause
-    return (error.message or "").strip().splitlines()[0] if error is not None else ""
+    chain = []
+    while error is not None:
+        chain.append(next(iter((error.message or "").strip().splitlines()), ""))  # its first line
+        error = getattr(error, "cause", None)
+    # a write the file system refused (full, read-only) anywhere in the chain: the README's line, naming the path
+    return refused_write_in_texts(chain) or (chain[-1] if chain else "")
 
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:

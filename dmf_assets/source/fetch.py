@@ -23,13 +23,13 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
-from dmf_assets.clock import today_kst
+from dmf_assets.clock import now_kst, today_kst
 from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.settings import PROJECT_ROOT
@@ -219,7 +219,7 @@ def _field_drift(items: list[Row]) -> tuple[list[str], list[str]]:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return now_kst().isoformat(timespec="milliseconds")  # the manifest says KST, as the README promises
 
 
 # --- the fetch -----------------------------------------------------------------------------------
