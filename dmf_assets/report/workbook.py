@@ -31,6 +31,7 @@ from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.series import SeriesLabel
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.domain.model import COMPARED_FIELDS, EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
@@ -467,44 +468,47 @@ class _Summary:
             self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
 
     def trend(self) -> int:
-        """최근 추이: a table, newest first (it answers "what happened lately"), and a chart. A day's status
-        is a word in its own column; a rejected day has no counts (blank, never a zero) and is marked in
-        the chart by its own series on a hidden 0–1 axis — never a bar on the count axis."""
+        """최근 추이 on a page of its own: a chart, then the table, newest first (it answers "what happened
+        lately"). A day's status is a word in its own column; a rejected day has no counts (blank, never a
+        zero) and is marked in the chart by its own series on a hidden 0–1 axis — never a bar on the count
+        axis."""
         report, ws = self.report, self.ws
+        ws.row_breaks.append(Break(id=self.row + 1))  # a chart cut by a page break cannot be read on paper
         self.section(f"최근 {len(report.history):,}일 추이")
-        top = self.row + 1
-        cols = (*TREND_COLUMNS, Col("_marker", "차트용: 거부일 표시 (1)", 1, "int"))
-        ws.column_dimensions[get_column_letter(len(TREND_COLUMNS))].width = _TREND_EXTRA_WIDTH
         rows = [
             {**{c.key: None for c in TREND_COLUMNS}, "day": h.day, "status": HISTORY_STATUS_KO.get(h.status, h.status),
              "registry_size": h.registry_size, "_rejected": h.status == DayStatus.REJECTED.value,
-             "_marker": 1 if h.status == DayStatus.REJECTED.value else None,
              # a rejected or baseline day has no counts: blank, never a misleading zero
              **({"new": h.new, "changed": h.changed, "withdrawn": h.withdrawn, "number_assigned": h.number_assigned,
                  "cosmetic": h.cosmetic} if h.status == DayStatus.ACCEPTED.value else {})}
             for h in sorted(report.history, key=lambda p: p.day, reverse=True)
         ]
+        if not rows:
+            self.note("추이 자료 없음")
+            return 0
+        top = self.row + _CHART_ROWS + 1  # the chart takes the rows above the table
 
         def hook(ws: Worksheet, row_no: int, row: dict) -> None:
             if row["_rejected"]:
                 cell = ws.cell(row=row_no, column=2)
                 cell.fill, cell.font = st.verdict_style("fail")
 
+        ws.column_dimensions[get_column_letter(len(TREND_COLUMNS))].width = _TREND_EXTRA_WIDTH
         last = write_table(ws, top, TREND_COLUMNS, rows, row_hook=hook, set_widths=False)
-        if not rows:
-            put_text(ws, top + 1, 1, "추이 자료 없음", st.NOTE)
-            self.row = top + 1
-            return len(rows)
-        # the chart's rejected-day series reads this hidden column (outside the table and its filter)
-        marker_col = len(cols)
-        ws.cell(row=top, column=marker_col, value=cols[-1].header)
+        # the chart's rejected-day series reads a hidden column beside the table (outside it and its filter)
+        marker_col = len(TREND_COLUMNS) + 1
+        ws.cell(row=top, column=marker_col, value="차트용: 거부일 표시 (1)")
         for i, row in enumerate(rows, top + 1):
-            if row["_marker"]:
+            if row["_rejected"]:
                 ws.cell(row=i, column=marker_col, value=1)
         ws.column_dimensions[get_column_letter(marker_col)].hidden = True
-        self.row = last + 1
         _history_chart(ws, top, last, marker_col, anchor=f"A{self.row + 1}")
+        self.row = last
         return len(rows)
+
+
+#: rows kept free for the trend chart (9.5 cm high) above its table
+_CHART_ROWS = 20
 
 
 #: the 요약 trend table (newest first); its status column holds words only
