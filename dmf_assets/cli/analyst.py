@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--changes-only", action="store_true",
                    help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table",
-                   help="table (기본) | jsonl | csv (이벤트 1건 1행, UTF-8 BOM) | xlsx")
+                   help="table (기본) | jsonl | csv (이벤트 1건 1행; --out 파일은 Excel용 UTF-8 BOM) | xlsx")
     p.add_argument("--out", help="csv·xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)")
     p.add_argument("--include-cosmetic", action="store_true",
                    help="표(table)에 표기 변경도 표시 (jsonl·csv·xlsx는 항상 포함, is_cosmetic으로 구분)")

@@ -286,6 +286,7 @@ def sample_table(samples: Sequence[dict]) -> tuple[list[str], list[list]]:
     keys = list(dict.fromkeys(k for s in samples for k in s))
     if "dmf_key" in keys and "permit_no" in keys and all(s.get("dmf_key") == s.get("permit_no") for s in samples):
         keys.remove("dmf_key")
+
     def shown(key: str, value):
         return _SAMPLE_VALUES_KO[key].get(value, value) if key in _SAMPLE_VALUES_KO and isinstance(value, str) else value
 
