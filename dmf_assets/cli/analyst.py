@@ -34,8 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ingredient", help="성분명 패턴 (부분 일치, 띄어쓰기·문장부호 무시)")
     p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
     p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
-    p.add_argument("--from", dest="start", type=_day, help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)")
-    p.add_argument("--to", dest="end", type=_day, help="이 날짜(YYYY-MM-DD)까지 관측된 이벤트만 (포함)")
+    p.add_argument("--from", dest="start", type=_day, metavar="D1", help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)")
+    p.add_argument("--to", dest="end", type=_day, metavar="D2", help="이 날짜(YYYY-MM-DD)까지 관측된 이벤트만 (포함)")
     p.add_argument("--changes-only", action="store_true",
                    help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table",
