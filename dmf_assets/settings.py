@@ -259,6 +259,14 @@ class Products(_Section):
         return resolve_path(PROJECT_ROOT, self.file)
 
 
+class Diff(_Section):
+    """`dmf diff` when NEW carries no totalCount (a bare list, {"items": …}): nothing proves it is the whole
+    registry, so more withdrawals than max(ratio × OLD rows, rows) are refused unless --force."""
+
+    unproven_max_withdrawn_ratio: Ratio = 0.005
+    unproven_max_withdrawn_rows: int = Field(20, ge=0, le=1_000_000)
+
+
 class Settings(_Section):
     paths: Paths = Field(default_factory=Paths)
     source: Source = Field(default_factory=Source)
@@ -273,6 +281,7 @@ class Settings(_Section):
     retry: Retry = Field(default_factory=Retry)
     runs: Runs = Field(default_factory=Runs)
     products: Products = Field(default_factory=Products)
+    diff: Diff = Field(default_factory=Diff)
 
 
 # --- errors --------------------------------------------------------------------------------------

@@ -139,14 +139,66 @@ def test_force_lists_the_events_under_a_banner(days):
     result = dmf(days, "diff", days["old"], _mass_withdrawal(days), "--force")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == FORCE_BANNER == "⚠ 게이트 실패를 무시하고 표시 (--force)"
+    assert lines[0].startswith("⚠ 완전성 미확인: 새 덤프(") and "totalCount가 없어" in lines[0]  # no totalCount: said first
+    assert "한도 45건을 넘지만 --force로 표시합니다" in lines[1]  # 0.5 % of the 9,1xx OLD rows
+    assert lines[2] == FORCE_BANNER == "⚠ 게이트 실패를 무시하고 표시 (--force)"
     assert "게이트 3 감소율(drop) 실패" in result.stdout
     assert withdrawn_lines(result.stdout) > 5000  # the (not accepted) withdrawals, shown because asked for
 
     jsonl = dmf(days, "diff", days["old"], _mass_withdrawal(days), "--force", "--format", "jsonl")
-    assert jsonl.returncode == 0 and FORCE_BANNER in jsonl.stderr
+    assert jsonl.returncode == 0 and FORCE_BANNER in jsonl.stderr and "완전성 미확인" in jsonl.stderr
     events = [json.loads(line) for line in jsonl.stdout.splitlines()]
-    assert len(events) > 5000 and all(e["forced"] is True for e in events)
+    assert len(events) > 5000 and all(e["forced"] is True and e["completeness_unproven"] for e in events)
+
+
+def _without_first(days, n: int, *, shape: str) -> Path:
+    """NEW = D2 without its first `n` rows and without a totalCount: a bare list or {"items": …}."""
+    items = days["items"][n:]
+    path = days["tmp"] / f"without-{n}-{shape}.json"
+    path.write_text(json.dumps(items if shape == "list" else {"items": items}, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("shape", ["list", "items"])
+def test_without_totalcount_many_withdrawals_are_refused_unless_forced(days, shape):
+    """Issue 22: 8,900 of 9,213 rows given as a bare list (or {"items": …}) once listed 311 false WITHDRAWN, exit 0.
+    Completeness cannot be proven without a totalCount, so more withdrawals than max(0.5 % of OLD, 20) are refused."""
+    old_rows, missing = len(load_items(days["old"])), 313
+    new = _without_first(days, missing, shape=shape)
+    refused = dmf(days, "diff", days["old"], new)
+    assert refused.returncode == EXIT_REJECTED, (refused.stdout[-500:], refused.stderr)
+    assert_clean(refused)
+    assert len(refused.stderr.strip().splitlines()) == 1 and refused.stdout == ""
+    bound = max(old_rows * 5 // 1000, 20)
+    assert f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데" in refused.stderr
+    assert f"한도 {bound:,}건(이전 {old_rows:,}건의 0.5 % 또는 20건 중 큰 값, config [diff])" in refused.stderr
+    assert "--force" in refused.stderr
+    if shape == "items":
+        return
+    forced = dmf(days, "diff", days["old"], new, "--force")
+    assert forced.returncode == 0, forced.stderr
+    first, second = forced.stdout.splitlines()[:2]
+    assert first.startswith(f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어") and "--force로 표시합니다" in second
+    assert withdrawn_lines(forced.stdout) >= missing
+
+
+def test_without_totalcount_a_few_withdrawals_are_listed_under_the_warning(days):
+    new = _without_first(days, 5, shape="list")
+    result = dmf(days, "diff", days["old"], new)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("⚠ 완전성 미확인") and "취하" in lines[0] and lines[1].startswith("이전 ")
+    assert withdrawn_lines(result.stdout) >= 5
+
+
+@pytest.mark.parametrize("value", ["9313.0", "true", "1e30", '"9313"', "null", "-1", "4294967296"])
+def test_a_totalcount_must_be_a_whole_number(tmp_path, value):
+    from dmf_assets.source.dumps import DumpError, load_dump
+
+    path = tmp_path / "dump.json"
+    path.write_text('{"totalCount": %s, "items": [{"DMF_PERMIT_NO": "20110531-71-B-317-05"}]}' % value, encoding="utf-8")
+    with pytest.raises(DumpError, match="totalCount가 0 이상의 정수가 아닙니다"):
+        load_dump(path)
 
 
 def _failed_archive(days) -> Path:
@@ -177,6 +229,8 @@ UNREADABLE = {
     "gzip'd garbage": lambda d: _write(d, "garbage.json.gz", gzip.compress(bytes(range(256)) * 40)),
     "directory without pages": lambda d: (d["tmp"] / "nopages").mkdir(exist_ok=True) or d["tmp"] / "nopages",
     "missing file": lambda d: d["tmp"] / "does-not-exist.json",
+    "totalCount 9313.0": lambda d: _write(d, "float.json", json.dumps({"totalCount": 9313.0, "items": d["items"]}).encode()),
+    "[ × 200 000": lambda d: _write(d, "deep.json", b"[" * 200_000),
 }
 
 

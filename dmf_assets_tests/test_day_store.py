@@ -75,3 +75,44 @@ def test_a_damaged_staged_value_fails_the_step_with_what_to_do(tmp_path, real_it
         manager.load_input(dg.build_input_context(asset_key=dg.AssetKey("raw_pages"), partition_key=DAY.isoformat()))
     assert "읽을 수 없습니다" in failed.value.description and "raw_pages부터 다시 실행" in failed.value.description
     assert str(path) in failed.value.description
+
+
+def test_a_staged_verdict_that_lost_rows_commits_nothing(tmp_path):
+    """Issue 22: the staged integrity_verdict of a judged day rewritten with its first 300 rows removed (its
+    file metadata, i.e. the verdict fields, kept), then snapshot_diff → events → xlsx_report: the step fails
+    naming the file, the reason and what to do; no WITHDRAWN is committed, no workbook is written, and
+    `dmf doctor` does not call the installation healthy."""
+    import polars as pl
+
+    from dmf_assets.ops.common import project_paths
+    from dmf_assets.ops.doctor import WARN, run_doctor
+    from dmf_assets.runs import launch
+    from dmf_assets_tests.graph_support import make_workspace
+
+    base_day, day = date(2026, 10, 5), date(2026, 10, 6)
+    ws = make_workspace(tmp_path, records_in_memory=True)
+    defs = launch.definitions_with(ws.resources)
+    assert launch.execute_day(defs, ws.instance, base_day.isoformat()).success
+    judged = launch.execute_day(defs, ws.instance, day.isoformat(),
+                                assets=("raw_pages", "normalized_records", "integrity_verdict"))
+    assert judged.success
+
+    staged = tmp_path / "data" / "staging" / day.isoformat() / "integrity_verdict.parquet"
+    frame, metadata = pl.read_parquet(staged), pl.read_parquet_metadata(staged)
+    frame.slice(300).write_parquet(staged, compression="zstd", metadata=metadata)
+
+    result = launch.execute_day(defs, ws.instance, day.isoformat(), assets=("snapshot_diff", "events", "xlsx_report"))
+    assert not result.success
+    failure = launch.failure_of(result)
+    assert failure.startswith("snapshot_diff: 2026-10-06: ")
+    assert f"{frame.height - 300:,}행" in failure and f"{frame.height:,}행" in failure  # handed vs judged
+    assert str(staged) in failure and "raw_pages부터 다시 실행" in failure
+    with ws.connect() as conn:
+        run = conn.execute("SELECT status, withdrawn_count FROM runs WHERE day_id = 20261006").fetchone()
+        events = conn.execute("SELECT count(*) FROM events WHERE day_id = 20261006").fetchone()[0]
+        stored = conn.execute("SELECT count(*) FROM snapshots WHERE day_id = 20261006").fetchone()[0]
+    assert run == ("pending", None) and events == 0 and stored == 0  # judged, never committed
+    assert (tmp_path / "reports" / "DMF_리포트_2026-10-05.xlsx").exists()
+    assert not (tmp_path / "reports" / "DMF_리포트_2026-10-06.xlsx").exists()
+    unfinished = run_doctor(project_paths(load_settings(), tmp_path)).check("unfinished")
+    assert unfinished.status == WARN and "2026-10-06" in unfinished.message_ko  # FAIL once its run is surely over

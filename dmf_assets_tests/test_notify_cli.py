@@ -74,6 +74,9 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
         body = alerts[0].get_body(("plain",)).get_content()
         assert BAD in body and "완전성" in body and GOOD in body  # the gate, and the base that still holds
         assert "자동으로 다시 수집합니다" not in body  # an old day: no retry is promised, none will come
+        # the command's closing lines give the same advice as the alert, word for word
+        todo = body.split("■ 조치 / What to do next")[1].split("■")[0].strip()
+        assert f"  {BAD}: {todo}" in bad.stderr.splitlines() and f"`dmf run --date {BAD}`" in todo
         posts = _drain(hook.next)
         assert any(BAD in str(p["json"]) and "완전성" in str(p["json"]) for p in posts), posts
         # the rejected day's workbook was delivered too (it says the collection failed)

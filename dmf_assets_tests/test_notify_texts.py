@@ -19,7 +19,8 @@ from dmf_assets.report.sentences import event_sentence, summary_sentences
 KST_NOON = datetime.fromisoformat("2026-11-27T06:30:00+09:00")
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
 #: what a finished text never contains: open particles, missing values, unformatted code
-FORBIDDEN = ("이(가)", "을(를)", "은(는)", "와(과)", "(으)로", "None", "nan", " - — ", "{", "}", "관측값 -", "기준 -")
+FORBIDDEN = ("이(가)", "을(를)", "은(는)", "와(과)", "(으)로", "None", "nan", " - — ", "{", "}", "관측값 -", "기준 -",
+             "--date …", "상태를, ")
 
 
 def assert_readable(text: str) -> None:

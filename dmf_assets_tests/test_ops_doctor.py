@@ -90,7 +90,7 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
     report = run_doctor(_paths(healthy), now=_at(LAST))
     status = {c.name: c.status for c in report.checks}
     assert status == {
-        "database": OK, "schema": OK, "references": OK, "days": OK, "freshness": OK,
+        "database": OK, "schema": OK, "references": OK, "days": OK, "unfinished": OK, "freshness": OK,
         "lock": OK, "backup": WARN, "disk": OK, "temp_files": OK, "sizes": OK,  # no backup taken yet: a warning, not a failure
     }, report.table()
     counts = report.check("database").details["tables"]
@@ -108,7 +108,7 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--today", LAST.isoformat())
     assert rc == 0 and err == ""
     # the CLI adds the delivery check: no channel is configured here, which it says (a WARN)
-    assert "결과 / result: OK 9 · WARN 2 · FAIL 0" in out and "references" in out
+    assert "결과 / result: OK 10 · WARN 2 · FAIL 0" in out and "references" in out
     assert "알림 채널이 설정되지 않았습니다" in out
 
 
@@ -155,7 +155,7 @@ def test_overwritten_bytes_fail_cleanly(healthy, tmp_path, capsys, where):
     line = next(l for l in out.splitlines() if "DB 파일 / database" in l)
     assert line.split()[0] == FAIL
     expected = "not a valid DuckDB database file" if where == "header" else "checksum"
-    assert expected in line and "restore the latest backup" in line
+    assert expected in line and "손상" in line and "`dmf restore`" in line and "`dmf rebuild`" in line
 
 
 #: SQL damage -> the checks that must FAIL (and no other) -> phrases their English lines must contain
@@ -191,6 +191,19 @@ def test_inconsistent_history_fails_naming_the_problem(healthy, tmp_path, name):
     said = " | ".join(report.check(name).message_en for name in failing)
     for phrase in phrases:
         assert phrase in said, said
+
+
+def test_a_day_judged_but_never_committed_is_unfinished(healthy, tmp_path):
+    # integrity_verdict judged 2026-10-07 again at 08:00, and snapshot_diff never committed that judgement
+    copy = _copy_db(healthy, tmp_path)
+    with open_database(copy, purpose="test") as conn:
+        conn.execute("UPDATE runs SET judged_at = TIMESTAMP '2026-10-07 08:00:00', "
+                     "committed_at = TIMESTAMP '2026-10-07 07:00:00' WHERE day_id = 20261007")
+    while_running = run_doctor(_paths(healthy, copy), now=datetime(2026, 10, 7, 8, 10, tzinfo=KST))
+    assert while_running.check("unfinished").status == WARN  # its run may be between the two steps
+    stopped = run_doctor(_paths(healthy, copy), now=_at(LAST)).check("unfinished")
+    assert stopped.status == FAIL and stopped.details["days"] == ["2026-10-07"], stopped
+    assert "raw_pages부터 다시 실행" in stopped.message_ko and "120분 전" in stopped.message_ko
 
 
 def test_edited_migration_checksum_fails(healthy, tmp_path):

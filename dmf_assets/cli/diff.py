@@ -3,7 +3,9 @@
 The judging and diffing is `orchestration.compare`: the same acceptance gates as the pipeline
 (DESIGN.md §6) judge the NEW dump against the OLD one before anything is listed. A dump that fails
 one is refused (exit 3) instead of listing a mass withdrawal; `--force` lists the events anyway
-under a warning banner. This module parses the arguments and prints.
+under a warning banner. A NEW without a totalCount cannot prove it is complete: the output says so
+first, and more withdrawals than the `[diff]` bound are refused (exit 3) unless `--force`. This
+module parses the arguments and prints.
 
 Only argparse work happens at import time: `dmf` imports every command module to build its parser,
 so polars, DuckDB, pydantic and the pipeline are imported inside the handler, and never Dagster.
@@ -30,9 +32,11 @@ _EPILOG = """\
   0  비교 완료 (게이트 통과, 또는 --force로 표시) / compared
   2  읽을 수 없는 입력 또는 설정 오류 (빈 파일, [], {"items": []}, 실패한 수집 폴더, API 오류 응답 …)
      / an input that is not a usable registry dump, or a configuration error
-  3  게이트 거부: 새 덤프가 완전성·감소율·결측·중복·변동률 게이트 중 하나를 통과하지 못함 — 이벤트를
-     표시하지 않음 (--force로 표시 가능) / rejected by an acceptance gate; nothing is listed
-게이트 기준값은 config의 [gates] (DESIGN.md §6)를 따릅니다 / thresholds come from the [gates] settings."""
+  3  게이트 거부: 새 덤프가 완전성·감소율·결측·중복·변동률 게이트 중 하나를 통과하지 못함, 또는
+     totalCount가 없는 새 덤프의 취하가 한도([diff])를 넘음 — 이벤트를 표시하지 않음 (--force로 표시 가능)
+     / rejected by an acceptance gate, or too many withdrawals in a NEW without totalCount; nothing is listed
+게이트 기준값은 config의 [gates] (DESIGN.md §6), totalCount 없는 덤프의 취하 한도는 [diff]를 따릅니다
+/ thresholds come from the [gates] and [diff] settings."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-cosmetic", action="store_true", help="표기만 바뀐 변경도 표에 표시 (jsonl은 항상 포함)")
     p.add_argument("--no-watchlist", action="store_true", help="config의 관심 목록을 적용하지 않음")
     p.add_argument("--force", action="store_true",
-                   help="게이트에 실패해도 이벤트를 표시 (경고 표시와 함께) / list the events even if a gate fails")
+                   help="게이트에 실패하거나 totalCount 없는 덤프의 취하가 한도를 넘어도 이벤트를 표시 (경고 표시와 함께) "
+                        "/ list the events even if a gate or the unproven-completeness bound refuses them")
     p.set_defaults(handler=_diff)
 
 
@@ -71,6 +76,26 @@ def _refusal(failed: list) -> str:
     return "게이트 거부 / rejected by a gate:\n  " + "\n  ".join(lines) + "\n  " + hint
 
 
+def _unproven_note(new: str, unproven) -> list[str]:
+    """What the output says first when NEW cannot prove it is complete."""
+    lines = [f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 취하 "
+             f"{unproven.withdrawn:,}건은 목록에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
+             "totalCount, so a withdrawal may be a missing row"]
+    if unproven.exceeded:
+        lines.append(f"  취하 {unproven.withdrawn:,}건이 한도 {unproven.bound:,}건을 넘지만 --force로 표시합니다 / "
+                     f"{unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; listed because of --force")
+    return lines
+
+
+def _unproven_refusal(new: str, unproven, old_rows: int, limits) -> str:
+    return (f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 취하가 {unproven.withdrawn:,}건으로 한도 "
+            f"{unproven.bound:,}건(이전 {old_rows:,}건의 {limits.unproven_max_withdrawn_ratio * 100:g} % 또는 "
+            f"{limits.unproven_max_withdrawn_rows:,}건 중 큰 값, config [diff])을 넘어 아무것도 표시하지 않습니다. totalCount가 "
+            "있는 덤프(API 응답 쪽, data/raw/YYYY-MM-DD 폴더)로 비교하거나 --force로 표시하세요 / completeness unproven "
+            f"(NEW has no totalCount): {unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; nothing "
+            "listed (use --force to list anyway)")
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 
@@ -85,25 +110,33 @@ def _diff(args) -> int:
 
     watchlist = None if args.no_watchlist else Watchlist.of(settings.watchlist)
     try:
-        compared = compare_dumps(args.old, args.new, settings.gates, watchlist, force=args.force)
+        compared = compare_dumps(args.old, args.new, settings.gates, watchlist, settings.diff, force=args.force)
     except DumpError as exc:
         raise UserError(str(exc)) from None
-    failed, result = compared.failed, compared.result
-    if result is None:
+    failed, result, unproven = compared.failed, compared.result, compared.unproven
+    if result is None and failed:
         print(f"dmf: {_refusal(failed)}", file=sys.stderr)
+        return EXIT_REJECTED
+    if result is None:
+        print(f"dmf: {_unproven_refusal(args.new, unproven, compared.old_rows, settings.diff)}", file=sys.stderr)
         return EXIT_REJECTED
     events = result.to_events()
     out = sys.stdout
+    notes = out if args.format == "table" else sys.stderr  # warnings first, where the user looks; jsonl stays data
+    if unproven is not None:
+        print("\n".join(_unproven_note(args.new, unproven)), file=notes)
     if failed:  # --force: say so first, where the user looks, and why
-        print(FORCE_BANNER, file=out if args.format == "table" else sys.stderr)
+        print(FORCE_BANNER, file=notes)
         for who, g in failed:
             print(f"  게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프]: {g.observed} / 기준 {g.threshold}",
-                  file=out if args.format == "table" else sys.stderr)
+                  file=notes)
     if args.format == "jsonl":
         for e in events:
             row = _event_json(e)
-            if failed:
-                row["forced"] = True  # listed although a gate refused the dump
+            if failed or (unproven is not None and unproven.exceeded):
+                row["forced"] = True  # listed although the dump was refused
+            if unproven is not None:
+                row["completeness_unproven"] = True
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
         return EXIT_OK
     _print_table(result, events, compared.old_rows, compared.new_rows, args.include_cosmetic, out)

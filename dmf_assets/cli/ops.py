@@ -1,12 +1,13 @@
-"""`dmf doctor | prune | backup` — operations commands."""
+"""`dmf doctor | prune | backup | restore | rebuild` — operations commands."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
+from dmf_assets.cli.runs import _iso_date
 from dmf_assets.errors import UserError
 
 
@@ -34,6 +35,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     _location_args(p)
     p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
     p.set_defaults(handler=_backup)
+
+    p = sub.add_parser("restore", help="검증되는 가장 최근 백업으로 DB를 되돌림 (바뀌는 DB 파일은 옆에 남김)")
+    _location_args(p)
+    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.set_defaults(handler=_restore)
+
+    p = sub.add_parser("rebuild", help="원본 보관(data/raw)의 모든 날을 날짜 순서로 다시 처리해 이력 DB를 새로 만들고 교체 "
+                                       "(바뀌는 DB 파일은 옆에 남김)")
+    _location_args(p)
+    p.add_argument("--from", dest="first", type=_iso_date, default=None, help="이 날부터 (기본: 가장 오래된 보관일)")
+    p.add_argument("--to", dest="last", type=_iso_date, default=None, help="이 날까지 (기본: 가장 최근 보관일)")
+    p.add_argument("--force", action="store_true",
+                   help="지금 DB가 읽히는데 다시 만든 이력과 다를 때도 교체 (설정·규칙을 바꿔 다시 처리할 때)")
+    p.add_argument("--lock-wait", type=float, default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.set_defaults(handler=_rebuild)
 
 
 def _location_args(p: argparse.ArgumentParser) -> None:
@@ -108,4 +124,69 @@ def _backup(args) -> int:
     print(f"백업 완료 / backup written: {result.path}")
     print(f"  {human_size(result.bytes)}, 실행 기록 {result.runs}일, 표 {len(result.table_counts)}개 검증됨 "
           f"({result.seconds:.1f}초{waited})")
+    return 0
+
+
+def _restore(args) -> int:
+    from dmf_assets.ops.backup import BackupError, restore_database
+    from dmf_assets.storage.db import DatabaseBusy
+
+    _, paths = _paths(args)
+    try:
+        result = restore_database(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
+    except (BackupError, DatabaseBusy) as exc:
+        raise UserError(str(exc)) from None
+    for path, why in result.skipped:
+        print(f"건너뜀 / skipped {path.name}: {why}")
+    print(f"복원 완료 / restored: {paths.database} ← {result.backup.path.name} "
+          f"({result.backup.taken_at:%Y-%m-%d %H:%M} KST, 실행 기록 {result.runs}일, 마지막 반영일 {result.last_accepted or '없음'})")
+    if result.kept_aside:
+        print(f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
+    later = _archived_after(paths.raw_dir, result.last_accepted)
+    if later:
+        print(f"  백업 뒤의 날 {len(later)}일은 원본 보관({later[0]} ~ {later[-1]})에 있습니다: dmf backfill --start {later[0]} "
+              f"--end {later[-1]} 로 다시 처리하세요 / re-run the days after the backup from their archives")
+    return 0
+
+
+def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
+    from dmf_assets.orchestration.rebuild import archived_days
+
+    return archived_days(raw_dir, first=day + timedelta(days=1) if day else None)
+
+
+def _rebuild(args) -> int:
+    from dmf_assets.orchestration.rebuild import rebuild_history
+    from dmf_assets.domain.model import RUN_STATUS_KO
+    from dmf_assets.storage.db import DatabaseBusy
+
+    if args.first and args.last and args.last < args.first:
+        raise UserError(f"--to({args.last})가 --from({args.first})보다 앞입니다 (--to is before --from)")
+    settings, paths = _paths(args)
+    print(f"이력 다시 만들기 / rebuild: {paths.raw_dir} → {paths.database}")
+
+    def progress(out) -> None:
+        c = out.counts
+        gate = f" (게이트 {out.rejected_gate})" if out.rejected_gate else ""
+        counts = (f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "
+                  f"{c.get('WITHDRAWN', 0)}" if out.status == "accepted" else "")
+        print(f"  {out.day}  {RUN_STATUS_KO[out.status]}{gate}{counts}", flush=True)
+
+    try:
+        result = rebuild_history(settings, database=paths.database, raw_dir=paths.raw_dir, backups_dir=paths.backups_dir,
+                                 first=args.first, last=args.last, force=args.force, lock_timeout_s=args.lock_wait,
+                                 progress=progress)
+    except DatabaseBusy as exc:
+        raise UserError(str(exc)) from None
+    days = result.days
+    rejected = sum(1 for d in days if d.status == "rejected")
+    print(f"완료 / done: {len(days)}일 ({days[0].day} ~ {days[-1].day}) 반영 {len(days) - rejected}일 · 거부 {rejected}일, "
+          f"{result.seconds:.0f}초")
+    if result.compared:
+        print("  이전 DB와 같은 이력입니다 (날마다 판정·건수·이벤트 일치) / the same history as the replaced database")
+    elif result.differences:
+        print(f"  --force: 이전 DB와 {len(result.differences)}일 다른 이력으로 바꾸었습니다 / replaced a history that differed")
+    if result.kept_aside:
+        print(f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
+    print("  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged")
     return 0

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from dmf_assets.errors import UserError
+from dmf_assets.korean import shorten
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
@@ -143,6 +144,19 @@ def _instance():
 # --- what the day became (read from the history database) -----------------------------------------
 
 
+def _check_history(settings, days: list[date]) -> None:
+    """Open the history database as the day's run will, before it runs: a lost database (files of earlier
+    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`, before anything is fetched."""
+    from dmf_assets.storage.db import HistoryTraces, open_database
+
+    p = settings.paths
+    traces = HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"),
+                           settings.runs.max_minutes * 60)
+    with open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check",
+                       traces=traces, writing=days):
+        pass
+
+
 def _summary_rows(days: list[date]) -> list[dict]:
     from dmf_assets.settings import load_settings
     from dmf_assets.storage import history
@@ -157,7 +171,7 @@ def _summary_rows(days: list[date]) -> list[dict]:
 def _day_line(row: dict) -> str:
     status = row.get("status")
     if status == "rejected":
-        return f"거부 — {(row.get('reason') or '')[:90]}"
+        return f"거부 — {shorten(row.get('reason') or '', 90)}"
     if status in ("accepted", "baseline"):
         return (f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
                 f"변경 {row.get('changed_count') or 0} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}")
@@ -181,7 +195,7 @@ def _print_summary(days: list[date]) -> list[dict]:
     print("-" * 100)
     for r in rows:
         status, size = r.get("status"), r.get("population")
-        note = {"rejected": (r.get("reason") or "")[:90], "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)"}.get(status, "")
+        note = {"rejected": shorten(r.get("reason") or "", 90), "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)"}.get(status, "")
         if status == "accepted" and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
         print(f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
@@ -199,11 +213,37 @@ def _exit_code(reports, rows: list[dict], expected_rejections: frozenset[date] =
     injects a fault into on purpose."""
     if any(r.failure for r in reports) or any(r.get("status") not in ("accepted", "baseline", "rejected") for r in rows):
         return EXIT_FAILED
-    if any(r.get("status") == "rejected" and r["day"] not in expected_rejections for r in rows):
-        print("거부된 날이 있습니다: 리포트는 '수집 실패 — 비교 기준은 여전히 …'이고 기준일은 그대로입니다. 원천이 정상화되면 "
-              "그 날짜를 다시 실행하세요 (실제 대규모 변경이면 config의 [gates] 기준을 높여 다시 실행). exit 3", file=sys.stderr)
+    rejected = [r["day"] for r in rows if r.get("status") == "rejected" and r["day"] not in expected_rejections]
+    if rejected:
+        print("거부된 날이 있습니다: 그날의 리포트는 '수집 실패'이고 비교 기준일은 그대로입니다 (exit 3).", file=sys.stderr)
+        for day, todo in _what_next(rejected):
+            print(f"  {day}: {todo}", file=sys.stderr)
         return EXIT_REJECTED
     return 0
+
+
+def _what_next(days: list[date]) -> list[tuple[date, str]]:
+    """For each rejected day, the 'what to do next' of its rejection alert — the same sentence the team is
+    mailed: an automatic retry only when one is planned and a daemon runs it, otherwise the command to run."""
+    from dmf_assets import notify
+    from dmf_assets.clock import now_kst
+    from dmf_assets.orchestration import followups
+    from dmf_assets.settings import load_settings
+
+    settings, instance, now = load_settings(), _instance(), now_kst()
+    states = followups.day_states(instance, [d.isoformat() for d in days])
+    policy, alive = followups.RetryPolicy.of(settings), followups.daemon_alive(instance, now)
+    context = notify.MessageContext.of(settings)
+    out = []
+    for day in days:
+        state = states[day.isoformat()]
+        if state.rejection is None:  # recorded in the database, but Dagster has no verdict of it (never here)
+            continue
+        outlook = followups.retry_outlook(day.isoformat(), state, now, policy, daemon_alive=alive)
+        assert outlook is not None  # a rejected day always has one: the retry, or why there is none
+        alert = notify.Rejected(day=day, rejection=state.rejection[1], retry=outlook)
+        out.append((day, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
+    return out
 
 
 # --- the commands --------------------------------------------------------------------------------
@@ -218,6 +258,7 @@ def _run(args) -> int:
     day = args.date or today_kst()
     _check_days(day)
     resources = _resources(settings, _faults(args.fault))
+    _check_history(settings, [day])
     started = time.monotonic()
     report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
     _progress(report, time.monotonic() - started)
@@ -232,8 +273,10 @@ def _backfill(args) -> int:
     from dmf_assets.runs import launch
 
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
-    reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, _faults(args.fault)),
-                              trigger="cli-backfill", run_config=launch.QUIET, progress=_progress)
+    resources = _resources(settings, _faults(args.fault))
+    _check_history(settings, days)
+    reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
+                              run_config=launch.QUIET, progress=_progress)
     return _exit_code(reports, _print_summary(days))
 
 
@@ -248,6 +291,7 @@ def _demo(args) -> int:
     end = args.end or today_kst()
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
+    _check_history(settings, days)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")

@@ -43,7 +43,7 @@ from dmf_assets.defs.checks import (
     samples_md,
     warn_spec,
 )
-from dmf_assets.defs.io import discard_value
+from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection
@@ -194,7 +194,7 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
 def integrity_verdict(
     context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase, normalized_records: NormalizedDay
 ):
-    with duckdb.get_connection() as conn:
+    with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
         judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
@@ -257,6 +257,19 @@ def snapshot_diff(
                 out = pipeline.diff_and_commit(conn, integrity_verdict, workspace.settings(), run_id=context.run_id)
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
+        except pipeline.NotTheJudgedFrame as exc:
+            staged = staged_path(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
+            raise dg.Failure(
+                description=(
+                    f"{exc.day}: {exc.reason_ko} — 손상되었거나 바뀐 파일이므로 아무것도 반영하지 않았습니다: {staged}. "
+                    f"이 날짜를 raw_pages부터 다시 실행하세요 (dmf run --date {exc.day}, 또는 UI에서 raw_pages부터 Materialize). "
+                    f"The staged value is not the frame the gates judged ({exc.handed.rows:,} rows handed on); nothing was "
+                    "committed: re-run the day from raw_pages."
+                ),
+                metadata={"staged_value": dg.MetadataValue.path(str(staged)), "handed_rows": exc.handed.rows,
+                          **({"judged_rows": exc.recorded.rows} if exc.recorded.rows is not None else {})},
+                allow_retries=False,
+            ) from None
     c = out.counts
     counts_text = headline_counts_of_run(c.get("NEW"), c.get("CHANGED"), c.get("WITHDRAWN"), c.get("NUMBER_ASSIGNED"))
     base = str(out.base_day) if out.base_day else verdict.NO_BASE

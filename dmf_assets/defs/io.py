@@ -78,7 +78,7 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
 
     def _path(self, asset: str, partition_key: str) -> Path:
         root = Path(self.staging_dir) if self.staging_dir else load_settings().paths.resolve("staging_dir")
-        return root / partition_key / f"{asset}.parquet"
+        return staged_path(root, asset, partition_key)
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         fields, frames = _encode(obj)
@@ -114,6 +114,11 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
         return _decode(VALUE_TYPES[asset], stored["fields"], {stored["frame"]: frame})
 
 
+def staged_path(staging_dir: Path, asset: str, partition_key: str) -> Path:
+    """Where the day store keeps `asset`'s value of a day."""
+    return Path(staging_dir) / partition_key / f"{asset}.parquet"
+
+
 def discard_value(staging_dir: Path, asset: str, partition_key: str) -> None:
     """Remove a day's stored value (a rejected judgement must not leave an older passing one behind)."""
-    (Path(staging_dir) / partition_key / f"{asset}.parquet").unlink(missing_ok=True)
+    staged_path(staging_dir, asset, partition_key).unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -18,21 +19,33 @@ from dagster_duckdb import DuckDBResource
 from dmf_assets.defs.io import DayStoreIOManager
 from dmf_assets.emulator.client import EmulatorMfdsClient, client_class
 from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
-from dmf_assets.storage.db import open_database
+from dmf_assets.storage.db import DatabaseDiskFull, DatabaseUnusable, HistoryTraces, open_database
 
 
 class HistoryDatabase(DuckDBResource):
-    """The DuckDB history file: one writer at a time (file lock), migrated on open."""
+    """The DuckDB history file: one writer at a time (file lock), migrated on open, never silently new.
+
+    `raw_dir`, `events_dir`, `reports_dir`: where earlier days leave files — a database that is missing
+    or empty while they exist was lost, and the step fails saying `dmf restore` / `dmf rebuild`
+    (`storage.db.HistoryMissing`); so does a damaged file, and a full disk says so in one line."""
 
     backups_dir: str = "data/backups"
     lock_timeout_s: float = 900.0
+    raw_dir: str = "data/raw"
+    events_dir: str = "data/events"
+    reports_dir: str = "reports"
+    run_limit_minutes: int = 30  # [runs] max_minutes: a younger raw archive may belong to a run in progress
 
     @contextlib.contextmanager
-    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
-        with open_database(
-            self.database, backups_dir=self.backups_dir, lock_timeout_s=self.lock_timeout_s, purpose="dagster"
-        ) as conn:
-            yield conn
+    def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
+        """`writing`: the day a run's first access is for (its own raw archive is no trace of a lost history)."""
+        traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60)
+        try:
+            with open_database(self.database, backups_dir=self.backups_dir, lock_timeout_s=self.lock_timeout_s,
+                               purpose="dagster", traces=traces, writing=[writing] if writing else ()) as conn:
+                yield conn
+        except (DatabaseUnusable, DatabaseDiskFull) as exc:  # one line saying what to do, not a traceback
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
 
 
 class DmfWorkspace(dg.ConfigurableResource):
@@ -77,7 +90,9 @@ def build_resources(
         mfds_fields["emulator_faults"] = dict(emulator_faults)
     return {
         "mfds": mfds_class(**{**mfds_fields, **client_overrides}),
-        "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir)),
+        "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir),
+                                  raw_dir=resolve(settings.paths.raw_dir), events_dir=resolve(settings.paths.events_dir),
+                                  reports_dir=resolve(settings.paths.reports_dir), run_limit_minutes=settings.runs.max_minutes),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
         "io_manager": DayStoreIOManager(staging_dir=resolve(settings.paths.staging_dir)),
     }

@@ -95,6 +95,9 @@ class EventType(str, Enum):
 
 EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
 
+#: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
+RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
+
 
 def substantive_changes(changed: int | None, number_assigned: int | None) -> int:
     """실질 변경 (the headline 「변경」): CHANGED events that are neither cosmetic nor a number assignment.
@@ -104,6 +107,7 @@ def substantive_changes(changed: int | None, number_assigned: int | None) -> int
     `changed_count` (and the diff's `counts["CHANGED"]`) counts every non-cosmetic CHANGED event, number
     assignments included; sql/queries/report.sql subtracts `assigned_count` the same way."""
     return (changed or 0) - (number_assigned or 0)
+
 
 #: Fields compared by the diff, in display order, with the severity of a substantive change
 #: (DESIGN.md §5). `permit_no` only changes when a registration receives its number.

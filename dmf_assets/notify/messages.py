@@ -406,8 +406,9 @@ class RejectedStreak(Alert):
                 + since)
         why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates))
         todo = ("오늘 담당자가 직접 확인해야 합니다(action required today). "
-                f"{ctx.source_advice()} `dmf doctor`로 설치 상태를, {_gate_where(self.gates[-1])} "
-                f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날을 `dmf run --date …`로 다시 실행하세요.")
+                f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
+                f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날들을 "
+                f"`dmf backfill --start {self.days[0]} --end {self.days[-1]}`로 다시 실행하세요.")
         return Parts(f"{self.day} — {n}일 연속 수집 거부 (escalation)", what, why, todo,
                      (("연속 거부 / in a row", _n(n)),))
 

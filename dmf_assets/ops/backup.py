@@ -1,10 +1,13 @@
-"""`dmf backup`: a consistent, verified copy of the history database (DESIGN.md §7: backups kept 30 days).
+"""`dmf backup` / `dmf restore`: a consistent, verified copy of the history database (DESIGN.md §7: backups
+kept 30 days), and the way back from one.
 
 Consistent: taken under the database lock after a CHECKPOINT (everything is in the main file, no
 WAL), so no run can write half-way through the copy. Atomic: copied to a hidden temporary file
 (`fsutil.atomic_output`), verified, then renamed — a crash leaves either no backup or a whole one, and
-a full disk leaves no temporary file. Verified: the copy is opened read-only and every table's row
-count must equal the original's.
+a full disk leaves no temporary file. Verified: the copy is opened read-only, every value of every
+table is read (a damaged block fails) and every table's row count must equal the original's.
+`dmf restore` puts back the newest backup that passes the same reading, under the database lock,
+keeping the file it replaces beside it.
 """
 
 from __future__ import annotations
@@ -13,15 +16,15 @@ import re
 import shutil
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.fsutil import atomic_output
-from dmf_assets.ops.common import table_counts
-from dmf_assets.storage.db import database_lock, lock_path
+from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
+from dmf_assets.storage.db import database_lock, lock_path, replace_database
 
 #: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
 _DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
@@ -135,18 +138,69 @@ def backup_database(
     return BackupResult(target, copied, counts, waited, time.monotonic() - started)
 
 
-def _verify(copy: Path, expected: dict[str, int]) -> int:
+def _read_copy(copy: Path) -> tuple[dict[str, int], date | None]:
+    """Every table's row count — every value read, so a damaged block fails here — and the last accepted
+    day of a database copy; BackupError when it does not open or read."""
     try:
         conn = duckdb.connect(str(copy), read_only=True)
     except duckdb.Error as exc:
-        raise BackupError(f"백업 사본을 열 수 없습니다 / the copy does not open: {exc}") from None
+        raise BackupError(f"사본이 열리지 않습니다 / the copy does not open: {str(exc).splitlines()[0]}") from None
     try:
-        got = table_counts(conn)
-    except duckdb.Error as exc:
-        raise BackupError(f"백업 사본을 읽을 수 없습니다 / the copy is unreadable: {exc}") from None
+        counts = read_every_table(conn)
+        if "runs" not in counts:
+            raise BackupError("사본에 runs 표가 없습니다 (DMF Watch DB가 아님) / not a DMF Watch database")
+        return counts, last_accepted_day(conn)
+    except Unreadable as exc:
+        raise BackupError(f"사본의 '{exc.table}' 표를 읽을 수 없습니다 / table {exc.table} of the copy is unreadable: "
+                          f"{exc.error}") from None
     finally:
         conn.close()
+
+
+def _verify(copy: Path, expected: dict[str, int]) -> int:
+    got, _ = _read_copy(copy)
     if got != expected:
         diff = {t: (expected.get(t), got.get(t)) for t in set(expected) | set(got) if expected.get(t) != got.get(t)}
         raise BackupError(f"백업 사본의 행 수가 다릅니다 / row counts differ in the copy: {diff}")
     return copy.stat().st_size
+
+
+# --- restore ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    backup: BackupFile  # the backup now in place
+    kept_aside: Path | None  # the file it replaced, kept beside it (None: there was none)
+    skipped: list[tuple[Path, str]]  # newer backups that did not verify, and why
+    runs: int
+    last_accepted: date | None
+
+
+def restore_database(database: Path, backups_dir: Path, *, lock_timeout_s: float = 900.0) -> RestoreResult:
+    """Put the newest backup that verifies (opens, every table reads) in place of `database`, under the
+    database lock; the file it replaces stays beside it (`storage.db.replace_database`). Raises
+    `BackupError` when no backup verifies, `storage.db.DatabaseBusy` when a run keeps the database."""
+    database, backups_dir = Path(database), Path(backups_dir)
+    backups = list_backups(backups_dir)
+    if not backups:
+        raise BackupError(f"복원할 백업이 없습니다 ({backups_dir}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / "
+                          "no backup to restore: run `dmf rebuild`")
+    work = database.with_name(database.name + ".restore")
+    skipped: list[tuple[Path, str]] = []
+    with database_lock(lock_path(database), lock_timeout_s, "dmf restore"):
+        try:
+            for backup in reversed(backups):  # newest first
+                with atomic_output(work) as tmp:  # a full disk leaves no half copy
+                    _copy(backup.path, tmp)
+                try:
+                    counts, last = _read_copy(work)
+                except BackupError as exc:
+                    skipped.append((backup.path, str(exc)))
+                    continue
+                aside = replace_database(work, database, "restore")
+                return RestoreResult(backup, aside, skipped, counts["runs"], last)
+        finally:
+            work.unlink(missing_ok=True)
+    raise BackupError(f"백업 {len(backups)}개가 모두 열리지 않거나 읽히지 않습니다 (가장 최근: {skipped[0][0].name}: "
+                      f"{skipped[0][1]}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / no backup verifies: run `dmf rebuild`")

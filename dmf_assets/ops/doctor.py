@@ -6,6 +6,8 @@ Checks, each OK / WARN / FAIL with one Korean + English line:
   schema      applied migrations vs sql/migrations (versions and checksums)
   references  snapshots/events/changes/versions point at rows that exist; no duplicate keys
   days        accepted days have a snapshot, rejected days have no history, nothing else has one
+  unfinished  days judged by gates 1–5 but never committed or rejected (WARN while a run may still be
+              between the two steps, FAIL after 30 minutes)
   freshness   last accepted day vs today (Asia/Seoul); its raw archive is still there
   lock        who holds the database lock, and for how long
   backup      age of the newest backup, and that it opens
@@ -31,23 +33,34 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
+from dmf_assets.domain.model import RUN_STATUS_KO
 from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
+    Unreadable,
     human_size,
     last_accepted_day,
     path_size,
-    quote_ident,
+    read_every_table,
     read_only_database,
-    table_names,
 )
 from dmf_assets.report.retention import dated_workbooks
-from dmf_assets.storage.db import DatabaseBusy, MigrationError, check_migrations, fetch_one, lock_holder, migrations, query
+from dmf_assets.storage.db import (
+    WAYS_OUT_EN,
+    WAYS_OUT_KO,
+    DatabaseBusy,
+    HistoryTraces,
+    MigrationError,
+    check_migrations,
+    fetch_one,
+    lock_holder,
+    migrations,
+    query,
+)
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
-STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "judged": "판정만"}
 
 #: (query name in sql/queries/ops.sql, Korean, English) — each must find nothing
 REFERENCE_CHECKS = (
@@ -80,6 +93,7 @@ class Thresholds:
     backup_warn_hours: float = 48.0  # the daily backup runs at 05:30 KST
     lock_wait_s: float = 5.0  # how long the doctor waits for a run to release the database
     lock_stuck_hours: float = 6.0  # a lock held this long belongs to a stuck process
+    unfinished_fail_minutes: float = 30.0  # a day judged this long ago and never committed: its run stopped
 
 
 @dataclass(frozen=True)
@@ -148,24 +162,6 @@ def _day(value: int) -> date:
 # --- database checks ----------------------------------------------------------------------------
 
 
-def _scan_tables(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Read every value of every table: DuckDB verifies each block's checksum as it reads it.
-    (A bare count(*) could be answered from metadata; hashing every column touches every block.)"""
-    counts = {}
-    for t in table_names(conn):
-        try:  # identifier from the catalog, not from a user
-            counts[t] = conn.execute(f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(t)}").fetchone()[0]
-        except duckdb.Error as exc:
-            raise _Unreadable(t, _first_line(exc)) from None
-    return counts
-
-
-class _Unreadable(Exception):
-    def __init__(self, table: str, error: str) -> None:
-        super().__init__(f"{table}: {error}")
-        self.table, self.error = table, error
-
-
 def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
     problems, details = [], {}
     for query_name, ko, en in specs:
@@ -208,6 +204,24 @@ def _schema_check(conn, tables: list[str]) -> Check:
                  f"version {version}, {len(applied)} migration checksum(s) match", details)
 
 
+def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
+    """Days judged by gates 1–5 but never committed or rejected afterwards (snapshot_diff failed, or is running)."""
+    label = "미완료 날짜 / unfinished"
+    rows = conn.execute(query("ops.unfinished_days")).fetchall()
+    if not rows:
+        return Check("unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
+    days = [_day(d) for d, _ in rows]
+    minutes = max(0.0, (now.replace(tzinfo=None) - max(at for _, at in rows)).total_seconds() / 60)
+    shown = ", ".join(map(str, days[:5])) + (" …" if len(days) > 5 else "")
+    details = {"days": [d.isoformat() for d in days], "minutes_since_latest": round(minutes, 1)}
+    status = FAIL if minutes > th.unfinished_fail_minutes else WARN
+    ko = (f"판정만 되고 반영·거부되지 않은 날 {len(days)}일: {shown} (가장 최근 판정 {minutes:.0f}분 전) — 실행 중이 아니면 "
+          f"snapshot_diff가 실패한 것입니다: 그 날짜를 raw_pages부터 다시 실행하세요 (dmf run --date {days[-1]})")
+    en = (f"{len(days)} day(s) judged but never committed or rejected ({shown}): unless a run is in progress, "
+          "snapshot_diff failed — re-run the day from raw_pages")
+    return Check("unfinished", status, label, ko, en, details)
+
+
 def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
     label = "최신 반영일 / freshness"
     last = last_accepted_day(conn)
@@ -216,7 +230,7 @@ def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> 
     if latest:
         d, status, gate = _day(latest[0]), latest[1], latest[2]
         gate_txt = f", 게이트 {gate}" if gate else ""
-        latest_note_ko = f"; 마지막 실행 {d} {STATUS_KO.get(status, status)}{gate_txt}"
+        latest_note_ko = f"; 마지막 실행 {d} {RUN_STATUS_KO.get(status, status)}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
     if last is None:
         return Check("freshness", FAIL, label, "반영된 날이 없습니다" + latest_note_ko,
@@ -239,25 +253,36 @@ def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> 
     return Check("freshness", status, label, ko, en, details)
 
 
-def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[list[Check], dict | None]:
+def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tuple[list[Check], dict | None]:
     """The checks that need the database; plus the lock holder when the lock could not be taken."""
     label = "DB 파일 / database"
     db = paths.database
+    traces = HistoryTraces(paths.raw_dir, paths.events_dir, paths.reports_dir).describe()
+    if not db.is_file() and traces:
+        return [Check("database", FAIL, label, f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
+                      f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}", {"traces": traces})], None
     if not db.is_file():
         return [Check("database", FAIL, label, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
                       f"no database file at {db}")], None
     try:
         with read_only_database(db, lock_timeout_s=th.lock_wait_s, purpose="dmf doctor") as conn:
             try:
-                counts = _scan_tables(conn)
-            except _Unreadable as exc:
-                return [Check("database", FAIL, label, f"'{exc.table}' 표를 읽을 수 없습니다 (손상?): {exc.error}",
-                              f"table {exc.table} is unreadable (damaged file?) — restore the latest backup",
+                counts = read_every_table(conn)
+            except Unreadable as exc:
+                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: "
+                              f"{exc.error} — {WAYS_OUT_KO}",
+                              f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
                               {"table": exc.table, "error": exc.error})], None
             except duckdb.Error as exc:  # the catalog itself
-                return [Check("database", FAIL, label, f"DB를 읽을 수 없습니다 (손상?): {_first_line(exc)}",
-                              "cannot read the catalog (damaged file?) — restore the latest backup",
+                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: "
+                              f"{_first_line(exc)} — {WAYS_OUT_KO}",
+                              f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
                               {"error": _first_line(exc)})], None
+            if counts.get("runs") == 0 and traces:
+                return [Check("database", FAIL, label, f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: "
+                              f"{traces} — {WAYS_OUT_KO}",
+                              f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
+                              {"tables": counts, "traces": traces})], None
             size = path_size(db)
             shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
             checks = [Check("database", OK, label, f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
@@ -270,8 +295,9 @@ def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[
             checks.append(_problem_check(conn, "days", "날짜 일관성 / days", DAY_CHECKS,
                                          "반영일만 스냅샷이 있고 거부일은 이력이 없음",
                                          "only accepted days have history; rejected days have none"))
+            checks.append(_unfinished_check(conn, now, th))
             try:
-                checks.append(_freshness_check(conn, paths, today, th))
+                checks.append(_freshness_check(conn, paths, now.date(), th))
             except duckdb.Error as exc:
                 checks.append(Check("freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}",
                                     "cannot read the runs table"))
@@ -289,10 +315,11 @@ def _database_checks(paths: ProjectPaths, today: date, th: Thresholds) -> tuple[
                       f"cannot take the database lock — {hint_en}: {msg}", {"error": msg, "errno": exc.errno})], None
     except duckdb.Error as exc:
         msg = _first_line(exc)
-        busy = "lock" in msg.lower()
-        ko = "다른 프로그램이 DB 파일을 열고 있습니다" if busy else "DB 파일을 열 수 없습니다 (손상?)"
-        en = "another program holds the file" if busy else "the file does not open (damaged?) — restore the latest backup"
-        return [Check("database", FAIL, label, f"{ko}: {msg}", en, {"error": msg})], None
+        if "lock" in msg.lower():
+            return [Check("database", FAIL, label, f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
+                          "another program holds the file", {"error": msg})], None
+        return [Check("database", FAIL, label, f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
+                      f"the file is corrupt and does not open — {WAYS_OUT_EN}", {"error": msg})], None
 
 
 # --- file checks --------------------------------------------------------------------------------
@@ -432,7 +459,7 @@ def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: 
     th = thresholds or Thresholds()
     now = now or now_kst()
     was_held = lock_holder(paths.database) if paths.database.is_file() else None
-    db_checks, holder = _database_checks(paths, now.date(), th)
+    db_checks, holder = _database_checks(paths, now, th)
     checks = [
         *db_checks,
         _lock_check(holder, was_held, now, th),

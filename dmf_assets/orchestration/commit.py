@@ -94,7 +94,7 @@ def record_judgement(
     fetch: FetchFacts,
     pages: list[dict],
     source: str,
-    fingerprint: str,
+    judged: history.FrameIdentity,
     run_id: str | None,
     fetch_seconds: float | None,
     watchlist: Watchlist | None,
@@ -109,7 +109,7 @@ def record_judgement(
 
     def work():
         history.write_judgement(conn, day, gates=gates, quality=quality, fetch=fetch, pages=pages, source=source,
-                                fingerprint=fingerprint, run_id=run_id, fetch_seconds=fetch_seconds)
+                                judged=judged, run_id=run_id, fetch_seconds=fetch_seconds)
         if failed is None:
             return None
         return _reject(conn, day, failed, run_id, started, watchlist, gate_settings)

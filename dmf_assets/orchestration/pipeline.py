@@ -3,8 +3,9 @@
 collect -> normalize -> judge (gates 1–5, recorded in the database) -> diff_and_commit (gate 6, one
 transaction). Each step takes the previous step's value and returns its own; the assets hand these
 values on through the day-store I/O manager (`defs/io.py`), so a reader of an asset's signature
-sees exactly what it consumes. What `diff_and_commit` commits is, by construction, the frame the
-gates judged: it is part of the `JudgedDay` value.
+sees exactly what it consumes. What `diff_and_commit` commits is the frame the gates judged: it is
+part of the `JudgedDay` value, and before anything is written its row count and fingerprint are
+compared with what `judge` recorded in the database (a damaged or replaced staged file is refused).
 """
 
 from __future__ import annotations
@@ -127,7 +128,11 @@ def items_frame(items: list[dict]) -> pl.DataFrame:
 def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
     """Fetch (or replay from the archive) one day. `resume=False` asks the source again (a retry)."""
     started = time.monotonic()
-    result = client.fetch_day(day, log=logger, resume=resume)
+    return fetched(client.fetch_day(day, log=logger, resume=resume), started)
+
+
+def fetched(result, started: float) -> FetchedDay:
+    """A fetch's (or an archive replay's) `FetchResult` as the value raw_pages hands on."""
     fetch = {
         "source": result.source,
         "status": result.status,
@@ -138,7 +143,7 @@ def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = T
         "num_of_rows": getattr(result, "num_of_rows", None),
         "pages": [_page_dict(p) for p in result.pages],
     }
-    return FetchedDay(day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
+    return FetchedDay(result.day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
 
 
 # --- normalize -----------------------------------------------------------------------------------
@@ -179,7 +184,7 @@ def judge(
         fetch=facts,
         pages=normalized.fetch.get("pages") or [],
         source=normalized.fetch.get("source", "?"),
-        fingerprint=history.frame_fingerprint(keyed),
+        judged=history.FrameIdentity.of(keyed),
         run_id=run_id,
         fetch_seconds=normalized.fetch.get("elapsed_s"),
         watchlist=Watchlist.of(settings.watchlist),
@@ -226,6 +231,26 @@ class NotJudged(RuntimeError):
     """The history database holds no verdict for the day (integrity_verdict has not run on it)."""
 
 
+class NotTheJudgedFrame(RuntimeError):
+    """The frame handed to `diff_and_commit` is not the one gates 1–5 judged and recorded in the database (a
+    damaged or replaced staged value, or a later judgement of the day): committing it could report rows it
+    lacks as withdrawn."""
+
+    def __init__(self, day: date, handed: history.FrameIdentity, recorded: history.FrameIdentity) -> None:
+        self.day, self.handed, self.recorded = day, handed, recorded
+        super().__init__(self.reason_ko)
+
+    @property
+    def reason_ko(self) -> str:
+        def rows(identity: history.FrameIdentity) -> str:
+            return "행 수 기록 없음" if identity.rows is None else f"{identity.rows:,}행"
+
+        fingerprint = (f"지문 {self.handed.fingerprint[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
+                       if self.handed.fingerprint != self.recorded.fingerprint else "지문 같음")
+        return (f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
+                f"다릅니다 ({fingerprint})")
+
+
 def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
     """A day with no judged value to diff (its verdict rejected it, so none was handed on): what the
     database recorded for it — a rejection whose comparison base stays — or NotJudged."""
@@ -247,7 +272,9 @@ def diff_and_commit(
     """Diff the judged snapshot against the latest accepted day; commit it only if every gate passes.
 
     Two verdicts must agree before anything is committed: the one carried by `judged` and the one in
-    the database (a later judgement of the same day may have rejected it since).
+    the database (a later judgement of the same day may have rejected it since). And the frame must be
+    the one judged: its row count and fingerprint equal what the judgement recorded, else
+    `NotTheJudgedFrame` and nothing is written.
     """
     started = time.monotonic()
     day = judged.day
@@ -265,6 +292,10 @@ def diff_and_commit(
                           rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
                           reason=judged.reason or run.get("reason"), carried_forward=True,
                           seconds=time.monotonic() - started)
+
+    handed, recorded = history.FrameIdentity.of(judged.keyed), history.judged_identity(run)
+    if handed.fingerprint != recorded.fingerprint or recorded.rows not in (None, handed.rows):
+        raise NotTheJudgedFrame(day, handed, recorded)
 
     watchlist = Watchlist.of(settings.watchlist)
     if base.day != judged.base_day:

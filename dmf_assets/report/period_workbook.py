@@ -8,7 +8,7 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
+from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
@@ -27,7 +27,7 @@ from dmf_assets.report.rows import (
 from dmf_assets.report.sentences import CHANGED_DEFINITION, NUMBER_ASSIGNED_DEFINITION, headline_counts, summary_sentences
 from dmf_assets.report.sheet_frame import ATTRIBUTION, frame_sheet
 from dmf_assets.report.tables import TableSheet, add_table_sheet
-from dmf_assets.report.workbook import HISTORY_STATUS_KO, NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
+from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
 
 REVIEW_COLUMNS: tuple[Col, ...] = (Col("reviewer", "검토자", 10), Col("reviewed_on", "검토일", 11), Col("comment", "의견", 30, "wrap"))
 NET_COLUMNS: tuple[Col, ...] = (
@@ -134,7 +134,7 @@ def build_period_workbook(period) -> Workbook:
                 Col("new", "신규", 16, "int"), Col("changed", "변경", 18, "int"), Col("withdrawn", "취하", 14, "int"),
                 Col("reason", "표기 변경 / 실패 사유", 40, "wrap"))
     day_rows = [{
-        "day": d.day, "status": HISTORY_STATUS_KO.get(d.status, d.status),
+        "day": d.day, "status": RUN_STATUS_KO.get(d.status, d.status),
         "registry_size": d.registry_size,
         "new": d.new if d.status == "accepted" else None, "changed": d.changed if d.status == "accepted" else None,
         "withdrawn": d.withdrawn if d.status == "accepted" else None,

@@ -34,7 +34,14 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import COMPARED_FIELDS, EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import (
+    COMPARED_FIELDS,
+    EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
+    RUN_STATUS_KO,
+    SEVERITY_LABEL_KO,
+    SEVERITY_RANK,
+)
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
@@ -476,7 +483,7 @@ class _Summary:
         ws.row_breaks.append(Break(id=self.row + 1))  # a chart cut by a page break cannot be read on paper
         self.section(f"최근 {len(report.history):,}일 추이")
         rows = [
-            {**{c.key: None for c in TREND_COLUMNS}, "day": h.day, "status": HISTORY_STATUS_KO.get(h.status, h.status),
+            {**{c.key: None for c in TREND_COLUMNS}, "day": h.day, "status": RUN_STATUS_KO.get(h.status, h.status),
              "registry_size": h.registry_size, "_rejected": h.status == DayStatus.REJECTED.value,
              # a rejected or baseline day has no counts: blank, never a misleading zero
              **({"new": h.new, "changed": h.changed, "withdrawn": h.withdrawn, "number_assigned": h.number_assigned,
@@ -550,11 +557,6 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
     return rows
 
 
-#: short day labels for the 요약 trend table (its column is narrow; the full labels are in the banner)
-HISTORY_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일 (최초)", "rejected": "거부",
-                                     "pending": "판정 전"}
-
-
 def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: str) -> None:
     chart = BarChart()
     chart.type = "col"
@@ -621,7 +623,7 @@ def _days_processed(counts: DayCounts | None) -> str:
         return ""
     parts = [f"정상 반영 {counts.accepted:,}일", f"거부 {counts.rejected:,}일"]
     if counts.pending:
-        parts.append(f"판정 전 {counts.pending:,}일")
+        parts.append(f"{RUN_STATUS_KO['pending']} {counts.pending:,}일")
     parts.append(f"실행 기록 없음 {counts.not_run:,}일")
     return f"이 기간: {' · '.join(parts)}."
 

@@ -214,6 +214,12 @@ def _careful_items(path: Path, body: bytes) -> tuple[pl.DataFrame, dict[str, Any
         doc = json.loads(body.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
+    except RecursionError:  # e.g. `[` × 200 000
+        raise DumpError(f"{path}: JSON이 너무 깊게 중첩되어 있습니다 — 등록 현황 목록이 아닙니다 / "
+                        "not a registry dump: JSON nested too deeply") from None
+    except ValueError:  # Python reads no integer of more than 4,300 digits
+        raise DumpError(f"{path}: JSON에 4,300자리가 넘는 숫자가 있습니다 — 등록 현황 목록이 아닙니다 / "
+                        "not a registry dump: a number of more than 4,300 digits") from None
     meta: dict[str, Any] = {}
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
         meta = {k: v for k, v in doc.items() if k != "items"}
@@ -231,15 +237,25 @@ def _careful_items(path: Path, body: bytes) -> tuple[pl.DataFrame, dict[str, Any
     return items_to_frame(items), meta  # the nine API fields, values as text
 
 
-def _total_count(meta: dict[str, Any]) -> int | None:
-    value = meta.get("totalCount")
-    if isinstance(value, bool):
+#: the largest totalCount taken as a count (the API's is a 32-bit integer)
+MAX_TOTAL_COUNT = 2**31 - 1
+
+
+def _total_count(path: Path, meta: dict[str, Any]) -> int | None:
+    """The dump's own totalCount: None when it has none (completeness then cannot be proven); anything but a
+    whole number 0 … 2³¹−1 (9313.0, true, 1e30, "9313", null) is refused — a count that cannot be read must
+    not silently turn the completeness gate off."""
+    if "totalCount" not in meta:
         return None
-    if isinstance(value, int):
+    value = meta["totalCount"]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOTAL_COUNT:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    text = json.dumps(value, ensure_ascii=False)  # as it is written in the file: true, null, "9313", 1e+30
+    shown = text if len(text) <= 40 else text[:40] + "…"
+    raise DumpError(
+        f"{path}: totalCount가 0 이상의 정수가 아닙니다 ({shown}) — 목록이 완전한지 판단할 수 없어 비교하지 않습니다 / "
+        f"totalCount must be a whole number 0–{MAX_TOTAL_COUNT}, got {shown}"
+    )
 
 
 def _from_file(path: Path, block_bytes: int) -> Dump:
@@ -251,7 +267,7 @@ def _from_file(path: Path, block_bytes: int) -> Dump:
             fh.seek(0)
             try:
                 frame, meta = _stream_items(fh, block_bytes)
-                return Dump(path, "items", frame, _total_count(meta), label=path.name)
+                return Dump(path, "items", frame, _total_count(path, meta), label=path.name)
             except _NotFast:
                 pass
     except (OSError, EOFError) as exc:
@@ -260,7 +276,7 @@ def _from_file(path: Path, block_bytes: int) -> Dump:
     careful = _careful_items(path, body)
     if careful is not None:
         frame, meta = careful
-        return Dump(path, "items", frame, _total_count(meta), label=path.name)
+        return Dump(path, "items", frame, _total_count(path, meta), label=path.name)
     try:
         page, frame = parse_page_frame(body)
     except SourceError as exc:

@@ -166,6 +166,8 @@ def _loads(text: str) -> Any:
         raise MalformedPage(
             f"invalid or truncated JSON: {exc.msg} at char {exc.pos} of {len(text)}"
         ) from None
+    except (RecursionError, ValueError):  # `[` × 200 000, or a number of thousands of digits
+        raise MalformedPage("JSON nested too deeply or with a number too long to read") from None
 
 
 def _parse_json(text: str, *, clean: bool = True) -> Any:

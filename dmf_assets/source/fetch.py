@@ -735,6 +735,19 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
     )
 
 
+def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) -> FetchResult:
+    """The day exactly as its published archive holds it — never a request, whatever the source (what `dmf
+    rebuild` replays). Raises ArchiveCorrupt when there is no published archive or it is damaged, and
+    FetchInProgress while a fetch of the day runs."""
+    archive = DayArchive(Path(raw_dir), as_date(day))
+    with archive.locked():
+        archive.recover()
+        manifest = archive.published_manifest()
+        if manifest is None:
+            raise ArchiveCorrupt(f"{archive.day_dir}: 보관된 수집본(manifest.json)이 없습니다 / no published archive")
+        return _replay(archive, manifest, log or module_log)
+
+
 def read_manifest(raw_dir: str | Path, day: date | str) -> dict[str, Any] | None:
     """The published manifest of a day (None if the day was never fetched)."""
     p = Path(raw_dir)

@@ -1,14 +1,21 @@
-"""Opening the history database: one writer at a time, migrated, never half-written.
+"""Opening the history database: one writer at a time, migrated, never half-written, never silently new.
 
 DuckDB allows one writing process per file; concurrent Dagster runs would otherwise fail on its
 lock (DAGSTER_NOTES). Every access goes through `open_database`, which first takes an OS file lock
 beside the database (released by the kernel even if the process is SIGKILLed), records who holds
 it (for `dmf doctor`), then applies pending migrations — after copying the file to backups/.
+
+The raw archives are the event log; the database is derived from them (DESIGN.md §9). A database that
+is missing or holds no day while files of earlier days exist (`HistoryTraces`) was lost, not new: the
+writers (every run, whatever launched it) are refused with `HistoryMissing`, a file DuckDB cannot read
+with `DatabaseDamaged` — both name the two ways out, `dmf restore` and `dmf rebuild`. A write that
+finds the disk full is `DatabaseDiskFull`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -19,15 +26,17 @@ import shutil
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 
 import duckdb
 
 from dmf_assets.clock import TIMEZONE_NAME, now_kst
-from dmf_assets.fsutil import atomic_output
+from dmf_assets.errors import UserError
+from dmf_assets.fsutil import atomic_output, fsync_dir
 from dmf_assets.settings import PROJECT_ROOT
 
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -44,6 +53,98 @@ class DatabaseBusy(RuntimeError):
 
 class MigrationError(RuntimeError):
     """The database schema does not match the migration files (edited after being applied?)."""
+
+
+#: the two ways back to a history, named by every message about a lost or damaged database
+WAYS_OUT_KO = "`dmf restore`(최신 백업에서 복원) 또는 `dmf rebuild`(원본 보관에서 이력을 다시 만듦)를 실행하세요"
+WAYS_OUT_EN = "run `dmf restore` (the latest backup) or `dmf rebuild` (replays the raw archives)"
+WAYS_OUT = f"{WAYS_OUT_KO} / {WAYS_OUT_EN}"
+
+
+class DatabaseUnusable(UserError):
+    """The history database cannot be used as it is; the message names `WAYS_OUT`."""
+
+
+class HistoryMissing(DatabaseUnusable):
+    """The database is missing (or holds no day) while files of earlier days exist: it was lost, not new."""
+
+    def __init__(self, database: Path, traces: str, *, empty: bool = False) -> None:
+        state_ko, state_en = ("이력 DB에 기록된 날이 하나도 없는데", "holds no day") if empty else ("이력 DB가 없는데", "is missing")
+        super().__init__(
+            f"{state_ko} 이전 날의 기록이 남아 있습니다 — DB {database}, 기록: {traces}. 새 기준일로 다시 시작하지 않습니다 — "
+            f"{WAYS_OUT}. The history database {state_en} although earlier days exist; not starting over."
+        )
+
+
+class DatabaseDamaged(DatabaseUnusable):
+    """DuckDB cannot read the file: truncated, zero-length or overwritten."""
+
+    def __init__(self, database: Path, detail: str) -> None:
+        super().__init__(f"이력 DB 파일이 손상되었습니다 ({database}: {detail}) — {WAYS_OUT}. "
+                         "The history database file is corrupt.")
+
+
+class DatabaseDiskFull(OSError):
+    """A write to the history database found no space left; DuckDB rolled the transaction back."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
+
+    def __str__(self) -> str:
+        return (f"디스크 공간이 부족합니다 (No space left on device): {self.filename} — 공간을 확보한 뒤 다시 실행하세요 "
+                "(`dmf doctor`, `dmf prune`); 이력 DB는 바뀌지 않았습니다 / free some space and run again")
+
+
+def _disk_full(exc: duckdb.Error, database: Path) -> DatabaseDiskFull | None:
+    """DuckDB says "Could not write file "<path>": No space left on device" (the path is its WAL or the file)."""
+    text = str(exc)
+    if "No space left on device" not in text:
+        return None
+    quoted = re.search(r'"([^"]+)"', text)
+    return DatabaseDiskFull(quoted[1] if quoted else str(database))
+
+
+@dataclass(frozen=True)
+class HistoryTraces:
+    """Where the days a history database recorded leave files of their own: the events files
+    (`events_dir/YYYY-MM-DD.jsonl`) and the workbooks (`reports_dir/DMF_*.xlsx`), written only after the
+    database recorded a day, and the raw archives (`raw_dir/YYYY-MM-DD/manifest.json`) — those only once
+    no run can still be about to record them: finished more than `run_limit_s` ago (a run is stopped
+    after `[runs] max_minutes`; the first days of a new project may run at once) and not of a day being
+    run now (raw_pages archives it before the database is first opened)."""
+
+    raw_dir: Path
+    events_dir: Path
+    reports_dir: Path
+    run_limit_s: float = 30 * 60
+
+    def describe(self, except_days: Collection[date] = ()) -> str | None:
+        """What is there, in words ("원본 보관 5일(2026-10-01 ~ 2026-10-05, …), 이벤트 파일 5개(…), 리포트 6개(…)"),
+        or None. `except_days`: the days being run now."""
+        skip = {d.isoformat() for d in except_days}
+        settled = time.time() - self.run_limit_s
+        raw = sorted(p.parent.name for p in _glob(self.raw_dir, "????-??-??/manifest.json")
+                     if p.parent.name not in skip and _mtime(p) < settled)
+        events = _glob(self.events_dir, "????-??-??.jsonl")
+        workbooks = _glob(self.reports_dir, "DMF_*.xlsx")
+        found = ([f"원본 보관 {len(raw)}일({raw[0]} ~ {raw[-1]}, {self.raw_dir})"] if raw else []) + \
+                ([f"이벤트 파일 {len(events)}개({self.events_dir})"] if events else []) + \
+                ([f"리포트 {len(workbooks)}개({self.reports_dir})"] if workbooks else [])
+        return ", ".join(found) or None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile (a re-fetch publishing the day again)
+        return float("inf")
+
+
+def _glob(folder: Path, pattern: str) -> list[Path]:
+    try:
+        return list(Path(folder).glob(pattern))
+    except OSError:  # an unreadable folder shows nothing; the command that needs it says why
+        return []
 
 
 @dataclass(frozen=True)
@@ -195,16 +296,57 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
             conn = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
             break
         except duckdb.IOException as exc:
+            if full := _disk_full(exc, path):
+                raise full from exc
+            if _damaged(exc):
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
                     f"DB 파일을 열 수 없습니다: {exc}. Another program holds {path}; close it and retry."
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
+        except duckdb.Error as exc:
+            if _damaged(exc):
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            raise
+    try:
+        _check_length(conn, path)
+    except BaseException:
+        conn.close()
+        raise
     # now()::TIMESTAMP in sql/ is then Seoul wall time whatever the server's zone (ICU is built into
     # the duckdb wheel; TimeZone cannot be passed to connect())
     conn.execute("SET TimeZone = ?", [TIMEZONE_NAME])
     return conn
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+#: how DuckDB words a file it cannot read: overwritten or zero-length, a block whose checksum does not
+#: match, a file cut short, a WAL that does not fit the file
+_DAMAGE_SIGNS = ("not a valid DuckDB database file", "Corrupt database file", "Could not read enough bytes",
+                 "replaying WAL")
+
+
+def _damaged(exc: duckdb.Error) -> bool:
+    return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
+
+
+#: DuckDB's file starts with a main header and two database headers of 4 KiB each, then the blocks
+_HEADERS_BYTES = 3 * 4096
+
+
+def _check_length(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """A truncated file still opens (DuckDB reads its blocks lazily) and fails half-way through a run: the
+    blocks in use must all lie inside the file."""
+    _, _, block_size, _, used_blocks, *_ = conn.execute("PRAGMA database_size").fetchone()
+    length = path.stat().st_size
+    if length and length < _HEADERS_BYTES + used_blocks * block_size:
+        raise DatabaseDamaged(path, f"파일이 잘렸습니다 — {length:,} bytes, 사용 중인 블록 {used_blocks}개에 "
+                                    f"{_HEADERS_BYTES + used_blocks * block_size:,} bytes 필요 (truncated)")
 
 
 def applied_migrations(conn: duckdb.DuckDBPyConnection) -> dict[int, tuple[str, str]]:
@@ -241,6 +383,26 @@ def backup_database(path: Path, backups_dir: Path, label: str) -> Path | None:
     return target
 
 
+def replace_database(new: Path, database: Path, reason: str) -> Path | None:
+    """Put `new` — a closed database file beside `database` (same folder, so the rename is atomic) — in
+    place of `database`, keeping the file it replaces (and its WAL) beside it as
+    `<name>.before-<reason>-YYYYMMDD-HHMMSS`; returns that path (None when there was no file). The
+    caller holds the database lock. At no moment is there no database file: the old one is linked
+    aside first, then `new` is renamed over it."""
+    if new.with_name(new.name + ".wal").exists():
+        raise RuntimeError(f"{new} still has a WAL: it was not closed cleanly")  # the caller's bug, not the user's
+    aside = None
+    if database.exists():
+        aside = database.with_name(f"{database.name}.before-{reason}-{now_kst():%Y%m%d-%H%M%S}")
+        os.link(database, aside)
+        wal = database.with_name(database.name + ".wal")
+        if wal.exists():  # it belongs to the old file: replayed onto the new one, it would damage it
+            os.replace(wal, aside.with_name(aside.name + ".wal"))
+    os.replace(new, database)
+    fsync_dir(database.parent)
+    return aside
+
+
 def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     conn = _connect(path, timeout_s)
     pending, problems = check_migrations(conn)
@@ -274,6 +436,10 @@ def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPy
     return conn
 
 
+def _holds_no_day(conn: duckdb.DuckDBPyConnection) -> bool:
+    return fetch_one(conn, "SELECT count(*) FROM runs")[0] == 0
+
+
 @contextlib.contextmanager
 def open_database(
     path: str | Path,
@@ -281,14 +447,39 @@ def open_database(
     backups_dir: str | Path | None = None,
     lock_timeout_s: float = 900.0,
     purpose: str = "dmf",
+    traces: HistoryTraces | None = None,
+    writing: Collection[date] = (),
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Exclusive, migrated connection to the history database; always closed, lock always released."""
+    """Exclusive, migrated connection to the history database; always closed, lock always released.
+
+    `traces`: where earlier days leave files — given by every writer of the history (the runs), so a lost
+    database is refused (`HistoryMissing`) instead of silently starting a new one; `writing`: the days
+    being run, whose own raw archives do not count. Raises `DatabaseDamaged` for a file DuckDB cannot
+    read and `DatabaseDiskFull` when a write inside the block finds no space left.
+    """
     path = Path(path)
+    if traces is not None and not path.exists() and (found := traces.describe(writing)):
+        raise HistoryMissing(path, found)  # refused before anything is created
     path.parent.mkdir(parents=True, exist_ok=True)
     backups = Path(backups_dir) if backups_dir else path.parent / "backups"
     with database_lock(lock_path(path), lock_timeout_s, purpose):
-        conn = _migrate(path, backups, lock_timeout_s)
         try:
+            conn = _migrate(path, backups, lock_timeout_s)
+        except duckdb.Error as exc:  # its catalog could not be read, or a migration not written
+            if full := _disk_full(exc, path):
+                raise full from exc
+            if _damaged(exc):
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            raise
+        try:
+            if traces is not None and _holds_no_day(conn) and (found := traces.describe(writing)):
+                raise HistoryMissing(path, found, empty=True)
             yield conn
+        except duckdb.Error as exc:
+            if full := _disk_full(exc, path):
+                raise full from exc
+            if _damaged(exc):  # a damaged block met half-way through a run
+                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            raise
         finally:
             conn.close()

@@ -13,10 +13,13 @@ made by `orchestration.commit`, which runs these writes inside one `transaction`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar
 
@@ -56,6 +59,18 @@ def frame_fingerprint(keyed: pl.DataFrame) -> str:
     for key, content in keyed.select("dmf_key", "content_hash").sort("dmf_key").iter_rows():
         digest.update(f"{key}\x1f{content}\n".encode())
     return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class FrameIdentity:
+    """Which normalized snapshot a judgement was about: its row count and content fingerprint."""
+
+    rows: int | None  # None: judged before the count was recorded (migration 0003)
+    fingerprint: str | None
+
+    @classmethod
+    def of(cls, keyed: pl.DataFrame) -> FrameIdentity:
+        return cls(keyed.height, frame_fingerprint(keyed))
 
 
 # --- reads ---------------------------------------------------------------------------------------
@@ -112,6 +127,11 @@ def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
 
 
+def judged_identity(run: dict) -> FrameIdentity:
+    """The snapshot the day's latest judgement recorded (`run`: its `run_row`)."""
+    return FrameIdentity(run.get("judged_rows"), run.get("judged_fingerprint"))
+
+
 def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
     cur = conn.execute(query("history.gate_rows"), [day_id(day)])
     names = [d[0] for d in cur.description]
@@ -125,6 +145,27 @@ def days_since_source_change(conn: duckdb.DuckDBPyConnection, base_day: date | N
     return int(fetch_one(conn, query("history.days_since_change"), [d, d])[0])
 
 
+@dataclass(frozen=True)
+class HistoryContent:
+    """What a history says, without run ids, event ids or times: each day's outcome and its events (with
+    their field changes) — two histories that say the same have equal contents."""
+
+    outcomes: dict[date, tuple]  # day -> (status, rejected gate, base day, population, the six counts)
+    events: dict[date, Counter]  # day -> its events, each a tuple of every column but the id, changes last
+
+
+def history_content(conn: duckdb.DuckDBPyConnection) -> HistoryContent:
+    outcomes = {to_date(row[0]): tuple(row[1:]) for row in conn.execute(query("history.run_outcomes")).fetchall()}
+    changes: dict[int, list[tuple]] = {}
+    for event_id, *change in conn.execute(query("history.change_contents")).fetchall():
+        changes.setdefault(event_id, []).append(tuple(change))
+    events: dict[date, Counter] = {}
+    for event_id, day, *columns in conn.execute(query("history.event_contents")).fetchall():
+        content = tuple(tuple(v) if isinstance(v, list) else v for v in columns)
+        events.setdefault(to_date(day), Counter())[(*content, tuple(sorted(changes.get(event_id, []), key=repr)))] += 1
+    return HistoryContent(outcomes, events)
+
+
 # --- writes (each inside the caller's `transaction`) ------------------------------------------------
 
 
@@ -136,7 +177,10 @@ def transaction(conn: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
         conn.execute("COMMIT")
         return result
     except BaseException:
-        conn.execute("ROLLBACK")
+        # a COMMIT that failed (e.g. no space left for the WAL) has already ended the transaction: the
+        # ROLLBACK's "no transaction is active" must not hide why
+        with contextlib.suppress(duckdb.TransactionException):
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -201,15 +245,16 @@ def write_judgement(
     fetch: FetchFacts,
     pages: list[dict],
     source: str,
-    fingerprint: str,
+    judged: FrameIdentity,
     run_id: str | None,
     fetch_seconds: float | None,
 ) -> None:
-    """The day's run row, gates 1–5 (gate 6 removed: not yet known), quality metrics and page stats."""
+    """The day's run row (with the identity of the judged snapshot), gates 1–5 (gate 6 removed: not yet
+    known), quality metrics and page stats."""
     d = day_id(day)
     conn.execute(
         query("history.upsert_run_judgement"),
-        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, fingerprint],
+        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, judged.fingerprint, judged.rows],
     )
     for gate in gates:
         write_gate(conn, day, gate)

@@ -158,10 +158,11 @@ WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.record_id = r.record_id)
 
 -- name: upsert_run_judgement
 INSERT INTO runs (day_id, status, source, total_count, rows_received, dagster_run_id, fetch_seconds,
-                  judged_fingerprint, judged_at)
-VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
+                  judged_fingerprint, judged_rows, judged_at)
+VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
 ON CONFLICT (day_id) DO UPDATE SET
     judged_fingerprint = excluded.judged_fingerprint,
+    judged_rows = excluded.judged_rows,
     source = excluded.source,
     total_count = excluded.total_count,
     rows_received = excluded.rows_received,
@@ -224,3 +225,21 @@ JOIN record_versions v ON v.version_id = s.version_id
 WHERE s.day_id = ? AND r.dmf_key NOT IN (SELECT dmf_key FROM present_keys)
 ORDER BY r.dmf_key
 LIMIT ?;
+
+-- name: run_outcomes
+-- Every judged day's outcome, without run ids or times: what a rebuilt history must reproduce.
+SELECT day_id, status, rejected_gate, base_day_id, population, new_count, changed_count, withdrawn_count,
+       cosmetic_count, reappeared_count, assigned_count
+FROM runs
+ORDER BY day_id;
+
+-- name: event_contents
+-- Every stored event without its ids (a rebuild may number them otherwise); its changes are read apart.
+SELECT event_id, day_id, base_day_id, event_type, severity, dmf_key, base_dmf_key, permit_no, is_cosmetic,
+       is_reappearance, number_assigned, is_transfer, is_rename, watchlist_hit, watch_reasons, changed_fields,
+       cosmetic_fields
+FROM events;
+
+-- name: change_contents
+SELECT event_id, field, before, after, is_cosmetic, severity
+FROM event_changes;

@@ -93,3 +93,11 @@ SELECT count(*), (array_agg(r.day_id ORDER BY r.day_id))[1:5]
 FROM runs r
 JOIN (SELECT day_id, count(*) AS n FROM snapshots GROUP BY day_id) s ON s.day_id = r.day_id
 WHERE r.status IN ('accepted', 'baseline') AND r.population IS NOT NULL AND s.n <> r.population;
+
+-- name: unfinished_days
+-- Days whose latest judgement (integrity_verdict) was neither committed nor rejected afterwards: the run stopped
+-- between integrity_verdict and snapshot_diff (or is between them right now).
+SELECT day_id, judged_at
+FROM runs
+WHERE judged_at IS NOT NULL AND (status = 'pending' OR committed_at IS NULL OR judged_at > committed_at)
+ORDER BY day_id;
