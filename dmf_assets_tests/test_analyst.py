@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -197,10 +197,13 @@ def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
                            "--database", str(edited.database))
     assert code == 0 and str(target) in out
     wb = load_workbook(target)
-    assert wb.sheetnames == ["이벤트", "버전"]
+    assert wb.sheetnames == ["이벤트", "버전", "목록 기간"]
     rows = [r for r in wb["이벤트"].iter_rows(min_row=5, values_only=True) if r[0]]
     assert len(rows) == 2 and all(r[3] == "변경" for r in rows)
     assert len([r for r in wb["버전"].iter_rows(min_row=5, values_only=True) if r[0]]) == 3
+    # three versions one after another, each listed on its days: three spans, none of them a gap
+    spans = [r for r in wb["목록 기간"].iter_rows(min_row=5, values_only=True) if r[0]]
+    assert [r[3] for r in spans] == ["버전 1", "버전 2", "버전 3"] and all(isinstance(r[1], datetime) for r in spans)
 
 
 @pytest.mark.parametrize("argv, message", [

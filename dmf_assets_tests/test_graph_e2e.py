@@ -152,3 +152,37 @@ def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
         assert got == want, day
         checked += len(want)
     assert checked > 20
+
+
+def test_every_count_people_read_follows_one_definition_of_changed(per_day):
+    """실질 변경 once: the UI's metadata (snapshot_diff, xlsx_report), the workbook's KPI row and the mail
+    count a number assignment as 번호 부여, never as 변경 — on the days that had one."""
+    import dagster as dg
+
+    from dmf_assets.notify import messages
+    from dmf_assets.report.day_data import build_day_report
+    from dmf_assets.report.sentences import headline_counts
+    from dmf_assets.settings import load_settings
+
+    ws, _ = per_day
+    runs = runs_by_day(ws)
+
+    def metadata(asset: str, day: date) -> dict:
+        records = ws.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[day.isoformat()]), limit=1).records
+        return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
+
+    assigned_days = [d for d, r in runs.items() if r["status"] == "accepted" and r["assigned_count"]]
+    assert len(assigned_days) >= 3  # the emulator numbers a registration now and then
+    for day in assigned_days:
+        run = runs[day]
+        changed = run["changed_count"] - run["assigned_count"]
+        diff = metadata("snapshot_diff", day)
+        assert (diff["changed"], diff["number_assigned"]) == (changed, run["assigned_count"]), day
+        with ws.connect() as conn:
+            report = build_day_report(conn, day, load_settings())
+        k = report.kpis
+        assert (k.changed, k.number_assigned) == (changed, run["assigned_count"]), day
+        assert f"| {k.registry_size} | {k.new} | {changed} | {k.withdrawn} |" in metadata("xlsx_report", day)["summary"]
+        counts = headline_counts(k)
+        assert counts in messages.report_subject(messages.ReportDelivery.from_day_report(report, None)), day

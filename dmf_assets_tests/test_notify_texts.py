@@ -156,7 +156,7 @@ def test_alike_events_become_one_sentence():
     sentences, total = summary_sentences(many)
     [one] = sentences
     assert total == 5 and one.count == 5
-    assert one.text.startswith("(주)삼오제약이 5건을 신규 등록했습니다(") and one.text.endswith(").")
+    assert one.text.startswith("(주)삼오제약이 5건(성분 성분0, ") and one.text.endswith(" 등)을 신규 등록했습니다.")
     assert_readable(one.text)
 
 

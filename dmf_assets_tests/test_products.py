@@ -90,7 +90,7 @@ def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # 
     assert next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == KPI_LABELS["product_hits"]) == 1
     assert "자사 제품 해당 1건" in summary["A1"].value
     first = next(r for r in summary.iter_rows(min_row=4, max_col=2) if isinstance(r[0].value, str) and r[0].value.endswith("· 자사"))
-    assert edited.twice in first[1].value and "자사 영향: 우리정" in first[1].value
+    assert edited.twice in first[1].value and first[1].value.endswith(f"자사 제품 우리정 ({edited.twice})에 해당합니다.")
     marked = [r for r in rows_of(wb[SHEET_EVENTS]) if r["자사 영향"]]
     assert [r["관리 키"] for r in marked] == [edited.twice]
     # a broken list never stops the daily workbook: it is a banner warning instead

@@ -198,12 +198,12 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
 
 def kpis_for(events: tuple[EventRow, ...], registry_size: int) -> Kpis:
     headline = [e for e in events if not e.is_cosmetic]
-    changed = [e for e in headline if e.event_type == "CHANGED"]
+    changed = [e for e in headline if e.is_substantive_change]  # 실질 변경: number assignments apart
     return Kpis(
         registry_size=registry_size,
         new=sum(e.event_type == "NEW" for e in headline),
         changed=len(changed),
-        changed_by_severity={s: sum(e.severity == s for e in changed) for s in ("CRITICAL", "HIGH", "MEDIUM", "INFO")},
+        changed_by_severity={s: sum(e.severity == s for e in changed) for s in ("CRITICAL", "HIGH", "MEDIUM")},
         withdrawn=sum(e.event_type == "WITHDRAWN" for e in headline),
         reappeared=sum(e.is_reappearance for e in headline),
         number_assigned=sum(e.number_assigned for e in headline),
@@ -398,16 +398,15 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
     k = report.kpis
     for name in SHEET_NAMES:
         banner = wb[name]["A1"].value
-        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 60 · 취하 10"), (name, banner)
+        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10"), (name, banner)
     ws = wb[SHEET_SUMMARY]
     expected = {
         "registry_size": 9_203,
         "new": 20,
-        "changed": 60,
+        "changed": 50,
         "changed_CRITICAL": 20,
         "changed_HIGH": 20,
         "changed_MEDIUM": 10,
-        "changed_INFO": 10,
         "withdrawn": 10,
         "reappeared": 5,
         "number_assigned": 10,
@@ -415,12 +414,12 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
         "cosmetic": 10,
     }
     # the builder's own counts agree with the hand-computed numbers above
-    assert (k.new, k.changed, k.withdrawn, k.cosmetic) == (20, 60, 10, 10)
+    assert (k.new, k.changed, k.withdrawn, k.number_assigned, k.cosmetic) == (20, 50, 10, 10, 10)
     for key, value in expected.items():
         cell_value = kpi_value(ws, key)
         assert cell_value == value, key
     # severity-coloured KPI value cells
-    for sev in ("CRITICAL", "HIGH", "MEDIUM", "INFO"):
+    for sev in ("CRITICAL", "HIGH", "MEDIUM"):
         row = next(r for r in ws.iter_rows(max_col=2) if r[0].value == KPI_LABELS[f"changed_{sev}"])
         assert row[1].fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS[sev][0])
         assert row[1].number_format == st.FMT_INT
@@ -603,6 +602,33 @@ def test_rejected_day_says_so_on_every_sheet(rejected_book):
     assert result.sheet_rows[SHEET_EVENTS] == 0
 
 
+def test_rejected_day_shows_the_failed_gates_sample_rows_under_korean_headers(tmp_path):
+    """요약 of a rejected day and the UI's check page show the same sample rows: Korean headers, Korean
+    values, and no 관리 키 column that only repeats 등록번호."""
+    from dmf_assets.defs.checks import samples_md
+    from dmf_assets.domain.gates import page_samples
+
+    pages = [{"page_no": n, "rows": 480 if n == 10 else 203 if n == 19 else 500, "status": "ok", "total_count": 9_203}
+             for n in range(1, 20)]
+    short = page_samples(pages, 500, 9_203)
+    assert short == ({"page_no": 10, "rows": 480, "expected_rows": 500, "status": "ok", "page_total_count": 9_203,
+                      "error": None},)
+    report = replace(rejected_report(), gates=tuple(replace(g, samples=short) if g.passed is False else g
+                                                    for g in gates(failed=2)))
+    ws = load_workbook(write_workbook(report, tmp_path).path)[SHEET_SUMMARY]
+    rows = [[c.value for c in r] for r in ws.iter_rows()]
+    at = next(i for i, r in enumerate(rows) if str(r[0]).startswith("거부 근거 — 2. 완전성 게이트의 표본 1행"))
+    assert rows[at + 1][:6] == ["쪽 번호", "받은 행", "받아야 할 행", "상태", "그 쪽의 totalCount", "오류"]
+    assert rows[at + 2][:5] == [10, 480, 500, "정상", 9_203]
+    # gate 3's samples name a registration by its number: the key that repeats it is left out
+    missing = ({"dmf_key": "20110531-71-B-317-05", "permit_no": "20110531-71-B-317-05", "ingredient": "메트포르민염산염",
+                "applicant": "(주)하이플"},)
+    md = samples_md(missing)
+    assert md.splitlines()[0] == "| 등록번호 | 성분명 | 신청인 |" and "dmf_key" not in md
+    assert samples_md(({"event_type": "WITHDRAWN", "severity": "CRITICAL", "dmf_key": "SYN-1"},)).splitlines()[2] == \
+        "| 취하 | 심각 | SYN-1 |"
+
+
 def test_rejected_day_without_any_accepted_day(tmp_path):
     report = replace(rejected_report(), comparison_base=None, last_accepted_day=None, kpis=Kpis(registry_size=None))
     wb, _ = build_workbook(report)
@@ -613,7 +639,7 @@ def test_baseline_and_unchanged_days_say_why_there_are_no_events(tmp_path):
     base_res = write_workbook(baseline_report(), tmp_path / "b")
     wb = load_workbook(base_res.path)
     for ws in wb.worksheets:
-        assert ws["A1"].value.startswith("기준일 — 2026-10-08은(는) 최초 정상 수집일입니다"), ws.title
+        assert ws["A1"].value.startswith("기준일 — 2026-10-08은 최초 정상 수집일입니다"), ws.title
     assert "설계상" in wb[SHEET_EVENTS]["A3"].value
     assert read_events_sheet(base_res.path) == []
     assert kpi_value(wb[SHEET_SUMMARY], "new") == "해당 없음"
@@ -682,7 +708,7 @@ def test_full_size_day_tables_every_aggregate_and_reads_back(tmp_path):
                        (SHEET_BY_COUNTRY, report.by_country)):
         assert result.sheet_rows[name] == len(rows), name
         ws = wb[name]
-        header = next(r for r in range(1, 10) if ws.cell(row=r, column=1).style == "dmf_header")
+        header = next(r for r in range(1, ws.max_row) if ws.cell(row=r, column=1).value == "순위")  # below 업체별's event lists
         body = [r for r in ws.iter_rows(min_row=header + 1, values_only=True) if any(v is not None for v in r)]
         assert len(body) == len(rows), name
         assert ws.auto_filter.ref.endswith(str(header + len(rows))), name
@@ -694,18 +720,19 @@ def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted
     report, _, wb = accepted_book
     ws = wb[SHEET_SUMMARY]
     header = next(r[0].row for r in ws.iter_rows(max_col=2) if (r[0].value, r[1].value) == ("날짜", "상태"))
-    assert ws.auto_filter.ref == f"A{header}:G{header + len(report.history)}"
-    table = [[c.value for c in row] for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=7)]
+    assert ws.auto_filter.ref == f"A{header}:H{header + len(report.history)}"
+    table = [[c.value for c in row] for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=8)]
     days = [row[0].date() for row in table]
     assert days == sorted((h.day for h in report.history), reverse=True)
     assert days[0] == DAY - timedelta(days=1)
     by_day = {h.day: h for h in report.history}
     rejected = [row for row in table if by_day[row[0].date()].status == "rejected"]
     assert len(rejected) == 1
-    assert rejected[0][1] == "수집 실패" and rejected[0][2:] == [None] * 5  # blank, not zero
+    assert rejected[0][1] == "거부" and rejected[0][2:] == [None] * 6  # a word, and blank counts: not zero
+    assert all(isinstance(row[1], str) for row in table)  # the status column holds words only
     ok = next(row for row in table if by_day[row[0].date()].status == "accepted")
     h = by_day[ok[0].date()]
-    assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.cosmetic]
+    assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.number_assigned, h.cosmetic]
 
 
 def test_rejected_churn_day_does_not_show_its_unapplied_diff():

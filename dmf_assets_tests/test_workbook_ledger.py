@@ -23,7 +23,7 @@ from dmf_assets.report.workbook import (
     KPI_LABELS,
     write_workbook,
 )
-from dmf_assets.report.sentences import summary_sentences
+from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
@@ -128,7 +128,9 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
     copy = tmp_path / "stale.duckdb"
     shutil.copy(emulated, copy)
     con = duckdb.connect(str(copy))
-    con.execute("UPDATE gate_results SET observed = '비교 기준 없음', detail = '첫 수집일' WHERE day_id = 20261008 AND gate_no IN (3, 6)")
+    # what a row judged against no base stores: its text and an observed value of 0 (gates.gate_churn_without_base)
+    con.execute("UPDATE gate_results SET observed = '비교 기준 없음', observed_value = 0, detail = '첫 수집일' "
+                "WHERE day_id = 20261008 AND gate_no IN (3, 6)")
     con.execute("INSERT INTO gate_results VALUES (20261008, 3, 'drop', true, 0, 0.05, '비교 기준 없음', '≤ 5.00 %', '첫 수집일', "
                 "'[]', now()) ON CONFLICT DO NOTHING")
     con.close()
@@ -142,8 +144,8 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
     with open_database(copy) as conn:
         run = history.run_row(conn, date(2026, 10, 8))
         base = history.run_row(conn, date(2026, 10, 7))
-    assert gate_rows["6. 변동률 (churn)"][0].startswith(
-        f"신규 {run['new_count']:,} · 변경 {run['changed_count']:,} · 취하 {run['withdrawn_count']:,} / {base['population']:,}건")
+    counts = headline_counts_of_run(run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"])
+    assert gate_rows["6. 변동률 (churn)"][0].startswith(f"{counts} / {base['population']:,}건")
     assert "비교 기준 2026-10-07" in summary["A1"].value
     meta = {r[1]: r[2] for r in wb["메타"].iter_rows(min_row=5, values_only=True)}
     assert "저장값이 현재 비교 기준과 다름" in meta["게이트 저장값"]
@@ -286,7 +288,7 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
     rate = change_rate(steady, last)
     expected = -math.log(1 - 100 / (100 * 9000)) / 1.0
     assert rate.rate_all == pytest.approx(expected) and rate.rate_14d == pytest.approx(-math.log(1 - 14 / (14 * 9000)))
-    assert not rate.burst and "보통 주 7.0건 변경" in rate.text_ko
+    assert not rate.burst and rate.text_ko == "최근 14일 하루 평균 1.0건 변경 — 평소(전체 기간)의 1.0배 (전체 기간 하루 평균 1.0건)"
     burst = make([1] * 86 + [5] * 14)
     r = change_rate(burst, last)
     assert r.rate_14d / r.rate_all >= BURST_FACTOR and r.burst and "급증" in r.text_ko
@@ -319,4 +321,5 @@ def test_sentences_group_mass_changes_and_put_products_first():
     assert sentences[0].products and "발급일자(2020-01-01 → 2020-02-02)가 바뀌었습니다." in sentences[0].text
     assert sentences[1].severity == "CRITICAL" and "제조소 소재지(old → new)가 바뀌었습니다." in sentences[1].text
     assert sentences[2].count == 6
-    assert sentences[2].text.startswith("등록 6건에서 신청인((주)옛이름 → (주)새이름)이 똑같이 바뀌었습니다(예: ")
+    assert sentences[2].text.startswith("등록 6건(20200100-1-A-1-01, ")
+    assert sentences[2].text.endswith(" 등)에서 신청인((주)옛이름 → (주)새이름)이 똑같이 바뀌었습니다.")

@@ -7,6 +7,9 @@ registry as of a day is a plain storage read (`storage.registry`, also used by t
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -17,6 +20,7 @@ from dmf_assets.domain.model import FIELD_LABEL_KO, SITES_FIELD
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
+from dmf_assets.korean import josa
 from dmf_assets.storage import history
 from dmf_assets.storage.db import query
 
@@ -47,13 +51,22 @@ def find_records(conn: duckdb.DuckDBPyConnection, key: str | None = None, *, ing
     found: list[set[int]] = []
     if key:
         k = normalize_key(key)
-        found.append({r[0] for r in conn.execute(query("analyst.records_by_key"), [k, k]).fetchall()})
+        ids = {r[0] for r in conn.execute(query("analyst.records_by_key"), [k, k]).fetchall()}
+        if not ids and (compact := compact_key(key)):  # typed with other spacing or punctuation
+            ids = {r[0] for r in conn.execute(query("analyst.records_by_compact_key"), [compact]).fetchall()}
+        found.append(ids)
     for column, pattern in (("ingredient", ingredient), ("applicant", applicant), ("manufacturer", manufacturer)):
         if pattern:
             needle = match_key(pattern, PATTERN_KINDS[column]) or ""  # type: ignore[arg-type]
             rows = conn.execute(query("analyst.records_by_pattern"), [column, needle] * 3).fetchall() if needle else []
             found.append({r[0] for r in rows})
     return sorted(set.intersection(*found)) if found else []
+
+
+def compact_key(text: str) -> str:
+    """A permit number with everything but letters and digits removed ("20240418 54 C 374 06" ->
+    "2024041854C37406"), as `analyst.records_by_compact_key` compares the stored numbers."""
+    return re.sub(r"[^0-9A-Z가-힣]", "", unicodedata.normalize("NFKC", text).upper())
 
 
 # --- one registration's history -------------------------------------------------------------------
@@ -121,10 +134,36 @@ class HistoryVersion:
 
 
 @dataclass(frozen=True)
+class ListedSpan:
+    """A stretch of consecutive accepted days in which one registration was listed as one version — or,
+    with `version_no` None, was not listed at all (withdrawn; `continued_as` when it received its number
+    and lives on under that key). Rejected and unprocessed days neither start nor end a span."""
+
+    dmf_key: str
+    version_no: int | None
+    first_day: date
+    last_day: date
+    accepted_days: int
+    continued_as: str | None = None
+    reappeared: bool = False  # listed again after a span in which it was not
+
+    @property
+    def text(self) -> str:
+        days = f"정상 반영일 {self.accepted_days:,}일"
+        if self.version_no is not None:
+            again = f" — {self.first_day}에 다시 목록에 오름 (재등장)" if self.reappeared else ""
+            return f"버전 {self.version_no}: {self.first_day} ~ {self.last_day} ({days} 목록에 있음){again}"
+        if self.continued_as:
+            return f"{self.first_day}부터 {josa(self.continued_as, '으로/로')} 이어짐 (등록번호 부여)"
+        return f"취하: {self.first_day} ~ {self.last_day} 목록에 없음 ({days})"
+
+
+@dataclass(frozen=True)
 class RegistrationHistory:
     record_ids: tuple[int, ...]
     versions: tuple[HistoryVersion, ...]
     events: tuple[HistoryEvent, ...]
+    spans: tuple[ListedSpan, ...] = ()
 
 
 _FLAGS = (("is_reappearance", "재등장"), ("number_assigned", "번호 부여"), ("is_transfer", "양도양수"),
@@ -138,18 +177,23 @@ def _dicts(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
-def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> RegistrationHistory:
-    """Every version (with the accepted days it was seen) and every event of the registrations."""
+def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int], *, start: date | None = None,
+                         end: date | None = None) -> RegistrationHistory:
+    """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
+    every event of the registrations — the events observed in [start, end] when given."""
     versions_raw = _dicts(conn.execute(query("analyst.record_versions"), [record_ids]))
     per_key: dict[str, int] = {}
+    version_no: dict[int, int] = {}
     versions = []
     for v in versions_raw:
         per_key[v["dmf_key"]] = per_key.get(v["dmf_key"], 0) + 1
+        version_no[v["version_id"]] = per_key[v["dmf_key"]]
         values = {k: v[k] for k in _VERSION_VALUES}
         values["sites"] = sites_text(v["sites"])
         versions.append(HistoryVersion(v["dmf_key"], per_key[v["dmf_key"]], history.to_date(v["first_day"]),
                                        history.to_date(v["last_day"]), v["days_observed"], values))
-    events_raw = _dicts(conn.execute(query("analyst.record_events"), [record_ids, record_ids]))
+    day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
+    events_raw = _dicts(conn.execute(query("analyst.record_events"), [record_ids, record_ids, *day_range]))
     changes: dict[int, list[HistoryChange]] = {}
     if events_raw:
         for c in _dicts(conn.execute(query("analyst.event_changes_of"), [[e["event_id"] for e in events_raw]])):
@@ -175,4 +219,43 @@ def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int])
         )
         for e in events_raw
     )
-    return RegistrationHistory(tuple(record_ids), tuple(versions), events)
+    spans = _listed_spans(conn, record_ids, version_no, _numbered_keys(conn, record_ids))
+    return RegistrationHistory(tuple(record_ids), tuple(versions), events, spans)
+
+
+def _numbered_keys(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> dict[str, str]:
+    """synthetic key -> the key it continued as, for the registrations that received their number."""
+    rows = conn.execute(query("analyst.number_assignments"), [record_ids, record_ids]).fetchall()
+    return {base: key for base, key in rows}
+
+
+def _listed_spans(conn: duckdb.DuckDBPyConnection, record_ids: list[int], version_no: dict[int, int],
+                  numbered: dict[str, str]) -> tuple[ListedSpan, ...]:
+    """Walk the accepted days from each registration's first listing to the last accepted day: a run of
+    days with the same version (or with none) is one span, so a withdrawal between two listings shows."""
+    accepted = [r[0] for r in conn.execute(query("analyst.accepted_days")).fetchall()]
+    listed: dict[str, dict[int, int]] = {}
+    for key, day_id, version_id in conn.execute(query("analyst.record_presence"), [record_ids]).fetchall():
+        listed.setdefault(key, {})[day_id] = version_no[version_id]
+    spans: list[ListedSpan] = []
+    for key, days in listed.items():
+        mine: list[ListedSpan] = []
+        current: list = []  # [version_no, first day_id, last day_id, accepted days]
+        for day_id in accepted[bisect_left(accepted, min(days)):]:
+            version = days.get(day_id)
+            if current and current[0] == version:
+                current[2], current[3] = day_id, current[3] + 1
+                continue
+            if current:
+                mine.append(_span(key, current, numbered, mine))
+            current = [version, day_id, day_id, 1]
+        mine.append(_span(key, current, numbered, mine))
+        spans += mine
+    return tuple(spans)
+
+
+def _span(key: str, current: list, numbered: dict[str, str], before: list[ListedSpan]) -> ListedSpan:
+    version, first, last, n = current
+    return ListedSpan(key, version, history.to_date(first), history.to_date(last), n,
+                      numbered.get(key) if version is None else None,
+                      reappeared=version is not None and bool(before) and before[-1].version_no is None)

@@ -11,45 +11,45 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from dmf_assets.cli.arguments import out_file
+from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, seconds
 from dmf_assets.errors import UserError
 
 
-def _day(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"날짜는 YYYY-MM-DD 형식이어야 합니다: {text!r}") from None
-
-
 def _location(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--database", default=None, help="DB 파일 (기본: config의 paths.database)")
+    p.add_argument("--database", type=file_in_existing_folder, default=None, help="DB 파일 (기본: config의 paths.database)")
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
-    p.add_argument("--lock-wait", type=float, default=30.0, help="DB 잠금을 기다리는 최대 초 (기본 30)")
+    p.add_argument("--lock-wait", type=seconds(3600), default=30.0, help="DB 잠금을 기다리는 최대 초 (기본 30)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="한 등록의 전체 이력: 버전·이벤트·변경 전 → 후 (등록번호, SYN- 키, 또는 패턴)")
-    p.add_argument("key", nargs="?", help="등록번호 (띄어쓰기·대소문자·전각 무관), '…#2', 또는 SYN-… 키")
+    p = sub.add_parser("history", help="한 등록의 전체 이력: 버전·목록 기간·이벤트·변경 전 → 후 (등록번호, SYN- 키, 또는 패턴)")
+    p.add_argument("key", nargs="?", help="등록번호 (띄어쓰기·문장부호·대소문자·전각 무관: '20240418 54 C 374 06'), "
+                                          "'…#2', 또는 SYN-… 키")
     p.add_argument("--ingredient", help="성분명 패턴 (부분 일치, 띄어쓰기·문장부호 무시)")
     p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
     p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
-    p.add_argument("--format", choices=("table", "jsonl", "xlsx"), default="table")
-    p.add_argument("--out", type=out_file, help="xlsx 파일 경로 (기본: reports/DMF_이력_<키>.xlsx)")
-    p.add_argument("--include-cosmetic", action="store_true", help="표에 표기 변경도 표시 (jsonl·xlsx는 항상 포함)")
+    p.add_argument("--from", dest="start", type=day, metavar="D1", help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)")
+    p.add_argument("--to", dest="end", type=day, metavar="D2", help="이 날짜(YYYY-MM-DD)까지 관측된 이벤트만 (포함)")
+    p.add_argument("--changes-only", action="store_true",
+                   help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만")
+    p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table",
+                   help="table (기본) | jsonl | csv (이벤트 1건 1행; --out 파일은 Excel용 UTF-8 BOM) | xlsx")
+    p.add_argument("--out", type=out_file, help="csv·xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)")
+    p.add_argument("--include-cosmetic", action="store_true",
+                   help="표(table)에 표기 변경도 표시 (jsonl·csv·xlsx는 항상 포함, is_cosmetic으로 구분)")
     _location(p)
     p.set_defaults(handler=_history)
 
     p = sub.add_parser("asof", help="그날 정상 수집(반영)된 그대로의 등록 현황 (그날이 실패면 그 전 마지막 반영일)")
-    p.add_argument("date", type=_day, help="YYYY-MM-DD")
+    p.add_argument("date", type=day, help="YYYY-MM-DD")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table")
     p.add_argument("--out", type=out_file, help="csv/xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
     _location(p)
     p.set_defaults(handler=_asof)
 
     p = sub.add_parser("report", help="기간 리포트 (주간·월간 검토): 기간의 모든 이벤트 + 등록별 순변경 + 검토 열")
-    p.add_argument("--from", dest="start", type=_day, required=True, help="시작일 YYYY-MM-DD (포함)")
-    p.add_argument("--to", dest="end", type=_day, required=True, help="종료일 YYYY-MM-DD (포함)")
+    p.add_argument("--from", dest="start", type=day, required=True, help="시작일 YYYY-MM-DD (포함)")
+    p.add_argument("--to", dest="end", type=day, required=True, help="종료일 YYYY-MM-DD (포함)")
     p.add_argument("--out", type=out_file, help="xlsx 파일 경로 (기본: reports/DMF_기간리포트_<시작>_<종료>.xlsx)")
     _location(p)
     p.set_defaults(handler=_report)
@@ -86,64 +86,137 @@ def _iso(value) -> str | None:
 
 def _history(args) -> int:
     from dmf_assets.analyst import queries as q
-    from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
 
     if not (args.key or args.ingredient or args.applicant or args.manufacturer):
         raise UserError("등록번호(또는 SYN- 키)나 --ingredient / --applicant / --manufacturer 중 하나가 필요합니다")
     if args.key is not None and not args.key.strip():
         raise UserError("빈 등록번호입니다")
+    if args.start and args.end and args.end < args.start:
+        raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
     with _connect(args) as (settings, conn):
         ids = q.find_records(conn, args.key, ingredient=args.ingredient, applicant=args.applicant,
                              manufacturer=args.manufacturer)
         if not ids:
             what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
-            raise UserError(f"이력에 해당 등록이 없습니다: {what!r} (정규화: {q.normalize_key(args.key) if args.key else '-'})")
-        hist = q.registration_history(conn, ids)
-    out = sys.stdout
+            typed = f" (정규화: {q.normalize_key(args.key)})" if args.key else ""
+            raise UserError(f"이력에 해당 등록이 없습니다: {what!r}{typed}")
+        hist = q.registration_history(conn, ids, start=args.start, end=args.end)
+    view = _HistoryView(hist, args)
     if args.format == "jsonl":
-        for v in hist.versions:
-            out.write(json.dumps({"kind": "version", "dmf_key": v.dmf_key, "version_no": v.version_no,
-                                  "first_seen": _iso(v.first_day), "last_seen": _iso(v.last_day),
-                                  "days_observed": v.days_observed, **v.values}, ensure_ascii=False) + "\n")
-        for e in hist.events:
-            out.write(json.dumps(_event_json(e), ensure_ascii=False) + "\n")
-        return 0
-    if args.format == "xlsx":
+        for line in view.json_lines():
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+    elif args.format == "csv":
+        with _text_out(args.out) as target:
+            w = csv.writer(target)
+            w.writerow(HISTORY_CSV_COLUMNS)
+            for e in view.events:
+                w.writerow(_event_csv(e))
+    elif args.format == "xlsx":
         path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
-        _history_xlsx(hist, path, args)
-        print(f"{path} — 등록 {len({v.dmf_key for v in hist.versions}):,}건, 버전 {len(hist.versions):,}개, 이벤트 {len(hist.events):,}건")
-        return 0
-    keys = list(dict.fromkeys(v.dmf_key for v in hist.versions))
-    print(f"등록 {len(keys):,}건 · 버전 {len(hist.versions):,}개 · 이벤트 {len(hist.events):,}건", file=out)
-    for key in keys:
-        versions = [v for v in hist.versions if v.dmf_key == key]
-        last = versions[-1].values
-        print(f"\n■ {key} — {last['ingredient'] or '-'} · {last['applicant'] or '-'} · {last['countries'] or '-'}", file=out)
-        numbered = next((e.dmf_key for e in hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
-        if numbered:
-            print(f"  → 등록번호를 받아 {numbered}(으)로 이어짐", file=out)
-        if last.get("base_permit_no") or last.get("cohort"):
-            print(f"  원 등록번호(허여): {last.get('base_permit_no') or '-'} · 코호트: {last.get('cohort') or '-'}", file=out)
-        for v in versions:
-            span = f"{_iso(v.first_day) or '?'} ~ {_iso(v.last_day) or '?'} ({v.days_observed}일 관측)"
-            print(f"  버전 {v.version_no}: {span}", file=out)
-        for e in hist.events:
-            # an event of two keys (a number assigned) is listed once, under the key it led to
-            mine = e.dmf_key == key or (e.base_dmf_key == key and e.dmf_key not in keys)
-            if not mine or (e.is_cosmetic and not args.include_cosmetic):
-                continue
-            base = f" (기준 {e.base_day})" if e.base_day else ""
-            flags = f" [{', '.join(e.flags)}]" if e.flags else ""
-            print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
-                  f"{base}{flags}", file=out)
-            for c in e.changes:
-                if c.is_cosmetic and not args.include_cosmetic:
-                    continue
-                print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
-        hidden = sum(1 for e in hist.events if e.dmf_key == key and e.is_cosmetic)
-        if hidden and not args.include_cosmetic:
-            print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
+        _history_xlsx(view, path)
+        print(f"{path} — {view.summary}")
+    else:
+        view.print_table(sys.stdout, include_cosmetic=args.include_cosmetic)
     return 0
+
+
+@contextlib.contextmanager
+def _text_out(path: str | None):
+    """The file at `path` (UTF-8 with a BOM, so Excel reads Hangul) or standard output."""
+    if not path:
+        yield sys.stdout
+        return
+    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+        yield fh
+
+
+class _HistoryView:
+    """What `dmf history` shows of a RegistrationHistory: the range's events, and unless --changes-only
+    the versions and listed spans that overlap the range."""
+
+    def __init__(self, hist, args):
+        self.hist, self.args = hist, args
+        self.events = hist.events  # already those of the range
+        self.keys = list(dict.fromkeys(v.dmf_key for v in hist.versions))
+        if args.changes_only:  # only the registrations the range's events name, and no versions
+            named = {k for e in hist.events for k in (e.dmf_key, e.base_dmf_key) if k}
+            self.keys = [k for k in self.keys if k in named]
+            self.versions, self.spans = (), ()
+            return
+        start, end = args.start or date.min, args.end or date.max
+
+        def overlaps(first: date | None, last: date | None) -> bool:
+            return (first or date.min) <= end and (last or date.max) >= start
+
+        self.versions = tuple(v for v in hist.versions if overlaps(v.first_day, v.last_day))
+        self.spans = tuple(s for s in hist.spans if overlaps(s.first_day, s.last_day))
+
+    @property
+    def range_text(self) -> str:
+        a = self.args
+        if not (a.start or a.end):
+            return ""
+        return f"기간 {a.start or '처음'} ~ {a.end or '마지막'} · "
+
+    @property
+    def summary(self) -> str:
+        what = f"등록 {len(self.keys):,}건"
+        if not self.args.changes_only:
+            what += f" · 버전 {len(self.versions):,}개"
+        return f"{self.range_text}{what} · 이벤트 {len(self.events):,}건"
+
+    def json_lines(self):
+        for v in self.versions:
+            yield {"kind": "version", "dmf_key": v.dmf_key, "version_no": v.version_no, "first_seen": _iso(v.first_day),
+                   "last_seen": _iso(v.last_day), "days_observed": v.days_observed, **v.values}
+        for s in self.spans:
+            yield {"kind": "span", "dmf_key": s.dmf_key, "version_no": s.version_no, "listed": s.version_no is not None,
+                   "first_day": _iso(s.first_day), "last_day": _iso(s.last_day), "accepted_days": s.accepted_days,
+                   "continued_as": s.continued_as, "reappeared": s.reappeared, "text": s.text}
+        for e in self.events:
+            yield _event_json(e)
+
+    def print_table(self, out, *, include_cosmetic: bool) -> None:
+        from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
+        from dmf_assets.korean import josa
+
+        print(self.summary, file=out)
+        for key in self.keys:
+            last = [v for v in self.hist.versions if v.dmf_key == key][-1].values
+            about = " · ".join(last[f] or f"({label} 없음)" for f, label in (("ingredient", "성분명"), ("applicant", "신청인"),
+                                                                              ("countries", "제조국")))
+            print(f"\n■ {key} — {about}", file=out)
+            numbered = next((e.dmf_key for e in self.hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
+            if numbered:
+                print(f"  → 등록번호를 받아 {josa(numbered, '으로/로')} 이어짐", file=out)
+            if last.get("base_permit_no") or last.get("cohort"):
+                grant = " · ".join(f"{label}: {last[f]}" for f, label in (("base_permit_no", "원 등록번호(허여)"), ("cohort", "코호트"))
+                                   if last.get(f))
+                print(f"  {grant}", file=out)
+            for s in self.spans:
+                if s.dmf_key == key:
+                    print(f"  {s.text}", file=out)
+            shown = hidden = 0
+            for e in self.events:
+                # an event of two keys (a number assigned) is listed once, under the key it led to
+                if not (e.dmf_key == key or (e.base_dmf_key == key and e.dmf_key not in self.keys)):
+                    continue
+                if e.is_cosmetic and not include_cosmetic:
+                    hidden += 1
+                    continue
+                shown += 1
+                base = f" (기준 {e.base_day})" if e.base_day else ""
+                flags = f" [{', '.join(e.flags)}]" if e.flags else ""
+                print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
+                      f"{base}{flags}", file=out)
+                for c in e.changes:
+                    if c.is_cosmetic and not include_cosmetic:
+                        continue
+                    print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
+            if hidden:
+                print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
+            elif not shown and (self.args.start or self.args.end):
+                print("  (이 기간에 이벤트 없음)", file=out)
 
 
 def _event_json(e) -> dict:
@@ -166,14 +239,26 @@ def _event_json(e) -> dict:
     }
 
 
-def _history_xlsx(hist, path: Path, args) -> None:
+#: `dmf history --format csv`: one row per event (the keys of `--format jsonl`; changes as text lines)
+HISTORY_CSV_COLUMNS = ("day", "base_day", "event_type", "severity", "permit_no", "dmf_key", "base_dmf_key",
+                       "ingredient", "applicant", "manufacturer", "countries", "is_cosmetic", "flags", "changes")
+
+
+def _event_csv(e) -> list:
+    return [_iso(e.day), _iso(e.base_day), e.event_type, e.severity, e.permit_no, e.dmf_key, e.base_dmf_key,
+            e.ingredient, e.applicant, e.manufacturer, e.countries, e.is_cosmetic, ", ".join(e.flags),
+            "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes)]
+
+
+def _history_xlsx(view: "_HistoryView", path: Path) -> None:
     from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
     from dmf_assets.report.cells import Col
+    from dmf_assets.report.rows import PERMIT_WIDTH, TARGET_CLASS_WIDTH
     from dmf_assets.report.tables import TableSheet, write_tables_workbook
 
     event_cols = (
         Col("day", "관측일", 11, "date"), Col("base_day", "비교 기준일", 11, "date"), Col("severity", "심각도", 9),
-        Col("event_type", "이벤트", 7), Col("permit_no", "등록번호", 22), Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
+        Col("event_type", "이벤트", 7), Col("permit_no", "등록번호", PERMIT_WIDTH), Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
         Col("flags", "표시", 12, "wrap"), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
         Col("dmf_key", "관리 키", 22), Col("base_dmf_key", "이전 관리 키", 22),
     )
@@ -183,27 +268,36 @@ def _history_xlsx(hist, path: Path, args) -> None:
          "changes": "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes) or None,
          "flags": ", ".join(e.flags) or None, "ingredient": e.ingredient, "applicant": e.applicant,
          "dmf_key": e.dmf_key, "base_dmf_key": e.base_dmf_key, "_severity_code": e.severity}
-        for e in hist.events
+        for e in view.events
     ]
-    version_cols = (
-        Col("dmf_key", "관리 키", 22), Col("version_no", "버전", 6, "int"), Col("first_day", "처음 관측", 11, "date"),
-        Col("last_day", "마지막 관측", 11, "date"), Col("days_observed", "관측 일수", 8, "int"),
-        Col("permit_no", "등록번호", 22), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
-        Col("bizrno", "사업자등록번호", 13), Col("sites", "제조소 (사이트별)", 44, "wrap"),
-        Col("address", "제조소 소재지", 44, "wrap"), Col("countries", "제조국", 14, "wrap"),
-        Col("issue_date", "발급일자", 11, "date"), Col("target_class", "대상의약품", 10),
-        Col("base_permit_no", "원 등록번호 (허여)", 22), Col("cohort", "코호트", 10),
-    )
-    version_rows = [{"dmf_key": v.dmf_key, "version_no": v.version_no, "first_day": v.first_day, "last_day": v.last_day,
-                     "days_observed": v.days_observed, **v.values} for v in hist.versions]
+    args = view.args
     what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
-    write_tables_workbook(
-        path,
-        [TableSheet("이벤트", f"등록 이력 · {what}", "관측일 순. 표기 변경 행은 '(표기)'로 표시.", event_cols, event_rows, severity_col=3),
-         TableSheet("버전", f"버전 · {what}", "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).", version_cols, version_rows)],
-        banner=f"등록 이력 — {what}: 버전 {len(hist.versions):,}개 · 이벤트 {len(hist.events):,}건",
-        doc_title=f"DMF 등록 이력 {what}",
-    )
+    sheets = [TableSheet("이벤트", f"등록 이력 · {what}", f"{view.range_text}관측일 순. 표기 변경 행은 '(표기)'로 표시.",
+                         event_cols, event_rows, severity_col=3)]
+    if not args.changes_only:
+        version_cols = (
+            Col("dmf_key", "관리 키", 22), Col("version_no", "버전", 6, "int"), Col("first_day", "처음 관측", 11, "date"),
+            Col("last_day", "마지막 관측", 11, "date"), Col("days_observed", "관측 일수", 8, "int"),
+            Col("permit_no", "등록번호", PERMIT_WIDTH), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
+            Col("bizrno", "사업자등록번호", 13), Col("sites", "제조소 (사이트별)", 44, "wrap"),
+            Col("address", "제조소 소재지", 44, "wrap"), Col("countries", "제조국", 14, "wrap"),
+            Col("issue_date", "발급일자", 11, "date"), Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
+            Col("base_permit_no", "원 등록번호 (허여)", 22), Col("cohort", "코호트", 10),
+        )
+        version_rows = [{"dmf_key": v.dmf_key, "version_no": v.version_no, "first_day": v.first_day, "last_day": v.last_day,
+                         "days_observed": v.days_observed, **v.values} for v in view.versions]
+        span_cols = (Col("dmf_key", "관리 키", 22), Col("first_day", "시작일", 11, "date"), Col("last_day", "종료일", 11, "date"),
+                     Col("state", "목록", 16), Col("accepted_days", "정상 반영일 수", 9, "int"), Col("text", "설명", 70, "wrap"))
+        span_rows = [{"dmf_key": s.dmf_key, "first_day": s.first_day, "last_day": s.last_day,
+                      "state": f"버전 {s.version_no}" if s.version_no is not None else "등록번호 부여" if s.continued_as else "없음 (취하)",
+                      "accepted_days": s.accepted_days, "text": s.text} for s in view.spans]
+        sheets += [
+            TableSheet("버전", f"버전 · {what}", "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).", version_cols, version_rows),
+            TableSheet("목록 기간", f"목록에 있던 기간 · {what}",
+                       "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(취하)과 재등장 — 거부·미수집일은 기간을 끊지 않습니다.",
+                       span_cols, span_rows),
+        ]
+    write_tables_workbook(path, sheets, banner=f"등록 이력 — {what}: {view.summary}", doc_title=f"DMF 등록 이력 {what}")
 
 
 # --- dmf asof -------------------------------------------------------------------------------------

@@ -47,12 +47,13 @@ from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection
-from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
+from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, substantive_changes
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
 from dmf_assets.orchestration.followups import REFETCH_TAG
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
+from dmf_assets.report.sentences import headline_counts_of_run
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
@@ -270,14 +271,12 @@ def snapshot_diff(
                 allow_retries=False,
             ) from None
     c = out.counts
+    counts_text = headline_counts_of_run(c.get("NEW"), c.get("CHANGED"), c.get("WITHDRAWN"), c.get("NUMBER_ASSIGNED"))
     base = str(out.base_day) if out.base_day else verdict.NO_BASE
     if out.status == "rejected":
         context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
     else:
-        context.log.info(
-            f"{out.day}: {out.status} (기준일 {base}) 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)}"
-            f" · 취하 {c.get('WITHDRAWN', 0)} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
-        )
+        context.log.info(f"{out.day}: {out.status} (기준일 {base}) {counts_text} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)")
     if out.rederived_day:
         context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
     if out.failed_gate is not None:  # refused here: by gate 6, or by gate 3 judged again against a base that moved
@@ -293,8 +292,9 @@ def snapshot_diff(
         "status_ko": STATUS_KO[out.status],
         "comparison_base": base,
         "new": c.get("NEW", 0),
-        "changed": c.get("CHANGED", 0),
+        "changed": substantive_changes(c.get("CHANGED"), c.get("NUMBER_ASSIGNED")),  # 실질 변경, as on 요약
         "withdrawn": c.get("WITHDRAWN", 0),
+        "number_assigned": c.get("NUMBER_ASSIGNED", 0),
         "cosmetic": c.get("COSMETIC", 0),
         "rederived_day": str(out.rederived_day) if out.rederived_day else "",
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
@@ -323,8 +323,8 @@ def _not_evaluated_churn(out: pipeline.DayOutcome):
     kinds={"duckdb"},
     pool="duckdb",
     check_specs=[warn_spec("change_rate_burst", "events",
-                           f"품질 경고: 최근 {RATE_WINDOW_DAYS}일 변경률 λ̂이 전체 이력의 {BURST_FACTOR:g}배 이상 (burst) — "
-                           "원천의 대규모 갱신인지 확인하세요")],
+                           f"품질 경고: 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경 건수가 평소(전체 기간)의 {BURST_FACTOR:g}배 "
+                           "이상이면 급증(burst)으로 알립니다 — 원천의 대규모 갱신인지 확인하세요")],
     description=(
         "그날 반영된 변경 이벤트(신규·변경·취하, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
         "The day's published events (JSON Lines for other systems)."
@@ -373,8 +373,9 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
         passed=not rate.burst,
         severity=dg.AssetCheckSeverity.WARN,
         description=rate.text_ko,
-        metadata={"rate_14d": rate.rate_14d, "rate_all": rate.rate_all, "per_week_14d": rate.per_week_14d,
-                  "per_week_all": rate.per_week_all},
+        # registrations changed per day, as the text says them (λ̂ itself is no figure a person reads)
+        metadata={f"changed_per_day_{span}": dg.MetadataValue.float(round(value, 2))
+                  for span, value in (("14d", rate.per_day_14d), ("all", rate.per_day_all)) if value is not None},
     )
 
 

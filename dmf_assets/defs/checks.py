@@ -13,6 +13,7 @@ import dagster as dg
 
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.domain.gates import GATE_LABELS, GateOutcome, QualityMetric
+from dmf_assets.report.rows import sample_table
 
 # Partitioned check specs are what make a day's verdict visible on its partition; Dagster 1.13 marks
 # them as a preview at every load, which is noise for users.
@@ -71,10 +72,11 @@ def md_table(header: list[str], rows: list[list], width: int = 120) -> str:
 
 
 def samples_md(samples: tuple[dict, ...] | list[dict]) -> str:
+    """Sample rows under Korean headers, as the rejected day's 요약 shows them (`report.rows.sample_table`)."""
     if not samples:
-        return "-"
-    header = list(dict.fromkeys(k for s in samples for k in s))
-    return md_table(header, [[s.get(k) for k in header] for s in samples], width=80)
+        return "표본 행 없음"
+    header, rows = sample_table(samples)
+    return md_table(header, rows, width=80)
 
 
 def gates_md(gates: list[GateOutcome]) -> str:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 import polars as pl
 
+from dmf_assets.domain.model import substantive_changes
 from dmf_assets.domain.sites import oversize_expr
 
 
@@ -336,13 +337,16 @@ def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, s
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
     ratio = changed / max(population, 1)
     passed = ratio <= threshold
+    # the churn counts a number assignment as a change; the text names it apart, as every headline does
+    assigned = counts.get("NUMBER_ASSIGNED", 0)
     return GateOutcome(
         6,
         passed,
         ratio,
         threshold,
-        f"신규 {counts.get('NEW', 0):,} · 변경 {counts.get('CHANGED', 0):,} · 취하 {counts.get('WITHDRAWN', 0):,} "
-        f"/ {population:,}건 ({_pct(ratio)})",
+        f"신규 {counts.get('NEW', 0):,} · 변경 {substantive_changes(counts.get('CHANGED'), assigned):,} · "
+        f"취하 {counts.get('WITHDRAWN', 0):,}" + (f" · 번호 부여 {assigned:,}" if assigned else "")
+        + f" / {population:,}건 ({_pct(ratio)})",
         f"≤ {_pct(threshold)}",
         "변동이 허용 범위 안입니다."
         if passed

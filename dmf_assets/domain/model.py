@@ -98,6 +98,17 @@ EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRA
 #: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
 RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
 
+
+def substantive_changes(changed: int | None, number_assigned: int | None) -> int:
+    """실질 변경 (the headline 「변경」): CHANGED events that are neither cosmetic nor a number assignment.
+
+    The one definition every count people read follows — the workbook, the mail, the UI's metadata and
+    gate 6's observed text. A number assignment (번호 부여) is a headline figure of its own. The stored
+    `changed_count` (and the diff's `counts["CHANGED"]`) counts every non-cosmetic CHANGED event, number
+    assignments included; sql/queries/report.sql subtracts `assigned_count` the same way."""
+    return (changed or 0) - (number_assigned or 0)
+
+
 #: Fields compared by the diff, in display order, with the severity of a substantive change
 #: (DESIGN.md §5). `permit_no` only changes when a registration receives its number.
 COMPARED_FIELDS: dict[str, Severity] = {

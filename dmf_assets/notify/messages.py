@@ -23,7 +23,7 @@ from dmf_assets.clock import KST
 from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
 from dmf_assets.korean import josa
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
-from dmf_assets.report.sentences import Sentence, summary_sentences
+from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
 STATUS_LABEL = {
@@ -570,7 +570,7 @@ class ReportDelivery:
     comparison_base: date | None
     registry_size: int | None
     new: int
-    changed: int  # substantive changes (headline)
+    changed: int  # 실질 변경 (`domain.model.substantive_changes`), as on 요약
     withdrawn: int
     cosmetic: int
     watchlist_hits: int
@@ -582,6 +582,12 @@ class ReportDelivery:
     retry_attempt: int = 0  # accepted on this same-morning retry (0: not a retry run)
     retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
+    number_assigned: int = 0  # its own headline figure, never in `changed`
+
+    @property
+    def counts(self) -> str:
+        """The headline figures as 요약 says them (the one builder: report.sentences)."""
+        return headline_counts(self)
 
     @classmethod
     def from_day_report(cls, report: Any, workbook: Path | str | None, *, retry_attempt: int = 0,
@@ -595,7 +601,7 @@ class ReportDelivery:
                    cosmetic=k.cosmetic, watchlist_hits=k.watchlist_hits, status_reason=report.status_reason,
                    sentences=tuple(sentences), headline_total=total, watch_hits=tuple(s.marked for s in watched),
                    digest=report_digest(report), retry_attempt=retry_attempt, retries_failed=retries_failed,
-                   run_id=run_id)
+                   run_id=run_id, number_assigned=k.number_assigned)
 
 
 def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
@@ -608,7 +614,7 @@ def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
         return f"[DMF] {d.day} — 기준일 수집 (baseline){size}{again}"
     watch = f" · 관심목록 {d.watchlist_hits}" if d.watchlist_hits else ""
     retry = f" · 재시도 {d.retry_attempt}회째 반영" if d.retry_attempt else ""
-    return f"[DMF] {d.day} — 신규 {d.new} · 변경 {d.changed} · 취하 {d.withdrawn}{watch}{retry}{again}"
+    return f"[DMF] {d.day} — {d.counts}{watch}{retry}{again}"
 
 
 def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
@@ -633,10 +639,10 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
                  + " (collection failed — comparison base unchanged)")
     elif d.status == "baseline":
         title = f"{d.day} 첫 수집으로 기준일(baseline)이 만들어졌습니다. 비교할 이전 날이 없어 이벤트는 없습니다."
-    elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn):
+    elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn or d.number_assigned):
         title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다(no change)."
     else:
-        title = f"{d.day} 등록 현황: {base} 대비 신규 {d.new:,}건, 변경 {d.changed:,}건, 취하 {d.withdrawn:,}건."
+        title = f"{d.day} 등록 현황: {base} 대비 {d.counts}."
     status = STATUS_LABEL[d.status] + (f" — {d.status_reason}" if d.status_reason else "")
     sections = [("상태 / Status", status)]
     if d.retry_attempt:
@@ -660,6 +666,8 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
         facts.append(("등록 수 / registry size", _n(d.registry_size)))
     if d.status not in ("rejected", "baseline"):
         facts += [("신규 / new", _n(d.new)), ("변경 / changed", _n(d.changed)), ("취하 / withdrawn", _n(d.withdrawn))]
+        if d.number_assigned:
+            facts.append(("번호 부여 / number assigned", _n(d.number_assigned)))
         if d.cosmetic:
             facts.append(("표기 변경(별도) / cosmetic", _n(d.cosmetic)))
     level = WARNING if d.status == "rejected" or watched else INFO

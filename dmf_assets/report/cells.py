@@ -487,11 +487,3 @@ def column_widths(cols: Sequence[Col]) -> tuple[float, ...]:
 
 def day_text(day: date | None) -> str:
     return day.isoformat() if day else "—"
-
-
-def datetime_text(value: datetime | None) -> str:
-    if value is None:
-        return "—"
-    if value.tzinfo is not None:
-        value = value.astimezone(KST)
-    return value.strftime("%Y-%m-%d %H:%M:%S")

@@ -3,19 +3,21 @@ named report queries, sql/queries/report.sql)."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections import defaultdict
 from datetime import date, timedelta
-
-import math
 
 import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.gates import GATE_LABELS, BaseFacts, FetchFacts, gate_churn, gate_drop
+from dmf_assets.domain.model import substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
     ChangeRate,
+    DayCounts,
     DayReport,
     DayStatus,
     EventRow,
@@ -27,6 +29,7 @@ from dmf_assets.report.model import (
     PeriodReport,
     QualityRow,
 )
+from dmf_assets.report.sentences import change_rate_text, headline_counts
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import fetch_one, query
@@ -160,13 +163,16 @@ def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRo
         facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
         restated[3] = gate_drop(facts, base, settings.gates)
         if base_day is not None:
-            counts = {"NEW": run["new_count"] or 0, "CHANGED": run["changed_count"] or 0, "WITHDRAWN": run["withdrawn_count"] or 0}
+            counts = {"NEW": run["new_count"] or 0, "CHANGED": run["changed_count"] or 0, "WITHDRAWN": run["withdrawn_count"] or 0,
+                      "NUMBER_ASSIGNED": run["assigned_count"] or 0}
             restated[6] = gate_churn(counts, (base.population or run["population"] or 0), settings.gates)
         else:
             restated[6] = None  # baseline: keep the stored "비교 기준 없음"
         for number, g in restated.items():
             s_row = stored.get(number)
-            if g is not None and s_row is not None and (s_row["observed"] != g.observed or bool(s_row["passed"]) != g.passed):
+            # judged by the numbers: the wording of an observed value may differ between releases
+            if g is not None and s_row is not None and (not math.isclose(s_row["observed_value"] or 0.0, g.observed_value)
+                                                        or bool(s_row["passed"]) != g.passed):
                 problems.append(f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})")
     rows = []
     for number, (name, label) in GATE_LABELS.items():
@@ -176,15 +182,16 @@ def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRo
             continue
         s_row = stored.get(number)
         if s_row is None:
-            rows.append(GateRow(number, name, label, None, "평가하지 않음", "-", "앞선 단계에서 판정이 끝났습니다."))
+            rows.append(GateRow(number, name, label, None, "평가하지 않음", "해당 없음", "앞선 단계에서 판정이 끝났습니다."))
         else:
+            samples = json.loads(s_row["samples"]) if isinstance(s_row["samples"], str) else (s_row["samples"] or [])
             rows.append(GateRow(number, name, label, s_row["passed"], s_row["observed"] or "", s_row["threshold"] or "",
-                                s_row["detail"] or ""))
+                                s_row["detail"] or "", tuple(samples)))
     return tuple(rows), problems
 
 
 def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int = RATE_WINDOW_DAYS) -> ChangeRate:
-    """λ̂ = −ln(1 − X/n)/I over the last `window_days` vs all accepted history up to `day`.
+    """λ̂ = −ln(1 − X/n)/I over the last `window_days` vs all accepted history up to `day`, X = 실질 변경.
 
     For a WARN asset check: `change_rate(conn, day).burst` (text in `.text_ko`).
     """
@@ -198,22 +205,16 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
             return None, x, n
         interval = sum((r[3] or 0) * (history.to_date(r[0]) - history.to_date(r[1])).days for r in sel) / n
         share = min(x / n, 1 - 1e-9)
-        return -math.log(1 - share) / max(interval, 1e-9), x, n
+        return max(0.0, -math.log1p(-share)) / max(interval, 1e-9), x, n  # max: no −0.0 on a quiet history
 
     rate_all, x_all, _ = estimate(rows)
     rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
     size = fetch_population(conn, day)
-    per_week = lambda rate: None if rate is None or size is None else rate * 7 * size  # noqa: E731
+    per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
-    if rate_all is None:
-        text = "변경률 λ̂: 비교한 날이 아직 없습니다"
-    else:
-        text = f"보통 주 {per_week(rate_all):,.1f}건 변경 (전체 이력 λ̂ {rate_all:.2e}/등록·일)"
-        if rate_14 is not None:
-            text += f" · 최근 {window_days}일 주 {per_week(rate_14):,.1f}건 (λ̂ {rate_14:.2e})"
-        if burst:
-            text += f" — 급증: 평소의 {rate_14 / rate_all:.1f}배 (≥ {BURST_FACTOR:g}배)"
-    return ChangeRate(rate_14, rate_all, per_week(rate_14), per_week(rate_all), x_14, x_all, burst, text)
+    text = change_rate_text(per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR,
+                            burst=burst)
+    return ChangeRate(rate_14, rate_all, per_day(rate_14), per_day(rate_all), x_14, x_all, burst, text)
 
 
 def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
@@ -251,7 +252,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     event_rows = _event_rows(events, products) if not events.is_empty() else ()
     by_severity: dict[str, int] = defaultdict(int)
     for e in event_rows:
-        if e.event_type == "CHANGED" and not e.is_cosmetic:
+        if e.is_substantive_change:
             by_severity[e.severity] += 1
 
     population = run["population"]
@@ -261,7 +262,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     kpis = Kpis(
         registry_size=population,
         new=run["new_count"] or 0,
-        changed=run["changed_count"] or 0,
+        changed=substantive_changes(run["changed_count"], run["assigned_count"]),
         changed_by_severity=dict(by_severity),
         withdrawn=run["withdrawn_count"] or 0,
         reappeared=run["reappeared_count"] or 0,
@@ -280,16 +281,10 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     elif status is DayStatus.UNCHANGED:
         reason = f"기준일 {base_day} 대비 변경이 없습니다{covers}."
     else:
-        reason = (
-            f"기준일 {base_day} 대비{covers} 신규 {kpis.new:,} · 변경 {kpis.changed:,} · 취하 {kpis.withdrawn:,}"
-            f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)"
-        )
+        reason = (f"기준일 {base_day} 대비{covers} {headline_counts(kpis)}"
+                  + (f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)" if kpis.cosmetic else ""))
 
-    start = history.day_id(day - timedelta(days=settings.report.history_days - 1))
-    points = tuple(
-        HistoryPoint(history.to_date(r[0]), r[1], r[2], r[3], r[4], r[5], r[6])
-        for r in conn.execute(query("report.history_points"), [start, d]).fetchall()
-    )
+    points = _history_points(conn, day - timedelta(days=settings.report.history_days - 1), day)
     quality = tuple(
         QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
         for name, label, value, expected, ok, detail in conn.execute(query("report.day_quality"), [d]).fetchall()
@@ -305,38 +300,41 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         if withdrawal_share > WITHDRAWAL_WARN_SHARE:
             warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {WITHDRAWAL_WARN_SHARE * 100:g} %) — 원천 확인 필요")
     if rate is not None and rate.burst:
-        warnings.append("변경 급증 (최근 14일 λ̂ ≥ 평소의 3배)")
+        warnings.append(f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상")
     if products_problem:
         warnings.append(products_problem)
 
     # 전체현황 and 이력: the registry of the last accepted day and the events of the last N days
     ledger = registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame()
     recent_days = RECENT_DAYS
-    recent = recent_events_frame(conn, day - timedelta(days=recent_days - 1), day)
+    recent_start = day - timedelta(days=recent_days - 1)
+    recent = recent_events_frame(conn, recent_start, day)
     recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()
+    recent_counts = DayCounts.of(recent_start, day, [p.status for p in _history_points(conn, recent_start, day)])
 
     pages = fetch_one(conn, query("report.day_fetch_pages"), [d])
-    info = {
-        "날짜": day.isoformat(),
+    info: dict[str, object] = {
+        "날짜": day,
         "판정": status.label_ko,
-        "비교 기준일": str(base_day or "-"),
-        "수집 출처": run["source"] or "-",
-        "totalCount": f"{run['total_count']:,}" if run["total_count"] is not None else "-",
-        "수신 건수": f"{run['rows_received']:,}" if run["rows_received"] is not None else "-",
+        "비교 기준일": base_day or "없음 (첫 수집일)",
+        "수집 출처": run["source"],
+        "totalCount": f"{run['total_count']:,}" if run["total_count"] is not None else None,
+        "수신 건수": f"{run['rows_received']:,}" if run["rows_received"] is not None else None,
         "요청 쪽수 / 시도": f"{pages[0] or 0} / {pages[1] or 0}",
-        "수집 시간(초)": f"{run['fetch_seconds']:.1f}" if run["fetch_seconds"] is not None else "-",
-        "처리 시간(초)": f"{run['process_seconds']:.2f}" if run["process_seconds"] is not None else "-",
-        "판정 시각": str(run["judged_at"] or "-"),
-        "반영 시각": str(run["committed_at"] or "-"),
-        "Dagster run": run["dagster_run_id"] or "-",
+        "수집 시간(초)": f"{run['fetch_seconds']:.1f}" if run["fetch_seconds"] is not None else None,
+        "처리 시간(초)": f"{run['process_seconds']:.2f}" if run["process_seconds"] is not None else None,
+        "판정 시각": run["judged_at"],
+        "반영 시각": run["committed_at"] or ("반영하지 않음 (거부된 날)" if status is DayStatus.REJECTED else None),
+        "Dagster run": run["dagster_run_id"],
     }
     if run.get("rederived_at"):
-        info["재계산"] = f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']}에 이벤트를 다시 계산함"
+        info["재계산"] = f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']:%Y-%m-%d %H:%M}에 이벤트를 다시 계산함"
     if gate_problems:
         info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
     if rate is not None:
-        info["변경률 λ̂"] = rate.text_ko
+        info["변경률"] = rate.text_ko
     info.update(run_info or {})
+    info = {k: v for k, v in info.items() if v is not None}  # a fact not recorded is left out, never shown as '-'
     w = settings.watchlist
     return DayReport(
         day=day,
@@ -358,11 +356,19 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         ledger=ledger,
         recent_events=recent_rows,
         recent_days=recent_days,
+        recent_counts=recent_counts,
         warnings=tuple(warnings),
         change_rate=rate,
         withdrawal_share=withdrawal_share,
         products=tuple(p.label for p in products),
+        products_configured=bool(settings.products.file),
     )
+
+
+def _history_points(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> tuple[HistoryPoint, ...]:
+    """Every processed day in [start, end] with its status and headline counts (the runs table)."""
+    return tuple(HistoryPoint(history.to_date(r[0]), *r[1:])
+                 for r in conn.execute(query("report.history_points"), [history.day_id(start), history.day_id(end)]).fetchall())
 
 
 #: days of events on the 이력 sheet
@@ -492,12 +498,11 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
             changes=changes,
             product_hits=tuple(dict.fromkeys(p for e in evs for p in e.product_hits)),
             watchlist_hit=any(e.watchlist_hit for e in evs),
-            event_days=tuple(dict.fromkeys(e.day for e in evs)),
         ))
     net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
 
     runs = conn.execute(query("report.period_runs"), params).fetchall()
-    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7]) for r in runs)
+    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7], r[9]) for r in runs)
     reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == "rejected" and r[8]}
     first_accepted = next((r for r in runs if r[1] in ("accepted", "baseline")), None)
     warnings = []

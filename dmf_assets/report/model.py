@@ -75,6 +75,7 @@ class GateRow:
     observed: str  # human-readable observed value, e.g. "8,940 / 9,203 (97.1 %)"
     threshold: str  # e.g. "= totalCount", "≤ 5 %"
     detail: str = ""  # why, in Korean, with numbers
+    samples: tuple[dict, ...] = ()  # the evidence of a failed gate (pages, rows, numbers); see rows.sample_table
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,11 @@ class EventRow:
     day: date | None = None  # the accepted day the event was observed (이력 sheet, period report)
     base_day: date | None = None  # its comparison base
 
+    @property
+    def is_substantive_change(self) -> bool:
+        """Counted in the headline 「변경」 (실질 변경, `domain.model.substantive_changes`)."""
+        return self.event_type == "CHANGED" and not self.is_cosmetic and not self.number_assigned
+
 
 @dataclass(frozen=True)
 class HistoryPoint:
@@ -137,9 +143,29 @@ class HistoryPoint:
     status: str  # DayStatus value
     registry_size: int | None
     new: int
-    changed: int  # substantive CHANGED only
+    changed: int  # 실질 변경 (`domain.model.substantive_changes`)
     withdrawn: int
     cosmetic: int
+    number_assigned: int = 0
+
+
+@dataclass(frozen=True)
+class DayCounts:
+    """How the days of a window were processed, from the `runs` table (not from the events they had)."""
+
+    first: date
+    last: date
+    accepted: int  # accepted, unchanged and baseline days
+    rejected: int
+    pending: int  # a run started but not judged yet
+    not_run: int  # no run at all
+
+    @classmethod
+    def of(cls, first: date, last: date, statuses: list[str]) -> "DayCounts":
+        accepted = sum(1 for s in statuses if s in ("accepted", "baseline"))
+        rejected = sum(1 for s in statuses if s == "rejected")
+        pending = len(statuses) - accepted - rejected
+        return cls(first, last, accepted, rejected, pending, (last - first).days + 1 - len(statuses))
 
 
 @dataclass(frozen=True)
@@ -156,8 +182,8 @@ class AggregateRow:
 class Kpis:
     registry_size: int | None  # size of the day's accepted snapshot (or the base's on a rejected day)
     new: int = 0
-    changed: int = 0  # substantive
-    changed_by_severity: dict[str, int] = field(default_factory=dict)  # CRITICAL/HIGH/MEDIUM/INFO
+    changed: int = 0  # 실질 변경: neither cosmetic nor a number assignment (`domain.model.substantive_changes`)
+    changed_by_severity: dict[str, int] = field(default_factory=dict)  # of `changed`: CRITICAL/HIGH/MEDIUM
     withdrawn: int = 0
     reappeared: int = 0
     number_assigned: int = 0
@@ -170,14 +196,15 @@ class Kpis:
 class ChangeRate:
     """Observed change rate λ̂ = −ln(1 − X/n) / I per registration and day (DESIGN.md §10).
 
-    X = substantive CHANGED events, n = registrations compared (the bases' populations), I = the
-    mean comparison interval in days — pooled over the accepted comparisons of the window.
+    X = 실질 변경 (changed registrations), n = registrations compared (the bases' populations), I = the
+    mean comparison interval in days — pooled over the accepted comparisons of the window. People read
+    it as registrations changed per day at today's registry size (`text_ko`), never as λ̂ itself.
     """
 
     rate_14d: float | None  # None: no accepted comparison in the last 14 days
     rate_all: float | None  # None: no accepted comparison at all
-    per_week_14d: float | None  # expected registrations changed per week at today's registry size
-    per_week_all: float | None
+    per_day_14d: float | None  # expected registrations changed per day at today's registry size
+    per_day_all: float | None
     changed_14d: int = 0
     changed_all: int = 0
     burst: bool = False  # rate_14d >= BURST_FACTOR × rate_all
@@ -200,17 +227,19 @@ class DayReport:
     gates: tuple[GateRow, ...] = ()
     quality: tuple[QualityRow, ...] = ()
     watchlist: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> patterns
-    run_info: dict[str, str] = field(default_factory=dict)  # label -> value (run id, source, timings…)
+    run_info: dict[str, object] = field(default_factory=dict)  # label -> text, date or datetime (메타 '실행 정보')
     generated_at: datetime | None = None
     source_url: str = "https://nedrug.mfds.go.kr"  # 의약품안전나라 (search links per registration)
     # 전체현황: the registry of last_accepted_day, a row per registration (`storage.registry.registry_asof`)
     ledger: pl.DataFrame = field(default_factory=pl.DataFrame, compare=False)
     recent_events: tuple[EventRow, ...] = ()  # 이력: every event of the last `recent_days` days, newest first
     recent_days: int = 90
+    recent_counts: DayCounts | None = None  # 이력: how the days of its window were processed
     warnings: tuple[str, ...] = ()  # active quality / share warnings, shown in the banner
     change_rate: ChangeRate | None = None
     withdrawal_share: float | None = None  # withdrawn / base population (accepted days)
     products: tuple[str, ...] = ()  # labels of the configured products (empty = no product list)
+    products_configured: bool = False  # `[products] file` is set (an empty or broken list is still configured)
 
     @property
     def is_rejected(self) -> bool:
@@ -260,7 +289,6 @@ class NetChange:
     changes: tuple[FieldChangeRow, ...] = ()  # net field changes (sites: the site rows that did not cancel out)
     product_hits: tuple[str, ...] = ()
     watchlist_hit: bool = False
-    event_days: tuple[date, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ SOURCE_BASE_FALLBACK = "https://nedrug.mfds.go.kr"
 NEDRUG_DMF_SEARCH_PATH = "/pbp/CCBAC03/getList"
 NEDRUG_INGREDIENT_PARAM = "searchIngrKorName"
 _MAX_URL = 2000  # Excel refuses to follow hyperlinks longer than ~2,079 characters
+#: the cell text of every such link: it says what the link does (a search, not the registration's page)
+NEDRUG_LINK_TEXT = "성분 검색"
 
 
 def nedrug_link(ev: EventRow, base_url: str) -> tuple[str, str]:
@@ -22,5 +24,5 @@ def nedrug_link(ev: EventRow, base_url: str) -> tuple[str, str]:
         if term:
             url = f"{base}?{urlencode({NEDRUG_INGREDIENT_PARAM: term}, quote_via=quote)}"
             if len(url) <= _MAX_URL:
-                return "조회", url
-    return "조회", base
+                return NEDRUG_LINK_TEXT, url
+    return "등록 현황 목록", base  # nothing to search for: the list itself

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from pathlib import Path
 
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
+from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
-from dmf_assets.report.cells import Col, datetime_text, day_text, fit_row_height, put_text, text_lines, write_table
-from dmf_assets.report.model import DayStatus
+from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK
+from dmf_assets.report.model import Kpis
 from dmf_assets.report.output import atomic_write, ensure_dir
-from dmf_assets.report.rows import FIELD_COLUMNS, RECENT_COLUMNS, change_lines, event_row, field_label, site_kind
-from dmf_assets.report.sentences import summary_sentences
+from dmf_assets.report.rows import (
+    FIELD_COLUMNS,
+    PERMIT_WIDTH,
+    RECENT_COLUMNS,
+    change_lines,
+    event_row,
+    field_label,
+    site_kind,
+)
+from dmf_assets.report.sentences import CHANGED_DEFINITION, NUMBER_ASSIGNED_DEFINITION, headline_counts, summary_sentences
 from dmf_assets.report.sheet_frame import ATTRIBUTION, frame_sheet
 from dmf_assets.report.tables import TableSheet, add_table_sheet
 from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
@@ -23,15 +32,16 @@ from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY
 REVIEW_COLUMNS: tuple[Col, ...] = (Col("reviewer", "검토자", 10), Col("reviewed_on", "검토일", 11), Col("comment", "의견", 30, "wrap"))
 NET_COLUMNS: tuple[Col, ...] = (
     Col("severity", "심각도", 9),
-    Col("net_type", "순변경", 11),
-    Col("permit_no", "등록번호", 22),
+    Col("net_type", "순변경", 14),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 22, "wrap"),
     Col("applicant", "신청인", 18, "wrap"),
     Col("manufacturer", "제조소명", 26, "wrap"),
     Col("countries", "제조국", 11, "wrap"),
     Col("change_summary", "순변경 내용 (기간 처음 전 → 마지막 후)", 50, "wrap"),
     Col("n_events", "이벤트 수", 7, "int"),
-    Col("event_days", "관측일", 12, "wrap"),
+    Col("first_day", "처음 관측일", 11, "date"),
+    Col("last_day", "마지막 관측일", 11, "date"),
     Col("product_hits", "자사 영향", 16, "wrap"),
     Col("watch", "관심목록", 8),
     Col("dmf_key", "관리 키", 22),
@@ -79,44 +89,57 @@ def build_period_workbook(period) -> Workbook:
     r = 4
     put_text(ws, r + 1, 1, "기간 개요", st.SECTION)
     r += 1
-    facts = [
-        ("기간", f"{period.start} ~ {period.end} ({(period.end - period.start).days + 1}일)"),
-        ("정상 반영일 / 수집 실패일", f"{period.accepted_days}일 / {period.rejected_days}일"),
-        ("첫 비교 기준일", day_text(period.first_base)),
-        ("이벤트 (표기 변경 포함)", f"{len(period.events):,}건"),
+    headline = [d for d in period.days if d.status == "accepted"]
+    facts: list[tuple[str, object]] = [
+        ("시작일", period.start),
+        ("종료일", period.end),
+        ("일수", f"{(period.end - period.start).days + 1}일 — 정상 반영 {period.accepted_days}일 · 수집 실패 "
+                 f"{period.rejected_days}일"),
+        ("첫 비교 기준일", period.first_base or "없음 (기간 안에 정상 반영일이 없음)"),
+        ("건수 (정상 반영일 합계)", headline_counts(Kpis(None, **{k: sum(getattr(d, k) for d in headline) for k in
+                                                           ("new", "changed", "withdrawn", "number_assigned")}))
+         + f" · 표기 변경 {sum(d.cosmetic for d in headline):,}"),
         ("순변경 등록", ", ".join(f"{NET_LABEL_KO[t]} {c:,}" for t, c in sorted(by_type.items())) or "없음"),
         ("자사 제품 해당 등록", f"{sum(1 for n in period.net if n.product_hits):,}건" if period.products else "제품 목록 없음"),
-        ("생성 시각 (KST)", datetime_text(period.generated_at)),
+        ("생성 시각 (KST)", period.generated_at),
     ]
     for name, value in facts:
         r += 1
         put_text(ws, r, 1, name, st.LABEL)
-        put_text(ws, r, 2, value, st.TEXT_WRAP)
-        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
+        if isinstance(value, datetime):
+            put_datetime(ws, r, 2, value)
+        elif isinstance(value, date):
+            put_date(ws, r, 2, value)
+        else:
+            put_text(ws, r, 2, value, st.TEXT_WRAP)
+            ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
     sentences, total = summary_sentences(period.events)
     r += 2
-    put_text(ws, r, 1, f"주요 변경 (실질 변경 이벤트 {total:,}건 중)", st.SECTION)
+    shown = sum(x.count for x in sentences)
+    put_text(ws, r, 1, f"주요 이벤트 {total:,}건" + (f" 중 {shown:,}건" if shown < total else "") + " — 자사 제품·관심목록 우선, 심각도 순",
+             st.SECTION)
     for x in sentences:
         r += 1
         cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(x.severity, x.severity) + (" · 자사" if x.products else ""))
         cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
-        put_text(ws, r, 2, x.text, st.TEXT_WRAP)
+        put_text(ws, r, 2, x.full_text, st.TEXT_WRAP)
         ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
-        fit_row_height(ws, r, text_lines(x.text, sum(widths[1:])))
+        fit_row_height(ws, r, text_lines(x.full_text, sum(widths[1:])))
     if not sentences:
         r += 1
-        put_text(ws, r, 1, "실질 변경 없음", st.NOTE)
+        put_text(ws, r, 1, "기간 중 실질 이벤트 없음", st.NOTE)
     r += 2
     put_text(ws, r, 1, "일별 처리", st.SECTION)
     day_cols = (Col("day", "날짜", 28, "date"), Col("status", "상태", 14), Col("registry_size", "등록 현황", 24, "int"),
                 Col("new", "신규", 16, "int"), Col("changed", "변경", 18, "int"), Col("withdrawn", "취하", 14, "int"),
                 Col("reason", "표기 변경 / 실패 사유", 40, "wrap"))
     day_rows = [{
-        "day": d.day, "status": DayStatus(d.status).label_ko if d.status in DayStatus._value2member_map_ else d.status,
+        "day": d.day, "status": RUN_STATUS_KO.get(d.status, d.status),
         "registry_size": d.registry_size,
         "new": d.new if d.status == "accepted" else None, "changed": d.changed if d.status == "accepted" else None,
         "withdrawn": d.withdrawn if d.status == "accepted" else None,
-        "reason": period.reasons.get(d.day) or (f"표기 변경 {d.cosmetic}" if d.status == "accepted" else None),
+        "reason": period.reasons.get(d.day) or (f"표기 변경 {d.cosmetic:,}" + (f" · 번호 부여 {d.number_assigned:,}" if d.number_assigned else "")
+                                                if d.status == "accepted" else None),
         "_rejected": d.status == "rejected",
     } for d in period.days]
 
@@ -134,7 +157,7 @@ def build_period_workbook(period) -> Workbook:
         "permit_no": n.permit_no, "ingredient": n.ingredient, "applicant": n.applicant,
         "manufacturer": n.manufacturer, "countries": n.countries,
         "change_summary": "\n".join(change_lines(n)) or None, "n_events": n.n_events,
-        "event_days": ", ".join(d.isoformat() for d in n.event_days), "product_hits": "\n".join(n.product_hits) or None,
+        "first_day": n.first_day, "last_day": n.last_day, "product_hits": "\n".join(n.product_hits) or None,
         "watch": "예" if n.watchlist_hit else None, "dmf_key": n.dmf_key, "reviewer": "", "reviewed_on": "", "comment": "",
         "_severity_code": n.severity,
     } for n in period.net]
@@ -166,6 +189,8 @@ def build_period_workbook(period) -> Workbook:
     for sheet in sheets:
         add_table_sheet(wb, sheet, banner, status, header)
     meta = [{"group": "출처", "item": "출처 표시", "value": ATTRIBUTION}]
+    meta += [{"group": "건수", "item": "변경", "value": CHANGED_DEFINITION},
+             {"group": "건수", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION}]
     meta += [{"group": "순변경", "item": k, "value": v} for k, v in NET_DEFINITIONS.items()]
     meta += [{"group": "제품 목록", "item": f"제품 {i}", "value": p} for i, p in enumerate(period.products, 1)]
     meta += [{"group": "참고", "item": f"참고 {i}", "value": t} for i, t in enumerate(NOTES, 1)]

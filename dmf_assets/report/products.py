@@ -27,10 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.text import match_key
 
 COLUMNS: tuple[str, ...] = ("품목명", "성분", "DMF 등록번호", "제조소")
+#: the example shipped with the project, and where README tells a team to copy it (`[products] file`)
+EXAMPLE_FILE = "config/products.example.csv"
+SUGGESTED_FILE = "config/products.csv"
 
 
 class ProductsError(UserError):
@@ -75,7 +79,7 @@ def parse_products(text: str, source: str = "products.csv") -> tuple[Product, ..
         )
     dupes = sorted({h for h in header if header.count(h) > 1 and h in COLUMNS})
     if dupes:
-        raise ProductsError(f"{source}:{start + 1}: 머리글 {', '.join(dupes)}이(가) 두 번 있습니다")
+        raise ProductsError(f"{source}:{start + 1}: 머리글 {josa(', '.join(dupes), '이/가')} 두 번 있습니다")
     pos = {c: header.index(c) for c in COLUMNS}
     products: list[Product] = []
     for offset, cells in enumerate(reader):

@@ -15,7 +15,7 @@ from dmf_assets.domain.model import (
     SEVERITY_RANK,
     SITES_FIELD,
 )
-from dmf_assets.domain.sites import describe_site_change
+from dmf_assets.domain.sites import describe_site_change, split_sites
 from dmf_assets.report.cells import Col
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
@@ -79,11 +79,15 @@ def _change_summary(ev: EventRow) -> str | None:
 
 # --- 변경 이벤트 / 신규·취하 / 이력 ---------------------------------------------------------------------
 
+#: the longest real number, 「20121220-144-I-186-02(10)」, fits on one line; so does 「인태반 유래」
+PERMIT_WIDTH = 25
+TARGET_CLASS_WIDTH = 11
+
 
 EVENT_COLUMNS: tuple[Col, ...] = (
     Col("severity", "심각도", 9),
     Col("event_type", "이벤트", 7),
-    Col("permit_no", "등록번호", 22),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 24, "wrap"),
     Col("applicant", "신청인", 20, "wrap"),
     Col("manufacturer", "제조소명", 30, "wrap"),
@@ -94,7 +98,7 @@ EVENT_COLUMNS: tuple[Col, ...] = (
     Col("watch_reasons", "관심목록 사유", 18, "wrap"),
     Col("product_hits", "자사 영향", 18, "wrap"),
     Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", 10),
+    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
     Col("bizrno", "사업자등록번호", 13),
     Col("address", "제조소 소재지", 40, "wrap"),
     Col("dmf_key", "관리 키", 24),
@@ -132,7 +136,7 @@ def event_row(ev: EventRow, base_url: str) -> dict:
 NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
     Col("event_type", "구분", 7),
     Col("severity", "심각도", 9),
-    Col("permit_no", "등록번호", 22),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 24, "wrap"),
     Col("ingredient_base", "성분 기준명", 18, "wrap"),
     Col("applicant", "신청인", 20, "wrap"),
@@ -141,7 +145,7 @@ NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
     Col("address", "제조소 소재지", 40, "wrap"),
     Col("countries", "제조국", 12, "wrap"),
     Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", 10),
+    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
     Col("flags", "표시", 12, "wrap"),
     Col("product_hits", "자사 영향", 18, "wrap"),
     Col("dmf_key", "관리 키", 24),
@@ -165,7 +169,7 @@ RECENT_COLUMNS: tuple[Col, ...] = (
     Col("base_day", "비교 기준일", 11, "date"),
     Col("severity", "심각도", 9),
     Col("event_type", "이벤트", 7),
-    Col("permit_no", "등록번호", 22),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 22, "wrap"),
     Col("applicant", "신청인", 18, "wrap"),
     Col("manufacturer", "제조소명", 26, "wrap"),
@@ -195,7 +199,7 @@ def recent_rows(report: DayReport) -> list[dict]:
 FIELD_COLUMNS: tuple[Col, ...] = (
     Col("severity", "심각도", 9),
     Col("kind", "구분", 9),
-    Col("permit_no", "등록번호", 22),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 24, "wrap"),
     Col("applicant", "신청인", 20, "wrap"),
     Col("field", "항목", 13),
@@ -233,12 +237,69 @@ def field_rows(report: DayReport) -> list[dict]:
     ]
 
 
+# --- 업체별: the day's events per applicant and per manufacturer ------------------------------------
+
+
+def _site_names(ev: EventRow) -> list[str]:
+    """The manufacturer of each site (a multi-site registration names several), or the field as published."""
+    names = [site.name for site in split_sites(ev.manufacturer, ev.address, ev.countries).sites if site.name]
+    return list(dict.fromkeys(names)) or ([ev.manufacturer] if ev.manufacturer else [])
+
+
+def events_by_company(events: Sequence[EventRow]) -> dict[str, list[tuple[str, list[EventRow]]]]:
+    """{"신청인": [(name, events)…], "제조소": […]}: the headline events of each applicant and of each
+    manufacturer, the company with the most severe event first (then the most events, then the name);
+    inside a company, by severity. Cosmetic events are left out, as from every headline."""
+    groups: dict[str, dict[str, list[EventRow]]] = {"신청인": {}, "제조소": {}}
+    for ev in events:
+        if ev.is_cosmetic:
+            continue
+        groups["신청인"].setdefault(ev.applicant or "(신청인 없음)", []).append(ev)
+        for name in _site_names(ev) or ["(제조소명 없음)"]:
+            groups["제조소"].setdefault(name, []).append(ev)
+
+    def order(item: tuple[str, list[EventRow]]) -> tuple:
+        name, evs = item
+        return -max(SEVERITY_RANK.get(e.severity, -1) for e in evs), -len(evs), name
+
+    return {kind: sorted(((name, sorted_events(evs)) for name, evs in by_name.items()), key=order)
+            for kind, by_name in groups.items()}
+
+
+# --- a gate's or quality metric's sample rows (요약 of a rejected day, the UI's check pages) ---------
+
+#: sample keys (domain/gates.py) -> Korean headers; a key not listed keeps its name
+SAMPLE_LABELS_KO: dict[str, str] = {
+    "page_no": "쪽 번호", "rows": "받은 행", "expected_rows": "받아야 할 행", "status": "상태",
+    "page_total_count": "그 쪽의 totalCount", "error": "오류", "row_no": "행 번호", "permit_no_raw": "등록번호 (원문)",
+    "permit_no": "등록번호", "dmf_key": "관리 키", "count": "반복 횟수", "event_type": "이벤트", "severity": "심각도",
+    "ingredient": "성분명", "ingredient_summary": "성분명", "applicant": "신청인", "applicant_summary": "신청인",
+    "issue_date": "발급일자", "permit_accept_date": "접수일", "countries": "제조국",
+}
+_SAMPLE_VALUES_KO: dict[str, dict[str, str]] = {
+    "event_type": EVENT_LABEL_KO, "severity": SEVERITY_LABEL_KO, "status": {"ok": "정상", "failed": "실패"},
+}
+
+
+def sample_table(samples: Sequence[dict]) -> tuple[list[str], list[list]]:
+    """(Korean headers, rows) of sample rows. 관리 키 is left out where it only repeats 등록번호."""
+    keys = list(dict.fromkeys(k for s in samples for k in s))
+    if "dmf_key" in keys and "permit_no" in keys and all(s.get("dmf_key") == s.get("permit_no") for s in samples):
+        keys.remove("dmf_key")
+
+    def shown(key: str, value):
+        return _SAMPLE_VALUES_KO[key].get(value, value) if key in _SAMPLE_VALUES_KO and isinstance(value, str) else value
+
+    rows = [[shown(k, s.get(k)) for k in keys] for s in samples]
+    return [SAMPLE_LABELS_KO.get(k, k) for k in keys], rows
+
+
 # --- the ledger (전체현황): the full registry of one accepted day ---------------------------------
 
 PERMIT_FMT_LABEL_KO: dict[str, str] = {"standard": "표준", "new_substance": "신물질", "unknown": "해석 불가", "missing": "번호 없음"}
 
 LEDGER_COLUMNS: tuple[Col, ...] = (
-    Col("permit_no", "등록번호", 24),
+    Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("permit_fmt", "번호 형식", 8),
     Col("permit_accept_date", "접수일", 11, "date"),
     Col("permit_ingr_no", "성분 번호", 7),
@@ -249,16 +310,16 @@ LEDGER_COLUMNS: tuple[Col, ...] = (
     Col("permit_table", "별표", 9),
     Col("base_permit_no", "원 등록번호 (허여 원본)", 22),
     Col("cohort", "코호트 (성분번호-그룹)", 11),
-    Col("ingredient", "성분명", 26),
-    Col("ingredient_base", "성분 기준명", 18),
-    Col("applicant", "신청인", 22),
+    Col("ingredient", "성분명", 26, "wrap"),
+    Col("ingredient_base", "성분 기준명", 18, "wrap"),
+    Col("applicant", "신청인", 22, "wrap"),
     Col("bizrno", "사업자등록번호", 13),
     Col("site_count", "제조소 수", 7, "int"),
     Col("sites", "제조소 (사이트별: 이름·국가)", 46, "wrap"),
-    Col("country_set", "제조국 (국가 목록)", 16),
+    Col("country_set", "제조국 (국가 목록)", 16, "wrap"),
     Col("address", "제조소 소재지 (원문)", 40),
     Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", 10),
+    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
     Col("first_seen", "최초 관측일", 11, "date"),
     Col("last_changed", "최근 실질 변경일", 11, "date"),
     Col("times_changed", "변경 횟수", 7, "int"),

@@ -1,18 +1,28 @@
-"""The event sentences people read — on 요약, in the morning mail and in the watchlist alert: one
-builder for all of them. Each is a whole Korean sentence (who, what, which registration, before → after)
-ending in 「습니다.」; alike events (one change on many registrations, many new or withdrawn registrations
-of one applicant) become one sentence; the team's products and watchlist hits come first."""
+"""The sentences people read — on 요약 (daily and period workbook), in the morning mail and in the
+watchlist alert: one builder for all of them.
+
+- Events: each a whole Korean sentence (who, what, which registration, before → after) ending in
+  「습니다.」; alike events (one change on many registrations, many new or withdrawn registrations of one
+  applicant) become one sentence; the team's products and watchlist hits come first.
+- The day's headline figures (`headline_counts`): 신규 · 변경 · 취하, and 번호 부여 apart — 변경 is 실질 변경
+  (`domain.model.substantive_changes`) wherever a count is shown.
+- The change rate in words (`change_rate_text`): registrations changed per day, and how that compares
+  with the whole history — never λ̂, never scientific notation, never −0.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
+from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD, substantive_changes
 from dmf_assets.korean import josa, particle, shorten
-from dmf_assets.report.model import EventRow, FieldChangeRow
+from dmf_assets.report.model import EventRow, FieldChangeRow, Kpis
 from dmf_assets.report.rows import field_label, sorted_events
 
+#: the file a user edits for local settings (README; the alerts name the same one)
+LOCAL_CONFIG_FILE = "config/dmf.local.toml"
 #: sentences on 요약 and in the mail; a group of at least this many alike events is one sentence
 TOP_SENTENCES = 15
 MASS_GROUP_MIN = 3
@@ -31,10 +41,15 @@ class Sentence:
     count: int = 1
 
     @property
+    def full_text(self) -> str:
+        """The sentence and, when it touches the team's products, a second one naming them (요약's line)."""
+        return self.text + (f" 자사 제품 {', '.join(self.products)}에 해당합니다." if self.products else "")
+
+    @property
     def marked(self) -> str:
-        """The sentence with its severity and, for a watchlist hit, a star: '★ [심각] …'."""
+        """요약's line with its severity and, for a watchlist hit, a star: '★ [심각] …' (the mail's line)."""
         star = "★ " if self.watch else ""
-        return f"{star}[{SEVERITY_LABEL_KO.get(self.severity, self.severity)}] {self.text}"
+        return f"{star}[{SEVERITY_LABEL_KO.get(self.severity, self.severity)}] {self.full_text}"
 
 
 def _v(value: str | None) -> str:
@@ -58,9 +73,10 @@ def _site(ev: EventRow) -> str:
     return f"제조소 {_v(ev.manufacturer)}{countries}"
 
 
-def _clauses(changes: Sequence[FieldChangeRow]) -> list[tuple[str, str]]:
-    """(label, before → after) per substantive change; the site rows of an event as one '제조소' clause
-    (they replace the long joined manufacturer/address values)."""
+def _clauses(changes: Sequence[FieldChangeRow], *, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(label, before → after) per substantive change (fields in `skip` left out); the site rows of an
+    event as one '제조소' clause (they replace the long joined manufacturer/address values)."""
+    changes = [c for c in changes if c.field not in skip]
     sites = [c for c in changes if c.field == SITES_FIELD and not c.is_cosmetic]
     out: list[tuple[str, str]] = []
     if sites:
@@ -102,7 +118,9 @@ def event_sentence(ev: EventRow) -> str:
     if ev.event_type == "WITHDRAWN":
         return f"{who}의 {what} 등록({number} · {_site(ev)})이 목록에서 사라져 취하로 기록했습니다."
     if ev.number_assigned:
-        return f"{who}의 {what} 등록에 등록번호 {josa(number, '이/가')} 부여되었습니다."
+        assigned = f"{who}의 {what} 등록에 등록번호 {josa(number, '이/가')} 부여되었"
+        others = _clauses(ev.changes, skip=("permit_no",))
+        return f"{assigned}고, {_listed(others)} 바뀌었습니다." if others else f"{assigned}습니다."
     return f"{who}의 {what} 등록({number})에서 {_listed(_clauses(ev.changes))} 바뀌었습니다."
 
 
@@ -111,13 +129,15 @@ def _examples(evs: Sequence[EventRow]) -> str:
 
 
 def _group_sentence(kind: str, evs: list[EventRow]) -> str:
+    """One sentence for alike events, ending in 「습니다.」 like every other: the examples go inside it."""
     n = f"{len(evs):,}건"
     if kind == "CHANGED":
-        return f"등록 {n}에서 {_listed(_clauses(evs[0].changes))} 똑같이 바뀌었습니다(예: {_examples(evs)})."
+        return f"등록 {n}({_examples(evs)})에서 {_listed(_clauses(evs[0].changes))} 똑같이 바뀌었습니다."
     ingredients = ", ".join(dict.fromkeys(_v(e.ingredient) for e in evs[:5])) + (" 등" if len(evs) > 5 else "")
+    detail = f"성분 {ingredients} · {_examples(evs)}"
     if kind == "NEW":
-        return f"{josa(_who(evs[0]), '이/가')} {n}을 신규 등록했습니다(성분 {ingredients}; 예: {_examples(evs)})."
-    return f"{_who(evs[0])}의 등록 {n}이 목록에서 사라져 취하로 기록했습니다(성분 {ingredients}; 예: {_examples(evs)})."
+        return f"{josa(_who(evs[0]), '이/가')} {n}({detail})을 신규 등록했습니다."
+    return f"{_who(evs[0])}의 등록 {n}({detail})이 목록에서 사라져 취하로 기록했습니다."
 
 
 def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) -> tuple[list[Sentence], int]:
@@ -144,3 +164,63 @@ def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) ->
             items.append(Sentence(evs[0].severity, _group_sentence(key[0], evs), products, watch, len(evs)))
     items.sort(key=lambda x: (not x.products, not x.watch, -SEVERITY_RANK.get(x.severity, -1), -x.count, x.text))
     return items[:limit], len(headline)
+
+
+# --- the day's headline figures and its change rate ------------------------------------------------
+
+#: 실질 변경, said once: the KPI row, 메타's definitions and the period report use this text
+CHANGED_DEFINITION = ("실질 변경: 같은 등록의 내용이 실질적으로 달라짐 — 표기만 바뀐 변경(표기 변경)과 등록번호를 새로 받은 것"
+                      "(번호 부여)은 제외")
+NUMBER_ASSIGNED_DEFINITION = "번호 없이 공개됐던 등록이 등록번호를 받음 — 취하+신규가 아니며 변경 건수에도 넣지 않는 별도 건수"
+
+
+class HeadlineFigures(Protocol):
+    """What has the day's headline figures: `Kpis`, a trend `HistoryPoint`, the mail's `ReportDelivery`."""
+
+    new: int
+    changed: int  # 실질 변경
+    withdrawn: int
+    number_assigned: int
+
+
+def headline_counts(c: HeadlineFigures) -> str:
+    """「신규 5 · 변경 6 · 취하 0」, with 「· 번호 부여 1」 when a number was assigned. `changed` is 실질
+    변경 (`domain.model.substantive_changes`): a number assignment is its own figure, never in 변경."""
+    text = f"신규 {c.new:,} · 변경 {c.changed:,} · 취하 {c.withdrawn:,}"
+    return text + (f" · 번호 부여 {c.number_assigned:,}" if c.number_assigned else "")
+
+
+def headline_counts_of_run(new: int | None, changed_count: int | None, withdrawn: int | None,
+                           assigned_count: int | None) -> str:
+    """`headline_counts` from the stored counts (`changed_count` includes number assignments)."""
+    return headline_counts(Kpis(None, new=new or 0, changed=substantive_changes(changed_count, assigned_count),
+                                withdrawn=withdrawn or 0, number_assigned=assigned_count or 0))
+
+
+def _per_day(value: float) -> str:
+    return f"{value:z,.1f}건"  # 'z': a rate that rounds to zero is 0.0, never -0.0
+
+
+def change_rate_text(per_day_14d: float | None, per_day_all: float | None, *, window_days: int,
+                     burst_factor: float, burst: bool) -> str:
+    """The change rate as an analyst reads it: 「최근 14일 하루 평균 0.9건 변경 — 평소(전체 기간)의 1.0배」."""
+    if per_day_all is None:
+        return "아직 비교한 날이 없어 변경률을 낼 수 없습니다"
+    usual = f"전체 기간 하루 평균 {_per_day(per_day_all)}"
+    if per_day_14d is None:
+        return f"최근 {window_days}일에는 비교한 날이 없습니다 — {usual} 변경"
+    recent = f"최근 {window_days}일 하루 평균 {_per_day(per_day_14d)} 변경"
+    if per_day_all <= 0:
+        return f"{recent} — 전체 기간에도 변경이 없었습니다"
+    text = f"{recent} — 평소(전체 기간)의 {per_day_14d / per_day_all:z,.1f}배 ({usual})"
+    return text + (f" · 급증: 평소의 {burst_factor:g}배 이상" if burst else "")
+
+
+def products_hint() -> str:
+    """요약's one-line hint while no product list is configured (`[products] file` empty)."""
+    from dmf_assets.report.products import EXAMPLE_FILE, SUGGESTED_FILE
+
+    setting = f'[products] file = "{SUGGESTED_FILE}"'
+    return (f"자사 제품 목록을 설정하면 자사 제품에 해당하는 변경을 맨 앞에 표시합니다: {josa(EXAMPLE_FILE, '을/를')} "
+            f"{josa(SUGGESTED_FILE, '으로/로')} 복사해 품목을 적고, {LOCAL_CONFIG_FILE}에 {josa(setting, '을/를')} "
+            "넣으십시오.")

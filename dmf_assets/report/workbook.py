@@ -22,23 +22,32 @@ import time
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
+from openpyxl.chart.series import SeriesLabel
 from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import COMPARED_FIELDS, EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import (
+    COMPARED_FIELDS,
+    EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
+    RUN_STATUS_KO,
+    SEVERITY_LABEL_KO,
+    SEVERITY_RANK,
+)
+from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import (
     Col,
     column_widths,
-    datetime_text,
     day_text,
     fit_row_height,
     put_date,
@@ -62,10 +71,11 @@ from dmf_assets.report.model import (  # noqa: F401 - the sheet names are re-exp
     SHEET_RECENT,
     SHEET_SUMMARY,
     AggregateRow,
+    DayCounts,
     DayReport,
     DayStatus,
 )
-from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
+from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
 from dmf_assets.report.output import WorkbookError, atomic_write, ensure_dir
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
 from dmf_assets.report.rows import (
@@ -76,13 +86,23 @@ from dmf_assets.report.rows import (
     NEW_WITHDRAWN_COLUMNS,
     RECENT_COLUMNS,
     event_row,
+    events_by_company,
     field_rows,
     ledger_frame,
     new_withdrawn_rows,
     recent_rows,
+    sample_table,
     sorted_events,
 )
-from dmf_assets.report.sentences import summary_sentences
+from dmf_assets.report.sentences import (
+    CHANGED_DEFINITION,
+    LOCAL_CONFIG_FILE,
+    NUMBER_ASSIGNED_DEFINITION,
+    event_sentence,
+    headline_counts,
+    products_hint,
+    summary_sentences,
+)
 from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame_sheet, severity_hook
 
 # --- names and fixed texts -----------------------------------------------------------------------
@@ -90,34 +110,33 @@ from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame
 NOT_REFLECTED = "이 날짜의 변경 내역은 반영되지 않았습니다"
 _WEEKDAYS_KO = "월화수목금토일"
 
-#: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels).
+#: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels). The four
+#: headline figures come first — 신규 · 변경 (실질 변경) · 취하 · 번호 부여 — as in the banner and the mail.
 KPI_LABELS: dict[str, str] = {
     "registry_size": "등록 현황 (건)",
     "new": "신규",
-    "changed": "변경 (실질)",
+    "changed": "변경 (실질 변경)",
     "changed_CRITICAL": "  · 심각",
     "changed_HIGH": "  · 높음",
     "changed_MEDIUM": "  · 보통",
-    "changed_INFO": "  · 정보",
     "withdrawn": "취하",
-    "reappeared": "재등장",
-    "number_assigned": "등록번호 부여",
+    "number_assigned": "번호 부여",
+    "reappeared": "재등장 (신규 중)",
     "watchlist_hits": "관심목록 해당",
     "product_hits": "자사 제품 해당",
     "cosmetic": "표기 변경 (별도 집계)",
 }
 _KPI_NOTES: dict[str, str] = {
     "new": "비교 기준일에 없던 등록 (재등장 포함)",
-    "changed": "같은 등록의 내용이 실질적으로 달라짐 (표기 변경 제외)",
+    "changed": CHANGED_DEFINITION,
     "changed_CRITICAL": "제조소명·제조소 소재지·제조국 변경",
     "changed_HIGH": "성분명·신청인·사업자등록번호 변경, 관심목록 해당",
     "changed_MEDIUM": "발급일자·대상의약품 변경",
-    "changed_INFO": "등록번호 부여 등",
     "withdrawn": "비교 기준일에 있었으나 오늘 목록에서 사라진 등록",
+    "number_assigned": NUMBER_ASSIGNED_DEFINITION,
     "reappeared": "과거에 취하된 뒤 다시 나타난 등록 (신규에 포함)",
-    "number_assigned": "번호 없이 공개됐던 등록이 번호를 받음 (취하+신규가 아님)",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
-    "product_hits": "자사 제품 목록(config/products.csv)의 등록번호 또는 성분+제조소에 해당하는 이벤트",
+    "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
     "cosmetic": "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
 }
 
@@ -164,18 +183,16 @@ def _banner_core(report: DayReport) -> str:
         return f"수집 실패 — 비교 기준은 여전히 {base.isoformat()}입니다 (사유: {reason})"
     if report.status is DayStatus.BASELINE:
         return (
-            f"기준일 — {report.day.isoformat()}은(는) 최초 정상 수집일입니다. 비교할 이전 자료가 없으므로 "
+            f"기준일 — {josa(report.day.isoformat(), '은/는')} 최초 정상 수집일입니다. 비교할 이전 자료가 없으므로 "
             f"변경 이벤트가 없습니다(설계상). 등록 현황 {size}"
         )
     if report.status is DayStatus.UNCHANGED:
         return (
-            f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {day_text(report.comparison_base)}과(와) "
+            f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {josa(day_text(report.comparison_base), '과/와')} "
             f"동일합니다{_covers(report)}. 등록 현황 {size}"
         )
-    text = (
-        f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — 신규 {k.new:,} · 변경 {k.changed:,} · "
-        f"취하 {k.withdrawn:,}{_covers(report)}"
-    )
+    text = (f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — "
+            f"{headline_counts(k)}{_covers(report)}")
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
     if k.product_hits:
@@ -191,14 +208,14 @@ def _event_sheet_note(report: DayReport) -> str:
         return f"변경 없음 — 비교 기준 {day_text(report.comparison_base)} 대비 달라진 등록이 없습니다."
     headline = len(report.headline_events)
     if headline == 0:
-        return f"실질 변경 없음 — 표기 변경 {k.cosmetic:,}건만 있습니다 ('{SHEET_FIELDS}' 시트 참고)."
+        return f"실질 이벤트 없음 — 표기 변경 {k.cosmetic:,}건만 있습니다 ('{SHEET_FIELDS}' 시트 참고)."
     by_sev = " · ".join(
         f"{SEVERITY_LABEL_KO[s]} {sum(1 for e in report.headline_events if e.severity == s):,}"
         for s in ("CRITICAL", "HIGH", "MEDIUM", "INFO")
     )
     return (
-        f"실질 변경 이벤트 {headline:,}건 ({by_sev}) — 심각도, 관리 키 순. 비교 기준 {day_text(report.comparison_base)}. "
-        f"표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트에 표시."
+        f"이벤트 {headline:,}건 ({headline_counts(k)}; {by_sev}) — "
+        f"심각도, 관리 키 순. 비교 기준 {day_text(report.comparison_base)}. 표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트에 표시."
     )
 
 
@@ -248,262 +265,299 @@ def _rejected_table_sheet(wb: Workbook, name: str, report: DayReport, title: str
 
 
 SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
+#: the trend table's last column (번호 부여), beyond the 요약 grid; the chart's hidden helper column after it
+_TREND_EXTRA_WIDTH = 12.0
+_SUMMARY_SPAN = sum(SUMMARY_WIDTHS[1:])  # a value merged over B:G
+
+
+class _Summary:
+    """The 요약 sheet, section by section, top to bottom (`row` is the last row written)."""
+
+    def __init__(self, wb: Workbook, report: DayReport):
+        self.report = report
+        self.ws = _frame(wb, SHEET_SUMMARY, report, widths=SUMMARY_WIDTHS,
+                         title=f"DMF 일일 리포트 · {_day_label(report.day)}",
+                         note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·취하 요약")
+        self.row = 3
+
+    # -- small writers --
+
+    def section(self, text: str) -> None:
+        self.row += 2
+        put_text(self.ws, self.row, 1, text, st.SECTION)
+        self.ws.row_dimensions[self.row].height = 22
+
+    def label(self, text: str) -> None:
+        self.row += 1
+        put_text(self.ws, self.row, 1, text, st.LABEL)
+
+    def merged_text(self, col: int, text: str, last_col: int = 7, style: str = st.TEXT_WRAP):
+        cell = put_text(self.ws, self.row, col, text, style)
+        self.ws.merge_cells(start_row=self.row, start_column=col, end_row=self.row, end_column=last_col)
+        if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high
+            fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1:last_col])))
+        return cell
+
+    def header(self, headers: Sequence[tuple[int, str]], merges: Sequence[tuple[int, int]] = ()) -> None:
+        self.row += 1
+        for col, text in headers:
+            self.ws.cell(row=self.row, column=col, value=text).style = st.HEADER
+        for first, last in merges:
+            self.ws.merge_cells(start_row=self.row, start_column=first, end_row=self.row, end_column=last)
+
+    def note(self, text: str) -> None:
+        self.row += 1
+        put_text(self.ws, self.row, 1, text, st.NOTE)
+
+    # -- sections --
+
+    def status(self) -> None:
+        report, ws = self.report, self.ws
+        self.section("수집 상태")
+        self.label("보고일")
+        put_date(ws, self.row, 2, report.day)
+        self.label("상태")
+        cell = self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT)
+        cell.fill = st.banner_fill(report.status.value)
+        cell.font = st.font(bold=True, color=st.BANNER_COLOURS[report.status.value][1])
+        self.label("설명")
+        self.merged_text(2, report.status_reason, last_col=5)
+        self.label("비교 기준일")
+        if report.comparison_base is not None:
+            put_date(ws, self.row, 2, report.comparison_base)
+        else:
+            put_text(ws, self.row, 2, "없음 (기준일)")
+        self.label("마지막 정상 수집일")
+        if report.last_accepted_day is not None:
+            put_date(ws, self.row, 2, report.last_accepted_day)
+        else:
+            put_text(ws, self.row, 2, "없음")
+        self.label("생성 시각 (KST)")
+        put_datetime(ws, self.row, 2, report.generated_at)
+        extra: list[tuple[str, str, bool]] = []
+        if report.gap_days > 1:
+            extra.append(("비교 범위", f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
+                          f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다", False))
+        if report.change_rate is not None:
+            extra.append(("변경률", report.change_rate.text_ko, report.change_rate.burst))
+        if not report.products_configured:
+            extra.append(("자사 제품", products_hint(), False))
+        if report.warnings:
+            extra.append(("경고", "\n".join(report.warnings), True))
+        for name, text, alarm in extra:
+            self.label(name)
+            cell = self.merged_text(2, text)
+            if alarm:
+                cell.fill, cell.font = st.verdict_style("warn")
+
+    def top_events(self) -> None:
+        """The day's events as the sentences the morning mail has (accepted days only)."""
+        report, k = self.report, self.report.kpis
+        sentences, total = summary_sentences(report.events)
+        if not sentences:
+            self.section("주요 이벤트 — 없음")
+            self.note(_event_sheet_note(report))
+            return
+        shown = sum(x.count for x in sentences)
+        counts = headline_counts(k)
+        scope = "모두 표시" if shown >= total else f"{shown:,}건 표시"
+        self.section(f"주요 이벤트 {total:,}건 ({counts}) — 자사 제품·관심목록 우선, 심각도 순, {scope}")
+        for x in sentences:
+            self.row += 1
+            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity) + (" · 자사" if x.products else " · 관심" if x.watch else "")
+            cell = put_text(self.ws, self.row, 1, tag)
+            cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
+            self.merged_text(2, x.full_text)
+        if total > shown:
+            self.note(f"… 나머지 {total - shown:,}건은 '{SHEET_EVENTS}' 시트 (전체 내용·전 → 후)")
+
+    def kpis(self) -> None:
+        report, ws, k = self.report, self.ws, self.report.kpis
+        rejected = report.is_rejected
+        self.section("핵심 지표")
+        self.header([(1, "지표"), (2, "건수"), (3, "설명")], merges=[(3, 7)])
+        values: dict[str, int | None] = {
+            "new": k.new,
+            "changed": k.changed,
+            **{f"changed_{s}": k.changed_by_severity.get(s, 0) for s in ("CRITICAL", "HIGH", "MEDIUM")},
+            "withdrawn": k.withdrawn,
+            "number_assigned": k.number_assigned,
+            "reappeared": k.reappeared,
+            "watchlist_hits": k.watchlist_hits,
+            "product_hits": k.product_hits,
+            "cosmetic": k.cosmetic,
+        }
+        self.label(KPI_LABELS["registry_size"])
+        put_int(ws, self.row, 2, k.registry_size)
+        if rejected:
+            size_note = f"마지막 정상 수집일 {day_text(_base_day(report))} 기준 (오늘 수집분 미반영)"
+        else:
+            size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
+        self.merged_text(3, size_note, style=st.TEXT)
+        for key, value in values.items():
+            if key == "cosmetic":
+                self.row += 1  # shown apart: not part of the headline counts
+            self.label(KPI_LABELS[key])
+            label_cell = ws.cell(row=self.row, column=1)
+            no_list = key == "product_hits" and not report.products_configured
+            if rejected or report.status is DayStatus.BASELINE or no_list:
+                # no count exists for this day: say why instead of showing a zero
+                value_cell = put_text(ws, self.row, 2, "미반영" if rejected else "목록 없음" if no_list else "해당 없음")
+                value_cell.alignment = Alignment(horizontal="center", vertical="top")
+            else:
+                value_cell = put_int(ws, self.row, 2, value)
+            self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
+            sev = key.removeprefix("changed_")
+            if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
+                value_cell.fill, value_cell.font = st.severity_fill(sev), st.severity_font(sev)
+            if key == "cosmetic":
+                label_cell.fill, label_cell.font = st.severity_fill("COSMETIC"), st.severity_font("COSMETIC")
+
+    def gates(self) -> None:
+        """수용 게이트 — observed values and thresholds wrap in wide cells: never cut on screen or paper."""
+        report, ws = self.report, self.ws
+        self.section("수용 게이트 (6개 모두 통과해야 반영)")
+        self.header([(1, "게이트"), (2, "결과"), (3, "관측값"), (5, "기준"), (6, "설명")], merges=[(3, 4), (6, 7)])
+        if not report.gates:
+            self.note("게이트 결과 없음")
+        w_obs, w_thr, w_det = sum(SUMMARY_WIDTHS[2:4]), SUMMARY_WIDTHS[4], sum(SUMMARY_WIDTHS[5:7])
+        for g in report.gates:
+            self.label(f"{g.number}. {g.label_ko} ({g.name})")
+            verdict = _verdict(g.passed)
+            cell = put_text(ws, self.row, 2, GATE_VERDICT_KO[verdict])
+            cell.fill, cell.font = st.verdict_style(verdict)
+            cell.alignment = Alignment(horizontal="center", vertical="top", wrap_text=False)  # never 「통/과」
+            put_text(ws, self.row, 3, g.observed, st.TEXT_WRAP)
+            ws.merge_cells(start_row=self.row, start_column=3, end_row=self.row, end_column=4)
+            put_text(ws, self.row, 5, g.threshold, st.TEXT_WRAP)
+            put_text(ws, self.row, 6, g.detail, st.TEXT_WRAP)
+            ws.merge_cells(start_row=self.row, start_column=6, end_row=self.row, end_column=7)
+            fit_row_height(ws, self.row, max(text_lines(g.observed or "", w_obs), text_lines(g.threshold or "", w_thr),
+                                             text_lines(g.detail or "", w_det)))
+
+    def rejection_samples(self) -> None:
+        """The evidence of the gate that refused the day: its sample rows, under Korean headers."""
+        failed = next((g for g in self.report.gates if g.passed is False and g.samples), None)
+        if failed is None:
+            return
+        headers, rows = sample_table(failed.samples)
+        headers, rows = headers[:7], [row[:7] for row in rows]  # the 요약 grid; the rest is in the UI's check
+        self.section(f"거부 근거 — {failed.number}. {failed.label_ko} 게이트의 표본 {len(rows):,}행")
+        self.header(list(enumerate(headers, 1)))
+        for row in rows:
+            self.row += 1
+            for col, value in enumerate(row, 1):
+                if isinstance(value, int):
+                    put_int(self.ws, self.row, col, value)
+                else:
+                    put_text(self.ws, self.row, col, value, st.TEXT_WRAP)
+            fit_row_height(self.ws, self.row, max(text_lines(str(v or ""), SUMMARY_WIDTHS[i]) for i, v in enumerate(row)))
+
+    def watchlist(self) -> None:
+        """관심목록 해당 (accepted days only: a rejected day's events were not applied)."""
+        report, ws = self.report, self.ws
+        hits = [e for e in sorted_events(report.events) if e.watchlist_hit and not e.is_cosmetic]
+        if not hits:
+            return
+        self.section(f"관심목록 해당 이벤트 ({len(hits):,}건)")
+        self.header(list(enumerate(("등록번호", "심각도", "이벤트", "성분명", "신청인", "사유"), 1)), merges=[(6, 7)])
+        for ev in hits[:50]:
+            self.row += 1
+            put_text(ws, self.row, 1, ev.permit_no or ev.dmf_key)
+            cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
+            cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
+            put_text(ws, self.row, 3, EVENT_LABEL_KO.get(ev.event_type, ev.event_type))
+            put_text(ws, self.row, 4, ev.ingredient)
+            put_text(ws, self.row, 5, ev.applicant)
+            put_text(ws, self.row, 6, ", ".join(ev.watch_reasons))
+            ws.merge_cells(start_row=self.row, start_column=6, end_row=self.row, end_column=7)
+        if len(hits) > 50:
+            self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
+
+    def trend(self) -> int:
+        """최근 추이 on a page of its own: a chart, then the table, newest first (it answers "what happened
+        lately"). A day's status is a word in its own column; a rejected day has no counts (blank, never a
+        zero) and is marked in the chart by its own series on a hidden 0–1 axis — never a bar on the count
+        axis."""
+        report, ws = self.report, self.ws
+        ws.row_breaks.append(Break(id=self.row + 1))  # a chart cut by a page break cannot be read on paper
+        self.section(f"최근 {len(report.history):,}일 추이")
+        rows = [
+            {**{c.key: None for c in TREND_COLUMNS}, "day": h.day, "status": RUN_STATUS_KO.get(h.status, h.status),
+             "registry_size": h.registry_size, "_rejected": h.status == DayStatus.REJECTED.value,
+             # a rejected or baseline day has no counts: blank, never a misleading zero
+             **({"new": h.new, "changed": h.changed, "withdrawn": h.withdrawn, "number_assigned": h.number_assigned,
+                 "cosmetic": h.cosmetic} if h.status == DayStatus.ACCEPTED.value else {})}
+            for h in sorted(report.history, key=lambda p: p.day, reverse=True)
+        ]
+        if not rows:
+            self.note("추이 자료 없음")
+            return 0
+        top = self.row + _CHART_ROWS + 1  # the chart takes the rows above the table
+
+        def hook(ws: Worksheet, row_no: int, row: dict) -> None:
+            if row["_rejected"]:
+                cell = ws.cell(row=row_no, column=2)
+                cell.fill, cell.font = st.verdict_style("fail")
+
+        ws.column_dimensions[get_column_letter(len(TREND_COLUMNS))].width = _TREND_EXTRA_WIDTH
+        last = write_table(ws, top, TREND_COLUMNS, rows, row_hook=hook, set_widths=False)
+        # the chart's rejected-day series reads a hidden column beside the table (outside it and its filter)
+        marker_col = len(TREND_COLUMNS) + 1
+        ws.cell(row=top, column=marker_col, value="차트용: 거부일 표시 (1)")
+        for i, row in enumerate(rows, top + 1):
+            if row["_rejected"]:
+                ws.cell(row=i, column=marker_col, value=1)
+        ws.column_dimensions[get_column_letter(marker_col)].hidden = True
+        _history_chart(ws, top, last, marker_col, anchor=f"A{self.row + 1}")
+        self.row = last
+        return len(rows)
+
+
+#: rows kept free for the trend chart (9.5 cm high) above its table
+_CHART_ROWS = 20
+
+
+#: the 요약 trend table (newest first); its status column holds words only
+TREND_COLUMNS: tuple[Col, ...] = (
+    Col("day", "날짜", 28, "date"),
+    Col("status", "상태", 14),
+    Col("registry_size", "등록 현황", 24, "int"),
+    Col("new", "신규", 16, "int"),
+    Col("changed", "변경", 18, "int"),
+    Col("withdrawn", "취하", 14, "int"),
+    Col("number_assigned", "번호 부여", 40, "int"),
+    Col("cosmetic", "표기 변경", _TREND_EXTRA_WIDTH, "int"),
+)
+GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
+
+
+def _verdict(passed: bool | None) -> str:
+    return "ok" if passed else "fail" if passed is False else "na"
 
 
 def _summary_sheet(wb: Workbook, report: DayReport) -> int:
-    ws = _frame(
-        wb,
-        SHEET_SUMMARY,
-        report,
-        widths=SUMMARY_WIDTHS,
-        title=f"DMF 일일 리포트 · {_day_label(report.day)}",
-        note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·취하 요약",
-    )
-    k = report.kpis
-    rejected = report.is_rejected
-
-    def section(r: int, text: str) -> None:
-        put_text(ws, r, 1, text, st.SECTION)
-        ws.row_dimensions[r].height = 22
-
-    def label(r: int, text: str) -> None:
-        put_text(ws, r, 1, text, st.LABEL)
-
-    def merge_value(r: int) -> None:
-        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=5)
-
-    # 수집 상태
-    section(5, "수집 상태")
-    label(6, "보고일")
-    put_date(ws, 6, 2, report.day)
-    label(7, "상태")
-    status_cell = put_text(ws, 7, 2, report.status.label_ko)
-    status_cell.fill = st.banner_fill(report.status.value)
-    status_cell.font = st.font(bold=True, color=st.BANNER_COLOURS[report.status.value][1])
-    merge_value(7)
-    label(8, "설명")
-    put_text(ws, 8, 2, report.status_reason, st.TEXT_WRAP)
-    merge_value(8)
-    fit_row_height(ws, 8, text_lines(report.status_reason or "", sum(SUMMARY_WIDTHS[1:5])))
-    label(9, "비교 기준일")
-    if report.comparison_base is not None:
-        put_date(ws, 9, 2, report.comparison_base)
+    """요약: what an analyst forwards. An accepted day leads with its events as sentences; a rejected
+    day with the gate that refused it and that gate's sample rows."""
+    page = _Summary(wb, report)
+    page.status()
+    if report.is_rejected:
+        page.gates()
+        page.rejection_samples()
+        page.kpis()
     else:
-        put_text(ws, 9, 2, "없음 (기준일)")
-    label(10, "마지막 정상 수집일")
-    if report.last_accepted_day is not None:
-        put_date(ws, 10, 2, report.last_accepted_day)
-    else:
-        put_text(ws, 10, 2, "없음")
-    label(11, "생성 시각 (KST)")
-    put_datetime(ws, 11, 2, report.generated_at)
-    r = 11
-    extra: list[tuple[str, str, bool]] = []
-    if report.gap_days > 1:
-        extra.append(("비교 범위", f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
-                      f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다", False))
-    if report.change_rate is not None:
-        extra.append(("변경률 λ̂", report.change_rate.text_ko, report.change_rate.burst))
-    if report.warnings:
-        extra.append(("경고", "\n".join(report.warnings), True))
-    for name, text, alarm in extra:
-        r += 1
-        label(r, name)
-        cell = put_text(ws, r, 2, text, st.TEXT_WRAP)
-        ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
-        fit_row_height(ws, r, text_lines(text, sum(SUMMARY_WIDTHS[1:])))
-        if alarm:
-            cell.fill, cell.font = st.verdict_style("warn")
-
-    # 핵심 지표
-    r += 2
-    section(r, "핵심 지표")
-    r += 1
-    for j, header in enumerate(("지표", "건수", "설명"), 1):
-        ws.cell(row=r, column=j, value=header).style = st.HEADER
-    ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=7)
-    kpi_values: dict[str, int | None] = {
-        "new": k.new,
-        "changed": k.changed,
-        **{f"changed_{s}": k.changed_by_severity.get(s, 0) for s in ("CRITICAL", "HIGH", "MEDIUM", "INFO")},
-        "withdrawn": k.withdrawn,
-        "reappeared": k.reappeared,
-        "number_assigned": k.number_assigned,
-        "watchlist_hits": k.watchlist_hits,
-        "product_hits": k.product_hits,
-        "cosmetic": k.cosmetic,
-    }
-    base = _base_day(report)
-    r += 1
-    put_text(ws, r, 1, KPI_LABELS["registry_size"], st.LABEL)
-    put_int(ws, r, 2, k.registry_size)
-    if rejected:
-        size_note = f"마지막 정상 수집일 {day_text(base)} 기준 (오늘 수집분 미반영)"
-    else:
-        size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
-    put_text(ws, r, 3, size_note)
-    ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=7)
-    for key in KPI_LABELS:
-        if key == "registry_size":
-            continue
-        r += 1
-        if key == "cosmetic":
-            r += 1  # shown apart: not part of the headline counts
-        label_cell = put_text(ws, r, 1, KPI_LABELS[key], st.LABEL)
-        if rejected or report.status is DayStatus.BASELINE:
-            # no count exists for this day: say why instead of showing a zero
-            value_cell = put_text(ws, r, 2, "미반영" if rejected else "해당 없음")
-            value_cell.alignment = Alignment(horizontal="center", vertical="top")
-        else:
-            value_cell = put_int(ws, r, 2, kpi_values[key])
-        put_text(ws, r, 3, _KPI_NOTES[key])
-        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=7)
-        sev = key.removeprefix("changed_")
-        if sev in SEVERITY_RANK and not rejected and (kpi_values[key] or 0) > 0:
-            value_cell.fill = st.severity_fill(sev)
-            value_cell.font = st.severity_font(sev)
-        if key == "cosmetic":
-            label_cell.fill = st.severity_fill("COSMETIC")
-            label_cell.font = st.severity_font("COSMETIC")
-
-    # 주요 변경 — sentences (accepted days only)
-    if not rejected and report.status is not DayStatus.BASELINE:
-        sentences, total = summary_sentences(report.events)
-        r += 2
-        section(r, f"주요 변경 — 자사 제품·관심목록 우선, 심각도 순 (실질 변경 {total:,}건 중 {sum(x.count for x in sentences):,}건)")
-        if not sentences:
-            r += 1
-            put_text(ws, r, 1, "실질 변경 없음" + (f" (표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트)" if k.cosmetic else ""), st.NOTE)
-        for x in sentences:
-            r += 1
-            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity)
-            if x.products:
-                tag += " · 자사"
-            elif x.watch:
-                tag += " · 관심"
-            cell = put_text(ws, r, 1, tag)
-            cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
-            text = x.text + (f"\n자사 영향: {', '.join(x.products)}" if x.products else "")
-            put_text(ws, r, 2, text, st.TEXT_WRAP)
-            ws.merge_cells(start_row=r, start_column=2, end_row=r, end_column=7)
-            fit_row_height(ws, r, text_lines(text, sum(SUMMARY_WIDTHS[1:])))
-        if total > sum(x.count for x in sentences):
-            r += 1
-            put_text(ws, r, 1, f"… 나머지는 '{SHEET_EVENTS}' 시트 (전체 내용·전 → 후)", st.NOTE)
-
-    # 수용 게이트 — observed values and thresholds wrap in wide cells: never cut on screen or paper
-    r += 2
-    section(r, "수용 게이트 (6개 모두 통과해야 반영)")
-    r += 1
-    for col, header in ((1, "게이트"), (2, "결과"), (3, "관측값"), (5, "기준"), (6, "설명")):
-        ws.cell(row=r, column=col, value=header).style = st.HEADER
-    ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=4)
-    ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
-    if not report.gates:
-        r += 1
-        put_text(ws, r, 1, "게이트 결과 없음", st.NOTE)
-    w_obs, w_thr, w_det = sum(SUMMARY_WIDTHS[2:4]), SUMMARY_WIDTHS[4], sum(SUMMARY_WIDTHS[5:7])
-    for g in report.gates:
-        r += 1
-        put_text(ws, r, 1, f"{g.number}. {g.label_ko} ({g.name})", st.LABEL)
-        verdict = "통과" if g.passed else "실패" if g.passed is False else "미평가"
-        cell = put_text(ws, r, 2, verdict)
-        fill, font = st.verdict_style("ok" if g.passed else "fail" if g.passed is False else "na")
-        cell.fill, cell.font = fill, font
-        put_text(ws, r, 3, g.observed, st.TEXT_WRAP)
-        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=4)
-        put_text(ws, r, 5, g.threshold, st.TEXT_WRAP)
-        put_text(ws, r, 6, g.detail, st.TEXT_WRAP)
-        ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
-        fit_row_height(ws, r, max(text_lines(g.observed or "", w_obs), text_lines(g.threshold or "", w_thr),
-                                   text_lines(g.detail or "", w_det)))
-
-    # 관심목록 해당 (accepted days only: a rejected day's events were not applied)
-    hits = [e for e in sorted_events(report.events) if e.watchlist_hit and not e.is_cosmetic]
-    if hits and not rejected:
-        r += 2
-        section(r, f"관심목록 해당 이벤트 ({len(hits):,}건)")
-        r += 1
-        for j, header in enumerate(("등록번호", "심각도", "이벤트", "성분명", "신청인", "사유"), 1):
-            ws.cell(row=r, column=j, value=header).style = st.HEADER
-        ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
-        for ev in hits[:50]:
-            r += 1
-            put_text(ws, r, 1, ev.permit_no or ev.dmf_key)
-            cell = put_text(ws, r, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-            cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
-            put_text(ws, r, 3, EVENT_LABEL_KO.get(ev.event_type, ev.event_type))
-            put_text(ws, r, 4, ev.ingredient)
-            put_text(ws, r, 5, ev.applicant)
-            put_text(ws, r, 6, ", ".join(ev.watch_reasons))
-            ws.merge_cells(start_row=r, start_column=6, end_row=r, end_column=7)
-        if len(hits) > 50:
-            r += 1
-            put_text(ws, r, 1, f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터", st.NOTE)
-
-    # 최근 추이 (table + chart)
-    r += 2
-    section(r, f"최근 {len(report.history):,}일 추이")
-    r += 1
-    hist_cols = (
-        Col("day", "날짜", 26, "date"),
-        Col("status", "상태", 14),
-        Col("registry_size", "등록 현황", 20, "int"),
-        Col("new", "신규", 14, "int"),
-        Col("changed", "변경", 14, "int"),
-        Col("withdrawn", "취하", 12, "int"),
-        Col("cosmetic", "표기 변경", 12, "int"),
-    )
-    hist_rows = []
-    # newest first: the table answers "what happened lately"; the chart flips it back to a timeline
-    for h in sorted(report.history, key=lambda p: p.day, reverse=True):
-        counted = h.status in (DayStatus.ACCEPTED.value, DayStatus.UNCHANGED.value)
-        # A rejected or baseline day has no counts: blank, never a misleading zero.
-        hist_rows.append(
-            {
-                "day": h.day,
-                "status": HISTORY_STATUS_KO.get(h.status, h.status),
-                "registry_size": h.registry_size,
-                "new": h.new if counted else None,
-                "changed": h.changed if counted else None,
-                "withdrawn": h.withdrawn if counted else None,
-                "cosmetic": h.cosmetic if counted else None,
-                "_rejected": h.status == DayStatus.REJECTED.value,
-            }
-        )
-
-    def hist_hook(ws: Worksheet, row_no: int, row: dict) -> None:
-        if row["_rejected"]:
-            fill, font = st.verdict_style("fail")
-            cell = ws.cell(row=row_no, column=2)
-            cell.fill, cell.font = fill, font
-
-    hist_top = r
-    last = write_table(ws, hist_top, hist_cols, hist_rows, row_hook=hist_hook, set_widths=False)
-    if not hist_rows:
-        put_text(ws, hist_top + 1, 1, "추이 자료 없음", st.NOTE)
-    else:
-        # a rejected day gets a full-height pale-red bar in the chart (its own series, column H), so it
-        # never looks like a quiet day; the column sits outside the table's filter
-        peak = max([(row["new"] or 0) + (row["changed"] or 0) + (row["withdrawn"] or 0) for row in hist_rows] + [1])
-        marker = ws.cell(row=hist_top, column=8, value="수집 실패 (미반영)")
-        marker.style = st.HEADER
-        ws.column_dimensions["H"].width = 18
-        for i, row in enumerate(hist_rows, hist_top + 1):
-            if row["_rejected"]:
-                put_int(ws, i, 8, peak).font = st.font(color=st.FAIL_FONT)
-        _history_chart(ws, hist_top, last, anchor="I5")
-    ws.freeze_panes = "A4"
-    ws.print_title_rows = "1:3"
-    return len(hist_rows)
+        if report.status is not DayStatus.BASELINE:
+            page.top_events()
+        page.kpis()
+        page.gates()
+        page.watchlist()
+    rows = page.trend()
+    page.ws.freeze_panes = "A4"
+    page.ws.print_title_rows = "1:3"
+    return rows
 
 
-#: short day labels for the 요약 history table (its column is narrow; the full labels are in the banner)
-HISTORY_STATUS_KO: dict[str, str] = {"accepted": "정상 반영", "unchanged": "변경 없음", "baseline": "기준일 (최초)",
-                                     "rejected": "수집 실패", "pending": "판정 전"}
-
-
-def _history_chart(ws: Worksheet, top: int, last: int, anchor: str) -> None:
+def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: str) -> None:
     chart = BarChart()
     chart.type = "col"
     chart.grouping = "stacked"
@@ -516,14 +570,30 @@ def _history_chart(ws: Worksheet, top: int, last: int, anchor: str) -> None:
     chart.y_axis.crosses = "max"  # keep the value axis on the left after the flip
     chart.x_axis.delete = False  # openpyxl default hides axes in recent Excel versions
     chart.y_axis.delete = False
-    data = Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last)
-    chart.add_data(data, titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=top + 1, max_row=last))
-    chart.add_data(Reference(ws, min_col=8, min_row=top, max_row=last), titles_from_data=True)
-    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000", "F4CCCC")):
+    categories = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
+    chart.add_data(Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last), titles_from_data=True)
+    chart.set_categories(categories)
+    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000")):
         series.graphicalProperties.solidFill = colour
         series.graphicalProperties.line.solidFill = colour
-    chart.series[-1].graphicalProperties.line.solidFill = "C00000"  # outlined: 수집 실패, not a count
+    # a rejected day: a full-height pale-red band on a second axis fixed to 0–1 whose labels are hidden,
+    # so it is never read as a count; its values come from the hidden marker column
+    rejected = BarChart()
+    rejected.type = "col"
+    rejected.add_data(Reference(ws, min_col=marker_col, min_row=top, max_row=last), titles_from_data=True)
+    rejected.set_categories(categories)
+    rejected.series[0].tx = SeriesLabel(v="거부 (미반영)")
+    rejected.series[0].graphicalProperties.solidFill = "F4CCCC"
+    rejected.series[0].graphicalProperties.line.solidFill = "C00000"
+    rejected.y_axis.axId = 200
+    rejected.y_axis.scaling.min, rejected.y_axis.scaling.max = 0, 1
+    rejected.y_axis.number_format = ";;;"  # no labels: this axis is not a count
+    rejected.y_axis.majorGridlines = None
+    rejected.y_axis.majorTickMark = "none"
+    rejected.y_axis.delete = False  # LibreOffice draws a deleted secondary axis's series on the primary one
+    rejected.y_axis.crosses = "min"
+    chart += rejected
+    chart.visible_cells_only = False  # the marker column is hidden
     chart.height = 9.5
     chart.width = 20
     chart.legend.position = "b"
@@ -547,11 +617,21 @@ def _events_sheet(wb: Workbook, report: DayReport) -> int:
     return len(rows)
 
 
+def _days_processed(counts: DayCounts | None) -> str:
+    """「이 기간: 정상 반영 9일 · 거부 1일 · 실행 기록 없음 80일.」 — counted from the runs, not the events."""
+    if counts is None:
+        return ""
+    parts = [f"정상 반영 {counts.accepted:,}일", f"거부 {counts.rejected:,}일"]
+    if counts.pending:
+        parts.append(f"{RUN_STATUS_KO['pending']} {counts.pending:,}일")
+    parts.append(f"실행 기록 없음 {counts.not_run:,}일")
+    return f"이 기간: {' · '.join(parts)}."
+
+
 def _recent_sheet(wb: Workbook, report: DayReport, rows: list[dict]) -> int:
-    days = len({r["day"] for r in rows})
     note = (
         f"최근 {report.recent_days}일({day_text(report.day - timedelta(days=report.recent_days - 1))} ~ {day_text(report.day)})의 모든 이벤트 "
-        f"{len(rows):,}건 (정상 반영일 {days}일, 표기 변경 포함 — 회색) · 최신 관측일, 심각도 순. "
+        f"{len(rows):,}건 (표기 변경 포함 — 회색) · 최신 관측일, 심각도 순. {_days_processed(report.recent_counts)} "
         f"'{SHEET_LEDGER}' 시트의 '이벤트' 링크가 등록별 첫 행으로 연결됩니다."
     )
     ws = _frame(wb, SHEET_RECENT, report, column_widths(RECENT_COLUMNS), f"이력 · 최근 {report.recent_days}일 이벤트", note)
@@ -654,13 +734,62 @@ _AGG_TITLE = {
 TOP_N_CHART = 20
 
 
+#: 업체별: at most this many event rows per list (applicants, manufacturers); the rest is on 변경 이벤트
+COMPANY_EVENTS_MAX = 300
+
+
+def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -> int:
+    """업체별's first part: the day's events of each applicant and each manufacturer, the most severe
+    first, as the sentences of 요약 (a sourcing team asks which company's registrations changed).
+    Returns the last row written."""
+    r = 3
+    if report.is_rejected:
+        text = f"{NOT_REFLECTED} — 업체별 이벤트 없음 (아래는 마지막 정상 수집일 기준 등록 현황)."
+    elif not report.headline_events:
+        text = "오늘 반영된 이벤트가 없습니다 (아래는 오늘 기준 등록 현황)."
+    else:
+        text = None
+    if text is not None:
+        put_text(ws, r + 2, 1, text, st.NOTE)
+        return r + 2
+    for kind, companies in events_by_company(report.events).items():
+        n_events = sum(len(evs) for _, evs in companies)
+        r += 2
+        put_text(ws, r, 1, f"오늘의 이벤트 — {kind}별 ({len(companies):,}곳, {n_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
+                 st.SECTION)
+        r += 1
+        for col, header in ((1, "심각도"), (2, kind), (3, "이벤트")):
+            ws.cell(row=r, column=col, value=header).style = st.HEADER
+        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=len(widths))
+        shown = 0
+        for company, evs in companies:
+            for ev in evs:
+                if shown == COMPANY_EVENTS_MAX:
+                    break
+                shown += 1
+                r += 1
+                cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
+                cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
+                put_text(ws, r, 2, company, st.TEXT_WRAP)
+                sentence = event_sentence(ev)
+                put_text(ws, r, 3, sentence, st.TEXT_WRAP)
+                ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=len(widths))
+                fit_row_height(ws, r, max(text_lines(sentence, sum(widths[2:])), text_lines(company, widths[1])))
+        if shown < n_events:
+            r += 1
+            column = {"신청인": "신청인", "제조소": "제조소명"}[kind]
+            put_text(ws, r, 1, f"… 외 {n_events - shown:,}건 — '{SHEET_EVENTS}' 시트에서 '{column}' 열로 필터", st.NOTE)
+    return r
+
+
 def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[AggregateRow]) -> int:
+    by_company = name == SHEET_BY_APPLICANT  # its columns also hold the day's events per company
     cols = (
-        Col("rank", "순위", 6, "int"),
+        Col("rank", "순위", 9 if by_company else 6, "int"),
         Col("label", _AGG_LABEL[name], 36, "wrap"),
         Col("registrations", "등록 수", 10, "int"),
         Col("share", "비율", 9, "pct"),
-        *(Col(attr, header, 11, "int") for attr, header in _AGG_EXTRA[name]),
+        *(Col(attr, header, 14 if by_company else 11, "int") for attr, header in _AGG_EXTRA[name]),
     )
     base = _base_day(report)
     size = report.kpis.registry_size
@@ -673,6 +802,10 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
     elif name == SHEET_BY_INGREDIENT:
         note += " 염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다."
     ws = _frame(wb, name, report, column_widths(cols), f"{_AGG_TITLE[name]} · {day_text(base if report.is_rejected else report.day)}", note)
+    header = 4
+    if by_company:
+        header = _company_events(ws, report, column_widths(cols)) + 3
+        put_text(ws, header - 1, 1, f"{_AGG_TITLE[name]} (순위: 등록 수)", st.SECTION)
     ordered = sorted(data, key=lambda a: (-a.registrations, a.label))
     rows = [
         {
@@ -684,9 +817,11 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
         }
         for i, a in enumerate(ordered, 1)
     ]
-    header = 4
     write_table(ws, header, cols, rows)
     finish_table_sheet(ws, header)
+    if by_company:  # the event lists above the table can be long: only the banner stays in view and on every page
+        ws.freeze_panes = "A4"
+        ws.print_title_rows = "1:3"
     if rows:
         top_n = min(TOP_N_CHART, len(rows))
         chart = BarChart()
@@ -729,13 +864,13 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
     ws = _frame(wb, SHEET_QUALITY, report, column_widths(cols), f"수집 품질 · {report.day.isoformat()}", note)
     rows: list[dict] = []
     for g in report.gates:
-        verdict = "ok" if g.passed else "fail" if g.passed is False else "na"
+        verdict = _verdict(g.passed)
         rows.append(
             {
                 "kind": "수용 게이트",
                 "number": g.number,
                 "name": f"{g.label_ko} ({g.name})",
-                "result": {"ok": "통과", "fail": "실패", "na": "미평가"}[verdict],
+                "result": GATE_VERDICT_KO[verdict],
                 "observed": g.observed,
                 "threshold": g.threshold,
                 "detail": g.detail,
@@ -776,7 +911,8 @@ SEVERITY_DEFINITIONS: dict[str, str] = {
 }
 EVENT_DEFINITIONS: dict[str, str] = {
     "NEW": "오늘 목록에만 있는 등록. 과거에 취하됐다 다시 나타나면 '재등장'(높음)",
-    "CHANGED": "비교 기준일과 오늘 모두 있으나 내용이 달라진 등록. 가장 심각한 항목의 심각도를 따름",
+    "CHANGED": "비교 기준일과 오늘 모두 있으나 내용이 달라진 등록. 가장 심각한 항목의 심각도를 따름. 건수의 '변경'은 "
+               + CHANGED_DEFINITION + "; 번호 부여는 '번호 부여' 건수로 따로 셈",
     "WITHDRAWN": "비교 기준일 목록에 있었으나 오늘 목록에 없는 등록 (완전성이 증명된 수집분에서만 판정)",
 }
 FLAG_DEFINITIONS: dict[str, str] = {
@@ -791,7 +927,7 @@ NOTES: tuple[str, ...] = (
     "수용 게이트 6개(전송·완전성·감소율·결측·중복·변동률)를 모두 통과한 수집분만 반영합니다. 실패한 날은 비교 기준이 그대로이며, 다음 정상 수집일의 비교가 그 사이 변경을 모두 포함합니다.",
     "표기 변경(COSMETIC)은 헤드라인 건수(신규·변경·취하)에 포함하지 않습니다.",
     "제조국은 제조소별로 하나씩 기록되므로 제조국별 집계의 합은 등록 수보다 클 수 있습니다.",
-    "의약품안전나라 '조회' 링크는 원료의약품 등록 현황에서 해당 성분명을 검색합니다 (등록번호로 바로 여는 공개 주소가 없어 결과 목록에서 등록번호를 확인하십시오).",
+    f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",
     "원문 텍스트는 모두 문자열로 저장되며 수식으로 해석되지 않습니다. XML에 쓸 수 없는 제어 문자는 U+FFFD(�)로 바꾸고, 32,767자를 넘는 값은 잘라 '…(잘림)'으로 표시합니다.",
 )
 
@@ -802,17 +938,15 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
     rows: list[dict] = [
         {"group": "출처", "item": "출처 표시", "value": ATTRIBUTION},
         {"group": "출처", "item": "데이터 서비스", "value": "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01"},
-        {"group": "출처", "item": "의약품안전나라", "value": f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} (등록 건별 조회 링크)"},
-        {"group": "보고서", "item": "보고일", "value": report.day.isoformat()},
+        {"group": "출처", "item": "의약품안전나라",
+         "value": f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
+                  "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)"},
+        {"group": "보고서", "item": "보고일", "value": report.day},
         {"group": "보고서", "item": "상태", "value": f"{report.status.label_ko} ({report.status.value})"},
         {"group": "보고서", "item": "상태 설명", "value": report.status_reason},
-        {"group": "보고서", "item": "비교 기준일", "value": day_text(report.comparison_base)},
-        {"group": "보고서", "item": "마지막 정상 수집일", "value": day_text(report.last_accepted_day)},
-        {
-            "group": "보고서",
-            "item": "생성 시각 (KST)",
-            "value": datetime_text(report.generated_at),
-        },
+        {"group": "보고서", "item": "비교 기준일", "value": report.comparison_base or "없음 (첫 수집일)"},
+        {"group": "보고서", "item": "마지막 정상 수집일", "value": report.last_accepted_day or "없음"},
+        {"group": "보고서", "item": "생성 시각 (KST)", "value": report.generated_at},
         {"group": "보고서", "item": "생성 프로그램", "value": "DMF Watch"},
     ]
     rows += [{"group": "실행 정보", "item": k, "value": v} for k, v in report.run_info.items()]
@@ -821,18 +955,24 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
         for s, text in SEVERITY_DEFINITIONS.items()
     ]
     rows += [{"group": "이벤트", "item": f"{EVENT_LABEL_KO[t]} ({t})", "value": text} for t, text in EVENT_DEFINITIONS.items()]
+    rows.append({"group": "이벤트", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION})
     rows += [{"group": "표시", "item": FLAG_LABELS[f], "value": text} for f, text in FLAG_DEFINITIONS.items()]
     rows += [{"group": "항목", "item": f"{label} ({name})", "value": f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}"} for name, label in FIELD_LABEL_KO.items() if name in COMPARED_FIELDS]
     watch = {kind: pats for kind, pats in report.watchlist.items() if pats}
     if watch:
         rows += [{"group": "관심목록", "item": kind, "value": ", ".join(pats)} for kind, pats in watch.items()]
     else:
-        rows.append({"group": "관심목록", "item": "설정", "value": "관심목록 없음 (config/dmf.toml [watchlist])"})
+        rows.append({"group": "관심목록", "item": "설정", "value": f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 '높음' 이상으로 올립니다"})
     rows += [{"group": "참고", "item": f"참고 {i}", "value": text} for i, text in enumerate(NOTES, 1)]
 
     def hook(ws: Worksheet, r: int, row: dict) -> None:
         if "_severity_code" in row:
             severity_hook(2)(ws, r, row)
+        value = row["value"]
+        if isinstance(value, datetime):  # dates and times as dates, in the text column
+            put_datetime(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
+        elif isinstance(value, date):
+            put_date(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
 
     write_table(ws, 4, cols, rows, row_hook=hook)
     finish_table_sheet(ws, 4)

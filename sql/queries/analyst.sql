@@ -12,6 +12,18 @@ SELECT r.record_id FROM records r JOIN hit h ON r.numbered_as = h.record_id
 UNION
 SELECT r.numbered_as FROM records r JOIN hit h ON r.record_id = h.record_id WHERE r.numbered_as IS NOT NULL;
 
+-- name: records_by_compact_key
+-- the same, matching the number with spacing and punctuation removed on both sides (`queries.compact_key`):
+-- what a user typed as "20240418 54 C 374 06" is 20240418-54-C-374-06
+WITH hit AS (
+    SELECT record_id FROM records WHERE regexp_replace(permit_no, '[^0-9A-Z가-힣]', '', 'g') = ?
+)
+SELECT record_id FROM hit
+UNION
+SELECT r.record_id FROM records r JOIN hit h ON r.numbered_as = h.record_id
+UNION
+SELECT r.numbered_as FROM records r JOIN hit h ON r.record_id = h.record_id WHERE r.numbered_as IS NOT NULL;
+
 -- name: records_by_pattern
 -- any version whose matching key contains the pattern's key (column chosen by the caller's constant)
 SELECT DISTINCT record_id FROM record_versions
@@ -32,14 +44,32 @@ GROUP BY ALL
 ORDER BY first_day NULLS LAST, r.dmf_key, v.version_id;
 
 -- name: record_events
+-- the events of the registrations observed in [from, to]
 SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
        e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename, e.watchlist_hit,
        e.watch_reasons, e.changed_fields, e.cosmetic_fields,
        v.ingredient, v.applicant, v.manufacturer, v.countries
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
-WHERE e.record_id IN (SELECT unnest(?::INTEGER[])) OR e.base_record_id IN (SELECT unnest(?::INTEGER[]))
+WHERE (e.record_id IN (SELECT unnest(?::INTEGER[])) OR e.base_record_id IN (SELECT unnest(?::INTEGER[])))
+  AND e.day_id BETWEEN ? AND ?
 ORDER BY e.day_id, e.event_id;
+
+-- name: record_presence
+-- on which accepted days each registration was listed, and as which version
+SELECT r.dmf_key, s.day_id, s.version_id
+FROM snapshots s JOIN records r ON r.record_id = s.record_id
+WHERE s.record_id IN (SELECT unnest(?::INTEGER[]))
+ORDER BY r.dmf_key, s.day_id;
+
+-- name: number_assignments
+-- (synthetic key, the key it continued as) for the registrations that received their number
+SELECT DISTINCT e.base_dmf_key, e.dmf_key
+FROM events e
+WHERE e.number_assigned AND (e.record_id IN (SELECT unnest(?::INTEGER[])) OR e.base_record_id IN (SELECT unnest(?::INTEGER[])));
+
+-- name: accepted_days
+SELECT day_id FROM runs WHERE status IN ('accepted', 'baseline') ORDER BY day_id;
 
 -- name: event_changes_of
 SELECT event_id, field, before, after, is_cosmetic, severity

@@ -21,8 +21,10 @@ WHERE day_id = ?
 ORDER BY event_id;
 
 -- name: history_points
-SELECT day_id, status, population, coalesce(new_count, 0), coalesce(changed_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0)
+-- 변경 = 실질 변경: changed_count counts number assignments too (domain.model.substantive_changes)
+SELECT day_id, status, population, coalesce(new_count, 0),
+       coalesce(changed_count, 0) - coalesce(assigned_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), coalesce(assigned_count, 0)
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
@@ -94,8 +96,8 @@ WHERE day_id BETWEEN ? AND ?
 ORDER BY event_id;
 
 -- name: rate_runs
--- accepted comparisons up to a day: changed registrations, the base's population, the interval
-SELECT r.day_id, r.base_day_id, coalesce(r.changed_count, 0), b.population
+-- accepted comparisons up to a day: changed registrations (실질 변경), the base's population, the interval
+SELECT r.day_id, r.base_day_id, coalesce(r.changed_count, 0) - coalesce(r.assigned_count, 0), b.population
 FROM runs r JOIN runs b ON b.day_id = r.base_day_id
 WHERE r.status = 'accepted' AND r.day_id <= ?
 ORDER BY r.day_id;
@@ -104,8 +106,9 @@ ORDER BY r.day_id;
 SELECT population FROM runs WHERE status IN ('accepted', 'baseline') AND day_id <= ? ORDER BY day_id DESC LIMIT 1;
 
 -- name: period_runs
-SELECT day_id, status, base_day_id, population, coalesce(new_count, 0), coalesce(changed_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason
+SELECT day_id, status, base_day_id, population, coalesce(new_count, 0),
+       coalesce(changed_count, 0) - coalesce(assigned_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason, coalesce(assigned_count, 0)
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
