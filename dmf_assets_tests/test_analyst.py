@@ -274,6 +274,14 @@ def test_asof_values_follow_the_day(edited, capsys, tmp_path):
                    "--database", str(edited.database))[0] == 0
     ws = load_workbook(xlsx_path)["전체현황"]
     assert ws.max_row - 4 == 146 and ws.auto_filter.ref.startswith("A4:")
+    # jsonl goes to --out as well (no BOM: one JSON object a line); the terminal table has no file to write
+    jsonl_path = tmp_path / "a.jsonl"
+    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "jsonl", "--out", str(jsonl_path),
+                   "--database", str(edited.database))[0] == 0
+    assert len(jsonl(jsonl_path.read_text(encoding="utf-8"))) == 146
+    code, _, err = run_cli(capsys, "asof", edited.days[4].isoformat(), "--out", str(tmp_path / "t.txt"),
+                           "--database", str(edited.database))
+    assert code == 2 and "--format csv·jsonl·xlsx" in err and not (tmp_path / "t.txt").exists()
 
 
 # --- dmf report ----------------------------------------------------------------------------------

@@ -220,3 +220,20 @@ def test_lines_are_shortened_at_a_word_with_an_ellipsis():
     assert len(short) <= 60 and short.endswith("…") and reason.startswith(short[:-1])
     assert not short[:-1].endswith((" ", "—", ",")) and reason[len(short) - 1] == " "
     assert shorten("짧은 줄", 60) == "짧은 줄"
+
+
+def test_no_open_particle_is_left_in_any_text_the_product_builds():
+    """Every Korean particle is chosen by `josa` from the word it follows: no 「이(가)」-style placeholder in the
+    package, its SQL or its config (CLI lines, settings errors and workbook cells are texts people read too)."""
+    from pathlib import Path
+
+    import dmf_assets
+    from dmf_assets.settings import PROJECT_ROOT
+
+    open_particles = ("이(가)", "가(이)", "을(를)", "를(을)", "은(는)", "는(은)", "와(과)", "과(와)", "(으)로")
+    files = [*Path(dmf_assets.__file__).parent.rglob("*.py"), *(PROJECT_ROOT / "sql").rglob("*.sql"),
+             PROJECT_ROOT / "config" / "dmf.toml"]
+    found = [f"{path.name}:{n}: {line.strip()}" for path in files
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if any(p in line for p in open_particles)]
+    assert len(files) > 100 and not found, found

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table",
                    help="table (기본) | jsonl | csv (이벤트 1건 1행; --out 파일은 Excel용 UTF-8 BOM) | xlsx")
-    p.add_argument("--out", type=out_file, help="csv·xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)")
+    p.add_argument("--out", type=out_file, help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)")
     p.add_argument("--include-cosmetic", action="store_true",
                    help="표(table)에 표기 변경도 표시 (jsonl·csv·xlsx는 항상 포함, is_cosmetic으로 구분)")
     _location(p)
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("asof", help="그날 정상 수집(반영)된 그대로의 등록 현황 (그날이 실패면 그 전 마지막 반영일)")
     p.add_argument("date", type=day, help="YYYY-MM-DD")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table")
-    p.add_argument("--out", type=out_file, help="csv/xlsx 파일 경로 (csv 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
+    p.add_argument("--out", type=out_file, help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
     _location(p)
     p.set_defaults(handler=_asof)
 
@@ -87,6 +87,7 @@ def _iso(value) -> str | None:
 def _history(args) -> int:
     from dmf_assets.analyst import queries as q
 
+    _out_fits_the_format(args)
     if not (args.key or args.ingredient or args.applicant or args.manufacturer):
         raise UserError("등록번호(또는 SYN- 키)나 --ingredient / --applicant / --manufacturer 중 하나가 필요합니다")
     if args.key is not None and not args.key.strip():
@@ -103,8 +104,9 @@ def _history(args) -> int:
         hist = q.registration_history(conn, ids, start=args.start, end=args.end)
     view = _HistoryView(hist, args)
     if args.format == "jsonl":
-        for line in view.json_lines():
-            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        with _text_out(args.out, bom=False) as target:
+            for line in view.json_lines():
+                target.write(json.dumps(line, ensure_ascii=False) + "\n")
     elif args.format == "csv":
         with _text_out(args.out) as target:
             w = csv.writer(target)
@@ -121,13 +123,23 @@ def _history(args) -> int:
 
 
 @contextlib.contextmanager
-def _text_out(path: str | None):
-    """The file at `path` (UTF-8 with a BOM, so Excel reads Hangul) or standard output."""
+def _text_out(path: str | None, *, bom: bool = True):
+    """The file at `path`, written whole or not at all (UTF-8; with a BOM for csv, so Excel reads Hangul), or
+    standard output."""
+    from dmf_assets.fsutil import atomic_output
+
     if not path:
         yield sys.stdout
         return
-    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as fh:
         yield fh
+
+
+def _out_fits_the_format(args) -> None:
+    """--out names a file for csv, jsonl and xlsx; the table is for the terminal, and an ignored option would
+    leave the user looking for a file that was never written."""
+    if args.out and args.format == "table":
+        raise UserError(f"--out은 --format csv·jsonl·xlsx와 함께 씁니다 (표는 화면에만 나옵니다): --out {args.out}")
 
 
 class _HistoryView:
@@ -314,6 +326,7 @@ ASOF_COLUMNS = (
 def _asof(args) -> int:
     from dmf_assets.storage.registry import NoHistory, registry_asof
 
+    _out_fits_the_format(args)
     with _connect(args) as (settings, conn):
         try:
             accepted, frame = registry_asof(conn, args.date)
@@ -336,22 +349,19 @@ def _asof(args) -> int:
         return 0
     rows = frame.to_dicts()
     if args.format == "jsonl":
-        for r in rows:
-            rec = {c: _iso(r[c]) for c in ASOF_COLUMNS}
-            rec.update(asof_day=accepted.isoformat(), countries_list=list(dict.fromkeys(r["country_list"] or ())),
-                       sites=[dict(s) for s in (r["sites"] or ())])
-            sys.stdout.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        with _text_out(args.out, bom=False) as target:
+            for r in rows:
+                rec = {c: _iso(r[c]) for c in ASOF_COLUMNS}
+                rec.update(asof_day=accepted.isoformat(), countries_list=list(dict.fromkeys(r["country_list"] or ())),
+                           sites=[dict(s) for s in (r["sites"] or ())])
+                target.write(json.dumps(rec, ensure_ascii=False) + "\n")
         return 0
     if args.format == "csv":
-        target = open(args.out, "w", encoding="utf-8-sig", newline="") if args.out else sys.stdout  # BOM: Excel reads Hangul
-        try:
+        with _text_out(args.out) as target:
             w = csv.writer(target)
             w.writerow([*ASOF_COLUMNS, "sites"])
             for r in rows:
                 w.writerow([_iso(r[c]) for c in ASOF_COLUMNS] + [_sites_line(r["sites"])])
-        finally:
-            if args.out:
-                target.close()
         return 0
     print("\t".join(("등록번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경")))
     for r in rows:

@@ -144,12 +144,12 @@ def _diff(args) -> int:
 
 
 def _print_table(result, events, old_rows: int, new_rows: int, include_cosmetic: bool, out) -> None:
-    from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO
+    from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
 
     c = result.counts
-    print(f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · 변경 {c['CHANGED']:,} · "
-          f"취하 {c['WITHDRAWN']:,} · 표기 변경 {c['COSMETIC']:,} (별도) · 재등장 {c['REAPPEARED']:,} · 번호 부여 "
-          f"{c['NUMBER_ASSIGNED']:,}", file=out)
+    print(f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · "
+          f"변경 {substantive_changes(c['CHANGED'], c['NUMBER_ASSIGNED']):,} · 취하 {c['WITHDRAWN']:,} · "
+          f"번호 부여 {c['NUMBER_ASSIGNED']:,} · 재등장 {c['REAPPEARED']:,} · 표기 변경 {c['COSMETIC']:,} (별도)", file=out)
     shown = [e for e in events if include_cosmetic or not e.is_cosmetic]
     if not shown:
         print("변경 없음 (no changes)", file=out)

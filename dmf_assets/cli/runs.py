@@ -172,13 +172,21 @@ def _summary_rows(days: list[date]) -> list[dict]:
         return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
 
 
+def _changed(row: dict) -> int:
+    """실질 변경, as the workbook and the mail count it (a number assignment is its own figure)."""
+    from dmf_assets.domain.model import substantive_changes
+
+    return substantive_changes(row.get("changed_count"), row.get("assigned_count"))
+
+
 def _day_line(row: dict) -> str:
     status = row.get("status")
     if status == "rejected":
         return f"거부 — {shorten(row.get('reason') or '', 90)}"
     if status in ("accepted", "baseline"):
+        assigned = f" · 번호 부여 {row['assigned_count']}" if row.get("assigned_count") else ""
         return (f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
-                f"변경 {row.get('changed_count') or 0} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}")
+                f"변경 {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}{assigned}")
     return STATUS_KO.get(status, str(status))
 
 
@@ -195,7 +203,7 @@ def _progress(report, seconds: float) -> None:
 def _print_summary(days: list[date]) -> list[dict]:
     rows = _summary_rows(days)
     print()
-    print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4}  비고 / reason")
+    print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason")
     print("-" * 100)
     for r in rows:
         status, size = r.get("status"), r.get("population")
@@ -203,12 +211,13 @@ def _print_summary(days: list[date]) -> list[dict]:
         if status == "accepted" and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
         print(f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
-              f"{r.get('new_count') or 0:>4} {r.get('changed_count') or 0:>4} {r.get('cosmetic_count') or 0:>4} "
-              f"{r.get('withdrawn_count') or 0:>4}  {note}")
+              f"{r.get('new_count') or 0:>4} {_changed(r):>4} {r.get('cosmetic_count') or 0:>4} "
+              f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4}  {note}")
     accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
     rejected = sum(1 for r in rows if r.get("status") == "rejected")
     print("-" * 100)
-    print(f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected})")
+    print(f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 번호 = 번호 부여, "
+          "표기 = 표기만 바뀐 변경(별도)")
     return rows
 
 

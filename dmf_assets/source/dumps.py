@@ -313,7 +313,7 @@ def _from_archive(directory: Path) -> Dump:
             body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
             page, frame = parse_page_frame(body, "json" if ".json." in entry["file"] else None)
         except (ArchiveCorrupt, SourceError) as exc:
-            raise DumpError(f"{directory}: {entry['file']}을(를) 읽을 수 없습니다 / unreadable page: {exc}") from None
+            raise DumpError(f"{directory}: 쪽 파일 {entry['file']} 읽기 실패 / unreadable page: {exc}") from None
         totals.add(page.total_count)
         if frame.width:
             frames.append(frame)
