@@ -111,7 +111,7 @@ def record_judgement(
     started = time.monotonic()
     failed = next((g for g in gates if g.passed is False), None)
 
-    def work():
+    def work() -> CommitOutcome | None:
         history.write_judgement(conn, day, gates=gates, quality=quality, fetch=fetch, pages=pages, source=source,
                                 judged=judged, run_id=run_id, fetch_seconds=fetch_seconds)
         if failed is None:
@@ -135,7 +135,7 @@ def reject_day(
     comparison base the caller diffed against (None: read here)."""
     started = time.monotonic()
 
-    def work():
+    def work() -> CommitOutcome:
         history.write_gate(conn, day, gate)
         return _reject(conn, day, gate, run_id, started, watchlist, gates, base)
 
@@ -157,7 +157,7 @@ def commit_day(
     """Write an accepted day: snapshot, versions, events — one transaction, replacing any earlier run."""
     started = time.monotonic()
 
-    def work():
+    def work() -> CommitOutcome:
         status = history.write_accepted(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id,
                                         started=started)
         rederived = _finish(conn, day, watchlist, gates)

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -88,7 +89,7 @@ class JudgedDay:
 # --- collect -------------------------------------------------------------------------------------
 
 
-def facts_from_fetch(result) -> FetchFacts:
+def facts_from_fetch(result: Any) -> FetchFacts:
     """Adapt the client's FetchResult to what the gates need."""
     pages = list(result.pages)
     failed = [p for p in pages if not _page_ok(p)]
@@ -107,12 +108,12 @@ def facts_from_fetch(result) -> FetchFacts:
     )
 
 
-def _page_ok(page) -> bool:
+def _page_ok(page: Any) -> bool:
     status = page.get("status") if isinstance(page, dict) else getattr(page, "status", None)
     return status in ("ok", 200, "200")
 
 
-def _page_dict(page) -> dict:
+def _page_dict(page: Any) -> dict:
     return page if isinstance(page, dict) else dict(vars(page))
 
 
@@ -126,13 +127,13 @@ def items_frame(items: list[dict]) -> pl.DataFrame:
     return frame
 
 
-def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
+def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
     """Fetch (or replay from the archive) one day. `resume=False` asks the source again (a retry)."""
     started = time.monotonic()
     return fetched(client.fetch_day(day, log=logger, resume=resume), started)
 
 
-def fetched(result, started: float) -> FetchedDay:
+def fetched(result: Any, started: float) -> FetchedDay:
     """A fetch's (or an archive replay's) `FetchResult` as the value raw_pages hands on."""
     fetch = {
         "source": result.source,
@@ -196,7 +197,7 @@ def judge(
     return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)
 
 
-def _with_drop_samples(conn, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
+def _with_drop_samples(conn: duckdb.DuckDBPyConnection, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
     """A failed drop gate shows which registrations of the base day are missing today."""
     if gate.number != DROP.number or gate.passed is not False or base.day is None:
         return gate
@@ -247,7 +248,7 @@ class NotTheJudgedFrame(RuntimeError):
         def rows(identity: history.FrameIdentity) -> str:
             return "행 수 기록 없음" if identity.rows is None else f"{identity.rows:,}행"
 
-        fingerprint = (f"지문 {self.handed.fingerprint[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
+        fingerprint = (f"지문 {(self.handed.fingerprint or '')[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
                        if self.handed.fingerprint != self.recorded.fingerprint else "지문 같음")
         return (f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
                 f"다릅니다 ({fingerprint})")
