@@ -38,11 +38,11 @@ QUALITY_CHECKS = (
 )
 
 
-def gate_spec(n: int, asset: str | None = None) -> dg.AssetCheckSpec:
+def gate_spec(n: int) -> dg.AssetCheckSpec:
     """Gate `n`'s blocking check, on the asset that judges it (its registry entry's `asset`)."""
     g = GATE_BY_NUMBER[n]
     return dg.AssetCheckSpec(
-        g.check_name, asset=asset or g.asset, blocking=True, partitions_def=daily_partitions,
+        g.check_name, asset=g.asset, blocking=True, partitions_def=daily_partitions,
         description=f"게이트 {n} (차단) — {g.rule_text}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
     )
 
