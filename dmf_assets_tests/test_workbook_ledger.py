@@ -266,6 +266,14 @@ def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path
     assert "취하 비율 3.3 % (> 2 %)" in wb[SHEET_SUMMARY]["A1"].value
     quiet = report_for(edited.database, E_DAYS[3])
     assert not any("취하 비율" in w for w in quiet.warnings)
+    # the banner warns at the share the alert uses: [alerts] withdrawal_share_max, not a number of its own
+    settings = load_settings()
+
+    def share_max(value: float):
+        return settings.model_copy(update={"alerts": settings.alerts.model_copy(update={"withdrawal_share_max": value})})
+
+    assert not any("취하 비율" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.05)).warnings)
+    assert any("취하 비율 3.3 % (> 3 %)" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.03)).warnings)
 
 
 def test_change_rate_estimator_and_burst_flag(tmp_path):

@@ -23,9 +23,6 @@ EXIT_REJECTED = 3  # a gate refused the NEW dump (nothing listed unless --force)
 
 FORCE_BANNER = "⚠ 게이트 실패를 무시하고 표시 (--force)"
 
-#: gate number -> the setting that holds its threshold (for the hint in a refusal)
-_GATE_SETTING = {3: "gates.drop_max_ratio", 4: "gates.null_max_ratio", 5: "gates.duplicate_max_ratio",
-                 6: "gates.churn_max_ratio"}
 
 _EPILOG = """\
 종료 코드 / exit codes:
@@ -63,13 +60,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _refusal(failed: list) -> str:
+    from dmf_assets.domain.gates import GATE_BY_NUMBER  # lazily: polars (see the module's docstring)
+
     lines = []
     for who, g in failed:
         lines.append(
             f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
         )
     numbers = {g.number for _, g in failed}
-    settings_hint = ", ".join(_GATE_SETTING[n] for n in sorted(numbers) if n in _GATE_SETTING)
+    keys = (GATE_BY_NUMBER[n].setting_key for n in sorted(numbers))  # where each threshold is set (None: exact)
+    settings_hint = ", ".join(k for k in keys if k)
     hint = ("불완전하거나 의심스러운 목록이므로 이벤트(특히 취하)를 표시하지 않습니다. 실제 대규모 변경이면 "
             + (f"config의 {settings_hint}를 조정하거나 " if settings_hint else "")
             + "--force로 표시하세요 / rejected by an acceptance gate: nothing listed (use --force to list anyway)")

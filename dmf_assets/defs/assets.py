@@ -36,7 +36,7 @@ from dmf_assets.clock import now_kst
 from dmf_assets.defs.checks import (
     QUALITY_CHECKS,
     gate_result,
-    gate_spec,
+    gate_specs,
     gates_md,
     md_table,
     quality_result,
@@ -180,7 +180,7 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
     pool="duckdb",
     output_required=False,  # a rejected day has no judged value to hand on
     check_specs=[
-        *[gate_spec(n, "integrity_verdict") for n in range(1, 6)],
+        *gate_specs("integrity_verdict"),
         warn_spec("source_staleness", "integrity_verdict", "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음"),
     ],
     description=(
@@ -241,7 +241,7 @@ def integrity_verdict(
         "gates pass."
         ),
     )],
-    check_specs=[gate_spec(6, "snapshot_diff")],
+    check_specs=gate_specs("snapshot_diff"),
     can_subset=True,
     pool="duckdb",
 )
@@ -308,9 +308,9 @@ def snapshot_diff(
 
 
 def _not_evaluated_churn(out: pipeline.DayOutcome):
-    from dmf_assets.domain.gates import not_evaluated
+    from dmf_assets.domain.gates import CHURN, not_evaluated
 
-    return not_evaluated(6, f"게이트 {out.rejected_gate}에서 거부되어 변동률은 평가하지 않았습니다.")
+    return not_evaluated(CHURN.number, f"게이트 {out.rejected_gate}에서 거부되어 변동률은 평가하지 않았습니다.")
 
 
 # --- events --------------------------------------------------------------------------------------

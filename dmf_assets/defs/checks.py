@@ -12,25 +12,12 @@ import warnings
 import dagster as dg
 
 from dmf_assets.defs.partitions import daily_partitions
-from dmf_assets.domain.gates import GATE_LABELS, GateOutcome, QualityMetric
+from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES, GateOutcome, QualityMetric
 from dmf_assets.report.rows import sample_table
 
 # Partitioned check specs are what make a day's verdict visible on its partition; Dagster 1.13 marks
 # them as a preview at every load, which is noise for users.
 warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
-
-GATE_CHECK_NAMES = {n: f"gate_{n}_{name}" for n, (name, _) in GATE_LABELS.items()}
-
-#: the rule of each gate and the config key that sets its threshold (DESIGN.md §6). No numbers: the
-#: thresholds are configuration, and each evaluation's description states the one it applied
-GATE_RULES = {
-    1: "전송: 모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문 (transport)",
-    2: "완전성: 수신 건수(페이지 간 반복 제거 후) = totalCount (completeness)",
-    3: "감소율: 마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
-    4: "결측: 등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
-    5: "중복: 중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
-    6: "변동률: (신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
-}
 
 QUALITY_CHECKS = (
     ("row_count", "수집 건수 범위"),
@@ -51,11 +38,18 @@ QUALITY_CHECKS = (
 )
 
 
-def gate_spec(n: int, asset: str) -> dg.AssetCheckSpec:
+def gate_spec(n: int) -> dg.AssetCheckSpec:
+    """Gate `n`'s blocking check, on the asset that judges it (its registry entry's `asset`)."""
+    g = GATE_BY_NUMBER[n]
     return dg.AssetCheckSpec(
-        GATE_CHECK_NAMES[n], asset=asset, blocking=True, partitions_def=daily_partitions,
-        description=f"게이트 {n} (차단) — {GATE_RULES[n]}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
+        g.check_name, asset=g.asset, blocking=True, partitions_def=daily_partitions,
+        description=f"게이트 {n} (차단) — {g.rule_text}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
     )
+
+
+def gate_specs(asset: str) -> list[dg.AssetCheckSpec]:
+    """The blocking checks of every gate judged on `asset`, in gate order."""
+    return [gate_spec(g.number) for g in GATES if g.asset == asset]
 
 
 def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
@@ -63,7 +57,7 @@ def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
 
 
 def md_table(header: list[str], rows: list[list], width: int = 120) -> str:
-    def cell(v) -> str:
+    def cell(v: object) -> str:
         return str("" if v is None else v).replace("|", "\\|").replace("\n", " ")[:width]
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -92,7 +86,7 @@ def gate_result(g: GateOutcome, asset: str) -> dg.AssetCheckResult:
     block the rejected day's own report."""
     return dg.AssetCheckResult(
         asset_key=asset,
-        check_name=GATE_CHECK_NAMES[g.number],
+        check_name=GATE_BY_NUMBER[g.number].check_name,
         passed=g.passed is not False,
         severity=dg.AssetCheckSeverity.ERROR if g.passed is not None else dg.AssetCheckSeverity.WARN,
         description=f"{g.label_ko}: {g.observed} (기준 {g.threshold}) — {g.detail}",

@@ -8,6 +8,7 @@ themselves.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
@@ -56,7 +57,9 @@ class QualityThresholds(Protocol):
 @dataclass(frozen=True)
 class Gate:
     """One acceptance gate, declared once (docs/DOMAIN.md §6): what it is called, which setting holds its
-    threshold, when it is judged, whether a same-morning retry can help, and what a person should check."""
+    threshold, when it is judged, whether a same-morning retry can help, what a person should check, and
+    which emulator faults it must refuse. Everything else that names a gate (the Dagster check and the
+    asset it sits on, the messages, the workbook, the fault matrix) derives from this entry."""
 
     number: int
     name: str  # check name suffix: gate_{number}_{name}
@@ -67,31 +70,62 @@ class Gate:
     after_diff: bool  # judged on the diff (gate 6) rather than on the fetched snapshot (gates 1–5)
     transient: bool  # a source hiccup: retried the same morning; otherwise a person decides
     check_ko: str  # what to look at before raising the threshold or re-running
+    faults: tuple[str, ...] = ()  # the emulator fault kinds (emulator/faults.py) this gate must refuse
+
+    @property
+    def check_name(self) -> str:
+        """The Dagster asset check of this gate: 'gate_3_drop'."""
+        return f"gate_{self.number}_{self.name}"
+
+    @property
+    def asset(self) -> str:
+        """The asset whose step judges the gate: the diff for a gate judged after it, else the verdict."""
+        return "snapshot_diff" if self.after_diff else "integrity_verdict"
+
+    @property
+    def title(self) -> str:
+        """'게이트 2 완전성(completeness)' — how every message names a gate."""
+        return f"게이트 {self.number} {self.label_ko}({self.name})"
+
+    @property
+    def rule_text(self) -> str:
+        """'감소율: 마지막 정상 수집일 대비 … ≤ [gates] drop_max_ratio (drop)' — the rule as the UI states it."""
+        return f"{self.label_ko}: {self.rule_ko} ({self.name})"
+
+    @property
+    def setting_key(self) -> str | None:
+        """'gates.drop_max_ratio': where a person raises the threshold (None: an exact rule)."""
+        return None if self.setting is None else f"gates.{self.setting}"
 
 
-GATES: tuple[Gate, ...] = (
-    Gate(1, "transport", "전송", "transport", "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문", None, False, True,
-         "원천 API가 오류를 돌려주었습니다"),
-    Gate(2, "completeness", "완전성", "completeness", "수신 건수(페이지 간 반복 제거 후) = totalCount", None, False, True,
-         "원천이 목록 일부만 돌려주었습니다"),
-    Gate(3, "drop", "감소율", "drop", "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
-         "drop_max_ratio", False, False, "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지"),
-    Gate(4, "nulls", "결측", "nulls", "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
-         "null_max_ratio", False, False, "응답 형식이 바뀌어 필드가 비어 온 것인지"),
-    Gate(5, "duplicates", "중복", "duplicates", "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
-         "duplicate_max_ratio", False, False, "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지"),
-    Gate(6, "churn", "변동률", "churn", "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
-         "churn_max_ratio", True, False, "원천 데이터 이상인지, 실제 대규모 변경인지"),
-)
+TRANSPORT = Gate(1, "transport", "전송", "transport", "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문", None, False,
+                 True, "원천 API가 오류를 돌려주었습니다", ("truncated_json", "xml_key_error", "xml_quota_error", "outage"))
+COMPLETENESS = Gate(2, "completeness", "완전성", "completeness", "수신 건수(페이지 간 반복 제거 후) = totalCount", None,
+                    False, True, "원천이 목록 일부만 돌려주었습니다",
+                    ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable",
+                     "empty_page"))
+DROP = Gate(3, "drop", "감소율", "drop", "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
+            "drop_max_ratio", False, False, "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
+            ("mass_disappearance",))
+NULLS = Gate(4, "nulls", "결측", "nulls", "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+             "null_max_ratio", False, False, "응답 형식이 바뀌어 필드가 비어 온 것인지", ("schema_drift_renamed",))
+DUPLICATES = Gate(5, "duplicates", "중복", "duplicates", "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
+                  "duplicate_max_ratio", False, False, "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지")
+CHURN = Gate(6, "churn", "변동률", "churn", "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
+             "churn_max_ratio", True, False, "원천 데이터 이상인지, 실제 대규모 변경인지",
+             ("schema_drift_missing", "garbled_text"))
+
+GATES: tuple[Gate, ...] = (TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN)
 GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
 #: number -> (name, Korean label), derived from GATES
 GATE_LABELS: dict[int, tuple[str, str]] = {g.number: (g.name, g.label_ko) for g in GATES}
+#: the gates judged on the fetched snapshot (before the diff), in order
+PRE_DIFF_GATES: tuple[Gate, ...] = tuple(g for g in GATES if not g.after_diff)
 
 
 def gate_title(number: int) -> str:
     """'게이트 2 완전성(completeness)' — how every message names a gate."""
-    g = GATE_BY_NUMBER[number]
-    return f"게이트 {g.number} {g.label_ko}({g.name})"
+    return GATE_BY_NUMBER[number].title
 
 
 @dataclass(frozen=True)
@@ -170,7 +204,7 @@ class Rejection:
             raise ValueError(f"a rejection by gate {self.gate} needs its observed value, threshold and detail")
 
     @classmethod
-    def of(cls, outcome: "GateOutcome", base_day: date | None) -> "Rejection":
+    def of(cls, outcome: GateOutcome, base_day: date | None) -> Rejection:
         return cls(outcome.number, outcome.observed, outcome.threshold, outcome.detail, base_day, tuple(outcome.samples))
 
     @property
@@ -196,7 +230,7 @@ def gate_transport(f: FetchFacts) -> GateOutcome:
     passed = f.transport_ok and f.pages_failed == 0
     errors = "; ".join(f.transport_errors[:3])
     return GateOutcome(
-        1,
+        TRANSPORT.number,
         passed,
         float(f.pages_failed),
         0.0,
@@ -224,7 +258,7 @@ def page_samples(pages: list[dict], num_of_rows: int | None, total_count: int | 
 def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutcome:
     if f.total_count is None:
         return GateOutcome(
-            2,
+            COMPLETENESS.number,
             False,
             float(f.rows_after_dedup),
             None,
@@ -245,7 +279,7 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
     else:
         detail = f"totalCount보다 {gap:,}건 더 받았습니다 — 목록이 불안정합니다."
     return GateOutcome(
-        2,
+        COMPLETENESS.number,
         passed,
         float(f.rows_after_dedup),
         float(f.total_count),
@@ -259,12 +293,12 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
 def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutcome:
     threshold = gates.drop_max_ratio
     if base.day is None or not base.total_count:
-        return GateOutcome(3, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", "첫 수집일이므로 감소율을 비교하지 않습니다.")
+        return GateOutcome(DROP.number, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", "첫 수집일이므로 감소율을 비교하지 않습니다.")
     current = f.total_count if f.total_count is not None else f.rows_after_dedup
     drop = max(0.0, (base.total_count - current) / base.total_count)
     passed = drop <= threshold
     return GateOutcome(
-        3,
+        DROP.number,
         passed,
         drop,
         threshold,
@@ -281,7 +315,7 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     threshold = gates.null_max_ratio
     n = frame.height
     if n == 0:
-        return GateOutcome(4, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다.")
+        return GateOutcome(NULLS.number, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다.")
     ratios = {
         "등록번호": frame["permit_no"].null_count() / n,
         "성분명": frame["ingredient"].null_count() / n,
@@ -297,7 +331,7 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         .to_dicts()
     )
     return GateOutcome(
-        4,
+        NULLS.number,
         passed,
         worst,
         threshold,
@@ -321,7 +355,7 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         numbered.group_by("permit_no").len().filter(pl.col("len") > 1).sort("len", "permit_no", descending=[True, False]).head(10)
     )
     return GateOutcome(
-        5,
+        DUPLICATES.number,
         passed,
         ratio,
         threshold,
@@ -340,7 +374,7 @@ def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, s
     # the churn counts a number assignment as a change; the text names it apart, as every headline does
     assigned = counts.get("NUMBER_ASSIGNED", 0)
     return GateOutcome(
-        6,
+        CHURN.number,
         passed,
         ratio,
         threshold,
@@ -358,8 +392,29 @@ def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, s
 
 def gate_churn_without_base(gates: GateThresholds) -> GateOutcome:
     """Gate 6 on the first accepted day (the baseline): nothing to compare, so it passes."""
-    return GateOutcome(6, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
+    return GateOutcome(CHURN.number, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
                        "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
+
+
+def churn_against(counts: Mapping[str, int], base: BaseFacts, gates: GateThresholds, *, population: int,
+                  samples: tuple[dict, ...] = ()) -> GateOutcome:
+    """Gate 6 of a day diffed against `base` — the one judgement the commit, the re-derivation of a later day
+    and the workbook share (docs/DOMAIN.md §6). `population` stands in when the base day's population is
+    not on record; without a base (the baseline) there is nothing to compare and the gate passes."""
+    if base.day is None:
+        return gate_churn_without_base(gates)
+    return gate_churn(dict(counts), base.population or population, gates, samples)
+
+
+def drop_against(base: BaseFacts, gates: GateThresholds, *, total_count: int | None, rows: int | None) -> GateOutcome:
+    """Gate 3 of a day already judged (its recorded totalCount and rows) against `base`, which may have moved
+    since (docs/DOMAIN.md §5, §6): the same `gate_drop` the verdict applied."""
+    return gate_drop(FetchFacts(True, total_count=total_count, rows_after_dedup=rows or 0), base, gates)
+
+
+def rejection_reason(g: GateOutcome) -> str:
+    """'3번 감소율 게이트 실패: … — …': the reason a refused day's run row records and its report shows."""
+    return f"{g.number}번 {g.label_ko} 게이트 실패: {g.observed} — {g.detail}"
 
 
 def not_evaluated(number: int, reason: str) -> GateOutcome:
@@ -379,7 +434,7 @@ def pre_diff_gates(
     completeness = gate_completeness(fetch, page_samples(page_dicts, num_of_rows, fetch.total_count))
     if not transport.passed and fetch.rows_after_dedup == 0:
         reason = "전송 게이트에서 이미 거부되었습니다."
-        return [transport, completeness, not_evaluated(3, reason), not_evaluated(4, reason), not_evaluated(5, reason)]
+        return [transport, completeness, *(not_evaluated(g, reason) for g in (DROP.number, NULLS.number, DUPLICATES.number))]
     return [transport, completeness, gate_drop(fetch, base, gates), gate_nulls(frame, gates), gate_duplicates(frame, gates)]
 
 

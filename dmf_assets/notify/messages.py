@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from dmf_assets.clock import KST
-from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
 from dmf_assets.korean import josa
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
 from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
@@ -142,7 +142,7 @@ class MessageContext:
 # --- what a message may say about an automatic retry ------------------------------------------------
 
 
-class NoRetry(str, Enum):
+class NoRetry(str, Enum):  # noqa: UP042 - a StrEnum would change str() and format() of a stored value
     """Why no automatic retry follows (docs/DOMAIN.md §9: a retry is promised only when it will run)."""
 
     OFF = "off"  # [retry] transient_attempts = 0
@@ -253,10 +253,9 @@ def _base_sentence(base: date | None) -> str:
 
 
 def _gate_where(gate: int) -> str:
-    asset = "snapshot_diff" if GATE_BY_NUMBER[gate].after_diff else "integrity_verdict"
     g = GATE_BY_NUMBER[gate]
     return (f"리포트의 {sheet_ref(SHEET_SUMMARY)}와 {sheet_ref(SHEET_QUALITY)}에 게이트 표가 있고, 표본 행은 Dagster UI의 "
-            f"{asset} 자산 → Checks → gate_{g.number}_{g.name} → 이 날짜 파티션에 있습니다.")
+            f"{g.asset} 자산 → Checks → {g.check_name} → 이 날짜 파티션에 있습니다.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -404,7 +403,7 @@ class RejectedStreak(Alert):
             "아직 한 번도 반영되지 않았습니다."
         what = (f"긴급 / ESCALATION: {n}일 연속 수집이 거부되었습니다({', '.join(d.isoformat() for d in self.days)}). "
                 + since)
-        why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates))
+        why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates, strict=True))
         todo = ("오늘 담당자가 직접 확인해야 합니다(action required today). "
                 f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
                 f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날들을 "
@@ -460,7 +459,7 @@ class WithdrawalShare(Alert):
                 f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과).")
         why = "모든 게이트는 통과했지만 취하는 드물어야 합니다. 원천이 목록 일부만 돌려주면 대량의 허위 취하가 생길 수 있습니다."
         todo = (f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
-                f"허위 취하라면 {ctx.config_file}의 [gates] drop_max_ratio나 churn_max_ratio를 낮추고 이 날을 "
+                f"허위 취하라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
                 f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요.")
         return Parts(f"{self.day} 대량 취하 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo)
 

@@ -23,9 +23,9 @@ from dmf_assets.domain.gates import (
     GateOutcome,
     GateThresholds,
     QualityMetric,
-    gate_churn,
-    gate_churn_without_base,
-    gate_drop,
+    churn_against,
+    drop_against,
+    rejection_reason,
 )
 from dmf_assets.storage import history
 
@@ -38,6 +38,7 @@ class CommitOutcome:
     counts: dict[str, int]
     rederived_day: date | None  # the next accepted day whose events were recomputed
     seconds: float
+    reason: str | None = None  # a rejected day: the reason its run row records (`gates.rejection_reason`)
 
 
 def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None,
@@ -57,15 +58,15 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchl
     diff = diff_snapshots(base_frame, new_frame, previously_seen=seen, watchlist=watchlist)
     if gates is not None:
         run = history.run_row(conn, nxt)
-        facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
-        drop = gate_drop(facts, base, gates)
-        churn = (gate_churn(diff.counts, base.population or new_frame.height, gates) if base.day is not None
-                 else gate_churn_without_base(gates))
+        if run is None:  # an accepted day always has its run row
+            raise RuntimeError(f"{nxt}: accepted day without a run row")
+        drop = drop_against(base, gates, total_count=run["total_count"], rows=run["rows_received"])
+        churn = churn_against(diff.counts, base, gates, population=new_frame.height)
         history.write_gate(conn, nxt, drop)
         history.write_gate(conn, nxt, churn)
         failed = next((g for g in (drop, churn) if not g.passed), None)
         if failed is not None:
-            _reject(conn, nxt, failed, None, time.monotonic(), watchlist, gates)
+            _reject(conn, nxt, failed, None, time.monotonic(), watchlist, gates, base)
             return nxt
     history.write_rederived(conn, nxt, by=day, base=base, diff=diff)
     return nxt
@@ -79,10 +80,11 @@ def _finish(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | N
 
 
 def _reject(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcome, run_id: str | None, started: float,
-            watchlist: Watchlist | None, gates: GateThresholds | None) -> CommitOutcome:
-    base = history.write_rejection(conn, day, gate, run_id=run_id, started=started)
+            watchlist: Watchlist | None, gates: GateThresholds | None, base: BaseFacts | None) -> CommitOutcome:
+    """`base`: the day's comparison base as the caller chose it under this lock (None: read it here)."""
+    base = history.write_rejection(conn, day, gate, run_id=run_id, started=started, base=base)
     rederived = _finish(conn, day, watchlist, gates)
-    return CommitOutcome(day, "rejected", base.day, {}, rederived, time.monotonic() - started)
+    return CommitOutcome(day, "rejected", base.day, {}, rederived, time.monotonic() - started, rejection_reason(gate))
 
 
 def record_judgement(
@@ -99,20 +101,22 @@ def record_judgement(
     fetch_seconds: float | None,
     watchlist: Watchlist | None,
     gate_settings: GateThresholds | None = None,
+    base: BaseFacts | None = None,
 ) -> CommitOutcome | None:
     """Store gates 1–5 and the quality metrics; a failed gate rejects the day right here.
 
-    Returns the rejection's CommitOutcome, or None when the day may proceed to the diff.
+    `base`: the comparison base the gates were judged against (read once by the caller; None: read here).
+    Returns the rejection's CommitOutcome (with its reason), or None when the day may proceed to the diff.
     """
     started = time.monotonic()
     failed = next((g for g in gates if g.passed is False), None)
 
-    def work():
+    def work() -> CommitOutcome | None:
         history.write_judgement(conn, day, gates=gates, quality=quality, fetch=fetch, pages=pages, source=source,
                                 judged=judged, run_id=run_id, fetch_seconds=fetch_seconds)
         if failed is None:
             return None
-        return _reject(conn, day, failed, run_id, started, watchlist, gate_settings)
+        return _reject(conn, day, failed, run_id, started, watchlist, gate_settings, base)
 
     return history.transaction(conn, work)
 
@@ -125,13 +129,15 @@ def reject_day(
     run_id: str | None = None,
     watchlist: Watchlist | None = None,
     gates: GateThresholds | None = None,
+    base: BaseFacts | None = None,
 ) -> CommitOutcome:
-    """Reject a day after the diff (gate 6, or a gate re-checked against a moved base)."""
+    """Reject a day after the diff (gate 6, or a gate re-checked against a moved base); `base`: the
+    comparison base the caller diffed against (None: read here)."""
     started = time.monotonic()
 
-    def work():
+    def work() -> CommitOutcome:
         history.write_gate(conn, day, gate)
-        return _reject(conn, day, gate, run_id, started, watchlist, gates)
+        return _reject(conn, day, gate, run_id, started, watchlist, gates, base)
 
     return history.transaction(conn, work)
 
@@ -151,7 +157,7 @@ def commit_day(
     """Write an accepted day: snapshot, versions, events — one transaction, replacing any earlier run."""
     started = time.monotonic()
 
-    def work():
+    def work() -> CommitOutcome:
         status = history.write_accepted(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id,
                                         started=started)
         rederived = _finish(conn, day, watchlist, gates)

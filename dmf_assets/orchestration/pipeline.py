@@ -14,24 +14,26 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 import duckdb
 import polars as pl
 
 from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
 from dmf_assets.domain.gates import (
+    DROP,
+    GATE_BY_NUMBER,
     BaseFacts,
     FetchFacts,
     GateOutcome,
     QualityMetric,
-    gate_churn,
-    gate_churn_without_base,
+    churn_against,
     gate_drop,
     pre_diff_gates,
     quality_metrics,
 )
-from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.orchestration import commit
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history
@@ -87,7 +89,7 @@ class JudgedDay:
 # --- collect -------------------------------------------------------------------------------------
 
 
-def facts_from_fetch(result) -> FetchFacts:
+def facts_from_fetch(result: Any) -> FetchFacts:
     """Adapt the client's FetchResult to what the gates need."""
     pages = list(result.pages)
     failed = [p for p in pages if not _page_ok(p)]
@@ -106,12 +108,12 @@ def facts_from_fetch(result) -> FetchFacts:
     )
 
 
-def _page_ok(page) -> bool:
+def _page_ok(page: Any) -> bool:
     status = page.get("status") if isinstance(page, dict) else getattr(page, "status", None)
     return status in ("ok", 200, "200")
 
 
-def _page_dict(page) -> dict:
+def _page_dict(page: Any) -> dict:
     return page if isinstance(page, dict) else dict(vars(page))
 
 
@@ -120,18 +122,18 @@ def items_frame(items: list[dict]) -> pl.DataFrame:
     columns = list(API_FIELDS) + sorted({k for it in items for k in it} - set(API_FIELDS))
     frame = pl.DataFrame(
         {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns},
-        schema={c: pl.Utf8 for c in columns},
+        schema=dict.fromkeys(columns, pl.Utf8),
     )
     return frame
 
 
-def collect(client, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
+def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
     """Fetch (or replay from the archive) one day. `resume=False` asks the source again (a retry)."""
     started = time.monotonic()
     return fetched(client.fetch_day(day, log=logger, resume=resume), started)
 
 
-def fetched(result, started: float) -> FetchedDay:
+def fetched(result: Any, started: float) -> FetchedDay:
     """A fetch's (or an archive replay's) `FetchResult` as the value raw_pages hands on."""
     fetch = {
         "source": result.source,
@@ -189,14 +191,15 @@ def judge(
         fetch_seconds=normalized.fetch.get("elapsed_s"),
         watchlist=Watchlist.of(settings.watchlist),
         gate_settings=settings.gates,
+        base=base,
     )
-    reason = None if rejection is None else history.run_row(conn, day)["reason"]
+    reason = None if rejection is None else rejection.reason
     return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)
 
 
-def _with_drop_samples(conn, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
+def _with_drop_samples(conn: duckdb.DuckDBPyConnection, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
     """A failed drop gate shows which registrations of the base day are missing today."""
-    if gate.number != 3 or gate.passed is not False or base.day is None:
+    if gate.number != DROP.number or gate.passed is not False or base.day is None:
         return gate
     missing = history.missing_from_base(conn, base.day, keyed["dmf_key"].to_list(), limit=10)
     return GateOutcome(gate.number, gate.passed, gate.observed_value, gate.threshold_value, gate.observed,
@@ -215,7 +218,7 @@ class DayOutcome:
     rejected_gate: int | None = None
     reason: str | None = None
     churn: GateOutcome | None = None
-    failed_gate: GateOutcome | None = None  # the gate that refused the day here (3 re-judged, or 6)
+    failed_gate: GateOutcome | None = None  # the gate that refused the day here (drop re-judged, or churn)
     rederived_day: date | None = None
     carried_forward: bool = False  # rejected already by gates 1–5: nothing to diff
     diff: DiffResult | None = None
@@ -245,17 +248,23 @@ class NotTheJudgedFrame(RuntimeError):
         def rows(identity: history.FrameIdentity) -> str:
             return "행 수 기록 없음" if identity.rows is None else f"{identity.rows:,}행"
 
-        fingerprint = (f"지문 {self.handed.fingerprint[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
+        fingerprint = (f"지문 {(self.handed.fingerprint or '')[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
                        if self.handed.fingerprint != self.recorded.fingerprint else "지문 같음")
         return (f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
                 f"다릅니다 ({fingerprint})")
+
+
+def _stored_pre_diff_failure(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
+    """The first gate judged before the diff that the database records as failed for `day` (None: none)."""
+    return next((g for g in history.gate_rows(conn, day)
+                 if not GATE_BY_NUMBER[g["gate_no"]].after_diff and g["passed"] is False), None)
 
 
 def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
     """A day with no judged value to diff (its verdict rejected it, so none was handed on): what the
     database recorded for it — a rejection whose comparison base stays — or NotJudged."""
     run = history.run_row(conn, day)
-    stored_failure = next((g for g in history.gate_rows(conn, day) if g["gate_no"] <= 5 and g["passed"] is False), None)
+    stored_failure = _stored_pre_diff_failure(conn, day)
     if run is None or stored_failure is None:
         raise NotJudged(
             f"{day}: 넘겨받은 판정 값이 없고 이력 DB에도 이 날의 거부 판정이 없습니다 — 이 날짜를 raw_pages부터 다시 실행하세요. "
@@ -286,7 +295,7 @@ def diff_and_commit(
         )
     base = history.comparison_base(conn, day)
     # the database's verdict: gates 1–5 as the latest judgement of this day stored them
-    stored_failure = next((g for g in history.gate_rows(conn, day) if g["gate_no"] <= 5 and g["passed"] is False), None)
+    stored_failure = _stored_pre_diff_failure(conn, day)
     if not judged.passed or stored_failure is not None:
         return DayOutcome(day, "rejected", base.day,
                           rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
@@ -303,20 +312,19 @@ def diff_and_commit(
         # against the base this day will really be compared with
         drop = gate_drop(judged.facts, base, settings.gates)
         if not drop.passed:
-            out = commit.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates)
-            return DayOutcome(day, "rejected", base.day, rejected_gate=3, reason=drop.detail, failed_gate=drop,
-                              rederived_day=out.rederived_day, seconds=time.monotonic() - started)
+            out = commit.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates,
+                                    base=base)
+            return DayOutcome(day, "rejected", base.day, rejected_gate=drop.number, reason=drop.detail,
+                              failed_gate=drop, rederived_day=out.rederived_day, seconds=time.monotonic() - started)
 
     base_frame, seen = history.load_base(conn, base)
     diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=watchlist)
-    if base.day is None:
-        churn = gate_churn_without_base(settings.gates)
-    else:
-        population = base.population or (base_frame.height if base_frame is not None else judged.keyed.height)
-        churn = gate_churn(diff.counts, population, settings.gates, _churn_samples(diff))
+    churn = churn_against(diff.counts, base, settings.gates,
+                          population=base_frame.height if base_frame is not None else judged.keyed.height,
+                          samples=_churn_samples(diff) if base.day is not None else ())
     if not churn.passed:
-        out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates)
-        return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=6, reason=churn.detail,
+        out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base)
+        return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=churn.number, reason=churn.detail,
                           churn=churn, failed_gate=churn, rederived_day=out.rederived_day, diff=diff,
                           seconds=time.monotonic() - started)
     out = commit.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,

@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.gates import GATE_LABELS, BaseFacts, FetchFacts, gate_churn, gate_drop
+from dmf_assets.domain.gates import CHURN, DROP, GATE_LABELS, BaseFacts, churn_against, drop_against
 from dmf_assets.domain.model import substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
@@ -42,8 +42,6 @@ class DayNotReady(RuntimeError):
 #: the λ̂ burst flag: the 14-day rate at least this many times the long-run rate
 BURST_FACTOR = 3.0
 RATE_WINDOW_DAYS = 14
-#: withdrawals above this share of the registry on an accepted day get a warning (DESIGN.md §9)
-WITHDRAWAL_WARN_SHARE = 0.02
 
 
 def day_events_frame(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
@@ -160,14 +158,13 @@ def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRo
         base_run = history.run_row(conn, base_day) if base_day else None
         base = BaseFacts(day=base_day, total_count=base_run["total_count"] if base_run else None,
                          population=base_run["population"] if base_run else None)
-        facts = FetchFacts(True, total_count=run["total_count"], rows_after_dedup=run["rows_received"] or 0)
-        restated[3] = gate_drop(facts, base, settings.gates)
+        restated[DROP.number] = drop_against(base, settings.gates, total_count=run["total_count"], rows=run["rows_received"])
         if base_day is not None:
             counts = {"NEW": run["new_count"] or 0, "CHANGED": run["changed_count"] or 0, "WITHDRAWN": run["withdrawn_count"] or 0,
                       "NUMBER_ASSIGNED": run["assigned_count"] or 0}
-            restated[6] = gate_churn(counts, (base.population or run["population"] or 0), settings.gates)
+            restated[CHURN.number] = churn_against(counts, base, settings.gates, population=run["population"] or 0)
         else:
-            restated[6] = None  # baseline: keep the stored "비교 기준 없음"
+            restated[CHURN.number] = None  # baseline: keep the stored "비교 기준 없음"
         for number, g in restated.items():
             s_row = stored.get(number)
             # judged by the numbers: the wording of an observed value may differ between releases
@@ -297,8 +294,9 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     warnings: list[str] = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
     if status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and base_population:
         withdrawal_share = kpis.withdrawn / base_population
-        if withdrawal_share > WITHDRAWAL_WARN_SHARE:
-            warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {WITHDRAWAL_WARN_SHARE * 100:g} %) — 원천 확인 필요")
+        share_max = settings.alerts.withdrawal_share_max  # the banner warns where the alert does (docs/DOMAIN.md §9)
+        if withdrawal_share > share_max:
+            warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요")
     if rate is not None and rate.burst:
         warnings.append(f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상")
     if products_problem:

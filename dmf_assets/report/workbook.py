@@ -34,6 +34,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
+from dmf_assets.domain.gates import GATES
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     EVENT_LABEL_KO,
@@ -416,7 +417,7 @@ class _Summary:
     def gates(self) -> None:
         """수용 게이트 — observed values and thresholds wrap in wide cells: never cut on screen or paper."""
         report, ws = self.report, self.ws
-        self.section("수용 게이트 (6개 모두 통과해야 반영)")
+        self.section(f"수용 게이트 ({len(GATES)}개 모두 통과해야 반영)")
         self.header([(1, "게이트"), (2, "결과"), (3, "관측값"), (5, "기준"), (6, "설명")], merges=[(3, 4), (6, 7)])
         if not report.gates:
             self.note("게이트 결과 없음")
@@ -573,7 +574,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
     categories = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
     chart.add_data(Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last), titles_from_data=True)
     chart.set_categories(categories)
-    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000")):
+    for series, colour in zip(chart.series, ("4472C4", "ED7D31", "C00000"), strict=False):
         series.graphicalProperties.solidFill = colour
         series.graphicalProperties.line.solidFill = colour
     # a rejected day: a full-height pale-red band on a second axis fixed to 0–1 whose labels are hidden,
@@ -924,7 +925,7 @@ FLAG_DEFINITIONS: dict[str, str] = {
 }
 NOTES: tuple[str, ...] = (
     "출처 API는 현재 상태만 제공하므로, 변경은 매일 전체 목록을 받아 직전 정상 수집일과 비교해 판정합니다.",
-    "수용 게이트 6개(전송·완전성·감소율·결측·중복·변동률)를 모두 통과한 수집분만 반영합니다. 실패한 날은 비교 기준이 그대로이며, 다음 정상 수집일의 비교가 그 사이 변경을 모두 포함합니다.",
+    f"수용 게이트 {len(GATES)}개({'·'.join(g.label_ko for g in GATES)})를 모두 통과한 수집분만 반영합니다. 실패한 날은 비교 기준이 그대로이며, 다음 정상 수집일의 비교가 그 사이 변경을 모두 포함합니다.",
     "표기 변경(COSMETIC)은 헤드라인 건수(신규·변경·취하)에 포함하지 않습니다.",
     "제조국은 제조소별로 하나씩 기록되므로 제조국별 집계의 합은 등록 수보다 클 수 있습니다.",
     f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",

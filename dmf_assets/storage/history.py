@@ -27,7 +27,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.domain.diff import DiffResult
-from dmf_assets.domain.gates import BaseFacts, FetchFacts, GateOutcome, QualityMetric
+from dmf_assets.domain.gates import GATES, BaseFacts, FetchFacts, GateOutcome, QualityMetric, rejection_reason
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import NORMALIZED_COLUMNS
 from dmf_assets.faultpoints import crash_point
@@ -258,7 +258,8 @@ def write_judgement(
     )
     for gate in gates:
         write_gate(conn, day, gate)
-    conn.execute(query("history.delete_gate"), [d, 6])  # judged again -> churn not yet known
+    for later in (g for g in GATES if g.after_diff):  # judged again -> the gates after the diff not yet known
+        conn.execute(query("history.delete_gate"), [d, later.number])
     conn.execute(query("history.delete_quality"), [d])
     for m in quality:
         conn.execute(
@@ -276,12 +277,13 @@ def write_judgement(
 
 
 def write_rejection(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcome, *, run_id: str | None,
-                    started: float) -> BaseFacts:
-    """Mark the day rejected by `gate` and remove its history; returns its comparison base."""
+                    started: float, base: BaseFacts | None = None) -> BaseFacts:
+    """Mark the day rejected by `gate` and remove its history; returns its comparison base (`base`: as the
+    caller already chose it under the same lock; None: read here)."""
     d = day_id(day)
-    base = comparison_base(conn, day)
+    base = comparison_base(conn, day) if base is None else base
     _delete_day_history(conn, d)
-    reason = f"{gate.number}번 {gate.label_ko} 게이트 실패: {gate.observed} — {gate.detail}"
+    reason = rejection_reason(gate)
     conn.execute(
         query("history.set_run_outcome"),
         ["rejected", gate.number, reason, day_id(base.day) if base.day else None, None,
