@@ -77,7 +77,7 @@ def default_options(root: Path, *, user_mode: bool, **kw: Unpack[_Overrides]) ->
     postgres = instance_uses_postgres(root / "dagster_home" / "dagster.yaml")
     options = UnitOptions(root=root, venv_bin=venv_bin, user_mode=user_mode, postgres=postgres, **kw)
     # system units run as the given account, else as whoever installs them
-    return options if options.user or user_mode else replace(options, user=getpass.getuser())
+    return replace(options, user=options.user or ("" if user_mode else getpass.getuser()))
 
 
 def _q(value: Path | str) -> str:
