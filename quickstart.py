@@ -2,7 +2,7 @@
 """Set up DMF Watch and run it — the README's two commands need nothing but Python ≥ 3.11 and pip.
 
     python3 quickstart.py demo    set up, then run the main job on the built-in MFDS emulator (30 days)
-    python3 quickstart.py test    set up, then run the whole test suite (what CI runs)
+    python3 quickstart.py test    set up, check the code (ruff, mypy), then run the whole test suite (what CI runs)
     python3 quickstart.py ui      set up, then start the Dagster UI and the workbook download server
 
 Set-up = a virtual environment in .venv with the exact versions pinned in requirements.lock, and this
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -36,7 +38,7 @@ def step(message: str) -> None:
 
 
 def setup() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - run by whatever python3 the user has: this check is the point
         fail(f"Python 3.11 이상이 필요합니다 (지금 {sys.version.split()[0]}). Python 3.11+ is required.")
     wanted = hashlib.sha256(LOCK.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if PYTHON.exists() and STAMP.exists() and STAMP.read_text().strip() == wanted:
@@ -45,7 +47,7 @@ def setup() -> None:
         step(f"가상환경 만들기 / creating {VENV}")
         try:
             venv.EnvBuilder(with_pip=True, clear=VENV.exists()).create(VENV)
-        except Exception as exc:  # Debian/Ubuntu ship venv separately
+        except Exception as exc:  # noqa: BLE001 - whatever stops it, one line; Debian/Ubuntu ship venv separately
             fail(f"가상환경을 만들 수 없습니다: {exc}\n  Debian/Ubuntu: sudo apt install python3-venv, 그 다음 다시 실행하세요.")
     step("고정된 의존성 설치 / installing the locked dependencies (requirements.lock)")
     if not install_with_uv():
@@ -79,6 +81,38 @@ def compile_project() -> None:
     run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets")])
 
 
+#: the guard rails `test` runs before pytest, configured in pyproject.toml: (what it checks, the tool's arguments,
+#: how a person sees the findings). ruff reads every Python file of the project (not .venv or git-ignored
+#: files); mypy the packages pyproject names (dmf_assets)
+GUARD_RAILS = (
+    ("ruff check (lint)", ["ruff", "check", "."], "ruff check ."),
+    ("ruff format --check (formatting)", ["ruff", "format", "--check", "."], "ruff format --diff ."),
+    ("mypy (types)", ["mypy"], "mypy"),
+)
+
+
+def guard_rails() -> None:
+    """Each check on one line; when any finds something, fail naming the tool and the command that shows it."""
+    failed = []
+    for what, args, show in GUARD_RAILS:
+        print(f"==> 검사 / check: {what} … ", end="", flush=True)
+        started = time.monotonic()
+        result = subprocess.run([str(PYTHON), "-m", *args], cwd=ROOT, capture_output=True, text=True)
+        took = f"{time.monotonic() - started:.1f} s"
+        if result.returncode == 0:
+            print(f"통과 / ok ({took})", flush=True)
+            continue
+        lines = [ln.strip() for ln in (result.stdout + result.stderr).splitlines() if ln.strip()]
+        # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …"), else its last line
+        summary = next((ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
+                       lines[-1] if lines else f"exit {result.returncode}")
+        print(f"실패 / failed ({took}): {summary}", flush=True)
+        failed.append(f"{what}: {summary} — 보기 / see them: {BIN.relative_to(ROOT) / show}")
+    if failed:
+        fail("코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (pytest not run):\n  "
+             + "\n  ".join(failed))
+
+
 def run(cmd: list[str], **kw) -> None:
     result = subprocess.run(cmd, cwd=ROOT, **kw)
     if result.returncode != 0:
@@ -102,6 +136,8 @@ def main(argv: list[str]) -> int:
         workers = str((os.cpu_count() or 2) + 1)
         cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--dist", "loadfile",
                "--no-loadscope-reorder", "--durations=10"]  # the longest files first (conftest.LONGEST_FIRST)
+    if argv[0] == "test":
+        guard_rails()
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
     env = dict(os.environ)

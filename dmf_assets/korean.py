@@ -49,14 +49,18 @@ def _final(word: str) -> int | None:
     if "가" <= last <= "힣":
         return (ord(last) - 0xAC00) % 28
     if last.isdigit():
-        digits = re.search(r"\d+$", text)[0].lstrip("0") or "0"
+        number = re.search(r"\d+$", text)
+        assert number is not None  # the last character is a digit
+        digits = number[0].lstrip("0") or "0"
         zeros = len(digits) - len(digits.rstrip("0"))
         if digits != "0" and zeros:
             return _PLACE_FINAL.get(zeros if zeros < 4 else 4, 4)
         return _DIGIT_FINAL[digits[-1]]
     if last.isascii() and last.isalpha():
-        token = re.search(r"[A-Za-z]+$", text)[0]
-        if token.isupper() and len(token) <= 5 or len(token) == 1:  # an acronym: letter names
+        letters = re.search(r"[A-Za-z]+$", text)
+        assert letters is not None  # the last character is an ASCII letter
+        token = letters[0]
+        if (token.isupper() and len(token) <= 5) or len(token) == 1:  # an acronym: letter names
             return _LETTER_FINAL.get(token[-1].lower(), 0)
         low = token.lower()
         return next((f for end, f in _WORD_FINAL if low.endswith(end)), 0)

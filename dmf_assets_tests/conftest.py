@@ -102,3 +102,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return first, 0 if item.get_closest_marker("slow") else 1
 
     items.sort(key=cost_rank)
+
+
+# --- the settings a test reads ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _documented_settings_only(tmp_path_factory: pytest.TempPathFactory):
+    """Tests read the documented defaults (config/dmf.toml) and the files they write themselves — never a
+    developer's own config/dmf.local.toml, which would change their results. For the whole session (each
+    xdist worker), DMF_CONFIG names an empty override instead; the processes a test starts inherit it. A test
+    that names its own file (monkeypatch.setenv, a subprocess env) still gets it, and the variable is
+    restored when the session ends."""
+    from dmf_assets.settings import settings
+
+    config = tmp_path_factory.mktemp("settings") / "dmf.test.toml"
+    config.write_text("# the tests' override: none — config/dmf.toml's documented defaults\n", encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DMF_CONFIG", str(config))
+        settings.cache_clear()  # anything read while collecting the tests read the developer's files
+        yield config
+    settings.cache_clear()

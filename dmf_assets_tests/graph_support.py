@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from datetime import date
@@ -12,13 +11,11 @@ import dagster as dg
 
 from dmf_assets.defs.resources import build_resources
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets_tests.scoring import Score, score
+from dmf_assets.report.day_data import stored_events
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.report.day_data import stored_events
-
-FAKE_KEY = "FAKEKEY+abc/123=="
+from dmf_assets_tests.scoring import Score, score
 
 
 @dataclass
@@ -35,14 +32,15 @@ class Workspace:
         return open_database(self.database, purpose="test")
 
 
-def _resources(root: Path, faults: dict[str, str] | None, service_key: str, **client_overrides) -> dict:
-    # the production path: the key reaches the client through the environment at run time, never as config
-    os.environ["MFDS_SERVICE_KEY"] = service_key
+def _resources(root: Path, faults: dict[str, str] | None, **client_overrides) -> dict:
+    # the production path: a key would reach the client through the environment at run time, never as config.
+    # The emulator needs none (it answers any key); a test that wants one in the environment sets it itself,
+    # scoped to the test (monkeypatch.setenv("MFDS_SERVICE_KEY", …), as test_secrets does)
     return build_resources(load_settings(), root=root, emulator_faults=faults or {}, **client_overrides)
 
 
-def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY,
-                   reuse: bool = False, records_in_memory: bool = False, **client_overrides) -> Workspace:
+def make_workspace(root: Path, faults: dict[str, str] | None = None, *, reuse: bool = False,
+                   records_in_memory: bool = False, **client_overrides) -> Workspace:
     """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config.
     `reuse`: the folder exists already (e.g. the same project with other emulator faults).
 
@@ -56,14 +54,13 @@ def make_workspace(root: Path, faults: dict[str, str] | None = None, *, service_
     home.mkdir(parents=True, exist_ok=reuse)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     instance = dg.DagsterInstance.ephemeral() if records_in_memory else dg.DagsterInstance.from_config(str(home))
-    return Workspace(root, instance, _resources(root, faults, service_key, **client_overrides))
+    return Workspace(root, instance, _resources(root, faults, **client_overrides))
 
 
-def open_workspace(root: Path, faults: dict[str, str] | None = None, *, service_key: str = FAKE_KEY,
-                   **client_overrides) -> Workspace:
+def open_workspace(root: Path, faults: dict[str, str] | None = None, **client_overrides) -> Workspace:
     """The same workspace seen from another process (make_workspace must have created it)."""
     instance = dg.DagsterInstance.from_config(str(root / "dagster_home"))
-    return Workspace(root, instance, _resources(root, faults, service_key, **client_overrides))
+    return Workspace(root, instance, _resources(root, faults, **client_overrides))
 
 
 def runs_by_day(ws: Workspace) -> dict[date, dict]:

@@ -221,7 +221,8 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
     ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert runs_by_day(ws)[D2]["rejected_gate"] == gate
-    assert followups.plan_followups(ws.instance, datetime.now(KST) + timedelta(hours=1)) == []
+    # an hour after the rejection, long past a retry's interval: still none
+    assert followups.plan_followups(ws.instance, _rejected_at(ws, D2) + timedelta(hours=1)) == []
 
 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):

@@ -58,8 +58,8 @@ def sha(path: Path) -> str:
 
 
 def dmf(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "DMF_CONFIG"}
-    env.update(env_extra or {})
+    # DMF_CONFIG: the one env_extra names, else the tests' empty override (conftest) — never dmf.local.toml
+    env = {**os.environ, **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True,
                           env=env, cwd=PROJECT_ROOT, timeout=300)
 

@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from dmf_assets import cli
-from dmf_assets.clock import KST
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.ops.backup import BackupError, backup_database, backup_time, list_backups
 from dmf_assets.ops.common import project_paths, table_counts
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Thresholds, run_doctor
@@ -271,8 +271,10 @@ def test_busy_database_reports_the_holder_and_still_checks_files(healthy, tmp_pa
 
 def test_backup_is_a_verified_copy(healthy, tmp_path, capsys):
     backups = tmp_path / "backups"
-    result = backup_database(healthy.database, backups)
-    assert result.path.parent == backups and backup_time(result.path.name) is not None
+    taken = _at(LAST)
+    with frozen_at(taken):  # the product's clock: the second the backup is named after, known
+        result = backup_database(healthy.database, backups)
+    assert result.path.parent == backups and backup_time(result.path.name) == taken
     assert [b.path for b in list_backups(backups)] == [result.path]
     assert not list(backups.glob(".*.tmp"))
     with open_database(healthy.database, purpose="test") as conn:
@@ -287,11 +289,11 @@ def test_backup_is_a_verified_copy(healthy, tmp_path, capsys):
     assert result.runs == 3 and result.bytes == result.path.stat().st_size
 
     paths = dataclasses.replace(_paths(healthy), backups_dir=backups)
-    report = run_doctor(paths, now=datetime.now(KST))
+    report = run_doctor(paths, now=taken + timedelta(minutes=1))
     assert report.check("backup").status == OK and report.check("backup").details["runs"] == 3
 
-    # a second backup in the same second gets its own name
-    second = backup_database(healthy.database, backups, now=datetime.now(KST))
+    # a second backup in the same second gets its own name (always the same second now, not by luck)
+    second = backup_database(healthy.database, backups, now=taken)
     assert second.path != result.path and len(list_backups(backups)) == 2
 
 

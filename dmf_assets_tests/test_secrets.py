@@ -181,7 +181,7 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
     try:
         # the graph, the production way: the key only in the environment, read by the client at run time
         monkeypatch.setenv("MFDS_SERVICE_KEY", SECRET)
-        ws = make_workspace(root, FAULTS, service_key=SECRET)
+        ws = make_workspace(root, FAULTS)
         reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources)
         monkeypatch.delenv("MFDS_SERVICE_KEY")
         runs = runs_by_day(ws)

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import warnings
+from typing import NoReturn, TextIO
 
 from dmf_assets.errors import UserError
 
@@ -43,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose refusals are one `dmf:` line like every other error (not usage + "error:").
     Subcommand parsers are of the same class (argparse creates them with the parent's type)."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         raise UserError(f"{message} — 도움말 / help: {self.prog} --help")
 
 
@@ -109,7 +110,7 @@ def _refused_write(exc: BaseException) -> str | None:
     return None
 
 
-def _secondary_write_failures_unsaid(unraisable) -> None:
+def _secondary_write_failures_unsaid(unraisable: sys.UnraisableHookArgs) -> None:
     """A writer left for the garbage collector after a refused write (openpyxl's ZipFile) fails once more in
     its __del__; Python would print that as a traceback after the one line that already says why."""
     from dmf_assets.fsutil import refused_write_line
@@ -125,11 +126,11 @@ class _Notices(logging.StreamHandler):
     whatever sys.stderr is when one comes, since main may run many times in one process (tests)."""
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass
 
 

@@ -8,11 +8,19 @@ import csv
 import json
 import re
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, seconds
 from dmf_assets.errors import UserError
+
+if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
+    import duckdb
+
+    from dmf_assets.analyst.queries import HistoryEvent, HistoryVersion, ListedSpan, RegistrationHistory
+    from dmf_assets.settings import Settings
 
 
 def _location(p: argparse.ArgumentParser) -> None:
@@ -56,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 @contextlib.contextmanager
-def _connect(args):
+def _connect(args: argparse.Namespace) -> Iterator[tuple[Settings, duckdb.DuckDBPyConnection]]:
     from dmf_assets.settings import load_settings
     from dmf_assets.storage.db import DatabaseBusy, MigrationError, open_database
 
@@ -77,14 +85,15 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^\w\-()가-힣#]+", "_", text).strip("_")[:80] or "결과"
 
 
-def _iso(value) -> str | None:
+def _iso(value: object) -> object:
+    """A date as ISO text (for JSON and CSV); any other value as it is."""
     return value.isoformat() if isinstance(value, date) else value
 
 
 # --- dmf history ----------------------------------------------------------------------------------
 
 
-def _history(args) -> int:
+def _history(args: argparse.Namespace) -> int:
     from dmf_assets.analyst import queries as q
 
     _out_fits_the_format(args)
@@ -123,7 +132,7 @@ def _history(args) -> int:
 
 
 @contextlib.contextmanager
-def _text_out(path: str | None, *, bom: bool = True):
+def _text_out(path: str | None, *, bom: bool = True) -> Iterator[TextIO]:
     """The file at `path`, written whole or not at all (UTF-8; with a BOM for csv, so Excel reads Hangul), or
     standard output."""
     from dmf_assets.fsutil import atomic_output
@@ -135,7 +144,7 @@ def _text_out(path: str | None, *, bom: bool = True):
         yield fh
 
 
-def _out_fits_the_format(args) -> None:
+def _out_fits_the_format(args: argparse.Namespace) -> None:
     """--out names a file for csv, jsonl and xlsx; the table is for the terminal, and an ignored option would
     leave the user looking for a file that was never written."""
     if args.out and args.format == "table":
@@ -146,7 +155,10 @@ class _HistoryView:
     """What `dmf history` shows of a RegistrationHistory: the range's events, and unless --changes-only
     the versions and listed spans that overlap the range."""
 
-    def __init__(self, hist, args):
+    versions: tuple[HistoryVersion, ...]
+    spans: tuple[ListedSpan, ...]
+
+    def __init__(self, hist: RegistrationHistory, args: argparse.Namespace) -> None:
         self.hist, self.args = hist, args
         self.events = hist.events  # already those of the range
         self.keys = list(dict.fromkeys(v.dmf_key for v in hist.versions))
@@ -177,7 +189,7 @@ class _HistoryView:
             what += f" · 버전 {len(self.versions):,}개"
         return f"{self.range_text}{what} · 이벤트 {len(self.events):,}건"
 
-    def json_lines(self):
+    def json_lines(self) -> Iterator[dict[str, Any]]:  # JSON objects
         for v in self.versions:
             yield {"kind": "version", "dmf_key": v.dmf_key, "version_no": v.version_no, "first_seen": _iso(v.first_day),
                    "last_seen": _iso(v.last_day), "days_observed": v.days_observed, **v.values}
@@ -188,7 +200,7 @@ class _HistoryView:
         for e in self.events:
             yield _event_json(e)
 
-    def print_table(self, out, *, include_cosmetic: bool) -> None:
+    def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
         from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
         from dmf_assets.korean import josa
 
@@ -231,7 +243,7 @@ class _HistoryView:
                 print("  (이 기간에 이벤트 없음)", file=out)
 
 
-def _event_json(e) -> dict:
+def _event_json(e: HistoryEvent) -> dict[str, Any]:
     return {
         "kind": "event",
         "day": _iso(e.day),
@@ -256,13 +268,13 @@ HISTORY_CSV_COLUMNS = ("day", "base_day", "event_type", "severity", "permit_no",
                        "ingredient", "applicant", "manufacturer", "countries", "is_cosmetic", "flags", "changes")
 
 
-def _event_csv(e) -> list:
+def _event_csv(e: HistoryEvent) -> list[object]:
     return [_iso(e.day), _iso(e.base_day), e.event_type, e.severity, e.permit_no, e.dmf_key, e.base_dmf_key,
             e.ingredient, e.applicant, e.manufacturer, e.countries, e.is_cosmetic, ", ".join(e.flags),
             "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes)]
 
 
-def _history_xlsx(view: "_HistoryView", path: Path) -> None:
+def _history_xlsx(view: _HistoryView, path: Path) -> None:
     from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
     from dmf_assets.report.cells import Col
     from dmf_assets.report.rows import PERMIT_WIDTH, TARGET_CLASS_WIDTH
@@ -323,7 +335,7 @@ ASOF_COLUMNS = (
 )
 
 
-def _asof(args) -> int:
+def _asof(args: argparse.Namespace) -> int:
     from dmf_assets.storage.registry import NoHistory, registry_asof
 
     _out_fits_the_format(args)
@@ -351,7 +363,7 @@ def _asof(args) -> int:
     if args.format == "jsonl":
         with _text_out(args.out, bom=False) as target:
             for r in rows:
-                rec = {c: _iso(r[c]) for c in ASOF_COLUMNS}
+                rec: dict[str, object] = {c: _iso(r[c]) for c in ASOF_COLUMNS}
                 rec.update(asof_day=accepted.isoformat(), countries_list=list(dict.fromkeys(r["country_list"] or ())),
                            sites=[dict(s) for s in (r["sites"] or ())])
                 target.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -370,16 +382,16 @@ def _asof(args) -> int:
     return 0
 
 
-def _sites_line(sites) -> str:
+def _sites_line(sites: Iterable[Mapping[str, str | None]] | None) -> str:
     return " | ".join(f"{s['name'] or ''} ({s['country'] or ''})" for s in (sites or ()))
 
 
 # --- dmf report -----------------------------------------------------------------------------------
 
 
-def _report(args) -> int:
-    from dmf_assets.report.period_workbook import write_period_workbook
+def _report(args: argparse.Namespace) -> int:
     from dmf_assets.report.day_data import build_period_report
+    from dmf_assets.report.period_workbook import write_period_workbook
 
     if args.end < args.start:
         raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")

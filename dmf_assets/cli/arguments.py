@@ -15,6 +15,7 @@ import socket
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import TypeVar
 
 from dmf_assets.errors import UserError
 from dmf_assets.fsutil import file_path, output_file, output_folder
@@ -24,11 +25,13 @@ from dmf_assets.korean import josa
 #: product's date arithmetic (≤ settings.MAX_DAYS days either way) never overflows
 FIRST_DAY, LAST_DAY = date(1900, 1, 1), date(2999, 12, 31)
 
+T = TypeVar("T")
 
-def _checked(check: Callable[[str], object]) -> Callable[[str], object]:
+
+def _checked(check: Callable[[str], T]) -> Callable[[str], T]:
     """An argparse type from a check raising UserError: argparse then names the option in the message."""
 
-    def convert(text: str):
+    def convert(text: str) -> T:
         try:
             return check(text)
         except UserError as exc:

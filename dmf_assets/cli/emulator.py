@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from dmf_assets.cli.arguments import day, listen_host, listen_port, whole
 from dmf_assets.settings import MAX_SEED
@@ -45,11 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def serve(args: argparse.Namespace) -> int:
     import errno
 
-    from dmf_assets.errors import UserError
-    from dmf_assets.report.fileserver import busy_port_text
     from dmf_assets.emulator.app import EmulatorApp
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.emulator.server import EmulatorServer
+    from dmf_assets.errors import UserError
+    from dmf_assets.report.fileserver import busy_port_text
     from dmf_assets.settings import settings
 
     s = settings()
@@ -112,7 +113,7 @@ def truth(args: argparse.Namespace) -> int:
         gt = sim.truth(args.old, args.new)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    rows = [
+    rows: list[dict[str, Any]] = [  # JSON objects
         {
             "event": c.event_type.value,
             "permit_no": c.permit_no,

@@ -6,8 +6,12 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from dmf_assets.cli.arguments import day, out_folder, whole
+
+if TYPE_CHECKING:  # imported by the handler itself: `dmf --help` stays instant
+    from dmf_assets.source.fetch import FetchResult
 
 STATUS_KO = {"complete": "완료", "incomplete": "불완전", "failed": "실패"}
 
@@ -32,14 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.errors import UserError
     from dmf_assets.emulator.app import seoul_today
+    from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
+    from dmf_assets.errors import UserError
     from dmf_assets.settings import settings
-    from dmf_assets.emulator.client import mfds_client_from_settings
     from dmf_assets.source.endpoint import resolve_endpoint
-    from dmf_assets.source.fetch import fetch_day
     from dmf_assets.source.errors import SourceError
+    from dmf_assets.source.fetch import fetch_day
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     s = settings()
@@ -57,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
             if endpoint.kind != "emulator":
                 raise UserError("--fault works only with the in-process emulator (base URL emulator://local); "
                                 "for a loopback server pass --fault to `dmf emulator serve`")
+            assert isinstance(config, EmulatorMfdsClient)  # client_class: the emulator twin for emulator://
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
         day = args.date or seoul_today()
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.complete else 1
 
 
-def _print_summary(r) -> None:
+def _print_summary(r: FetchResult) -> None:
     out = sys.stdout
     print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
     print(f"  source 출처: {r.source}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)

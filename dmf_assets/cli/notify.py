@@ -8,9 +8,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dmf_assets.cli.arguments import whole
 from dmf_assets.errors import UserError
+
+if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
+    from dmf_assets.notify import Notifier
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
 
 
-def _notifier(args):
+def _notifier(args: argparse.Namespace) -> Notifier:
     from dmf_assets.cli.runs import load_dotenv
     from dmf_assets.notify import Notifier
     from dmf_assets.settings import PROJECT_ROOT, load_settings
@@ -40,7 +44,7 @@ def _notifier(args):
     return Notifier(settings, settings.paths.resolve("alerts_dir"), config_file=args.config)
 
 
-def _test(args) -> int:
+def _test(args: argparse.Namespace) -> int:
     notifier = _notifier(args)
     if not notifier.channels:
         raise UserError("알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 [alerts] webhook_urls 또는 "
@@ -53,7 +57,7 @@ def _test(args) -> int:
     return 0 if ok else 1
 
 
-def _flush(args) -> int:
+def _flush(args: argparse.Namespace) -> int:
     notifier = _notifier(args)
     outcomes = notifier.flush(force=True, given_up=args.given_up)
     if not outcomes:
@@ -66,7 +70,7 @@ def _flush(args) -> int:
     return 1 if left else 0
 
 
-def _status(args) -> int:
+def _status(args: argparse.Namespace) -> int:
     from dmf_assets.notify import STATE_KO
 
     notifier = _notifier(args)

@@ -6,10 +6,16 @@ import argparse
 import json
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, seconds, whole
 from dmf_assets.errors import UserError
 from dmf_assets.settings import MAX_DAYS
+
+if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
+    from dmf_assets.ops.common import ProjectPaths
+    from dmf_assets.orchestration.pipeline import DayOutcome
+    from dmf_assets.settings import Settings
 
 _DAYS = whole(0, MAX_DAYS, "일 수", "number of days")
 
@@ -61,7 +67,7 @@ def _location_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
 
 
-def _paths(args):
+def _paths(args: argparse.Namespace) -> tuple[Settings, ProjectPaths]:
     from dmf_assets.ops.common import project_paths
     from dmf_assets.settings import load_settings
 
@@ -79,7 +85,7 @@ def _now(day: date | None) -> datetime:
     return now if day is None else datetime.combine(day, now.time(), tzinfo=KST)
 
 
-def _doctor(args) -> int:
+def _doctor(args: argparse.Namespace) -> int:
     from dmf_assets.cli.runs import load_dotenv
     from dmf_assets.notify import Notifier
     from dmf_assets.ops.doctor import Thresholds, run_doctor
@@ -104,7 +110,7 @@ def _doctor(args) -> int:
     return report.exit_code(args.strict)
 
 
-def _prune(args) -> int:
+def _prune(args: argparse.Namespace) -> int:
     from dmf_assets.ops.retention import prune
 
     settings, paths = _paths(args)
@@ -113,7 +119,7 @@ def _prune(args) -> int:
     return 0
 
 
-def _backup(args) -> int:
+def _backup(args: argparse.Namespace) -> int:
     from dmf_assets.ops.backup import BackupError, backup_database
     from dmf_assets.ops.common import human_size
     from dmf_assets.storage.db import DatabaseBusy
@@ -130,7 +136,7 @@ def _backup(args) -> int:
     return 0
 
 
-def _restore(args) -> int:
+def _restore(args: argparse.Namespace) -> int:
     from dmf_assets.ops.backup import BackupError, restore_database
     from dmf_assets.storage.db import DatabaseBusy
 
@@ -158,9 +164,9 @@ def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
     return archived_days(raw_dir, first=day + timedelta(days=1) if day else None)
 
 
-def _rebuild(args) -> int:
-    from dmf_assets.orchestration.rebuild import rebuild_history
+def _rebuild(args: argparse.Namespace) -> int:
     from dmf_assets.domain.model import RUN_STATUS_KO
+    from dmf_assets.orchestration.rebuild import rebuild_history
     from dmf_assets.storage.db import DatabaseBusy
 
     if args.first and args.last and args.last < args.first:
@@ -168,7 +174,7 @@ def _rebuild(args) -> int:
     settings, paths = _paths(args)
     print(f"이력 다시 만들기 / rebuild: {paths.raw_dir} → {paths.database}")
 
-    def progress(out) -> None:
+    def progress(out: DayOutcome) -> None:
         c = out.counts
         gate = f" (게이트 {out.rejected_gate})" if out.rejected_gate else ""
         counts = (f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "

@@ -60,13 +60,13 @@ def _account(name: str) -> str:
                                          f"(sudo useradd --system {name})") from None
 
 
-def _unit_dir(args) -> Path:
+def _unit_dir(args: argparse.Namespace) -> Path:
     from dmf_assets.service.units import unit_dir
 
     return args.unit_dir or unit_dir(args.user)
 
 
-def _install(args) -> int:
+def _install(args: argparse.Namespace) -> int:
     from dmf_assets.fsutil import atomic_write_text
     from dmf_assets.service.units import default_options, install_commands, render_units
     from dmf_assets.settings import PROJECT_ROOT
@@ -108,7 +108,7 @@ def _install(args) -> int:
     return 0
 
 
-def _uninstall(args) -> int:
+def _uninstall(args: argparse.Namespace) -> int:
     from dmf_assets.service.units import ALL_UNITS, MARKER, uninstall_commands
 
     target = _unit_dir(args)
@@ -131,7 +131,7 @@ def _uninstall(args) -> int:
     return 0
 
 
-def _serve_reports(args) -> int:
+def _serve_reports(args: argparse.Namespace) -> int:
     import signal
     import threading
 

@@ -13,9 +13,10 @@ from typing import TypeVar
 
 import polars as pl
 
+from dmf_assets.domain.text import display_expr
+
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
-from dmf_assets.domain.text import display_expr
 
 #: salt, hydrate and cation suffixes (Korean pharmacopoeia spellings seen in the registry)
 SALT_SUFFIXES: tuple[str, ...] = (

@@ -57,7 +57,7 @@ PERMIT_GROUPS: dict[str, tuple[str, str]] = {
 # --- compared fields and severity ----------------------------------------------------------------
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("Severity.X" -> "X")
     CRITICAL = "CRITICAL"
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
@@ -83,7 +83,7 @@ SEVERITY_LABEL_KO: dict[str, str] = {
 }
 
 
-class EventType(str, Enum):
+class EventType(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("EventType.X" -> "X")
     NEW = "NEW"
     CHANGED = "CHANGED"
     WITHDRAWN = "WITHDRAWN"
@@ -233,7 +233,7 @@ class Event:
     changes: tuple[FieldChange, ...] = ()
 
     @classmethod
-    def from_row(cls, row: dict, changes: tuple[dict, ...] | list[dict] = ()) -> "Event":
+    def from_row(cls, row: dict, changes: tuple[dict, ...] | list[dict] = ()) -> Event:
         """From an events row (frame or database) and its field-change rows."""
         return cls(
             event_type=EventType(row["event_type"]),

@@ -45,7 +45,7 @@ NORMALIZED_SCHEMA: dict[str, pl.DataType] = {
     for name in NORMALIZED_COLUMNS
 }
 
-_RAW_SCHEMA = {field: pl.String for field in API_FIELDS}
+_RAW_SCHEMA = dict.fromkeys(API_FIELDS, pl.String)
 
 
 # --- input -----------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def _coerce(raw: pl.DataFrame) -> pl.DataFrame:
         if column.dtype != pl.String:
             try:
                 column = column.cast(pl.String)
-            except Exception:  # nested/object values: render them as text, like items_to_frame
+            except Exception:  # noqa: BLE001 - nested/object values (any polars error): render them as text, like items_to_frame
                 column = pl.Series(field, [_to_text(v) for v in column.to_list()], dtype=pl.String)
         out[field] = column.alias(field)
     frame = pl.DataFrame(out)
@@ -210,14 +210,14 @@ _BUILDERS = {
 def _field_columns(frame: pl.DataFrame) -> list[pl.DataFrame]:
     """Derived columns of every API field, one frame per field, aligned with `frame`'s rows."""
     distinct = frame.select(pl.col(f).n_unique() for f in _BUILDERS).row(0)
-    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct)}
+    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct, strict=True)}
     plans = [
         build(
             frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls()
         ).with_columns(_flag_exprs(field))
         for field, build in _BUILDERS.items()
     ]
-    tables = dict(zip(_BUILDERS, pl.collect_all(plans)))
+    tables = dict(zip(_BUILDERS, pl.collect_all(plans), strict=True))
     tables["MANUF_COUNTRY_CODE_NM"] = _with_parsed_countries(tables["MANUF_COUNTRY_CODE_NM"])
     aligned = [
         table.lazy().drop(field)

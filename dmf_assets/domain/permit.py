@@ -17,10 +17,11 @@ from typing import TypeVar
 
 import polars as pl
 
-FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
-
 from dmf_assets.domain.model import PERMIT_GROUPS
 from dmf_assets.domain.text import iso_date_expr, permit_no_expr
+
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+
 
 STANDARD_RE = (
     r"^(?<date>[0-9]{8})-(?<ingr>[0-9]+)-(?<group>[A-Z]{1,2})-(?<serial>[0-9]+)"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -286,7 +287,7 @@ def site_changes(before: list[KeyedSite], after: list[KeyedSite]) -> list[SiteCh
     free_b, free_a = list(before), list(after)
     out: list[SiteChange] = []
 
-    def pair(same) -> None:
+    def pair(same: Callable[[KeyedSite, KeyedSite], bool]) -> None:
         for b in list(free_b):
             a = next((x for x in free_a if same(b, x)), None)
             if a is not None:

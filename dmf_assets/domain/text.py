@@ -17,9 +17,10 @@ and the scalar helpers cannot disagree about what a key is.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Literal
+from typing import Literal
 
 import polars as pl
 

@@ -21,14 +21,13 @@ import ssl
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from dmf_assets.clock import now_kst
 from dmf_assets.notify.messages import CRITICAL, INFO, Message
-from dmf_assets.settings import SMTP_PASSWORD_ENV
+from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USER_AGENT = "DMF-Watch-notify/1"
@@ -67,20 +66,20 @@ def scrub(text: str, *secrets: str | None) -> str:
 # --- e-mail (`email`: the settings' [alerts.email] section) -----------------------------------------
 
 
-def email_enabled(email: Any) -> bool:
+def email_enabled(email: AlertEmail) -> bool:
     return bool(email.smtp_host and email.recipients)
 
 
-def from_address(email: Any) -> str:
+def from_address(email: AlertEmail) -> str:
     return email.sender or (email.username if "@" in email.username else "") or "dmf-watch@localhost"
 
 
-def smtp_password(email: Any) -> str | None:
+def smtp_password(email: AlertEmail) -> str | None:
     """The SMTP password, from the environment only (None when no login is configured)."""
     return os.environ.get(SMTP_PASSWORD_ENV, "") if email.username else None
 
 
-def build_email(cfg: Any, message: Message, attachment: Path | None = None) -> EmailMessage:
+def build_email(cfg: AlertEmail, message: Message, attachment: Path | None = None) -> EmailMessage:
     msg = EmailMessage()
     msg["Subject"] = message.subject
     msg["From"] = from_address(cfg)
@@ -100,7 +99,7 @@ def build_email(cfg: Any, message: Message, attachment: Path | None = None) -> E
     return msg
 
 
-def send_email(cfg: Any, message: Message, attachment: Path | None = None, *, timeout_s: float = 30.0) -> str:
+def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None, *, timeout_s: float = 30.0) -> str:
     """Send once; returns a short note (the accepted recipients). Raises DeliveryError."""
     password = smtp_password(cfg)
     try:
@@ -158,7 +157,7 @@ def webhook_flavour(url: str) -> str:
     host = (urlsplit(url).hostname or "").lower()
     if host == "hooks.slack.com":
         return SLACK
-    if host.endswith(".webhook.office.com") or host.endswith(".logic.azure.com") or host.endswith(".powerplatform.com"):
+    if host.endswith((".webhook.office.com", ".logic.azure.com", ".powerplatform.com")):
         return TEAMS
     return GENERIC
 
@@ -178,7 +177,7 @@ def generic_payload(message: Message) -> dict:
         "title": message.title,
         "text": message.text(),
         "sections": [{"heading": h, "text": t} for h, t in message.sections],
-        "facts": {k: v for k, v in message.facts},
+        "facts": dict(message.facts),
         "link": message.link or None,
     }
 

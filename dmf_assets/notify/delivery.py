@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from dmf_assets.clock import now_kst
 from dmf_assets.fsutil import atomic_write_text
@@ -50,6 +49,7 @@ from dmf_assets.notify.outbox import (
     OutboxError,
     Stored,
 )
+from dmf_assets.settings import Settings
 
 log = logging.getLogger("dmf_assets.notify")
 
@@ -64,9 +64,9 @@ class Channel:
     send: Callable[[Message, Path | None, float], str]  # one attempt within the time given; raises DeliveryError
 
 
-def configured_channels(settings: Any) -> list[Channel]:
+def configured_channels(settings: Settings) -> list[Channel]:
     """The channels the settings name now ([alerts.email], [alerts] webhook_urls)."""
-    out = []
+    out: list[Channel] = []
     email = settings.alerts.email
     if channels.email_enabled(email):
         target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(email.recipients)}"
@@ -74,9 +74,17 @@ def configured_channels(settings: Any) -> list[Channel]:
                            lambda m, a, t: channels.send_email(email, m, a, timeout_s=min(email.timeout_s, t))))
     for url in settings.alerts.webhook_urls:
         key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
-        out.append(Channel(key, channels.webhook_flavour(url), channels.redact_url(url),
-                           lambda m, a, t, url=url: channels.send_webhook(url, m, timeout_s=min(channels.WEBHOOK_TIMEOUT_S, t))))
+        out.append(Channel(key, channels.webhook_flavour(url), channels.redact_url(url), _webhook_sender(url)))
     return out
+
+
+def _webhook_sender(url: str) -> Callable[[Message, Path | None, float], str]:
+    """`Channel.send` for one webhook URL (a webhook carries no attachment)."""
+
+    def send(message: Message, _attachment: Path | None, timeout_s: float) -> str:
+        return channels.send_webhook(url, message, timeout_s=min(channels.WEBHOOK_TIMEOUT_S, timeout_s))
+
+    return send
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ class Outcome:
 
 
 class Notifier:
-    def __init__(self, settings: Any, alerts_dir: Path, *, budget_s: float | None = None,
+    def __init__(self, settings: Settings, alerts_dir: Path, *, budget_s: float | None = None,
                  clock: Callable[[], datetime] = now_kst, config_file: str | None = None) -> None:
         self.settings = settings
         self.alerts_dir = Path(alerts_dir)
@@ -293,7 +301,7 @@ class Notifier:
     def send_test(self) -> list[tuple[Channel, str | None]]:
         """A test message to every channel, once, not stored: (channel, error or None)."""
         message = test_message(self.clock())
-        out = []
+        out: list[tuple[Channel, str | None]] = []
         for channel in self.channels:
             try:
                 channel.send(message, None, 30.0)
@@ -303,5 +311,15 @@ class Notifier:
         return out
 
 
-__all__ = ["Channel", "Notifier", "Outcome", "configured_channels", "PENDING", "HELD", "DELIVERED", "GIVEN_UP",
-           "SUPERSEDED", "RECORDED"]
+__all__ = [
+    "DELIVERED",
+    "GIVEN_UP",
+    "HELD",
+    "PENDING",
+    "RECORDED",
+    "SUPERSEDED",
+    "Channel",
+    "Notifier",
+    "Outcome",
+    "configured_channels",
+]

@@ -15,12 +15,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import polars as pl
 from openpyxl.cell.cell import Cell
+from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.hyperlink import Hyperlink
 from openpyxl.worksheet.worksheet import Worksheet
@@ -98,7 +99,7 @@ def cell_text(value: Any) -> str | None:
 # --- cell writers --------------------------------------------------------------------------------
 
 
-def _style_array(ws: Worksheet, name: str):
+def _style_array(ws: Worksheet, name: str) -> StyleArray:
     """The resolved style of a named style in this workbook (a named-style lookup costs ~10 µs, which
     is seconds over the 9k-row 전체현황 sheet, so it is resolved once per workbook)."""
     wb = ws.parent
@@ -111,7 +112,7 @@ def _style_array(ws: Worksheet, name: str):
     return arr
 
 
-def _set_style(cell, name: str) -> None:
+def _set_style(cell: Cell, name: str) -> None:
     """`cell.style = name`, but fast (see `_style_array`)."""
     cell._style = copy.copy(_style_array(cell.parent, name))
 
@@ -163,7 +164,7 @@ def cell_value(kind: str, value: Any, style: str | None = None) -> CellValue:
     return CellValue(style, store_text(text), location=target, display=text)
 
 
-def put_cell(ws: Worksheet, row: int, col: int, c: CellValue):
+def put_cell(ws: Worksheet, row: int, col: int, c: CellValue) -> Cell:
     cell = ws.cell(row=row, column=col)
     _set_style(cell, c.style)
     if c.value is not None and c.is_text:
@@ -183,11 +184,11 @@ def put_cell(ws: Worksheet, row: int, col: int, c: CellValue):
     return cell
 
 
-def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT):
+def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT) -> Cell:
     return put_cell(ws, row, col, cell_value("text", value, style))
 
 
-def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT):
+def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT) -> Cell:
     return put_cell(ws, row, col, cell_value("int", value, style))
 
 
@@ -204,15 +205,15 @@ def _as_date(value: Any) -> date | None:
     return None
 
 
-def put_date(ws: Worksheet, row: int, col: int, value: Any):
+def put_date(ws: Worksheet, row: int, col: int, value: Any) -> Cell:
     return put_cell(ws, row, col, cell_value("date", value))
 
 
-def put_datetime(ws: Worksheet, row: int, col: int, value: datetime | None):
+def put_datetime(ws: Worksheet, row: int, col: int, value: datetime | None) -> Cell:
     return put_cell(ws, row, col, cell_value("datetime", value))
 
 
-def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any):
+def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any) -> Cell:
     return put_cell(ws, row, col, cell_value(kind, value))
 
 
@@ -229,6 +230,7 @@ def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any)
     if c.url:
         raise ValueError(f"column kind {kind!r} cannot be streamed")  # external links need relationships
     if c.location:
+        assert c.display is not None  # cell_value gives a sheet link both
         w.link(r, j, c.location, c.display)
     if c.is_text or c.value is None:
         return w.text(r, j, c.value, c.style, c.value is not None and c.value.startswith(FORMULA_TRIGGERS))
@@ -249,7 +251,7 @@ def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[di
     # and a registry repeats its companies, countries and dates thousands of times: each distinct value
     # of a column is rendered once (by `_stream_cell`, the one rule) and reused. Internal links differ
     # per row (their target), so those columns are rendered cell by cell.
-    plan = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
+    plan: list[tuple[int, str, str, str, dict[tuple[type, Any], str] | None]] = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
             for j, col in enumerate(cols, 1)]
     r = top
     for r, row in enumerate(rows, top + 1):

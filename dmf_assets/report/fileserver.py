@@ -28,16 +28,23 @@ import threading
 import time
 import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote, unquote, urlsplit
 
 from dmf_assets.clock import KST
 from dmf_assets.korean import josa
 from dmf_assets.settings import PROJECT_ROOT
+
+if TYPE_CHECKING:  # typeshed's names for what socketserver passes around
+    from _socket import _RetAddress
+    from socketserver import _RequestType
+
+    from _typeshed import ReadableBuffer, WriteableBuffer
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _DAY = r"\d{4}-\d{2}-\d{2}"
@@ -132,14 +139,14 @@ class _Deadline(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         self._arm()
         return self._sock.recv_into(buffer)
 
-    def write(self, data) -> int:
+    def write(self, data: ReadableBuffer) -> int:
         self._arm()
         self._sock.sendall(data)
-        return len(data)
+        return memoryview(data).nbytes  # len(data) for the bytes it is given
 
 
 def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandler]:
@@ -153,9 +160,10 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
             self.connection = self.request
             self.deadline = _Deadline(self.connection, request_deadline_s)
             self.rfile = io.BufferedReader(self.deadline)
-            self.wfile = self.deadline
+            # only .write() is used, and _Deadline.write sends every byte, as BufferedIOBase.write does
+            self.wfile = cast(io.BufferedIOBase, self.deadline)
 
-        def log_message(self, fmt: str, *args) -> None:  # quiet: the UI terminal is busy enough
+        def log_message(self, fmt: str, *args: object) -> None:  # quiet: the UI terminal is busy enough
             return
 
         def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
@@ -173,7 +181,7 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
         def _text(self, status: int, text: str) -> None:
             self._send(status, (text + "\n").encode("utf-8"), "text/plain; charset=utf-8")
 
-        def do_HEAD(self) -> None:  # noqa: N802
+        def do_HEAD(self) -> None:
             self.do_GET()
 
         def _read_only(self) -> None:
@@ -182,21 +190,19 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
             self._send(HTTPStatus.METHOD_NOT_ALLOWED, "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
                        "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
 
-        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only  # noqa: N815
+        do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             try:
                 self._get()
             except (BrokenPipeError, ConnectionResetError, TimeoutError):
                 self.close_connection = True  # the client went away mid-download
-            except Exception as exc:  # never a traceback on the terminal and a dropped connection
+            except Exception as exc:  # noqa: BLE001 - never a traceback on the terminal and a dropped connection
                 print(f"dmf report server: {type(exc).__name__}: {exc}", file=sys.stderr)
                 self.close_connection = True
-                try:
+                with suppress(OSError):
                     self._text(HTTPStatus.INTERNAL_SERVER_ERROR, "서버 오류 / internal error")
-                except OSError:
-                    pass
 
         def _get(self) -> None:
             raw = urlsplit(self.path).path
@@ -250,16 +256,18 @@ class ReportServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address, handler, max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, handler)
 
-    def process_request(self, request, client_address) -> None:
+    def process_request(self, request: _RequestType, client_address: _RetAddress) -> None:
         if not self._slots.acquire(blocking=False):
+            sock = cast(socket.socket, request)  # a TCP server's request is its connection
             try:
-                request.settimeout(2.0)
+                sock.settimeout(2.0)
                 body = "바쁩니다, 잠시 후 다시 / busy, retry shortly\n".encode()
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
+                sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
                                 b"Content-Type: text/plain; charset=utf-8\r\n"
                                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
             except OSError:
@@ -273,13 +281,13 @@ class ReportServer(ThreadingHTTPServer):
             self._slots.release()
             raise
 
-    def process_request_thread(self, request, client_address) -> None:
+    def process_request_thread(self, request: _RequestType, client_address: _RetAddress) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
             self._slots.release()
 
-    def handle_error(self, request, client_address) -> None:
+    def handle_error(self, request: _RequestType, client_address: _RetAddress) -> None:
         # a fault outside do_GET (e.g. a client that resets during the request line): one line, no traceback
         exc = sys.exc_info()[1]
         print(f"dmf report server: {client_address[0]}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -344,11 +352,13 @@ def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
         raise
 
 
-def start_file_server(reports_dir: str | Path, host: str = "127.0.0.1", port: int = 8765,
-                      **limits: float) -> tuple[ReportServer, threading.Thread]:
+def start_file_server(reports_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, *,
+                      request_deadline_s: float = REQUEST_DEADLINE_S,
+                      max_connections: int = MAX_CONNECTIONS) -> tuple[ReportServer, threading.Thread]:
     """Serve reports in a daemon thread; returns (server, thread); `limits`: request_deadline_s, max_connections.
     Stop with server.shutdown(); server.server_close()."""
-    server = make_server(Path(reports_dir), host, port, **limits)
+    server = make_server(Path(reports_dir), host, port, request_deadline_s=request_deadline_s,
+                         max_connections=max_connections)
     thread = threading.Thread(target=server.serve_forever, name="dmf-report-server", daemon=True)
     thread.start()
     return server, thread

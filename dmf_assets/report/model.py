@@ -12,7 +12,6 @@ from enum import Enum
 
 import polars as pl
 
-
 # --- the daily workbook's sheets (messages name them from this list only) ------------------------
 
 SHEET_SUMMARY = "요약"
@@ -50,7 +49,7 @@ def sheet_ref(name: str) -> str:
     return f"'{name}' 시트"
 
 
-class DayStatus(str, Enum):
+class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("DayStatus.X" -> "X")
     ACCEPTED = "accepted"  # all six gates passed; events are against the comparison base
     BASELINE = "baseline"  # first accepted day: the history starts here, no events by design
     UNCHANGED = "unchanged"  # accepted, and the registry is identical to the comparison base
@@ -161,7 +160,7 @@ class DayCounts:
     not_run: int  # no run at all
 
     @classmethod
-    def of(cls, first: date, last: date, statuses: list[str]) -> "DayCounts":
+    def of(cls, first: date, last: date, statuses: list[str]) -> DayCounts:
         accepted = sum(1 for s in statuses if s in ("accepted", "baseline"))
         rejected = sum(1 for s in statuses if s == "rejected")
         pending = len(statuses) - accepted - rejected

@@ -12,8 +12,8 @@ from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_R
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
+from dmf_assets.report.model import Kpis, PeriodReport
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK
-from dmf_assets.report.model import Kpis
 from dmf_assets.report.output import atomic_write, ensure_dir
 from dmf_assets.report.rows import (
     FIELD_COLUMNS,
@@ -24,7 +24,12 @@ from dmf_assets.report.rows import (
     field_label,
     site_kind,
 )
-from dmf_assets.report.sentences import CHANGED_DEFINITION, NUMBER_ASSIGNED_DEFINITION, headline_counts, summary_sentences
+from dmf_assets.report.sentences import (
+    CHANGED_DEFINITION,
+    NUMBER_ASSIGNED_DEFINITION,
+    headline_counts,
+    summary_sentences,
+)
 from dmf_assets.report.sheet_frame import ATTRIBUTION, frame_sheet
 from dmf_assets.report.tables import TableSheet, add_table_sheet
 from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
@@ -59,7 +64,7 @@ NET_DEFINITIONS: dict[str, str] = {
 }
 
 
-def _period_banner(period) -> str:
+def _period_banner(period: PeriodReport) -> str:
     text = (f"기간 리포트 {period.start} ~ {period.end} — 정상 반영 {period.accepted_days}일 · 수집 실패 "
             f"{period.rejected_days}일 · 이벤트 {len(period.events):,}건 · 순변경 등록 {len(period.net):,}건")
     if period.first_base:
@@ -67,7 +72,7 @@ def _period_banner(period) -> str:
     return text + (f" · ⚠ 경고: {'; '.join(period.warnings)}" if period.warnings else "")
 
 
-def build_period_workbook(period) -> Workbook:
+def build_period_workbook(period: PeriodReport) -> Workbook:
     """The period review workbook in memory (see report.model.PeriodReport)."""
     from dmf_assets.report.model import NET_LABEL_KO
 
@@ -204,7 +209,7 @@ def build_period_workbook(period) -> Workbook:
     return wb
 
 
-def write_period_workbook(period, path: Path) -> Path:
+def write_period_workbook(period: PeriodReport, path: Path) -> Path:
     path = Path(path)
     ensure_dir(path.parent)
     wb = build_period_workbook(period)

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dmf_assets.errors import UserError
-from dmf_assets.korean import josa
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.text import match_key
+from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
 
 COLUMNS: tuple[str, ...] = ("품목명", "성분", "DMF 등록번호", "제조소")
 #: the example shipped with the project, and where README tells a team to copy it (`[products] file`)
@@ -64,7 +64,7 @@ def _clean(value: str | None) -> str | None:
 
 def parse_products(text: str, source: str = "products.csv") -> tuple[Product, ...]:
     """Parse and validate the CSV text; raises ProductsError naming `source` and the line."""
-    lines = [ln for ln in io.StringIO(text.lstrip("\ufeff"))]
+    lines = list(io.StringIO(text.lstrip("\ufeff")))
     # the header is the first line that is neither blank nor a comment
     start = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")), None)
     if start is None:
@@ -132,7 +132,7 @@ def load_products(path: Path | str | None) -> tuple[Product, ...]:
     return parse_products(text, str(path))
 
 
-def products_of(settings) -> tuple[Product, ...]:
+def products_of(settings: object) -> tuple[Product, ...]:
     """The configured list (settings.products.file), or () when none is configured."""
     section = getattr(settings, "products", None)
     if section is None:
@@ -143,7 +143,7 @@ def products_of(settings) -> tuple[Product, ...]:
 
 
 def _contains(haystack: str | None, needle: str | None) -> bool:
-    return bool(needle) and bool(haystack) and needle in haystack  # type: ignore[operator]
+    return bool(needle and haystack and needle in haystack)
 
 
 def product_hits(events: Iterable[Mapping], products: Sequence[Product]) -> list[tuple[str, ...]]:
@@ -159,11 +159,11 @@ def product_hits(events: Iterable[Mapping], products: Sequence[Product]) -> list
         mfr = (ev.get("manufacturer_key"), ev.get("base_manufacturer_key"))
         hits = []
         for p in products:
-            if p.permit_no and p.permit_no in numbers:
-                hits.append(p.label)
-            elif p.ingredient_key and any(_contains(k, p.ingredient_key) for k in ingr) and (
+            by_number = bool(p.permit_no and p.permit_no in numbers)
+            by_names = bool(p.ingredient_key and any(_contains(k, p.ingredient_key) for k in ingr)) and (
                 not p.manufacturer_key or any(_contains(k, p.manufacturer_key) for k in mfr)
-            ):
+            )
+            if by_number or by_names:
                 hits.append(p.label)
         out.append(tuple(dict.fromkeys(hits)))
     return out

@@ -17,7 +17,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.sites import describe_site_change, split_sites
 from dmf_assets.report.cells import Col
-from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, NetChange
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 
 FLAG_LABELS: dict[str, str] = {
@@ -48,7 +48,7 @@ def value_text(v: str | None) -> str:
     return v if v not in (None, "") else "(없음)"
 
 
-def change_lines(ev: EventRow, *, max_value: int | None = None) -> list[str]:
+def change_lines(ev: EventRow | NetChange, *, max_value: int | None = None) -> list[str]:
     """Substantive changes as lines; sites as '제조소 추가: Name (country)' instead of whole lists.
 
     When an event has site rows, the manufacturer/address before → after (often hundreds of
@@ -287,7 +287,7 @@ def sample_table(samples: Sequence[dict]) -> tuple[list[str], list[list]]:
     if "dmf_key" in keys and "permit_no" in keys and all(s.get("dmf_key") == s.get("permit_no") for s in samples):
         keys.remove("dmf_key")
 
-    def shown(key: str, value):
+    def shown(key: str, value: object) -> object:
         return _SAMPLE_VALUES_KO[key].get(value, value) if key in _SAMPLE_VALUES_KO and isinstance(value, str) else value
 
     rows = [[shown(k, s.get(k)) for k in keys] for s in samples]

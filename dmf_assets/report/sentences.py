@@ -177,10 +177,15 @@ NUMBER_ASSIGNED_DEFINITION = "번호 없이 공개됐던 등록이 등록번호�
 class HeadlineFigures(Protocol):
     """What has the day's headline figures: `Kpis`, a trend `HistoryPoint`, the mail's `ReportDelivery`."""
 
-    new: int
-    changed: int  # 실질 변경
-    withdrawn: int
-    number_assigned: int
+    # read-only members: a frozen dataclass (`Kpis`) has them too
+    @property
+    def new(self) -> int: ...
+    @property
+    def changed(self) -> int: ...  # 실질 변경
+    @property
+    def withdrawn(self) -> int: ...
+    @property
+    def number_assigned(self) -> int: ...
 
 
 def headline_counts(c: HeadlineFigures) -> str:

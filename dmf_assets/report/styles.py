@@ -59,7 +59,7 @@ _thin = Side(style="thin", color=GRID)
 _GRID_BORDER = Border(left=_thin, right=_thin, top=_thin, bottom=_thin)
 
 
-def font(**kw) -> Font:
+def font(**kw: bool | str | float) -> Font:
     """The house font with overrides (bold, color, size, …)."""
     return Font(name=FONT_NAME, size=kw.pop("size", FONT_SIZE), **kw)
 

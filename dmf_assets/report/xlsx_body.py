@@ -44,7 +44,7 @@ def xml_attr(text: str) -> str:
 
 
 def _number(value: float | int) -> str:
-    return "%.16g" % value
+    return f"{value:.16g}"
 
 
 @dataclass

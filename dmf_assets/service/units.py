@@ -15,8 +15,9 @@ from __future__ import annotations
 import getpass
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from dmf_assets.clock import TIMEZONE_NAME
 
@@ -61,12 +62,22 @@ def instance_uses_postgres(dagster_yaml: Path) -> bool:
     return "postgres" in storage or any(m.startswith("dagster_postgres") for m in modules)
 
 
-def default_options(root: Path, *, user_mode: bool, **kw) -> UnitOptions:
+class _Overrides(TypedDict, total=False):
+    """The `UnitOptions` a caller may set besides the ones `default_options` works out."""
+
+    user: str
+    web_host: str
+    web_port: int
+    watchdog_every_minutes: int
+
+
+def default_options(root: Path, *, user_mode: bool, **kw: Unpack[_Overrides]) -> UnitOptions:
     root = Path(root).resolve()
     venv_bin = Path(sys.executable).parent
     postgres = instance_uses_postgres(root / "dagster_home" / "dagster.yaml")
-    user = kw.pop("user", "") or ("" if user_mode else getpass.getuser())
-    return UnitOptions(root=root, venv_bin=venv_bin, user_mode=user_mode, user=user, postgres=postgres, **kw)
+    options = UnitOptions(root=root, venv_bin=venv_bin, user_mode=user_mode, postgres=postgres, **kw)
+    # system units run as the given account, else as whoever installs them
+    return replace(options, user=options.user or ("" if user_mode else getpass.getuser()))
 
 
 def _q(value: Path | str) -> str:
