@@ -7,13 +7,17 @@ permit_no_raw (audit) -> permit_no (normalized) -> dmf_key (unique within one sn
 - a missing number gets `SYN-<hash of ingredient key, applicant (BIZRNO if valid), manufacturer key,
   issue date>`; cosmetic re-typings keep it, because it is built from matching keys.
 
-Hashes are MD5 (via an in-memory DuckDB) truncated to 64 bits as hex: stable across library versions,
-unlike polars' own hash.
+Hashes are MD5 (hashlib, read in place from the Arrow buffers) truncated to 64 bits as hex: stable
+across library versions, unlike polars' own hash, and equal to the values stored by earlier versions.
 """
 
 from __future__ import annotations
 
+from hashlib import md5
+from itertools import pairwise
+
 import polars as pl
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from dmf_assets.domain.model import FIELD_COLUMNS
 
@@ -39,49 +43,49 @@ KEY_COLUMNS: tuple[str, ...] = (
 SYNTHETIC_PREFIX = "SYN-"
 
 
-def _hash_sql(columns: tuple[str, ...]) -> str:
-    # Column names are constants of this module, never data; values are read from the frame.
-    # chr(0) marks NULL so (NULL, "a") and ("a", NULL) hash differently.
-    parts = " || chr(31) || ".join(f'coalesce("{c}", chr(0))' for c in columns)
-    return f"left(md5({parts}), 16)"
+#: rows hashed per batch: the joined text of a batch is a few MB, never a copy of a whole 1 M-row day
+HASH_BATCH_ROWS = 1 << 16
 
 
-#: rows hashed per DuckDB query (the Arrow export is zero-copy; DuckDB splits a batch over its threads)
-HASH_BATCH_ROWS = 1 << 20
+def _md5_16(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Series:
+    """The left 16 hex digits of MD5 over the columns' values joined by chr(31), NULL as chr(0) — the
+    values stored since the first database (docs/DOMAIN.md §4, §5): chr(0) marks NULL so (NULL, "a") and
+    ("a", NULL) hash differently."""
+    joined = frame.select(
+        pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in columns], separator="\x1f")
+    ).to_series()
+    digests: list[bytes] = []
+    for chunk in _arrow_chunks(joined):
+        _, offsets_buf, data_buf = chunk.buffers()
+        if data_buf is None:  # only empty strings (or no rows)
+            data_buf = pa.py_buffer(b"")
+        offsets = memoryview(offsets_buf).cast("q")[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
+        data = memoryview(data_buf)
+        # the UTF-8 bytes of each value, read in place from the Arrow buffer (no Python string per row)
+        digests += [md5(data[a:b]).digest() for a, b in pairwise(offsets)]
+    # (a Binary series from the list: building it from Arrow would import pyarrow.compute, ≈0.1 s)
+    return pl.Series(digests, dtype=pl.Binary).bin.encode("hex").str.slice(0, 16)
 
-_connection = None
 
-
-def _duckdb():
-    """One in-memory DuckDB for the hashes of this process (connecting costs more than hashing 9 k rows)."""
-    global _connection
-    if _connection is None:
-        import duckdb
-
-        # hand freed memory back instead of caching up to 128 MiB of it (peak RSS of `dmf diff`)
-        _connection = duckdb.connect(config={"allocator_flush_threshold": "8MB"})
-    return _connection
+def _arrow_chunks(series: pl.Series) -> list[pa.LargeStringArray]:
+    """The series as Arrow large_string arrays (polars' oldest compat level: offsets + bytes, no views)."""
+    arrow = series.to_arrow(compat_level=pl.CompatLevel.oldest())
+    chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
+    if any(c.type != pa.large_string() for c in chunks):
+        raise TypeError(f"expected large_string from polars, got {chunks[0].type}")
+    return chunks
 
 
 def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     """content_hash, identity_hash and syn_basis_hash for every row (same order)."""
-    needed = sorted(set(CONTENT_COLUMNS) | set(IDENTITY_COLUMNS) | set(SYN_BASIS_COLUMNS))
-    sql = (
-        f"SELECT {_hash_sql(CONTENT_COLUMNS)} AS content_hash, "
-        f"{_hash_sql(IDENTITY_COLUMNS)} AS identity_hash, "
-        f"{_hash_sql(SYN_BASIS_COLUMNS)} AS syn_basis_hash FROM hash_input"
-    )
-    con = _duckdb().cursor()  # a cursor of its own: safe if two threads hash at once
     parts = []
-    try:
-        for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
-            # string views go to DuckDB as they are (the default export copies every string into a new buffer)
-            batch = frame.slice(offset, HASH_BATCH_ROWS).select(needed).to_arrow(compat_level=pl.CompatLevel.newest())
-            con.register("hash_input", batch)
-            parts.append(con.sql(sql).pl())
-            con.unregister("hash_input")
-    finally:
-        con.close()
+    for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
+        batch = frame.slice(offset, HASH_BATCH_ROWS)
+        parts.append(pl.DataFrame([
+            _md5_16(batch, CONTENT_COLUMNS).alias("content_hash"),
+            _md5_16(batch, IDENTITY_COLUMNS).alias("identity_hash"),
+            _md5_16(batch, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
+        ]))
     return pl.concat(parts) if len(parts) > 1 else parts[0]
 
 
