@@ -76,17 +76,23 @@ def _arrow_chunks(series: pl.Series) -> list[pa.LargeStringArray]:
     return chunks
 
 
+def _md5_column(frame: pl.DataFrame, columns: tuple[str, ...], where: pl.Series | None = None) -> pl.Series:
+    """`_md5_16` of every row in batches, or only of the rows `where` is true (null elsewhere)."""
+    rows = frame.select(columns) if where is None else frame.select(columns).filter(where)
+    parts = [_md5_16(rows.slice(offset, HASH_BATCH_ROWS), columns) for offset in range(0, max(rows.height, 1), HASH_BATCH_ROWS)]
+    hashed = pl.concat(parts) if len(parts) > 1 else parts[0]
+    if where is None:
+        return hashed
+    return pl.repeat(None, frame.height, dtype=pl.String, eager=True).scatter(where.arg_true(), hashed)
+
+
 def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     """content_hash, identity_hash and syn_basis_hash for every row (same order)."""
-    parts = []
-    for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
-        batch = frame.slice(offset, HASH_BATCH_ROWS)
-        parts.append(pl.DataFrame([
-            _md5_16(batch, CONTENT_COLUMNS).alias("content_hash"),
-            _md5_16(batch, IDENTITY_COLUMNS).alias("identity_hash"),
-            _md5_16(batch, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
-        ]))
-    return pl.concat(parts) if len(parts) > 1 else parts[0]
+    return pl.DataFrame([
+        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+        _md5_column(frame, IDENTITY_COLUMNS).alias("identity_hash"),
+        _md5_column(frame, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
+    ])
 
 
 def with_identity_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -104,13 +110,25 @@ def with_group_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def with_row_keys(normalized: pl.DataFrame) -> pl.DataFrame:
+def with_row_keys(normalized: pl.DataFrame, *, only_needed_hashes: bool = False) -> pl.DataFrame:
     """The per-row half of `assign_keys`: applicant_identity, the three hashes, is_synthetic, group_key.
 
     Each depends on the row's own values only, so rows shared by two snapshots can be keyed once.
+    `only_needed_hashes` (a comparison that is never stored, `dmf diff`): syn_basis_hash only for rows
+    without a number (their synthetic key) and identity_hash only for rows whose group_key is repeated
+    (the duplicate ranks sort by it); null elsewhere. content_hash is always complete.
     """
     frame = with_identity_columns(normalized)
-    return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+    if not only_needed_hashes:
+        return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+    frame = frame.with_columns(
+        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+        pl.lit(None, dtype=pl.String).alias("identity_hash"),
+        _md5_column(frame, SYN_BASIS_COLUMNS, frame.get_column("permit_no").is_null()).alias("syn_basis_hash"),
+    )
+    frame = with_group_columns(frame)
+    repeated = frame.get_column("group_key").is_duplicated()
+    return frame.with_columns(_md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"))
 
 
 def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:
