@@ -13,7 +13,7 @@ byte-code cache is warm (one untimed run first); figures with repeats report the
 and backfill runs use a throw-away project folder (its own config, database, reports and
 DAGSTER_HOME) and the in-process emulator, so they survive any rewrite of the orchestration as long
 as `dmf run` / `dmf backfill` keep their command line. Inputs (archived emulator days, synthetic
-dumps from `emulator.synthetic.synthetic_registry` + `churn_day`) are made before timing starts.
+dumps from `bench/synthetic.py`: `synthetic_registry` + `churn_day`) are made before timing starts.
 
 bench/README.md explains every number; results go to bench/results/latest.json (+ a dated copy) and
 each figure is printed beside the previous result.
@@ -176,7 +176,10 @@ def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
 
 def synthetic_dumps(workdir: Path, rows: int) -> tuple[Path, Path]:
     """A `rows`-row synthetic registry and its churned next day as items JSON files (like a saved dump)."""
-    from dmf_assets.emulator.synthetic import churn_day, synthetic_registry
+    from dmf_assets.cli.bench import load_bench
+
+    synthetic = load_bench("synthetic")  # bench/synthetic.py
+    churn_day, synthetic_registry = synthetic.churn_day, synthetic.synthetic_registry
 
     old_path, new_path = workdir / f"dump_{rows}_old.json", workdir / f"dump_{rows}_new.json"
     base = synthetic_registry(rows, seed=1)

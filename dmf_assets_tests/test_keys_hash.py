@@ -60,8 +60,8 @@ def test_snapshot_hashes_match_the_stored_values() -> None:
 
 
 def test_synthetic_registry_hashes_are_unchanged() -> None:
-    from dmf_assets.emulator.synthetic import synthetic_registry
+    from dmf_assets.cli.bench import load_bench
 
-    snap = build_snapshot(synthetic_registry(20_000, seed=1))
+    snap = build_snapshot(load_bench("synthetic").synthetic_registry(20_000, seed=1))
     text = "".join(snap["content_hash"].to_list() + snap["identity_hash"].to_list() + snap["syn_basis_hash"].to_list())
     assert hashlib.sha256(text.encode()).hexdigest() == "8a5d45aad95bc34fb2c9ce727de4786c40dbbec289fe1efae61ab12ae2797ae2"

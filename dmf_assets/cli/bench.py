@@ -28,21 +28,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_bench)
 
 
-def load_bench() -> ModuleType:
-    """`bench/run.py` of this project as a module (the benchmark lives beside the results, outside the package)."""
+def load_bench(name: str = "run") -> ModuleType:
+    """`bench/NAME.py` of this project as a module: the benchmark (`run`) and its synthetic registries
+    (`synthetic`) live beside the results, outside the product package."""
     import importlib.util
     import sys
 
     from dmf_assets.settings import PROJECT_ROOT
 
-    name = "dmf_bench_run"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "bench" / "run.py")
+    module_name = f"dmf_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, PROJECT_ROOT / "bench" / f"{name}.py")
     if spec is None or spec.loader is None:
-        raise ImportError(f"bench/run.py not found under {PROJECT_ROOT}")
+        raise ImportError(f"bench/{name}.py not found under {PROJECT_ROOT}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it: its dataclasses look their module up
+    sys.modules[module_name] = module  # before running it: its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 

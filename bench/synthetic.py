@@ -1,7 +1,8 @@
 """Benchmark-sized registries: `synthetic_registry(n)` and one day of `churn_day` on it.
 
 Drawn from the emulator's record factory and its substantive edits, but independent of the
-simulation: nothing here changes what `RegistrySimulator` serves. Only the benchmarks use it.
+simulation: nothing here changes what `RegistrySimulator` serves. Only the benchmark (`bench/run.py`) and the
+tests use it, so it lives outside the product package; load it with `dmf_assets.cli.bench.load_bench("synthetic")`.
 """
 
 from __future__ import annotations
