@@ -132,6 +132,7 @@ def test_diff_figures_are_whole_process(quick, size):
     assert floor["command"].startswith("python bench/floor.py ") and floor["exit_codes"] == [0, 0, 0]
     assert floor["wall_s"] == sorted(floor["all_wall_s"])[1] > 0 and floor["error_tail"] == []
     assert m["floor_ratio"] == pytest.approx(m["wall_s"] / floor["wall_s"], abs=0.006)
+    assert m["floor_cpu_ratio"] == pytest.approx(m["cpu_s"] / floor["cpu_s"], abs=0.006)
     assert m["cpu_s"] > 0 and floor["cpu_s"] > 0
 
 
