@@ -1,7 +1,8 @@
 """What analysts ask the history (DESIGN.md §10): one registration's history, the registry as of a day.
 
 Read-only: every function takes an open connection and returns plain data (dataclasses / polars), so
-the CLI, the workbooks and tests share one implementation. SQL lives in sql/queries/analyst.sql. The
+the CLI, the workbooks and tests share one implementation. SQL lives in sql/queries/analyst.sql, run by
+`storage/analyst.py`. The
 registry as of a day is a plain storage read (`storage.registry`, also used by the daily report).
 """
 
@@ -21,8 +22,8 @@ from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
 from dmf_assets.korean import josa
+from dmf_assets.storage import analyst as storage
 from dmf_assets.storage import history
-from dmf_assets.storage.db import query
 
 #: --ingredient / --applicant / --manufacturer -> the kind of matching key the pattern is turned into
 PATTERN_KINDS: dict[str, str] = {"ingredient": "text", "applicant": "company", "manufacturer": "company"}
@@ -51,15 +52,14 @@ def find_records(conn: duckdb.DuckDBPyConnection, key: str | None = None, *, ing
     found: list[set[int]] = []
     if key:
         k = normalize_key(key)
-        ids = {r[0] for r in conn.execute(query("analyst.records_by_key"), [k, k]).fetchall()}
+        ids = storage.records_by_key(conn, k)
         if not ids and (compact := compact_key(key)):  # typed with other spacing or punctuation
-            ids = {r[0] for r in conn.execute(query("analyst.records_by_compact_key"), [compact]).fetchall()}
+            ids = storage.records_by_compact_key(conn, compact)
         found.append(ids)
     for column, pattern in (("ingredient", ingredient), ("applicant", applicant), ("manufacturer", manufacturer)):
         if pattern:
             needle = match_key(pattern, PATTERN_KINDS[column]) or ""  # type: ignore[arg-type]
-            rows = conn.execute(query("analyst.records_by_pattern"), [column, needle] * 3).fetchall() if needle else []
-            found.append({r[0] for r in rows})
+            found.append(storage.records_by_pattern(conn, column, needle) if needle else set())
     return sorted(set.intersection(*found)) if found else []
 
 
@@ -172,16 +172,11 @@ _VERSION_VALUES = ("permit_no", "ingredient", "applicant", "bizrno", "manufactur
                    "site_count", "issue_date", "target_class", "base_permit_no", "cohort")
 
 
-def _dicts(cur) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
-
-
 def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int], *, start: date | None = None,
                          end: date | None = None) -> RegistrationHistory:
     """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
     every event of the registrations — the events observed in [start, end] when given."""
-    versions_raw = _dicts(conn.execute(query("analyst.record_versions"), [record_ids]))
+    versions_raw = storage.record_versions(conn, record_ids)
     per_key: dict[str, int] = {}
     version_no: dict[int, int] = {}
     versions = []
@@ -193,10 +188,10 @@ def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int],
         versions.append(HistoryVersion(v["dmf_key"], per_key[v["dmf_key"]], history.to_date(v["first_day"]),
                                        history.to_date(v["last_day"]), v["days_observed"], values))
     day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
-    events_raw = _dicts(conn.execute(query("analyst.record_events"), [record_ids, record_ids, *day_range]))
+    events_raw = storage.record_events(conn, record_ids, *day_range)
     changes: dict[int, list[HistoryChange]] = {}
     if events_raw:
-        for c in _dicts(conn.execute(query("analyst.event_changes_of"), [[e["event_id"] for e in events_raw]])):
+        for c in storage.event_changes(conn, [e["event_id"] for e in events_raw]):
             changes.setdefault(c["event_id"], []).append(
                 HistoryChange(c["field"], c["before"], c["after"], c["is_cosmetic"], c["severity"]))
     events = tuple(
@@ -225,17 +220,16 @@ def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int],
 
 def _numbered_keys(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> dict[str, str]:
     """synthetic key -> the key it continued as, for the registrations that received their number."""
-    rows = conn.execute(query("analyst.number_assignments"), [record_ids, record_ids]).fetchall()
-    return {base: key for base, key in rows}
+    return dict(storage.number_assignments(conn, record_ids))
 
 
 def _listed_spans(conn: duckdb.DuckDBPyConnection, record_ids: list[int], version_no: dict[int, int],
                   numbered: dict[str, str]) -> tuple[ListedSpan, ...]:
     """Walk the accepted days from each registration's first listing to the last accepted day: a run of
     days with the same version (or with none) is one span, so a withdrawal between two listings shows."""
-    accepted = [r[0] for r in conn.execute(query("analyst.accepted_days")).fetchall()]
+    accepted = storage.accepted_days(conn)
     listed: dict[str, dict[int, int]] = {}
-    for key, day_id, version_id in conn.execute(query("analyst.record_presence"), [record_ids]).fetchall():
+    for key, day_id, version_id in storage.record_presence(conn, record_ids):
         listed.setdefault(key, {})[day_id] = version_no[version_id]
     spans: list[ListedSpan] = []
     for key, days in listed.items():

@@ -4,6 +4,7 @@ the daily workbook and the daily step; each figure beside the previous result.""
 from __future__ import annotations
 
 import argparse
+from types import ModuleType
 
 from dmf_assets.cli.arguments import out_folder
 
@@ -27,9 +28,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_bench)
 
 
-def _bench(args) -> int:
-    from dmf_assets.bench import run
+def load_bench(name: str = "run") -> ModuleType:
+    """`bench/NAME.py` of this project as a module: the benchmark (`run`) and its synthetic registries
+    (`synthetic`) live beside the results, outside the product package."""
+    import importlib.util
+    import sys
+
+    from dmf_assets.settings import PROJECT_ROOT
+
+    module_name = f"dmf_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, PROJECT_ROOT / "bench" / f"{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"bench/{name}.py not found under {PROJECT_ROOT}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # before running it: its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bench(args: argparse.Namespace) -> int:
     from dmf_assets.errors import UserError
+
+    run = load_bench()
 
     output = args.output or run.DEFAULT_OUTPUT
     if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):

@@ -474,7 +474,8 @@ def diff_snapshots(
         base_dmf_key=pl.lit(None, dtype=pl.Utf8),
         event_type=pl.lit(EventType.NEW.value),
         # the number came back, or (inside a duplicate-number group) the very same registration did
-        is_reappearance=pl.col("group_key").is_in(seen) | pl.col("identity_hash").is_in(seen),
+        # (identity_hash is null where a comparison-only snapshot did not need it: snapshot.build_snapshot_pair)
+        is_reappearance=pl.col("group_key").is_in(seen) | pl.col("identity_hash").is_in(seen).fill_null(False),
     )
     new_rows = new_rows.with_columns(
         severity=pl.when(pl.col("is_reappearance")).then(pl.lit("HIGH")).otherwise(pl.lit("INFO"))

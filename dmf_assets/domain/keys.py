@@ -7,13 +7,17 @@ permit_no_raw (audit) -> permit_no (normalized) -> dmf_key (unique within one sn
 - a missing number gets `SYN-<hash of ingredient key, applicant (BIZRNO if valid), manufacturer key,
   issue date>`; cosmetic re-typings keep it, because it is built from matching keys.
 
-Hashes are MD5 (via an in-memory DuckDB) truncated to 64 bits as hex: stable across library versions,
-unlike polars' own hash.
+Hashes are MD5 (hashlib, read in place from the Arrow buffers) truncated to 64 bits as hex: stable
+across library versions, unlike polars' own hash, and equal to the values stored by earlier versions.
 """
 
 from __future__ import annotations
 
+from hashlib import md5
+from itertools import pairwise
+
 import polars as pl
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from dmf_assets.domain.model import FIELD_COLUMNS
 
@@ -39,50 +43,56 @@ KEY_COLUMNS: tuple[str, ...] = (
 SYNTHETIC_PREFIX = "SYN-"
 
 
-def _hash_sql(columns: tuple[str, ...]) -> str:
-    # Column names are constants of this module, never data; values are read from the frame.
-    # chr(0) marks NULL so (NULL, "a") and ("a", NULL) hash differently.
-    parts = " || chr(31) || ".join(f'coalesce("{c}", chr(0))' for c in columns)
-    return f"left(md5({parts}), 16)"
+#: rows hashed per batch: the joined text of a batch is a few MB, never a copy of a whole 1 M-row day
+HASH_BATCH_ROWS = 1 << 16
 
 
-#: rows hashed per DuckDB query (the Arrow export is zero-copy; DuckDB splits a batch over its threads)
-HASH_BATCH_ROWS = 1 << 20
+def _md5_16(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Series:
+    """The left 16 hex digits of MD5 over the columns' values joined by chr(31), NULL as chr(0) — the
+    values stored since the first database (docs/DOMAIN.md §4, §5): chr(0) marks NULL so (NULL, "a") and
+    ("a", NULL) hash differently."""
+    joined = frame.select(
+        pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in columns], separator="\x1f")
+    ).to_series()
+    digests: list[bytes] = []
+    for chunk in _arrow_chunks(joined):
+        _, offsets_buf, data_buf = chunk.buffers()
+        if data_buf is None:  # only empty strings (or no rows)
+            data_buf = pa.py_buffer(b"")
+        offsets = memoryview(offsets_buf).cast("q")[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
+        data = memoryview(data_buf)
+        # the UTF-8 bytes of each value, read in place from the Arrow buffer (no Python string per row)
+        digests += [md5(data[a:b]).digest() for a, b in pairwise(offsets)]
+    # (a Binary series from the list: building it from Arrow would import pyarrow.compute, ≈0.1 s)
+    return pl.Series(digests, dtype=pl.Binary).bin.encode("hex").str.slice(0, 16)
 
-_connection = None
+
+def _arrow_chunks(series: pl.Series) -> list[pa.LargeStringArray]:
+    """The series as Arrow large_string arrays (polars' oldest compat level: offsets + bytes, no views)."""
+    arrow = series.to_arrow(compat_level=pl.CompatLevel.oldest())
+    chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
+    if any(c.type != pa.large_string() for c in chunks):
+        raise TypeError(f"expected large_string from polars, got {chunks[0].type}")
+    return chunks
 
 
-def _duckdb():
-    """One in-memory DuckDB for the hashes of this process (connecting costs more than hashing 9 k rows)."""
-    global _connection
-    if _connection is None:
-        import duckdb
-
-        # hand freed memory back instead of caching up to 128 MiB of it (peak RSS of `dmf diff`)
-        _connection = duckdb.connect(config={"allocator_flush_threshold": "8MB"})
-    return _connection
+def _md5_column(frame: pl.DataFrame, columns: tuple[str, ...], where: pl.Series | None = None) -> pl.Series:
+    """`_md5_16` of every row in batches, or only of the rows `where` is true (null elsewhere)."""
+    rows = frame.select(columns) if where is None else frame.select(columns).filter(where)
+    parts = [_md5_16(rows.slice(offset, HASH_BATCH_ROWS), columns) for offset in range(0, max(rows.height, 1), HASH_BATCH_ROWS)]
+    hashed = pl.concat(parts) if len(parts) > 1 else parts[0]
+    if where is None:
+        return hashed
+    return pl.repeat(None, frame.height, dtype=pl.String, eager=True).scatter(where.arg_true(), hashed)
 
 
 def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     """content_hash, identity_hash and syn_basis_hash for every row (same order)."""
-    needed = sorted(set(CONTENT_COLUMNS) | set(IDENTITY_COLUMNS) | set(SYN_BASIS_COLUMNS))
-    sql = (
-        f"SELECT {_hash_sql(CONTENT_COLUMNS)} AS content_hash, "
-        f"{_hash_sql(IDENTITY_COLUMNS)} AS identity_hash, "
-        f"{_hash_sql(SYN_BASIS_COLUMNS)} AS syn_basis_hash FROM hash_input"
-    )
-    con = _duckdb().cursor()  # a cursor of its own: safe if two threads hash at once
-    parts = []
-    try:
-        for offset in range(0, max(frame.height, 1), HASH_BATCH_ROWS):
-            # string views go to DuckDB as they are (the default export copies every string into a new buffer)
-            batch = frame.slice(offset, HASH_BATCH_ROWS).select(needed).to_arrow(compat_level=pl.CompatLevel.newest())
-            con.register("hash_input", batch)
-            parts.append(con.sql(sql).pl())
-            con.unregister("hash_input")
-    finally:
-        con.close()
-    return pl.concat(parts) if len(parts) > 1 else parts[0]
+    return pl.DataFrame([
+        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+        _md5_column(frame, IDENTITY_COLUMNS).alias("identity_hash"),
+        _md5_column(frame, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
+    ])
 
 
 def with_identity_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -100,13 +110,25 @@ def with_group_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def with_row_keys(normalized: pl.DataFrame) -> pl.DataFrame:
+def with_row_keys(normalized: pl.DataFrame, *, only_needed_hashes: bool = False) -> pl.DataFrame:
     """The per-row half of `assign_keys`: applicant_identity, the three hashes, is_synthetic, group_key.
 
     Each depends on the row's own values only, so rows shared by two snapshots can be keyed once.
+    `only_needed_hashes` (a comparison that is never stored, `dmf diff`): syn_basis_hash only for rows
+    without a number (their synthetic key) and identity_hash only for rows whose group_key is repeated
+    (the duplicate ranks sort by it); null elsewhere. content_hash is always complete.
     """
     frame = with_identity_columns(normalized)
-    return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+    if not only_needed_hashes:
+        return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
+    frame = frame.with_columns(
+        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+        pl.lit(None, dtype=pl.String).alias("identity_hash"),
+        _md5_column(frame, SYN_BASIS_COLUMNS, frame.get_column("permit_no").is_null()).alias("syn_basis_hash"),
+    )
+    frame = with_group_columns(frame)
+    repeated = frame.get_column("group_key").is_duplicated()
+    return frame.with_columns(_md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"))
 
 
 def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:

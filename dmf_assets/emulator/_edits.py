@@ -1,6 +1,6 @@
 """What a registration's change is: the comparison behind the ground truth, and the substantive edits.
 
-Shared by the simulation (`registry.py`) and the benchmark frames (`synthetic.py`). Edits are pure:
+Shared by the simulation (`registry.py`) and the benchmark frames (`bench/synthetic.py`). Edits are pure:
 row in, (row, description, target fields) out.
 """
 

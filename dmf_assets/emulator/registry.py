@@ -7,7 +7,7 @@ published without one, substantive changes, cosmetic re-typings, withdrawals and
 Each registration is an *entity* with a list of (first day, row) versions, so `items(day)` is a
 replay (one bisect per entity) and `truth(old, new)` compares the two rendered states directly.
 
-Benchmark-sized frames (`synthetic_registry`, `churn_day`) live in `synthetic.py`.
+Benchmark-sized frames (`synthetic_registry`, `churn_day`) live outside the package, in `bench/synthetic.py`.
 """
 
 from __future__ import annotations

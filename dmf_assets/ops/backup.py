@@ -25,6 +25,7 @@ from dmf_assets.clock import KST, now_kst
 from dmf_assets.fsutil import atomic_output
 from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
 from dmf_assets.storage.db import database_lock, lock_path, replace_database
+from dmf_assets.storage.ops import checkpoint
 
 #: dmf-2026-10-08-053000.duckdb (daily, Seoul time; "-2" if two land in the same second)
 _DAILY_RE = re.compile(r"^(?P<stem>.+)-(?P<day>\d{4}-\d{2}-\d{2})-(?P<time>\d{6})(?:-\d+)?\.duckdb$")
@@ -123,7 +124,7 @@ def backup_database(
             except duckdb.Error as exc:
                 raise BackupError(f"DB를 열 수 없습니다 / cannot open {database}: {exc}") from None
             try:
-                conn.execute("CHECKPOINT")  # fold the WAL into the main file: the file alone is the database
+                checkpoint(conn)  # fold the WAL into the main file: the file alone is the database
                 counts = table_counts(conn)
             except duckdb.Error as exc:
                 raise BackupError(f"DB를 읽을 수 없습니다 / cannot read {database}: {exc}") from None

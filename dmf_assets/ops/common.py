@@ -13,7 +13,8 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
-from dmf_assets.storage.db import database_lock, fetch_one, lock_path, query
+from dmf_assets.storage import ops as ops_storage
+from dmf_assets.storage.db import database_lock, lock_path
 
 ACCEPTED_STATUSES = ("accepted", "baseline")
 
@@ -94,23 +95,13 @@ def read_only_database(database: Path, *, lock_timeout_s: float, purpose: str) -
 
 
 def last_accepted_day(conn: duckdb.DuckDBPyConnection) -> date | None:
-    row = fetch_one(conn, query("ops.last_accepted_day"))
-    value = row[0] if row else None
+    value = ops_storage.last_accepted_day_id(conn)
     return None if value is None else date(value // 10000, value // 100 % 100, value % 100)
-
-
-def table_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in conn.execute(query("ops.tables")).fetchall()]
-
-
-def quote_ident(name: str) -> str:
-    """A catalog identifier (table name read from information_schema), quoted for SQL."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row count of every table (identifiers come from the catalog, not from users)."""
-    return {t: conn.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchone()[0] for t in table_names(conn)}
+    return {t: ops_storage.table_count(conn, t) for t in ops_storage.table_names(conn)}
 
 
 class Unreadable(Exception):
@@ -126,9 +117,9 @@ def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
     (a bare count(*) could be answered from metadata; hashing every column touches every block).
     Raises `Unreadable` naming the first table that cannot be read."""
     counts = {}
-    for t in table_names(conn):
+    for t in ops_storage.table_names(conn):
         try:  # identifier from the catalog, not from a user
-            counts[t] = conn.execute(f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(t)}").fetchone()[0]
+            counts[t] = ops_storage.read_table(conn, t)
         except duckdb.Error as exc:
             raise Unreadable(t, (str(exc).strip().splitlines() or [type(exc).__name__])[0]) from None
     return counts

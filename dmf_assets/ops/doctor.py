@@ -46,6 +46,7 @@ from dmf_assets.ops.common import (
     read_only_database,
 )
 from dmf_assets.report.retention import dated_workbooks
+from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import (
     WAYS_OUT_EN,
     WAYS_OUT_KO,
@@ -53,10 +54,8 @@ from dmf_assets.storage.db import (
     HistoryTraces,
     MigrationError,
     check_migrations,
-    fetch_one,
     lock_holder,
     migrations,
-    query,
 )
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -166,7 +165,7 @@ def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en:
     problems, details = [], {}
     for query_name, ko, en in specs:
         try:
-            n, sample = fetch_one(conn, query(f"ops.{query_name}"))
+            n, sample = ops_storage.problem_count(conn, query_name)
         except duckdb.Error as exc:
             problems.append((f"{ko}: 확인 불가 ({_first_line(exc)})", f"{en}: cannot check"))
             details[query_name] = {"error": _first_line(exc)}
@@ -189,7 +188,7 @@ def _schema_check(conn, tables: list[str]) -> Check:
         pending, problems = check_migrations(conn)
     except MigrationError as exc:  # e.g. two migration files with one number
         return Check("schema", FAIL, label, f"마이그레이션 파일 오류: {exc}", str(exc))
-    applied = sorted(v for (v,) in conn.execute("SELECT version FROM schema_migrations").fetchall())
+    applied = ops_storage.applied_versions(conn)
     files = [m.version for m in migrations()]
     details = {"applied": applied, "files": files, "pending": [m.version for m in pending], "problems": problems}
     if problems:
@@ -207,7 +206,7 @@ def _schema_check(conn, tables: list[str]) -> Check:
 def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
     """Days judged by gates 1–5 but never committed or rejected afterwards (snapshot_diff failed, or is running)."""
     label = "미완료 날짜 / unfinished"
-    rows = conn.execute(query("ops.unfinished_days")).fetchall()
+    rows = ops_storage.unfinished_days(conn)
     if not rows:
         return Check("unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
     days = [_day(d) for d, _ in rows]
@@ -225,7 +224,7 @@ def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
 def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
     label = "최신 반영일 / freshness"
     last = last_accepted_day(conn)
-    latest = fetch_one(conn, query("ops.latest_run"))
+    latest = ops_storage.latest_run(conn)
     latest_note_ko = latest_note_en = ""
     if latest:
         d, status, gate = _day(latest[0]), latest[1], latest[2]
@@ -359,7 +358,7 @@ def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
     try:
         conn = duckdb.connect(str(newest.path), read_only=True)
         try:
-            details["runs"] = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+            details["runs"] = ops_storage.runs_count(conn)
         finally:
             conn.close()
     except duckdb.Error as exc:

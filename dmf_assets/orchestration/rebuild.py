@@ -33,6 +33,7 @@ from dmf_assets.source.errors import SourceError
 from dmf_assets.source.fetch import replay_archive
 from dmf_assets.storage import history
 from dmf_assets.storage.db import database_lock, lock_path, open_database, replace_database
+from dmf_assets.storage.ops import checkpoint
 
 log = logging.getLogger("dmf.rebuild")
 
@@ -147,7 +148,7 @@ def rebuild_history(
                     if progress:
                         progress(outcomes[-1])
                 new = history.history_content(conn)
-                conn.execute("CHECKPOINT")  # everything in the file itself: it moves without a WAL
+                checkpoint(conn)  # everything in the file itself: it moves without a WAL
             old = _old_content(database)
             found = differences(old, new, days) if old is not None else []
             if found and not force:

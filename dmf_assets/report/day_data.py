@@ -31,8 +31,7 @@ from dmf_assets.report.model import (
 )
 from dmf_assets.report.sentences import change_rate_text, headline_counts
 from dmf_assets.settings import Settings
-from dmf_assets.storage import history
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage import history, reports
 
 
 class DayNotReady(RuntimeError):
@@ -47,15 +46,12 @@ RATE_WINDOW_DAYS = 14
 def day_events_frame(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """Events of an accepted day with display values and their field changes (list of structs)."""
     d = history.day_id(day)
-    return _events_frame(conn.sql(query("report.day_events"), params=[d]).pl(),
-                         conn.sql(query("report.day_changes"), params=[d]).pl())
+    return _events_frame(*reports.day_events(conn, d))
 
 
 def recent_events_frame(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> pl.DataFrame:
     """Events of every accepted day in [start, end], newest day first (same shape as day_events_frame)."""
-    params = [history.day_id(start), history.day_id(end)]
-    return _events_frame(conn.sql(query("report.recent_events"), params=params).pl(),
-                         conn.sql(query("report.recent_changes"), params=params).pl())
+    return _events_frame(*reports.recent_events(conn, history.day_id(start), history.day_id(end)))
 
 
 def _events_frame(events: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
@@ -82,7 +78,7 @@ def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
     rows = []
     dicts = list(frame.iter_rows(named=True))
     hits = product_hits(dicts, products) if products else [()] * len(dicts)
-    for e, hit in zip(dicts, hits):
+    for e, hit in zip(dicts, hits, strict=False):
         changes = tuple(
             FieldChangeRow(
                 dmf_key=e["dmf_key"],
@@ -133,7 +129,7 @@ def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
 
 def _aggregates(conn, name: str, day_id: int, shape: str) -> tuple[AggregateRow, ...]:
     out = []
-    for label, regs, a, b, c in conn.execute(query(f"report.{name}"), [day_id]).fetchall():
+    for label, regs, a, b, c in reports.aggregate_rows(conn, name, day_id):
         if shape == "ingredient":
             out.append(AggregateRow(label, regs, manufacturers=a, applicants=b, countries=c))
         elif shape == "applicant":
@@ -192,7 +188,7 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
 
     For a WARN asset check: `change_rate(conn, day).burst` (text in `.text_ko`).
     """
-    rows = conn.execute(query("report.rate_runs"), [history.day_id(day)]).fetchall()
+    rows = reports.rate_runs(conn, history.day_id(day))
     start = history.day_id(day - timedelta(days=window_days - 1))
 
     def estimate(sel) -> tuple[float | None, int, int]:
@@ -216,8 +212,7 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
 
 def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
     """Registry size of the latest accepted day on or before `day`."""
-    row = fetch_one(conn, query("report.population_on_or_before"), [history.day_id(day)])
-    return row[0] if row else None
+    return reports.population_on_or_before(conn, history.day_id(day))
 
 
 def _products(settings: Settings) -> tuple[tuple, str | None]:
@@ -284,7 +279,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     points = _history_points(conn, day - timedelta(days=settings.report.history_days - 1), day)
     quality = tuple(
         QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
-        for name, label, value, expected, ok, detail in conn.execute(query("report.day_quality"), [d]).fetchall()
+        for name, label, value, expected, ok, detail in reports.day_quality(conn, d)
     )
     gates, gate_problems = _gates(conn, day, run, settings)
 
@@ -310,7 +305,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()
     recent_counts = DayCounts.of(recent_start, day, [p.status for p in _history_points(conn, recent_start, day)])
 
-    pages = fetch_one(conn, query("report.day_fetch_pages"), [d])
+    pages = reports.day_fetch_pages(conn, d)
     info: dict[str, object] = {
         "날짜": day,
         "판정": status.label_ko,
@@ -366,7 +361,7 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
 def _history_points(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> tuple[HistoryPoint, ...]:
     """Every processed day in [start, end] with its status and headline counts (the runs table)."""
     return tuple(HistoryPoint(history.to_date(r[0]), *r[1:])
-                 for r in conn.execute(query("report.history_points"), [history.day_id(start), history.day_id(end)]).fetchall())
+                 for r in reports.history_points(conn, history.day_id(start), history.day_id(end)))
 
 
 #: days of events on the 이력 sheet
@@ -449,8 +444,8 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
 
 def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
     """Every event of the accepted days in [start, end] and the net effect per registration."""
-    from dmf_assets.report.products import products_of
     from dmf_assets.domain.model import SEVERITY_RANK
+    from dmf_assets.report.products import products_of
 
     products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error
     params = [history.day_id(start), history.day_id(end)]
@@ -458,7 +453,7 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
     event_rows = _event_rows(frame, products) if rows else ()
     # oldest first, in stored order within a day
-    paired = sorted(zip(rows, event_rows), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
+    paired = sorted(zip(rows, event_rows, strict=False), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
 
     # one registration = its record, joined with the record it was numbered from (number assignment)
     parent: dict[int, int] = {}
@@ -499,7 +494,7 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
         ))
     net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
 
-    runs = conn.execute(query("report.period_runs"), params).fetchall()
+    runs = reports.period_runs(conn, *params)
     days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7], r[9]) for r in runs)
     reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == "rejected" and r[8]}
     first_accepted = next((r for r in runs if r[1] in ("accepted", "baseline")), None)

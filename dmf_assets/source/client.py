@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 import httpx
-from pydantic import Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr
 
 from dmf_assets.settings import PROJECT_ROOT, Paths, Settings, Source
 from dmf_assets.source.endpoint import resolve_endpoint
@@ -29,7 +29,7 @@ from dmf_assets.source.fetch import FetchLog, FetchResult, fetch_day
 USER_AGENT = "dmf-watch/0.1 (+MFDS DMF registry daily watch)"
 
 
-def setting_default(section: type, name: str) -> Any:
+def setting_default(section: type[BaseModel], name: str) -> Any:
     """A field's default, taken from the settings model that documents it."""
     return section.model_fields[name].default
 

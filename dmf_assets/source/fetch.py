@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -49,9 +49,6 @@ from dmf_assets.source.errors import (
 from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
 from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
 
-if TYPE_CHECKING:
-    from dmf_assets.source.client import MfdsClient
-
 module_log = logging.getLogger("dmf_assets.source")
 
 MAX_EXTRA_PAGES = 5  # pages fetched beyond ceil(totalCount/numOfRows) while the last page is full
@@ -67,6 +64,28 @@ Row = dict[str, str | None]
 class FetchLog(Protocol):
     def info(self, msg: str, *args: Any) -> Any: ...
     def warning(self, msg: str, *args: Any) -> Any: ...
+
+
+class FetchConfig(Protocol):
+    """What the fetch reads from its client (`source.client.MfdsClient` and its replay twin): its settings and
+    the hooks a replay twin overrides. A protocol, so this module never imports the client that calls it."""
+
+    base_url: str
+    num_of_rows: int
+    max_attempts: int
+    connect_timeout_s: float
+    read_timeout_s: float
+    min_interval_s: float
+    backoff_base_s: float
+    backoff_max_s: float
+    daily_request_cap: int
+
+    def service_key(self) -> str: ...
+    def anonymous_key(self) -> str | None: ...
+    def http_client(self) -> httpx.Client: ...
+    def request_headers(self, day: date) -> dict[str, str]: ...
+    def manifest_extra(self, day: date) -> dict[str, Any]: ...
+    def raw_path(self) -> Path: ...
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -237,7 +256,7 @@ def as_date(day: date | str) -> date:
 
 
 def fetch_day(
-    client: MfdsClient,
+    client: FetchConfig,
     day: date | str,
     *,
     http_client: httpx.Client | None = None,
@@ -295,7 +314,7 @@ def fetch_day(
 
 
 class _DayFetch:
-    def __init__(self, config: MfdsClient, day: date, endpoint: Endpoint, archive: DayArchive,
+    def __init__(self, config: FetchConfig, day: date, endpoint: Endpoint, archive: DayArchive,
                  client: httpx.Client, key: str, redact: Redactor, log: FetchLog, rng: random.Random) -> None:
         self.config = config  # the resource: its fields are the fetch's settings
         self.day = day
@@ -440,7 +459,7 @@ class _DayFetch:
         page = _Page(page_no)
         retry_wait = 0.0
         api_retry_used = False
-        params = {"serviceKey": self._key, "pageNo": page_no, "numOfRows": cfg.num_of_rows, "type": "json"}
+        params: dict[str, str | int] = {"serviceKey": self._key, "pageNo": page_no, "numOfRows": cfg.num_of_rows, "type": "json"}
         headers = self.config.request_headers(self.day)
         for attempt in range(1, cfg.max_attempts + 1):
             wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
@@ -570,9 +589,9 @@ class _DayFetch:
         else:
             status = "complete"
         unexpected, missing = _field_drift(items)
-        return dict(pages=pages, items=items, received=received, dropped=dropped, totals=totals, total=total,
-                    transport_ok=transport_ok, errors=[self.redact(e) for e in errors], status=status,
-                    unexpected=unexpected, missing=missing)
+        return {"pages": pages, "items": items, "received": received, "dropped": dropped, "totals": totals,
+                "total": total, "transport_ok": transport_ok, "errors": [self.redact(e) for e in errors],
+                "status": status, "unexpected": unexpected, "missing": missing}
 
     def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
         v = self._verdict(outcome)

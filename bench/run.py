@@ -1,6 +1,11 @@
-"""The benchmark: what a user waits for, measured whole-process — `dmf diff` at 9.2 k / 100 k / 1 M rows,
-one day through the whole graph (`dmf run --date D`), a 30-day `dmf backfill`, the daily workbook, and
-the daily step (the pipeline's normalize + judge + diff_and_commit against yesterday in DuckDB).
+"""The benchmark: what a user waits for, measured whole-process — `dmf diff` at 9.2 k / 100 k / 1 M rows
+(and beside it the floor, `bench/floor.py`: the same comparison with polars alone, as a ratio), one day
+through the whole graph (`dmf run --date D`: wall, CPU seconds, events stored per Dagster run), a 30-day
+`dmf backfill`, the daily workbook, and the daily step (the pipeline's normalize + judge + diff_and_commit
+against yesterday in DuckDB).
+
+Not part of the product package: `dmf bench` loads this file (`cli/bench.py`), and its child parts run
+it as a script (`python bench/run.py PART`).
 
 Every figure except the daily step is the real CLI in a fresh subprocess (`python -m dmf_assets …`):
 wall time from spawn to exit, peak RSS of that process from `os.wait4` (its own `ru_maxrss`). The
@@ -8,7 +13,7 @@ byte-code cache is warm (one untimed run first); figures with repeats report the
 and backfill runs use a throw-away project folder (its own config, database, reports and
 DAGSTER_HOME) and the in-process emulator, so they survive any rewrite of the orchestration as long
 as `dmf run` / `dmf backfill` keep their command line. Inputs (archived emulator days, synthetic
-dumps from `emulator.synthetic.synthetic_registry` + `churn_day`) are made before timing starts.
+dumps from `bench/synthetic.py`: `synthetic_registry` + `churn_day`) are made before timing starts.
 
 bench/README.md explains every number; results go to bench/results/latest.json (+ a dated copy) and
 each figure is printed beside the previous result.
@@ -17,6 +22,7 @@ each figure is printed beside the previous result.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -28,16 +34,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from dmf_assets.clock import now_kst
 from dmf_assets.settings import EMULATOR_URL, PROJECT_ROOT
 
 SCHEMA_VERSION = 2
+BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = PROJECT_ROOT / "bench" / "results"
+#: the floor of `dmf diff`: polars' JSON reader, one hash over the nine fields, anti-joins both ways
+FLOOR_SCRIPT = BENCH_DIR / "floor.py"
 BENCH_SERVICE_KEY = "bench-emulator-key"  # the in-process emulator accepts any non-empty key
 
 #: `dmf diff` inputs: two real-size emulator days (archived like `dmf run` archives them) …
@@ -60,14 +70,26 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("diff.9k.wall_s", "dmf diff, two emulator days (≈9.2 k rows), whole process", 0.8, "s"),
+    Target("diff.9k.floor_ratio", "dmf diff / floor (polars alone, same run), 9.2 k rows", 2.0, "x"),
     Target("diff.100k.wall_s", "dmf diff, two 100 k-row days, whole process", 3.0, "s"),
+    Target("diff.100k.floor_ratio", "dmf diff / floor (polars alone, same run), 100 k rows", 1.4, "x"),
     Target("diff.100k.peak_rss_mb", "dmf diff, 100 k rows, peak RSS", 400.0, "MB"),
     Target("diff.1m.wall_s", "dmf diff, two 1 M-row days, whole process", 12.0, "s"),
+    Target("diff.1m.floor_ratio", "dmf diff / floor (polars alone, same run), 1 M rows", 1.25, "x"),
     Target("diff.1m.peak_rss_mb", "dmf diff, 1 M rows, peak RSS", 2048.0, "MB"),
     Target("daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"),
     Target("graph.one_day.wall_s", "dmf run --date D (one day, whole graph), whole process", 15.0, "s"),
     Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
     Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 300.0, "s"),
+)
+
+#: figures printed beside the previous result without a goal (what a change costs, not a promise)
+FIGURES: tuple[tuple[str, str, str], ...] = (
+    ("diff.9k.floor.wall_s", "floor (bench/floor.py), 9.2 k rows", "s"),
+    ("diff.100k.floor.wall_s", "floor (bench/floor.py), 100 k rows", "s"),
+    ("diff.1m.floor.wall_s", "floor (bench/floor.py), 1 M rows", "s"),
+    ("graph.one_day.cpu_s", "dmf run --date D, CPU seconds (user + sys, whole process tree)", "s"),
+    ("graph.events_per_run.one_day", "dmf run --date D, events stored in the Dagster event log per run", "rows"),
 )
 
 
@@ -78,11 +100,14 @@ def _r(x: float | None, nd: int = 3) -> float | None:
 # --- one process, measured -----------------------------------------------------------------------
 
 
-def run_process(args: list[str], *, env: dict[str, str] | None = None, timeout_s: float = 900,
-                log: Path | None = None) -> dict:
-    """`python -m dmf_assets ARGS` in a fresh process: wall time, peak RSS (its own ru_maxrss), exit code."""
-    cmd = [sys.executable, "-m", "dmf_assets", *map(str, args)]
-    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+def run_process(args: Sequence[object], *, env: dict[str, str] | None = None, timeout_s: float = 900,
+                log: Path | None = None, script: Path | None = None) -> dict:
+    """`python -m dmf_assets ARGS` (or `python SCRIPT ARGS`) in a fresh process: wall time, CPU seconds
+    (user + sys of the process and the children it waited for, from `os.wait4`), peak RSS (its own
+    ru_maxrss), exit code."""
+    cmd = [sys.executable, *([str(script)] if script else ["-m", "dmf_assets"]), *map(str, args)]
+    log_file = open(log, "ab") if log else None  # noqa: SIM115 - closed below
+    out = log_file if log_file is not None else subprocess.DEVNULL
     try:
         t = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE,
@@ -92,7 +117,8 @@ def run_process(args: list[str], *, env: dict[str, str] | None = None, timeout_s
         try:
             stderr = b""
             if proc.stderr is not None:  # drain stderr while waiting (a full pipe would block the child)
-                drain = threading.Thread(target=lambda: setattr(proc, "_bench_err", proc.stderr.read()), daemon=True)
+                pipe = proc.stderr
+                drain = threading.Thread(target=lambda: setattr(proc, "_bench_err", pipe.read()), daemon=True)
                 drain.start()
             _, status, usage = os.wait4(proc.pid, 0)
             wall = time.perf_counter() - t
@@ -103,25 +129,47 @@ def run_process(args: list[str], *, env: dict[str, str] | None = None, timeout_s
         finally:
             timer.cancel()
     finally:
-        if log:
-            out.close()
+        if log_file is not None:
+            log_file.close()
     tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:] if stderr else []
     if log and proc.returncode not in (0, 3):
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-8:]
-    return {"wall_s": _r(wall), "peak_rss_mb": _r(usage.ru_maxrss / 1024, 1), "exit_code": proc.returncode,
-            "error_tail": tail if proc.returncode not in (0, 3) else []}
+    return {"wall_s": _r(wall), "cpu_s": _r(usage.ru_utime + usage.ru_stime), "peak_rss_mb": _r(usage.ru_maxrss / 1024, 1),
+            "exit_code": proc.returncode, "error_tail": tail if proc.returncode not in (0, 3) else []}
 
 
-def measure_command(args: list[str], *, repeats: int, warmup: bool = True, env: dict | None = None,
-                    timeout_s: float = 900, log: Path | None = None) -> dict:
-    """Median wall time and the largest peak RSS of `repeats` runs (after one untimed warm-up run)."""
+def measure_command(args: Sequence[object], *, repeats: int, warmup: bool = True, env: dict | None = None,
+                    timeout_s: float = 900, log: Path | None = None, script: Path | None = None) -> dict:
+    """Median wall and CPU time and the largest peak RSS of `repeats` runs (after one untimed warm-up run)."""
     if warmup:
-        run_process(args, env=env, timeout_s=timeout_s, log=log)
-    runs = [run_process(args, env=env, timeout_s=timeout_s, log=log) for _ in range(repeats)]
+        run_process(args, env=env, timeout_s=timeout_s, log=log, script=script)
+    runs = [run_process(args, env=env, timeout_s=timeout_s, log=log, script=script) for _ in range(repeats)]
+    return _summary(args, runs, script)
+
+
+def measure_alternating(args: Sequence[object], other_args: Sequence[object], *, other_script: Path, repeats: int,
+                        warmup: bool = True, timeout_s: float = 900) -> tuple[dict, dict]:
+    """`measure_command` of two commands whose runs alternate (A B A B …), so both see the same machine load:
+    the ratio of their medians holds up on a busy machine better than either figure alone."""
+    if warmup:
+        run_process(args, timeout_s=timeout_s)
+        run_process(other_args, timeout_s=timeout_s, script=other_script)
+    runs: list[dict] = []
+    other_runs: list[dict] = []
+    for _ in range(repeats):
+        runs.append(run_process(args, timeout_s=timeout_s))
+        other_runs.append(run_process(other_args, timeout_s=timeout_s, script=other_script))
+    return _summary(args, runs, None), _summary(other_args, other_runs, other_script)
+
+
+def _summary(args: Sequence[object], runs: list[dict], script: Path | None) -> dict:
+    repeats = len(runs)
     return {
-        "command": "dmf " + " ".join(map(str, args)),
+        "command": (f"python {script.relative_to(PROJECT_ROOT) if script.is_relative_to(PROJECT_ROOT) else script} "
+                    if script else "dmf ") + " ".join(map(str, args)),
         "wall_s": _r(statistics.median(r["wall_s"] for r in runs)),
         "all_wall_s": [r["wall_s"] for r in runs],
+        "cpu_s": _r(statistics.median(r["cpu_s"] for r in runs)),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "exit_codes": [r["exit_code"] for r in runs],
         "repeats": repeats,
@@ -134,8 +182,8 @@ def measure_command(args: list[str], *, repeats: int, warmup: bool = True, env: 
 
 def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
     """The emulator's registry of each day, archived exactly as `dmf run` archives it (data/raw/D)."""
-    from dmf_assets.settings import load_settings
     from dmf_assets.emulator.client import mfds_client_from_settings
+    from dmf_assets.settings import load_settings
     from dmf_assets.source.fetch import fetch_day
 
     config = mfds_client_from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
@@ -148,7 +196,10 @@ def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
 
 def synthetic_dumps(workdir: Path, rows: int) -> tuple[Path, Path]:
     """A `rows`-row synthetic registry and its churned next day as items JSON files (like a saved dump)."""
-    from dmf_assets.emulator.synthetic import churn_day, synthetic_registry
+    from dmf_assets.cli.bench import load_bench
+
+    synthetic = load_bench("synthetic")  # bench/synthetic.py
+    churn_day, synthetic_registry = synthetic.churn_day, synthetic.synthetic_registry
 
     old_path, new_path = workdir / f"dump_{rows}_old.json", workdir / f"dump_{rows}_new.json"
     base = synthetic_registry(rows, seed=1)
@@ -221,19 +272,24 @@ def _runs_rows(db: Path) -> dict[str, dict]:
     return out
 
 
-def _step_seconds(home: Path) -> dict[str, list[float]]:
-    """Per-asset-step wall times of every run in this Dagster instance (oldest run first)."""
+def _dagster_runs(home: Path) -> dict:
+    """Per-asset-step wall times of every run in this Dagster instance (oldest run first), and every run's
+    job, partition and number of events stored in the instance's event log (`steps`, `runs`)."""
     code = (
         "import json, sys, dagster as dg\n"
         "inst = dg.DagsterInstance.from_config(sys.argv[1])\n"
-        "out = {}\n"
+        "steps, runs = {}, []\n"
         "for run in reversed(inst.get_runs()):\n"
-        "    for e in inst.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):\n"
+        "    logs = inst.all_logs(run.run_id)\n"
+        "    runs.append({'run_id': run.run_id, 'job': run.job_name, 'partition': run.tags.get('dagster/partition'),\n"
+        "                 'status': run.status.value, 'events': len(logs)})\n"
+        "    for e in logs:\n"
         "        ev = e.dagster_event\n"
+        "        if ev is None or ev.event_type != dg.DagsterEventType.STEP_SUCCESS: continue\n"
         "        ms = getattr(ev.event_specific_data, 'duration_ms', None)\n"
-        "        if ms is not None: out.setdefault(ev.step_key, []).append(round(ms / 1000, 3))\n"
+        "        if ms is not None: steps.setdefault(ev.step_key, []).append(round(ms / 1000, 3))\n"
         "inst.dispose()\n"
-        "print(json.dumps(out))\n"
+        "print(json.dumps({'steps': steps, 'runs': runs}))\n"
     )
     try:
         proc = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True, timeout=300,
@@ -241,6 +297,11 @@ def _step_seconds(home: Path) -> dict[str, list[float]]:
         return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except Exception:  # noqa: BLE001 - informational
         return {}
+
+
+def _events_per_run(runs: list[dict], day: date) -> list[int]:
+    """Events stored per run of the daily job for `day` (oldest first)."""
+    return [r["events"] for r in runs if r.get("partition") == day.isoformat() and r.get("job") == "dmf_daily_job"]
 
 
 # --- the daily step (in-process, in a child process of its own) --------------------------------------
@@ -267,7 +328,7 @@ def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
                                        base_url=EMULATOR_URL, emulator_faults={})
     quiet = logging.getLogger("dmf.bench")
     quiet.disabled = True
-    runs = []
+    runs: list[dict[str, Any]] = []
     with open_database(Path(db), purpose="dmf bench") as conn:
         for _ in range(repeats):
             t0 = time.perf_counter()
@@ -317,7 +378,7 @@ def make_inputs(workdir: str, raw_dir: str, days: list[str], sizes: list[int]) -
 
 def _child(part: str, kwargs: dict, workdir: Path, *, env: dict | None = None, timeout_s: float = 1200) -> dict:
     out = workdir / f"{part}.json"
-    proc = subprocess.run([sys.executable, "-m", "dmf_assets.bench.run", part, "--out", str(out), "--kwargs",
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), part, "--out", str(out), "--kwargs",
                            json.dumps(kwargs)], capture_output=True, text=True, timeout=timeout_s,
                           env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
     if proc.returncode != 0 or not out.exists():
@@ -338,12 +399,24 @@ def bench_diff(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str
                       1 if n >= 1_000_000 else 3))
     for name, (old, new), repeats in cases:
         warmup = name != "1m"  # 1 M rows: the byte-code cache is warm from the smaller sizes already
-        progress(f"… dmf diff {name} ({repeats}×{' after a warm-up run' if warmup else ''})")
-        res = measure_command(["diff", old, new, "--no-watchlist"], repeats=repeats, warmup=warmup, timeout_s=600)
+        progress(f"… dmf diff {name} and the floor, alternating ({repeats}× each"
+                 f"{' after a warm-up run' if warmup else ''})")
+        # the floor on the same inputs, its runs alternating with dmf diff's (same load): what polars alone
+        # needs for the comparison
+        res, floor = measure_alternating(["diff", old, new, "--no-watchlist"], [old, new], other_script=FLOOR_SCRIPT,
+                                         repeats=repeats, warmup=warmup, timeout_s=600)
         res["input"] = {"old": old.name, "new": new.name, "bytes": old.stat().st_size + new.stat().st_size
                         if old.is_file() else None}
+        res["floor"] = floor
+        usable = floor["wall_s"] and floor["cpu_s"] and not floor["error_tail"]
+        res["floor_ratio"] = _r(res["wall_s"] / floor["wall_s"], 2) if usable else None
+        res["floor_cpu_ratio"] = _r(res["cpu_s"] / floor["cpu_s"], 2) if usable else None
+        if floor["error_tail"]:
+            doc["errors"].append({"part": f"floor {name}", "error": "\n".join(floor["error_tail"])})
         doc["diff"][name] = res
-        progress(f"   {res['wall_s']:.2f} s, peak RSS {res['peak_rss_mb']:.0f} MB (exit {res['exit_codes']})")
+        progress(f"   {res['wall_s']:.2f} s ({res['cpu_s']:.2f} s CPU), peak RSS {res['peak_rss_mb']:.0f} MB "
+                 f"(exit {res['exit_codes']}); floor {floor['wall_s']:.2f} s, {floor['peak_rss_mb']:.0f} MB → "
+                 f"ratio {res['floor_ratio']} (CPU {res['floor_cpu_ratio']})")
 
 
 def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str], None]) -> None:
@@ -359,7 +432,10 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
     repeats = 1 if quick else 3
     progress(f"… dmf run --date {GRAPH_DAY} ({repeats}×; a re-run replaces the day)")
     one = measure_command(["run", "--date", GRAPH_DAY], repeats=repeats, warmup=False, env=proj.env, log=log)
-    steps = _step_seconds(proj.root / "dagster_home")
+    dagster_runs = _dagster_runs(proj.root / "dagster_home")
+    steps = dagster_runs.get("steps", {})
+    base_events = _events_per_run(dagster_runs.get("runs", []), GRAPH_BASE_DAY)
+    day_events = _events_per_run(dagster_runs.get("runs", []), GRAPH_DAY)
     runs = _runs_rows(proj.path("database"))
     workbook_steps = steps.get("xlsx_report") or []
     doc["graph"] = {
@@ -369,9 +445,13 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
         "step_seconds": {k: (statistics.median(v[1:]) if len(v) > 1 else v[0]) for k, v in steps.items() if v},
         "workbook_s": _r(statistics.median(workbook_steps[1:] or workbook_steps)) if workbook_steps else None,
         "workbook_bytes": next((p.stat().st_size for p in proj.path("reports_dir").glob(f"*{GRAPH_DAY}*.xlsx")), None),
+        # rows each daily-job run left in the Dagster event log (every run of the instance in `runs`)
+        "events_per_run": {"baseline_day": base_events[0] if base_events else None,
+                           "one_day": _r(statistics.median(day_events), 1) if day_events else None},
+        "runs": dagster_runs.get("runs", []),
     }
-    progress(f"   {one['wall_s']:.2f} s, peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
-             f"{doc['graph']['workbook_s']} s")
+    progress(f"   {one['wall_s']:.2f} s ({one['cpu_s']:.2f} s CPU), peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
+             f"{doc['graph']['workbook_s']} s; {doc['graph']['events_per_run']['one_day']} events stored per run")
     # the daily step, in-process, on a copy of this database (the day after GRAPH_DAY)
     db_copy = workdir / "daily_step.duckdb"
     shutil.copy(proj.path("database"), db_copy)
@@ -412,11 +492,9 @@ def bench_backfill(doc: dict, workdir: Path, *, progress: Callable[[str], None])
 
 def _machine() -> dict:
     mem = None
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):
         mem = int(Path("/proc/meminfo").read_text().split()[1]) / 1024 / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in ("polars", "duckdb", "dagster"):
         try:
             from importlib.metadata import version
@@ -429,7 +507,7 @@ def _machine() -> dict:
             "load_average_start": [round(x, 2) for x in os.getloadavg()]}
 
 
-def lookup(doc: dict, dotted: str):
+def lookup(doc: dict | None, dotted: str) -> Any:
     node = doc
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -462,13 +540,20 @@ def previous_results(output_dir: Path, quick: bool) -> dict | None:
 def comparison_lines(doc: dict, previous: dict | None) -> list[str]:
     """One line per target: goal, now, before (and the change), verdict."""
     lines = [f"{'figure':<70} {'goal':>10} {'now':>10} {'before':>10} {'change':>8}  result"]
-    for t in doc["targets"]:
-        now = t["measured"]
-        before = lookup(previous, t["metric"]) if previous else None
+
+    def line(label: str, goal: str, now: float | None, before: float | None, unit: str, verdict: str) -> str:
         change = f"{(now - before) / before * 100:+.0f} %" if now is not None and before else ""
-        fmt = (lambda v: "-" if v is None else f"{v:,.2f} {t['unit']}")
+        shown = ["-" if v is None else f"{v:,.2f} {unit}" for v in (now, before)]
+        return f"{label:<70} {goal:>10} {shown[0]:>10} {shown[1]:>10} {change:>8}  {verdict}"
+
+    for t in doc["targets"]:
         verdict = "skipped" if t["met"] is None else ("met" if t["met"] else "MISSED")
-        lines.append(f"{t['label']:<70} {t['target']:>10} {fmt(now):>10} {fmt(before):>10} {change:>8}  {verdict}")
+        lines.append(line(t["label"], t["target"], t["measured"], lookup(previous, t["metric"]) if previous else None,
+                          t["unit"], verdict))
+    for metric, label, unit in FIGURES:
+        now = lookup(doc, metric)
+        lines.append(line(label, "-", now, lookup(previous, metric) if previous else None, unit,
+                          "skipped" if now is None else "figure"))
     if previous:
         lines.append(f"(before = {previous.get('started_at')}, load average {previous['machine'].get('load_average_start')})")
     return lines
@@ -528,7 +613,7 @@ PARTS: dict[str, Callable[..., dict]] = {"daily_step": daily_step, "inputs": mak
 
 
 def _child_main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dmf_assets.bench.run")
+    parser = argparse.ArgumentParser(prog="python bench/run.py")
     parser.add_argument("part", choices=sorted(PARTS))
     parser.add_argument("--out", required=True)
     parser.add_argument("--kwargs", default="{}")

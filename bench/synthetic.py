@@ -1,7 +1,8 @@
 """Benchmark-sized registries: `synthetic_registry(n)` and one day of `churn_day` on it.
 
 Drawn from the emulator's record factory and its substantive edits, but independent of the
-simulation: nothing here changes what `RegistrySimulator` serves. Only the benchmarks use it.
+simulation: nothing here changes what `RegistrySimulator` serves. Only the benchmark (`bench/run.py`) and the
+tests use it, so it lives outside the product package; load it with `dmf_assets.cli.bench.load_bench("synthetic")`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from dmf_assets.emulator._records import (
     ING,
     MFR,
     NOTICE,
-    P,
     Factory,
+    P,
     Row,
     cosmetic_edit,
     group_date,
@@ -48,7 +49,7 @@ SYNTHETIC_OLD_DATE = "2026-10-07"
 SYNTHETIC_NEW_DATE = "2026-10-08"
 _POOL_MAX = 20_000
 _BUMP_RE = (re.compile(r"^(\d{8}-\d{1,3}-[A-Z]{1,2}-)(\d+)(.*)$"), re.compile(r"^(수?)(\d+)(-\d+-ND.*)$"))
-_SCHEMA = {name: pl.Utf8 for name in API_FIELDS}
+_SCHEMA = dict.fromkeys(API_FIELDS, pl.Utf8)
 
 
 def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[int]]:
@@ -137,9 +138,9 @@ def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
             row = (number, row[ING], a.name, row[MFR], row[ADDR], row[CTRY], row[DATE], a.bizrno, row[NOTICE])
         else:
             row = (number,) + row[1:]
-        for c, v in zip(columns, row):
+        for c, v in zip(columns, row, strict=False):
             c.append(v)
-    return pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns)})
+    return pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns, strict=False)})
 
 
 def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[pl.DataFrame, GroundTruth]:
@@ -180,9 +181,9 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
     wd_idx = picked[n_sub + n_cos:]
     assign_idx = sorted(rng.sample(null_idx, n_assign)) if n_assign else []
     touched = sorted(set(sub_idx) | set(cos_idx) | set(assign_idx))
-    old_rows = dict(zip(touched, frame[touched].rows())) if touched else {}
+    old_rows = dict(zip(touched, frame[touched].rows(), strict=False)) if touched else {}
     new_rows: dict[int, Row] = {}
-    kinds = [k for k in SUBSTANTIVE_KINDS]
+    kinds = list(SUBSTANTIVE_KINDS)
     for i in sub_idx:
         row = old_rows[i]
         for _ in range(20):
@@ -235,7 +236,7 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
         c = truth_change(i, old_rows[i], new_rows[i])
         if c is not None:
             changes.append(c)
-    wd_rows = dict(zip(sorted(wd_idx), frame[sorted(wd_idx)].rows())) if wd_idx else {}
+    wd_rows = dict(zip(sorted(wd_idx), frame[sorted(wd_idx)].rows(), strict=False)) if wd_idx else {}
     for i in sorted(wd_rows):
         changes.append(truth_change(i, wd_rows[i], None))
     for k, row in enumerate(added):

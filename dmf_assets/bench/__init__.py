@@ -1,1 +1,0 @@
-"""`dmf bench`: speed and size of DMF Watch measured on this machine (see bench/README.md)."""

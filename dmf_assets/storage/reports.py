@@ -1,0 +1,60 @@
+"""The workbook's reads (`report/day_data.py`): the named statements of sql/queries/report.sql, run here so
+that every SQL statement of the project sits behind `storage/`. Rows come back as polars frames (events and
+their changes) or tuples in the statement's column order; the report model is built by the caller.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from dmf_assets.storage.db import fetch_one, query
+
+
+def day_events(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(events with display values, their field changes) of one day."""
+    return (conn.sql(query("report.day_events"), params=[day_id]).pl(),
+            conn.sql(query("report.day_changes"), params=[day_id]).pl())
+
+
+def recent_events(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(events, their field changes) of every accepted day in [start_id, end_id]."""
+    params = [start_id, end_id]
+    return (conn.sql(query("report.recent_events"), params=params).pl(),
+            conn.sql(query("report.recent_changes"), params=params).pl())
+
+
+def aggregate_rows(conn: duckdb.DuckDBPyConnection, name: str, day_id: int) -> list[tuple]:
+    """(label, registrations, a, b, c) rows of the aggregate statement `report.<name>`."""
+    return conn.execute(query(f"report.{name}"), [day_id]).fetchall()
+
+
+def rate_runs(conn: duckdb.DuckDBPyConnection, day_id: int) -> list[tuple]:
+    """The accepted runs up to `day_id` the change rate is estimated from (report.rate_runs)."""
+    return conn.execute(query("report.rate_runs"), [day_id]).fetchall()
+
+
+def population_on_or_before(conn: duckdb.DuckDBPyConnection, day_id: int) -> int | None:
+    """Registry size of the latest accepted day on or before `day_id`."""
+    row = fetch_one(conn, query("report.population_on_or_before"), [day_id])
+    return row[0] if row else None
+
+
+def day_quality(conn: duckdb.DuckDBPyConnection, day_id: int) -> list[tuple]:
+    """(name, label, value, expected, ok, detail) quality metrics of one day."""
+    return conn.execute(query("report.day_quality"), [day_id]).fetchall()
+
+
+def day_fetch_pages(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple | None:
+    """The fetch's page facts of one day (report.day_fetch_pages), or None."""
+    return fetch_one(conn, query("report.day_fetch_pages"), [day_id])
+
+
+def history_points(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> list[tuple]:
+    """Every processed day in [start_id, end_id] with its status and headline counts (the runs table)."""
+    return conn.execute(query("report.history_points"), [start_id, end_id]).fetchall()
+
+
+def period_runs(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> list[tuple]:
+    """The runs of [start_id, end_id] a period report lists (report.period_runs)."""
+    return conn.execute(query("report.period_runs"), [start_id, end_id]).fetchall()
