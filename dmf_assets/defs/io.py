@@ -17,11 +17,10 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.fsutil import atomic_output
 from dmf_assets.korean import josa
-from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
-from dmf_assets.settings import load_settings
 
 META_KEY = "dmf_day_value"
 #: values that may be absent for a day: a rejected judgement hands nothing on (snapshot_diff then reads
@@ -71,14 +70,13 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
     """Stores a day's value per asset and partition, as ONE Parquet file: the frame, with the other
     fields as JSON in the file's metadata — one atomic replace, so a value is never half old, half new.
 
-    `staging_dir` empty = the settings' paths.staging_dir.
+    `staging_dir`: the settings' paths.staging_dir, resolved against the project root (`build_resources`).
     """
 
-    staging_dir: str = ""
+    staging_dir: str
 
     def _path(self, asset: str, partition_key: str) -> Path:
-        root = Path(self.staging_dir) if self.staging_dir else load_settings().paths.resolve("staging_dir")
-        return staged_path(root, asset, partition_key)
+        return staged_path(Path(self.staging_dir), asset, partition_key)
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         fields, frames = _encode(obj)

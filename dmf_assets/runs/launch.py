@@ -1,8 +1,10 @@
 """Run days from the command line through the same Dagster definitions the daemon uses.
 
+The definitions are the code location's own (`dmf_assets.definitions.project`: the defs folder that
+`load_from_defs_folder` loads, merged with the resources, executor and sensor), with the command's
+resources (its project folders, `--fault`, a test's temporary project) in place of the configured ones.
 A day is one in-process run of `dmf_daily_job` for its partition, recorded in the project's Dagster
-instance (the UI shows it). Afterwards the CLI evaluates the very sensor the daemon runs,
-`dmf_watch_sensor`, and executes the follow-up runs it asks for (a rejected day's workbook, a
+instance (the UI shows it). Afterwards the CLI evaluates the very sensor the daemon runs, `dmf_watch_sensor`, and executes the follow-up runs it asks for (a rejected day's workbook, a
 re-derived day's refresh) — so `dmf run` ends in the same state as the schedule under `dagster dev`.
 Retries that the sensor would launch later (30 minutes on) are left to the daemon.
 """
@@ -11,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 
 import dagster as dg
 
-from dmf_assets.defs.automation import dmf_daily_job, dmf_watch_sensor, run_tags
+from dmf_assets.defs.automation import WATCH_SENSOR, dmf_daily_job, run_tags
+from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.fsutil import refused_write_in_texts
 from dmf_assets.orchestration.followups import CHAIN, is_rejection
 
@@ -73,17 +76,12 @@ def _quiet():
         logging.disable(previous)
 
 
-def definitions_with(resources: dict) -> dg.Definitions:
-    """The project's assets, job and sensor bound to `resources` (a temp project, `--fault`, tests)."""
-    from dmf_assets.defs import assets as a
+def definitions_with(resources: Mapping[str, object]) -> dg.Definitions:
+    """The code location's definitions (`dmf_assets.definitions`) with `resources` (a temp project, `--fault`,
+    tests) in place of the configured ones."""
+    from dmf_assets.definitions import project
 
-    return dg.Definitions(
-        assets=[getattr(a, name) for name in CHAIN],  # the asset chain, declared once (followups.CHAIN)
-        asset_checks=[a.report_by_0900_kst],
-        jobs=[dmf_daily_job],
-        sensors=[dmf_watch_sensor],
-        resources=resources,
-    )
+    return project(resources)
 
 
 def execute_day(
@@ -101,9 +99,20 @@ def execute_day(
     )
 
 
+def _workspace(defs: dg.Definitions) -> DmfWorkspace:
+    return (defs.resources or {})["workspace"]
+
+
 def sensor_context(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorEvaluationContext:
     """What the daemon hands `dmf_watch_sensor` on a tick: the instance, and the resources it reads."""
-    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": defs.resources["workspace"]})
+    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": _workspace(defs)})
+
+
+def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
+    """One evaluation of the definitions' `dmf_watch_sensor`, as a tick of the daemon would run it."""
+    result = defs.resolve_sensor_def(WATCH_SENSOR)(sensor_context(defs, instance))
+    assert isinstance(result, dg.SensorResult)  # `automation.watch` returns one on every tick
+    return result
 
 
 def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None,
@@ -112,9 +121,8 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
     done: set[str] = set()
     results = []
     for _ in range(max_rounds):
-        context = sensor_context(defs, instance)
         with _quiet():  # the sensor's log lines belong in the daemon's log, not in the command's table
-            outcome = dmf_watch_sensor(context)
+            outcome = tick(defs, instance)
         for event in getattr(outcome, "asset_events", None) or []:
             instance.report_runless_asset_event(event)
         requests = [r for r in (getattr(outcome, "run_requests", None) or []) if r.run_key not in done]
@@ -130,28 +138,31 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
 
 
 def run_day(
-    day: date, *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli", run_config: dict | None = None,
-    extra_tags: dict | None = None,
+    day: date, *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
+    run_config: dict | None = None, extra_tags: dict | None = None, defs: dg.Definitions | None = None,
 ) -> DayRun:
-    """One day through the whole graph, then the sensor's follow-ups."""
-    defs = definitions_with(resources)
-    result = execute_day(defs, instance, day.isoformat(), tags={**run_tags(trigger), **(extra_tags or {})},
-                         run_config=run_config)
+    """One day through the whole graph, then the sensor's follow-ups. `defs`: `definitions_with(resources)`,
+    when the caller has built it already (one for all the days of a backfill)."""
+    defs = defs or definitions_with(resources)
+    tags = {**run_tags(trigger, _workspace(defs).settings()), **(extra_tags or {})}
+    result = execute_day(defs, instance, day.isoformat(), tags=tags, run_config=run_config)
     followups = follow_up(defs, instance, run_config=run_config)
     failure = failure_of(result) or next((f for f in map(failure_of, followups) if f), None)
     return DayRun(day, result.run_id, result.success, failure, len(followups))
 
 
 def run_days(
-    days: list[date], *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli",
+    days: list[date], *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
     run_config: dict | None = None, progress: Callable[[DayRun, float], None] | None = None,
 ) -> list[DayRun]:
     import time
 
     out = []
+    defs = definitions_with(resources)
     for day in sorted(days):
         started = time.monotonic()
-        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config)
+        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config,
+                         defs=defs)
         out.append(report)
         if progress:
             progress(report, time.monotonic() - started)
