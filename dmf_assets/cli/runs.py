@@ -248,14 +248,14 @@ def _what_next(days: list[date]) -> list[tuple[date, str]]:
     policy, alive = followups.RetryPolicy.of(settings), followups.daemon_alive(instance, now)
     context = notify.MessageContext.of(settings)
     out = []
-    for day in days:
-        state = states[day.isoformat()]
+    for rejected in days:
+        state = states[rejected.isoformat()]
         if state.rejection is None:  # recorded in the database, but Dagster has no verdict of it (never here)
             continue
-        outlook = followups.retry_outlook(day.isoformat(), state, now, policy, daemon_alive=alive)
+        outlook = followups.retry_outlook(rejected.isoformat(), state, now, policy, daemon_alive=alive)
         assert outlook is not None  # a rejected day always has one: the retry, or why there is none
-        alert = notify.Rejected(day=day, rejection=state.rejection[1], retry=outlook)
-        out.append((day, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
+        alert = notify.Rejected(day=rejected, rejection=state.rejection[1], retry=outlook)
+        out.append((rejected, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
     return out
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from dmf_assets.clock import KST, TIMEZONE_NAME
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
-from dmf_assets.clock import KST, TIMEZONE_NAME
 from dmf_assets.ops.common import human_size, project_paths
 
 

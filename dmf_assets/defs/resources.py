@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -39,7 +40,7 @@ class HistoryDatabase(DuckDBResource):
     run_limit_minutes: int = 30  # [runs] max_minutes: a younger raw archive may belong to a run in progress
 
     @contextlib.contextmanager
-    def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
+    def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """`writing`: the day a run's first access is for (its own raw archive is no trace of a lost history)."""
         traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60)
         try:
@@ -80,7 +81,7 @@ def build_resources(
     config_file: str = "",
     emulator_faults: dict[str, str] | None = None,
     base_url: str | None = None,
-    **client_overrides,
+    **client_overrides: Any,
 ) -> dict[str, object]:
     """The resources, consistent with one settings file and one project root."""
     settings = settings or load_settings(config_file or None)

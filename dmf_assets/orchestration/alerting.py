@@ -18,20 +18,23 @@ from dmf_assets.orchestration.followups import (
     DayState,
     RetryPolicy,
     fetch_failed_at,
-    is_rejection,
     retry_outlook,
     states_of,
 )
+from dmf_assets.orchestration.verdict import rejecting_steps
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
     """(step, first line of the error) of a step that failed for a reason other than a gate check."""
+    verdicts = rejecting_steps((r.step_key, r.asset_observation.metadata)
+                               for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+                               if r.asset_observation)
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         data = record.dagster_event.event_specific_data
         error = getattr(data, "error", None)
-        if is_rejection(error):
+        if record.step_key in verdicts:  # the step that said the day's verdict: a rejected day, not a failed run
             continue
         user = getattr(data, "user_failure_data", None)
         text = (user.description if user is not None and user.description else None) or (error.message if error else "")

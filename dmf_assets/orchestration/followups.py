@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 import dagster as dg
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
@@ -43,6 +42,8 @@ BULK_TRIGGERS = ("cli-backfill", "demo")
 RETRY_DAEMON = "SENSOR"
 #: a daemon beats about every 30 s; this much silence means no daemon will launch a planned retry
 HEARTBEAT_STALE = timedelta(minutes=5)
+#: the statuses of a backfill still in progress (Dagster's BulkActionStatus names): it owns its days
+BACKFILL_IN_PROGRESS = ("REQUESTED", "CANCELING", "FAILING")
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
@@ -115,9 +116,9 @@ class DayState:
         """The record of the day's current rejection and what it says, if the day is rejected."""
         if self.judged is not None and (r := rejection_of(self.judged.metadata)) is not None:
             return self.judged, r
-        if self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id):
-            if (r := rejection_of(self.diffed.metadata)) is not None:
-                return self.diffed, r
+        if (self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id)
+                and (r := rejection_of(self.diffed.metadata)) is not None):
+            return self.diffed, r
         return None
 
 
@@ -200,10 +201,8 @@ def in_flight_days(instance: dg.DagsterInstance) -> set[str]:
     busy: set[str] = set()
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
         busy |= _run_days(run)
-    backfills = instance.get_backfills(
-        filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING,
-                                            BulkActionStatus.FAILING])
-    )
+    # every backfill record, judged by its status name (a handful: one per UI or CLI backfill)
+    backfills = [b for b in instance.get_backfills() if b.status.value in BACKFILL_IN_PROGRESS]
     for backfill in backfills:
         if backfill.asset_backfill_data is not None:
             for subset in backfill.asset_backfill_data.target_subset.partitions_subsets_by_asset_key.values():
@@ -370,7 +369,3 @@ def plan_followups(
                                     _quiet_after(state, state.diffed))
     return [plans[d] for d in sorted(plans)]
 
-
-def is_rejection(error) -> bool:
-    """A step that failed because its blocking gate check refused the day: a verdict, not an error."""
-    return error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or "")

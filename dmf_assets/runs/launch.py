@@ -13,23 +13,38 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import dagster as dg
 
 from dmf_assets.defs.automation import WATCH_SENSOR, dmf_daily_job, run_tags
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.fsutil import refused_write_in_texts
-from dmf_assets.orchestration.followups import CHAIN, is_rejection
+from dmf_assets.orchestration.followups import CHAIN
+from dmf_assets.orchestration.verdict import rejecting_steps
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
 #: command's own one-line-per-day summary
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-# a rejected day's follow-up leaves gate 6 unevaluated on purpose (the UI shows it as skipped); Dagster's
-# planner says so through a module logger of its own, which would reach the terminal
-logging.getLogger("dagster._core.execution.plan.active").setLevel(logging.ERROR)
+
+
+class _Gate6LeftUnevaluated(logging.Filter):
+    """A rejected day's follow-up leaves gate 6 unevaluated on purpose (docs/DOMAIN.md §6: a day refused by
+    gates 1–5 changes nothing and is compared with nothing; the UI shows the check as skipped). Dagster's planner warns about that
+    through a module logger of its own, whose record would reach the terminal through Python's handler of
+    last resort (the commands configure no logging handler): this filter drops that one warning there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not (record.name.startswith("dagster") and text.startswith("Blocking asset check")
+                    and "emitted no result" in text)
+
+
+if logging.lastResort is not None:
+    logging.lastResort.addFilter(_Gate6LeftUnevaluated())
 
 
 @dataclass(frozen=True)
@@ -41,8 +56,8 @@ class DayRun:
     followups: int
 
 
-def _root_cause(error) -> str:
-    chain = []
+def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
+    chain: list[str] = []
     while error is not None:
         chain.append(next(iter((error.message or "").strip().splitlines()), ""))  # its first line
         error = getattr(error, "cause", None)
@@ -52,11 +67,13 @@ def _root_cause(error) -> str:
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
+    verdicts = rejecting_steps((e.step_key, e.asset_observation_data.asset_observation.metadata)
+                               for e in result.all_events if e.is_asset_observation)
     for event in result.all_events:
         if not (event.is_step_failure and event.step_failure_data is not None):
             continue
         data = event.step_failure_data
-        if is_rejection(data.error):
+        if event.step_key in verdicts:  # the step that said the day's verdict: a rejected day, not an error
             continue
         if data.user_failure_data is not None and data.user_failure_data.description:
             return f"{event.step_key}: {data.user_failure_data.description}"
@@ -65,7 +82,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     # Dagster's sensor logger hands its records to a console logger of its own (setting the level of
     # logging.getLogger("dagster") does not reach it): below ERROR, no record is made at all meanwhile
     previous = logging.root.manager.disable
