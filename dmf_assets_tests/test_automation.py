@@ -41,7 +41,7 @@ def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
     # the instants the daemon evaluates this schedule at, from midnight UTC on Nov 29
     start = datetime(2026, 11, 29, 0, 0, tzinfo=UTC).timestamp()
     ticks = cron_string_iterator(start, daily_0600_kst.cron_schedule, daily_0600_kst.execution_timezone)
-    for tick, kst_day in zip(ticks, ("2026-11-30", "2026-12-01", "2026-12-02")):
+    for tick, kst_day in zip(ticks, ("2026-11-30", "2026-12-01", "2026-12-02"), strict=False):  # ticks: endless
         # 21:00 UTC the day before is 06:00 KST: the day is always the Korean one
         assert tick.astimezone(KST).time() == datetime.min.time().replace(hour=6)
         assert tick.astimezone(UTC).hour == 21 and tick.astimezone(KST).date().isoformat() == kst_day
@@ -222,14 +222,14 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     assert f"`dmf run --date {old}`" in old_text
 @pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
 def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
-    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
+    ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert runs_by_day(ws)[D2]["rejected_gate"] == gate
     assert followups.plan_followups(ws.instance, datetime.now(KST) + timedelta(hours=1)) == []
 
 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
-    ws, defs = _ws(tmp_path, after_d1)
+    ws, _ = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
     settings = load_settings()
     assert _overdue_evaluation(ws.instance, before, settings) is None

@@ -8,7 +8,7 @@ It never opens the DuckDB file (a single-writer database must not be touched fro
 
 Nothing here reads the configuration when it is imported: the schedule and the sensor read it through
 the `workspace` resource on each tick, and the sensor's interval (`[runs] sensor_interval_s`) is given
-to `watch_sensor` when the code location loads (`defs/location.py`).
+to `watch_sensor` when the code location loads (`dmf_assets/definitions.py`).
 """
 
 

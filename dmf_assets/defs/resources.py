@@ -1,6 +1,6 @@
 """Resources: the MFDS client (or its emulator twin), the history database, the day store, the workspace.
 
-Built from config/dmf.toml when the code location loads (`defs/location.py`: configuration, not
+Built from config/dmf.toml when the code location loads (`dmf_assets/definitions.py`: configuration, not
 secrets); `dmf run`, `dmf backfill` and the tests swap in their own (a temporary project, `--fault`). The service
 key is read from the environment by the client at run time and never becomes configuration, so the
 embedded emulator runs with plain `dagster dev` / `dagster asset materialize` and no key at all.
