@@ -50,7 +50,7 @@ def daily_0600_kst(context: dg.ScheduleEvaluationContext, workspace: DmfWorkspac
     return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule", workspace.settings()))
 
 
-def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings) -> dg.AssetCheckEvaluation | None:
+def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings: Settings) -> dg.AssetCheckEvaluation | None:
     """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
     local = now.astimezone(KST)
     day = local.date().isoformat()
@@ -82,8 +82,9 @@ def _is_evaluation_of(entry: dg.EventLogEntry, check: dg.AssetCheckKey, day: str
             and evaluation.partition == day)
 
 
-def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings, now: datetime, days: list[str],
-                 busy: set[str], retry: followups.RetryPolicy, overdue, states) -> None:
+def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings: Settings, now: datetime,
+                 days: list[str], busy: set[str], retry: followups.RetryPolicy, overdue: dg.AssetCheckEvaluation | None,
+                 states: dict[str, followups.DayState]) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind; held workbook mails whose day is
     decided; re-sends that are due. Never fails the tick."""
     from dmf_assets.report.retention import dated_workbooks
@@ -94,7 +95,7 @@ def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, s
         alive = followups.daemon_alive(context.instance, now)
         alerts = alerting.alerts_for_tick(context.instance, days[:40], now=now, retry=retry, settings=settings,
                                           busy=busy, daemon_alive=alive, states=states)
-        if overdue is not None:
+        if overdue is not None and overdue.partition is not None:  # `_overdue_evaluation` always names its day
             dated = dated_workbooks(workspace.path("reports_dir"))
             alerts.append(alerting.overdue_alert(overdue.partition, settings.alerts.overdue_at,
                                                  latest_report=dated[-1][0] if dated else None))
@@ -108,7 +109,8 @@ def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, s
         context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
 
 
-def _release_decided(context, notifier, now: datetime, retry, busy: set[str], alive: bool) -> None:
+def _release_decided(context: dg.SensorEvaluationContext, notifier: notify.Notifier, now: datetime,
+                     retry: followups.RetryPolicy, busy: set[str], alive: bool) -> None:
     """A workbook mail held for a same-morning retry goes out once no retry is planned any more."""
     held = [m for m in notifier.held_reports() if m.day not in busy]
     states = followups.day_states(context.instance, sorted({m.day for m in held}))
