@@ -154,8 +154,9 @@ class Paths(_Section):
     events_dir: PathText = "data/events"
     logs_dir: PathText = "data/logs"
 
-    def resolve(self, name: str) -> Path:
-        return resolve_path(PROJECT_ROOT, getattr(self, name))
+    def resolve(self, name: str, root: str | Path = PROJECT_ROOT) -> Path:
+        """The configured path `name`, relative ones against `root` (a project root: this one unless given)."""
+        return resolve_path(root, getattr(self, name))
 
 
 class Source(_Section):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from pathlib import Path
 
@@ -15,19 +15,21 @@ import dagster as dg
 import pytest
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster._daemon.types import DaemonHeartbeat
-
 from dagster._utils.schedules import cron_string_iterator
 
 from dmf_assets.clock import KST, frozen_at, today_kst
-from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst, dmf_watch_sensor
-from dmf_assets.notify.messages import NoRetry
-from dmf_assets.settings import load_settings
+from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
+from dmf_assets.defs.resources import DmfWorkspace
+from dmf_assets.notify.messages import NoRetry
 from dmf_assets.orchestration import followups
 from dmf_assets.runs import launch
+from dmf_assets.settings import load_settings
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
 
 D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
+#: the resource the schedule reads its settings through (the project's files, read on each tick)
+WORKSPACE = {"workspace": DmfWorkspace()}
 NOW = datetime(2026, 10, 6, 7, 0, tzinfo=KST)
 
 
@@ -37,19 +39,21 @@ def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
     config.write_text("[runs]\nmax_minutes = 47\n", encoding="utf-8")
     monkeypatch.setenv("DMF_CONFIG", str(config))
     # the instants the daemon evaluates this schedule at, from midnight UTC on Nov 29
-    start = datetime(2026, 11, 29, 0, 0, tzinfo=timezone.utc).timestamp()
+    start = datetime(2026, 11, 29, 0, 0, tzinfo=UTC).timestamp()
     ticks = cron_string_iterator(start, daily_0600_kst.cron_schedule, daily_0600_kst.execution_timezone)
-    for tick, kst_day in zip(ticks, ("2026-11-30", "2026-12-01", "2026-12-02")):
+    for tick, kst_day in zip(ticks, ("2026-11-30", "2026-12-01", "2026-12-02"), strict=False):  # ticks: endless
         # 21:00 UTC the day before is 06:00 KST: the day is always the Korean one
         assert tick.astimezone(KST).time() == datetime.min.time().replace(hour=6)
-        assert tick.astimezone(timezone.utc).hour == 21 and tick.astimezone(KST).date().isoformat() == kst_day
-        request = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=tick))
+        assert tick.astimezone(UTC).hour == 21 and tick.astimezone(KST).date().isoformat() == kst_day
+        request = daily_0600_kst(dg.build_schedule_context(resources=WORKSPACE, scheduled_execution_time=tick))
         assert request.partition_key == kst_day and request.run_key == f"schedule:{kst_day}"
         assert kst_day in daily_partitions.get_partition_keys(current_time=tick)  # a partition the job has
         assert request.tags == {"dmf/trigger": "schedule", "dagster/max_runtime": str(47 * 60)}
     # the same tick given in UTC or in KST asks for the same day
-    utc = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=timezone.utc)))
-    kst = daily_0600_kst(dg.build_schedule_context(scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)))
+    utc = daily_0600_kst(dg.build_schedule_context(
+        resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=UTC)))
+    kst = daily_0600_kst(dg.build_schedule_context(
+        resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)))
     assert utc.partition_key == kst.partition_key == "2026-11-30"
 
 
@@ -89,14 +93,14 @@ def stopped_day(tmp_path, after_d1):
 
 def test_sensor_completes_the_stopped_day_once(stopped_day):
     ws, defs = stopped_day
-    result = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
+    result = launch.tick(defs, ws.instance)
     (request,) = result.run_requests
     assert request.partition_key == D2.isoformat()
     # snapshot_diff records "rejected — base carried forward" (gate 6 is not evaluated), then the workbook
     assert [k.path[-1] for k in request.asset_selection] == ["snapshot_diff", "events", "xlsx_report"]
     assert request.tags["dmf/trigger"] == "sensor-complete"
     # the same situation again: the same run key (Dagster launches a run key once)
-    again = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
+    again = launch.tick(defs, ws.instance)
     assert [r.run_key for r in again.run_requests] == [request.run_key]
 
     launch.follow_up(defs, ws.instance)
@@ -125,7 +129,7 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     ws.instance.add_backfill(backfill)  # REQUESTED: in progress
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
     assert followups.plan_followups(ws.instance, NOW) == []
-    sensor = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
+    sensor = launch.tick(defs, ws.instance)
     assert not sensor.run_requests
 
 
@@ -209,7 +213,7 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     later = max(_rejected_at(ws, d) for d in (old, today)) + timedelta(seconds=70)
     ws.instance.add_daemon_heartbeat(DaemonHeartbeat(later.timestamp(), "SENSOR", "test-daemon", []))
     with frozen_at(later):
-        result = dmf_watch_sensor(launch.sensor_context(defs, ws.instance))
+        result = launch.tick(defs, ws.instance)
     retries = [r for r in result.run_requests if r.tags.get(followups.RETRY_TAG)]
     assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(today.isoformat(), f"{today}#1")]
     alerts = ws.root / "data" / "alerts"
@@ -218,7 +222,7 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     assert f"`dmf run --date {old}`" in old_text
 @pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
 def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
-    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
+    ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert runs_by_day(ws)[D2]["rejected_gate"] == gate
     # an hour after the rejection, long past a retry's interval: still none
@@ -226,7 +230,7 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
 
 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
-    ws, defs = _ws(tmp_path, after_d1)
+    ws, _ = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
     settings = load_settings()
     assert _overdue_evaluation(ws.instance, before, settings) is None

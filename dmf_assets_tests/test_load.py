@@ -43,7 +43,8 @@ def _schedule_fires(root: str, out) -> None:
 
     ws = open_workspace(Path(root))
     tick = datetime.combine(DAYS[-1], datetime.min.time().replace(hour=6), ZoneInfo("Asia/Seoul"))
-    request = daily_0600_kst(dg.build_schedule_context(instance=ws.instance, scheduled_execution_time=tick))
+    request = daily_0600_kst(dg.build_schedule_context(instance=ws.instance, scheduled_execution_time=tick,
+                                                        resources={"workspace": ws.resources["workspace"]}))
     report = launch.run_day(date.fromisoformat(request.partition_key), instance=ws.instance,
                             resources=ws.resources, trigger="schedule")
     out.put(("schedule", report.failure, request.partition_key))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import functools
 import os
 import signal
 import socket
@@ -18,10 +19,14 @@ import sys
 import time
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dmf_assets.cli.arguments import day, listen_host, port, whole
 from dmf_assets.errors import UserError
 from dmf_assets.korean import josa, shorten
+
+if TYPE_CHECKING:  # for annotations only: each command imports what it needs when it runs (docs/ARCHITECTURE.md, cli/)
+    from dmf_assets.settings import Settings
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
@@ -161,12 +166,10 @@ def _check_history(settings, days: list[date]) -> None:
         pass
 
 
-def _summary_rows(days: list[date]) -> list[dict]:
-    from dmf_assets.settings import load_settings
+def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
     from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
 
-    settings = load_settings()
     with open_database(settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"),
                        purpose="dmf summary") as conn:
         return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
@@ -190,9 +193,9 @@ def _day_line(row: dict) -> str:
     return STATUS_KO.get(status, str(status))
 
 
-def _progress(report, seconds: float) -> None:
+def _progress(settings: Settings, report, seconds: float) -> None:
     # a failed day's own line first: the database may be what failed (a read-only or full disk)
-    line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(_summary_rows([report.day])[0])
+    line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(_summary_rows(settings, [report.day])[0])
     extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
     print(f"  {report.day}  {seconds:5.1f}s  {line}{extra}", flush=True)
     if report.failure:
@@ -200,8 +203,8 @@ def _progress(report, seconds: float) -> None:
               "자세한 내용이 있습니다)", flush=True)
 
 
-def _print_summary(days: list[date]) -> list[dict]:
-    rows = _summary_rows(days)
+def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
+    rows = _summary_rows(settings, days)
     print()
     print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason")
     print("-" * 100)
@@ -221,7 +224,7 @@ def _print_summary(days: list[date]) -> list[dict]:
     return rows
 
 
-def _exit_code(reports, rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
+def _exit_code(settings: Settings, reports, rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
     """0 all accepted, 3 a day rejected by a gate, 1 a step failed. `expected_rejections`: days the demo
     injects a fault into on purpose."""
     if any(r.failure for r in reports) or any(r.get("status") not in ("accepted", "baseline", "rejected") for r in rows):
@@ -229,33 +232,32 @@ def _exit_code(reports, rows: list[dict], expected_rejections: frozenset[date] =
     rejected = [r["day"] for r in rows if r.get("status") == "rejected" and r["day"] not in expected_rejections]
     if rejected:
         print("거부된 날이 있습니다: 그날의 리포트는 '수집 실패'이고 비교 기준일은 그대로입니다 (exit 3).", file=sys.stderr)
-        for day, todo in _what_next(rejected):
+        for day, todo in _what_next(settings, rejected):
             print(f"  {day}: {todo}", file=sys.stderr)
         return EXIT_REJECTED
     return 0
 
 
-def _what_next(days: list[date]) -> list[tuple[date, str]]:
+def _what_next(settings: Settings, days: list[date]) -> list[tuple[date, str]]:
     """For each rejected day, the 'what to do next' of its rejection alert — the same sentence the team is
     mailed: an automatic retry only when one is planned and a daemon runs it, otherwise the command to run."""
     from dmf_assets import notify
     from dmf_assets.clock import now_kst
     from dmf_assets.orchestration import followups
-    from dmf_assets.settings import load_settings
 
-    settings, instance, now = load_settings(), _instance(), now_kst()
+    instance, now = _instance(), now_kst()
     states = followups.day_states(instance, [d.isoformat() for d in days])
     policy, alive = followups.RetryPolicy.of(settings), followups.daemon_alive(instance, now)
     context = notify.MessageContext.of(settings)
     out = []
-    for day in days:
-        state = states[day.isoformat()]
+    for rejected in days:
+        state = states[rejected.isoformat()]
         if state.rejection is None:  # recorded in the database, but Dagster has no verdict of it (never here)
             continue
-        outlook = followups.retry_outlook(day.isoformat(), state, now, policy, daemon_alive=alive)
+        outlook = followups.retry_outlook(rejected.isoformat(), state, now, policy, daemon_alive=alive)
         assert outlook is not None  # a rejected day always has one: the retry, or why there is none
-        alert = notify.Rejected(day=day, rejection=state.rejection[1], retry=outlook)
-        out.append((day, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
+        alert = notify.Rejected(day=rejected, rejection=state.rejection[1], retry=outlook)
+        out.append((rejected, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
     return out
 
 
@@ -275,8 +277,8 @@ def _run(args) -> int:
     started = time.monotonic()
     with _days_running():
         report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
-    _progress(report, time.monotonic() - started)
-    return _exit_code([report], _print_summary([day]))
+    _progress(settings, report, time.monotonic() - started)
+    return _exit_code(settings, [report], _print_summary(settings, [day]))
 
 
 def _backfill(args) -> int:
@@ -291,8 +293,8 @@ def _backfill(args) -> int:
     _check_history(settings, days)
     with _days_running():
         reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
-                                  run_config=launch.QUIET, progress=_progress)
-    return _exit_code(reports, _print_summary(days))
+                                  run_config=launch.QUIET, progress=functools.partial(_progress, settings))
+    return _exit_code(settings, reports, _print_summary(settings, days))
 
 
 def _demo(args) -> int:
@@ -317,14 +319,14 @@ def _demo(args) -> int:
     started = time.monotonic()
     with _days_running():
         reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, faults, EMULATOR_URL),
-                                  trigger="demo", run_config=launch.QUIET, progress=_progress)
-    rows = _print_summary(days)
+                                  trigger="demo", run_config=launch.QUIET, progress=functools.partial(_progress, settings))
+    rows = _print_summary(settings, days)
     reports_dir = settings.paths.resolve("reports_dir")
     print(f"\n총 {time.monotonic() - started:.0f}초.")
     print(f"최신 리포트 / latest workbook: {reports_dir / 'DMF_리포트_최신.xlsx'}")
     print(f"날짜별 리포트 / daily workbooks: {reports_dir}/DMF_리포트_YYYY-MM-DD.xlsx")
     print(f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (리포트 다운로드: {settings.report.base_url})")
-    return _exit_code(reports, rows, frozenset(date.fromisoformat(d) for d in faults))
+    return _exit_code(settings, reports, rows, frozenset(date.fromisoformat(d) for d in faults))
 
 
 def _ui_port_must_be_free(host: str, port: int) -> None:

@@ -53,11 +53,6 @@ from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
 from dmf_assets.orchestration.followups import REFETCH_TAG
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
-from dmf_assets.report.sentences import headline_counts_of_run
-from dmf_assets.report.workbook import write_workbook
-from dmf_assets.source.client import MfdsClient
-from dmf_assets.source.errors import SourceError
-from dmf_assets.storage import history
 from dmf_assets.report.day_data import (
     BURST_FACTOR,
     RATE_WINDOW_DAYS,
@@ -66,6 +61,11 @@ from dmf_assets.report.day_data import (
     change_rate,
     day_events_frame,
 )
+from dmf_assets.report.sentences import headline_counts_of_run
+from dmf_assets.report.workbook import write_workbook
+from dmf_assets.source.client import MfdsClient
+from dmf_assets.source.errors import SourceError
+from dmf_assets.storage import history
 
 STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
 
@@ -111,7 +111,7 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
         f"{day}: {f.rows_after_dedup:,}건 수신 (totalCount {f.total_count}), 쪽 {f.pages_ok}/{f.pages_ok + f.pages_failed}, "
         f"요청 {x['requests']}회, 재시도 {x['retries']}회, {x['elapsed_s']:.1f}초, 출처 {x['source']}"
     )
-    pages = [p for p in x["pages"]]
+    pages = list(x["pages"])
     return dg.Output(
         fetched,
         metadata={

@@ -5,21 +5,24 @@ One mechanism for every way a day is run — the schedule, a UI backfill, `dagst
 follow-up runs (a rejected day's workbook, a re-derived day's refresh, a same-morning retry). The
 `dmf` commands evaluate this same sensor after their runs, so they behave as the daemon does.
 It never opens the DuckDB file (a single-writer database must not be touched from a sensor).
+
+Nothing here reads the configuration when it is imported: the schedule and the sensor read it through
+the `workspace` resource on each tick, and the sensor's interval (`[runs] sensor_interval_s`) is given
+to `watch_sensor` when the code location loads (`dmf_assets/definitions.py`).
 """
 
 
 from datetime import datetime
 
 import dagster as dg
-from dagster._core.event_api import PartitionKeyFilter
 
+from dmf_assets import notify
 from dmf_assets.clock import KST, TIMEZONE_NAME, now_kst
 from dmf_assets.defs.assets import ON_TIME_CHECK
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
-from dmf_assets import notify
 from dmf_assets.orchestration import alerting, followups
-from dmf_assets.settings import load_settings
+from dmf_assets.settings import Settings
 
 dmf_daily_job = dg.define_asset_job(
     "dmf_daily_job",
@@ -29,10 +32,10 @@ dmf_daily_job = dg.define_asset_job(
 )
 
 
-def run_tags(trigger: str) -> dict[str, str]:
+def run_tags(trigger: str, settings: Settings) -> dict[str, str]:
     """Tags every run the product launches carries: who started it, and the whole-run time limit
     (enforced by Dagster's run monitoring; `[runs] max_minutes`)."""
-    return {"dmf/trigger": trigger, "dagster/max_runtime": str(load_settings().runs.max_minutes * 60)}
+    return {"dmf/trigger": trigger, "dagster/max_runtime": str(settings.runs.max_minutes * 60)}
 
 
 @dg.schedule(
@@ -42,12 +45,12 @@ def run_tags(trigger: str) -> dict[str, str]:
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="매일 06:00(KST) 그날의 등록 현황을 수집합니다 (부분 목록이면 게이트가 거부).",
 )
-def daily_0600_kst(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+def daily_0600_kst(context: dg.ScheduleEvaluationContext, workspace: DmfWorkspace) -> dg.RunRequest:
     day = context.scheduled_execution_time.astimezone(KST).date().isoformat()
-    return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule"))
+    return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule", workspace.settings()))
 
 
-def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings) -> dg.AssetCheckEvaluation | None:
+def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings: Settings) -> dg.AssetCheckEvaluation | None:
     """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
     local = now.astimezone(KST)
     day = local.date().isoformat()
@@ -56,10 +59,11 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings) -
     if followups.latest_by_partition(instance, "xlsx_report", [day]).get(day) is not None:
         return None
     check = dg.AssetCheckKey(dg.AssetKey("xlsx_report"), ON_TIME_CHECK)
-    recorded = instance.event_log_storage.get_asset_check_execution_history(
-        check, limit=50, partition_filter=PartitionKeyFilter(key=day))
-    if any(r.run_id == "" for r in recorded):
-        return None  # already recorded for this day (a later run's planned check does not undo that)
+    # the sensor's own records are the runless check evaluations (a run's planned or passed check does not
+    # undo an overdue day): one per overdue day
+    recorded = instance.all_logs("", of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    if any(_is_evaluation_of(r, check, day) for r in recorded):
+        return None  # already recorded for this day
     return dg.AssetCheckEvaluation(
         asset_key=dg.AssetKey("xlsx_report"),
         check_name=ON_TIME_CHECK,
@@ -72,8 +76,15 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings) -
     )
 
 
-def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings, now: datetime, days: list[str],
-                 busy: set[str], retry: followups.RetryPolicy, overdue, states) -> None:
+def _is_evaluation_of(entry: dg.EventLogEntry, check: dg.AssetCheckKey, day: str) -> bool:
+    evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+    return (isinstance(evaluation, dg.AssetCheckEvaluation) and evaluation.asset_check_key == check
+            and evaluation.partition == day)
+
+
+def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings: Settings, now: datetime,
+                 days: list[str], busy: set[str], retry: followups.RetryPolicy, overdue: dg.AssetCheckEvaluation | None,
+                 states: dict[str, followups.DayState]) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind; held workbook mails whose day is
     decided; re-sends that are due. Never fails the tick."""
     from dmf_assets.report.retention import dated_workbooks
@@ -84,7 +95,7 @@ def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, s
         alive = followups.daemon_alive(context.instance, now)
         alerts = alerting.alerts_for_tick(context.instance, days[:40], now=now, retry=retry, settings=settings,
                                           busy=busy, daemon_alive=alive, states=states)
-        if overdue is not None:
+        if overdue is not None and overdue.partition is not None:  # `_overdue_evaluation` always names its day
             dated = dated_workbooks(workspace.path("reports_dir"))
             alerts.append(alerting.overdue_alert(overdue.partition, settings.alerts.overdue_at,
                                                  latest_report=dated[-1][0] if dated else None))
@@ -98,7 +109,8 @@ def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, s
         context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
 
 
-def _release_decided(context, notifier, now: datetime, retry, busy: set[str], alive: bool) -> None:
+def _release_decided(context: dg.SensorEvaluationContext, notifier: notify.Notifier, now: datetime,
+                     retry: followups.RetryPolicy, busy: set[str], alive: bool) -> None:
     """A workbook mail held for a same-morning retry goes out once no retry is planned any more."""
     held = [m for m in notifier.held_reports() if m.day not in busy]
     states = followups.day_states(context.instance, sorted({m.day for m in held}))
@@ -110,18 +122,8 @@ def _release_decided(context, notifier, now: datetime, retry, busy: set[str], al
             notifier.release(message.id, note)
 
 
-@dg.sensor(
-    target=dg.AssetSelection.assets(*followups.CHAIN),
-    minimum_interval_seconds=load_settings().runs.sensor_interval_s,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description=(
-        "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
-        "전송·완전성 게이트로 거부된 날은 같은 아침에 [retry] interval_minutes 간격으로 다시 수집하며, 마감 시각([alerts] "
-        "overdue_at, KST)까지 리포트가 없으면 "
-        "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
-    ),
-)
-def dmf_watch_sensor(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.SensorResult:
+def watch(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.SensorResult:
+    """One tick of `dmf_watch_sensor` (the daemon's, or the one the `dmf` commands evaluate after their runs)."""
     settings = workspace.settings()
     now = now_kst()
     retry = followups.RetryPolicy.of(settings)
@@ -138,10 +140,31 @@ def dmf_watch_sensor(context: dg.SensorEvaluationContext, workspace: DmfWorkspac
             run_key=p.run_key,
             partition_key=p.day,
             asset_selection=[dg.AssetKey(a) for a in p.assets],
-            tags={**run_tags(f"sensor-{p.kind}"), "dmf/reason": p.reason[:200], **p.tags},
+            tags={**run_tags(f"sensor-{p.kind}", settings), "dmf/reason": p.reason[:200], **p.tags},
         )
         for p in plans
     ]
     if not requests and overdue is None:
         return dg.SensorResult(skip_reason="완료되지 않은 날도, 재시도할 날도, 지연된 리포트도 없습니다.")
     return dg.SensorResult(run_requests=requests, asset_events=[overdue] if overdue else [])
+
+
+#: the sensor's name (the daemon's cursor and ticks are kept under it)
+WATCH_SENSOR = "dmf_watch_sensor"
+
+
+def watch_sensor(interval_s: int) -> dg.SensorDefinition:
+    """`dmf_watch_sensor`, evaluated every `interval_s` seconds (`[runs] sensor_interval_s`, read when the code
+    location loads — not when this module is imported)."""
+    return dg.sensor(
+        name=WATCH_SENSOR,
+        target=dg.AssetSelection.assets(*followups.CHAIN),
+        minimum_interval_seconds=interval_s,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
+            "전송·완전성 게이트로 거부된 날은 같은 아침에 [retry] interval_minutes 간격으로 다시 수집하며, 마감 시각([alerts] "
+            "overdue_at, KST)까지 리포트가 없으면 "
+            "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
+        ),
+    )(watch)

@@ -13,15 +13,18 @@ import dataclasses
 import json
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import dagster as dg
 import polars as pl
 
+from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.fsutil import atomic_output
 from dmf_assets.korean import josa
-from dmf_assets.domain.gates import FetchFacts, GateOutcome, QualityMetric
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
-from dmf_assets.settings import load_settings
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 META_KEY = "dmf_day_value"
 #: values that may be absent for a day: a rejected judgement hands nothing on (snapshot_diff then reads
@@ -31,9 +34,10 @@ OPTIONAL_VALUES = ("integrity_verdict",)
 VALUE_TYPES = {"raw_pages": FetchedDay, "normalized_records": NormalizedDay, "integrity_verdict": JudgedDay}
 
 
-def _encode(value) -> tuple[dict, dict[str, pl.DataFrame]]:
+def _encode(value: Any) -> tuple[dict[str, Any], dict[str, pl.DataFrame]]:
     """A day value as (JSON-able fields, frames)."""
-    fields, frames = {}, {}
+    fields: dict[str, Any] = {}
+    frames: dict[str, pl.DataFrame] = {}
     for f in dataclasses.fields(value):
         v = getattr(value, f.name)
         if isinstance(v, pl.DataFrame):
@@ -41,19 +45,24 @@ def _encode(value) -> tuple[dict, dict[str, pl.DataFrame]]:
         elif isinstance(v, date):
             fields[f.name] = v.isoformat()
         elif isinstance(v, list):
-            fields[f.name] = [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
-        elif dataclasses.is_dataclass(v):
+            fields[f.name] = [dataclasses.asdict(x) if _is_record(x) else x for x in v]
+        elif _is_record(v):
             fields[f.name] = dataclasses.asdict(v)
         else:
             fields[f.name] = v
     return fields, frames
 
 
+def _is_record(x: object) -> TypeGuard[DataclassInstance]:
+    """A dataclass value (not a dataclass itself)."""
+    return dataclasses.is_dataclass(x) and not isinstance(x, type)
+
+
 def _tuples(d: dict) -> dict:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
 
 
-def _decode(cls, fields: dict, frames: dict[str, pl.DataFrame]):
+def _decode(cls: type, fields: dict[str, Any], frames: dict[str, pl.DataFrame]) -> Any:
     kwargs = dict(fields, **frames)
     for name in ("day", "base_day"):
         if name in kwargs:
@@ -71,16 +80,15 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
     """Stores a day's value per asset and partition, as ONE Parquet file: the frame, with the other
     fields as JSON in the file's metadata — one atomic replace, so a value is never half old, half new.
 
-    `staging_dir` empty = the settings' paths.staging_dir.
+    `staging_dir`: the settings' paths.staging_dir, resolved against the project root (`build_resources`).
     """
 
-    staging_dir: str = ""
+    staging_dir: str
 
     def _path(self, asset: str, partition_key: str) -> Path:
-        root = Path(self.staging_dir) if self.staging_dir else load_settings().paths.resolve("staging_dir")
-        return staged_path(root, asset, partition_key)
+        return staged_path(Path(self.staging_dir), asset, partition_key)
 
-    def handle_output(self, context: dg.OutputContext, obj) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         fields, frames = _encode(obj)
         (name, frame), = frames.items()  # each day value carries exactly one frame
         meta = {META_KEY: json.dumps({"frame": name, "fields": fields}, ensure_ascii=False, default=str)}
@@ -88,7 +96,7 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
             # polars' own writer: half the time of a pyarrow round trip for the 9k-row, 49-column day
             frame.write_parquet(tmp, compression="zstd", metadata=meta)
 
-    def load_input(self, context: dg.InputContext):
+    def load_input(self, context: dg.InputContext) -> Any:
         asset = context.asset_key.path[-1]
         path = self._path(asset, context.partition_key)
         if not path.exists() and asset in OPTIONAL_VALUES:

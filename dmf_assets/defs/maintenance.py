@@ -11,14 +11,14 @@ from pathlib import Path
 
 import dagster as dg
 
+from dmf_assets.clock import KST, TIMEZONE_NAME
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
-from dmf_assets.clock import KST, TIMEZONE_NAME
-from dmf_assets.ops.common import human_size, project_paths
+from dmf_assets.ops.common import ProjectPaths, human_size, project_paths
 
 
-def _paths(context: dg.OpExecutionContext, workspace: DmfWorkspace):
+def _paths(context: dg.OpExecutionContext, workspace: DmfWorkspace) -> ProjectPaths:
     root_dir = getattr(context.instance, "root_directory", None)
     return project_paths(workspace.settings(), workspace.root, dagster_home=Path(root_dir) if root_dir else None)
 
@@ -69,7 +69,7 @@ def prune_retention(context: dg.OpExecutionContext, workspace: DmfWorkspace, bac
     description="매일 DB 백업 후 보존 기간 정리 (DESIGN.md §7: 원본 180일, 리포트 365일, 백업 30일)",
     tags={"dmf/kind": "maintenance"},
 )
-def dmf_maintenance_job():
+def dmf_maintenance_job() -> None:
     prune_retention(backup_history())
 
 

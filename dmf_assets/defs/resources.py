@@ -1,6 +1,7 @@
 """Resources: the MFDS client (or its emulator twin), the history database, the day store, the workspace.
 
-Built from config/dmf.toml when the code location loads (configuration, not secrets). The service
+Built from config/dmf.toml when the code location loads (`dmf_assets/definitions.py`: configuration, not
+secrets); `dmf run`, `dmf backfill` and the tests swap in their own (a temporary project, `--fault`). The service
 key is read from the environment by the client at run time and never becomes configuration, so the
 embedded emulator runs with plain `dagster dev` / `dagster asset materialize` and no key at all.
 """
@@ -11,10 +12,12 @@ import contextlib
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
 from dagster_duckdb import DuckDBResource
+from pydantic import PrivateAttr
 
 from dmf_assets.defs.io import DayStoreIOManager
 from dmf_assets.emulator.client import EmulatorMfdsClient, client_class
@@ -37,7 +40,7 @@ class HistoryDatabase(DuckDBResource):
     run_limit_minutes: int = 30  # [runs] max_minutes: a younger raw archive may belong to a run in progress
 
     @contextlib.contextmanager
-    def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:  # type: ignore[override]
+    def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """`writing`: the day a run's first access is for (its own raw archive is no trace of a lost history)."""
         traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60)
         try:
@@ -49,21 +52,26 @@ class HistoryDatabase(DuckDBResource):
 
 
 class DmfWorkspace(dg.ConfigurableResource):
-    """Where the project's files live and which settings apply, read at run time.
+    """Where the project's files live and which settings apply: read once per run (or sensor tick).
 
-    Settings are re-read on every run, so raising a gate threshold in config/dmf.local.toml and
-    re-running a day needs no restart of the UI.
+    A run (or a tick) initialises its resources anew, so raising a gate threshold in
+    config/dmf.local.toml and re-running a day needs no restart of the UI — settings are per run,
+    not per process.
     """
 
     root: str = str(PROJECT_ROOT)
     config_file: str = ""  # empty: config/dmf.toml + config/dmf.local.toml (or $DMF_CONFIG)
+    _settings: Settings | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._settings = load_settings(self.config_file or None)  # once, when the run initialises its resources
 
     def settings(self) -> Settings:
-        return load_settings(self.config_file or None)
+        # outside a run's initialisation (a resource used as built), each call reads the files as they are now
+        return self._settings if self._settings is not None else load_settings(self.config_file or None)
 
     def path(self, name: str) -> Path:
-        value = Path(getattr(self.settings().paths, name))
-        return value if value.is_absolute() else Path(self.root) / value
+        return self.settings().paths.resolve(name, self.root)
 
 
 def build_resources(
@@ -73,35 +81,25 @@ def build_resources(
     config_file: str = "",
     emulator_faults: dict[str, str] | None = None,
     base_url: str | None = None,
-    **client_overrides,
+    **client_overrides: Any,
 ) -> dict[str, object]:
     """The resources, consistent with one settings file and one project root."""
     settings = settings or load_settings(config_file or None)
-    root = Path(root)
 
-    def resolve(p: str) -> str:
-        return str(Path(p) if Path(p).is_absolute() else root / p)
+    def resolve(name: str) -> str:
+        return str(settings.paths.resolve(name, root))
 
     base_url = base_url or settings.source.base_url
     # the source or its replay twin: the emulator client for emulator:// and loopback URLs
     mfds_class = client_class(base_url)
-    mfds_fields = {**mfds_class.settings_values(settings), "base_url": base_url, "raw_dir": resolve(settings.paths.raw_dir)}
+    mfds_fields = {**mfds_class.settings_values(settings), "base_url": base_url, "raw_dir": resolve("raw_dir")}
     if issubclass(mfds_class, EmulatorMfdsClient) and emulator_faults is not None:
         mfds_fields["emulator_faults"] = dict(emulator_faults)
     return {
         "mfds": mfds_class(**{**mfds_fields, **client_overrides}),
-        "duckdb": HistoryDatabase(database=resolve(settings.paths.database), backups_dir=resolve(settings.paths.backups_dir),
-                                  raw_dir=resolve(settings.paths.raw_dir), events_dir=resolve(settings.paths.events_dir),
-                                  reports_dir=resolve(settings.paths.reports_dir), run_limit_minutes=settings.runs.max_minutes),
+        "duckdb": HistoryDatabase(database=resolve("database"), backups_dir=resolve("backups_dir"),
+                                  raw_dir=resolve("raw_dir"), events_dir=resolve("events_dir"),
+                                  reports_dir=resolve("reports_dir"), run_limit_minutes=settings.runs.max_minutes),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
-        "io_manager": DayStoreIOManager(staging_dir=resolve(settings.paths.staging_dir)),
+        "io_manager": DayStoreIOManager(staging_dir=resolve("staging_dir")),
     }
-
-
-@dg.definitions
-def resources() -> dg.Definitions:
-    # `executor`: every run — the schedule's, a UI backfill's, the sensor's, `dagster asset materialize` —
-    # executes its steps one after another in the run's own process. The chain is strictly sequential
-    # (each asset reads the one before), so a process per step (Dagster's default) would only add a
-    # Python start-up, ≈2 s, to each of the six steps.
-    return dg.Definitions(resources=build_resources(), executor=dg.in_process_executor)

@@ -18,25 +18,32 @@ from dmf_assets.orchestration.followups import (
     DayState,
     RetryPolicy,
     fetch_failed_at,
-    is_rejection,
     retry_outlook,
     states_of,
 )
+from dmf_assets.orchestration.verdict import rejecting_steps
+from dmf_assets.settings import Settings
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
     """(step, first line of the error) of a step that failed for a reason other than a gate check."""
+    verdicts = rejecting_steps((r.step_key, r.asset_observation.metadata)
+                               for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+                               if r.asset_observation)
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-        data = record.dagster_event.event_specific_data
+        event = record.dagster_event
+        if event is None:  # a step failure is always a Dagster event
+            continue
+        data = event.event_specific_data
         error = getattr(data, "error", None)
-        if is_rejection(error):
+        if record.step_key in verdicts:  # the step that said the day's verdict: a rejected day, not a failed run
             continue
         user = getattr(data, "user_failure_data", None)
         text = (user.description if user is not None and user.description else None) or (error.message if error else "")
         first = next((line.strip() for line in (text or "").splitlines() if line.strip()), "원인 미상 (unknown)")
-        return record.dagster_event.step_key or "run", first[:500]
+        return event.step_key or "run", first[:500]
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
         if "maximum runtime" in (record.message or ""):
             return "run", record.message
@@ -44,7 +51,8 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
 
 
 def alerts_for_tick(
-    instance: dg.DagsterInstance, days: list[str], *, now: datetime, retry: RetryPolicy, settings, busy: set[str],
+    instance: dg.DagsterInstance, days: list[str], *, now: datetime, retry: RetryPolicy, settings: Settings,
+    busy: set[str],
     daemon_alive: bool, states: dict[str, DayState] | None = None,
 ) -> list[notify.Alert]:
     """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
@@ -56,14 +64,16 @@ def alerts_for_tick(
     for day in todo:
         state, d = states[day], date.fromisoformat(day)
         outlook = retry_outlook(day, state, now, retry, daemon_alive=daemon_alive)
-        ended = outlook is not None and outlook.why_not in (notify.NoRetry.USED, notify.NoRetry.WINDOW) and state.retries
+        # why the retries ended, when they did (all used, or the morning's window closed)
+        ended = (outlook.why_not if outlook is not None and outlook.why_not in (notify.NoRetry.USED, notify.NoRetry.WINDOW)
+                 and state.retries else None)
         if (rejected := state.rejection) is not None:
             record, rejection = rejected
             statuses[d], gates[d] = "rejected", rejection.gate
             assert outlook is not None  # a rejected day always has an outlook
             alerts.append(notify.Rejected(day=d, rejection=rejection, retry=outlook, run_id=record.run_id))
-            if ended:
-                alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=outlook.why_not,
+            if ended is not None:
+                alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=ended,
                                                       rejection=rejection, run_id=record.run_id))
         elif state.diffed is not None and state.diffed.metadata.get("status") in ("accepted", "baseline"):
             statuses[d] = state.diffed.metadata["status"]
@@ -81,8 +91,8 @@ def alerts_for_tick(
             elif "요청 한도" in error or "request cap" in error.lower():
                 alerts.append(notify.RequestCap(day=d, cap=settings.source.daily_request_cap, run_id=run_id))
             else:
-                if ended and state.rejection is None:
-                    alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=outlook.why_not,
+                if ended is not None and state.rejection is None:
+                    alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=ended,
                                                           error=error, run_id=run_id))
                 alerts.append(notify.RunFailed(day=d, step=step, error=error, retry=fetch_outlook, run_id=run_id))
     streak = notify.rejected_streak(statuses, n=settings.alerts.rejected_streak)
@@ -96,14 +106,15 @@ def alerts_for_tick(
 
 def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> list[notify.Alert]:
     """The newest whole-day run against the median of the 14 before it."""
-    records = [r for r in instance.get_run_records(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]), limit=60)
+    # (record, seconds) of each whole-day run that succeeded, newest first
+    records = [(r, r.end_time - r.start_time)
+               for r in instance.get_run_records(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]), limit=60)
                if r.dagster_run.asset_selection is None and r.start_time and r.end_time
                and "dagster/partition" in r.dagster_run.tags]
     if len(records) < 6:
         return []
-    newest, before = records[0], records[1:15]
-    seconds = newest.end_time - newest.start_time
-    median = notify.slow_run(seconds, [r.end_time - r.start_time for r in before], factor)
+    (newest, seconds), before = records[0], records[1:15]
+    median = notify.slow_run(seconds, [s for _, s in before], factor)
     day = newest.dagster_run.tags["dagster/partition"]
     if median is None or day not in days:
         return []

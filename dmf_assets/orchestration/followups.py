@@ -18,17 +18,18 @@ Each decision carries a run key naming the situation, so Dagster launches it at 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 import dagster as dg
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
 from dmf_assets.orchestration.verdict import rejection_of
+from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
@@ -43,6 +44,8 @@ BULK_TRIGGERS = ("cli-backfill", "demo")
 RETRY_DAEMON = "SENSOR"
 #: a daemon beats about every 30 s; this much silence means no daemon will launch a planned retry
 HEARTBEAT_STALE = timedelta(minutes=5)
+#: the statuses of a backfill still in progress (Dagster's BulkActionStatus names): it owns its days
+BACKFILL_IN_PROGRESS = ("REQUESTED", "CANCELING", "FAILING")
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
@@ -67,7 +70,7 @@ class Plan:
     tags: dict = field(default_factory=dict)
 
 
-def _meta_value(value) -> object:
+def _meta_value(value: object) -> object:
     return getattr(value, "value", value)
 
 
@@ -115,9 +118,9 @@ class DayState:
         """The record of the day's current rejection and what it says, if the day is rejected."""
         if self.judged is not None and (r := rejection_of(self.judged.metadata)) is not None:
             return self.judged, r
-        if self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id):
-            if (r := rejection_of(self.diffed.metadata)) is not None:
-                return self.diffed, r
+        if (self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id)
+                and (r := rejection_of(self.diffed.metadata)) is not None):
+            return self.diffed, r
         return None
 
 
@@ -169,14 +172,15 @@ def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
         by_gate_6 = rejection.spec.after_diff
         return (("events", "xlsx_report") if by_gate_6 or not _older(state.diffed, record)
                 else ("snapshot_diff", "events", "xlsx_report")), record
-    if state.judged is None:
+    judged, diffed, events = state.judged, state.diffed, state.events
+    if judged is None:
         return None
-    if _older(state.diffed, state.judged):
-        return ("snapshot_diff", "events", "xlsx_report"), state.judged
-    if _older(state.events, state.diffed):
-        return ("events", "xlsx_report"), state.diffed
-    if _older(state.report, state.events):
-        return ("xlsx_report",), state.events
+    if diffed is None or _older(diffed, judged):
+        return ("snapshot_diff", "events", "xlsx_report"), judged
+    if events is None or _older(events, diffed):
+        return ("events", "xlsx_report"), diffed
+    if _older(state.report, events):
+        return ("xlsx_report",), events
     return None
 
 
@@ -200,10 +204,8 @@ def in_flight_days(instance: dg.DagsterInstance) -> set[str]:
     busy: set[str] = set()
     for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
         busy |= _run_days(run)
-    backfills = instance.get_backfills(
-        filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED, BulkActionStatus.CANCELING,
-                                            BulkActionStatus.FAILING])
-    )
+    # every backfill record, judged by its status name (a handful: one per UI or CLI backfill)
+    backfills = [b for b in instance.get_backfills() if b.status.value in BACKFILL_IN_PROGRESS]
     for backfill in backfills:
         if backfill.asset_backfill_data is not None:
             for subset in backfill.asset_backfill_data.target_subset.partitions_subsets_by_asset_key.values():
@@ -221,13 +223,13 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
     return list(seen)
 
 
-def _retries(records) -> int:
+def _retries(records: Iterable[dg.RunRecord]) -> int:
     """How many of a day's run records are its same-morning retries (tag "<day>#<n>")."""
     return sum(1 for r in records
                if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#"))
 
 
-def is_bulk(tags) -> bool:
+def is_bulk(tags: Mapping[str, str]) -> bool:
     """A run that backfills old days (a UI or CLI backfill, the demo) or follows one: it tells no one."""
     return "dagster/backfill" in tags or tags.get("dmf/trigger") in BULK_TRIGGERS or tags.get(QUIET_TAG) == "true"
 
@@ -271,7 +273,7 @@ class RetryPolicy:
     until: time = time(12, 0)  # KST
 
     @classmethod
-    def of(cls, settings) -> RetryPolicy:
+    def of(cls, settings: Settings) -> RetryPolicy:
         r = settings.retry
         return cls(r.transient_attempts, timedelta(minutes=r.interval_minutes), r.until)
 
@@ -304,22 +306,25 @@ def retry_outlook(day: str, state: DayState, now: datetime, policy: RetryPolicy,
     if failed_at is not None:
         since = max(since or 0.0, failed_at)
     n = state.retries
-    nxt = {"attempt": n + 1, "of": policy.attempts}
+
+    def nxt(why_not: NoRetry | None = None, at: datetime | None = None) -> RetryOutlook:
+        return RetryOutlook(attempt=n + 1, of=policy.attempts, why_not=why_not, at=at)
+
     if since is None:
-        return None if rejected is None else RetryOutlook(**nxt, why_not=NoRetry.NOT_TRANSIENT)
+        return None if rejected is None else nxt(NoRetry.NOT_TRANSIENT)
     if policy.attempts <= 0:
-        return RetryOutlook(**nxt, why_not=NoRetry.OFF)
+        return nxt(NoRetry.OFF)
     failed = datetime.fromtimestamp(since, KST)
     if day != now.astimezone(KST).date().isoformat() or failed.date().isoformat() != day:
-        return RetryOutlook(**nxt, why_not=NoRetry.OLD_DAY)
+        return nxt(NoRetry.OLD_DAY)
     if n >= policy.attempts:
-        return RetryOutlook(**nxt, why_not=NoRetry.USED)
+        return nxt(NoRetry.USED)
     at = failed + policy.interval
     if at > policy.window_end(day):
-        return RetryOutlook(**nxt, why_not=NoRetry.WINDOW)
+        return nxt(NoRetry.WINDOW)
     if not daemon_alive:
-        return RetryOutlook(**nxt, why_not=NoRetry.NO_DAEMON)
-    return RetryOutlook(**nxt, at=at)
+        return nxt(NoRetry.NO_DAEMON)
+    return nxt(at=at)
 
 
 def plan_followups(
@@ -360,17 +365,13 @@ def plan_followups(
                           "retry", {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"})
     # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
     for day, state in states.items():
-        rederived = state.diffed.metadata.get("rederived_day") if state.diffed else None
-        if not rederived or rederived in busy or rederived in plans:
+        diffed = state.diffed
+        rederived = diffed.metadata.get("rederived_day") if diffed else None
+        if diffed is None or not rederived or rederived in busy or rederived in plans:
             continue
         report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
-        if _older(report, state.diffed):
+        if _older(report, diffed):
             plans[rederived] = Plan(rederived, ("events", "xlsx_report"), f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                                    f"rederived:{rederived}:{state.diffed.storage_id}", "refresh",
-                                    _quiet_after(state, state.diffed))
+                                    f"rederived:{rederived}:{diffed.storage_id}", "refresh", _quiet_after(state, diffed))
     return [plans[d] for d in sorted(plans)]
 
-
-def is_rejection(error) -> bool:
-    """A step that failed because its blocking gate check refused the day: a verdict, not an error."""
-    return error is not None and "DagsterAssetCheckFailedError" in (error.cls_name or "")

@@ -8,7 +8,7 @@ events in the UI; this module is the only place that knows them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
@@ -55,3 +55,14 @@ def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:
         return None  # not written by this module (a record of an earlier release): no half-known rejection
     return Rejection(gate, str(observed), str(threshold), str(reason),
                      None if base == NO_BASE else date.fromisoformat(str(base)))
+
+
+def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A record's metadata as plain values (what `rejection_of` reads)."""
+    return {k: getattr(v, "value", v) for k, v in metadata.items()}
+
+
+def rejecting_steps(observations: Iterable[tuple[str | None, Mapping[str, Any]]]) -> set[str]:
+    """The steps whose observation states a rejection, of (step key, metadata) pairs of one run's observations:
+    a failure of such a step is the day's verdict, not an error (the blocking check, or the step, that stopped it)."""
+    return {step for step, metadata in observations if step and rejection_of(plain(metadata)) is not None}

@@ -1,8 +1,10 @@
 """Run days from the command line through the same Dagster definitions the daemon uses.
 
+The definitions are the code location's own (`dmf_assets.definitions.project`: the defs folder that
+`load_from_defs_folder` loads, merged with the resources, executor and sensor), with the command's
+resources (its project folders, `--fault`, a test's temporary project) in place of the configured ones.
 A day is one in-process run of `dmf_daily_job` for its partition, recorded in the project's Dagster
-instance (the UI shows it). Afterwards the CLI evaluates the very sensor the daemon runs,
-`dmf_watch_sensor`, and executes the follow-up runs it asks for (a rejected day's workbook, a
+instance (the UI shows it). Afterwards the CLI evaluates the very sensor the daemon runs, `dmf_watch_sensor`, and executes the follow-up runs it asks for (a rejected day's workbook, a
 re-derived day's refresh) — so `dmf run` ends in the same state as the schedule under `dagster dev`.
 Retries that the sensor would launch later (30 minutes on) are left to the daemon.
 """
@@ -11,22 +13,38 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import dagster as dg
 
-from dmf_assets.defs.automation import dmf_daily_job, dmf_watch_sensor, run_tags
+from dmf_assets.defs.automation import WATCH_SENSOR, dmf_daily_job, run_tags
+from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.fsutil import refused_write_in_texts
-from dmf_assets.orchestration.followups import CHAIN, is_rejection
+from dmf_assets.orchestration.followups import CHAIN
+from dmf_assets.orchestration.verdict import rejecting_steps
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
 #: command's own one-line-per-day summary
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-# a rejected day's follow-up leaves gate 6 unevaluated on purpose (the UI shows it as skipped); Dagster's
-# planner says so through a module logger of its own, which would reach the terminal
-logging.getLogger("dagster._core.execution.plan.active").setLevel(logging.ERROR)
+
+
+class _Gate6LeftUnevaluated(logging.Filter):
+    """A rejected day's follow-up leaves gate 6 unevaluated on purpose (docs/DOMAIN.md §6: a day refused by
+    gates 1–5 changes nothing and is compared with nothing; the UI shows the check as skipped). Dagster's planner warns about that
+    through a module logger of its own, whose record would reach the terminal through Python's handler of
+    last resort (the commands configure no logging handler): this filter drops that one warning there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not (record.name.startswith("dagster") and text.startswith("Blocking asset check")
+                    and "emitted no result" in text)
+
+
+if logging.lastResort is not None:
+    logging.lastResort.addFilter(_Gate6LeftUnevaluated())
 
 
 @dataclass(frozen=True)
@@ -38,8 +56,8 @@ class DayRun:
     followups: int
 
 
-def _root_cause(error) -> str:
-    chain = []
+def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
+    chain: list[str] = []
     while error is not None:
         chain.append(next(iter((error.message or "").strip().splitlines()), ""))  # its first line
         error = getattr(error, "cause", None)
@@ -49,11 +67,13 @@ def _root_cause(error) -> str:
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
+    verdicts = rejecting_steps((e.step_key, e.asset_observation_data.asset_observation.metadata)
+                               for e in result.all_events if e.is_asset_observation)
     for event in result.all_events:
         if not (event.is_step_failure and event.step_failure_data is not None):
             continue
         data = event.step_failure_data
-        if is_rejection(data.error):
+        if event.step_key in verdicts:  # the step that said the day's verdict: a rejected day, not an error
             continue
         if data.user_failure_data is not None and data.user_failure_data.description:
             return f"{event.step_key}: {data.user_failure_data.description}"
@@ -62,7 +82,7 @@ def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     # Dagster's sensor logger hands its records to a console logger of its own (setting the level of
     # logging.getLogger("dagster") does not reach it): below ERROR, no record is made at all meanwhile
     previous = logging.root.manager.disable
@@ -73,17 +93,12 @@ def _quiet():
         logging.disable(previous)
 
 
-def definitions_with(resources: dict) -> dg.Definitions:
-    """The project's assets, job and sensor bound to `resources` (a temp project, `--fault`, tests)."""
-    from dmf_assets.defs import assets as a
+def definitions_with(resources: Mapping[str, object]) -> dg.Definitions:
+    """The code location's definitions (`dmf_assets.definitions`) with `resources` (a temp project, `--fault`,
+    tests) in place of the configured ones."""
+    from dmf_assets.definitions import project
 
-    return dg.Definitions(
-        assets=[getattr(a, name) for name in CHAIN],  # the asset chain, declared once (followups.CHAIN)
-        asset_checks=[a.report_by_0900_kst],
-        jobs=[dmf_daily_job],
-        sensors=[dmf_watch_sensor],
-        resources=resources,
-    )
+    return project(resources)
 
 
 def execute_day(
@@ -101,9 +116,20 @@ def execute_day(
     )
 
 
+def _workspace(defs: dg.Definitions) -> DmfWorkspace:
+    return (defs.resources or {})["workspace"]
+
+
 def sensor_context(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorEvaluationContext:
     """What the daemon hands `dmf_watch_sensor` on a tick: the instance, and the resources it reads."""
-    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": defs.resources["workspace"]})
+    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": _workspace(defs)})
+
+
+def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
+    """One evaluation of the definitions' `dmf_watch_sensor`, as a tick of the daemon would run it."""
+    result = defs.resolve_sensor_def(WATCH_SENSOR)(sensor_context(defs, instance))
+    assert isinstance(result, dg.SensorResult)  # `automation.watch` returns one on every tick
+    return result
 
 
 def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None,
@@ -112,9 +138,8 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
     done: set[str] = set()
     results = []
     for _ in range(max_rounds):
-        context = sensor_context(defs, instance)
         with _quiet():  # the sensor's log lines belong in the daemon's log, not in the command's table
-            outcome = dmf_watch_sensor(context)
+            outcome = tick(defs, instance)
         for event in getattr(outcome, "asset_events", None) or []:
             instance.report_runless_asset_event(event)
         requests = [r for r in (getattr(outcome, "run_requests", None) or []) if r.run_key not in done]
@@ -130,28 +155,31 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
 
 
 def run_day(
-    day: date, *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli", run_config: dict | None = None,
-    extra_tags: dict | None = None,
+    day: date, *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
+    run_config: dict | None = None, extra_tags: dict | None = None, defs: dg.Definitions | None = None,
 ) -> DayRun:
-    """One day through the whole graph, then the sensor's follow-ups."""
-    defs = definitions_with(resources)
-    result = execute_day(defs, instance, day.isoformat(), tags={**run_tags(trigger), **(extra_tags or {})},
-                         run_config=run_config)
+    """One day through the whole graph, then the sensor's follow-ups. `defs`: `definitions_with(resources)`,
+    when the caller has built it already (one for all the days of a backfill)."""
+    defs = defs or definitions_with(resources)
+    tags = {**run_tags(trigger, _workspace(defs).settings()), **(extra_tags or {})}
+    result = execute_day(defs, instance, day.isoformat(), tags=tags, run_config=run_config)
     followups = follow_up(defs, instance, run_config=run_config)
     failure = failure_of(result) or next((f for f in map(failure_of, followups) if f), None)
     return DayRun(day, result.run_id, result.success, failure, len(followups))
 
 
 def run_days(
-    days: list[date], *, instance: dg.DagsterInstance, resources: dict, trigger: str = "cli",
+    days: list[date], *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
     run_config: dict | None = None, progress: Callable[[DayRun, float], None] | None = None,
 ) -> list[DayRun]:
     import time
 
     out = []
+    defs = definitions_with(resources)
     for day in sorted(days):
         started = time.monotonic()
-        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config)
+        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config,
+                         defs=defs)
         out.append(report)
         if progress:
             progress(report, time.monotonic() - started)
