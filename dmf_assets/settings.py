@@ -17,6 +17,7 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import time
 from functools import lru_cache
@@ -25,6 +26,8 @@ from typing import Annotated, Any
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 
 from dmf_assets.korean import josa
 
@@ -377,7 +380,7 @@ def _has(data: dict[str, Any], loc: tuple[str, ...]) -> bool:
     return True
 
 
-def _field(loc: tuple[str, ...]):
+def _field(loc: tuple[str, ...]) -> tuple[Any, FieldInfo | None]:
     """(model class holding loc[-1], its FieldInfo or None) walking Settings by the key path."""
     model: Any = Settings
     for i, part in enumerate(loc):
@@ -388,9 +391,9 @@ def _field(loc: tuple[str, ...]):
     return model, None
 
 
-def _allowed(info) -> str:
+def _allowed(info: FieldInfo) -> str:
     """'0 ≤ x ≤ 1' from a field's constraints."""
-    def shown(bound) -> str:  # 36500 and 9223372036854775807, not 36500.0 or 9.22337e+18
+    def shown(bound: object) -> str:  # 36500 and 9223372036854775807, not 36500.0 or 9.22337e+18
         return str(bound) if isinstance(bound, int) else f"{bound:g}"
 
     lower = upper = ""
@@ -433,7 +436,7 @@ def _secret_hint(name: str) -> str | None:
     return None
 
 
-def _explain(err: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
     """(key path, 'ko / en' message) for one pydantic error."""
     loc = tuple(str(p) for p in err["loc"] if not isinstance(p, int))
     # a list item: show its position (recipients[1]) but look the key itself up
@@ -509,7 +512,7 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
 
 def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
     """Rules between keys and against the disk, once the types are right."""
-    out = []
+    out: list[tuple[tuple[str, ...], str]] = []
     for low, high, section in (("row_count_min", "row_count_max", s.quality),
                                ("backoff_base_s", "backoff_max_s", s.source)):
         a, b = getattr(section, low), getattr(section, high)
@@ -535,7 +538,7 @@ def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
     return out
 
 
-def _in_file_order(problems) -> list[Problem]:
+def _in_file_order(problems: Iterable[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (str(p.file), p.line or 0, p.key))
 
 

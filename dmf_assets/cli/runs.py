@@ -17,15 +17,19 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dmf_assets.cli.arguments import day, listen_host, port, whole
 from dmf_assets.errors import UserError
 from dmf_assets.korean import josa, shorten
 
 if TYPE_CHECKING:  # for annotations only: each command imports what it needs when it runs (docs/ARCHITECTURE.md, cli/)
+    import dagster as dg
+
+    from dmf_assets.runs.launch import DayRun
     from dmf_assets.settings import Settings
 
 EXIT_REJECTED = 3
@@ -85,7 +89,7 @@ def use_project_instance() -> Path:
     return home
 
 
-def _prepare():
+def _prepare() -> tuple[Settings, Path]:
     from dmf_assets.settings import PROJECT_ROOT, load_settings
 
     load_dotenv(PROJECT_ROOT / ".env")
@@ -112,13 +116,13 @@ def _faults(values: list[str]) -> dict[str, str]:
         raise UserError(f"--fault: {exc}") from None
 
 
-def _resources(settings, faults: dict[str, str], base_url: str | None = None) -> dict:
+def _resources(settings: Settings, faults: dict[str, str], base_url: str | None = None) -> dict[str, object]:
     from dmf_assets.defs.resources import build_resources
 
     return build_resources(settings, emulator_faults={**settings.emulator.faults, **faults}, base_url=base_url)
 
 
-def _instance():
+def _instance() -> dg.DagsterInstance:
     import dagster as dg
 
     return dg.DagsterInstance.get()
@@ -131,18 +135,18 @@ class _StderrWithoutEventLogEchoes:
 
     ECHO = "Exception while writing logger call to event log"
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
         return len(text) if text.startswith(self.ECHO) else self._stream.write(text)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 
 
 @contextlib.contextmanager
-def _days_running():
+def _days_running() -> Iterator[None]:
     stderr, sys.stderr = sys.stderr, _StderrWithoutEventLogEchoes(sys.stderr)
     try:
         yield
@@ -153,7 +157,7 @@ def _days_running():
 # --- what the day became (read from the history database) -----------------------------------------
 
 
-def _check_history(settings, days: list[date]) -> None:
+def _check_history(settings: Settings, days: list[date]) -> None:
     """Open the history database as the day's run will, before it runs: a lost database (files of earlier
     days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`, before anything is fetched."""
     from dmf_assets.storage.db import HistoryTraces, open_database
@@ -183,7 +187,7 @@ def _changed(row: dict) -> int:
 
 
 def _day_line(row: dict) -> str:
-    status = row.get("status")
+    status = str(row.get("status"))
     if status == "rejected":
         return f"거부 — {shorten(row.get('reason') or '', 90)}"
     if status in ("accepted", "baseline"):
@@ -193,7 +197,7 @@ def _day_line(row: dict) -> str:
     return STATUS_KO.get(status, str(status))
 
 
-def _progress(settings: Settings, report, seconds: float) -> None:
+def _progress(settings: Settings, report: DayRun, seconds: float) -> None:
     # a failed day's own line first: the database may be what failed (a read-only or full disk)
     line = f"실패 / FAILED: {report.failure}" if report.failure else _day_line(_summary_rows(settings, [report.day])[0])
     extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
@@ -209,7 +213,7 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason")
     print("-" * 100)
     for r in rows:
-        status, size = r.get("status"), r.get("population")
+        status, size = str(r.get("status")), r.get("population")
         note = {"rejected": shorten(r.get("reason") or "", 90), "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)"}.get(status, "")
         if status == "accepted" and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
@@ -224,7 +228,7 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     return rows
 
 
-def _exit_code(settings: Settings, reports, rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
+def _exit_code(settings: Settings, reports: list[DayRun], rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
     """0 all accepted, 3 a day rejected by a gate, 1 a step failed. `expected_rejections`: days the demo
     injects a fault into on purpose."""
     if any(r.failure for r in reports) or any(r.get("status") not in ("accepted", "baseline", "rejected") for r in rows):
@@ -264,7 +268,7 @@ def _what_next(settings: Settings, days: list[date]) -> list[tuple[date, str]]:
 # --- the commands --------------------------------------------------------------------------------
 
 
-def _run(args) -> int:
+def _run(args: argparse.Namespace) -> int:
     from dmf_assets.clock import today_kst
 
     settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
@@ -281,7 +285,7 @@ def _run(args) -> int:
     return _exit_code(settings, [report], _print_summary(settings, [day]))
 
 
-def _backfill(args) -> int:
+def _backfill(args: argparse.Namespace) -> int:
     if args.end < args.start:
         raise UserError(f"--end({args.end})가 --start({args.start})보다 앞입니다 (--end is before --start)")
     settings, _ = _prepare()
@@ -297,7 +301,7 @@ def _backfill(args) -> int:
     return _exit_code(settings, reports, _print_summary(settings, days))
 
 
-def _demo(args) -> int:
+def _demo(args: argparse.Namespace) -> int:
     from dmf_assets.clock import today_kst
     from dmf_assets.settings import EMULATOR_URL
 
@@ -393,7 +397,7 @@ def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     proc.wait()
 
 
-def _ui(args) -> int:
+def _ui(args: argparse.Namespace) -> int:
     from dmf_assets.report.fileserver import FileServerError, start_file_server
     from dmf_assets.settings import PROJECT_ROOT
 
