@@ -20,11 +20,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dmf_assets.emulator import _keys
-
 from dmf_assets.cli.bench import load_bench
 from dmf_assets.domain.countries import COUNTRY_VARIANTS, canonical_country
 from dmf_assets.domain.model import API_FIELDS, COMPARED_FIELDS, EventType, GroundTruth
+from dmf_assets.emulator import _keys
 from dmf_assets.emulator._calendar import KOREAN_HOLIDAYS, is_business_day
 from dmf_assets.emulator.registry import FIRST_DATE, LAST_DATE, RegistrySimulator
 
@@ -322,7 +321,7 @@ QUIRKS = {
 
 def test_every_real_text_quirk_occurs(sim, observed):
     rows = observed + sim.items("2025-06-30")
-    found = {name: 0 for name in QUIRKS}
+    found = dict.fromkeys(QUIRKS, 0)
     for item in rows:
         for fld, value in item.items():
             if value:

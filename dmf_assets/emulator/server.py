@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from dmf_assets.emulator.app import EmulatorApp
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
@@ -27,10 +27,10 @@ def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHT
         sys_version = ""
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
+        def do_GET(self) -> None:
             self._answer()
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._answer()
 
         def _answer(self) -> None:
@@ -56,10 +56,10 @@ def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHT
         def log_request(self, code: Any = "-", size: Any = "-") -> None:
             pass
 
-        def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_error(self, format: str, *args: Any) -> None:
             emit(f"error answering {self.command or '?'} request: {args[0] if args else ''}")
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler
@@ -91,7 +91,7 @@ class EmulatorServer:
 
     @property
     def base_url(self) -> str:
-        host = self.httpd.server_address[0]
+        host = str(self.httpd.server_address[0])  # the same text f"{host}" gave
         host = f"[{host}]" if ":" in str(host) else host
         return f"http://{host}:{self.port}{SERVICE_BASE_PATH}"
 
