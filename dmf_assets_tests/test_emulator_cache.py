@@ -29,7 +29,7 @@ class _Builds:
 def _same_history(history: _History, built: _Timeline) -> None:
     assert len(history.entities) == len(built.entities)
     assert history.logs == built.logs
-    for got, want in zip(history.entities, built.entities):
+    for got, want in zip(history.entities, built.entities, strict=True):
         assert (got.eid, got.starts, got.rows) == (want.eid, want.starts, want.rows)
         # RegistrySimulator.truth skips an entity whose two rows are the same object: the sharing of
         # row objects between versions must survive the file

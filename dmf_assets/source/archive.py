@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,7 @@ class DayArchive:
     def partial_manifest(self) -> dict[str, Any] | None:
         return read_json(self.work_dir / MANIFEST)
 
-    def write_manifest(self, manifest: dict[str, Any], text_filter=None) -> None:
+    def write_manifest(self, manifest: dict[str, Any], text_filter: Callable[[str], str] | None = None) -> None:
         text = json_text(manifest)
         if text_filter is not None:
             text = text_filter(text)
