@@ -16,10 +16,13 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
 
 #: the daemons the product cannot live without: the 06:00 schedule and the follow-up/retry sensor
 REQUIRED_DAEMONS = ("SCHEDULER", "SENSOR")
@@ -46,7 +49,7 @@ def workbook_path(reports_dir: Path, day: date) -> Path:
     return Path(reports_dir) / f"DMF_리포트_{day.isoformat()}.xlsx"
 
 
-def _instance(dagster_home: Path | None):
+def _instance(dagster_home: Path | None) -> DagsterInstance:
     import dagster as dg
 
     env = os.environ.get("DAGSTER_HOME")
@@ -74,7 +77,7 @@ def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float 
             beats = instance.get_daemon_heartbeats()
         finally:
             instance.dispose()
-    except Exception as exc:  # an instance that cannot be read is itself the problem
+    except Exception as exc:  # noqa: BLE001 - an instance that cannot be read is itself the problem
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         reason = f"{type(exc).__name__}: {text}"[:300]
         return (Check("daemon", FAIL, label, f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
@@ -128,7 +131,6 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
 def delivery_check(notifier: Any, *, days: int = 7) -> Check:
     """Did every message get through? FAIL for one given up in the last `days`; WARN while some wait for
     a re-send, when no channel is set, or when e-mail goes out without a public link to the workbooks."""
-    from dmf_assets import notify
 
     label = "알림 발송"
     stored = notifier.status(days)
