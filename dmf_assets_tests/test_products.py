@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import date
-from pathlib import Path
-
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.report.products import ProductsError, load_products, parse_products, product_hits
-from dmf_assets.errors import UserError
 from dmf_assets.domain.text import match_key
+from dmf_assets.errors import UserError
+from dmf_assets.report.day_data import build_day_report
+from dmf_assets.report.products import ProductsError, load_products, parse_products, product_hits
 from dmf_assets.report.workbook import KPI_LABELS, SHEET_EVENTS, SHEET_SUMMARY, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage.db import open_database
-from dmf_assets.report.day_data import build_day_report
 from dmf_assets_tests.test_analyst import E_DAYS, edited  # noqa: F401 — shared fixture
 from dmf_assets_tests.test_workbook_ledger import rows_of
 

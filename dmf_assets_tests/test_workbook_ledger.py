@@ -13,21 +13,21 @@ import polars as pl
 import pytest
 from openpyxl import load_workbook
 
+from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets.report.model import EventRow, FieldChangeRow
+from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.report.workbook import (
+    KPI_LABELS,
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_LEDGER,
     SHEET_RECENT,
     SHEET_SUMMARY,
-    KPI_LABELS,
     write_workbook,
 )
-from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets_tests.test_analyst import E_DAYS, REJECTED, edited, emulated  # noqa: F401 — shared fixtures
 
 
@@ -37,7 +37,7 @@ def rows_of(ws, header_row: int = 4) -> list[dict]:
     for r in ws.iter_rows(min_row=header_row + 1, values_only=True):
         if all(v is None for v in r):
             continue
-        out.append(dict(zip(header, r)))
+        out.append(dict(zip(header, r, strict=True)))
     return out
 
 
@@ -58,7 +58,7 @@ def book_1008(emulated, tmp_path_factory):  # noqa: F811
 
 
 def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_1008, emulated):  # noqa: F811
-    report, result, wb = book_1008
+    _report, result, wb = book_1008
     name = next(n for n in wb.sheetnames if "전체" in n)
     assert name == SHEET_LEDGER
     with open_database(emulated) as conn:
@@ -308,9 +308,9 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
 
 
 def _ev(key: str, **kw) -> EventRow:
-    base = dict(event_type="CHANGED", severity="HIGH", dmf_key=key, permit_no=key, base_dmf_key=key, ingredient="성분",
-                ingredient_base=None, applicant="(주)옛이름", bizrno=None, manufacturer="M", address=None, countries="인도",
-                issue_date=None, target_class=None)
+    base = {"event_type": "CHANGED", "severity": "HIGH", "dmf_key": key, "permit_no": key, "base_dmf_key": key, "ingredient": "성분",
+                "ingredient_base": None, "applicant": "(주)옛이름", "bizrno": None, "manufacturer": "M", "address": None, "countries": "인도",
+                "issue_date": None, "target_class": None}
     base.update(kw)
     return EventRow(**base)
 
