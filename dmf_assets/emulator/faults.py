@@ -439,8 +439,8 @@ def page_slice(
     n_pages = page_count(len(served), num_of_rows)
     if kind == "empty_page" and page_no == middle_page(n_pages) and n_pages > 0:
         return []
-    if kind == "page_missing_rows" and page_no == middle_page(n_pages):
-        missing = min(len(rows), int(fault.param("rows")))  # type: ignore[union-attr]
+    if kind == "page_missing_rows" and fault is not None and page_no == middle_page(n_pages):
+        missing = min(len(rows), int(fault.param("rows")))
         drop = set(rng_for(day, kind, page_no).sample(range(len(rows)), missing))
         return [r for i, r in enumerate(rows) if i not in drop]
     return rows

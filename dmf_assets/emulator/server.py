@@ -21,6 +21,10 @@ from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 log = logging.getLogger("dmf_assets.emulator.server")
 
 
+class _EmulatorHTTPServer(ThreadingHTTPServer):
+    stopping = False  # set by EmulatorServer.stop(): handlers drop kept-alive connections
+
+
 def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "dmf-emulator"
@@ -81,7 +85,7 @@ class EmulatorServer:
             raise TypeError("pass either an EmulatorApp or keyword arguments to build one, not both")
         self.app = app if app is not None else EmulatorApp(**app_kwargs)
         self._emit = emit or (lambda line: log.info("%s", line))
-        self.httpd = ThreadingHTTPServer((host, port), _handler_class(self.app, self._emit))
+        self.httpd = _EmulatorHTTPServer((host, port), _handler_class(self.app, self._emit))
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -107,7 +111,7 @@ class EmulatorServer:
 
     def stop(self) -> None:
         """Stop accepting and close the listening socket (new connections are refused)."""
-        self.httpd.stopping = True  # type: ignore[attr-defined]
+        self.httpd.stopping = True
         if self._thread is not None:
             self.httpd.shutdown()
             self._thread.join(timeout=5)

@@ -294,7 +294,7 @@ class Notifier:
             try:
                 channel.send(message, attachment, 30.0)
                 results.append(f"{channel.target} sent")
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - one channel's failure never stops the others
                 results.append(f"{channel.target} failed ({scrub(str(exc))})")
         line = f"{message.day} {message.kind}: 저장 실패(발송함) — {problem}; " + "; ".join(results)
         return Outcome(message.subject, "failed", line)
@@ -316,7 +316,7 @@ class Notifier:
             try:
                 channel.send(message, None, 30.0)
                 out.append((channel, None))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - every channel's answer is reported, whatever went wrong
                 out.append((channel, scrub(str(exc))))
         return out
 

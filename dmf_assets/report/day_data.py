@@ -208,7 +208,7 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
     rate_all, x_all, _ = estimate(rows)
     rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
     size = fetch_population(conn, day)
-    per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731
+    per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731 - a one-line helper, read where it is used
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
     text = change_rate_text(per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR,
                             burst=burst)

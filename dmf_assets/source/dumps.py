@@ -93,7 +93,7 @@ def _open(path: Path) -> BinaryIO:
     fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed there
     if fh.read(2) == _GZIP_MAGIC:
         fh.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # typeshed: a GzipFile is a binary file but not a typing.BinaryIO
     fh.seek(0)
     return fh
 
