@@ -22,7 +22,13 @@ from dmf_assets.clock import KST, now_kst
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from dagster import DagsterInstance
+
+    from dmf_assets.notify import Alert, Notifier
+    from dmf_assets.ops.common import ProjectPaths
+    from dmf_assets.settings import Settings
 
 #: the daemons the product cannot live without: the 06:00 schedule and the follow-up/retry sensor
 REQUIRED_DAEMONS = ("SCHEDULER", "SENSOR")
@@ -63,7 +69,7 @@ def _instance(dagster_home: Path | None) -> DagsterInstance:
 
 
 def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float = DEFAULT_STALE_MINUTES,
-                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Any]:
+                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Alert | None]:
     """(check, the alert it calls for or None). FAIL when a required daemon's newest heartbeat is missing
     or old — a `daemon_down` alert; FAIL too when the instance cannot be read — a `watchdog_error` alert,
     never `daemon_down`: not knowing is not the same as knowing the daemon stopped."""
@@ -128,7 +134,7 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
     return check, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
 
 
-def delivery_check(notifier: Any, *, days: int = 7) -> Check:
+def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     """Did every message get through? FAIL for one given up in the last `days`; WARN while some wait for
     a re-send, when no channel is set, or when e-mail goes out without a public link to the workbooks."""
 
@@ -156,8 +162,8 @@ def delivery_check(notifier: Any, *, days: int = 7) -> Check:
     return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")
 
 
-def watch(settings: Any, paths: Any, *, now: datetime | None = None, alert: bool = True,
-          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Any = None) -> WatchdogResult:
+def watch(settings: Settings, paths: ProjectPaths, *, now: datetime | None = None, alert: bool = True,
+          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Callable[[], datetime] | None = None) -> WatchdogResult:
     """Run the watchdog checks; with `alert`, raise the alerts, release held mails whose hold ended and
     re-send what is due. `paths`: an `ops.common.ProjectPaths`. Never raises for a delivery problem."""
     from dmf_assets import notify
