@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import warnings
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +141,7 @@ def main() -> int:
         print(f"{storage:>8}: {r['days']} days in {r['seconds']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
               f"median {r['per_day_median_s']:.2f} s/day, failures {len(r['failures'])}, load {r['load_average_start']}"
               f"→{r['load_average_end']}")
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"instance_storage{'-noop' if args.noop else ''}-{stamp}.json"

@@ -31,7 +31,7 @@ def free_port() -> int:
 @dataclass
 class SmtpServer:
     port: int
-    received: "queue.Queue[tuple[list[str], EmailMessage]]" = field(default_factory=queue.Queue)
+    received: queue.Queue[tuple[list[str], EmailMessage]] = field(default_factory=queue.Queue)
     refuse_first: int = 0
     refused: int = 0
     logins: list = field(default_factory=list)
@@ -39,7 +39,7 @@ class SmtpServer:
     def next_message(self, timeout: float = WAIT_S) -> tuple[list[str], EmailMessage]:
         return self.received.get(timeout=timeout)
 
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+    async def handle_DATA(self, server, session, envelope):
         if self.refused < self.refuse_first:
             self.refused += 1
             return "451 4.3.0 temporary failure, try again"
@@ -78,7 +78,7 @@ def smtp_server(*, port: int | None = None, refuse_first: int = 0, password: str
 @dataclass
 class Receiver:
     port: int
-    received: "queue.Queue[dict]" = field(default_factory=queue.Queue)
+    received: queue.Queue[dict] = field(default_factory=queue.Queue)
     fail_first: int = 0
     fail_status: int = 500
     failed: int = 0
@@ -100,7 +100,7 @@ def webhook_receiver(*, fail_first: int = 0, fail_status: int = 500):
         def log_message(self, *args):
             return
 
-        def do_POST(self):  # noqa: N802
+        def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with state.lock:
                 fail = state.failed < state.fail_first

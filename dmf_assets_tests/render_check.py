@@ -219,7 +219,7 @@ def _unfilter(ftype: int, line: bytearray, prev: bytearray, bpp: int) -> None:
 def check_render(xlsx_paths: Sequence[Path], out_dir: Path, dpi: int = 50) -> list[RenderResult]:
     """Render each workbook's first page and measure it (raises RenderError if a tool fails)."""
     results = []
-    for xlsx, pdf in zip(xlsx_paths, render_pdfs(xlsx_paths, out_dir)):
+    for xlsx, pdf in zip(xlsx_paths, render_pdfs(xlsx_paths, out_dir), strict=True):
         png = first_page_png(pdf, dpi)
         width, height, ink = png_ink(png)
         results.append(

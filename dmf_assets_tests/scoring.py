@@ -49,7 +49,7 @@ class Score:
         tp, fn = self.true_positive[kind], self.false_negative[kind]
         return 1.0 if tp + fn == 0 else tp / (tp + fn)
 
-    def __add__(self, other: "Score") -> "Score":
+    def __add__(self, other: Score) -> Score:
         return Score(
             self.true_positive + other.true_positive,
             self.false_positive + other.false_positive,

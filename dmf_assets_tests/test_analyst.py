@@ -110,7 +110,7 @@ def edited(tmp_path_factory, real_items) -> Edited:
     d5 = copy.deepcopy(d4)
     gone = [r["DMF_PERMIT_NO"] for r in d5[100:105]]  # 5 of 151 = 3.3 % withdrawn
     d5 = d5[:100] + d5[105:]
-    items = dict(zip(E_DAYS, (d1, d2, d3, d4, d5)))
+    items = dict(zip(E_DAYS, (d1, d2, d3, d4, d5), strict=True))
     database = tmp_path_factory.mktemp("edited") / "h.duckdb"
     with open_database(database) as conn:
         for d in E_DAYS:
@@ -191,7 +191,7 @@ def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
                            "--format", "jsonl", "--database", str(edited.database))
     assert code == 0
     keys = {ln["dmf_key"] for ln in jsonl(out)}
-    assert edited.twice in keys and all(k.startswith("2") or k.startswith("수") for k in keys)
+    assert edited.twice in keys and all(k.startswith(("2", "수")) for k in keys)
     target = tmp_path / "h.xlsx"
     code, out, _ = run_cli(capsys, "history", edited.twice, "--format", "xlsx", "--out", str(target),
                            "--database", str(edited.database))
@@ -215,7 +215,7 @@ def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
     (("report", "--from", "2020-01-01", "--to", "2020-01-31"), "처리(수집·판정)된 날이 없습니다"),
 ])
 def test_bad_arguments_are_one_line_dmf_errors(edited, capsys, argv, message):
-    code, out, err = run_cli(capsys, *argv, "--database", str(edited.database))
+    code, _out, err = run_cli(capsys, *argv, "--database", str(edited.database))
     assert code == 2 and err.startswith("dmf: ") and message in err and "Traceback" not in err
 
 
@@ -231,7 +231,7 @@ def test_missing_database_is_a_clear_error(capsys, tmp_path):
 def test_asof_returns_the_registry_the_source_served_that_day(emulated, capsys):
     sim = RegistrySimulator()
     served = len(sim.items(date(2026, 10, 5)))
-    code, out, err = run_cli(capsys, "asof", "2026-10-05", "--format", "jsonl", "--database", str(emulated))
+    code, out, _err = run_cli(capsys, "asof", "2026-10-05", "--format", "jsonl", "--database", str(emulated))
     assert code == 0
     rows = jsonl(out)
     assert abs(len(rows) - served) <= 2, (len(rows), served)
@@ -312,7 +312,7 @@ def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, ca
     assert code == 0
     ws = load_workbook(out_file)["순변경"]
     header = [c.value for c in ws[4]]
-    rows = [dict(zip(header, r)) for r in ws.iter_rows(min_row=5, values_only=True) if r[0]]
+    rows = [dict(zip(header, r, strict=True)) for r in ws.iter_rows(min_row=5, values_only=True) if r[0]]
     twice = [r for r in rows if r["관리 키"] == edited.twice]
     assert len(twice) == 1 and twice[0]["이벤트 수"] == 2 and twice[0]["순변경"] == "변경"
     text = twice[0]["순변경 내용 (기간 처음 전 → 마지막 후)"]

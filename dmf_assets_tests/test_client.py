@@ -14,9 +14,9 @@ import pytest
 
 from dmf_assets.emulator import faults as F
 from dmf_assets.emulator.app import EmulatorApp
+from dmf_assets.emulator.client import mfds_client
 from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.emulator.transport import EmulatorTransport
-from dmf_assets.emulator.client import mfds_client
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.fetch import fetch_day
 from dmf_assets_tests.test_client_support import (
@@ -35,8 +35,8 @@ ISO = FAULT_DAY.isoformat()
 
 
 def _config(base_url: str, raw_dir: Path, **kw) -> MfdsClient:
-    values = dict(base_url=base_url, service_key=FAKE_KEY_ENCODED, num_of_rows=PER_PAGE, read_timeout_s=0.5,
-                  connect_timeout_s=0.5, backoff_base_s=0.02, backoff_max_s=0.2, raw_dir=str(raw_dir))
+    values = {"base_url": base_url, "service_key": FAKE_KEY_ENCODED, "num_of_rows": PER_PAGE, "read_timeout_s": 0.5,
+                  "connect_timeout_s": 0.5, "backoff_base_s": 0.02, "backoff_max_s": 0.2, "raw_dir": str(raw_dir)}
     values.update(kw)
     return mfds_client(**values)
 

@@ -3,6 +3,7 @@ the Dagster resource and `dmf fetch`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -12,13 +13,13 @@ import pytest
 
 from dmf_assets.cli import main as dmf_main
 from dmf_assets.emulator.app import EmulatorApp, StaticItemSource, seoul_today
+from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client
 from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.source.archive import DayArchive
-from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client
 from dmf_assets.source.client import MfdsClient
-from dmf_assets.source.fetch import fetch_day
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, PastDateUnavailable, RequestCapExceeded
+from dmf_assets.source.fetch import fetch_day
 from dmf_assets_tests.test_client_support import (
     FAKE_KEY,
     FAKE_KEY_ENCODED,
@@ -33,8 +34,8 @@ REAL_BASE = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"
 
 
 def _cfg(base_url: str, raw: Path, **kw) -> MfdsClient:
-    values = dict(base_url=base_url, service_key=FAKE_KEY_ENCODED, num_of_rows=1000, read_timeout_s=0.5,
-                  connect_timeout_s=0.5, backoff_base_s=0.01, backoff_max_s=0.05, raw_dir=str(raw))
+    values = {"base_url": base_url, "service_key": FAKE_KEY_ENCODED, "num_of_rows": 1000, "read_timeout_s": 0.5,
+                  "connect_timeout_s": 0.5, "backoff_base_s": 0.01, "backoff_max_s": 0.05, "raw_dir": str(raw)}
     values.update(kw)
     return mfds_client(**values)
 
@@ -197,7 +198,7 @@ def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
     starts = [r.at for r in app.requests]
     # the client spaces its request starts ≥ 0.3 s apart; the server sees each one a few hundred µs after
     # the client started it (building the request), more on a busy machine — allow that much jitter
-    assert len(starts) == 4 and min(b - a for a, b in zip(starts, starts[1:])) >= 0.3 - SCHEDULING_JITTER_S
+    assert len(starts) == 4 and min(b - a for a, b in itertools.pairwise(starts)) >= 0.3 - SCHEDULING_JITTER_S
     assert all(r.day == seoul_today().isoformat() for r in app.requests)  # no date header sent
     counts = json.loads((tmp_path / "_requests" / f"{seoul_today()}.json").read_text())
     assert counts["hosts"] == {"apis.data.go.kr": 4}
@@ -212,9 +213,8 @@ def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
 
 
 def test_lock_allows_one_fetch_per_day(tmp_path):
-    with DayArchive(tmp_path, FAULT_DAY).locked():
-        with pytest.raises(FetchInProgress):
-            fetch_day(_cfg("emulator://local", tmp_path), FAULT_DAY)
+    with DayArchive(tmp_path, FAULT_DAY).locked(), pytest.raises(FetchInProgress):
+        fetch_day(_cfg("emulator://local", tmp_path), FAULT_DAY)
 
 
 def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplog):

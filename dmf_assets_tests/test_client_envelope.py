@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 
 from dmf_assets.emulator.app import KEY_ERROR_XML, QUOTA_ERROR_XML, EmulatorApp, StaticItemSource
 from dmf_assets.source.endpoint import resolve_endpoint
-from dmf_assets.source.politeness import Politeness, backoff_s, parse_retry_after
-from dmf_assets.source.service_key import Redactor, decode_service_key
 from dmf_assets.source.envelope import parse_page
 from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
+from dmf_assets.source.politeness import Politeness, backoff_s, parse_retry_after
+from dmf_assets.source.service_key import Redactor, decode_service_key
 from dmf_assets_tests.test_client_support import FAKE_KEY, FAKE_KEY_ENCODED, KEY_CORE, fixture_rows
 
 ROWS = fixture_rows()[:3]
@@ -114,7 +114,7 @@ def test_backoff_is_full_jitter_capped():
 
 
 def test_retry_after_seconds_and_http_date():
-    now = datetime(2026, 11, 30, 3, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 30, 3, 0, 0, tzinfo=UTC)
     assert parse_retry_after("1") == 1.0 and parse_retry_after(" 120 ") == 120.0
     assert parse_retry_after(format_datetime(now + timedelta(seconds=42), usegmt=True), now) == 42.0
     assert parse_retry_after(format_datetime(now - timedelta(seconds=5), usegmt=True), now) == 0.0

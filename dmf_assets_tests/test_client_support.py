@@ -57,7 +57,7 @@ def replicated_rows(n_rows: int = 9_200) -> list[dict]:
 @lru_cache(maxsize=1)
 def _simulator():
     try:
-        import dmf_assets.emulator.registry  # noqa: F401
+        import dmf_assets.emulator.registry  # noqa: F401 - only whether it imports
     except ImportError:
         return None
     from dmf_assets.emulator.client import default_simulator

@@ -78,13 +78,17 @@ def test_an_empty_or_missing_database_is_lost_only_when_earlier_days_left_files(
         pass  # the day being run archived its pages before the database was first opened: no trace of a history
     (tmp_path / "events").mkdir()
     (tmp_path / "events" / "2026-10-05.jsonl").write_text("", encoding="utf-8")
-    with pytest.raises(HistoryMissing, match=r"^이력 DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 이벤트 파일 1개"):
-        with open_database(database, purpose="test", traces=traces, writing=[DAY]):
-            pass
+    with (
+        pytest.raises(HistoryMissing, match=r"^이력 DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 이벤트 파일 1개"),
+        open_database(database, purpose="test", traces=traces, writing=[DAY]),
+    ):
+        pass
     database.unlink()
-    with pytest.raises(HistoryMissing, match=r"^이력 DB가 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 원본 보관 1일\(2026-10-06 ~ 2026-10-06"):
-        with open_database(database, purpose="test", traces=traces):
-            pass
+    with (
+        pytest.raises(HistoryMissing, match=r"^이력 DB가 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 원본 보관 1일\(2026-10-06 ~ 2026-10-06"),
+        open_database(database, purpose="test", traces=traces),
+    ):
+        pass
     assert not database.exists()  # refused before anything was created
 
 

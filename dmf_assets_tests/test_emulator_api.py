@@ -147,7 +147,7 @@ def test_service_key_rules_and_no_echo():
 def test_loopback_server_behaves_like_the_transport_and_logs_without_the_key():
     lines: list[str] = []
     source = small_source(1_500)
-    kwargs = dict(service_key=FAKE_KEY, faults={ISO: "rate_limit_429"})
+    kwargs = {"service_key": FAKE_KEY, "faults": {ISO: "rate_limit_429"}}
     with EmulatorServer(app=EmulatorApp(source, **kwargs), emit=lines.append) as server:
         assert server.base_url == f"http://127.0.0.1:{server.port}/1471000/MdcDmfInfoService01"
         with httpx.Client() as http:

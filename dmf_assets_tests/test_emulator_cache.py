@@ -29,11 +29,11 @@ class _Builds:
 def _same_history(history: _History, built: _Timeline) -> None:
     assert len(history.entities) == len(built.entities)
     assert history.logs == built.logs
-    for got, want in zip(history.entities, built.entities):
+    for got, want in zip(history.entities, built.entities, strict=True):
         assert (got.eid, got.starts, got.rows) == (want.eid, want.starts, want.rows)
         # RegistrySimulator.truth skips an entity whose two rows are the same object: the sharing of
         # row objects between versions must survive the file
-        shared = lambda e: [[a is b for b in e.rows] for a in e.rows]  # noqa: E731
+        shared = lambda e: [[a is b for b in e.rows] for a in e.rows]  # noqa: E731 - a one-line helper, read where it is used
         assert shared(got) == shared(want), got.eid
 
 

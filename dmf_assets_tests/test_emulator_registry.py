@@ -6,6 +6,7 @@ The local key function here is written from DESIGN.md §3 independently of the e
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -20,11 +21,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from dmf_assets.emulator import _keys
-
 from dmf_assets.cli.bench import load_bench
 from dmf_assets.domain.countries import COUNTRY_VARIANTS, canonical_country
 from dmf_assets.domain.model import API_FIELDS, COMPARED_FIELDS, EventType, GroundTruth
+from dmf_assets.emulator import _keys
 from dmf_assets.emulator._calendar import KOREAN_HOLIDAYS, is_business_day
 from dmf_assets.emulator.registry import FIRST_DATE, LAST_DATE, RegistrySimulator
 
@@ -137,9 +137,9 @@ def test_served_order_is_by_issue_date(observed):
 
 
 def test_out_of_range_and_bad_dates_are_clear_errors(sim):
-    with pytest.raises(ValueError, match="2025-01-01..2027-12-31"):
+    with pytest.raises(ValueError, match=r"2025-01-01..2027-12-31"):
         sim.items(date(2024, 12, 31))
-    with pytest.raises(ValueError, match="2025-01-01..2027-12-31"):
+    with pytest.raises(ValueError, match=r"2025-01-01..2027-12-31"):
         sim.items("2028-01-01")
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         sim.items("08/10/2026")
@@ -185,7 +185,7 @@ def test_each_applicant_has_one_stable_bizrno(observed):
     for i in observed:
         if i["BIZRNO"] and re.fullmatch(r"\d{10}", i["BIZRNO"]):
             by_name.setdefault(i["ENTP_NAME"], Counter())[i["BIZRNO"]] += 1
-    assert {b for b in by_name["㈜하이플"]} == {"4338600179"}
+    assert set(by_name["㈜하이플"]) == {"4338600179"}
     assert set(by_name["하이플생명과학(주)"]) == {"1338124994"}
     for name in TOP_APPLICANTS:
         assert len(by_name[name]) == 1, (name, by_name[name])
@@ -322,7 +322,7 @@ QUIRKS = {
 
 def test_every_real_text_quirk_occurs(sim, observed):
     rows = observed + sim.items("2025-06-30")
-    found = {name: 0 for name in QUIRKS}
+    found = dict.fromkeys(QUIRKS, 0)
     for item in rows:
         for fld, value in item.items():
             if value:
@@ -497,7 +497,7 @@ def test_every_kind_of_change_happens_within_60_days(sim, start):
     first = date.fromisoformat(start)
     days = list(_days(first, first + timedelta(days=59)))
     found: set[str] = set()
-    for prev, d in zip([first - timedelta(days=1)] + days, days):
+    for prev, d in itertools.pairwise([first - timedelta(days=1)] + days):
         found |= _categories(sim.truth(prev, d, seen=list(_days(first - timedelta(days=90), prev))))
     expected = {"new", "grant-derived new", "transfer", "rename", "cosmetic only", "number assignment",
                 "withdrawal", "reappearance"} | {f"substantive {f}" for f in COMPARED_FIELDS}
@@ -575,7 +575,7 @@ def test_churn_day_truth_matches_the_frames():
             else:
                 assert _keys.field_display(fld, before[k]) == _keys.field_display(fld, now[k])
     assert seen_changed == len(changed)
-    for c, row in zip(sorted(truth.of_type(EventType.NEW), key=lambda c: c.entity_id), new_rows[len(kept):]):
+    for c, row in zip(sorted(truth.of_type(EventType.NEW), key=lambda c: c.entity_id), new_rows[len(kept):], strict=True):
         assert c.permit_no == permit_norm(row[0])
     total = len(truth.changes)
     assert 0.8 * 100 <= total <= 1.2 * 100

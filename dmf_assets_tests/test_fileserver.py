@@ -16,8 +16,14 @@ from urllib.parse import quote, unquote
 import httpx
 import pytest
 
-from dmf_assets.report.fileserver import (REQUEST_DEADLINE_S, XLSX, FileServerError, PortBusy, is_report_name,
-                                         start_file_server)
+from dmf_assets.report.fileserver import (
+    REQUEST_DEADLINE_S,
+    XLSX,
+    FileServerError,
+    PortBusy,
+    is_report_name,
+    start_file_server,
+)
 from dmf_assets.settings import PROJECT_ROOT
 
 DAY = "DMF_리포트_2026-10-08.xlsx"

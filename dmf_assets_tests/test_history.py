@@ -9,14 +9,15 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 from dmf_assets.domain.diff import diff_snapshots
 from dmf_assets.domain.gates import BaseFacts, GateOutcome
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.storage import db as dbmod
 from dmf_assets.orchestration import commit as day_commit
+from dmf_assets.storage import db as dbmod
 from dmf_assets.storage import history
 from dmf_assets.storage.db import DatabaseBusy, MigrationError, open_database
 
@@ -121,7 +122,7 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
         commit(conn, DAYS[0], snapshots)
         before = (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall())
         broken = snapshots[DAYS[1]].drop("content_hash")  # fails inside the transaction
-        with pytest.raises(Exception):
+        with pytest.raises(pl.exceptions.ColumnNotFoundError):
             day_commit.commit_day(conn, DAYS[1], broken, diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
                                base=BaseFacts(day=DAYS[0]), churn=_churn_ok())
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
@@ -146,9 +147,11 @@ def test_migrations_are_recorded_checksummed_and_backed_up(tmp_path, monkeypatch
         assert "note" not in [c[0] for c in old.execute("DESCRIBE runs").fetchall()]
 
     (migrations / "0001_history.sql").write_text("-- edited after the fact\n", encoding="utf-8")
-    with pytest.raises(MigrationError, match="edited after it was applied"):
-        with open_database(path, backups_dir=backups):
-            pass
+    with (
+        pytest.raises(MigrationError, match="edited after it was applied"),
+        open_database(path, backups_dir=backups),
+    ):
+        pass
 
 
 def _hold_lock(path: str, seconds: float, ready) -> None:
@@ -167,9 +170,8 @@ def test_second_process_waits_then_reports_who_holds_the_database(tmp_path):
         assert ready.wait(60)
         assert dbmod.lock_holder(Path(path))["purpose"] == "holder test"
         started = time.monotonic()
-        with pytest.raises(DatabaseBusy, match="holder test"):
-            with open_database(path, lock_timeout_s=0.5):
-                pass
+        with pytest.raises(DatabaseBusy, match="holder test"), open_database(path, lock_timeout_s=0.5):
+            pass
         assert time.monotonic() - started < 3
         # a patient caller simply gets the database once the holder is done
         with open_database(path, lock_timeout_s=30) as conn:

@@ -211,7 +211,7 @@ def _run_batches(batches: list[list[list[str]]], env: dict) -> list[dict]:
                               stderr=subprocess.PIPE, text=True, env=env, cwd=PROJECT_ROOT) for _ in batches]
     results = []
     try:
-        for proc, batch in zip(procs, batches):
+        for proc, batch in zip(procs, batches, strict=True):
             out, err = proc.communicate(json.dumps(batch), timeout=300)
             assert proc.returncode == 0, err[-3000:]
             results += json.loads(out)

@@ -28,10 +28,10 @@ from openpyxl import load_workbook
 
 from dmf_assets.domain.text import display_text
 from dmf_assets.emulator import faults as F
-from dmf_assets.runs import launch
+from dmf_assets.emulator.client import default_simulator
 from dmf_assets.report.cells import FORMULA_TRIGGERS, TRUNCATION_MARK, ooxml_unescape
 from dmf_assets.report.workbook import SHEET_EVENTS, SHEET_FIELDS
-from dmf_assets.emulator.client import default_simulator
+from dmf_assets.runs import launch
 from dmf_assets.storage import history
 from dmf_assets_tests.graph_support import make_workspace
 
@@ -109,7 +109,7 @@ def test_duckdb_stores_the_display_values_normalization_defines(hostile_run):
     assert seen_fields == set(COLUMN)
     # the explicit cases, spelled out
     by_value = {v: k for p in hostile.values() for k, v in p.items()}
-    assert display_text(F.HOSTILE_CONTROLS) == "Ctrl Pharma Ltd." and "MNFCTR_NAME" == by_value[F.HOSTILE_CONTROLS]
+    assert display_text(F.HOSTILE_CONTROLS) == "Ctrl Pharma Ltd." and by_value[F.HOSTILE_CONTROLS] == "MNFCTR_NAME"
     assert display_text("\t=1+1") == "=1+1" and display_text("\u202eRTL 주소 gnp.exe") == "RTL 주소 gnp.exe"
     assert display_text("💊 알약 성분") == "💊 알약 성분" and display_text("'; DROP TABLE records; --") == "'; DROP TABLE records; --"
 
@@ -157,7 +157,7 @@ def _sheet_xml(path: Path) -> dict[str, str]:
 
 
 def test_workbook_has_no_formula_and_shows_formula_like_text_literally(hostile_run):
-    ws, _, hostile = hostile_run
+    ws, _, _hostile = hostile_run
     path = ws.root / "reports" / f"DMF_리포트_{HOSTILE_DAY.isoformat()}.xlsx"
     sheets = _sheet_xml(path)
     assert len(sheets) >= 9

@@ -4,7 +4,6 @@ particle left open, no sheet that the workbook does not have, no promise the cod
 from __future__ import annotations
 
 import re
-from dataclasses import fields
 from datetime import date, datetime, time
 
 import pytest

@@ -149,7 +149,7 @@ def test_webhook_flavour_is_recognised_by_host(url, flavour):
 
 def test_three_rejected_days_in_a_row_escalate(tmp_path):
     days = [date(2026, 11, d) for d in (24, 25, 26, 27)]
-    statuses = dict(zip(days, ("accepted", "rejected", "rejected", "rejected")))
+    statuses = dict(zip(days, ("accepted", "rejected", "rejected", "rejected"), strict=True))
     streak = notify.rejected_streak(statuses, n=3)
     assert streak == days[1:]
     assert notify.rejected_streak({**statuses, days[1]: "accepted"}, n=3) == []
@@ -183,7 +183,7 @@ def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
         notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()])
         got, kinds = [], []
         for report in (quiet, heavy, rejected):
-            mail, alerts = notifier.deliver_day(notify.ReportDelivery.from_day_report(report, None))
+            _mail, alerts = notifier.deliver_day(notify.ReportDelivery.from_day_report(report, None))
             kinds.append([a.stored.kind for a in alerts])
             got += [hook.next()["json"] for _ in range(1 + len(alerts))]
         assert hook.received.empty()

@@ -152,7 +152,7 @@ def test_overwritten_bytes_fail_cleanly(healthy, tmp_path, capsys, where):
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--database", str(copy), "--today", LAST.isoformat())
     assert rc == 2
     assert "Traceback" not in out + err
-    line = next(l for l in out.splitlines() if "DB 파일 / database" in l)
+    line = next(ln for ln in out.splitlines() if "DB 파일 / database" in ln)
     assert line.split()[0] == FAIL
     expected = "not a valid DuckDB database file" if where == "header" else "checksum"
     assert expected in line and "손상" in line and "`dmf restore`" in line and "`dmf rebuild`" in line

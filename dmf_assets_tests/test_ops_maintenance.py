@@ -5,7 +5,7 @@ keeping the last accepted day's data, the newest backups and the database."""
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 import duckdb
@@ -100,13 +100,13 @@ def test_backup_step_is_in_the_duckdb_pool_and_runs_first(maintenance):
 
 
 def test_schedule_0530_kst_before_the_collection_and_definitions_load():
-    start = datetime(2026, 10, 7, 0, 0, tzinfo=timezone.utc).timestamp()
+    start = datetime(2026, 10, 7, 0, 0, tzinfo=UTC).timestamp()
     ticks = cron_string_iterator(start, daily_maintenance.cron_schedule, daily_maintenance.execution_timezone)
     collection = cron_string_iterator(start, daily_0600_kst.cron_schedule, daily_0600_kst.execution_timezone)
-    for tick, collect, kst_day in zip(ticks, collection, ("2026-10-08", "2026-10-09")):
+    for tick, collect, kst_day in zip(ticks, collection, ("2026-10-08", "2026-10-09"), strict=False):  # the cron iterator never ends
         local = tick.astimezone(KST)
         assert (local.hour, local.minute) == (5, 30) and local.date().isoformat() == kst_day
-        assert tick.astimezone(timezone.utc).hour == 20  # 20:30 UTC the day before
+        assert tick.astimezone(UTC).hour == 20  # 20:30 UTC the day before
         assert timedelta(0) < collect - tick <= timedelta(minutes=30)  # the same morning, before 06:00
         (request,) = daily_maintenance.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests
         assert request.run_key == f"maintenance:{kst_day}" and request.tags == {"dmf/trigger": "schedule", "dagster/schedule_name": "daily_maintenance"}

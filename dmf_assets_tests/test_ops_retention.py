@@ -17,8 +17,8 @@ from dmf_assets.ops.retention import prune, prune_backups
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.settings import Retention, load_settings
 from dmf_assets.source.archive import DayArchive
-from dmf_assets.storage.history import day_id
 from dmf_assets.storage.db import open_database
+from dmf_assets.storage.history import day_id
 
 TODAY = date(2026, 10, 8)
 NOW = datetime(2026, 10, 8, 5, 30, tzinfo=KST)

@@ -4,8 +4,6 @@ materializations and a rejected day's failed gate check (on its partition) are i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dagster as dg
 import pytest
 import yaml
@@ -78,7 +76,7 @@ def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypa
     verdicts = other.fetch_materializations(dg.AssetKey("integrity_verdict"), limit=10).records
     assert sorted(r.partition_key for r in verdicts) == DAYS[:2]
     rejected = other.fetch_observations(dg.AssetKey("integrity_verdict"), limit=10).records
-    from dmf_assets.orchestration.verdict import VERDICT, REJECTED_TEXT
+    from dmf_assets.orchestration.verdict import REJECTED_TEXT, VERDICT
 
     assert [(r.partition_key, r.event_log_entry.asset_observation.metadata[VERDICT].value) for r in rejected] == [
         ("2026-10-07", REJECTED_TEXT)]

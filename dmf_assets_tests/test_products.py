@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import date
-from pathlib import Path
-
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.report.products import ProductsError, load_products, parse_products, product_hits
-from dmf_assets.errors import UserError
 from dmf_assets.domain.text import match_key
+from dmf_assets.errors import UserError
+from dmf_assets.report.day_data import build_day_report
+from dmf_assets.report.products import ProductsError, load_products, parse_products, product_hits
 from dmf_assets.report.workbook import KPI_LABELS, SHEET_EVENTS, SHEET_SUMMARY, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage.db import open_database
-from dmf_assets.report.day_data import build_day_report
 from dmf_assets_tests.test_analyst import E_DAYS, edited  # noqa: F401 — shared fixture
 from dmf_assets_tests.test_workbook_ledger import rows_of
 
@@ -62,7 +59,7 @@ def test_product_hits_by_number_or_ingredient_and_manufacturer():
     products = parse_products(HEADER + "A정,,20050831 - 37 - c - 34 - 05 (4),\n"
                                        "B캡슐,아시클로버,,Zhejiang Charioteer\n"
                                        "C주,반코마이신,,\n", "t.csv")
-    ev = lambda **kw: {"permit_no": None, "ingredient_key": None, "manufacturer_key": None, **kw}  # noqa: E731
+    ev = lambda **kw: {"permit_no": None, "ingredient_key": None, "manufacturer_key": None, **kw}  # noqa: E731 - a one-line helper, read where it is used
     events = [
         ev(permit_no="20050831-37-C-34-05(4)"),  # by number (any spelling in the file)
         ev(permit_no="X", ingredient_key=match_key("아시클로버"), manufacturer_key=match_key("ZHEJIANG CHARIOTEER PHARMACEUTICAL CO., LTD.", "company")),
@@ -78,7 +75,7 @@ def test_product_hits_by_number_or_ingredient_and_manufacturer():
     assert hits[0] == ("A정 (20050831-37-C-34-05(4))",) and hits[4][0].startswith("C주")
 
 
-def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # noqa: F811
+def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     csv = tmp_path / "products.csv"
     csv.write_text(HEADER + f"우리정,,{edited.twice},\n", encoding="utf-8")
     base = load_settings()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import shutil
 from datetime import date
 
-import dagster as dg
-
 from dmf_assets.defs.resources import build_resources
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL, load_settings

@@ -14,6 +14,7 @@ together with the captured logs, stdout/stderr and failure messages, for the key
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -31,7 +32,6 @@ from datetime import date
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
-import dagster as dg
 import duckdb
 import polars as pl
 import pytest
@@ -73,14 +73,12 @@ def _sqlite_texts(path: Path) -> list[str]:
     try:
         tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         for table in tables:
-            for row in con.execute(f'SELECT * FROM "{table}"'):  # noqa: S608 - names from sqlite_master
+            for row in con.execute(f'SELECT * FROM "{table}"'):
                 for value in row:
                     if isinstance(value, bytes):
                         out.append(value.decode("utf-8", "replace"))
-                        try:
+                        with contextlib.suppress(zlib.error):
                             out.append(zlib.decompress(value).decode("utf-8", "replace"))
-                        except zlib.error:
-                            pass
                     elif value is not None:
                         out.append(str(value))
     finally:
@@ -94,7 +92,7 @@ def _duckdb_texts(path: Path) -> list[str]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         for (table,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall():
-            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()  # noqa: S608 - names from the catalog
+            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
             out.append("\n".join(map(str, rows)))
     finally:
         con.close()

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 import duckdb
 from openpyxl import load_workbook

@@ -141,7 +141,7 @@ class Dagit:
     def start(self) -> None:
         cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
                "-h", "127.0.0.1", "-p", str(self.port)]
-        self._log = open(self.log_path, "wb")
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server's log for its lifetime, closed in stop()
         self.proc = subprocess.Popen(cmd, cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         deadline = time.monotonic() + STARTUP_TIMEOUT_S

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time as _time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -70,9 +70,9 @@ def test_report_deadline_is_0900_kst_for_today(tmp_path):
     assert check.status == FAIL and "2026-11-27" in check.message_ko
     assert (alert.kind, alert.workbook, str(alert.latest_report)) == ("overdue", "reports/DMF_리포트_2026-11-27.xlsx", "2026-11-26")
     # a server clock in UTC: 00:30 UTC is 09:30 in Korea, and the expected day is Korea's today
-    check, _ = report_check(reports, datetime(2026, 11, 27, 0, 30, tzinfo=timezone.utc))
+    check, _ = report_check(reports, datetime(2026, 11, 27, 0, 30, tzinfo=UTC))
     assert check.status == FAIL and "2026-11-27" in check.message_ko
-    assert report_check(reports, datetime(2026, 11, 26, 23, 59, tzinfo=timezone.utc))[0].status == OK
+    assert report_check(reports, datetime(2026, 11, 26, 23, 59, tzinfo=UTC))[0].status == OK
     (reports / "DMF_리포트_2026-11-27.xlsx").write_bytes(b"x")
     assert report_check(reports, LATE)[0].status == OK
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 import random
 import zipfile
 from dataclasses import replace
-from datetime import date, datetime, timedelta, timezone
-from pathlib import Path
+from datetime import UTC, date, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.errors import UserError
 from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.errors import UserError
 from dmf_assets.report import styles as st
+from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
 from dmf_assets.report.model import (
     AggregateRow,
     DayReport,
@@ -30,7 +30,6 @@ from dmf_assets.report.model import (
     Kpis,
     QualityRow,
 )
-from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
@@ -121,20 +120,20 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
                 manu = text
             else:
                 addr = text
-        base = dict(
-            dmf_key=key,
-            permit_no=permit,
-            base_dmf_key=None,
-            ingredient=ingr,
-            ingredient_base=(ingr or "")[:20] or None,
-            applicant=appl,
-            bizrno=f"{1000000000 + i * 7919}",
-            manufacturer=manu,
-            address=addr,
-            countries=countries,
-            issue_date=issue,
-            target_class=("별표1", "별표1의2", "신물질", "기타", "인태반 유래")[i % 5],
-        )
+        base = {
+            "dmf_key": key,
+            "permit_no": permit,
+            "base_dmf_key": None,
+            "ingredient": ingr,
+            "ingredient_base": (ingr or "")[:20] or None,
+            "applicant": appl,
+            "bizrno": f"{1000000000 + i * 7919}",
+            "manufacturer": manu,
+            "address": addr,
+            "countries": countries,
+            "issue_date": issue,
+            "target_class": ("별표1", "별표1의2", "신물질", "기타", "인태반 유래")[i % 5],
+        }
         if kind in (0, 1):
             ev = EventRow(event_type="NEW", severity="INFO", **base)
             if i % 20 == 1:
@@ -288,7 +287,7 @@ def accepted_report(n_events: int = 100, *, registry: int = 9_203, hostile: bool
         quality=QUALITY,
         watchlist={"ingredients": ("메트포르민",), "applicants": ("테스트제약",), "manufacturers": (), "countries": ()},
         run_info={"실행 ID": "run-abc123", "수집 페이지": "19", "소요 시간": "41.2 s"},
-        generated_at=datetime(2026, 10, 7, 21, 12, 5, tzinfo=timezone.utc),
+        generated_at=datetime(2026, 10, 7, 21, 12, 5, tzinfo=UTC),
     )
 
 
@@ -429,7 +428,7 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
 
 
 def test_events_sorted_by_severity_then_key_with_colours(accepted_book):
-    report, result, wb = accepted_book
+    _report, result, wb = accepted_book
     ws = wb[SHEET_EVENTS]
     assert [c.value for c in ws[4]][: len(EVENT_COLUMNS)] == [c.header for c in EVENT_COLUMNS]
     rows = read_events_sheet(result.path)
@@ -456,7 +455,7 @@ def test_round_trip_of_events_table_including_hostile_text(accepted_book):
     assert len(rows) == len(expected) == 90
     text_fields = ("permit_no", "ingredient", "applicant", "manufacturer", "countries", "target_class", "bizrno", "address", "dmf_key", "base_dmf_key")
     seen_hostile = set()
-    for got, ev in zip(rows, expected):
+    for got, ev in zip(rows, expected, strict=True):
         assert got["event_type"] == ev.event_type and got["severity"] == ev.severity
         for f in text_fields:
             want = getattr(ev, f)
@@ -541,7 +540,7 @@ def test_dates_numbers_and_percent_formats(accepted_book):
 
 
 def test_hyperlinks_search_the_registration_on_nedrug(accepted_book):
-    report, result, wb = accepted_book
+    _report, result, wb = accepted_book
     rows = read_events_sheet(result.path)
     assert all(r["link"] for r in rows)
     for r in rows:
@@ -576,7 +575,7 @@ def test_frozen_panes_filters_print_setup_and_charts(accepted_book):
 
 
 def test_rejected_day_says_so_on_every_sheet(rejected_book):
-    report, result, wb = rejected_book
+    _report, result, wb = rejected_book
     expected_banner = f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})"
     for ws in wb.worksheets:
         assert ws["A1"].value == expected_banner, ws.title
@@ -826,6 +825,6 @@ def test_column_wise_cells_are_the_cells_of_the_one_rule():
     writer = xlsx_body.BodyWriter(wb.active, 2, 2, cells._style_array)
     for kind, values in (("text", texts), ("wrap", texts), ("date", dates)):
         got = cells._column_tails(writer, 1, kind, pl.Series(values, dtype=pl.Utf8)).to_list()
-        for value, tail in zip(values, got):
+        for value, tail in zip(values, got, strict=True):
             xml = cells._stream_cell(writer, 1, 1, kind, value)
             assert tail == xml[xml.index('"', 6) + 1:], (kind, value[:40] if value else value)

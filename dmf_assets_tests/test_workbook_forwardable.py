@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 import subprocess
 import sys
@@ -144,12 +145,12 @@ def _trend(summary) -> dict[date, dict]:
     for r in rows[top + 1:]:
         if not isinstance(r[0], datetime):
             break
-        out[r[0].date()] = dict(zip(header, r))
+        out[r[0].date()] = dict(zip(header, r, strict=True))
     return out
 
 
 def test_trend_status_is_a_word_and_history_counts_its_days_from_the_runs(books):
-    database, reports, runs, _, wb, _ = books
+    _database, reports, runs, _, wb, _ = books
     trend = _trend(wb[SHEET_SUMMARY])
     assert set(trend) == set(DAYS)
     assert all(isinstance(row["상태"], str) for row in trend.values())
@@ -188,7 +189,7 @@ def test_every_value_fits_its_column(books, book):
         merged = _merged(ws)
         widths = {col: dim.width for col, dim in ws.column_dimensions.items()}
         for row in ws.iter_rows(min_row=4):
-            for cell, right in zip(row, row[1:]):
+            for cell, right in itertools.pairwise(row):
                 if cell.value is None or right.value is None or cell.coordinate in merged or cell.alignment.wrap_text:
                     continue
                 if (ws.title, ws.cell(row=4, column=cell.column).value) == (SHEET_LEDGER, "제조소 소재지 (원문)"):
@@ -297,7 +298,7 @@ def test_history_shows_a_withdrawal_and_the_reappearance_as_spans(real_items, tm
     days = [date(2026, 9, 1) + timedelta(days=i) for i in range(5)]
     without = [r for r in real_items if r["DMF_PERMIT_NO"] != gone]
     with open_database(tmp_path / "h.duckdb") as conn:
-        for d, items in zip(days, (real_items, without, without, real_items, real_items)):
+        for d, items in zip(days, (real_items, without, without, real_items, real_items), strict=True):
             commit_items(conn, d, items)
     code = main(["history", gone, "--database", str(tmp_path / "h.duckdb")])
     out = capsys.readouterr().out

@@ -13,21 +13,21 @@ import polars as pl
 import pytest
 from openpyxl import load_workbook
 
+from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets.report.model import EventRow, FieldChangeRow
+from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.report.workbook import (
+    KPI_LABELS,
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_LEDGER,
     SHEET_RECENT,
     SHEET_SUMMARY,
-    KPI_LABELS,
     write_workbook,
 )
-from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets_tests.test_analyst import E_DAYS, REJECTED, edited, emulated  # noqa: F401 — shared fixtures
 
 
@@ -37,7 +37,7 @@ def rows_of(ws, header_row: int = 4) -> list[dict]:
     for r in ws.iter_rows(min_row=header_row + 1, values_only=True):
         if all(v is None for v in r):
             continue
-        out.append(dict(zip(header, r)))
+        out.append(dict(zip(header, r, strict=True)))
     return out
 
 
@@ -51,14 +51,14 @@ def report_for(database, day, settings=None):
 
 
 @pytest.fixture(scope="module")
-def book_1008(emulated, tmp_path_factory):  # noqa: F811
+def book_1008(emulated, tmp_path_factory):  # noqa: F811 - pytest fixtures imported from test_analyst
     report = report_for(emulated, date(2026, 10, 8))
     result = write_workbook(report, tmp_path_factory.mktemp("wb"))
     return report, result, load_workbook(result.path)
 
 
-def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_1008, emulated):  # noqa: F811
-    report, result, wb = book_1008
+def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_1008, emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
+    _report, result, wb = book_1008
     name = next(n for n in wb.sheetnames if "전체" in n)
     assert name == SHEET_LEDGER
     with open_database(emulated) as conn:
@@ -89,7 +89,7 @@ def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_100
         assert recent.cell(row=target_row, column=recent_key_col).value == ws.cell(row=cell.row, column=key_col).value
 
 
-def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_1008, emulated):  # noqa: F811
+def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_1008, emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
     _, _, wb = book_1008
     with open_database(emulated) as conn:
         n = conn.execute("SELECT count(*) FROM events WHERE day_id BETWEEN 20260711 AND 20261008").fetchone()[0]
@@ -100,7 +100,7 @@ def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_10
     assert {r["비교 기준일"].date() for r in rows if r["관측일"].date() == date(2026, 10, 7)} == {date(2026, 10, 5)}
 
 
-def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  # noqa: F811
+def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     report = report_for(emulated, date(2026, 10, 7))
     assert report.comparison_base == date(2026, 10, 5) and report.gap_days == 2
     wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
@@ -113,7 +113,7 @@ def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  
     assert "일치 변경" not in report_for(emulated, date(2026, 10, 8)).status_reason
 
 
-def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path):  # noqa: F811
+def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     report = report_for(emulated, REJECTED)
     wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
     ws = wb[SHEET_LEDGER]
@@ -123,7 +123,7 @@ def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path): 
     assert wb[SHEET_LEDGER]["A1"].value.startswith("수집 실패 — 비교 기준은 여전히 2026-10-05입니다")
 
 
-def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated, tmp_path):  # noqa: F811
+def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     """Issue 9: a re-derived day's title said 「비교 기준 2026-11-01」, its gate rows 「비교 기준 없음」."""
     copy = tmp_path / "stale.duckdb"
     shutil.copy(emulated, copy)
@@ -181,7 +181,7 @@ def _cells(ws) -> dict:
             "freeze": ws.freeze_panes, "print_area": ws.print_area}
 
 
-def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):  # noqa: F811
+def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported from test_analyst
     """The long tables (전체현황 and the aggregates) are written as XML straight away (`xlsx_body`);
     the file must read back cell for cell as the openpyxl path writes it — hostile text included."""
     from dmf_assets.report import cells
@@ -207,14 +207,14 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
     assert ledger.row_dimensions[last].height > 15  # two sites on two lines
 
 
-def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F811
+def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
     """전체현황's derived texts, column by column (`rows.ledger_frame`), on the odd cases of a registry."""
     from dmf_assets.report.rows import ledger_frame
     from dmf_assets.storage.registry import registry_asof
 
     with open_database(emulated) as conn:
         _, registry = registry_asof(conn, date(2026, 10, 8))
-    site = lambda name, country, role=None: {"name": name, "address": None, "country": country, "role": role}  # noqa: E731
+    site = lambda name, country, role=None: {"name": name, "address": None, "country": country, "role": role}  # noqa: E731 - a one-line helper, read where it is used
     cases = [  # (sites, manufacturer, country_list, countries, permit_fmt) -> (제조소, 제조국, 번호 형식)
         ([site("A", "독일"), site(None, None, "원료")], "M", ["독일", "독일"], "x", "standard",
          "1. A (독일)\n2. [원료] (제조소명 없음) (국가 미상)", "독일", "표준"),
@@ -238,7 +238,7 @@ def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F8
 # --- hand-edited real rows -----------------------------------------------------------------------
 
 
-def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # noqa: F811
+def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     day = E_DAYS[3]
     report = report_for(edited.database, day)
     wb = load_workbook(write_workbook(report, tmp_path).path)
@@ -259,7 +259,7 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
     assert f"제조소(추가 {edited.site_name} (중국))" in sentence and sentence.endswith("바뀌었습니다.")
 
 
-def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811
+def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     report = report_for(edited.database, E_DAYS[4])
     assert report.kpis.withdrawn == 5 and report.withdrawal_share == pytest.approx(5 / 151)
     wb = load_workbook(write_workbook(report, tmp_path).path)
@@ -308,15 +308,15 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
 
 
 def _ev(key: str, **kw) -> EventRow:
-    base = dict(event_type="CHANGED", severity="HIGH", dmf_key=key, permit_no=key, base_dmf_key=key, ingredient="성분",
-                ingredient_base=None, applicant="(주)옛이름", bizrno=None, manufacturer="M", address=None, countries="인도",
-                issue_date=None, target_class=None)
+    base = {"event_type": "CHANGED", "severity": "HIGH", "dmf_key": key, "permit_no": key, "base_dmf_key": key, "ingredient": "성분",
+                "ingredient_base": None, "applicant": "(주)옛이름", "bizrno": None, "manufacturer": "M", "address": None, "countries": "인도",
+                "issue_date": None, "target_class": None}
     base.update(kw)
     return EventRow(**base)
 
 
 def test_sentences_group_mass_changes_and_put_products_first():
-    rename = lambda k: _ev(k, changes=(FieldChangeRow(k, k, "성분", "(주)새이름", "applicant", "(주)옛이름", "(주)새이름", False, "HIGH"),),  # noqa: E731
+    rename = lambda k: _ev(k, changes=(FieldChangeRow(k, k, "성분", "(주)새이름", "applicant", "(주)옛이름", "(주)새이름", False, "HIGH"),),  # noqa: E731 - a one-line helper, read where it is used
                            changed_fields=("applicant",), applicant="(주)새이름")
     mass = [rename(f"2020010{i}-1-A-1-01") for i in range(6)]
     single = _ev("20200201-2-B-2-02", severity="CRITICAL", changed_fields=("address",),

@@ -10,8 +10,8 @@ import zlib
 
 import pytest
 
-from dmf_assets_tests.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
 from dmf_assets.report.workbook import write_workbook
+from dmf_assets_tests.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
 from dmf_assets_tests.test_workbook import REJECT_REASON, accepted_report, rejected_report
 
 
@@ -60,7 +60,7 @@ def test_korean_text_is_drawn_with_a_korean_font(rendered):
 def _png(width: int, height: int, pixels: list[bytearray], filters: list[int]) -> bytes:
     """Encode RGB rows with the given PNG filter per row (the inverse of the decoder under test)."""
     bpp, raw, prev = 3, bytearray(), bytearray(width * 3)
-    for row, ftype in zip(pixels, filters):
+    for row, ftype in zip(pixels, filters, strict=True):
         out = bytearray(len(row))
         for i, value in enumerate(row):
             a = row[i - bpp] if i >= bpp else 0

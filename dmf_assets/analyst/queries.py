@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -58,7 +59,7 @@ def find_records(conn: duckdb.DuckDBPyConnection, key: str | None = None, *, ing
         found.append(ids)
     for column, pattern in (("ingredient", ingredient), ("applicant", applicant), ("manufacturer", manufacturer)):
         if pattern:
-            needle = match_key(pattern, PATTERN_KINDS[column]) or ""  # type: ignore[arg-type]
+            needle = match_key(pattern, PATTERN_KINDS[column]) or ""
             found.append(storage.records_by_pattern(conn, column, needle) if needle else set())
     return sorted(set.intersection(*found)) if found else []
 
@@ -72,7 +73,7 @@ def compact_key(text: str) -> str:
 # --- one registration's history -------------------------------------------------------------------
 
 
-def sites_text(sites) -> str | None:
+def sites_text(sites: Sequence[Mapping[str, str | None]] | None) -> str | None:
     """Sites as numbered lines: '1. [role] Name (country)'."""
     if not sites:
         return None

@@ -20,13 +20,13 @@ from dmf_assets.emulator._records import (
     ING,
     MFR,
     NOTICE,
-    P,
     Factory,
+    P,
     Row,
     canonical_of,
     site_count,
 )
-from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
+from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME, Country
 
 #: model.COMPARED_FIELDS name -> position in a row (API field order)
 COMPARED_POSITIONS: dict[str, int] = {
@@ -57,9 +57,9 @@ def compare_rows(old: Row, new: Row) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def truth_change(eid: int, old: Row | None, new: Row | None, reappeared: bool = False) -> TruthChange | None:
-    if old is None and new is None:
-        return None
     if old is None:
+        if new is None:
+            return None
         return TruthChange(eid, EventType.NEW, _keys.permit_key(new[P]), is_reappearance=reappeared)
     if new is None:
         return TruthChange(eid, EventType.WITHDRAWN, _keys.permit_key(old[P]), base_permit_no=_keys.permit_key(old[P]))
@@ -107,7 +107,7 @@ def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> Edit
     return new, f"manufacturer added: {role}{m.name} ({c.canonical})", ("manufacturer", "address")
 
 
-def _country_of(row: Row):
+def _country_of(row: Row) -> Country | None:
     return COUNTRY_BY_NAME.get(canonical_of(row[CTRY] or "") or "")
 
 

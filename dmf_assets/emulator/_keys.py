@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache
 
 from dmf_assets.domain.countries import canonical_country
 
@@ -62,7 +62,7 @@ def _is_punct(ch: str) -> bool:
     return unicodedata.category(ch)[0] == "P"
 
 
-@lru_cache(maxsize=None)
+@cache
 def display(value: str | None, ctrl: str = "space") -> str | None:
     """NFKC, look-alikes folded, control characters removed, whitespace collapsed, trimmed."""
     if value is None:
@@ -78,7 +78,7 @@ def _compact(text: str) -> str:
     return "".join(ch for ch in text if not ch.isspace() and not _is_punct(ch)).lower()
 
 
-@lru_cache(maxsize=None)
+@cache
 def text_key(field: str, value: str | None, variant: str = OFFICIAL) -> str | None:
     """Matching key of one text field under one key variant (None when blank)."""
     ctrl, legal = VARIANTS[variant]
@@ -101,7 +101,7 @@ def text_key(field: str, value: str | None, variant: str = OFFICIAL) -> str | No
     return k or None
 
 
-@lru_cache(maxsize=None)
+@cache
 def countries_key(value: str | None) -> str | None:
     """Canonical country names, de-duplicated and sorted (order and spelling are cosmetic)."""
     d = display(value)
@@ -114,7 +114,7 @@ def countries_key(value: str | None) -> str | None:
     return "|".join(sorted(names)) or None
 
 
-@lru_cache(maxsize=None)
+@cache
 def permit_key(value: str | None) -> str | None:
     """Normalized permit number: NFKC, punctuation folded, whitespace removed, upper-case."""
     if value is None:

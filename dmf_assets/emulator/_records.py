@@ -12,13 +12,14 @@ import bisect
 import random
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from dmf_assets.domain.countries import canonical_country
 from dmf_assets.emulator import _keys, _vocab
 from dmf_assets.emulator._sampling import cumulative, pick
 from dmf_assets.emulator._vocab import COUNTRIES, Country
-from dmf_assets.domain.countries import canonical_country
 
 Row = tuple  # (permit, ingredient, applicant, manufacturer, address, countries, date, bizrno, notice)
 P, ING, APP, MFR, ADDR, CTRY, DATE, BIZ, NOTICE = range(9)
@@ -109,7 +110,7 @@ class Draft:
     meta: dict = field(default_factory=dict)
 
 
-def _interp(anchors, d: date) -> float:
+def _interp(anchors: Sequence[tuple[date, float]], d: date) -> float:
     xs = [a[0].toordinal() for a in anchors]
     x = d.toordinal()
     i = max(1, min(len(xs) - 1, bisect.bisect_left(xs, x)))
@@ -127,7 +128,7 @@ class Factory:
 
     def __init__(self, rng: random.Random, seed_rows: list[dict] | None = None) -> None:
         self.rng = rng
-        self.used: set[str] = set()  # normalized permit numbers in use
+        self.used: set[str | None] = set()  # normalized permit numbers in use
         self.grants: dict[str, list[str]] = {}  # base number -> suffixes used
         self.nd_seq: dict[int, int] = {}  # new-substance first number -> last second number
         self.ingredients = self._build_ingredients(seed_rows or [])
@@ -162,7 +163,7 @@ class Factory:
                              nd_prefix=rng.random() < 0.75)
             out.append(ing)
             by_base[base] = ing
-        for i, herbal in enumerate(_vocab.HERBAL_INGREDIENTS):
+        for herbal in _vocab.HERBAL_INGREDIENTS:
             ing = Ingredient(herbal, ("",), 0.4, "herbal", "211", "J")
             out.append(ing)
             by_base[herbal] = ing
@@ -219,7 +220,7 @@ class Factory:
     def _build_manufacturers(self) -> dict[str, list[tuple[Manufacturer, float]]]:
         rng = self.rng
         pools: dict[str, list[tuple[Manufacturer, float]]] = {}
-        seen: set[str] = set()
+        seen: set[str | None] = set()
         for c in COUNTRIES:
             n = max(1, round(c.entries / 4.2))
             pool: list[tuple[Manufacturer, float]] = []
@@ -253,10 +254,10 @@ class Factory:
         pool = self.manufacturers[country.canonical]
         return pool[pick(self.rng, self._mfr_cum[country.canonical])][0]
 
-    def draw_sites(self, ingredient: Ingredient, first_country: Country | None = None):
+    def draw_sites(self, ingredient: Ingredient, first_country: Country | None = None) -> list[tuple[str | None, Manufacturer, str]]:
         rng = self.rng
         c0 = first_country or self.pick_country()
-        sites = [(None, self.pick_manufacturer(c0), c0.spell(rng))]
+        sites: list[tuple[str | None, Manufacturer, str]] = [(None, self.pick_manufacturer(c0), c0.spell(rng))]
         if rng.random() < 0.105:
             extra = 1 if rng.random() < 0.8 else (2 if rng.random() < 0.75 else 3)
             for _ in range(extra):
@@ -378,9 +379,10 @@ class Factory:
             mfr = d.name_sep.join(names) + ("," if d.trailing_comma else "")
             addr = d.name_sep.join(addrs)
             ctry = ",".join(ctrys)
-        biz = d.applicant.bizrno
+        bizrno = d.applicant.bizrno
+        biz: str | None = bizrno
         if rng.random() < 0.002:  # a handful of records carry a blank or odd BIZRNO
-            biz = rng.choice(("", None, f"{biz[:3]}-{biz[3:5]}-{biz[5:]}", biz[:9]))
+            biz = rng.choice(("", None, f"{bizrno[:3]}-{bizrno[3:5]}-{bizrno[5:]}", bizrno[:9]))
         return (
             d.number if with_number else None,
             quirk(rng, d.ingr_text, "ingredient"),
@@ -574,7 +576,7 @@ def site_count(row: Row) -> int:
     return len(row[CTRY].split(",")) if row[CTRY] else 1
 
 
-def with_field(row: Row, **changes) -> Row:
+def with_field(row: Row, **changes: str | None) -> Row:
     r = list(row)
     for fld, v in changes.items():
         r[FIELD_INDEX[fld]] = v

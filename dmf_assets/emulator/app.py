@@ -154,7 +154,7 @@ class EmulatorApp:
         headers = {k.lower(): v for k, v in (headers or {}).items()}
         path, _, query = target.partition("?")
         pairs = parse_qsl(query, keep_blank_values=True)  # decodes exactly once, like the portal
-        params = {k: v for k, v in pairs}
+        params = dict(pairs)
         shown = _redacted_query(pairs)
         started = time.monotonic()
 
@@ -242,7 +242,8 @@ class EmulatorApp:
             self._attempts[key] = n
             return n
 
-    def _served(self, day: date, fault: F.Fault | None, num_rows: int, filters: tuple[str, str]):
+    def _served(self, day: date, fault: F.Fault | None, num_rows: int,
+                filters: tuple[str, str]) -> tuple[list[Row], int, int]:
         """(served sequence, reported totalCount, page count of the served sequence), cached."""
         cache_key = (day, fault, num_rows, filters)
         with self._lock:
@@ -278,7 +279,7 @@ class EmulatorApp:
         data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         return AppResponse(200, (("Content-Type", _JSON),), data)
 
-    def _items_value(self, rows: list[Row]):
+    def _items_value(self, rows: list[Row]) -> object:  # _ABSENT: no `items` key at all
         if self.items_style == "list":
             return rows
         if not rows:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pydantic import Field
@@ -22,11 +22,14 @@ from dmf_assets.settings import Emulator, Settings, settings
 from dmf_assets.source.client import MfdsClient, setting_default
 from dmf_assets.source.endpoint import resolve_endpoint
 
+if TYPE_CHECKING:
+    from dmf_assets.emulator.registry import RegistrySimulator
+
 EMULATOR_PLACEHOLDER_KEY = "emulator-accepts-any-key"
 
 
 @lru_cache(maxsize=4)
-def default_simulator(seed: int):
+def default_simulator(seed: int) -> RegistrySimulator:
     """One RegistrySimulator per seed and process (building its event log takes a few seconds)."""
     from dmf_assets.emulator.registry import RegistrySimulator
 

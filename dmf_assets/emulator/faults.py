@@ -13,7 +13,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 
@@ -265,7 +265,7 @@ class FaultPlan:
     def for_day(self, day: date | str) -> Fault | None:
         fault = self.by_date.get(_iso_day(day))
         until = dict(fault.params).get(UNTIL) if fault else None
-        if until and datetime.now(timezone.utc) >= datetime.fromisoformat(until):
+        if until and datetime.now(UTC) >= datetime.fromisoformat(until):
             return None  # the fault has cleared
         return fault
 
@@ -337,9 +337,8 @@ def request_effect(fault: Fault | None, day: str, page_no: int, n_pages: int, at
     elif kind == "timeouts":
         if page_no in affected_pages(fault, day, n_pages) and attempt == 1:
             return RequestEffect(delay_s=float(fault.param("delay_s")))
-    elif kind == "truncated_json":
-        if page_no == middle_page(n_pages):
-            return RequestEffect(truncate=True)
+    elif kind == "truncated_json" and page_no == middle_page(n_pages):
+        return RequestEffect(truncate=True)
     return NO_EFFECT
 
 
@@ -414,7 +413,7 @@ def hostile_rows(day: str, rows: list[Row]) -> dict[int, dict[str, str]]:
         counts[number] = counts.get(number, 0) + 1
     candidates = [i for i, r in enumerate(rows) if (n := (r.get("DMF_PERMIT_NO") or "").strip()) and counts[n] == 1]
     chosen = sorted(rng_for(day, "hostile_text").sample(candidates, min(len(candidates), len(HOSTILE_PAYLOADS))))
-    return {i: dict(p) for i, p in zip(chosen, HOSTILE_PAYLOADS)}
+    return {i: dict(p) for i, p in zip(chosen, HOSTILE_PAYLOADS, strict=False)}  # fewer candidates than payloads: the first ones
 
 
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
@@ -440,8 +439,8 @@ def page_slice(
     n_pages = page_count(len(served), num_of_rows)
     if kind == "empty_page" and page_no == middle_page(n_pages) and n_pages > 0:
         return []
-    if kind == "page_missing_rows" and page_no == middle_page(n_pages):
-        missing = min(len(rows), int(fault.param("rows")))  # type: ignore[union-attr]
+    if kind == "page_missing_rows" and fault is not None and page_no == middle_page(n_pages):
+        missing = min(len(rows), int(fault.param("rows")))
         drop = set(rng_for(day, kind, page_no).sample(range(len(rows)), missing))
         return [r for i, r in enumerate(rows) if i not in drop]
     return rows

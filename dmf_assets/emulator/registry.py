@@ -13,18 +13,18 @@ Benchmark-sized frames (`synthetic_registry`, `churn_day`) live outside the pack
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
 from dmf_assets.domain.model import API_FIELDS, GroundTruth
 from dmf_assets.emulator import _keys, _timeline_cache, _vocab
-from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
 from dmf_assets.emulator._calendar import (
     FIRST_DATE,
     LAST_DATE,
@@ -54,10 +54,10 @@ from dmf_assets.emulator._records import (
     ING,
     MFR,
     NOTICE,
-    P,
     Applicant,
     Draft,
     Factory,
+    P,
     Row,
     cosmetic_edit,
     group_date,
@@ -65,6 +65,7 @@ from dmf_assets.emulator._records import (
     split_grant,
 )
 from dmf_assets.emulator._sampling import allocate, cumulative, pick, poisson
+from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
 
 __all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "compare_rows"]
 
@@ -78,7 +79,7 @@ SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
 
 
 class _Entity:
-    __slots__ = ("eid", "starts", "rows", "draft", "is_grant", "is_seed", "locked_until", "created")
+    __slots__ = ("created", "draft", "eid", "is_grant", "is_seed", "locked_until", "rows", "starts")
 
     def __init__(self, eid: int, day: int, row: Row | None, draft: Draft | None = None, *,
                  is_grant: bool = False, is_seed: bool = False) -> None:
@@ -98,6 +99,13 @@ class _Entity:
     @property
     def current(self) -> Row | None:
         return self.rows[-1]
+
+    @property
+    def present_row(self) -> Row:
+        """`current` of an entity known to be present (listed in `present`, or picked as editable)."""
+        row = self.rows[-1]
+        assert row is not None, f"#{self.eid} is withdrawn"
+        return row
 
     def set(self, day: int, row: Row | None) -> None:
         if self.starts[-1] == day:
@@ -132,7 +140,7 @@ class _Timeline:
         self._evolve()
 
     # --- bookkeeping ----------------------------------------------------------------------------
-    def _new_entity(self, day: int, row: Row | None, draft: Draft | None = None, **kw) -> _Entity:
+    def _new_entity(self, day: int, row: Row | None, draft: Draft | None = None, **kw: bool) -> _Entity:
         e = _Entity(len(self.entities), day, row, draft, **kw)
         self.entities.append(e)
         if row is not None:
@@ -150,7 +158,7 @@ class _Timeline:
             self.present[i] = last
             self._pos[last] = i
 
-    def _schedule(self, day: int, *event) -> None:
+    def _schedule(self, day: int, *event: object) -> None:
         if day < self.ndays:
             self.scheduled.setdefault(day, []).append(event)
 
@@ -160,7 +168,7 @@ class _Timeline:
     def _editable(self, e: _Entity, day: int) -> bool:
         return e.current is not None and e.locked_until < day and e.current[P] is not None
 
-    def _pick_editable(self, day: int, ok=lambda e: True, tries: int = 60) -> _Entity | None:
+    def _pick_editable(self, day: int, ok: Callable[[_Entity], bool] = lambda e: True, tries: int = 60) -> _Entity | None:
         rng = self.rng
         for _ in range(tries):
             e = self.entities[rng.choice(self.present)]
@@ -178,7 +186,7 @@ class _Timeline:
         f.used |= seed_numbers
         bases: dict[str, tuple[date, Row]] = {}
         for r in seed_rows:
-            row = tuple(r[k] for k in API_FIELDS)
+            row: Row = tuple(r[k] for k in API_FIELDS)
             base_no, suffix = split_grant(_keys.permit_key(row[P]) or "")
             issue = date.fromisoformat(row[DATE])
             if suffix:
@@ -247,12 +255,14 @@ class _Timeline:
         plan.sort(key=lambda p: (p[0], p[1][P]))
         grants: list[tuple[Row, Draft]] = []
         for gissue, brow, bd, applicant in plan:
+            assert bd.number is not None  # every original was numbered above
             g = f.grant(brow, bd.number, bd.ingredient, gissue, applicant)
             for _ in range(50):
                 if g is not None:
                     break
                 brow, bd = originals[rng.randrange(len(originals))]
                 if bd.issue < gissue and bd.applicant.bizrno != applicant.bizrno:
+                    assert bd.number is not None  # every original was numbered above
                     g = f.grant(brow, bd.number, bd.ingredient, gissue, applicant)
             if g is not None:
                 grants.append((f.render(g), g))
@@ -277,18 +287,19 @@ class _Timeline:
         initial.extend((row, d, {"is_grant": d.base_no is not None}) for row, d in rows)
         self._ensure_country_spellings(initial)
         initial.sort(key=lambda t: (t[0][DATE] or "9999", t[0][P] or ""))
-        for row, d, kw in initial:
+        for row, draft, kw in initial:
             pending = kw.pop("pending", None)
-            e = self._new_entity(0, row, d, **kw)
+            e = self._new_entity(0, row, draft, **kw)
             if e.is_seed:
                 e.locked_until = self.seed_lock
             if pending is not None:
-                self._lock_pending(e, (d.issue - FIRST_DATE).days, pending)
+                assert draft is not None  # a registration waiting for its number has its draft
+                self._lock_pending(e, (draft.issue - FIRST_DATE).days, pending)
         for issue, row, kw in sorted(later, key=lambda t: (t[0], t[1][P])):
             day = (next_business_day(issue) - FIRST_DATE).days
             self._schedule(day, "appear", row, kw)
 
-    def _ensure_country_spellings(self, initial) -> None:
+    def _ensure_country_spellings(self, initial: list[tuple[Row, Draft | None, dict]]) -> None:
         """Every one of the 49 planned country spellings is written somewhere on day one."""
         written = Counter(p for row, _, _ in initial for p in (row[CTRY] or "").split(","))
         planned = [(c.canonical, s) for c in COUNTRIES for s, _ in c.spellings] + [(c.canonical, c.canonical) for c in COUNTRIES]
@@ -314,7 +325,7 @@ class _Timeline:
     def _evolve(self) -> None:
         rng = self.rng
         bdays = {}
-        for (d0, _), (d1, _) in zip(SIZE_PATH, SIZE_PATH[1:]):
+        for (d0, _), (d1, _) in itertools.pairwise(SIZE_PATH):
             bdays[d0] = sum(1 for k in range((d1 - d0).days) if is_business_day(d0 + timedelta(days=k)))
         next_withdrawal = add_business_days(FIRST_DATE, rng.randint(3, 9))
         for di in range(1, self.ndays):
@@ -335,7 +346,7 @@ class _Timeline:
                 self._cosmetic(di)
 
     def _mean_new(self, d: date, bdays: dict) -> float:
-        for (d0, v0), (d1, v1) in zip(SIZE_PATH, SIZE_PATH[1:]):
+        for (d0, v0), (d1, v1) in itertools.pairwise(SIZE_PATH):
             if d <= d1:
                 slope = (v1 - v0) / bdays[d0]
                 target = v0 + (v1 - v0) * (d - d0).days / (d1 - d0).days
@@ -404,8 +415,10 @@ class _Timeline:
                                    and split_grant(e.draft.number)[1] is None)
         if base is None:
             return False
-        applicant = f.pick_applicant(base.current[BIZ])
-        g = f.grant(base.current, base.draft.number, base.draft.ingredient, d, applicant)
+        draft = base.draft
+        assert draft is not None and draft.number is not None  # what the picker asked for
+        applicant = f.pick_applicant(base.present_row[BIZ])
+        g = f.grant(base.present_row, draft.number, draft.ingredient, d, applicant)
         if g is None:
             return False
         row = f.render(g)
@@ -417,7 +430,7 @@ class _Timeline:
         e = self._pick_editable(di)
         if e is None:
             return
-        row = e.current
+        row = e.present_row
         e.set(di, None)
         self._remove_present(e.eid)
         self.counters.withdrawals += 1
@@ -436,11 +449,11 @@ class _Timeline:
                 return
             fld = rng.choices(("applicant", "manufacturer", "address", "countries", "ingredient"),
                               (0.1, 0.35, 0.35, 0.1, 0.1))[0]
-            new_value = cosmetic_edit(rng, e.current, fld)
+            new_value = cosmetic_edit(rng, e.present_row, fld)
             if new_value is None:
                 continue
             i = COMPARED_POSITIONS[fld]
-            old = e.current
+            old = e.present_row
             e.set(di, old[:i] + (new_value,) + old[i + 1:])
             self._log(di, f"COSMETIC #{e.eid} {old[P]} {fld}: {old[i]!r} -> {new_value!r}")
             return
@@ -457,15 +470,15 @@ class _Timeline:
                     return
                 continue
             edit_fn = SUBSTANTIVE_EDITS[kind]
-            e = self._pick_editable(di, (lambda e: single_site(e.current)) if kind in SINGLE_SITE_EDITS else
+            e = self._pick_editable(di, (lambda e: single_site(e.present_row)) if kind in SINGLE_SITE_EDITS else
                                     (lambda e: True))
-            if e is not None and self._apply(di, e, edit_fn(self.rng, self.factory, e.current, d)):
+            if e is not None and self._apply(di, e, edit_fn(self.rng, self.factory, e.present_row, d)):
                 return
 
     def _apply(self, di: int, e: _Entity, edit: tuple[Row, str, tuple[str, ...]] | None) -> bool:
-        if edit is None or not is_valid_substantive(e.current, edit):
+        if edit is None or not is_valid_substantive(e.present_row, edit):
             return False
-        old = e.current
+        old = e.present_row
         e.set(di, edit[0])
         self._log(di, f"CHANGED #{e.eid} {old[P]} {edit[1]}")
         return True
@@ -474,7 +487,7 @@ class _Timeline:
         rng, f = self.rng, self.factory
         by_biz: dict[str, list[int]] = {}
         for eid in self.present:
-            by_biz.setdefault(self.entities[eid].current[BIZ] or "", []).append(eid)
+            by_biz.setdefault(self.entities[eid].present_row[BIZ] or "", []).append(eid)
         candidates = [i for i, a in enumerate(f.applicants[7:], start=7) if 1 <= len(by_biz.get(a.bizrno, ())) <= 15]
         if not candidates:
             return False
@@ -484,13 +497,13 @@ class _Timeline:
         if any(not self._editable(self.entities[eid], di) for eid in members):
             return False
         new_name = _vocab.korean_company_name(rng)
-        if any(not _keys.is_substantive_edit("applicant", self.entities[eid].current[APP], new_name) for eid in members):
+        if any(not _keys.is_substantive_edit("applicant", self.entities[eid].present_row[APP], new_name) for eid in members):
             return False
         if any(_keys.text_key("applicant", new_name) == _keys.text_key("applicant", b.name) for b in f.applicants):
             return False
         for eid in members:
             e = self.entities[eid]
-            e.set(di, e.current[:APP] + (new_name,) + e.current[APP + 1:])
+            e.set(di, e.present_row[:APP] + (new_name,) + e.present_row[APP + 1:])
         f.applicants[k] = Applicant(new_name, a.bizrno, a.weight)
         self._log(di, f"RENAMED applicant [{a.bizrno}] {a.name} -> {new_name} on {len(members)} records "
                       f"(#{', #'.join(map(str, members))})")
@@ -564,11 +577,11 @@ class RegistrySimulator:
 
     def items(self, day: date | str) -> list[dict[str, str | None]]:
         """The registry as the API serves it on `day`: the 9 API fields per row, in served order."""
-        return [dict(zip(API_FIELDS, row)) for _, row in self._snapshot(self._index(day))]
+        return [dict(zip(API_FIELDS, row, strict=True)) for _, row in self._snapshot(self._index(day))]
 
     def entities(self, day: date | str) -> dict[int, dict[str, str | None]]:
         """Emulator identity -> row on `day` (for tests and scoring; same rows as `items`)."""
-        return {eid: dict(zip(API_FIELDS, row)) for eid, row in self._snapshot(self._index(day))}
+        return {eid: dict(zip(API_FIELDS, row, strict=True)) for eid, row in self._snapshot(self._index(day))}
 
     def truth(self, old: date | str, new: date | str, seen: Iterable[date | str] = ()) -> GroundTruth:
         """What really changed between the registry on `old` and on `new` (old < new).

@@ -10,15 +10,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from dmf_assets.emulator.app import EmulatorApp
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 
 log = logging.getLogger("dmf_assets.emulator.server")
+
+
+class _EmulatorHTTPServer(ThreadingHTTPServer):
+    stopping = False  # set by EmulatorServer.stop(): handlers drop kept-alive connections
 
 
 def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHTTPRequestHandler]:
@@ -27,10 +31,10 @@ def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHT
         sys_version = ""
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 (stdlib naming)
+        def do_GET(self) -> None:
             self._answer()
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._answer()
 
         def _answer(self) -> None:
@@ -56,10 +60,10 @@ def _handler_class(app: EmulatorApp, emit: Callable[[str], None]) -> type[BaseHT
         def log_request(self, code: Any = "-", size: Any = "-") -> None:
             pass
 
-        def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_error(self, format: str, *args: Any) -> None:
             emit(f"error answering {self.command or '?'} request: {args[0] if args else ''}")
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler
@@ -81,7 +85,7 @@ class EmulatorServer:
             raise TypeError("pass either an EmulatorApp or keyword arguments to build one, not both")
         self.app = app if app is not None else EmulatorApp(**app_kwargs)
         self._emit = emit or (lambda line: log.info("%s", line))
-        self.httpd = ThreadingHTTPServer((host, port), _handler_class(self.app, self._emit))
+        self.httpd = _EmulatorHTTPServer((host, port), _handler_class(self.app, self._emit))
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -91,7 +95,7 @@ class EmulatorServer:
 
     @property
     def base_url(self) -> str:
-        host = self.httpd.server_address[0]
+        host = str(self.httpd.server_address[0])  # the same text f"{host}" gave
         host = f"[{host}]" if ":" in str(host) else host
         return f"http://{host}:{self.port}{SERVICE_BASE_PATH}"
 
@@ -107,7 +111,7 @@ class EmulatorServer:
 
     def stop(self) -> None:
         """Stop accepting and close the listening socket (new connections are refused)."""
-        self.httpd.stopping = True  # type: ignore[attr-defined]
+        self.httpd.stopping = True
         if self._thread is not None:
             self.httpd.shutdown()
             self._thread.join(timeout=5)

@@ -24,7 +24,17 @@ from pathlib import Path
 
 from dmf_assets.clock import now_kst
 from dmf_assets.fsutil import atomic_write_text
-from dmf_assets.notify import channels
+from dmf_assets.notify.channels import (
+    WEBHOOK_TIMEOUT_S,
+    DeliveryError,
+    email_enabled,
+    redact_url,
+    scrub,
+    send_email,
+    send_webhook,
+    smtp_password,
+    webhook_flavour,
+)
 from dmf_assets.notify.messages import (
     Alert,
     DeliveryGivenUp,
@@ -68,13 +78,13 @@ def configured_channels(settings: Settings) -> list[Channel]:
     """The channels the settings name now ([alerts.email], [alerts] webhook_urls)."""
     out: list[Channel] = []
     email = settings.alerts.email
-    if channels.email_enabled(email):
+    if email_enabled(email):
         target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(email.recipients)}"
         out.append(Channel("email", "email", target,
-                           lambda m, a, t: channels.send_email(email, m, a, timeout_s=min(email.timeout_s, t))))
+                           lambda m, a, t: send_email(email, m, a, timeout_s=min(email.timeout_s, t))))
     for url in settings.alerts.webhook_urls:
         key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
-        out.append(Channel(key, channels.webhook_flavour(url), channels.redact_url(url), _webhook_sender(url)))
+        out.append(Channel(key, webhook_flavour(url), redact_url(url), _webhook_sender(url)))
     return out
 
 
@@ -82,7 +92,7 @@ def _webhook_sender(url: str) -> Callable[[Message, Path | None, float], str]:
     """`Channel.send` for one webhook URL (a webhook carries no attachment)."""
 
     def send(message: Message, _attachment: Path | None, timeout_s: float) -> str:
-        return channels.send_webhook(url, message, timeout_s=min(channels.WEBHOOK_TIMEOUT_S, timeout_s))
+        return send_webhook(url, message, timeout_s=min(WEBHOOK_TIMEOUT_S, timeout_s))
 
     return send
 
@@ -252,10 +262,10 @@ class Notifier:
                 try:
                     channel.send(message, attachment, 30.0 if left is None else max(0.5, left))
                     error = None
-                except channels.DeliveryError as exc:
+                except DeliveryError as exc:
                     error = str(exc)
                 except Exception as exc:  # noqa: BLE001 - never into the pipeline
-                    error = channels.scrub(f"{type(exc).__name__}: {exc}", channels.smtp_password(self.settings.alerts.email))
+                    error = scrub(f"{type(exc).__name__}: {exc}", smtp_password(self.settings.alerts.email))
                 result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=error)
             touched[stored.id] = result
         out = []
@@ -284,8 +294,8 @@ class Notifier:
             try:
                 channel.send(message, attachment, 30.0)
                 results.append(f"{channel.target} sent")
-            except Exception as exc:  # noqa: BLE001
-                results.append(f"{channel.target} failed ({channels.scrub(str(exc))})")
+            except Exception as exc:  # noqa: BLE001 - one channel's failure never stops the others
+                results.append(f"{channel.target} failed ({scrub(str(exc))})")
         line = f"{message.day} {message.kind}: 저장 실패(발송함) — {problem}; " + "; ".join(results)
         return Outcome(message.subject, "failed", line)
 
@@ -306,8 +316,8 @@ class Notifier:
             try:
                 channel.send(message, None, 30.0)
                 out.append((channel, None))
-            except Exception as exc:  # noqa: BLE001
-                out.append((channel, channels.scrub(str(exc))))
+            except Exception as exc:  # noqa: BLE001 - every channel's answer is reported, whatever went wrong
+                out.append((channel, scrub(str(exc))))
         return out
 
 

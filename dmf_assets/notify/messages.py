@@ -175,6 +175,8 @@ class RetryOutlook:
         if self.at is not None:
             return (f"{_hhmm(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중).")
         until = _clock(ctx.retry_until)
+        why_not = self.why_not
+        assert why_not is not None  # __post_init__: a time or a reason
         return {
             NoRetry.OFF: "자동 재시도는 꺼져 있습니다([retry] transient_attempts = 0).",
             NoRetry.NOT_TRANSIENT: "이 실패는 다시 수집해도 풀리지 않으므로 자동 재시도하지 않습니다.",
@@ -184,7 +186,7 @@ class RetryOutlook:
             NoRetry.WINDOW: f"자동 재시도 시간({until}까지)이 지나 더 이상 다시 수집하지 않습니다.",
             NoRetry.NO_DAEMON: (f"Dagster 데몬이 실행 중이 아니어서 자동 재시도가 예정되어 있지 않습니다. {until} 전에 "
                                 "`dmf ui`나 설치한 서비스(`dmf service install`)를 시작하면 데몬이 다시 수집합니다."),
-        }[self.why_not]  # type: ignore[index]
+        }[why_not]
 
 
 # --- alerts ---------------------------------------------------------------------------------------

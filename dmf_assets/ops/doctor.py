@@ -22,6 +22,7 @@ and a lock it cannot take is a FAIL line, not a crash.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
 import time
@@ -161,8 +162,9 @@ def _day(value: int) -> date:
 # --- database checks ----------------------------------------------------------------------------
 
 
-def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
-    problems, details = [], {}
+def _problem_check(conn: duckdb.DuckDBPyConnection, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
+    problems: list[tuple[str, str]] = []
+    details: dict[str, dict[str, object]] = {}
     for query_name, ko, en in specs:
         try:
             n, sample = ops_storage.problem_count(conn, query_name)
@@ -179,7 +181,7 @@ def _problem_check(conn, name: str, label: str, specs: tuple, ok_ko: str, ok_en:
     return Check(name, OK, label, ok_ko, ok_en, details)
 
 
-def _schema_check(conn, tables: list[str]) -> Check:
+def _schema_check(conn: duckdb.DuckDBPyConnection, tables: list[str]) -> Check:
     label = "스키마 / schema"
     if "schema_migrations" not in tables:
         return Check("schema", FAIL, label, "schema_migrations 표가 없습니다 (DMF Watch DB가 아님)",
@@ -203,7 +205,7 @@ def _schema_check(conn, tables: list[str]) -> Check:
                  f"version {version}, {len(applied)} migration checksum(s) match", details)
 
 
-def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
+def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresholds) -> Check:
     """Days judged by gates 1–5 but never committed or rejected afterwards (snapshot_diff failed, or is running)."""
     label = "미완료 날짜 / unfinished"
     rows = ops_storage.unfinished_days(conn)
@@ -221,7 +223,7 @@ def _unfinished_check(conn, now: datetime, th: Thresholds) -> Check:
     return Check("unfinished", status, label, ko, en, details)
 
 
-def _freshness_check(conn, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
+def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
     label = "최신 반영일 / freshness"
     last = last_accepted_day(conn)
     latest = ops_storage.latest_run(conn)
@@ -333,10 +335,8 @@ def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: T
         return Check("lock", OK, label, "사용 중인 실행 없음", "free")
     who = f"pid {holder.get('pid')} @ {holder.get('host')} ({holder.get('purpose')})"
     held_h = None
-    try:
+    with contextlib.suppress(KeyError, TypeError, ValueError):
         held_h = (now - datetime.fromisoformat(holder["since"])).total_seconds() / 3600
-    except (KeyError, TypeError, ValueError):
-        pass
     since = f", {held_h:.1f}시간째" if held_h is not None else ""
     since_en = f" for {held_h:.1f} h" if held_h is not None else ""
     if held_h is not None and held_h > th.lock_stuck_hours:

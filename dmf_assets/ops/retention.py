@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -129,9 +130,7 @@ def prune_raw(raw_dir: Path, cutoff: date, *, dry_run: bool = False) -> tuple[li
     per_day: dict[date, list[Path]] = {}
     locks: dict[date, Path] = {}
     for entry in raw_dir.iterdir():
-        if (m := _RAW_DAY_DIR.match(entry.name)) and entry.is_dir():
-            d = _day(m.group(1))
-        elif m := _RAW_WORK.match(entry.name):
+        if ((m := _RAW_DAY_DIR.match(entry.name)) and entry.is_dir()) or (m := _RAW_WORK.match(entry.name)):
             d = _day(m.group(1))
         elif m := _RAW_LOCK.match(entry.name):
             if (d := _day(m.group(1))) is not None and d < cutoff:
@@ -243,7 +242,7 @@ def prune_backups(backups_dir: Path, keep_days: int, now: datetime, *, dry_run: 
     return removed + prune_temp_files([backups_dir], dry_run=dry_run, kind="backup")
 
 
-def prune_temp_files(folders, *, dry_run: bool = False, kind: str = "tmp") -> list[Removal]:
+def prune_temp_files(folders: Iterable[str | Path], *, dry_run: bool = False, kind: str = "tmp") -> list[Removal]:
     """Delete `.*.tmp` files (fsutil's temporary files, a day or more old: their writer is gone) in
     `folders` and their direct subfolders."""
     removed = []

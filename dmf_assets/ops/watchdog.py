@@ -16,10 +16,19 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dagster import DagsterInstance
+
+    from dmf_assets.notify import Alert, Notifier
+    from dmf_assets.ops.common import ProjectPaths
+    from dmf_assets.settings import Settings
 
 #: the daemons the product cannot live without: the 06:00 schedule and the follow-up/retry sensor
 REQUIRED_DAEMONS = ("SCHEDULER", "SENSOR")
@@ -46,7 +55,7 @@ def workbook_path(reports_dir: Path, day: date) -> Path:
     return Path(reports_dir) / f"DMF_리포트_{day.isoformat()}.xlsx"
 
 
-def _instance(dagster_home: Path | None):
+def _instance(dagster_home: Path | None) -> DagsterInstance:
     import dagster as dg
 
     env = os.environ.get("DAGSTER_HOME")
@@ -60,7 +69,7 @@ def _instance(dagster_home: Path | None):
 
 
 def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float = DEFAULT_STALE_MINUTES,
-                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Any]:
+                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Alert | None]:
     """(check, the alert it calls for or None). FAIL when a required daemon's newest heartbeat is missing
     or old — a `daemon_down` alert; FAIL too when the instance cannot be read — a `watchdog_error` alert,
     never `daemon_down`: not knowing is not the same as knowing the daemon stopped."""
@@ -74,7 +83,7 @@ def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float 
             beats = instance.get_daemon_heartbeats()
         finally:
             instance.dispose()
-    except Exception as exc:  # an instance that cannot be read is itself the problem
+    except Exception as exc:  # noqa: BLE001 - an instance that cannot be read is itself the problem
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         reason = f"{type(exc).__name__}: {text}"[:300]
         return (Check("daemon", FAIL, label, f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
@@ -125,10 +134,9 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
     return check, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
 
 
-def delivery_check(notifier: Any, *, days: int = 7) -> Check:
+def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     """Did every message get through? FAIL for one given up in the last `days`; WARN while some wait for
     a re-send, when no channel is set, or when e-mail goes out without a public link to the workbooks."""
-    from dmf_assets import notify
 
     label = "알림 발송"
     stored = notifier.status(days)
@@ -154,8 +162,8 @@ def delivery_check(notifier: Any, *, days: int = 7) -> Check:
     return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")
 
 
-def watch(settings: Any, paths: Any, *, now: datetime | None = None, alert: bool = True,
-          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Any = None) -> WatchdogResult:
+def watch(settings: Settings, paths: ProjectPaths, *, now: datetime | None = None, alert: bool = True,
+          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Callable[[], datetime] | None = None) -> WatchdogResult:
     """Run the watchdog checks; with `alert`, raise the alerts, release held mails whose hold ended and
     re-send what is due. `paths`: an `ops.common.ProjectPaths`. Never raises for a delivery problem."""
     from dmf_assets import notify

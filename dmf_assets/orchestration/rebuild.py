@@ -91,6 +91,7 @@ def differences(old: history.HistoryContent, new: history.HistoryContent, replay
     for day in sorted(set(old.outcomes) | set(new.outcomes)):
         before, after = old.outcomes.get(day), new.outcomes.get(day)
         if before is None:
+            assert after is not None  # the day is a key of one of the two histories
             found.append(f"{day}: 원래 이력에 없던 날이 생김 ({_outcome_text(after)}) / not in the old history")
         elif after is None:
             why = ("원본 보관이 없습니다 / no raw archive" if replayed[0] <= day <= replayed[-1] else

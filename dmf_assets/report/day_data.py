@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import date, timedelta
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.gates import CHURN, DROP, GATE_LABELS, BaseFacts, churn_against, drop_against
+from dmf_assets.domain.gates import CHURN, DROP, GATE_LABELS, BaseFacts, GateOutcome, churn_against, drop_against
 from dmf_assets.domain.model import substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
@@ -32,6 +34,9 @@ from dmf_assets.report.model import (
 from dmf_assets.report.sentences import change_rate_text, headline_counts
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, reports
+
+if TYPE_CHECKING:
+    from dmf_assets.report.products import Product
 
 
 class DayNotReady(RuntimeError):
@@ -72,7 +77,7 @@ def _status(run: dict) -> DayStatus:
     return DayStatus.UNCHANGED if total == 0 else DayStatus.ACCEPTED
 
 
-def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
+def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
     from dmf_assets.report.products import product_hits
 
     rows = []
@@ -127,7 +132,7 @@ def _event_rows(frame: pl.DataFrame, products=()) -> tuple[EventRow, ...]:
     return tuple(rows)
 
 
-def _aggregates(conn, name: str, day_id: int, shape: str) -> tuple[AggregateRow, ...]:
+def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int, shape: str) -> tuple[AggregateRow, ...]:
     out = []
     for label, regs, a, b, c in reports.aggregate_rows(conn, name, day_id):
         if shape == "ingredient":
@@ -139,7 +144,7 @@ def _aggregates(conn, name: str, day_id: int, shape: str) -> tuple[AggregateRow,
     return tuple(out)
 
 
-def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
+def _gates(conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
     """Gate rows for the workbook, and problems found in the stored ones.
 
     On an accepted day the base-dependent gates (3 drop, 6 churn) are re-stated from the `runs` rows —
@@ -147,7 +152,7 @@ def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRo
     its title and 「비교 기준 없음」 in a gate row. A stored verdict that disagrees is reported (stale).
     """
     stored = {g["gate_no"]: g for g in history.gate_rows(conn, day)}
-    restated = {}
+    restated: dict[int, GateOutcome | None] = {}
     problems: list[str] = []
     if run["status"] in ("accepted", "baseline"):
         base_day = history.to_date(run["base_day_id"])
@@ -164,7 +169,7 @@ def _gates(conn, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRo
         for number, g in restated.items():
             s_row = stored.get(number)
             # judged by the numbers: the wording of an observed value may differ between releases
-            if g is not None and s_row is not None and (not math.isclose(s_row["observed_value"] or 0.0, g.observed_value)
+            if g is not None and s_row is not None and (not math.isclose(s_row["observed_value"] or 0.0, g.observed_value or 0.0)
                                                         or bool(s_row["passed"]) != g.passed):
                 problems.append(f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})")
     rows = []
@@ -191,7 +196,7 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
     rows = reports.rate_runs(conn, history.day_id(day))
     start = history.day_id(day - timedelta(days=window_days - 1))
 
-    def estimate(sel) -> tuple[float | None, int, int]:
+    def estimate(sel: list[tuple]) -> tuple[float | None, int, int]:
         x = sum(r[2] for r in sel)
         n = sum(r[3] or 0 for r in sel)
         if not sel or n <= 0:
@@ -203,7 +208,7 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
     rate_all, x_all, _ = estimate(rows)
     rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
     size = fetch_population(conn, day)
-    per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731
+    per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731 - a one-line helper, read where it is used
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
     text = change_rate_text(per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR,
                             burst=burst)
@@ -248,7 +253,9 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
             by_severity[e.severity] += 1
 
     population = run["population"]
-    base_population = history.run_row(conn, base_day)["population"] if base_day else None
+    base_run = history.run_row(conn, base_day) if base_day else None
+    assert base_day is None or base_run is not None  # a base day is a stored, accepted day
+    base_population = base_run["population"] if base_run else None
     if status is DayStatus.REJECTED and shown_id is not None:
         population = base_population
     kpis = Kpis(
@@ -368,14 +375,14 @@ def _history_points(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> 
 RECENT_DAYS = 90
 
 
-def _fmt_quality(value, expected: str | None) -> str:
+def _fmt_quality(value: float | None, expected: str | None) -> str:
     """Ratios (their threshold is a percentage) as percent, so 품질 uses one unit per metric."""
     if value is not None and expected and "%" in expected and 0 <= float(value) <= 1:
         return f"{float(value) * 100:.2f} %"
     return _fmt(value)
 
 
-def _fmt(value) -> str:
+def _fmt(value: float | None) -> str:
     if value is None:
         return "-"
     if float(value).is_integer():
@@ -476,13 +483,15 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     for evs in groups.values():
         last = evs[-1]
         changes = _net_changes(evs)
+        first_day, last_day = evs[0].day, last.day
+        assert first_day is not None and last_day is not None  # a period's events carry their day
         net.append(NetChange(
             dmf_key=last.dmf_key,
             permit_no=last.permit_no or next((e.permit_no for e in reversed(evs) if e.permit_no), None),
             net_type=_net_type([e.event_type for e in evs], evs, list(changes)),
             severity=max((e.severity for e in evs), key=lambda s: SEVERITY_RANK.get(s, -1)),
-            first_day=evs[0].day,
-            last_day=last.day,
+            first_day=first_day,
+            last_day=last_day,
             n_events=len(evs),
             ingredient=last.ingredient,
             applicant=last.applicant,

@@ -24,9 +24,9 @@ def ensure_dir(reports_dir: Path) -> None:
         raise WorkbookError(f"리포트 폴더에 쓸 수 없습니다 (권한 없음): {reports_dir}")
 
 
-def atomic_write(target: Path, write: Callable[[Path], None]) -> None:
+def atomic_write(target: Path, write: Callable[[Path], object]) -> None:
     """The product's one atomic write (umask permissions: colleagues can open the shared folder's
-    workbooks; fsync; the temp file removed on any failure)."""
+    workbooks; fsync; the temp file removed on any failure). What `write` returns is ignored."""
     try:
         with atomic_output(target) as tmp:
             write(tmp)

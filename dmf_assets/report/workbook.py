@@ -27,6 +27,7 @@ from pathlib import Path
 
 import polars as pl
 from openpyxl import Workbook
+from openpyxl.cell.cell import Cell
 from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.series import SeriesLabel
 from openpyxl.styles import Alignment
@@ -292,7 +293,7 @@ class _Summary:
         self.row += 1
         put_text(self.ws, self.row, 1, text, st.LABEL)
 
-    def merged_text(self, col: int, text: str, last_col: int = 7, style: str = st.TEXT_WRAP):
+    def merged_text(self, col: int, text: str, last_col: int = 7, style: str = st.TEXT_WRAP) -> Cell:
         cell = put_text(self.ws, self.row, col, text, style)
         self.ws.merge_cells(start_row=self.row, start_column=col, end_row=self.row, end_column=last_col)
         if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high

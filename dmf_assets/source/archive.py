@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,9 @@ from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCap
 try:  # POSIX advisory locks; on other systems the lock degrades to an exclusive-create file
     import fcntl
 except ImportError:  # pragma: no cover - not on Linux
-    fcntl = None  # type: ignore[assignment]
+    _HAS_FCNTL = False
+else:
+    _HAS_FCNTL = True
 
 MANIFEST = "manifest.json"
 PAGE_EXTS = ("json", "xml", "html", "txt")
@@ -67,7 +69,7 @@ def _flock(path: Path, *, blocking: bool) -> Iterator[bool]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fh = open(path, "a+")  # noqa: SIM115 - held for the duration of the block
     try:
-        if fcntl is None:  # pragma: no cover
+        if not _HAS_FCNTL:  # pragma: no cover
             yield True
             return
         flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
@@ -122,7 +124,7 @@ class DayArchive:
     def partial_manifest(self) -> dict[str, Any] | None:
         return read_json(self.work_dir / MANIFEST)
 
-    def write_manifest(self, manifest: dict[str, Any], text_filter=None) -> None:
+    def write_manifest(self, manifest: dict[str, Any], text_filter: Callable[[str], str] | None = None) -> None:
         text = json_text(manifest)
         if text_filter is not None:
             text = text_filter(text)

@@ -93,7 +93,7 @@ def _open(path: Path) -> BinaryIO:
     fh = open(path, "rb")  # noqa: SIM115 - returned to the caller, closed there
     if fh.read(2) == _GZIP_MAGIC:
         fh.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # typeshed: a GzipFile is a binary file but not a typing.BinaryIO
     fh.seek(0)
     return fh
 
@@ -115,14 +115,14 @@ def _lines_frame(chunk: bytes, start: int, end: int) -> pl.DataFrame:
     while end > start and chunk[end - 1] in b" \t\r\n":
         end -= 1
     if start == end:
-        return pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
+        return pl.DataFrame(schema=dict.fromkeys(API_FIELDS, pl.String))
     if chunk[start] != 0x7B or chunk[end - 1] != 0x7D:  # '{' … '}'
         raise _NotFast
     if _NON_TEXT_VALUE.search(chunk, start, end) or _SURROGATE_ESCAPE.search(chunk, start, end):
         raise _NotFast
     # a cut made inside a string leaves an unterminated string behind, which fails to parse
     try:  # every value is a string or null (checked above): the nine API fields, as text
-        return pl.read_json(io.BytesIO(b"[" + chunk[start:end] + b"]"), schema={name: pl.String for name in API_FIELDS})
+        return pl.read_json(io.BytesIO(b"[" + chunk[start:end] + b"]"), schema=dict.fromkeys(API_FIELDS, pl.String))
     except Exception:  # noqa: BLE001 - whatever polars refuses, the careful path explains
         raise _NotFast from None
 
@@ -202,7 +202,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
             raise _NotFast
         meta = {}
     frames = [f for f in frames if f.height]
-    frame = pl.concat(frames) if frames else pl.DataFrame(schema={name: pl.String for name in API_FIELDS})
+    frame = pl.concat(frames) if frames else pl.DataFrame(schema=dict.fromkeys(API_FIELDS, pl.String))
     return frame, meta
 
 

@@ -67,7 +67,6 @@ def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page
     """`parse_page`, with the items as a polars frame (one String column per item key, in first-seen
     order) instead of dicts; the returned Page has `items=[]`. Same errors, same values as
     `parse_page` + a frame of its items."""
-    import polars as pl
 
     text = _decode(body, content_type)
     stripped = text.lstrip()
@@ -102,7 +101,7 @@ def _frame_of_clean_items(items: list[dict[str, str | None]]) -> pl.DataFrame:
     import polars as pl
 
     keys = list(dict.fromkeys(k for item in items for k in item))
-    return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema={k: pl.String for k in keys})
+    return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String))
 
 
 def body_format(body: bytes, content_type: str | None = None) -> str:
@@ -154,8 +153,8 @@ def _loads(text: str) -> Any:
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency; json gives the same values
-        orjson = None
-    if orjson is not None:
+        pass
+    else:
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:

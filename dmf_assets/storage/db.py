@@ -29,8 +29,9 @@ import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
+from typing import IO
 
 import duckdb
 
@@ -170,7 +171,7 @@ def migrations() -> list[Migration]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def _query_file(name: str) -> dict[str, str]:
     text = (QUERIES_DIR / f"{name}.sql").read_text(encoding="utf-8")
     queries: dict[str, str] = {}
@@ -198,6 +199,14 @@ def fetch_one(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = N
     """First row or None. DuckDB 2 wants every result consumed before the next statement."""
     rows = conn.execute(sql, params or []).fetchall()
     return rows[0] if rows else None
+
+
+def one_row(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> tuple:
+    """The row of a query that always returns one (an aggregate without GROUP BY, a PRAGMA)."""
+    row = fetch_one(conn, sql, params)
+    if row is None:
+        raise LookupError(f"the query returned no row: {sql}")
+    return row
 
 
 def lock_path(database: Path) -> Path:
@@ -237,7 +246,7 @@ LOCK_NOTE_EVERY_S = 15.0
 log = logging.getLogger("dmf.db")
 
 
-def _holder_text(fh) -> str:
+def _holder_text(fh: IO[str]) -> str:
     """"PID 123 (dagster, command …)" from the lock record, for the waiting message."""
     try:
         fh.seek(0)
@@ -254,8 +263,7 @@ def _holder_text(fh) -> str:
 def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
     """The exclusive lock beside the database file (held by every access; the kernel drops it on exit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")
-    try:
+    with open(path, "a+") as fh:
         started = time.monotonic()
         deadline, next_note = started + timeout_s, started + LOCK_NOTE_AFTER_S
         while True:
@@ -283,8 +291,6 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
         finally:
             _write_holder(fh.fileno(), b"")
             fcntl.flock(fh, fcntl.LOCK_UN)
-    finally:
-        fh.close()
 
 
 def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
@@ -342,7 +348,7 @@ _HEADERS_BYTES = 3 * 4096
 def _check_length(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
     """A truncated file still opens (DuckDB reads its blocks lazily) and fails half-way through a run: the
     blocks in use must all lie inside the file."""
-    _, _, block_size, _, used_blocks, *_ = conn.execute("PRAGMA database_size").fetchone()
+    _, _, block_size, _, used_blocks, *_ = one_row(conn, "PRAGMA database_size")
     length = path.stat().st_size
     if length and length < _HEADERS_BYTES + used_blocks * block_size:
         raise DatabaseDamaged(path, f"파일이 잘렸습니다 — {length:,} bytes, 사용 중인 블록 {used_blocks}개에 "
@@ -350,7 +356,7 @@ def _check_length(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 def applied_migrations(conn: duckdb.DuckDBPyConnection) -> dict[int, tuple[str, str]]:
-    exists = fetch_one(conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'")[0]
+    exists = one_row(conn, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'")[0]
     if not exists:
         return {}
     return {v: (n, c) for v, n, c in conn.execute("SELECT version, name, checksum FROM schema_migrations").fetchall()}
@@ -437,7 +443,7 @@ def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPy
 
 
 def _holds_no_day(conn: duckdb.DuckDBPyConnection) -> bool:
-    return fetch_one(conn, "SELECT count(*) FROM runs")[0] == 0
+    return one_row(conn, "SELECT count(*) FROM runs")[0] == 0
 
 
 @contextlib.contextmanager

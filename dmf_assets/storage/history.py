@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import TypeVar
+from typing import TypeVar, overload
 
 import duckdb
 import polars as pl
@@ -31,7 +31,7 @@ from dmf_assets.domain.gates import GATES, BaseFacts, FetchFacts, GateOutcome, Q
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import NORMALIZED_COLUMNS
 from dmf_assets.faultpoints import crash_point
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import fetch_one, one_row, query
 
 T = TypeVar("T")
 
@@ -49,6 +49,12 @@ def day_id(d: date) -> int:
     return d.year * 10000 + d.month * 100 + d.day
 
 
+@overload
+def to_date(value: int) -> date: ...
+@overload
+def to_date(value: None) -> None: ...
+@overload
+def to_date(value: int | None) -> date | None: ...
 def to_date(value: int | None) -> date | None:
     return None if value is None else date(value // 10000, value // 100 % 100, value % 100)
 
@@ -116,7 +122,7 @@ def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: lis
     try:
         cur = conn.execute(query("history.missing_from_base"), [day_id(base_day), limit])
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     finally:
         conn.unregister("present_keys")
 
@@ -124,7 +130,7 @@ def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: lis
 def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     cur = conn.execute(query("history.run_row"), [day_id(day)])
     rows = cur.fetchall()
-    return dict(zip([d[0] for d in cur.description], rows[0])) if rows else None
+    return dict(zip([d[0] for d in cur.description], rows[0], strict=True)) if rows else None
 
 
 def judged_identity(run: dict) -> FrameIdentity:
@@ -135,14 +141,14 @@ def judged_identity(run: dict) -> FrameIdentity:
 def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
     cur = conn.execute(query("history.gate_rows"), [day_id(day)])
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def days_since_source_change(conn: duckdb.DuckDBPyConnection, base_day: date | None) -> int | None:
     if base_day is None:
         return None
     d = day_id(base_day)
-    return int(fetch_one(conn, query("history.days_since_change"), [d, d])[0])
+    return int(one_row(conn, query("history.days_since_change"), [d, d])[0])
 
 
 @dataclass(frozen=True)

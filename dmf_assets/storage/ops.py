@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import duckdb
 
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import fetch_one, one_row, query
 
 
 def last_accepted_day_id(conn: duckdb.DuckDBPyConnection) -> int | None:
@@ -44,18 +44,18 @@ def quote_ident(name: str) -> str:
 
 def table_count(conn: duckdb.DuckDBPyConnection, table: str) -> int:
     """Row count of a table named by the catalog (`table_names`), never by a user."""
-    return fetch_one(conn, f"SELECT count(*) FROM {quote_ident(table)}")[0]  # type: ignore[index]
+    return one_row(conn, f"SELECT count(*) FROM {quote_ident(table)}")[0]
 
 
 def read_table(conn: duckdb.DuckDBPyConnection, table: str) -> int:
     """Row count of a table read value by value: DuckDB verifies each block's checksum as it reads it (a bare
     count(*) could be answered from metadata; hashing every column touches every block). Raises duckdb.Error."""
-    return fetch_one(conn, f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(table)}")[0]  # type: ignore[index]
+    return one_row(conn, f"SELECT count(*), max(hash(COLUMNS(*))) FROM {quote_ident(table)}")[0]
 
 
 def runs_count(conn: duckdb.DuckDBPyConnection) -> int:
     """Rows of the runs table (a day processed = one row)."""
-    return fetch_one(conn, "SELECT count(*) FROM runs")[0]  # type: ignore[index]
+    return one_row(conn, "SELECT count(*) FROM runs")[0]
 
 
 def applied_versions(conn: duckdb.DuckDBPyConnection) -> list[int]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import fetch_one, one_row, query
 
 
 def day_events(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -45,9 +45,9 @@ def day_quality(conn: duckdb.DuckDBPyConnection, day_id: int) -> list[tuple]:
     return conn.execute(query("report.day_quality"), [day_id]).fetchall()
 
 
-def day_fetch_pages(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple | None:
-    """The fetch's page facts of one day (report.day_fetch_pages), or None."""
-    return fetch_one(conn, query("report.day_fetch_pages"), [day_id])
+def day_fetch_pages(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple:
+    """The fetch's page facts of one day (report.day_fetch_pages: an aggregate, always one row)."""
+    return one_row(conn, query("report.day_fetch_pages"), [day_id])
 
 
 def history_points(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> list[tuple]:
