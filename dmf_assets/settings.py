@@ -3,7 +3,7 @@
 Only configuration lives here. The service key and the SMTP password are secrets and are never read
 from these files (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD in the environment).
 
-The settings are a contract (DESIGN.md §9): every key is typed (strict — "5" is not a number, 1 is
+The settings are a contract (docs/DOMAIN.md §9): every key is typed (strict — "5" is not a number, 1 is
 not true) and range-checked — every number has an upper bound the code can represent (no inf or nan,
 day counts ≤ MAX_DAYS, so date arithmetic and timeouts never overflow) — unknown keys and sections are refused, a `DMF_CONFIG` that does not
 exist is an error. Every problem becomes one `ConfigError` whose text names the file, the TOML line,

@@ -1,4 +1,4 @@
-"""`dmf history`, `dmf asof`, `dmf report` on real history databases (DESIGN.md §10, issue 12).
+"""`dmf history`, `dmf asof`, `dmf report` on real history databases (docs/DOMAIN.md §10, issue 12).
 
 Two histories, both built with the real storage code on a DuckDB file:
 - `emulated`: the emulator's 2026-10-01..08 through the pipeline (collect → normalize → judge →

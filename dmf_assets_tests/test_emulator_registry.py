@@ -1,7 +1,7 @@
 """The emulator's registry simulator: realism, evolution rules and ground truth (brief H1).
 
 One simulator (default seed) is built per module; every number asserted below is measured on it.
-The local key function here is written from DESIGN.md §3 independently of the emulator's own.
+The local key function here is written from docs/DOMAIN.md §3 independently of the emulator's own.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dmf_assets.emulator.registry import FIRST_DATE, LAST_DATE, RegistrySimulato
 _synthetic = load_bench("synthetic")  # bench/synthetic.py: the benchmark's registries, outside the package
 churn_day, synthetic_registry = _synthetic.churn_day, _synthetic.synthetic_registry
 
-OBSERVED = date(2026, 10, 8)  # DESIGN.md §2 numbers were observed on this day
+OBSERVED = date(2026, 10, 8)  # docs/DOMAIN.md §2 numbers were observed on this day
 FIELD_OF = {
     "permit_no": "DMF_PERMIT_NO", "ingredient": "INGR_KOR_NAME", "applicant": "ENTP_NAME",
     "bizrno": "BIZRNO", "manufacturer": "MNFCTR_NAME", "address": "MNFCTR_PLACE",
@@ -44,7 +44,7 @@ TOP_APPLICANTS = {
 TOP_COUNTRIES = ["인도", "중국", "대한민국", "이탈리아", "스페인", "독일", "일본", "스위스", "대만", "프랑스"]
 
 
-# --- a local reading of DESIGN.md §3 --------------------------------------------------------------
+# --- a local reading of docs/DOMAIN.md §3 --------------------------------------------------------------
 
 _LEGAL = re.compile(
     r"주식회사|\(주\)|유한회사|\bco\.?\s*,?\s*ltd\b\.?|\bltd\b\.?|\blimited\b|\binc\b\.?|\bgmbh\b"
@@ -54,7 +54,7 @@ _LEGAL = re.compile(
 
 
 def local_key(field: str, value: str | None):
-    """Matching key per DESIGN.md §3: NFKC, no control chars, no whitespace/punctuation, lower-case;
+    """Matching key per docs/DOMAIN.md §3: NFKC, no control chars, no whitespace/punctuation, lower-case;
     legal forms removed from company names; countries as a canonical set; permit number folded."""
     if value is None or not value.strip():
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import shutil
 import time
@@ -151,6 +152,25 @@ def test_migrations_are_recorded_checksummed_and_backed_up(tmp_path, monkeypatch
         pytest.raises(MigrationError, match="edited after it was applied"),
         open_database(path, backups_dir=backups),
     ):
+        pass
+
+
+def test_a_database_migrated_before_the_citation_was_renamed_still_opens(tmp_path):
+    """0001/0002 were applied with a first comment line citing a file outside the repository; only that comment
+    changed, so the checksum they were recorded with is accepted — and any other text still is not."""
+    path = tmp_path / "h.duckdb"
+    with open_database(path) as conn:
+        for version, sums in dbmod.EARLIER_CHECKSUMS.items():
+            conn.execute("UPDATE schema_migrations SET checksum = ? WHERE version = ?", [next(iter(sums)), version])
+    with open_database(path) as conn:  # no MigrationError
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(dbmod.migrations()),)
+    files = {m.version: m.sql for m in dbmod.migrations()}
+    for version, sums in dbmod.EARLIER_CHECKSUMS.items():
+        earlier = files[version].replace("docs/DOMAIN.md", "DESIGN.md", 1)  # the file as it was applied
+        assert hashlib.sha256(earlier.encode("utf-8")).hexdigest() in sums
+    with open_database(path) as conn:
+        conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 2")
+    with pytest.raises(MigrationError, match="edited after it was applied"), open_database(path):
         pass
 
 

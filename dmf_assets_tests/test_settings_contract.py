@@ -1,4 +1,4 @@
-"""Settings are a contract (issue 10, DESIGN.md §9): the real `dmf` CLI, run as a user would, refuses a
+"""Settings are a contract (issue 10, docs/DOMAIN.md §9): the real `dmf` CLI, run as a user would, refuses a
 bad configuration with one message naming the file, the TOML line, the key and what is allowed — exit 2,
 never a traceback, nothing written."""
 

@@ -1,4 +1,4 @@
-"""What analysts ask the history (DESIGN.md §10): one registration's history, the registry as of a day.
+"""What analysts ask the history (docs/DOMAIN.md §10): one registration's history, the registry as of a day.
 
 Read-only: every function takes an open connection and returns plain data (dataclasses / polars), so
 the CLI, the workbooks and tests share one implementation. SQL lives in sql/queries/analyst.sql, run by

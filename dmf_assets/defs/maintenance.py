@@ -66,7 +66,7 @@ def prune_retention(context: dg.OpExecutionContext, workspace: DmfWorkspace, bac
 
 
 @dg.job(
-    description="매일 DB 백업 후 보존 기간 정리 (DESIGN.md §7: 원본 180일, 리포트 365일, 백업 30일)",
+    description="매일 DB 백업 후 보존 기간 정리 (docs/DOMAIN.md §7: 원본 180일, 리포트 365일, 백업 30일)",
     tags={"dmf/kind": "maintenance"},
 )
 def dmf_maintenance_job() -> None:

@@ -1,4 +1,4 @@
-"""The emulator's own reading of DESIGN.md §3 (display value / matching key), used for ground truth.
+"""The emulator's own reading of docs/DOMAIN.md §3 (display value / matching key), used for ground truth.
 
 The real normalizer lives elsewhere; the emulator must not depend on it, yet its truth must agree
 with it. So every simulated edit is checked against several *plausible* key implementations

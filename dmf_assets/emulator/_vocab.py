@@ -1,8 +1,8 @@
-"""Word lists and name/address builders for the emulated registry (DESIGN.md §2 "what it looks like").
+"""Word lists and name/address builders for the emulated registry (docs/DOMAIN.md §2 "what it looks like").
 
 Everything here is static data or a pure function of a `random.Random`, so the same seed always
 builds the same names. Company and place names are invented from syllables and stems (a few stems
-borrowed from the real rows); only the top applicants (DESIGN.md §2) and the 151 real seed rows carry
+borrowed from the real rows); only the top applicants (docs/DOMAIN.md §2) and the 151 real seed rows carry
 real names.
 """
 
@@ -24,7 +24,7 @@ def load_seed_rows() -> list[dict[str, str | None]]:
 
 # --- applicants --------------------------------------------------------------------------------
 
-#: (name as written, records on ~2026-10-08, BIZRNO) — DESIGN.md §2 top applicants + the fixture group
+#: (name as written, records on ~2026-10-08, BIZRNO) — docs/DOMAIN.md §2 top applicants + the fixture group
 TOP_APPLICANTS: tuple[tuple[str, int, str], ...] = (
     ("(주)삼오제약", 395, "1348107316"),
     ("(주)파마피아", 386, "2148834165"),
@@ -93,7 +93,7 @@ def bizrno(rng: random.Random) -> str:
 @dataclass(frozen=True)
 class Country:
     canonical: str
-    entries: int  # site entries on ~2026-10-08 (DESIGN.md §2 for the top ten)
+    entries: int  # site entries on ~2026-10-08 (docs/DOMAIN.md §2 for the top ten)
     english: str
     style: str  # name/address builder
     spellings: tuple[tuple[str, float], ...] = ()  # (spelling, share); default: canonical only
@@ -109,7 +109,7 @@ class Country:
         return self.canonical
 
 
-#: 44 canonical countries + 5 variant spellings = 49 distinct country names (DESIGN.md §2).
+#: 44 canonical countries + 5 variant spellings = 49 distinct country names (docs/DOMAIN.md §2).
 #: Variant spellings come only from domain/countries.py COUNTRY_VARIANTS.
 COUNTRIES: tuple[Country, ...] = (
     Country("인도", 3742, "India", "in"),

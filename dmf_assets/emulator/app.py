@@ -1,6 +1,6 @@
 """The emulator's HTTP behaviour: one handler shared by the in-process transport and the server.
 
-It imitates `apis.data.go.kr/1471000/MdcDmfInfoService01/getMdcDmfList01` as DESIGN.md §2 describes
+It imitates `apis.data.go.kr/1471000/MdcDmfInfoService01/getMdcDmfList01` as docs/DOMAIN.md §2 describes
 it — JSON/XML envelopes, gateway XML errors, the serviceKey decoding rule, numOfRows capping — and
 applies the fault planned for the served date. `handle()` is pure apart from per-page attempt
 counters: it returns the answer and a delay, and the caller (transport or server) realises the delay.

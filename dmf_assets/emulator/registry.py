@@ -71,7 +71,7 @@ __all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "compare_rows"]
 
 SEED_DATE = date.fromisoformat(_vocab.SEED_OBSERVED_ON)
 INITIAL_SIZE = 8600
-#: registry size the simulation steers towards (DESIGN.md §2: 9,167 on 2026-10-08)
+#: registry size the simulation steers towards (docs/DOMAIN.md §2: 9,167 on 2026-10-08)
 SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
 
 

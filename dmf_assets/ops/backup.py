@@ -1,4 +1,4 @@
-"""`dmf backup` / `dmf restore`: a consistent, verified copy of the history database (DESIGN.md §7: backups
+"""`dmf backup` / `dmf restore`: a consistent, verified copy of the history database (docs/DOMAIN.md §7: backups
 kept 30 days), and the way back from one.
 
 Consistent: taken under the database lock after a CHECKPOINT (everything is in the main file, no

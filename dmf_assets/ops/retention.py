@@ -1,4 +1,4 @@
-"""`dmf prune`: retention per DESIGN.md §7 and `[retention]` in config/dmf.toml.
+"""`dmf prune`: retention per docs/DOMAIN.md §7 and `[retention]` in config/dmf.toml.
 
 Events and versions (the database) are kept forever; raw archives `raw_days`, workbooks
 `reports_days`, staging folders `staging_days`, backups `backups_days`, logs `logs_days`.

@@ -1,4 +1,4 @@
-"""Committing a judged day to the history and keeping the chain of days consistent (DESIGN.md §7).
+"""Committing a judged day to the history and keeping the chain of days consistent (docs/DOMAIN.md §7).
 
 Each public function here is one transaction (`storage.history.transaction`): the day's verdict or
 history is written together with the re-derivation of the next accepted day after it, so days may

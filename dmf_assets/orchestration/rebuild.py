@@ -1,4 +1,4 @@
-"""`dmf rebuild`: the history database made again from the raw archives (DESIGN.md §9 — the archives are
+"""`dmf rebuild`: the history database made again from the raw archives (docs/DOMAIN.md §9 — the archives are
 the event log, the database is derived from them).
 
 Every archived day (`raw_dir/YYYY-MM-DD/`, optionally only `first`…`last`) is replayed in date order

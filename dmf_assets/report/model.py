@@ -67,7 +67,7 @@ class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
 
 @dataclass(frozen=True)
 class GateRow:
-    number: int  # 1..6 (DESIGN.md §6)
+    number: int  # 1..6 (docs/DOMAIN.md §6)
     name: str  # transport | completeness | drop | nulls | duplicates | churn
     label_ko: str  # 전송 | 완전성 | 감소율 | 결측 | 중복 | 변동률
     passed: bool | None  # None = not evaluated (an earlier gate already rejected the day)
@@ -193,7 +193,7 @@ class Kpis:
 
 @dataclass(frozen=True)
 class ChangeRate:
-    """Observed change rate λ̂ = −ln(1 − X/n) / I per registration and day (DESIGN.md §10).
+    """Observed change rate λ̂ = −ln(1 − X/n) / I per registration and day (docs/DOMAIN.md §10).
 
     X = 실질 변경 (changed registrations), n = registrations compared (the bases' populations), I = the
     mean comparison interval in days — pooled over the accepted comparisons of the window. People read

@@ -1,4 +1,4 @@
-"""Workbook file names and retention (DESIGN.md §7: workbooks are kept 365 days).
+"""Workbook file names and retention (docs/DOMAIN.md §7: workbooks are kept 365 days).
 
 The rules that keep users safe: the always-current `DMF_리포트_최신.xlsx` is never deleted, the newest
 dated workbook is never deleted (even if it is older than the retention window — e.g. after a long

@@ -1,6 +1,6 @@
 """The raw archive: every page body as received, gzip'd, per day, plus a manifest.
 
-Layout under `raw_dir` (DESIGN.md §7):
+Layout under `raw_dir` (docs/DOMAIN.md §7):
     YYYY-MM-DD/page-0001.json.gz …   the published archive of the day (+ manifest.json)
     .YYYY-MM-DD.partial/              the fetch in progress (or one that was interrupted)
     .YYYY-MM-DD.lock                  one fetch per day at a time (flock, released if the process dies)

@@ -1,6 +1,6 @@
 """Parse one `getMdcDmfList01` response body into a `Page` (pure, no I/O).
 
-Handles every shape data.go.kr services are known to use (DESIGN.md §2):
+Handles every shape data.go.kr services are known to use (docs/DOMAIN.md §2):
 - JSON with `header`/`body` at the top level, or wrapped in `{"response": {...}}`;
 - `items` as a bare list, `{"item": [...]}`, `{"item": {...}}` (one row), or `""`/absent/null on an
   empty page;

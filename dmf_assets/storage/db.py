@@ -5,7 +5,7 @@ lock (DAGSTER_NOTES). Every access goes through `open_database`, which first tak
 beside the database (released by the kernel even if the process is SIGKILLed), records who holds
 it (for `dmf doctor`), then applies pending migrations — after copying the file to backups/.
 
-The raw archives are the event log; the database is derived from them (DESIGN.md §9). A database that
+The raw archives are the event log; the database is derived from them (docs/DOMAIN.md §9). A database that
 is missing or holds no day while files of earlier days exist (`HistoryTraces`) was lost, not new: the
 writers (every run, whatever launched it) are refused with `HistoryMissing`, a file DuckDB cannot read
 with `DatabaseDamaged` — both name the two ways out, `dmf restore` and `dmf rebuild`. A write that
@@ -157,6 +157,15 @@ class Migration:
     @property
     def checksum(self) -> str:
         return hashlib.sha256(self.sql.encode("utf-8")).hexdigest()
+
+
+#: checksums an applied migration may carry from an earlier text of its file whose SQL is the same: 0001 and
+#: 0002 were applied while their first comment line cited the specification outside the repository; the
+#: citation now names docs/DOMAIN.md, and databases migrated before must not be refused for a comment
+EARLIER_CHECKSUMS: dict[int, frozenset[str]] = {
+    1: frozenset({"9a6a5647a466c88185b47b1fb2e4b16a8f6b367e9f59393f0862d8f5684783c9"}),
+    2: frozenset({"7e93d1207f228c6da4d7904ca7d55e7faaf69551862a599c184c6c9cedc9974d"}),
+}
 
 
 def migrations() -> list[Migration]:
@@ -371,7 +380,7 @@ def check_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[list[Migration], 
         m = files.get(version)
         if m is None:
             problems.append(f"migration {version:04d}_{name} is applied but its file is missing")
-        elif m.checksum != checksum:
+        elif checksum != m.checksum and checksum not in EARLIER_CHECKSUMS.get(version, frozenset()):
             problems.append(f"migration {version:04d}_{name}.sql was edited after it was applied (checksum differs)")
     pending = [m for v, m in sorted(files.items()) if v not in applied]
     return pending, problems

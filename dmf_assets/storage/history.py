@@ -1,4 +1,4 @@
-"""Reading and writing the day-by-day history (DESIGN.md §7). The only module that writes SQL history.
+"""Reading and writing the day-by-day history (docs/DOMAIN.md §7). The only module that writes SQL history.
 
 Rules its writes keep (the decisions — which gate failed, what the next accepted day's diff is — are
 made by `orchestration.commit`, which runs these writes inside one `transaction`):

@@ -1,4 +1,4 @@
--- DMF Watch history schema (DESIGN.md §7).
+-- DMF Watch history schema (docs/DOMAIN.md §7).
 -- Content and membership are separate: a registration's distinct contents live once in
 -- record_versions; a day's snapshot is integers only (day × record × version).
 -- Days are INTEGER yyyymmdd. History tables are written only for accepted days, in one transaction.

@@ -1,4 +1,4 @@
--- Grant-link fields of a registration (DESIGN.md §10): a grant-derived (자료공유 허여) number
+-- Grant-link fields of a registration (docs/DOMAIN.md §10): a grant-derived (자료공유 허여) number
 -- "…(n)" / "…(A)" points at its original (base_permit_no), and every standard/new-substance number
 -- belongs to a cohort "{ingredient no}-{group}". Same rule as domain/permit.py; existing versions
 -- are filled in here so old and new rows agree.
