@@ -26,6 +26,7 @@ from dmf_assets.domain.text import (
     display_expr,
     issue_date_expr,
     parse_country_display,
+    permit_no_expr,
     text_key_expr,
 )
 
@@ -125,6 +126,10 @@ def _permit_table(values: pl.LazyFrame) -> pl.LazyFrame:
     return with_permit_columns(values, "DMF_PERMIT_NO")
 
 
+def _permit_no_table(values: pl.LazyFrame) -> pl.LazyFrame:
+    return values.with_columns(permit_no_expr(pl.col("DMF_PERMIT_NO")).alias("permit_no"))
+
+
 def _text_table(values: pl.LazyFrame, field: str, display: str, key: str, company: bool) -> pl.LazyFrame:
     table = values.with_columns(display_expr(pl.col(field)).alias(display))
     key_expr = company_key_expr(pl.col(display)) if company else text_key_expr(pl.col(display))
@@ -207,15 +212,17 @@ _BUILDERS = {
 }
 
 
-def _field_columns(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """Derived columns of every API field, one frame per field, aligned with `frame`'s rows."""
+def _field_columns(frame: pl.DataFrame, full: bool = True) -> list[pl.DataFrame]:
+    """Derived columns of every API field, one frame per field, aligned with `frame`'s rows
+    (`full=False`: of the permit number only `permit_no`)."""
     distinct = frame.select(pl.col(f).n_unique() for f in _BUILDERS).row(0)
     direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct, strict=True)}
+    builders = _BUILDERS if full else {**_BUILDERS, "DMF_PERMIT_NO": _permit_no_table}
     plans = [
         build(
             frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls()
         ).with_columns(_flag_exprs(field))
-        for field, build in _BUILDERS.items()
+        for field, build in builders.items()
     ]
     tables = dict(zip(_BUILDERS, pl.collect_all(plans), strict=True))
     tables["MANUF_COUNTRY_CODE_NM"] = _with_parsed_countries(tables["MANUF_COUNTRY_CODE_NM"])
@@ -347,11 +354,39 @@ def normalize_items(raw: pl.DataFrame | list[Mapping[str, object]]) -> pl.DataFr
     return normalize_taking([raw if isinstance(raw, pl.DataFrame) else items_to_frame(raw)])
 
 
-def normalize_taking(holder: list[pl.DataFrame]) -> pl.DataFrame:
+def site_columns(displays: pl.DataFrame) -> pl.DataFrame:
+    """`sites` and `sites_split_ok` (NORMALIZED_SCHEMA dtypes) of rows given by their `manufacturer`,
+    `address` and `countries` display values — what `normalize_taking` derives them from, so the same
+    result. For a comparison that needs the sites of a few changed rows only (`normalize_taking(full=False)`)."""
+    frame = _with_parsed_countries(displays.select("manufacturer", "address", "countries"))
+    name, name_role = site_part_exprs(pl.col("manufacturer"))
+    address, address_role = site_part_exprs(pl.col("address"))
+    frame = frame.with_columns(
+        pl.int_range(0, pl.len(), dtype=pl.Int32).alias("row_no"),
+        pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        name.alias("_site_name"),
+        name_role.alias("_site_name_role"),
+        address.alias("_site_address"),
+        address_role.alias("_site_address_role"),
+    ).with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))
+    return _site_columns(frame).select(pl.col(c).cast(NORMALIZED_SCHEMA[c]) for c in _SITE_OUTPUTS)
+
+
+#: the columns `_site_columns` adds (the only Python-heavy part of the normalization)
+_SITE_OUTPUTS = ("sites", "sites_split_ok")
+#: what `normalize_taking(full=False)` leaves out: the sites and the permit number's parts
+COMPARISON_OMITS: frozenset[str] = frozenset(_SITE_OUTPUTS) | (frozenset(PERMIT_COLUMNS) - {"permit_no"})
+
+
+def normalize_taking(holder: list[pl.DataFrame], *, full: bool = True) -> pl.DataFrame:
     """`normalize_items(holder.pop())`: if the caller keeps no other reference to the frame, its raw
-    columns are released as soon as every field is derived from them (before sites, keys, hashes)."""
+    columns are released as soon as every field is derived from them (before sites, keys, hashes).
+
+    `full=False` (a comparison that is never stored, `dmf diff`): none of COMPARISON_OMITS — the permit
+    number's parts are never compared, and the diff derives the sites from the display values of the few
+    rows it compares (`site_columns`)."""
     frame = _coerce(holder.pop())
-    columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame)]
+    columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame, full)]
     del frame  # the raw values are all derived now
     out = _quality_columns(pl.concat(columns, how="horizontal")).with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
@@ -359,12 +394,15 @@ def normalize_taking(holder: list[pl.DataFrame]) -> pl.DataFrame:
         pl.col("is_micronized").fill_null(False),
         pl.col("issue_date_invalid").fill_null(False),
         pl.col("bizrno_valid").fill_null(False),
-        pl.col("permit_fmt").fill_null("missing"),
+        *([pl.col("permit_fmt").fill_null("missing")] if full else []),
     )
     out = out.with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))
-    out = _site_columns(out)
+    if full:
+        out = _site_columns(out)
     # one chunk per column: gathers and joins on a multi-chunk nested column (sites) are many times slower
-    return out.select([pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items()]).rechunk()
+    return out.select(
+        [pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items() if full or name not in COMPARISON_OMITS]
+    ).rechunk()
 
 
 assert tuple(NORMALIZED_SCHEMA) == tuple(NORMALIZED_COLUMNS)
