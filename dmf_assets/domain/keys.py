@@ -135,9 +135,9 @@ def with_row_keys(normalized: pl.DataFrame, *, only_needed_hashes: bool = False)
     frame = with_group_columns(frame)
     repeated = frame.get_column("group_key").is_duplicated()
     # content_hash: MD5 where its value orders duplicates (`with_snapshot_keys`), else only compared for
-    # equality — polars' hash of the same joined text, marked so it never equals an MD5. Equal content
-    # means an equal group_key, so two rows with equal content always carry the same kind of hash.
-    quick = pl.lit(_QUICK_MARK) + _joined(CONTENT_COLUMNS).hash(seed=0x444D46).cast(pl.String)
+    # equality — polars' hash of the same values (nulls included), marked so it never equals an MD5. Equal
+    # content means an equal group_key, so two rows with equal content always carry the same kind of hash.
+    quick = pl.lit(_QUICK_MARK) + pl.struct(CONTENT_COLUMNS).hash(seed=0x444D46).cast(pl.String)
     return frame.with_columns(
         _md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"),
         pl.when(pl.lit(repeated)).then(pl.lit(_md5_column(frame, CONTENT_COLUMNS, repeated))).otherwise(quick)

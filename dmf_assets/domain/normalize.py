@@ -26,7 +26,7 @@ from dmf_assets.domain.text import (
     display_expr,
     issue_date_expr,
     parse_country_display,
-    permit_no_expr,
+    permit_no_series,
     text_key_expr,
 )
 
@@ -126,10 +126,6 @@ def _permit_table(values: pl.LazyFrame) -> pl.LazyFrame:
     return with_permit_columns(values, "DMF_PERMIT_NO")
 
 
-def _permit_no_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    return values.with_columns(permit_no_expr(pl.col("DMF_PERMIT_NO")).alias("permit_no"))
-
-
 def _text_table(values: pl.LazyFrame, field: str, display: str, key: str, company: bool) -> pl.LazyFrame:
     table = values.with_columns(display_expr(pl.col(field)).alias(display))
     key_expr = company_key_expr(pl.col(display)) if company else text_key_expr(pl.col(display))
@@ -212,19 +208,27 @@ _BUILDERS = {
 }
 
 
+#: `full=False`: names and addresses without their single-site parts (and the permit number without its
+#: parts: `permit_no_series`, outside the plans)
+_COMPARISON_BUILDERS = {
+    "MNFCTR_NAME": lambda values: _text_table(values, "MNFCTR_NAME", "manufacturer", "manufacturer_key", company=True),
+    "MNFCTR_PLACE": lambda values: _text_table(values, "MNFCTR_PLACE", "address", "address_key", company=False),
+}
+
+
 def _field_columns(frame: pl.DataFrame, full: bool = True) -> list[pl.DataFrame]:
     """Derived columns of every API field, one frame per field, aligned with `frame`'s rows
-    (`full=False`: of the permit number only `permit_no`)."""
-    distinct = frame.select(pl.col(f).n_unique() for f in _BUILDERS).row(0)
-    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct, strict=True)}
-    builders = _BUILDERS if full else {**_BUILDERS, "DMF_PERMIT_NO": _permit_no_table}
+    (`full=False`: only what a comparison reads, see COMPARISON_OMITS)."""
+    builders = _BUILDERS if full else {f: b for f, b in {**_BUILDERS, **_COMPARISON_BUILDERS}.items() if f != "DMF_PERMIT_NO"}
+    distinct = frame.select(pl.col(f).n_unique() for f in builders).row(0)
+    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(builders, distinct, strict=True)}
     plans = [
         build(
             frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls()
-        ).with_columns(_flag_exprs(field))
+        ).with_columns(_flag_exprs(field) if full else [])
         for field, build in builders.items()
     ]
-    tables = dict(zip(_BUILDERS, pl.collect_all(plans), strict=True))
+    tables = dict(zip(builders, pl.collect_all(plans), strict=True))
     tables["MANUF_COUNTRY_CODE_NM"] = _with_parsed_countries(tables["MANUF_COUNTRY_CODE_NM"])
     aligned = [
         table.lazy().drop(field)
@@ -232,7 +236,8 @@ def _field_columns(frame: pl.DataFrame, full: bool = True) -> list[pl.DataFrame]
         else frame.lazy().select(field).join(table.lazy(), on=field, how="left", maintain_order="left").drop(field)
         for field, table in tables.items()
     ]
-    return pl.collect_all(aligned)
+    permit = [] if full else [permit_no_series(frame.get_column("DMF_PERMIT_NO")).to_frame()]
+    return pl.collect_all(aligned) + permit
 
 
 # --- sites -----------------------------------------------------------------------------------------
@@ -375,7 +380,9 @@ def site_columns(displays: pl.DataFrame) -> pl.DataFrame:
 #: the columns `_site_columns` adds (the only Python-heavy part of the normalization)
 _SITE_OUTPUTS = ("sites", "sites_split_ok")
 #: what `normalize_taking(full=False)` leaves out: the sites and the permit number's parts
-COMPARISON_OMITS: frozenset[str] = frozenset(_SITE_OUTPUTS) | (frozenset(PERMIT_COLUMNS) - {"permit_no"})
+COMPARISON_OMITS: frozenset[str] = (
+    frozenset(_SITE_OUTPUTS) | (frozenset(PERMIT_COLUMNS) - {"permit_no"}) | {"oversize_fields", "has_replacement_char"}
+)
 
 
 def normalize_taking(holder: list[pl.DataFrame], *, full: bool = True) -> pl.DataFrame:
@@ -383,12 +390,13 @@ def normalize_taking(holder: list[pl.DataFrame], *, full: bool = True) -> pl.Dat
     columns are released as soon as every field is derived from them (before sites, keys, hashes).
 
     `full=False` (a comparison that is never stored, `dmf diff`): none of COMPARISON_OMITS — the permit
-    number's parts are never compared, and the diff derives the sites from the display values of the few
+    number's parts and the quality flags are never compared, and the diff derives the sites from the display values of the few
     rows it compares (`site_columns`)."""
     frame = _coerce(holder.pop())
     columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame, full)]
     del frame  # the raw values are all derived now
-    out = _quality_columns(pl.concat(columns, how="horizontal")).with_columns(
+    out = pl.concat(columns, how="horizontal")
+    out = (_quality_columns(out) if full else out).with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("is_micronized").fill_null(False),
