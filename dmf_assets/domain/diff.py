@@ -33,6 +33,7 @@ from dmf_assets.domain.model import (
     EventType,
     Severity,
 )
+from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
 from dmf_assets.domain.text import company_key_expr, text_key_expr
 
@@ -272,7 +273,14 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
     )
     # single site on both sides: the field rows already say it all
     multi = (pl.col("b.site_count") != pl.col("n.site_count")) | (pl.col("b.site_count") > 1) | (pl.col("n.site_count") > 1)
-    cand = joined.filter(display_changed & multi.fill_null(False)).select(
+    cand = joined.filter(display_changed & multi.fill_null(False))
+    for side in ("b", "n"):
+        if f"{side}.sites" not in cand.columns:  # a comparison-only snapshot: the candidates' sites only
+            cand = cand.hstack(
+                site_columns(cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries")))
+                .rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]
+            )
+    cand = cand.select(
         "dmf_key", "base_dmf_key", "b.sites", "n.sites", "b.site_count", "n.site_count", "b.sites_split_ok",
         "n.sites_split_ok",
     )
@@ -319,14 +327,16 @@ def _sort_changes(changes: pl.DataFrame) -> pl.DataFrame:
 def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-field changes of matched pairs -> (CHANGED events without watchlist, field changes)."""
     value_cols = sorted({c for pair in FIELD_COLUMNS.values() for c in pair} | set(_SITE_VALUE_COLS))
+    # (a comparison-only snapshot has no sites: `_site_rows` derives them for the rows it compares)
+    b_cols, n_cols = ([c for c in value_cols if c in f.columns] for f in (base, new))
     # content_hash covers exactly the compared display values, so a pair with equal hashes has no
     # field change: compare only the (few) pairs whose hashes differ instead of every pair.
     pairs = pairs.filter(~pl.col("_b_hash").eq_missing(pl.col("_n_hash"))).drop("_b_hash", "_n_hash")
     joined = pairs.join(
-        base.select("dmf_key", *value_cols).rename({c: f"b.{c}" for c in ["dmf_key", *value_cols]}),
+        base.select("dmf_key", *b_cols).rename({c: f"b.{c}" for c in ["dmf_key", *b_cols]}),
         left_on="base_dmf_key",
         right_on="b.dmf_key",
-    ).join(new.select("dmf_key", *value_cols).rename({c: f"n.{c}" for c in value_cols}), on="dmf_key")
+    ).join(new.select("dmf_key", *n_cols).rename({c: f"n.{c}" for c in n_cols}), on="dmf_key")
 
     sites_differ = ~pl.col("b.site_count").eq_missing(pl.col("n.site_count"))
     change_frames = []

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from hashlib import md5
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow as pa  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
 
 from dmf_assets.domain.model import FIELD_COLUMNS
 
@@ -45,22 +48,23 @@ SYNTHETIC_PREFIX = "SYN-"
 
 #: rows hashed per batch: the joined text of a batch is a few MB, never a copy of a whole 1 M-row day
 HASH_BATCH_ROWS = 1 << 16
+#: up to this many rows, a batch is hashed from Python strings (same UTF-8 bytes) instead of Arrow buffers
+PYTHON_HASH_ROWS = 1 << 12
 
 
 def _md5_16(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Series:
     """The left 16 hex digits of MD5 over the columns' values joined by chr(31), NULL as chr(0) — the
     values stored since the first database (docs/DOMAIN.md §4, §5): chr(0) marks NULL so (NULL, "a") and
     ("a", NULL) hash differently."""
-    joined = frame.select(
-        pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in columns], separator="\x1f")
-    ).to_series()
+    joined = frame.select(_joined(columns)).to_series()
     digests: list[bytes] = []
+    if joined.len() <= PYTHON_HASH_ROWS:  # a few rows: no pyarrow import (≈0.1 s), same bytes
+        digests = [md5(text.encode()).digest() for text in joined.to_list()]
+        return pl.Series(digests, dtype=pl.Binary).bin.encode("hex").str.slice(0, 16)
     for chunk in _arrow_chunks(joined):
         _, offsets_buf, data_buf = chunk.buffers()
-        if data_buf is None:  # only empty strings (or no rows)
-            data_buf = pa.py_buffer(b"")
         offsets = memoryview(offsets_buf).cast("q")[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
-        data = memoryview(data_buf)
+        data = memoryview(b"" if data_buf is None else data_buf)  # None: only empty strings (or no rows)
         # the UTF-8 bytes of each value, read in place from the Arrow buffer (no Python string per row)
         digests += [md5(data[a:b]).digest() for a, b in pairwise(offsets)]
     # (a Binary series from the list: building it from Arrow would import pyarrow.compute, ≈0.1 s)
@@ -69,6 +73,8 @@ def _md5_16(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Series:
 
 def _arrow_chunks(series: pl.Series) -> list[pa.LargeStringArray]:
     """The series as Arrow large_string arrays (polars' oldest compat level: offsets + bytes, no views)."""
+    import pyarrow as pa  # lazily: `dmf diff` hashes few rows (PYTHON_HASH_ROWS)
+
     arrow = series.to_arrow(compat_level=pl.CompatLevel.oldest())
     chunks = arrow.chunks if isinstance(arrow, pa.ChunkedArray) else [arrow]
     if any(c.type != pa.large_string() for c in chunks):
@@ -122,13 +128,30 @@ def with_row_keys(normalized: pl.DataFrame, *, only_needed_hashes: bool = False)
     if not only_needed_hashes:
         return with_group_columns(pl.concat([frame, stable_hashes(frame)], how="horizontal"))
     frame = frame.with_columns(
-        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+        pl.lit(None, dtype=pl.String).alias("content_hash"),
         pl.lit(None, dtype=pl.String).alias("identity_hash"),
         _md5_column(frame, SYN_BASIS_COLUMNS, frame.get_column("permit_no").is_null()).alias("syn_basis_hash"),
     )
     frame = with_group_columns(frame)
     repeated = frame.get_column("group_key").is_duplicated()
-    return frame.with_columns(_md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"))
+    # content_hash: MD5 where its value orders duplicates (`with_snapshot_keys`), else only compared for
+    # equality — polars' hash of the same values (nulls included), marked so it never equals an MD5. Equal
+    # content means an equal group_key, so two rows with equal content always carry the same kind of hash.
+    quick = pl.lit(_QUICK_MARK) + pl.struct(CONTENT_COLUMNS).hash(seed=0x444D46).cast(pl.String)
+    return frame.with_columns(
+        _md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"),
+        pl.when(pl.lit(repeated)).then(pl.lit(_md5_column(frame, CONTENT_COLUMNS, repeated))).otherwise(quick)
+        .alias("content_hash"),
+    )
+
+
+#: starts the comparison-only content hash (`with_row_keys(only_needed_hashes=True)`): never a hex digit
+_QUICK_MARK = "~"
+
+
+def _joined(columns: tuple[str, ...]) -> pl.Expr:
+    """The columns' values joined by chr(31), NULL as chr(0): what the record hashes digest."""
+    return pl.concat_str([pl.col(c).cast(pl.String).fill_null("\x00") for c in columns], separator="\x1f")
 
 
 def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:

@@ -26,6 +26,7 @@ from dmf_assets.domain.text import (
     display_expr,
     issue_date_expr,
     parse_country_display,
+    permit_no_series,
     text_key_expr,
 )
 
@@ -207,17 +208,27 @@ _BUILDERS = {
 }
 
 
-def _field_columns(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """Derived columns of every API field, one frame per field, aligned with `frame`'s rows."""
-    distinct = frame.select(pl.col(f).n_unique() for f in _BUILDERS).row(0)
-    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(_BUILDERS, distinct, strict=True)}
+#: `full=False`: names and addresses without their single-site parts (and the permit number without its
+#: parts: `permit_no_series`, outside the plans)
+_COMPARISON_BUILDERS = {
+    "MNFCTR_NAME": lambda values: _text_table(values, "MNFCTR_NAME", "manufacturer", "manufacturer_key", company=True),
+    "MNFCTR_PLACE": lambda values: _text_table(values, "MNFCTR_PLACE", "address", "address_key", company=False),
+}
+
+
+def _field_columns(frame: pl.DataFrame, full: bool = True) -> list[pl.DataFrame]:
+    """Derived columns of every API field, one frame per field, aligned with `frame`'s rows
+    (`full=False`: only what a comparison reads, see COMPARISON_OMITS)."""
+    builders = _BUILDERS if full else {f: b for f, b in {**_BUILDERS, **_COMPARISON_BUILDERS}.items() if f != "DMF_PERMIT_NO"}
+    distinct = frame.select(pl.col(f).n_unique() for f in builders).row(0)
+    direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(builders, distinct, strict=True)}
     plans = [
         build(
             frame.lazy().select(field) if direct[field] else frame.lazy().select(pl.col(field).unique()).drop_nulls()
-        ).with_columns(_flag_exprs(field))
-        for field, build in _BUILDERS.items()
+        ).with_columns(_flag_exprs(field) if full else [])
+        for field, build in builders.items()
     ]
-    tables = dict(zip(_BUILDERS, pl.collect_all(plans), strict=True))
+    tables = dict(zip(builders, pl.collect_all(plans), strict=True))
     tables["MANUF_COUNTRY_CODE_NM"] = _with_parsed_countries(tables["MANUF_COUNTRY_CODE_NM"])
     aligned = [
         table.lazy().drop(field)
@@ -225,7 +236,8 @@ def _field_columns(frame: pl.DataFrame) -> list[pl.DataFrame]:
         else frame.lazy().select(field).join(table.lazy(), on=field, how="left", maintain_order="left").drop(field)
         for field, table in tables.items()
     ]
-    return pl.collect_all(aligned)
+    permit = [] if full else [permit_no_series(frame.get_column("DMF_PERMIT_NO")).to_frame()]
+    return pl.collect_all(aligned) + permit
 
 
 # --- sites -----------------------------------------------------------------------------------------
@@ -347,24 +359,58 @@ def normalize_items(raw: pl.DataFrame | list[Mapping[str, object]]) -> pl.DataFr
     return normalize_taking([raw if isinstance(raw, pl.DataFrame) else items_to_frame(raw)])
 
 
-def normalize_taking(holder: list[pl.DataFrame]) -> pl.DataFrame:
+def site_columns(displays: pl.DataFrame) -> pl.DataFrame:
+    """`sites` and `sites_split_ok` (NORMALIZED_SCHEMA dtypes) of rows given by their `manufacturer`,
+    `address` and `countries` display values — what `normalize_taking` derives them from, so the same
+    result. For a comparison that needs the sites of a few changed rows only (`normalize_taking(full=False)`)."""
+    frame = _with_parsed_countries(displays.select("manufacturer", "address", "countries"))
+    name, name_role = site_part_exprs(pl.col("manufacturer"))
+    address, address_role = site_part_exprs(pl.col("address"))
+    frame = frame.with_columns(
+        pl.int_range(0, pl.len(), dtype=pl.Int32).alias("row_no"),
+        pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        name.alias("_site_name"),
+        name_role.alias("_site_name_role"),
+        address.alias("_site_address"),
+        address_role.alias("_site_address_role"),
+    ).with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))
+    return _site_columns(frame).select(pl.col(c).cast(NORMALIZED_SCHEMA[c]) for c in _SITE_OUTPUTS)
+
+
+#: the columns `_site_columns` adds (the only Python-heavy part of the normalization)
+_SITE_OUTPUTS = ("sites", "sites_split_ok")
+#: what `normalize_taking(full=False)` leaves out: the sites and the permit number's parts
+COMPARISON_OMITS: frozenset[str] = (
+    frozenset(_SITE_OUTPUTS) | (frozenset(PERMIT_COLUMNS) - {"permit_no"}) | {"oversize_fields", "has_replacement_char"}
+)
+
+
+def normalize_taking(holder: list[pl.DataFrame], *, full: bool = True) -> pl.DataFrame:
     """`normalize_items(holder.pop())`: if the caller keeps no other reference to the frame, its raw
-    columns are released as soon as every field is derived from them (before sites, keys, hashes)."""
+    columns are released as soon as every field is derived from them (before sites, keys, hashes).
+
+    `full=False` (a comparison that is never stored, `dmf diff`): none of COMPARISON_OMITS — the permit
+    number's parts and the quality flags are never compared, and the diff derives the sites from the display values of the few
+    rows it compares (`site_columns`)."""
     frame = _coerce(holder.pop())
-    columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame)]
+    columns = [frame.select("row_no", pl.col("DMF_PERMIT_NO").alias("permit_no_raw")), *_field_columns(frame, full)]
     del frame  # the raw values are all derived now
-    out = _quality_columns(pl.concat(columns, how="horizontal")).with_columns(
+    out = pl.concat(columns, how="horizontal")
+    out = (_quality_columns(out) if full else out).with_columns(
         pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         pl.col("is_micronized").fill_null(False),
         pl.col("issue_date_invalid").fill_null(False),
         pl.col("bizrno_valid").fill_null(False),
-        pl.col("permit_fmt").fill_null("missing"),
+        *([pl.col("permit_fmt").fill_null("missing")] if full else []),
     )
     out = out.with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))
-    out = _site_columns(out)
+    if full:
+        out = _site_columns(out)
     # one chunk per column: gathers and joins on a multi-chunk nested column (sites) are many times slower
-    return out.select([pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items()]).rechunk()
+    return out.select(
+        [pl.col(name).cast(dtype) for name, dtype in NORMALIZED_SCHEMA.items() if full or name not in COMPARISON_OMITS]
+    ).rechunk()
 
 
 assert tuple(NORMALIZED_SCHEMA) == tuple(NORMALIZED_COLUMNS)

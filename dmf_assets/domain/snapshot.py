@@ -38,7 +38,9 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     computed per snapshot afterwards). So the old day's distinct rows and the new day's rows that are
     not among them are normalized and hashed together, and the new day takes its rows from there.
     For a comparison only (never stored): identity_hash and syn_basis_hash are filled where the diff
-    reads them (`keys.with_row_keys(only_needed_hashes=True)`), null elsewhere.
+    reads them (`keys.with_row_keys(only_needed_hashes=True)`), null elsewhere, and the columns the diff
+    never reads are left out (`normalize.COMPARISON_OMITS`): the diff derives the sites of the pairs it
+    compares from their display values (`normalize.site_columns`).
     """
     return build_snapshot_pair_taking([old_rows, new_rows])
 
@@ -70,7 +72,7 @@ def build_snapshot_pair_taking(rows: list[pl.DataFrame]) -> tuple[pl.DataFrame, 
     del old_rows, new_rows, matched  # the union holds every row still needed
     handed_over = [union]
     del union
-    keyed = with_row_keys(normalize_taking(handed_over), only_needed_hashes=True)
+    keyed = with_row_keys(normalize_taking(handed_over, full=False), only_needed_hashes=True)
     old = with_snapshot_keys(keyed.slice(0, old_height))
     return old, _new_snapshot(keyed, union_ix, old.columns)
 

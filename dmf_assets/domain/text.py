@@ -200,8 +200,19 @@ def permit_no_expr(value: pl.Expr) -> pl.Expr:
 
     Nearly every real number is already clean and passes through untouched (≈3× faster at 1 M rows).
     """
-    slow = _null_if_empty(display_expr(value).str.replace_all(r"\s", "").str.to_uppercase())
-    return pl.when(value.str.contains(_CLEAN_PERMIT_RE)).then(value).otherwise(slow)
+    return pl.when(value.str.contains(_CLEAN_PERMIT_RE)).then(value).otherwise(_permit_rule(value))
+
+
+def _permit_rule(value: pl.Expr) -> pl.Expr:
+    return _null_if_empty(display_expr(value).str.replace_all(r"\s", "").str.to_uppercase())
+
+
+def permit_no_series(values: pl.Series) -> pl.Series:
+    """`permit_no_expr` over a column (named `permit_no`), the rule evaluated only on the values that are
+    not clean already — an expression evaluates both branches on every row."""
+    dirty = (~values.str.contains(_CLEAN_PERMIT_RE).fill_null(False)).arg_true()  # null: the rule gives null
+    fixed = values.gather(dirty).to_frame("v").select(_permit_rule(pl.col("v"))).to_series()
+    return values.clone().scatter(dirty, fixed).alias("permit_no")
 
 
 #: accepted issue-date shapes (after whitespace removal) -> their 8 digits. A shape that is not
