@@ -1,4 +1,4 @@
-"""Keys, hashes and the diff on real MFDS rows: every rule of DESIGN.md §4–§5 with exact expectations."""
+"""Keys, hashes and the diff on real MFDS rows: every rule of docs/DOMAIN.md §4–§5 with exact expectations."""
 
 from __future__ import annotations
 

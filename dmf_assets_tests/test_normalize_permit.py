@@ -1,4 +1,4 @@
-"""Permit-number normalization and parsing (DESIGN.md §2.2): real shapes, tokens, tables, never raising."""
+"""Permit-number normalization and parsing (docs/DOMAIN.md §2.2): real shapes, tokens, tables, never raising."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ REAL_SHAPES = [
     ("3595-1-ND(1)", "new_substance", None, ("3595", "ND", "1", None, "1", None), None, None),
     ("수469-9-ND(A)", "new_substance", None, ("469", "ND", "9", None, "A", "수"), None, None),
     ("수674-7-ND(3)", "new_substance", None, ("674", "ND", "7", None, "3", "수"), None, None),
-    # shapes from DESIGN.md that are not in the fixture file
+    # shapes from docs/DOMAIN.md that are not in the fixture file
     ("116-1-ND", "new_substance", None, ("116", "ND", "1", None, None, None), None, None),
     ("수812-25-ND(A)", "new_substance", None, ("812", "ND", "25", None, "A", "수"), None, None),
     ("20110531-71-B-317-05", "standard", "2011-05-31", ("71", "B", "317", "05", None, None), "별표1", "2003-01-01"),
@@ -147,7 +147,7 @@ def test_frame_and_scalar_parsers_agree(values):
         assert (row["permit_table"], row["permit_group_date"]) == (parts.table, parts.group_date)
 
 
-# --- grant links: base_permit_no and cohort (DESIGN.md §10) --------------------------------------
+# --- grant links: base_permit_no and cohort (docs/DOMAIN.md §10) --------------------------------------
 
 
 @pytest.mark.parametrize("raw", [r[0] for r in REAL_SHAPES])

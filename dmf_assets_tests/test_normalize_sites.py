@@ -1,4 +1,4 @@
-"""Per-site split of manufacturer / address lists (DESIGN.md §2.2, §3) and ingredient base names."""
+"""Per-site split of manufacturer / address lists (docs/DOMAIN.md §2.2, §3) and ingredient base names."""
 
 from __future__ import annotations
 

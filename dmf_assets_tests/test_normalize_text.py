@@ -1,4 +1,4 @@
-"""Display values and matching keys (DESIGN.md §3): rules, real-data quirks, cosmetic invariance,
+"""Display values and matching keys (docs/DOMAIN.md §3): rules, real-data quirks, cosmetic invariance,
 substantive sensitivity, hostile input, and the polars implementation against a pure-Python oracle."""
 
 from __future__ import annotations
@@ -286,7 +286,7 @@ def _boundaries(text: str) -> list[int]:
 
 @st.composite
 def cosmetic_retyping(draw, text: str, anywhere: bool, punct: str | None = None) -> str:
-    """A random combination of the re-typings DESIGN.md §3 calls cosmetic.
+    """A random combination of the re-typings docs/DOMAIN.md §3 calls cosmetic.
 
     `anywhere`: whitespace may be inserted/removed inside words (fine for text keys and Hangul legal
     forms); otherwise only next to existing whitespace/punctuation, where people re-type spacing.
@@ -439,7 +439,7 @@ _LINE_BREAKS = "\r\n\t\x0b\x0c\x85\u2028\u2029"
 
 
 def oracle_display(value: str) -> str | None:
-    """DESIGN.md §3 display rule written independently with `unicodedata` (not polars)."""
+    """docs/DOMAIN.md §3 display rule written independently with `unicodedata` (not polars)."""
     text = "".join(" " if ch in _LINE_BREAKS else ch for ch in value)
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cf"))
     text = unicodedata.normalize("NFKC", text)

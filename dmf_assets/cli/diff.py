@@ -1,7 +1,7 @@
 """`dmf diff OLD NEW` — compare two registry dumps without Dagster or a database.
 
 The judging and diffing is `orchestration.compare`: the same acceptance gates as the pipeline
-(DESIGN.md §6) judge the NEW dump against the OLD one before anything is listed. A dump that fails
+(docs/DOMAIN.md §6) judge the NEW dump against the OLD one before anything is listed. A dump that fails
 one is refused (exit 3) instead of listing a mass withdrawal; `--force` lists the events anyway
 under a warning banner. A NEW without a totalCount cannot prove it is complete: the output says so
 first, and more withdrawals than the `[diff]` bound are refused (exit 3) unless `--force`. This
@@ -32,7 +32,7 @@ _EPILOG = """\
   3  게이트 거부: 새 덤프가 완전성·감소율·결측·중복·변동률 게이트 중 하나를 통과하지 못함, 또는
      totalCount가 없는 새 덤프의 취하가 한도([diff])를 넘음 — 이벤트를 표시하지 않음 (--force로 표시 가능)
      / rejected by an acceptance gate, or too many withdrawals in a NEW without totalCount; nothing is listed
-게이트 기준값은 config의 [gates] (DESIGN.md §6), totalCount 없는 덤프의 취하 한도는 [diff]를 따릅니다
+게이트 기준값은 config의 [gates] (docs/DOMAIN.md §6), totalCount 없는 덤프의 취하 한도는 [diff]를 따릅니다
 / thresholds come from the [gates] and [diff] settings."""
 
 

@@ -1,4 +1,4 @@
-"""The diff between the comparison base and today's snapshot (DESIGN.md §4–§5), vectorized.
+"""The diff between the comparison base and today's snapshot (docs/DOMAIN.md §4–§5), vectorized.
 
 Matching, in order — each step only sees what earlier steps left unmatched:
 1. a number (or synthetic key) present once on each side: a direct pair;

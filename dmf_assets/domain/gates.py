@@ -1,4 +1,4 @@
-"""The six acceptance gates and the quality metrics (DESIGN.md §6), as pure functions.
+"""The six acceptance gates and the quality metrics (docs/DOMAIN.md §6), as pure functions.
 
 Gates 1–5 judge the fetched snapshot on its own (and its size against the last accepted day);
 gate 6 judges the diff. A day is accepted only if all six pass. Every outcome carries the observed

@@ -1,4 +1,4 @@
-"""Ingredient base name (성분 기본명): for aggregation only, never for identity (DESIGN.md §3).
+"""Ingredient base name (성분 기본명): for aggregation only, never for identity (docs/DOMAIN.md §3).
 
 `에스오메프라졸마그네슘삼수화물(미분화)` -> (`에스오메프라졸`, micronized). From the display value: a
 `미분화`/`초미분화` prefix goes, then salt / hydrate / cation / micronized suffixes are stripped from the

@@ -1,4 +1,4 @@
-"""Three-layer identity (DESIGN.md §4) and the two record hashes (§5), vectorized.
+"""Three-layer identity (docs/DOMAIN.md §4) and the two record hashes (§5), vectorized.
 
 permit_no_raw (audit) -> permit_no (normalized) -> dmf_key (unique within one snapshot):
 - a number seen once is its own key;

@@ -11,7 +11,7 @@ from enum import Enum
 
 # --- source --------------------------------------------------------------------------------------
 
-#: API item field -> internal field name (DESIGN.md §2.1). Order is the API's documented order.
+#: API item field -> internal field name (docs/DOMAIN.md §2.1). Order is the API's documented order.
 SOURCE_FIELDS: dict[str, str] = {
     "DMF_PERMIT_NO": "permit_no_raw",
     "INGR_KOR_NAME": "ingredient",
@@ -110,7 +110,7 @@ def substantive_changes(changed: int | None, number_assigned: int | None) -> int
 
 
 #: Fields compared by the diff, in display order, with the severity of a substantive change
-#: (DESIGN.md §5). `permit_no` only changes when a registration receives its number.
+#: (docs/DOMAIN.md §5). `permit_no` only changes when a registration receives its number.
 COMPARED_FIELDS: dict[str, Severity] = {
     "permit_no": Severity.INFO,
     "ingredient": Severity.HIGH,
@@ -158,7 +158,7 @@ FIELD_COLUMNS: dict[str, tuple[str, str]] = {
 
 # --- the normalized frame ------------------------------------------------------------------------
 #: Columns produced by `domain.normalize.normalize_items` (polars), one row per API item.
-#: Display values are what people read; *_key columns are the matching keys (DESIGN.md §3).
+#: Display values are what people read; *_key columns are the matching keys (docs/DOMAIN.md §3).
 NORMALIZED_COLUMNS: dict[str, str] = {
     "row_no": "Int32 — position in the fetched order (after page concatenation), for audit",
     "permit_no_raw": "Utf8? — DMF_PERMIT_NO exactly as received",
@@ -216,7 +216,7 @@ class FieldChange:
 
 @dataclass(frozen=True)
 class Event:
-    """One registration-level change between the comparison base and the day (DESIGN.md §5)."""
+    """One registration-level change between the comparison base and the day (docs/DOMAIN.md §5)."""
 
     event_type: EventType
     dmf_key: str  # today's key (NEW/CHANGED) or the base key (WITHDRAWN)

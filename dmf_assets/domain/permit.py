@@ -1,4 +1,4 @@
-"""Permit numbers (등록번호): normalization and parsing into tokens (DESIGN.md §2.2, §3).
+"""Permit numbers (등록번호): normalization and parsing into tokens (docs/DOMAIN.md §2.2, §3).
 
 Shapes (after `permit_no_expr`: NFKC, dashes folded, whitespace removed, upper-case):
 - standard      `YYYYMMDD-<ingr no>-<group>-<serial>[-<seq>][(<grant>)]`   e.g. 20110531-71-B-317-05(A)

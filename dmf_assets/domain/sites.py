@@ -1,4 +1,4 @@
-"""Per-site split of a multi-manufacturer record (DESIGN.md §2.2, §3).
+"""Per-site split of a multi-manufacturer record (docs/DOMAIN.md §2.2, §3).
 
 MNFCTR_NAME and MNFCTR_PLACE list several sites joined with ',' while names and addresses contain
 commas themselves ("Co., Ltd.", "Plot No. 2,3,4 & 5"). The country field has exactly one entry per
@@ -239,7 +239,7 @@ def sites_as_dicts(split: SiteSplit) -> list[dict[str, str | None]]:
     return [{"name": s.name, "address": s.address, "country": s.country, "role": s.role} for s in split.sites]
 
 
-# --- site-level changes (DESIGN.md §5: a site added or removed is never cosmetic) -----------------
+# --- site-level changes (docs/DOMAIN.md §5: a site added or removed is never cosmetic) -----------------
 
 #: SiteChange.kind -> Korean label used in every sheet and in `dmf history`
 SITE_CHANGE_LABEL_KO: dict[str, str] = {"added": "제조소 추가", "removed": "제조소 삭제", "changed": "제조소 변경"}
@@ -315,7 +315,7 @@ def describe_site_change(before: str | None, after: str | None) -> str:
 
 # --- spec sizes are per site for the manufacturer and address fields ------------------------------
 
-#: API fields that join one value per site: their documented size (DESIGN.md §2.1) holds per site
+#: API fields that join one value per site: their documented size (docs/DOMAIN.md §2.1) holds per site
 PER_SITE_SPEC_FIELDS: dict[str, str] = {"MNFCTR_NAME": "manufacturer", "MNFCTR_PLACE": "address"}
 
 

@@ -1,4 +1,4 @@
-"""Two-layer text normalization (DESIGN.md §3): the display value people read, the matching key the diff
+"""Two-layer text normalization (docs/DOMAIN.md §3): the display value people read, the matching key the diff
 compares.
 
 Every rule is written once, as a polars expression, and the scalar helpers (`display_text`,
@@ -350,7 +350,7 @@ def display_text(s: str | None, kind: Kind = "text") -> str | None:
 
 @lru_cache(maxsize=65536)
 def match_key(s: str | None, kind: Kind = "text") -> str | None:
-    """Matching key of one field value; equal keys = the same meaning (DESIGN.md §3)."""
+    """Matching key of one field value; equal keys = the same meaning (docs/DOMAIN.md §3)."""
     _check(s, kind)
     if s is None:
         return None

@@ -1,6 +1,6 @@
 """Two registry dumps judged and compared without Dagster or a database (what `dmf diff` does).
 
-The same acceptance gates as the pipeline (`domain.gates`, DESIGN.md §6) judge the NEW dump against
+The same acceptance gates as the pipeline (`domain.gates`, docs/DOMAIN.md §6) judge the NEW dump against
 the OLD one before anything is listed: completeness (where a dump carries a totalCount), drop, nulls,
 duplicates, and — after the diff — churn. A NEW without a totalCount cannot prove it is complete: its
 withdrawals are listed only up to a small bound (`[diff]` settings). A failed gate or an exceeded
