@@ -16,6 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # annotations only: `dmf diff` imports what it runs when it runs (no Dagster, fast start)
+    from dmf_assets.domain.diff import DiffResult
+    from dmf_assets.domain.model import Event
+    from dmf_assets.orchestration.compare import UnprovenCompleteness
+    from dmf_assets.settings import Diff as DiffSettings
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2  # an input that is not a usable dump, or a configuration error (cli.main)
@@ -76,7 +83,7 @@ def _refusal(failed: list) -> str:
     return "게이트 거부 / rejected by a gate:\n  " + "\n  ".join(lines) + "\n  " + hint
 
 
-def _unproven_note(new: str, unproven) -> list[str]:
+def _unproven_note(new: str, unproven: UnprovenCompleteness) -> list[str]:
     """What the output says first when NEW cannot prove it is complete."""
     lines = [f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 취하 "
              f"{unproven.withdrawn:,}건은 목록에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
@@ -87,7 +94,7 @@ def _unproven_note(new: str, unproven) -> list[str]:
     return lines
 
 
-def _unproven_refusal(new: str, unproven, old_rows: int, limits) -> str:
+def _unproven_refusal(new: str, unproven: UnprovenCompleteness, old_rows: int, limits: DiffSettings) -> str:
     return (f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 취하가 {unproven.withdrawn:,}건으로 한도 "
             f"{unproven.bound:,}건(이전 {old_rows:,}건의 {limits.unproven_max_withdrawn_ratio * 100:g} % 또는 "
             f"{limits.unproven_max_withdrawn_rows:,}건 중 큰 값, config [diff])을 넘어 아무것도 표시하지 않습니다. totalCount가 "
@@ -99,7 +106,7 @@ def _unproven_refusal(new: str, unproven, old_rows: int, limits) -> str:
 # --- the command ---------------------------------------------------------------------------------
 
 
-def _diff(args) -> int:
+def _diff(args: argparse.Namespace) -> int:
     from dmf_assets.errors import UserError
     from dmf_assets.settings import load_settings
 
@@ -118,6 +125,7 @@ def _diff(args) -> int:
         print(f"dmf: {_refusal(failed)}", file=sys.stderr)
         return EXIT_REJECTED
     if result is None:
+        assert unproven is not None  # no result and no failed gate: unproven completeness refused it
         print(f"dmf: {_unproven_refusal(args.new, unproven, compared.old_rows, settings.diff)}", file=sys.stderr)
         return EXIT_REJECTED
     events = result.to_events()
@@ -143,7 +151,8 @@ def _diff(args) -> int:
     return EXIT_OK
 
 
-def _print_table(result, events, old_rows: int, new_rows: int, include_cosmetic: bool, out) -> None:
+def _print_table(result: DiffResult, events: list[Event], old_rows: int, new_rows: int, include_cosmetic: bool,
+                 out: TextIO) -> None:
     from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
 
     c = result.counts
@@ -166,7 +175,7 @@ def _print_table(result, events, old_rows: int, new_rows: int, include_cosmetic:
             print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {before} → {after}", file=out)
 
 
-def _event_json(e) -> dict:
+def _event_json(e: Event) -> dict:
     return {
         "event_type": e.event_type.value,
         "severity": e.severity.value,

@@ -18,8 +18,9 @@ Change rows are sorted (key, field order, before, after) so identical runs store
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import polars as pl
 
@@ -35,7 +36,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
-from dmf_assets.domain.text import company_key_expr, text_key_expr
+from dmf_assets.domain.text import Kind, company_key_expr, text_key_expr
 
 #: fields scored when matching inside duplicate groups / pending registrations
 SIMILARITY_KEYS: tuple[str, ...] = tuple(key for name, (_, key) in FIELD_COLUMNS.items() if name != "permit_no")
@@ -61,7 +62,7 @@ DIFF_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([
     *_SITE_VALUE_COLS, *SUMMARY_COLUMNS, *_WATCH_COLUMNS,
 ]))
 
-EVENT_SCHEMA: dict[str, pl.DataType] = {
+EVENT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "event_type": pl.Utf8,
     "severity": pl.Utf8,
     "dmf_key": pl.Utf8,
@@ -78,7 +79,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "cosmetic_fields": pl.List(pl.Utf8),
     **{f"{c}_summary": pl.Utf8 for c in SUMMARY_COLUMNS if c != "permit_no"},
 }
-CHANGE_SCHEMA: dict[str, pl.DataType] = {
+CHANGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "dmf_key": pl.Utf8,
     "base_dmf_key": pl.Utf8,
     "field": pl.Utf8,
@@ -87,6 +88,19 @@ CHANGE_SCHEMA: dict[str, pl.DataType] = {
     "is_cosmetic": pl.Boolean,
     "severity": pl.Utf8,
 }
+
+
+class WatchlistLists(Protocol):
+    """The four lists a watchlist is made of (the settings' `[watchlist]` section satisfies it)."""
+
+    @property
+    def ingredients(self) -> Iterable[str]: ...
+    @property
+    def applicants(self) -> Iterable[str]: ...
+    @property
+    def manufacturers(self) -> Iterable[str]: ...
+    @property
+    def countries(self) -> Iterable[str]: ...
 
 
 @dataclass(frozen=True)
@@ -102,7 +116,7 @@ class Watchlist:
         return not (self.ingredients or self.applicants or self.manufacturers or self.countries)
 
     @classmethod
-    def of(cls, config) -> Watchlist:
+    def of(cls, config: WatchlistLists) -> Watchlist:
         """From anything with the four lists as attributes (the settings' `[watchlist]` section)."""
         return cls(tuple(config.ingredients), tuple(config.applicants), tuple(config.manufacturers),
                    tuple(config.countries))
@@ -295,7 +309,7 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
             for r in flat.with_columns(nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))).iter_rows(named=True)
         }
 
-        def keyed(sites) -> list[KeyedSite]:
+        def keyed(sites: list[dict] | None) -> list[KeyedSite]:
             return [KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
                     for s in (sites or [])]
 
@@ -420,16 +434,18 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
     ).drop("n_permit", "b_permit", *[f"b_{c}_summary" for c in cols])
 
 
-def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None, key_of) -> pl.DataFrame:
+def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None,
+                     key_of: Callable[[str, Kind], str | None]) -> pl.DataFrame:
     if watchlist is None or watchlist.is_empty():
         return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
     reasons = []
-    for label, column, patterns, kind in (
+    lists: tuple[tuple[str, str, tuple[str, ...], Kind], ...] = (
         ("성분", "ingredient_key", watchlist.ingredients, "text"),
         ("신청인", "applicant_key", watchlist.applicants, "company"),
         ("제조소", "manufacturer_key", watchlist.manufacturers, "company"),
         ("제조국", "countries_key", watchlist.countries, "country"),
-    ):
+    )
+    for label, column, patterns, kind in lists:
         for pattern in patterns:
             needle = key_of(pattern, kind)
             if needle:

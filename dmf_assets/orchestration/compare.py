@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import polars as pl
 
@@ -32,7 +33,7 @@ from dmf_assets.domain.gates import (
 )
 from dmf_assets.domain.snapshot import build_snapshot_pair_taking
 from dmf_assets.settings import Diff as DiffSettings
-from dmf_assets.source.dumps import load_dump
+from dmf_assets.source.dumps import Dump, load_dump
 
 #: what gates 4–5 (`gate_nulls`, `gate_duplicates`) read from a normalized frame
 _GATE_COLUMNS = ("row_no", "permit_no_raw", "permit_no", "ingredient", "applicant")
@@ -70,10 +71,10 @@ class _DumpLabel(str):
         return str(self)
 
 
-def _pre_diff_gates(old, new, old_snap, new_snap, gates_cfg: GateThresholds) -> list[tuple[str, GateOutcome]]:
+def _pre_diff_gates(old: Dump, new: Dump, old_snap: pl.DataFrame, new_snap: pl.DataFrame, gates_cfg: GateThresholds) -> list[tuple[str, GateOutcome]]:
     """Gates 2–5 of the pipeline for NEW (and completeness of OLD: a partial base is no base either)."""
 
-    def facts(dump, snap) -> FetchFacts:  # a snapshot has one row per distinct raw row
+    def facts(dump: Dump, snap: pl.DataFrame) -> FetchFacts:  # a snapshot has one row per distinct raw row
         return FetchFacts(
             transport_ok=True,
             pages_ok=dump.pages,
@@ -101,7 +102,7 @@ def _pre_diff_gates(old, new, old_snap, new_snap, gates_cfg: GateThresholds) -> 
     return outcomes
 
 
-def compare_dumps(old_path, new_path, gates: GateThresholds, watchlist: Watchlist | None, limits: DiffSettings, *,
+def compare_dumps(old_path: str | Path, new_path: str | Path, gates: GateThresholds, watchlist: Watchlist | None, limits: DiffSettings, *,
                   force: bool = False) -> DumpComparison:
     """Read both dumps (raises `source.dumps.DumpError`), judge NEW with the gates and diff them; a NEW without
     totalCount whose withdrawals exceed `limits` is refused like a failed gate."""
