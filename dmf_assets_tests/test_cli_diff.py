@@ -9,15 +9,15 @@ import subprocess
 import sys
 from datetime import date
 
-import polars as pl  # noqa: F401 - used in type hints of the reader tests
+import polars as pl
 import pytest
 
 from dmf_assets.domain.model import Event
-from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets_tests.scoring import score
 from dmf_assets.emulator.client import mfds_client_from_settings
-from dmf_assets.source.fetch import fetch_day
+from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.settings import load_settings
+from dmf_assets.source.fetch import fetch_day
+from dmf_assets_tests.scoring import score
 
 D1, D2 = date(2026, 10, 5), date(2026, 10, 9)
 
@@ -99,7 +99,7 @@ def test_bad_input_is_one_clear_line(tmp_path, bad):
 # --- the columnar dump reader gives exactly what the item-by-item reader gives ------------------------
 
 
-def _careful(items: list) -> "pl.DataFrame":
+def _careful(items: list) -> pl.DataFrame:
     from dmf_assets.domain.normalize import items_to_frame
 
     return items_to_frame(items)

@@ -20,10 +20,10 @@ import pytest
 
 from dmf_assets.cli.diff import EXIT_REJECTED, EXIT_UNREADABLE, FORCE_BANNER
 from dmf_assets.emulator.app import KEY_ERROR_XML
-from dmf_assets.settings import load_settings
 from dmf_assets.emulator.client import mfds_client_from_settings
-from dmf_assets.source.fetch import fetch_day
+from dmf_assets.settings import load_settings
 from dmf_assets.source.dumps import load_items
+from dmf_assets.source.fetch import fetch_day
 
 D1, D2 = date(2026, 10, 7), date(2026, 10, 8)
 
@@ -196,7 +196,7 @@ def test_a_totalcount_must_be_a_whole_number(tmp_path, value):
     from dmf_assets.source.dumps import DumpError, load_dump
 
     path = tmp_path / "dump.json"
-    path.write_text('{"totalCount": %s, "items": [{"DMF_PERMIT_NO": "20110531-71-B-317-05"}]}' % value, encoding="utf-8")
+    path.write_text('{"totalCount": ' + value + ', "items": [{"DMF_PERMIT_NO": "20110531-71-B-317-05"}]}', encoding="utf-8")
     with pytest.raises(DumpError, match="totalCount가 0 이상의 정수가 아닙니다"):
         load_dump(path)
 

@@ -90,7 +90,7 @@ def scalar_row(position: int, item: dict) -> dict:
 def assert_frame_matches_scalars(items: list[dict]) -> pl.DataFrame:
     frame = normalize_items(items_to_frame(items))
     assert frame.height == len(items)
-    for position, (item, row) in enumerate(zip(items, frame.iter_rows(named=True))):
+    for position, (item, row) in enumerate(zip(items, frame.iter_rows(named=True), strict=True)):
         expected = scalar_row(position, item)
         assert row == expected, {k: (row[k], expected[k]) for k in row if row[k] != expected[k]}
     return frame
@@ -248,7 +248,7 @@ HOSTILE_VALUES = [
 
 @pytest.mark.parametrize("value", HOSTILE_VALUES, ids=range(len(HOSTILE_VALUES)))
 def test_hostile_values_in_every_field(value):
-    frame = assert_frame_matches_scalars([{field: value for field in API_FIELDS}, {}])
+    frame = assert_frame_matches_scalars([dict.fromkeys(API_FIELDS, value), {}])
     assert frame.height == 2
     if "\ufffd" in value:
         assert frame["has_replacement_char"][0] and "\ufffd" in frame["ingredient"][0]
@@ -265,6 +265,6 @@ _FIELD_VALUES = st.one_of(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.fixed_dictionaries({}, optional={f: _FIELD_VALUES for f in API_FIELDS}), max_size=6))
+@given(st.lists(st.fixed_dictionaries({}, optional=dict.fromkeys(API_FIELDS, _FIELD_VALUES)), max_size=6))
 def test_vectorized_equals_scalar_on_random_rows(items):
     assert_frame_matches_scalars(items)

@@ -137,7 +137,7 @@ def test_blank_numbers_are_missing(raw):
                           st.sampled_from([r[0] for r in REAL_SHAPES])), min_size=1, max_size=8))
 def test_frame_and_scalar_parsers_agree(values):
     frame = normalize_items(items_to_frame([{"DMF_PERMIT_NO": v} for v in values]))
-    for value, row in zip(values, frame.iter_rows(named=True)):
+    for value, row in zip(values, frame.iter_rows(named=True), strict=True):
         parts = parse_permit(value)
         assert row["permit_no_raw"] == value
         assert (row["permit_no"], row["permit_fmt"], row["permit_accept_date"]) == (

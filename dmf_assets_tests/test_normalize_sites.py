@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from dmf_assets.domain.ingredients import ingredient_base
 from dmf_assets.domain.normalize import items_to_frame, normalize_items
-from dmf_assets.domain.sites import Site, split_sites, sites_as_dicts
+from dmf_assets.domain.sites import Site, sites_as_dicts, split_sites
 
 #: every multi-site fixture row: permit number -> (site names, roles, countries)
 MULTI_SITE_ROWS = {
@@ -71,7 +71,7 @@ def test_every_multi_site_fixture_row_splits_into_its_sites(real_items):
     multi = [item for item in real_items if "," in (item["MANUF_COUNTRY_CODE_NM"] or "")]
     assert {item["DMF_PERMIT_NO"] for item in multi} == set(MULTI_SITE_ROWS)
     frame = normalize_items(items_to_frame(multi))
-    for item, row in zip(multi, frame.iter_rows(named=True)):
+    for item, row in zip(multi, frame.iter_rows(named=True), strict=True):
         names, roles, countries = MULTI_SITE_ROWS[item["DMF_PERMIT_NO"]]
         split = split_sites(item["MNFCTR_NAME"], item["MNFCTR_PLACE"], item["MANUF_COUNTRY_CODE_NM"])
         assert split.ok and row["sites_split_ok"]
@@ -239,7 +239,7 @@ def test_ingredient_base(raw, base, micronized):
 
 def test_fixture_ingredients_have_bases_and_frame_agrees(real_items):
     frame = normalize_items(items_to_frame(real_items))
-    for item, row in zip(real_items, frame.iter_rows(named=True)):
+    for item, row in zip(real_items, frame.iter_rows(named=True), strict=True):
         assert (row["ingredient_base"], row["is_micronized"]) == ingredient_base(item["INGR_KOR_NAME"])
         assert row["ingredient_base"]
     assert frame["is_micronized"].sum() == 7
