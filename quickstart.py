@@ -48,7 +48,9 @@ def setup() -> None:
         try:
             venv.EnvBuilder(with_pip=True, clear=VENV.exists()).create(VENV)
         except Exception as exc:  # noqa: BLE001 - whatever stops it, one line; Debian/Ubuntu ship venv separately
-            fail(f"가상환경을 만들 수 없습니다: {exc}\n  Debian/Ubuntu: sudo apt install python3-venv, 그 다음 다시 실행하세요.")
+            fail(
+                f"가상환경을 만들 수 없습니다: {exc}\n  Debian/Ubuntu: sudo apt install python3-venv, 그 다음 다시 실행하세요."
+            )
     step("고정된 의존성 설치 / installing the locked dependencies (requirements.lock)")
     if not install_with_uv():
         pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
@@ -65,9 +67,11 @@ UV = "uv==0.13.9"
 def install_with_uv() -> bool:
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT}
     uv = [str(PYTHON), "-m", "uv", "pip", "install", "--quiet", "--python", str(PYTHON)]
-    steps = ([str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", UV],
-             uv + ["--compile-bytecode", "-r", str(LOCK)],
-             uv + ["--no-deps", "-e", str(ROOT)])
+    steps = (
+        [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", UV],
+        uv + ["--compile-bytecode", "-r", str(LOCK)],
+        uv + ["--no-deps", "-e", str(ROOT)],
+    )
     for cmd in steps:
         if subprocess.run(cmd, **quiet).returncode != 0:
             step("uv를 쓸 수 없어 pip으로 설치합니다 / uv unavailable: installing with pip")
@@ -104,13 +108,17 @@ def guard_rails() -> None:
             continue
         lines = [ln.strip() for ln in (result.stdout + result.stderr).splitlines() if ln.strip()]
         # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …"), else its last line
-        summary = next((ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
-                       lines[-1] if lines else f"exit {result.returncode}")
+        summary = next(
+            (ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
+            lines[-1] if lines else f"exit {result.returncode}",
+        )
         print(f"실패 / failed ({took}): {summary}", flush=True)
         failed.append(f"{what}: {summary} — 보기 / see them: {BIN.relative_to(ROOT) / show}")
     if failed:
-        fail("코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (pytest not run):\n  "
-             + "\n  ".join(failed))
+        fail(
+            "코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (pytest not run):\n  "
+            + "\n  ".join(failed)
+        )
 
 
 def run(cmd: list[str], **kw) -> None:
@@ -134,8 +142,20 @@ def main(argv: list[str]) -> int:
         # SIGKILLed run, a subprocess) the others keep every core busy. One test file each: module fixtures
         # stay per file, every test has its own temp project, Dagster home and ports
         workers = str((os.cpu_count() or 2) + 1)
-        cmd = [str(PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--dist", "loadfile",
-               "--no-loadscope-reorder", "--durations=10"]  # the longest files first (conftest.LONGEST_FIRST)
+        cmd = [
+            str(PYTHON),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            workers,
+            "--dist",
+            "loadfile",
+            "--no-loadscope-reorder",
+            "--durations=10",
+        ]  # the longest files first (conftest.LONGEST_FIRST)
     if argv[0] == "test":
         guard_rails()
     step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")

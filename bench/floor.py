@@ -12,14 +12,27 @@ from pathlib import Path
 
 import polars as pl
 
-FIELDS = ["DMF_PERMIT_NO", "INGR_KOR_NAME", "ENTP_NAME", "MNFCTR_NAME", "MNFCTR_PLACE", "MANUF_COUNTRY_CODE_NM",
-          "DMF_PERMIT_DATE", "BIZRNO", "NOTICE_CODE"]
+FIELDS = [
+    "DMF_PERMIT_NO",
+    "INGR_KOR_NAME",
+    "ENTP_NAME",
+    "MNFCTR_NAME",
+    "MNFCTR_PLACE",
+    "MANUF_COUNTRY_CODE_NM",
+    "DMF_PERMIT_DATE",
+    "BIZRNO",
+    "NOTICE_CODE",
+]
 
 
 def read(path: Path) -> pl.DataFrame:
     if path.is_dir():  # archived pages: {"response": {"body": {"items": [...]}}}
-        pages = [pl.read_json(gzip.decompress(p.read_bytes())).select(items=pl.col("response").struct["body"]
-                                                                          .struct["items"]) for p in sorted(path.glob("page-*.json.gz"))]
+        pages = [
+            pl.read_json(gzip.decompress(p.read_bytes())).select(
+                items=pl.col("response").struct["body"].struct["items"]
+            )
+            for p in sorted(path.glob("page-*.json.gz"))
+        ]
         items = pl.concat(pages)
     else:
         items = pl.read_json(path).select("items")

@@ -47,8 +47,12 @@ def _noop_graph():
     for name in ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"):
         deps = [prev] if prev else []
 
-        @dg.asset(name=f"noop_{name}", partitions_def=parts, deps=deps,
-                  check_specs=[dg.AssetCheckSpec("gate", asset=f"noop_{name}", blocking=True)])
+        @dg.asset(
+            name=f"noop_{name}",
+            partitions_def=parts,
+            deps=deps,
+            check_specs=[dg.AssetCheckSpec("gate", asset=f"noop_{name}", blocking=True)],
+        )
         def _a(context):
             yield dg.MaterializeResult(metadata={"rows": 1})
             yield dg.AssetCheckResult(passed=True)
@@ -71,8 +75,11 @@ def run_one(storage: str, days: int, noop: bool = False) -> dict:
     from dmf_assets_tests import pg_server
 
     os.environ.setdefault("MFDS_SERVICE_KEY", "bench-key")
-    graph = _noop_graph() if noop else [a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff,
-                                        a.events, a.xlsx_report]
+    graph = (
+        _noop_graph()
+        if noop
+        else [a.raw_pages, a.normalized_records, a.integrity_verdict, a.snapshot_diff, a.events, a.xlsx_report]
+    )
     with tempfile.TemporaryDirectory(prefix=f"dmf-bench-{storage}-") as tmp:
         project = Path(tmp)
         home = project / "dagster_home"
@@ -87,8 +94,14 @@ def run_one(storage: str, days: int, noop: bool = False) -> dict:
             for i in range(days):
                 day = (START + timedelta(days=i)).isoformat()
                 t = time.perf_counter()
-                result = dg.materialize(graph, partition_key=day, instance=instance, resources=None if noop else resources,
-                                        raise_on_error=False, run_config=QUIET)
+                result = dg.materialize(
+                    graph,
+                    partition_key=day,
+                    instance=instance,
+                    resources=None if noop else resources,
+                    raise_on_error=False,
+                    run_config=QUIET,
+                )
                 per_day.append(time.perf_counter() - t)
                 if not result.success:
                     failures.append(day)
@@ -99,11 +112,19 @@ def run_one(storage: str, days: int, noop: bool = False) -> dict:
             if server is not None and server0 is not None:
                 end = server.server_cpu_s()  # backends of the disposed instance have exited: counted
                 server_cpu = round(end - server0, 2) if end is not None else None
-            return {"seconds": round(wall, 2), "cpu_s": round(cpu, 2), "per_day_median_s": round(statistics.median(per_day), 3),
-                    "per_day_min_s": round(min(per_day), 3), "per_day_max_s": round(max(per_day), 3),
-                    "failures": failures, "runs": days, "event_log_entries": events,
-                    "postgres_server_cpu_s": server_cpu,
-                    "workbooks": len(list((project / "reports").glob("DMF_리포트_????-??-??.xlsx"))), "noop": noop}
+            return {
+                "seconds": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "per_day_median_s": round(statistics.median(per_day), 3),
+                "per_day_min_s": round(min(per_day), 3),
+                "per_day_max_s": round(max(per_day), 3),
+                "failures": failures,
+                "runs": days,
+                "event_log_entries": events,
+                "postgres_server_cpu_s": server_cpu,
+                "workbooks": len(list((project / "reports").glob("DMF_리포트_????-??-??.xlsx"))),
+                "noop": noop,
+            }
 
         if storage == "sqlite":
             shutil.copy(ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
@@ -129,23 +150,33 @@ def main() -> int:
     results = {}
     for storage in ("sqlite", "postgres"):
         load0 = os.getloadavg()[0]
-        proc = subprocess.run([sys.executable, __file__, "--only", storage, "--days", str(args.days),
-                               *(["--noop"] if args.noop else [])],
-                              capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--only", storage, "--days", str(args.days), *(["--noop"] if args.noop else [])],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             return 1
-        results[storage] = {**json.loads(proc.stdout.strip().splitlines()[-1]),
-                            "load_average_start": round(load0, 2), "load_average_end": round(os.getloadavg()[0], 2)}
+        results[storage] = {
+            **json.loads(proc.stdout.strip().splitlines()[-1]),
+            "load_average_start": round(load0, 2),
+            "load_average_end": round(os.getloadavg()[0], 2),
+        }
         r = results[storage]
-        print(f"{storage:>8}: {r['days']} days in {r['seconds']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
-              f"median {r['per_day_median_s']:.2f} s/day, failures {len(r['failures'])}, load {r['load_average_start']}"
-              f"→{r['load_average_end']}")
+        print(
+            f"{storage:>8}: {r['days']} days in {r['seconds']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
+            f"median {r['per_day_median_s']:.2f} s/day, failures {len(r['failures'])}, load {r['load_average_start']}"
+            f"→{r['load_average_end']}"
+        )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"instance_storage{'-noop' if args.noop else ''}-{stamp}.json"
-    path.write_text(json.dumps({"measured_at": stamp, "cpu_count": os.cpu_count(), **results}, indent=1), encoding="utf-8")
+    path.write_text(
+        json.dumps({"measured_at": stamp, "cpu_count": os.cpu_count(), **results}, indent=1), encoding="utf-8"
+    )
     print(f"→ {path}")
     return 0
 

@@ -77,7 +77,9 @@ TARGETS: tuple[Target, ...] = (
     Target("diff.1m.wall_s", "dmf diff, two 1 M-row days, whole process", 12.0, "s"),
     Target("diff.1m.floor_ratio", "dmf diff / floor (polars alone, same run), 1 M rows", 1.25, "x"),
     Target("diff.1m.peak_rss_mb", "dmf diff, 1 M rows, peak RSS", 2048.0, "MB"),
-    Target("daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"),
+    Target(
+        "daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"
+    ),
     Target("graph.one_day.wall_s", "dmf run --date D (one day, whole graph), whole process", 15.0, "s"),
     Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
     Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 300.0, "s"),
@@ -100,8 +102,14 @@ def _r(x: float | None, nd: int = 3) -> float | None:
 # --- one process, measured -----------------------------------------------------------------------
 
 
-def run_process(args: Sequence[object], *, env: dict[str, str] | None = None, timeout_s: float = 900,
-                log: Path | None = None, script: Path | None = None) -> dict:
+def run_process(
+    args: Sequence[object],
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float = 900,
+    log: Path | None = None,
+    script: Path | None = None,
+) -> dict:
     """`python -m dmf_assets ARGS` (or `python SCRIPT ARGS`) in a fresh process: wall time, CPU seconds
     (user + sys of the process and the children it waited for, from `os.wait4`), peak RSS (its own
     ru_maxrss), exit code."""
@@ -110,8 +118,13 @@ def run_process(args: Sequence[object], *, env: dict[str, str] | None = None, ti
     out = log_file if log_file is not None else subprocess.DEVNULL
     try:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE,
-                                env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT if log else subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+            cwd=PROJECT_ROOT,
+        )
         timer = threading.Timer(timeout_s, proc.kill)
         timer.start()
         try:
@@ -134,12 +147,25 @@ def run_process(args: Sequence[object], *, env: dict[str, str] | None = None, ti
     tail = stderr.decode("utf-8", "replace").strip().splitlines()[-5:] if stderr else []
     if log and proc.returncode not in (0, 3):
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-8:]
-    return {"wall_s": _r(wall), "cpu_s": _r(usage.ru_utime + usage.ru_stime), "peak_rss_mb": _r(usage.ru_maxrss / 1024, 1),
-            "exit_code": proc.returncode, "error_tail": tail if proc.returncode not in (0, 3) else []}
+    return {
+        "wall_s": _r(wall),
+        "cpu_s": _r(usage.ru_utime + usage.ru_stime),
+        "peak_rss_mb": _r(usage.ru_maxrss / 1024, 1),
+        "exit_code": proc.returncode,
+        "error_tail": tail if proc.returncode not in (0, 3) else [],
+    }
 
 
-def measure_command(args: Sequence[object], *, repeats: int, warmup: bool = True, env: dict | None = None,
-                    timeout_s: float = 900, log: Path | None = None, script: Path | None = None) -> dict:
+def measure_command(
+    args: Sequence[object],
+    *,
+    repeats: int,
+    warmup: bool = True,
+    env: dict | None = None,
+    timeout_s: float = 900,
+    log: Path | None = None,
+    script: Path | None = None,
+) -> dict:
     """Median wall and CPU time and the largest peak RSS of `repeats` runs (after one untimed warm-up run)."""
     if warmup:
         run_process(args, env=env, timeout_s=timeout_s, log=log, script=script)
@@ -147,8 +173,15 @@ def measure_command(args: Sequence[object], *, repeats: int, warmup: bool = True
     return _summary(args, runs, script)
 
 
-def measure_alternating(args: Sequence[object], other_args: Sequence[object], *, other_script: Path, repeats: int,
-                        warmup: bool = True, timeout_s: float = 900) -> tuple[dict, dict]:
+def measure_alternating(
+    args: Sequence[object],
+    other_args: Sequence[object],
+    *,
+    other_script: Path,
+    repeats: int,
+    warmup: bool = True,
+    timeout_s: float = 900,
+) -> tuple[dict, dict]:
     """`measure_command` of two commands whose runs alternate (A B A B …), so both see the same machine load:
     the ratio of their medians holds up on a busy machine better than either figure alone."""
     if warmup:
@@ -165,8 +198,12 @@ def measure_alternating(args: Sequence[object], other_args: Sequence[object], *,
 def _summary(args: Sequence[object], runs: list[dict], script: Path | None) -> dict:
     repeats = len(runs)
     return {
-        "command": (f"python {script.relative_to(PROJECT_ROOT) if script.is_relative_to(PROJECT_ROOT) else script} "
-                    if script else "dmf ") + " ".join(map(str, args)),
+        "command": (
+            f"python {script.relative_to(PROJECT_ROOT) if script.is_relative_to(PROJECT_ROOT) else script} "
+            if script
+            else "dmf "
+        )
+        + " ".join(map(str, args)),
         "wall_s": _r(statistics.median(r["wall_s"] for r in runs)),
         "all_wall_s": [r["wall_s"] for r in runs],
         "cpu_s": _r(statistics.median(r["cpu_s"] for r in runs)),
@@ -186,8 +223,9 @@ def archive_days(raw_dir: Path, days: tuple[date, ...]) -> None:
     from dmf_assets.settings import load_settings
     from dmf_assets.source.fetch import fetch_day
 
-    config = mfds_client_from_settings(load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir),
-                                       base_url=EMULATOR_URL, emulator_faults={})
+    config = mfds_client_from_settings(
+        load_settings(), service_key=BENCH_SERVICE_KEY, raw_dir=str(raw_dir), base_url=EMULATOR_URL, emulator_faults={}
+    )
     for d in days:
         result = fetch_day(config, d)
         if result.status != "complete":
@@ -239,8 +277,11 @@ class Project:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"DMF_CONFIG": str(self.config), "DAGSTER_HOME": str(self.root / "dagster_home"),
-                "MFDS_SERVICE_KEY": BENCH_SERVICE_KEY}
+        return {
+            "DMF_CONFIG": str(self.config),
+            "DAGSTER_HOME": str(self.root / "dagster_home"),
+            "MFDS_SERVICE_KEY": BENCH_SERVICE_KEY,
+        }
 
     def path(self, name: str) -> Path:
         from dmf_assets.settings import Paths
@@ -262,13 +303,13 @@ def _runs_rows(db: Path) -> dict[str, dict]:
         rows = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else []
     except Exception:  # noqa: BLE001 - informational: the figures stand without it
         return {}
-    keep = ("status", "population", "new_count", "changed_count", "withdrawn_count", "fetch_seconds",
-            "process_seconds")
+    keep = ("status", "population", "new_count", "changed_count", "withdrawn_count", "fetch_seconds", "process_seconds")
     out = {}
     for row in rows:
         d = str(row["day_id"])
-        out[f"{d[:4]}-{d[4:6]}-{d[6:]}"] = {k: (_r(row[k]) if isinstance(row.get(k), float) else row.get(k))
-                                             for k in keep if k in row}
+        out[f"{d[:4]}-{d[4:6]}-{d[6:]}"] = {
+            k: (_r(row[k]) if isinstance(row.get(k), float) else row.get(k)) for k in keep if k in row
+        }
     return out
 
 
@@ -292,8 +333,13 @@ def _dagster_runs(home: Path) -> dict:
         "print(json.dumps({'steps': steps, 'runs': runs}))\n"
     )
     try:
-        proc = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "DAGSTER_HOME": str(home)})
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(home)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "DAGSTER_HOME": str(home)},
+        )
         return json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except Exception:  # noqa: BLE001 - informational
         return {}
@@ -324,8 +370,9 @@ def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
 
     settings = load_settings()
     d = date.fromisoformat(day)
-    client = mfds_client_from_settings(settings, service_key=BENCH_SERVICE_KEY, raw_dir=raw_dir,
-                                       base_url=EMULATOR_URL, emulator_faults={})
+    client = mfds_client_from_settings(
+        settings, service_key=BENCH_SERVICE_KEY, raw_dir=raw_dir, base_url=EMULATOR_URL, emulator_faults={}
+    )
     quiet = logging.getLogger("dmf.bench")
     quiet.disabled = True
     runs: list[dict[str, Any]] = []
@@ -342,11 +389,17 @@ def daily_step(db: str, raw_dir: str, day: str, repeats: int = 3) -> dict:
             t4 = time.perf_counter()
             if fetched.fetch.get("source") != "archive":
                 raise RuntimeError(f"{day}: expected a replay of the archived pages, got {fetched.fetch.get('source')}")
-            runs.append({
-                "collect_s": t1 - t0, "normalize_s": t2 - t1, "judge_s": t3 - t2, "diff_commit_s": t4 - t3,
-                "status": outcome.status, "rows": judged.keyed.height,
-                "events": {k: v for k, v in outcome.counts.items() if k != "population"},
-            })
+            runs.append(
+                {
+                    "collect_s": t1 - t0,
+                    "normalize_s": t2 - t1,
+                    "judge_s": t3 - t2,
+                    "diff_commit_s": t4 - t3,
+                    "status": outcome.status,
+                    "rows": judged.keyed.height,
+                    "events": {k: v for k, v in outcome.counts.items() if k != "population"},
+                }
+            )
     for r in runs:
         r["total_s"] = r["normalize_s"] + r["judge_s"] + r["diff_commit_s"]
     timed = runs[1:] or runs
@@ -378,9 +431,14 @@ def make_inputs(workdir: str, raw_dir: str, days: list[str], sizes: list[int]) -
 
 def _child(part: str, kwargs: dict, workdir: Path, *, env: dict | None = None, timeout_s: float = 1200) -> dict:
     out = workdir / f"{part}.json"
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), part, "--out", str(out), "--kwargs",
-                           json.dumps(kwargs)], capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, **(env or {})}, cwd=PROJECT_ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), part, "--out", str(out), "--kwargs", json.dumps(kwargs)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+        cwd=PROJECT_ROOT,
+    )
     if proc.returncode != 0 or not out.exists():
         raise RuntimeError(f"{part}: exit {proc.returncode}: " + "\n".join(proc.stderr.strip().splitlines()[-6:]))
     return json.loads(out.read_text(encoding="utf-8"))
@@ -389,24 +447,45 @@ def _child(part: str, kwargs: dict, workdir: Path, *, env: dict | None = None, t
 def bench_diff(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str], None]) -> None:
     raw = workdir / "raw"
     sizes = list(DIFF_SIZES_QUICK if quick else DIFF_SIZES_FULL)
-    progress(f"… inputs: emulator days {DIFF_OLD_DAY}, {DIFF_NEW_DAY}; synthetic {', '.join(f'{n:,}' for n in sizes)}-row "
-             "dump pairs (not timed)")
-    dumps = _child("inputs", {"workdir": str(workdir), "raw_dir": str(raw),
-                              "days": [DIFF_OLD_DAY.isoformat(), DIFF_NEW_DAY.isoformat()], "sizes": sizes}, workdir)
+    progress(
+        f"… inputs: emulator days {DIFF_OLD_DAY}, {DIFF_NEW_DAY}; synthetic {', '.join(f'{n:,}' for n in sizes)}-row "
+        "dump pairs (not timed)"
+    )
+    dumps = _child(
+        "inputs",
+        {
+            "workdir": str(workdir),
+            "raw_dir": str(raw),
+            "days": [DIFF_OLD_DAY.isoformat(), DIFF_NEW_DAY.isoformat()],
+            "sizes": sizes,
+        },
+        workdir,
+    )
     cases = [("9k", [raw / DIFF_OLD_DAY.isoformat(), raw / DIFF_NEW_DAY.isoformat()], 3)]
     for n in sizes:
-        cases.append(("1m" if n == 1_000_000 else f"{n // 1000}k", [Path(p) for p in dumps[str(n)]],
-                      1 if n >= 1_000_000 else 3))
+        cases.append(
+            ("1m" if n == 1_000_000 else f"{n // 1000}k", [Path(p) for p in dumps[str(n)]], 1 if n >= 1_000_000 else 3)
+        )
     for name, (old, new), repeats in cases:
         warmup = name != "1m"  # 1 M rows: the byte-code cache is warm from the smaller sizes already
-        progress(f"… dmf diff {name} and the floor, alternating ({repeats}× each"
-                 f"{' after a warm-up run' if warmup else ''})")
+        progress(
+            f"… dmf diff {name} and the floor, alternating ({repeats}× each{' after a warm-up run' if warmup else ''})"
+        )
         # the floor on the same inputs, its runs alternating with dmf diff's (same load): what polars alone
         # needs for the comparison
-        res, floor = measure_alternating(["diff", old, new, "--no-watchlist"], [old, new], other_script=FLOOR_SCRIPT,
-                                         repeats=repeats, warmup=warmup, timeout_s=600)
-        res["input"] = {"old": old.name, "new": new.name, "bytes": old.stat().st_size + new.stat().st_size
-                        if old.is_file() else None}
+        res, floor = measure_alternating(
+            ["diff", old, new, "--no-watchlist"],
+            [old, new],
+            other_script=FLOOR_SCRIPT,
+            repeats=repeats,
+            warmup=warmup,
+            timeout_s=600,
+        )
+        res["input"] = {
+            "old": old.name,
+            "new": new.name,
+            "bytes": old.stat().st_size + new.stat().st_size if old.is_file() else None,
+        }
         res["floor"] = floor
         usable = floor["wall_s"] and floor["cpu_s"] and not floor["error_tail"]
         res["floor_ratio"] = _r(res["wall_s"] / floor["wall_s"], 2) if usable else None
@@ -414,9 +493,11 @@ def bench_diff(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str
         if floor["error_tail"]:
             doc["errors"].append({"part": f"floor {name}", "error": "\n".join(floor["error_tail"])})
         doc["diff"][name] = res
-        progress(f"   {res['wall_s']:.2f} s ({res['cpu_s']:.2f} s CPU), peak RSS {res['peak_rss_mb']:.0f} MB "
-                 f"(exit {res['exit_codes']}); floor {floor['wall_s']:.2f} s, {floor['peak_rss_mb']:.0f} MB → "
-                 f"ratio {res['floor_ratio']} (CPU {res['floor_cpu_ratio']})")
+        progress(
+            f"   {res['wall_s']:.2f} s ({res['cpu_s']:.2f} s CPU), peak RSS {res['peak_rss_mb']:.0f} MB "
+            f"(exit {res['exit_codes']}); floor {floor['wall_s']:.2f} s, {floor['peak_rss_mb']:.0f} MB → "
+            f"ratio {res['floor_ratio']} (CPU {res['floor_cpu_ratio']})"
+        )
 
 
 def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[str], None]) -> None:
@@ -446,23 +527,41 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
         "workbook_s": _r(statistics.median(workbook_steps[1:] or workbook_steps)) if workbook_steps else None,
         "workbook_bytes": next((p.stat().st_size for p in proj.path("reports_dir").glob(f"*{GRAPH_DAY}*.xlsx")), None),
         # rows each daily-job run left in the Dagster event log (every run of the instance in `runs`)
-        "events_per_run": {"baseline_day": base_events[0] if base_events else None,
-                           "one_day": _r(statistics.median(day_events), 1) if day_events else None},
+        "events_per_run": {
+            "baseline_day": base_events[0] if base_events else None,
+            "one_day": _r(statistics.median(day_events), 1) if day_events else None,
+        },
         "runs": dagster_runs.get("runs", []),
     }
-    progress(f"   {one['wall_s']:.2f} s ({one['cpu_s']:.2f} s CPU), peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
-             f"{doc['graph']['workbook_s']} s; {doc['graph']['events_per_run']['one_day']} events stored per run")
+    progress(
+        f"   {one['wall_s']:.2f} s ({one['cpu_s']:.2f} s CPU), peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
+        f"{doc['graph']['workbook_s']} s; {doc['graph']['events_per_run']['one_day']} events stored per run"
+    )
     # the daily step, in-process, on a copy of this database (the day after GRAPH_DAY)
     db_copy = workdir / "daily_step.duckdb"
     shutil.copy(proj.path("database"), db_copy)
     progress(f"… daily step {STEP_DAY} in-process (the pipeline's normalize + judge + diff_and_commit against DuckDB)")
     try:
-        _child("inputs", {"workdir": str(workdir), "raw_dir": str(proj.path("raw_dir")), "days": [STEP_DAY.isoformat()],
-                          "sizes": []}, workdir)
-        s = doc["daily_step"] = _child("daily_step", {"db": str(db_copy), "raw_dir": str(proj.path("raw_dir")),
-                                                      "day": STEP_DAY.isoformat(), "repeats": 4}, workdir, env=proj.env)
-        progress(f"   {s['total_s']:.3f} s = normalize {s['normalize_s']:.3f} + judge {s['judge_s']:.3f} + "
-                 f"diff and commit {s['diff_commit_s']:.3f} (replaying the pages {s['collect_s']:.3f})")
+        _child(
+            "inputs",
+            {
+                "workdir": str(workdir),
+                "raw_dir": str(proj.path("raw_dir")),
+                "days": [STEP_DAY.isoformat()],
+                "sizes": [],
+            },
+            workdir,
+        )
+        s = doc["daily_step"] = _child(
+            "daily_step",
+            {"db": str(db_copy), "raw_dir": str(proj.path("raw_dir")), "day": STEP_DAY.isoformat(), "repeats": 4},
+            workdir,
+            env=proj.env,
+        )
+        progress(
+            f"   {s['total_s']:.3f} s = normalize {s['normalize_s']:.3f} + judge {s['judge_s']:.3f} + "
+            f"diff and commit {s['diff_commit_s']:.3f} (replaying the pages {s['collect_s']:.3f})"
+        )
     except RuntimeError as exc:
         doc["errors"].append({"part": "daily_step", "error": str(exc)})
         progress(f"   FAILED: {exc}")
@@ -472,19 +571,31 @@ def bench_backfill(doc: dict, workdir: Path, *, progress: Callable[[str], None])
     proj = Project(workdir / "backfill")
     start = BACKFILL_END - timedelta(days=BACKFILL_DAYS - 1)
     progress(f"… dmf backfill --start {start} --end {BACKFILL_END} (fresh project)")
-    res = run_process(["backfill", "--start", start, "--end", BACKFILL_END], env=proj.env, log=workdir / "backfill.log",
-                      timeout_s=1800)
+    res = run_process(
+        ["backfill", "--start", start, "--end", BACKFILL_END],
+        env=proj.env,
+        log=workdir / "backfill.log",
+        timeout_s=1800,
+    )
     runs = _runs_rows(proj.path("database"))
     statuses: dict[str, int] = {}
     for row in runs.values():
         statuses[str(row.get("status"))] = statuses.get(str(row.get("status")), 0) + 1
-    doc["backfill_30"] = {**res, "start": start.isoformat(), "end": BACKFILL_END.isoformat(), "days": BACKFILL_DAYS,
-                          "seconds_per_day": _r(res["wall_s"] / BACKFILL_DAYS), "statuses": statuses,
-                          "workbooks": len(list(proj.path("reports_dir").glob("DMF_*_2*.xlsx")))}
+    doc["backfill_30"] = {
+        **res,
+        "start": start.isoformat(),
+        "end": BACKFILL_END.isoformat(),
+        "days": BACKFILL_DAYS,
+        "seconds_per_day": _r(res["wall_s"] / BACKFILL_DAYS),
+        "statuses": statuses,
+        "workbooks": len(list(proj.path("reports_dir").glob("DMF_*_2*.xlsx"))),
+    }
     if res["exit_code"] not in (0, 3):
         doc["errors"].append({"part": "backfill", "error": "\n".join(res["error_tail"])})
-    progress(f"   {res['wall_s']:.1f} s ({res['wall_s'] / BACKFILL_DAYS:.2f} s/day), peak RSS {res['peak_rss_mb']:.0f} MB, "
-             f"{statuses}")
+    progress(
+        f"   {res['wall_s']:.1f} s ({res['wall_s'] / BACKFILL_DAYS:.2f} s/day), peak RSS {res['peak_rss_mb']:.0f} MB, "
+        f"{statuses}"
+    )
 
 
 # --- the document --------------------------------------------------------------------------------
@@ -502,9 +613,14 @@ def _machine() -> dict:
             versions[name] = version(name)
         except Exception:  # noqa: BLE001 - informational only
             versions[name] = None
-    return {"cpu_count": os.cpu_count(), "memory_gb": _r(mem, 1), "platform": platform.platform(),
-            "python": platform.python_version(), **versions,
-            "load_average_start": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "cpu_count": os.cpu_count(),
+        "memory_gb": _r(mem, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        **versions,
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def lookup(doc: dict | None, dotted: str) -> Any:
@@ -520,8 +636,17 @@ def target_summary(doc: dict) -> list[dict]:
     rows = []
     for t in TARGETS:
         value = lookup(doc, t.metric)
-        rows.append({"metric": t.metric, "label": t.label, "target": f"≤ {t.limit:g} {t.unit}", "limit": t.limit,
-                     "measured": value, "unit": t.unit, "met": None if value is None else bool(value <= t.limit)})
+        rows.append(
+            {
+                "metric": t.metric,
+                "label": t.label,
+                "target": f"≤ {t.limit:g} {t.unit}",
+                "limit": t.limit,
+                "measured": value,
+                "unit": t.unit,
+                "met": None if value is None else bool(value <= t.limit),
+            }
+        )
     return rows
 
 
@@ -548,31 +673,63 @@ def comparison_lines(doc: dict, previous: dict | None) -> list[str]:
 
     for t in doc["targets"]:
         verdict = "skipped" if t["met"] is None else ("met" if t["met"] else "MISSED")
-        lines.append(line(t["label"], t["target"], t["measured"], lookup(previous, t["metric"]) if previous else None,
-                          t["unit"], verdict))
+        lines.append(
+            line(
+                t["label"],
+                t["target"],
+                t["measured"],
+                lookup(previous, t["metric"]) if previous else None,
+                t["unit"],
+                verdict,
+            )
+        )
     for metric, label, unit in FIGURES:
         now = lookup(doc, metric)
-        lines.append(line(label, "-", now, lookup(previous, metric) if previous else None, unit,
-                          "skipped" if now is None else "figure"))
+        lines.append(
+            line(
+                label,
+                "-",
+                now,
+                lookup(previous, metric) if previous else None,
+                unit,
+                "skipped" if now is None else "figure",
+            )
+        )
     if previous:
-        lines.append(f"(before = {previous.get('started_at')}, load average {previous['machine'].get('load_average_start')})")
+        lines.append(
+            f"(before = {previous.get('started_at')}, load average {previous['machine'].get('load_average_start')})"
+        )
     return lines
 
 
-def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Path | None = None,
-                  keep_workdir: bool = False, progress: Callable[[str], None] = print) -> tuple[dict, list[Path]]:
+def run_benchmark(
+    *,
+    quick: bool,
+    output_dir: Path = DEFAULT_OUTPUT,
+    workdir: Path | None = None,
+    keep_workdir: bool = False,
+    progress: Callable[[str], None] = print,
+) -> tuple[dict, list[Path]]:
     """Run every part, write the JSON files, return (document, written paths)."""
     own_workdir = workdir is None
     workdir = Path(workdir or tempfile.mkdtemp(prefix="dmf-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = now_kst()
     t_all = time.perf_counter()
-    doc: dict = {"schema_version": SCHEMA_VERSION, "mode": "quick" if quick else "full",
-                 "started_at": started.isoformat(timespec="seconds"), "machine": _machine(), "diff": {}, "errors": []}
+    doc: dict = {
+        "schema_version": SCHEMA_VERSION,
+        "mode": "quick" if quick else "full",
+        "started_at": started.isoformat(timespec="seconds"),
+        "machine": _machine(),
+        "diff": {},
+        "errors": [],
+    }
     try:
-        for label, part in (("diff", lambda: bench_diff(doc, workdir, quick=quick, progress=progress)),
-                            ("graph", lambda: bench_graph(doc, workdir, quick=quick, progress=progress)),
-                            ("backfill", None if quick else lambda: bench_backfill(doc, workdir, progress=progress))):
+        for label, part in (
+            ("diff", lambda: bench_diff(doc, workdir, quick=quick, progress=progress)),
+            ("graph", lambda: bench_graph(doc, workdir, quick=quick, progress=progress)),
+            ("backfill", None if quick else lambda: bench_backfill(doc, workdir, progress=progress)),
+        ):
             if part is None:
                 continue
             try:
@@ -588,8 +745,11 @@ def run_benchmark(*, quick: bool, output_dir: Path = DEFAULT_OUTPUT, workdir: Pa
     doc["total_seconds"] = _r(time.perf_counter() - t_all, 1)
     doc["targets"] = target_summary(doc)
     previous = previous_results(Path(output_dir), quick)
-    doc["previous"] = {"started_at": previous.get("started_at"),
-                       "measured": {t.metric: lookup(previous, t.metric) for t in TARGETS}} if previous else None
+    doc["previous"] = (
+        {"started_at": previous.get("started_at"), "measured": {t.metric: lookup(previous, t.metric) for t in TARGETS}}
+        if previous
+        else None
+    )
     doc["comparison"] = comparison_lines(doc, previous)
     return doc, write_results(doc, Path(output_dir), quick=quick, started=started)
 

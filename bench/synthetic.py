@@ -75,8 +75,13 @@ def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[i
     for _ in range(n_grant):
         for _ in range(20):
             brow, bd = originals[pick(rng, weights)]
-            g = f.grant(brow, bd.number, bd.ingredient, f.random_issue_date(bd.issue, latest),
-                        f.pick_applicant(bd.applicant.bizrno))
+            g = f.grant(
+                brow,
+                bd.number,
+                bd.ingredient,
+                f.random_issue_date(bd.issue, latest),
+                f.pick_applicant(bd.applicant.bizrno),
+            )
             if g is not None:
                 rows.append(f.render(g))
                 break
@@ -140,7 +145,9 @@ def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
             row = (number,) + row[1:]
         for c, v in zip(columns, row, strict=False):
             c.append(v)
-    return pl.DataFrame({name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns, strict=False)})
+    return pl.DataFrame(
+        {name: pl.Series(name, col, dtype=pl.Utf8) for name, col in zip(API_FIELDS, columns, strict=False)}
+    )
 
 
 def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[pl.DataFrame, GroundTruth]:
@@ -177,8 +184,8 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
         if i not in nulls and i not in seen_idx:
             seen_idx.add(i)
             picked.append(i)
-    sub_idx, cos_idx = picked[:n_sub], picked[n_sub:n_sub + n_cos]
-    wd_idx = picked[n_sub + n_cos:]
+    sub_idx, cos_idx = picked[:n_sub], picked[n_sub : n_sub + n_cos]
+    wd_idx = picked[n_sub + n_cos :]
     assign_idx = sorted(rng.sample(null_idx, n_assign)) if n_assign else []
     touched = sorted(set(sub_idx) | set(cos_idx) | set(assign_idx))
     old_rows = dict(zip(touched, frame[touched].rows(), strict=False)) if touched else {}
@@ -201,13 +208,13 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
             value = cosmetic_edit(rng, row, fld)
             if value is not None:
                 pos = COMPARED_POSITIONS[fld]
-                new_rows[i] = row[:pos] + (value,) + row[pos + 1:]
+                new_rows[i] = row[:pos] + (value,) + row[pos + 1 :]
                 break
     for i in assign_idx:
         row = old_rows[i]
         d = f.original(today, f.pick_applicant())
         number = f.assign_number(d, accept=today)
-        new_rows[i] = (number,) + row[1:DATE] + (row[DATE] or today.isoformat(),) + row[DATE + 1:]
+        new_rows[i] = (number,) + row[1:DATE] + (row[DATE] or today.isoformat(),) + row[DATE + 1 :]
     added: list[Row] = []
     originals = frame.get_column("DMF_PERMIT_NO")
     for _ in range(n_new):
@@ -221,8 +228,19 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
                         f.used.add(number)
                         brow = frame.row(j)
                         a = f.pick_applicant(brow[BIZ])
-                        added.append((number, brow[ING], a.name, brow[MFR], brow[ADDR], brow[CTRY],
-                                      today.isoformat(), a.bizrno, brow[NOTICE]))
+                        added.append(
+                            (
+                                number,
+                                brow[ING],
+                                a.name,
+                                brow[MFR],
+                                brow[ADDR],
+                                brow[CTRY],
+                                today.isoformat(),
+                                a.bizrno,
+                                brow[NOTICE],
+                            )
+                        )
                         break
                 else:
                     base = None
@@ -247,8 +265,11 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
     parts = [indexed.filter(~pl.col("_i").is_in(drop))] if drop else [indexed]
     if new_rows:
         keep = [i for i in sorted(new_rows) if i not in wd_rows]
-        parts.append(pl.DataFrame([new_rows[i] for i in keep], schema=_SCHEMA, orient="row")
-                     .with_columns(pl.Series("_i", keep, dtype=pl.Int64)).select(indexed.columns))
+        parts.append(
+            pl.DataFrame([new_rows[i] for i in keep], schema=_SCHEMA, orient="row")
+            .with_columns(pl.Series("_i", keep, dtype=pl.Int64))
+            .select(indexed.columns)
+        )
     out = pl.concat(parts).sort("_i").drop("_i")
     if added:
         out = pl.concat([out, pl.DataFrame(added, schema=_SCHEMA, orient="row")])

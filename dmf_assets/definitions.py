@@ -34,8 +34,11 @@ def project(resources: Mapping[str, object] | None = None, settings: Settings | 
     # executes its steps one after another in the run's own process. The chain is strictly sequential
     # (each asset reads the one before), so a process per step (Dagster's default) would only add a
     # Python start-up, ≈2 s, to each of the six steps.
-    configured = dg.Definitions(resources=resources or build_resources(settings), executor=dg.in_process_executor,
-                                sensors=[watch_sensor(settings.runs.sensor_interval_s)])
+    configured = dg.Definitions(
+        resources=resources or build_resources(settings),
+        executor=dg.in_process_executor,
+        sensors=[watch_sensor(settings.runs.sensor_interval_s)],
+    )
     return dg.Definitions.merge(_defs_folder(), configured)
 
 

@@ -102,15 +102,21 @@ def refused_write_line(code: int | None, path: str | Path | None) -> str | None:
     Permission errors are only this when a file is named: EPERM also comes from signals and sockets."""
     where = str(path) if path else "(위치 불명 / location unknown)"
     if code in NO_SPACE:
-        return (f"디스크 공간이 부족합니다 (No space left on device): {where} — 공간을 확보한 뒤 다시 실행하세요 "
-                f"(`dmf doctor`, `dmf prune`) / free some space and run again")
+        return (
+            f"디스크 공간이 부족합니다 (No space left on device): {where} — 공간을 확보한 뒤 다시 실행하세요 "
+            f"(`dmf doctor`, `dmf prune`) / free some space and run again"
+        )
     if code == errno.EROFS:
-        return (f"읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): {where} — 쓰기 가능하게 다시 "
-                f"마운트하거나 config의 [paths]를 쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] "
-                f"at a writable folder")
+        return (
+            f"읽기 전용 파일 시스템이라 쓸 수 없습니다 (Read-only file system): {where} — 쓰기 가능하게 다시 "
+            f"마운트하거나 config의 [paths]를 쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] "
+            f"at a writable folder"
+        )
     if code in (errno.EACCES, errno.EPERM) and path:
-        return (f"권한이 없습니다 (Permission denied): {where} — 이 사용자(uid {os.getuid()})에게 권한을 주거나 config의 "
-                f"[paths]를 바꾸세요 / give this user access, or point [paths] elsewhere")
+        return (
+            f"권한이 없습니다 (Permission denied): {where} — 이 사용자(uid {os.getuid()})에게 권한을 주거나 config의 "
+            f"[paths]를 바꾸세요 / give this user access, or point [paths] elsewhere"
+        )
     return None
 
 
@@ -142,15 +148,19 @@ def _absolute(value: str | Path, what: str) -> Path:
 
 def _must_exist(folder: Path, path: Path) -> None:
     if not folder.is_dir():
-        raise UserError(f"{path}: {josa(f'폴더 {folder}', '이/가')} 없습니다 — 먼저 만드세요 (DMF Watch는 요청 없이 폴더를 "
-                        f"만들지 않습니다) / the folder {folder} does not exist; create it first")
+        raise UserError(
+            f"{path}: {josa(f'폴더 {folder}', '이/가')} 없습니다 — 먼저 만드세요 (DMF Watch는 요청 없이 폴더를 "
+            f"만들지 않습니다) / the folder {folder} does not exist; create it first"
+        )
 
 
 def _must_write_into(folder: Path, path: Path) -> None:
     _must_exist(folder, path)
     if not os.access(folder, os.W_OK) or os.statvfs(folder).f_flag & os.ST_RDONLY:
-        raise UserError(f"{path}: 폴더 {folder}에 쓸 수 없습니다 (권한 또는 읽기 전용) / cannot write into {folder} "
-                        f"(permission, or a read-only file system)")
+        raise UserError(
+            f"{path}: 폴더 {folder}에 쓸 수 없습니다 (권한 또는 읽기 전용) / cannot write into {folder} "
+            f"(permission, or a read-only file system)"
+        )
 
 
 def file_path(value: str | Path) -> Path:

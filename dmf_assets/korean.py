@@ -93,7 +93,7 @@ def shorten(text: str, width: int) -> str:
     if len(text) <= width:
         return text
     room = max(1, width - 1)
-    cut = text[:room + 1]
+    cut = text[: room + 1]
     space = cut.rfind(" ")
     head = cut[:space] if space > 0 else text[:room]
     head = head.rstrip(" ,;:·—–-/(")

@@ -51,8 +51,10 @@ def resolve_path(root: str | Path, value: str | Path) -> Path:
 
 def _not_empty_path(value: str) -> str:
     if not value.strip():
-        raise ValueError("빈 경로는 쓸 수 없습니다 (프로젝트 폴더 전체를 가리킴) / an empty path would mean the whole "
-                         "project folder; write a folder such as \"reports\"")
+        raise ValueError(
+            "빈 경로는 쓸 수 없습니다 (프로젝트 폴더 전체를 가리킴) / an empty path would mean the whole "
+            'project folder; write a folder such as "reports"'
+        )
     return value
 
 
@@ -63,8 +65,10 @@ def _without_path(value: str) -> str:
 
 def _http_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, "
-                         f"got {_without_path(value)!r}")
+        raise ValueError(
+            f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, "
+            f"got {_without_path(value)!r}"
+        )
     return value
 
 
@@ -72,7 +76,7 @@ def _webhook_url(value: str) -> str:
     """An http(s) URL, optionally prefixed `slack+` / `teams+` / `json+` to force the payload format."""
     for prefix in ("slack+", "teams+", "json+"):
         if value.lower().startswith(prefix):
-            return prefix + _http_url(value[len(prefix):])
+            return prefix + _http_url(value[len(prefix) :])
     return _http_url(value)
 
 
@@ -103,7 +107,9 @@ def _hh_mm(value: Any) -> time:
         return value
     m = re.match(r"^(\d{2}):(\d{2})$", value) if isinstance(value, str) else None
     if not m or int(m[1]) > 23 or int(m[2]) > 59:
-        raise ValueError(f"HH:MM 형식의 시각(KST)이어야 합니다 / must be a time HH:MM (KST), e.g. \"09:00\"; got {value!r}")
+        raise ValueError(
+            f'HH:MM 형식의 시각(KST)이어야 합니다 / must be a time HH:MM (KST), e.g. "09:00"; got {value!r}'
+        )
     return time(int(m[1]), int(m[2]))
 
 
@@ -326,8 +332,10 @@ class ConfigError(Exception):
             if p.line:
                 where += f" {p.line}행 / line {p.line}"
             lines.append(f"  {where}: {p.key + ' — ' if p.key else ''}{p.message}")
-        lines.append(f"설정 파일을 고친 뒤 다시 실행하세요 (키와 기본값: {_shown(DEFAULT_CONFIG)}) / "
-                     f"fix the file and run again (keys and defaults: {_shown(DEFAULT_CONFIG)})")
+        lines.append(
+            f"설정 파일을 고친 뒤 다시 실행하세요 (키와 기본값: {_shown(DEFAULT_CONFIG)}) / "
+            f"fix the file and run again (keys and defaults: {_shown(DEFAULT_CONFIG)})"
+        )
         return "\n".join(lines)
 
 
@@ -393,6 +401,7 @@ def _field(loc: tuple[str, ...]) -> tuple[Any, FieldInfo | None]:
 
 def _allowed(info: FieldInfo) -> str:
     """'0 ≤ x ≤ 1' from a field's constraints."""
+
     def shown(bound: object) -> str:  # 36500 and 9223372036854775807, not 36500.0 or 9.22337e+18
         return str(bound) if isinstance(bound, int) else f"{bound:g}"
 
@@ -421,9 +430,9 @@ _TYPES = {  # pydantic error type -> (Korean, English) of what the key must be
 }
 _SECRET_HINTS = {
     "password": f"비밀번호는 설정 파일에 쓰지 않습니다 — 환경 변수 {SMTP_PASSWORD_ENV}에 넣으세요 / the SMTP password "
-                f"never goes in a config file: set the environment variable {SMTP_PASSWORD_ENV}",
+    f"never goes in a config file: set the environment variable {SMTP_PASSWORD_ENV}",
     "key": "서비스 키는 설정 파일에 쓰지 않습니다 — 환경 변수 MFDS_SERVICE_KEY에 넣으세요 / the service key never goes "
-           "in a config file: set the environment variable MFDS_SERVICE_KEY",
+    "in a config file: set the environment variable MFDS_SERVICE_KEY",
 }
 
 
@@ -440,7 +449,11 @@ def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
     """(key path, 'ko / en' message) for one pydantic error."""
     loc = tuple(str(p) for p in err["loc"] if not isinstance(p, int))
     # a list item: show its position (recipients[1]) but look the key itself up
-    name = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"][len(loc) - 1:]).lstrip(".") if loc else ""
+    name = (
+        "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"][len(loc) - 1 :]).lstrip(".")
+        if loc
+        else ""
+    )
     value, kind = err.get("input"), err["type"]
     model, info = _field(loc)
     if kind == "extra_forbidden":
@@ -449,11 +462,19 @@ def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
         known = list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
         close = difflib.get_close_matches(name, known, n=1)
         guess = f" — {josa(repr(close[0]), '을/를')} 뜻했나요? / did you mean '{close[0]}'?" if close else ""
-        what = ("알 수 없는 섹션 / unknown section", f"[{name}]") if isinstance(value, dict) else ("알 수 없는 키 / unknown key", name)
+        what = (
+            ("알 수 없는 섹션 / unknown section", f"[{name}]")
+            if isinstance(value, dict)
+            else ("알 수 없는 키 / unknown key", name)
+        )
         return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
     shown = f"{name} = {_toml_value(_without_path(value) if isinstance(value, str) else value)}"
     allowed = _allowed(info) if info is not None else ""
-    if kind in ("less_than_equal", "less_than") and err.get("ctx", {}).get("le") == 1 and isinstance(value, int | float):
+    if (
+        kind in ("less_than_equal", "less_than")
+        and err.get("ctx", {}).get("le") == 1
+        and isinstance(value, int | float)
+    ):
         # a ratio typed as a percentage: the mistake that once switched the drop gate off
         ko = f"비율은 0과 1 사이로 씁니다: {josa(shown, '은/는')} {value * 100:g} %입니다"
         en = f"a ratio is written between 0 and 1: {shown} means {value * 100:g} %"
@@ -480,13 +501,22 @@ def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError([Problem(path, "", None, f"설정 파일이 없습니다 / no configuration file at {path} "
-                                                   f"({why}) — 경로를 고치세요 / fix the path")]) from None
+        raise ConfigError(
+            [
+                Problem(
+                    path,
+                    "",
+                    None,
+                    f"설정 파일이 없습니다 / no configuration file at {path} ({why}) — 경로를 고치세요 / fix the path",
+                )
+            ]
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError([Problem(path, "", None, "UTF-8 텍스트가 아닙니다 / the file is not UTF-8 text")]) from None
     except OSError as exc:
-        raise ConfigError([Problem(path, "", None, f"읽을 수 없습니다 / cannot read the file: "
-                                                   f"{exc.strerror or exc}")]) from None
+        raise ConfigError(
+            [Problem(path, "", None, f"읽을 수 없습니다 / cannot read the file: {exc.strerror or exc}")]
+        ) from None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
@@ -497,7 +527,9 @@ def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
         if line and line <= len(text.splitlines()):
             quoted = f" — `{text.splitlines()[line - 1].strip()[:80]}`"
         col = f", column {m[2]}" if m else ""
-        raise ConfigError([Problem(path, "", line, f"TOML 문법 오류 / TOML syntax error{col}: {reason}{quoted}")]) from None
+        raise ConfigError(
+            [Problem(path, "", line, f"TOML 문법 오류 / TOML syntax error{col}: {reason}{quoted}")]
+        ) from None
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -513,28 +545,50 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
 def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
     """Rules between keys and against the disk, once the types are right."""
     out: list[tuple[tuple[str, ...], str]] = []
-    for low, high, section in (("row_count_min", "row_count_max", s.quality),
-                               ("backoff_base_s", "backoff_max_s", s.source)):
+    for low, high, section in (
+        ("row_count_min", "row_count_max", s.quality),
+        ("backoff_base_s", "backoff_max_s", s.source),
+    ):
         a, b = getattr(section, low), getattr(section, high)
         name = "quality" if section is s.quality else "source"
         if a > b:
-            out.append(((name, low), f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"))
+            out.append(
+                (
+                    (name, low),
+                    f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})",
+                )
+            )
     if s.demo.fault_days_ago >= s.demo.days:
-        out.append((("demo", "fault_days_ago"), f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
-                                                f"작아야 합니다 / must be < demo.days ({s.demo.days})"))
+        out.append(
+            (
+                ("demo", "fault_days_ago"),
+                f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
+                f"작아야 합니다 / must be < demo.days ({s.demo.days})",
+            )
+        )
     for name in Paths.model_fields:
         p = s.paths.resolve(name)
         written = josa(f'{name} = "{getattr(s.paths, name)}"', "은/는")
         if name == "database":
             if p.is_dir():
-                out.append((("paths", name), f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
-                                             f"is a folder ({p}); write a file path such as \"data/dmf.duckdb\""))
+                out.append(
+                    (
+                        ("paths", name),
+                        f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
+                        f'is a folder ({p}); write a file path such as "data/dmf.duckdb"',
+                    )
+                )
         elif p.exists() and not p.is_dir():
             out.append((("paths", name), f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"))
     products = s.products.resolve()
     if products is not None and not products.is_file():
-        out.append((("products", "file"), f"file = \"{s.products.file}\" — 제품 목록 파일이 없습니다 / "
-                                          f"no product list file at {products} (empty = no product list)"))
+        out.append(
+            (
+                ("products", "file"),
+                f'file = "{s.products.file}" — 제품 목록 파일이 없습니다 / '
+                f"no product list file at {products} (empty = no product list)",
+            )
+        )
     return out
 
 

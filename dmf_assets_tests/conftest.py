@@ -85,11 +85,30 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 #: quickstart passes --no-loadscope-reorder: otherwise pytest-xdist hands out the files with the most
 #: tests first, whatever their cost (test_load's single test of a minute came last).
 LONGEST_FIRST = (
-    "test_graph_e2e.py", "test_fault_matrix.py", "test_ui_smoke.py", "test_workbook_ledger.py", "test_cli_runs.py",
-    "test_automation.py", "test_load.py", "test_bench.py", "test_rebuild.py", "test_crash_safety.py", "test_concurrency.py",
-    "test_secrets.py", "test_notify_cli.py", "test_postgres_instance.py", "test_cli_diff_gates.py",
-    "test_settings_contract.py", "test_ops_doctor.py", "test_workbook_render.py", "test_diff.py",
-    "test_detector_60_days.py", "test_hostile_data.py", "test_client.py", "test_workbook_forwardable.py", "test_analyst.py",
+    "test_graph_e2e.py",
+    "test_fault_matrix.py",
+    "test_ui_smoke.py",
+    "test_workbook_ledger.py",
+    "test_cli_runs.py",
+    "test_automation.py",
+    "test_load.py",
+    "test_bench.py",
+    "test_rebuild.py",
+    "test_crash_safety.py",
+    "test_concurrency.py",
+    "test_secrets.py",
+    "test_notify_cli.py",
+    "test_postgres_instance.py",
+    "test_cli_diff_gates.py",
+    "test_settings_contract.py",
+    "test_ops_doctor.py",
+    "test_workbook_render.py",
+    "test_diff.py",
+    "test_detector_60_days.py",
+    "test_hostile_data.py",
+    "test_client.py",
+    "test_workbook_forwardable.py",
+    "test_analyst.py",
 )
 
 

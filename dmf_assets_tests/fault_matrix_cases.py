@@ -119,9 +119,13 @@ def _score_day(conn, sim, day: date, base: date, seen: list[date], exclude: set[
     truth = replace(truth, changes=tuple(c for c in truth.changes if c.permit_no not in exclude))
     s = score(events, truth)
     return {
-        "tp": dict(s.true_positive), "fp": dict(s.false_positive), "fn": dict(s.false_negative),
-        "missed": [list(map(str, m)) for m in s.missed[:5]], "spurious": [list(map(str, m)) for m in s.spurious[:5]],
-        "events": len(events), "truth": len(truth.changes),
+        "tp": dict(s.true_positive),
+        "fp": dict(s.false_positive),
+        "fn": dict(s.false_negative),
+        "missed": [list(map(str, m)) for m in s.missed[:5]],
+        "spurious": [list(map(str, m)) for m in s.spurious[:5]],
+        "events": len(events),
+        "truth": len(truth.changes),
     }
 
 
@@ -153,7 +157,9 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
     hostile: set[str] = set()
     if kind == "hostile_text":
         rows = sim.items(FAULT_DAY)
-        hostile = {display_text(rows[i]["DMF_PERMIT_NO"], "permit") for i in F.hostile_rows(FAULT_DAY.isoformat(), rows)}
+        hostile = {
+            display_text(rows[i]["DMF_PERMIT_NO"], "permit") for i in F.hostile_rows(FAULT_DAY.isoformat(), rows)
+        }
 
     runs = runs_by_day(ws)
     accepted = sorted(d for d, r in runs.items() if r["status"] in history.ACCEPTED_STATUSES)
@@ -161,24 +167,35 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
     with ws.connect() as conn:
         for day, r in runs.items():
             out["runs"][day.isoformat()] = {
-                "status": r["status"], "rejected_gate": r["rejected_gate"], "reason": r["reason"],
+                "status": r["status"],
+                "rejected_gate": r["rejected_gate"],
+                "reason": r["reason"],
                 "base_day": str(history.to_date(r["base_day_id"])) if r["base_day_id"] else None,
-                "new": r["new_count"], "changed": r["changed_count"], "withdrawn": r["withdrawn_count"],
+                "new": r["new_count"],
+                "changed": r["changed_count"],
+                "withdrawn": r["withdrawn_count"],
             }
             d = history.day_id(day)
             out["runs"][day.isoformat()]["snapshot_rows"] = conn.execute(
-                "SELECT count(*) FROM snapshots WHERE day_id = ?", [d]).fetchall()[0][0]
+                "SELECT count(*) FROM snapshots WHERE day_id = ?", [d]
+            ).fetchall()[0][0]
             out["runs"][day.isoformat()]["event_rows"] = conn.execute(
-                "SELECT count(*) FROM events WHERE day_id = ?", [d]).fetchall()[0][0]
+                "SELECT count(*) FROM events WHERE day_id = ?", [d]
+            ).fetchall()[0][0]
             if r["status"] == "accepted":
                 base = history.to_date(r["base_day_id"])
-                out["scores"][day.isoformat()] = _score_day(conn, sim, day, base, [x for x in accepted if x < base], hostile)
+                out["scores"][day.isoformat()] = _score_day(
+                    conn, sim, day, base, [x for x in accepted if x < base], hostile
+                )
                 if hostile:
                     out["hostile_events"][day.isoformat()] = sorted(
                         [e.permit_no, e.event_type.value] for e in stored_events(conn, day) if e.permit_no in hostile
                     )
         out["gates"] = [
-            {k: g[k] for k in ("gate_no", "passed", "observed_value", "threshold_value", "observed", "threshold", "detail")}
+            {
+                k: g[k]
+                for k in ("gate_no", "passed", "observed_value", "threshold_value", "observed", "threshold", "detail")
+            }
             for g in history.gate_rows(conn, FAULT_DAY)
         ]
     manifest = read_manifest(ws.resources["mfds"].raw_dir, FAULT_DAY) or {}
@@ -254,20 +271,30 @@ def problems_of(kind: str, res: dict) -> list[str]:
     fault_run = runs[d2]
     if exp.accepted:
         if fault_run["status"] != "accepted":
-            problems.append(f"faulty day {fault_run['status']} (gate {fault_run['rejected_gate']}: {fault_run['reason']})")
+            problems.append(
+                f"faulty day {fault_run['status']} (gate {fault_run['rejected_gate']}: {fault_run['reason']})"
+            )
         if runs[d3]["base_day"] != d2:
             problems.append(f"recovery day base {runs[d3]['base_day']} != {d2}")
         problems += _evidence_problems(kind, res)
     else:
         if fault_run["status"] != "rejected" or fault_run["rejected_gate"] != exp.gate:
-            problems.append(f"faulty day {fault_run['status']} at gate {fault_run['rejected_gate']}, expected gate {exp.gate}")
+            problems.append(
+                f"faulty day {fault_run['status']} at gate {fault_run['rejected_gate']}, expected gate {exp.gate}"
+            )
         gate = gates.get(exp.gate)
-        if gate is None or gate["passed"] is not False or not gate["observed"] or not gate["threshold"] or (
-            gate["observed_value"] is None or gate["threshold_value"] is None
+        if (
+            gate is None
+            or gate["passed"] is not False
+            or not gate["observed"]
+            or not gate["threshold"]
+            or (gate["observed_value"] is None or gate["threshold_value"] is None)
         ):
             problems.append(f"gate {exp.gate} numbers not recorded: {gate}")
         if fault_run["snapshot_rows"] or fault_run["event_rows"]:
-            problems.append(f"rejected day wrote history: {fault_run['snapshot_rows']} snapshot rows, {fault_run['event_rows']} events")
+            problems.append(
+                f"rejected day wrote history: {fault_run['snapshot_rows']} snapshot rows, {fault_run['event_rows']} events"
+            )
         if runs[d3]["base_day"] != d1:
             problems.append(f"baseline moved: recovery day compared with {runs[d3]['base_day']}, not {d1}")
         if d2 in res["scores"]:
@@ -307,8 +334,10 @@ def _observed(kind: str, res: dict) -> str:
     if kind == "slow_responses":
         parts.append("모든 응답 ≥ 0.3 s / every answer ≥ 0.3 s")
     if kind == "hostile_text":
-        parts.append(f"악성 값 {len(res['hostile_numbers'])}행 변경 반영 후 다음 날 원복 / "
-                     f"{len(res['hostile_numbers'])} hostile rows CHANGED, changed back the next day")
+        parts.append(
+            f"악성 값 {len(res['hostile_numbers'])}행 변경 반영 후 다음 날 원복 / "
+            f"{len(res['hostile_numbers'])} hostile rows CHANGED, changed back the next day"
+        )
     parts.append(f"신규 NEW {run['new']} · 변경 CHANGED {run['changed']} · 취하 WITHDRAWN {run['withdrawn']}")
     return ", ".join(parts)
 
@@ -323,7 +352,9 @@ def _outcome(kind: str, res: dict) -> str:
 
 
 def render_doc(results: dict[str, dict]) -> str:
-    total_withdrawn_fp = sum(s["fp"].get("WITHDRAWN", 0) for r in results.values() for s in r.get("scores", {}).values())
+    total_withdrawn_fp = sum(
+        s["fp"].get("WITHDRAWN", 0) for r in results.values() for s in r.get("scores", {}).values()
+    )
     lines = [
         "# 고장 주입 수용 매트릭스 / Fault-injection acceptance matrix",
         "",
@@ -352,9 +383,19 @@ def render_doc(results: dict[str, dict]) -> str:
         gate = "—" if exp is None or exp.gate is None else f"{exp.gate} {GATE_NAMES[exp.gate]}"
         verdict = "✅" if not problems else "❌ " + "; ".join(p.splitlines()[-1][:200] for p in problems)
         lines.append(
-            "| " + " | ".join(_cell(v) for v in (
-                f"`{spec}`", f"{fk.ko}<br>{fk.en}", _outcome(kind, res), gate, _observed(kind, res), verdict,
-            )) + " |"
+            "| "
+            + " | ".join(
+                _cell(v)
+                for v in (
+                    f"`{spec}`",
+                    f"{fk.ko}<br>{fk.en}",
+                    _outcome(kind, res),
+                    gate,
+                    _observed(kind, res),
+                    verdict,
+                )
+            )
+            + " |"
         )
     lines += [
         "",
@@ -395,5 +436,8 @@ def run_matrix(base_dir: Path, *, workers: int = WORKERS) -> dict[str, dict]:
 
 
 def timing_line(results: dict[str, dict], seconds: float) -> str:
-    return (f"[fault matrix: {len(results)} kinds in {seconds:.1f} s; per kind: "
-            + ", ".join(f"{k} {r.get('seconds', '?')}s" for k, r in results.items()) + "]")
+    return (
+        f"[fault matrix: {len(results)} kinds in {seconds:.1f} s; per kind: "
+        + ", ".join(f"{k} {r.get('seconds', '?')}s" for k, r in results.items())
+        + "]"
+    )

@@ -24,9 +24,13 @@ from dmf_assets_tests import fault_matrix_cases as M
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dmf_assets_tests.fault_matrix_doc", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dmf_assets_tests.fault_matrix_doc", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--out", type=Path, default=M.DOC, help=f"the doc to write (default: {M.DOC})")
-    parser.add_argument("--workers", type=int, default=M.WORKERS, help="spawned worker processes (default: %(default)s)")
+    parser.add_argument(
+        "--workers", type=int, default=M.WORKERS, help="spawned worker processes (default: %(default)s)"
+    )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the doc on disk is out of date")
     args = parser.parse_args(argv)
 

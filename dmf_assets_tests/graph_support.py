@@ -39,8 +39,14 @@ def _resources(root: Path, faults: dict[str, str] | None, **client_overrides) ->
     return build_resources(load_settings(), root=root, emulator_faults=faults or {}, **client_overrides)
 
 
-def make_workspace(root: Path, faults: dict[str, str] | None = None, *, reuse: bool = False,
-                   records_in_memory: bool = False, **client_overrides) -> Workspace:
+def make_workspace(
+    root: Path,
+    faults: dict[str, str] | None = None,
+    *,
+    reuse: bool = False,
+    records_in_memory: bool = False,
+    **client_overrides,
+) -> Workspace:
     """A project folder with its own data/, reports/ and a Dagster home holding the project's instance config.
     `reuse`: the folder exists already (e.g. the same project with other emulator faults).
 

@@ -52,15 +52,22 @@ class SmtpServer:
 def smtp_server(*, port: int | None = None, refuse_first: int = 0, password: str | None = None, tls=None):
     """A real SMTP server on 127.0.0.1; with `password`, AUTH LOGIN/PLAIN is required for user 'dmf';
     with `tls` (an ssl.SSLContext), STARTTLS is offered and required."""
-    pytest.importorskip("aiosmtpd", reason="aiosmtpd (a test dependency) is not installed: add aiosmtpd==1.4.6 to requirements.lock")
+    pytest.importorskip(
+        "aiosmtpd", reason="aiosmtpd (a test dependency) is not installed: add aiosmtpd==1.4.6 to requirements.lock"
+    )
     from aiosmtpd.controller import Controller
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
     state = SmtpServer(port or free_port(), refuse_first=refuse_first)
     kwargs = {}
     if password is not None:
+
         def authenticator(server, session, envelope, mechanism, auth_data):
-            ok = isinstance(auth_data, LoginPassword) and auth_data.login == b"dmf" and auth_data.password == password.encode()
+            ok = (
+                isinstance(auth_data, LoginPassword)
+                and auth_data.login == b"dmf"
+                and auth_data.password == password.encode()
+            )
             state.logins.append(ok)
             return AuthResult(success=ok)
 
@@ -129,17 +136,33 @@ def webhook_receiver(*, fail_first: int = 0, fail_status: int = 500):
         server.server_close()
 
 
-def settings_for(alerts_dir, *, webhooks=(), smtp_port: int | None = None, username: str = "",
-                 recipients=("ra-team@example.co.kr", "sourcing@example.co.kr"), starttls: bool = False,
-                 public_base_url: str = "", **sections):
+def settings_for(
+    alerts_dir,
+    *,
+    webhooks=(),
+    smtp_port: int | None = None,
+    username: str = "",
+    recipients=("ra-team@example.co.kr", "sourcing@example.co.kr"),
+    starttls: bool = False,
+    public_base_url: str = "",
+    **sections,
+):
     """The real `Settings` (validated like config/dmf.toml) with [alerts] pointing at the loopback servers;
     `sections` add or override whole sections, e.g. `retry={"until": "23:59"}`."""
     from dmf_assets.settings import Settings
 
-    alerts = {"webhook_urls": list(webhooks),
-              "email": {"smtp_host": LOOPBACK if smtp_port else "", "smtp_port": smtp_port or 25, "starttls": starttls,
-                        "username": username, "sender": "dmf-watch@example.co.kr", "recipients": list(recipients),
-                        "timeout_s": 10.0}}
+    alerts = {
+        "webhook_urls": list(webhooks),
+        "email": {
+            "smtp_host": LOOPBACK if smtp_port else "",
+            "smtp_port": smtp_port or 25,
+            "starttls": starttls,
+            "username": username,
+            "sender": "dmf-watch@example.co.kr",
+            "recipients": list(recipients),
+            "timeout_s": 10.0,
+        },
+    }
     data = {"alerts": alerts, "paths": {"alerts_dir": str(alerts_dir)}, "report": {"public_base_url": public_base_url}}
     for name, values in sections.items():
         data[name] = {**data.get(name, {}), **values}

@@ -53,8 +53,13 @@ class PgServer:
     @property
     def env(self) -> dict[str, str]:
         """What the project's .env would hold (dagster_home/dagster.postgres.yaml reads these)."""
-        return {"DAGSTER_PG_HOST": HOST, "DAGSTER_PG_PORT": str(self.port), "DAGSTER_PG_DB": DATABASE,
-                "DAGSTER_PG_USERNAME": USER, "DAGSTER_PG_PASSWORD": self.password}
+        return {
+            "DAGSTER_PG_HOST": HOST,
+            "DAGSTER_PG_PORT": str(self.port),
+            "DAGSTER_PG_DB": DATABASE,
+            "DAGSTER_PG_USERNAME": USER,
+            "DAGSTER_PG_PASSWORD": self.password,
+        }
 
     def server_cpu_s(self) -> float | None:
         """CPU seconds of the server so far: the postmaster and its exited backends (Linux /proc)."""
@@ -69,8 +74,9 @@ class PgServer:
     def connect(self, dbname: str = DATABASE):
         import psycopg2
 
-        return psycopg2.connect(host=HOST, port=self.port, user=USER, password=self.password, dbname=dbname,
-                                connect_timeout=10)
+        return psycopg2.connect(
+            host=HOST, port=self.port, user=USER, password=self.password, dbname=dbname, connect_timeout=10
+        )
 
 
 @contextmanager
@@ -102,12 +108,37 @@ def postgres_server():
     port = _free_port()
     started = False
     try:
-        run(str(bin_dir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={pwfile}", "--auth=scram-sha-256",
-            "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
-        options = (f"-c listen_addresses={HOST} -p {port} -k {base} -c fsync=off -c synchronous_commit=off "
-                   "-c full_page_writes=off")
-        result = run(str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start",
-                     check=False)
+        run(
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+        )
+        options = (
+            f"-c listen_addresses={HOST} -p {port} -k {base} -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off"
+        )
+        result = run(
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            check=False,
+        )
         if result.returncode != 0:
             tail = log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.exists() else result.stderr
             raise RuntimeError(f"PostgreSQL did not start: {tail}")

@@ -17,8 +17,14 @@ from dmf_assets.domain.model import Event, EventType, GroundTruth, TruthChange
 
 def _signature_of_truth(t: TruthChange) -> tuple:
     if t.event_type is EventType.CHANGED:
-        return ("CHANGED", t.permit_no, tuple(sorted(t.substantive_fields)), not t.substantive_fields,
-                t.number_assigned, t.is_transfer)
+        return (
+            "CHANGED",
+            t.permit_no,
+            tuple(sorted(t.substantive_fields)),
+            not t.substantive_fields,
+            t.number_assigned,
+            t.is_transfer,
+        )
     if t.event_type is EventType.NEW:
         return ("NEW", t.permit_no, t.is_reappearance)
     return ("WITHDRAWN", t.permit_no)
@@ -26,8 +32,14 @@ def _signature_of_truth(t: TruthChange) -> tuple:
 
 def _signature_of_event(e: Event) -> tuple:
     if e.event_type is EventType.CHANGED:
-        return ("CHANGED", e.permit_no, tuple(sorted(e.changed_fields)), e.is_cosmetic, e.number_assigned,
-                e.is_transfer)
+        return (
+            "CHANGED",
+            e.permit_no,
+            tuple(sorted(e.changed_fields)),
+            e.is_cosmetic,
+            e.number_assigned,
+            e.is_transfer,
+        )
     if e.event_type is EventType.NEW:
         return ("NEW", e.permit_no, e.is_reappearance)
     return ("WITHDRAWN", e.permit_no)

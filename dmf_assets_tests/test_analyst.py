@@ -44,10 +44,19 @@ def build_emulated_history(database: Path, days: list[date], rejected: tuple[dat
         for d in days:
             items = sim.items(d)
             if d in rejected:  # e.g. a page came back short: gate 2 rejects, nothing is written
-                conn.execute("INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?)",
-                             [history.day_id(d), len(items), len(items) - 20])
-                gate = GateOutcome(2, False, len(items) - 20.0, float(len(items)), f"{len(items) - 20:,} / {len(items):,}",
-                                   "수신 건수 = totalCount", "20건 누락")
+                conn.execute(
+                    "INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?)",
+                    [history.day_id(d), len(items), len(items) - 20],
+                )
+                gate = GateOutcome(
+                    2,
+                    False,
+                    len(items) - 20.0,
+                    float(len(items)),
+                    f"{len(items) - 20:,} / {len(items):,}",
+                    "수신 건수 = totalCount",
+                    "20건 누락",
+                )
                 day_commit.reject_day(conn, d, gate)
             else:
                 commit_items(conn, d, items)
@@ -71,8 +80,11 @@ def commit_items(conn, day: date, items: list[dict]):
     base_frame = history.load_snapshot(conn, base.day) if base.day else None
     seen = history.previously_seen(conn, base.day) if base.day else []
     diff = diff_snapshots(base_frame, keyed, previously_seen=seen)
-    conn.execute("INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?) "
-                 "ON CONFLICT DO NOTHING", [history.day_id(day), len(items), len(items)])
+    conn.execute(
+        "INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [history.day_id(day), len(items), len(items)],
+    )
     return day_commit.commit_day(conn, day, keyed, diff, base=base, churn=_ok_churn())
 
 
@@ -135,8 +147,10 @@ def test_history_has_a_changed_line_on_every_day_the_emulator_changed_a_registra
     """Per `dmf emulator truth --old B --new D` for every accepted day D (B = its comparison base)."""
     sim = RegistrySimulator()
     with open_database(emulated) as conn:
-        accepted = [history.to_date(d) for (d,) in conn.execute(
-            "SELECT day_id FROM runs WHERE status = 'accepted' ORDER BY 1").fetchall()]
+        accepted = [
+            history.to_date(d)
+            for (d,) in conn.execute("SELECT day_id FROM runs WHERE status = 'accepted' ORDER BY 1").fetchall()
+        ]
         bases = {d: history.run_row(conn, d)["base_day_id"] for d in accepted}
     assert REJECTED not in accepted and len(accepted) == 6
     checked = 0
@@ -151,7 +165,11 @@ def test_history_has_a_changed_line_on_every_day_the_emulator_changed_a_registra
             code, out, _ = run_cli(capsys, "history", spelled, "--format", "jsonl", "--database", str(emulated))
             assert code == 0
             lines = jsonl(out)
-            changed = [ln for ln in lines if ln["kind"] == "event" and ln["event_type"] == "CHANGED" and ln["day"] == day.isoformat()]
+            changed = [
+                ln
+                for ln in lines
+                if ln["kind"] == "event" and ln["event_type"] == "CHANGED" and ln["day"] == day.isoformat()
+            ]
             assert changed, (day, change)
             assert {c["field"] for c in changed[0]["changes"] if not c["is_cosmetic"]} >= set(change.substantive_fields)
             assert changed[0]["base_day"] == base.isoformat()
@@ -168,15 +186,24 @@ def test_history_of_a_registration_changed_twice_lists_both_versions_in_order(ed
     versions = [ln for ln in lines if ln["kind"] == "version"]
     events = [ln for ln in lines if ln["kind"] == "event"]
     assert [v["first_seen"] for v in versions] == [d.isoformat() for d in edited.days[:3]]
-    assert [v["last_seen"] for v in versions] == [edited.days[0].isoformat(), edited.days[1].isoformat(), edited.days[4].isoformat()]
+    assert [v["last_seen"] for v in versions] == [
+        edited.days[0].isoformat(),
+        edited.days[1].isoformat(),
+        edited.days[4].isoformat(),
+    ]
     assert [(e["day"], e["event_type"], e["severity"]) for e in events] == [
-        (edited.days[1].isoformat(), "CHANGED", "CRITICAL"), (edited.days[2].isoformat(), "CHANGED", "CRITICAL")]
+        (edited.days[1].isoformat(), "CHANGED", "CRITICAL"),
+        (edited.days[2].isoformat(), "CHANGED", "CRITICAL"),
+    ]
     second = {c["field"]: (c["before"], c["after"]) for c in events[1]["changes"]}
     assert second["address"] == ("Plot 1, Phase I, Hyderabad, India", "Plot 99, Phase III, Visakhapatnam, India")
     assert second["issue_date"][1] == "2016-01-01"
     # the table format says the same in words
     code, out, _ = run_cli(capsys, "history", edited.twice, "--database", str(edited.database))
-    assert code == 0 and "제조소 소재지: Plot 1, Phase I, Hyderabad, India → Plot 99, Phase III, Visakhapatnam, India" in out
+    assert (
+        code == 0
+        and "제조소 소재지: Plot 1, Phase I, Hyderabad, India → Plot 99, Phase III, Visakhapatnam, India" in out
+    )
 
 
 def test_history_shows_an_added_site_as_a_site(edited, capsys):
@@ -187,14 +214,25 @@ def test_history_shows_an_added_site_as_a_site(edited, capsys):
 
 
 def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
-    code, out, _ = run_cli(capsys, "history", "--applicant", "하이플", "--ingredient", "메트 포르민",
-                           "--format", "jsonl", "--database", str(edited.database))
+    code, out, _ = run_cli(
+        capsys,
+        "history",
+        "--applicant",
+        "하이플",
+        "--ingredient",
+        "메트 포르민",
+        "--format",
+        "jsonl",
+        "--database",
+        str(edited.database),
+    )
     assert code == 0
     keys = {ln["dmf_key"] for ln in jsonl(out)}
     assert edited.twice in keys and all(k.startswith(("2", "수")) for k in keys)
     target = tmp_path / "h.xlsx"
-    code, out, _ = run_cli(capsys, "history", edited.twice, "--format", "xlsx", "--out", str(target),
-                           "--database", str(edited.database))
+    code, out, _ = run_cli(
+        capsys, "history", edited.twice, "--format", "xlsx", "--out", str(target), "--database", str(edited.database)
+    )
     assert code == 0 and str(target) in out
     wb = load_workbook(target)
     assert wb.sheetnames == ["이벤트", "버전", "목록 기간"]
@@ -206,14 +244,17 @@ def test_history_by_pattern_and_xlsx(edited, capsys, tmp_path):
     assert [r[3] for r in spans] == ["버전 1", "버전 2", "버전 3"] and all(isinstance(r[1], datetime) for r in spans)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (("history",), "하나가 필요합니다"),
-    (("history", "19990101-1-A-1-01"), "이력에 해당 등록이 없습니다"),
-    (("history", "   "), "빈 등록번호"),
-    (("asof", "2020-01-01"), "정상 수집(반영)된 날이 없습니다"),
-    (("report", "--from", "2026-09-05", "--to", "2026-09-01"), "앞섭니다"),
-    (("report", "--from", "2020-01-01", "--to", "2020-01-31"), "처리(수집·판정)된 날이 없습니다"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("history",), "하나가 필요합니다"),
+        (("history", "19990101-1-A-1-01"), "이력에 해당 등록이 없습니다"),
+        (("history", "   "), "빈 등록번호"),
+        (("asof", "2020-01-01"), "정상 수집(반영)된 날이 없습니다"),
+        (("report", "--from", "2026-09-05", "--to", "2026-09-01"), "앞섭니다"),
+        (("report", "--from", "2020-01-01", "--to", "2020-01-31"), "처리(수집·판정)된 날이 없습니다"),
+    ],
+)
 def test_bad_arguments_are_one_line_dmf_errors(edited, capsys, argv, message):
     code, _out, err = run_cli(capsys, *argv, "--database", str(edited.database))
     assert code == 2 and err.startswith("dmf: ") and message in err and "Traceback" not in err
@@ -253,6 +294,7 @@ def test_asof_a_rejected_day_is_the_last_accepted_day_before_it(emulated, capsys
 
 def test_asof_values_follow_the_day(edited, capsys, tmp_path):
     """The registry exactly as accepted: day 2 shows the first new address, day 4 the second."""
+
     def row_on(day: date) -> dict:
         code, out, _ = run_cli(capsys, "asof", day.isoformat(), "--format", "jsonl", "--database", str(edited.database))
         assert code == 0
@@ -262,25 +304,64 @@ def test_asof_values_follow_the_day(edited, capsys, tmp_path):
     r2 = row_on(edited.days[1])
     assert r2["address"] == "Plot 1, Phase I, Hyderabad, India" and r2["last_changed"] == edited.days[1].isoformat()
     r4 = row_on(edited.days[3])
-    assert r4["address"] == "Plot 99, Phase III, Visakhapatnam, India" and r4["last_changed"] == edited.days[2].isoformat()
+    assert (
+        r4["address"] == "Plot 99, Phase III, Visakhapatnam, India" and r4["last_changed"] == edited.days[2].isoformat()
+    )
     assert r4["times_changed"] == 2 and r4["first_seen"] == edited.days[0].isoformat()
     # csv (Excel-friendly BOM) and xlsx carry the same rows
     csv_path, xlsx_path = tmp_path / "a.csv", tmp_path / "a.xlsx"
-    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "csv", "--out", str(csv_path),
-                   "--database", str(edited.database))[0] == 0
+    assert (
+        run_cli(
+            capsys,
+            "asof",
+            edited.days[4].isoformat(),
+            "--format",
+            "csv",
+            "--out",
+            str(csv_path),
+            "--database",
+            str(edited.database),
+        )[0]
+        == 0
+    )
     text = csv_path.read_bytes()
     assert text.startswith("\ufeff".encode()) and len(text.decode("utf-8-sig").splitlines()) == 1 + 146
-    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "xlsx", "--out", str(xlsx_path),
-                   "--database", str(edited.database))[0] == 0
+    assert (
+        run_cli(
+            capsys,
+            "asof",
+            edited.days[4].isoformat(),
+            "--format",
+            "xlsx",
+            "--out",
+            str(xlsx_path),
+            "--database",
+            str(edited.database),
+        )[0]
+        == 0
+    )
     ws = load_workbook(xlsx_path)["전체현황"]
     assert ws.max_row - 4 == 146 and ws.auto_filter.ref.startswith("A4:")
     # jsonl goes to --out as well (no BOM: one JSON object a line); the terminal table has no file to write
     jsonl_path = tmp_path / "a.jsonl"
-    assert run_cli(capsys, "asof", edited.days[4].isoformat(), "--format", "jsonl", "--out", str(jsonl_path),
-                   "--database", str(edited.database))[0] == 0
+    assert (
+        run_cli(
+            capsys,
+            "asof",
+            edited.days[4].isoformat(),
+            "--format",
+            "jsonl",
+            "--out",
+            str(jsonl_path),
+            "--database",
+            str(edited.database),
+        )[0]
+        == 0
+    )
     assert len(jsonl(jsonl_path.read_text(encoding="utf-8"))) == 146
-    code, _, err = run_cli(capsys, "asof", edited.days[4].isoformat(), "--out", str(tmp_path / "t.txt"),
-                           "--database", str(edited.database))
+    code, _, err = run_cli(
+        capsys, "asof", edited.days[4].isoformat(), "--out", str(tmp_path / "t.txt"), "--database", str(edited.database)
+    )
     assert code == 2 and "--format csv·jsonl·xlsx" in err and not (tmp_path / "t.txt").exists()
 
 
@@ -289,8 +370,18 @@ def test_asof_values_follow_the_day(edited, capsys, tmp_path):
 
 def test_period_report_on_the_emulated_week_opens_in_openpyxl(emulated, capsys, tmp_path):
     out_file = tmp_path / "week.xlsx"
-    code, out, _ = run_cli(capsys, "report", "--from", "2026-10-02", "--to", "2026-10-08", "--out", str(out_file),
-                           "--database", str(emulated))
+    code, out, _ = run_cli(
+        capsys,
+        "report",
+        "--from",
+        "2026-10-02",
+        "--to",
+        "2026-10-08",
+        "--out",
+        str(out_file),
+        "--database",
+        str(emulated),
+    )
     assert code == 0 and str(out_file) in out
     wb = load_workbook(out_file)
     assert wb.sheetnames == ["요약", "순변경", "전체 이벤트", "필드 변경", "메타"]
@@ -307,8 +398,18 @@ def test_period_report_on_the_emulated_week_opens_in_openpyxl(emulated, capsys, 
 
 def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, capsys, tmp_path):
     out_file = tmp_path / "p.xlsx"
-    code, _, _ = run_cli(capsys, "report", "--from", edited.days[1].isoformat(), "--to", edited.days[4].isoformat(),
-                         "--out", str(out_file), "--database", str(edited.database))
+    code, _, _ = run_cli(
+        capsys,
+        "report",
+        "--from",
+        edited.days[1].isoformat(),
+        "--to",
+        edited.days[4].isoformat(),
+        "--out",
+        str(out_file),
+        "--database",
+        str(edited.database),
+    )
     assert code == 0
     ws = load_workbook(out_file)["순변경"]
     header = [c.value for c in ws[4]]
@@ -329,7 +430,9 @@ def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, ca
 def test_history_follows_a_registration_that_received_its_number(emulated, capsys):
     """Published without a number, numbered later: one registration, found by either key."""
     with open_database(emulated) as conn:
-        row = conn.execute("SELECT permit_no, base_dmf_key, day_id FROM events WHERE number_assigned ORDER BY day_id LIMIT 1").fetchone()
+        row = conn.execute(
+            "SELECT permit_no, base_dmf_key, day_id FROM events WHERE number_assigned ORDER BY day_id LIMIT 1"
+        ).fetchone()
     assert row, "the emulated week assigns a number"
     permit, syn, day = row
     assert syn.startswith("SYN-")

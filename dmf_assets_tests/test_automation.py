@@ -50,10 +50,16 @@ def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
         assert kst_day in daily_partitions.get_partition_keys(current_time=tick)  # a partition the job has
         assert request.tags == {"dmf/trigger": "schedule", "dagster/max_runtime": str(47 * 60)}
     # the same tick given in UTC or in KST asks for the same day
-    utc = daily_0600_kst(dg.build_schedule_context(
-        resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=UTC)))
-    kst = daily_0600_kst(dg.build_schedule_context(
-        resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)))
+    utc = daily_0600_kst(
+        dg.build_schedule_context(
+            resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
+        )
+    )
+    kst = daily_0600_kst(
+        dg.build_schedule_context(
+            resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)
+        )
+    )
     assert utc.partition_key == kst.partition_key == "2026-11-30"
 
 
@@ -111,8 +117,12 @@ def test_sensor_completes_the_stopped_day_once(stopped_day):
 
 def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     ws, defs = stopped_day
-    running = DagsterRun(job_name="dmf_daily_job", run_id="running-run-of-d2", status=dg.DagsterRunStatus.STARTED,
-                         tags={"dagster/partition": D2.isoformat()})
+    running = DagsterRun(
+        job_name="dmf_daily_job",
+        run_id="running-run-of-d2",
+        status=dg.DagsterRunStatus.STARTED,
+        tags={"dagster/partition": D2.isoformat()},
+    )
     ws.instance.add_run(running)
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
     assert followups.plan_followups(ws.instance, NOW) == []
@@ -122,9 +132,17 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     from dagster._core.execution.backfill import PartitionBackfill
 
     backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id="ui-backfill", asset_graph=defs.resolve_asset_graph(), partition_names=[D2.isoformat()],
-        asset_selection=[dg.AssetKey(a) for a in followups.CHAIN], backfill_timestamp=time.time(), tags={},
-        dynamic_partitions_store=ws.instance, all_partitions=False, title=None, description=None, run_config=None,
+        backfill_id="ui-backfill",
+        asset_graph=defs.resolve_asset_graph(),
+        partition_names=[D2.isoformat()],
+        asset_selection=[dg.AssetKey(a) for a in followups.CHAIN],
+        backfill_timestamp=time.time(),
+        tags={},
+        dynamic_partitions_store=ws.instance,
+        all_partitions=False,
+        title=None,
+        description=None,
+        run_config=None,
     )
     ws.instance.add_backfill(backfill)  # REQUESTED: in progress
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
@@ -194,16 +212,18 @@ def test_retries_stop_after_the_configured_attempts(tmp_path, after_yesterday):
     assert outlook.why_not is NoRetry.USED and state.retries == 2
 
 
-def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it_plans(tmp_path, after_yesterday,
-                                                                                      monkeypatch):
+def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it_plans(
+    tmp_path, after_yesterday, monkeypatch
+):
     """An old day and today's partition rejected the same way, `[retry] interval_minutes = 1`: 70 s later the
     sensor — on the project's instance, with a daemon beating — asks for one retry, of today only, and the
     old day's alert promises none."""
     today = _today_or_skip()
     old = today - timedelta(days=3)
     config = tmp_path / "dmf.toml"
-    config.write_text('[retry]\ninterval_minutes = 1\nuntil = "23:59"\n[alerts]\noverdue_at = "23:59"\n',
-                      encoding="utf-8")
+    config.write_text(
+        '[retry]\ninterval_minutes = 1\nuntil = "23:59"\n[alerts]\noverdue_at = "23:59"\n', encoding="utf-8"
+    )
     monkeypatch.setenv("DMF_CONFIG", str(config))
     faults = {today.isoformat(): "page_missing_rows", old.isoformat(): "page_missing_rows"}
     ws, defs = _ws(tmp_path, after_yesterday, faults)
@@ -220,6 +240,8 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     old_text = json.loads((alerts / f"{old}-rejected.json").read_text(encoding="utf-8"))["text"]
     assert "자동으로 다시 수집합니다" not in old_text and "자동 재시도하지 않습니다" in old_text
     assert f"`dmf run --date {old}`" in old_text
+
+
 @pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
 def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
     ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): fault})

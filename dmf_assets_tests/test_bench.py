@@ -31,14 +31,22 @@ ASSET_STEPS = {"raw_pages", "normalized_records", "xlsx_report"}
 PREVIOUS_STARTED = "2026-01-01T00:00:00+00:00"
 PREVIOUS_LOAD = [1.25, 0.5, 0.75]
 PREVIOUS = {
-    "diff.9k.wall_s": 41.0, "diff.100k.wall_s": 52.0, "diff.100k.peak_rss_mb": 4_300.0, "diff.1m.wall_s": 73.0,
-    "daily_step.total_s": 24.0, "graph.one_day.wall_s": 95.0, "graph.workbook_s": 36.0,
+    "diff.9k.wall_s": 41.0,
+    "diff.100k.wall_s": 52.0,
+    "diff.100k.peak_rss_mb": 4_300.0,
+    "diff.1m.wall_s": 73.0,
+    "daily_step.total_s": 24.0,
+    "graph.one_day.wall_s": 95.0,
+    "graph.workbook_s": 36.0,
 }
 
 
 def _previous_doc() -> dict:
-    doc: dict = {"schema_version": run.SCHEMA_VERSION, "started_at": PREVIOUS_STARTED,
-                 "machine": {"load_average_start": PREVIOUS_LOAD}}
+    doc: dict = {
+        "schema_version": run.SCHEMA_VERSION,
+        "started_at": PREVIOUS_STARTED,
+        "machine": {"load_average_start": PREVIOUS_LOAD},
+    }
     for dotted, value in PREVIOUS.items():
         node = doc
         *parents, leaf = dotted.split(".")
@@ -88,7 +96,7 @@ def test_comparison_shows_the_previous_file_beside_the_new_one_with_the_change(q
     for t in run.TARGETS:
         now, before = run.lookup(doc, t.metric), PREVIOUS.get(t.metric)
         goal = next(x["target"] for x in doc["targets"] if x["metric"] == t.metric)  # "≤ 1.25 x" is no figure
-        rest = lines[t.label][len(t.label):].replace(goal, "", 1)
+        rest = lines[t.label][len(t.label) :].replace(goal, "", 1)
         shown = [float(v.replace(",", "")) for v in re.findall(rf"(\d[\d,]*\.\d\d) {t.unit}\b", rest)]
         expected = [v for v in (now, before) if v is not None]  # now, then before (printed to 2 decimals)
         assert shown == pytest.approx(expected, abs=0.0051) and len(shown) == len(expected), (t.metric, rest)
@@ -107,8 +115,10 @@ def test_document_header_and_no_errors(quick):
     assert doc["schema_version"] == run.SCHEMA_VERSION and doc["mode"] == "quick"
     assert doc["errors"] == []
     assert doc["machine"]["cpu_count"] == os.cpu_count() and len(doc["machine"]["load_average_end"]) == 3
-    assert doc["previous"] == {"started_at": PREVIOUS_STARTED,
-                               "measured": {t.metric: PREVIOUS.get(t.metric) for t in run.TARGETS}}
+    assert doc["previous"] == {
+        "started_at": PREVIOUS_STARTED,
+        "measured": {t.metric: PREVIOUS.get(t.metric) for t in run.TARGETS},
+    }
     # the whole run's time agrees with its start and end stamps (both rounded to the second)
     elapsed = (datetime.fromisoformat(doc["finished_at"]) - datetime.fromisoformat(doc["started_at"])).total_seconds()
     assert abs(elapsed - doc["total_seconds"]) <= 1.5
@@ -161,8 +171,11 @@ def test_graph_figures_agree_with_the_project_they_ran_in(quick):
     daily = [r for r in g["runs"] if r["job"] == "dmf_daily_job"]
     counts = [r["events"] for r in daily if r["partition"] == run.GRAPH_DAY.isoformat()]
     assert len(counts) == 1 and g["events_per_run"]["one_day"] == counts[0] > 20
-    assert g["events_per_run"]["baseline_day"] == next(
-        r["events"] for r in daily if r["partition"] == run.GRAPH_BASE_DAY.isoformat()) > 20
+    assert (
+        g["events_per_run"]["baseline_day"]
+        == next(r["events"] for r in daily if r["partition"] == run.GRAPH_BASE_DAY.isoformat())
+        > 20
+    )
 
 
 def test_daily_step_figures_add_up(quick):

@@ -127,7 +127,7 @@ def test_streamed_dump_equals_the_item_by_item_reader(tmp_path, real_items, bloc
     items = [dict(r) for r in real_items]
     # values that look like structure: separators and brackets inside strings, escapes, empty and null
     items[0]["MNFCTR_NAME"] = 'A}, {"B": "c"}, {D'
-    items[1]["MNFCTR_PLACE"] = "line one\r\nline two\t[x] \\ \"quoted\""
+    items[1]["MNFCTR_PLACE"] = 'line one\r\nline two\t[x] \\ "quoted"'
     items[2]["INGR_KOR_NAME"] = ""
     items[3]["BIZRNO"] = None
     items[4] = {k: v for k, v in items[4].items() if k != "NOTICE_CODE"}  # a missing key is null
@@ -147,8 +147,14 @@ def test_values_the_fast_reader_cannot_vouch_for_take_the_careful_path(tmp_path,
     from dmf_assets.source.dumps import load_dump
 
     items = [dict(r) for r in real_items[:50]]
-    value = {"number": 1338124994, "float": 12.0, "bool": True, "nested": {"a": [1, "b"]},
-             "lone surrogate": "\ud800x", "surrogate pair": "\U0001F600"}[odd]
+    value = {
+        "number": 1338124994,
+        "float": 12.0,
+        "bool": True,
+        "nested": {"a": [1, "b"]},
+        "lone surrogate": "\ud800x",
+        "surrogate pair": "\U0001f600",
+    }[odd]
     items[7]["BIZRNO"] = value
     body = json.dumps({"items": items}, ensure_ascii=True).encode("utf-8", "surrogatepass")
     path = tmp_path / "odd.json"

@@ -38,14 +38,20 @@ def days(tmp_path_factory) -> dict:
         assert fetch_day(config, d).status == "complete"
     cfg = tmp / "empty.toml"
     cfg.write_text("# the documented defaults of config/dmf.toml, whatever dmf.local.toml says\n", encoding="utf-8")
-    return {"tmp": tmp, "old": raw / D1.isoformat(), "new": raw / D2.isoformat(), "items": load_items(raw / D2.isoformat()),
-            "config": cfg}
+    return {
+        "tmp": tmp,
+        "old": raw / D1.isoformat(),
+        "new": raw / D2.isoformat(),
+        "items": load_items(raw / D2.isoformat()),
+        "config": cfg,
+    }
 
 
 def dmf(days, *args: str) -> subprocess.CompletedProcess:
     env = {**__import__("os").environ, "DMF_CONFIG": str(days["config"])}
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
 
 
 def write_items(path: Path, items: list[dict], total_count: int | None = None) -> Path:
@@ -139,7 +145,9 @@ def test_force_lists_the_events_under_a_banner(days):
     result = dmf(days, "diff", days["old"], _mass_withdrawal(days), "--force")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("⚠ 완전성 미확인: 새 덤프(") and "totalCount가 없어" in lines[0]  # no totalCount: said first
+    assert (
+        lines[0].startswith("⚠ 완전성 미확인: 새 덤프(") and "totalCount가 없어" in lines[0]
+    )  # no totalCount: said first
     assert "한도 45건을 넘지만 --force로 표시합니다" in lines[1]  # 0.5 % of the 9,1xx OLD rows
     assert lines[2] == FORCE_BANNER == "⚠ 게이트 실패를 무시하고 표시 (--force)"
     assert "게이트 3 감소율(drop) 실패" in result.stdout
@@ -196,7 +204,9 @@ def test_a_totalcount_must_be_a_whole_number(tmp_path, value):
     from dmf_assets.source.dumps import DumpError, load_dump
 
     path = tmp_path / "dump.json"
-    path.write_text('{"totalCount": ' + value + ', "items": [{"DMF_PERMIT_NO": "20110531-71-B-317-05"}]}', encoding="utf-8")
+    path.write_text(
+        '{"totalCount": ' + value + ', "items": [{"DMF_PERMIT_NO": "20110531-71-B-317-05"}]}', encoding="utf-8"
+    )
     with pytest.raises(DumpError, match="totalCount가 0 이상의 정수가 아닙니다"):
         load_dump(path)
 
@@ -229,7 +239,9 @@ UNREADABLE = {
     "gzip'd garbage": lambda d: _write(d, "garbage.json.gz", gzip.compress(bytes(range(256)) * 40)),
     "directory without pages": lambda d: (d["tmp"] / "nopages").mkdir(exist_ok=True) or d["tmp"] / "nopages",
     "missing file": lambda d: d["tmp"] / "does-not-exist.json",
-    "totalCount 9313.0": lambda d: _write(d, "float.json", json.dumps({"totalCount": 9313.0, "items": d["items"]}).encode()),
+    "totalCount 9313.0": lambda d: _write(
+        d, "float.json", json.dumps({"totalCount": 9313.0, "items": d["items"]}).encode()
+    ),
     "[ × 200 000": lambda d: _write(d, "deep.json", b"[" * 200_000),
 }
 

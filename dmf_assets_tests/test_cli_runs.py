@@ -23,8 +23,9 @@ def _project(root: Path, extra: str = "") -> dict[str, str]:
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     root.mkdir(parents=True, exist_ok=True)
     config = root / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names) + extra,
-                      encoding="utf-8")
+    config.write_text(
+        "[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names) + extra, encoding="utf-8"
+    )
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
@@ -33,20 +34,29 @@ def _project(root: Path, extra: str = "") -> dict[str, str]:
 
 
 def _dmf(env, *args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=PROJECT_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=PROJECT_ROOT,
+    )
 
 
-@pytest.mark.parametrize("args, says", [
-    (["run", "--date", "2099-01-01"], "실행할 수 있는 날짜가 아닙니다"),
-    (["run", "--date", "2026-13-01"], "YYYY-MM-DD"),
-    (["backfill", "--start", "2026-11-01", "--end", "2099-12-31"], "실행할 수 있는 날짜가 아닙니다"),
-    (["backfill", "--start", "2026-11-05", "--end", "2026-11-01"], "--end"),
-    (["demo", "--days", "-3"], "1–366"),
-    (["demo", "--days", "0"], "1–366"),
-    (["run", "--fault", "2026-11-01=no_such_fault"], "unknown fault kind"),
-    (["ui", "--report-port", "70000"], "1–65535"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["run", "--date", "2099-01-01"], "실행할 수 있는 날짜가 아닙니다"),
+        (["run", "--date", "2026-13-01"], "YYYY-MM-DD"),
+        (["backfill", "--start", "2026-11-01", "--end", "2099-12-31"], "실행할 수 있는 날짜가 아닙니다"),
+        (["backfill", "--start", "2026-11-05", "--end", "2026-11-01"], "--end"),
+        (["demo", "--days", "-3"], "1–366"),
+        (["demo", "--days", "0"], "1–366"),
+        (["run", "--fault", "2026-11-01=no_such_fault"], "unknown fault kind"),
+        (["ui", "--report-port", "70000"], "1–65535"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
     env = _project(tmp_path)
     out = _dmf(env, *args, timeout=120)
@@ -79,22 +89,42 @@ def test_a_wait_for_the_database_lock_is_visible(tmp_path):
     database = tmp_path / "data" / "database"
     # the holder keeps the lock until told (a line on its stdin), at most 60 s
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import select, sys\nfrom dmf_assets.storage.db import open_database\n"
-         f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n"
-         "    select.select([sys.stdin], [], [], 60)\n"],
-        env=env, cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import select, sys\nfrom dmf_assets.storage.db import open_database\n"
+            f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n"
+            "    select.select([sys.stdin], [], [], 60)\n",
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     started = time.monotonic()
     err_path = tmp_path / "run.err"
     with open(err_path, "w", encoding="utf-8") as err_file:
-        run = subprocess.Popen([sys.executable, "-m", "dmf_assets", "run", "--date", "2026-10-05"], env=env,
-                               stdout=subprocess.PIPE, stderr=err_file, text=True, cwd=PROJECT_ROOT)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "dmf_assets", "run", "--date", "2026-10-05"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+            cwd=PROJECT_ROOT,
+        )
         # release the lock once the run has said it waits for it, and has waited at least 5 s
         # (instead of holding it a fixed 20 s)
         deadline = started + 60
-        while time.monotonic() < deadline and run.poll() is None and not (
+        while (
+            time.monotonic() < deadline
+            and run.poll() is None
+            and not (
                 "waiting for the database lock" in err_path.read_text(encoding="utf-8", errors="replace")
-                and time.monotonic() - started >= 6):
+                and time.monotonic() - started >= 6
+            )
+        ):
             time.sleep(0.2)
         holder.stdin.write("release\n")
         holder.stdin.flush()
@@ -146,8 +176,14 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
 
     env = _project(tmp_path)
     port, report_port = free_port(), free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
-                            env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:

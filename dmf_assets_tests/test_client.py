@@ -35,8 +35,16 @@ ISO = FAULT_DAY.isoformat()
 
 
 def _config(base_url: str, raw_dir: Path, **kw) -> MfdsClient:
-    values = {"base_url": base_url, "service_key": FAKE_KEY_ENCODED, "num_of_rows": PER_PAGE, "read_timeout_s": 0.5,
-                  "connect_timeout_s": 0.5, "backoff_base_s": 0.02, "backoff_max_s": 0.2, "raw_dir": str(raw_dir)}
+    values = {
+        "base_url": base_url,
+        "service_key": FAKE_KEY_ENCODED,
+        "num_of_rows": PER_PAGE,
+        "read_timeout_s": 0.5,
+        "connect_timeout_s": 0.5,
+        "backoff_base_s": 0.02,
+        "backoff_max_s": 0.2,
+        "raw_dir": str(raw_dir),
+    }
     values.update(kw)
     return mfds_client(**values)
 
@@ -282,8 +290,11 @@ def test_clean_day_over_loopback(tmp_path, caplog):
 
 
 def _page_lines(caplog) -> dict[int, str]:
-    return {int(m.group(1)): r.getMessage() for r in caplog.records
-            if (m := re.search(r" page (\d+): (?:ok|FAILED)", r.getMessage()))}
+    return {
+        int(m.group(1)): r.getMessage()
+        for r in caplog.records
+        if (m := re.search(r" page (\d+): (?:ok|FAILED)", r.getMessage()))
+    }
 
 
 def test_clean_pages_are_logged_as_progress_and_retried_pages_always(tmp_path, caplog):
@@ -304,8 +315,9 @@ def test_wrong_key_gets_the_gateway_xml_error_through_the_real_server(tmp_path, 
     with EmulatorServer(app=app, emit=lambda line: None) as server:
         wrong = fetch_day(_config(server.base_url, tmp_path / "a", service_key="NotTheKey123"), FAULT_DAY)
         # the classic mistake: the portal's already-encoded key encoded once more by hand
-        double = fetch_day(_config(server.base_url, tmp_path / "b", service_key=FAKE_KEY_ENCODED.replace("%", "%25")),
-                           FAULT_DAY)
+        double = fetch_day(
+            _config(server.base_url, tmp_path / "b", service_key=FAKE_KEY_ENCODED.replace("%", "%25")), FAULT_DAY
+        )
         # the decoded ("Decoding") key and the encoded ("Encoding") key both work
         decoded = fetch_day(_config(server.base_url, tmp_path / "c", service_key=FAKE_KEY), FAULT_DAY)
         encoded = fetch_day(_config(server.base_url, tmp_path / "d"), FAULT_DAY)
@@ -366,12 +378,15 @@ class _ResultCode(httpx.BaseTransport):
         return self.inner.handle_request(request)
 
 
-@pytest.mark.parametrize("code, on, status, requests", [
-    ("05", {2}, "complete", 4),  # transient server error: retried once, then fine
-    ("05", {2, 3}, "failed", 1 + 2 + 1),  # transient twice: only ONE retry; page 2 failed, page 3 fetched
-    ("10", {2}, "failed", 1 + 1 + 1),  # INVALID_REQUEST_PARAMETER: not retried
-    ("30", {2}, "failed", 2),  # key error in the normal envelope: fatal, the fetch stops
-])
+@pytest.mark.parametrize(
+    "code, on, status, requests",
+    [
+        ("05", {2}, "complete", 4),  # transient server error: retried once, then fine
+        ("05", {2, 3}, "failed", 1 + 2 + 1),  # transient twice: only ONE retry; page 2 failed, page 3 fetched
+        ("10", {2}, "failed", 1 + 1 + 1),  # INVALID_REQUEST_PARAMETER: not retried
+        ("30", {2}, "failed", 2),  # key error in the normal envelope: fatal, the fetch stops
+    ],
+)
 def test_non_00_result_codes_retry_policy(code, on, status, requests, tmp_path):
     source = small_source(N_ROWS)
     client = httpx.Client(transport=_ResultCode(EmulatorTransport(EmulatorApp(source)), code, on))

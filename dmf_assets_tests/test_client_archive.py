@@ -34,8 +34,16 @@ REAL_BASE = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"
 
 
 def _cfg(base_url: str, raw: Path, **kw) -> MfdsClient:
-    values = {"base_url": base_url, "service_key": FAKE_KEY_ENCODED, "num_of_rows": 1000, "read_timeout_s": 0.5,
-                  "connect_timeout_s": 0.5, "backoff_base_s": 0.01, "backoff_max_s": 0.05, "raw_dir": str(raw)}
+    values = {
+        "base_url": base_url,
+        "service_key": FAKE_KEY_ENCODED,
+        "num_of_rows": 1000,
+        "read_timeout_s": 0.5,
+        "connect_timeout_s": 0.5,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+        "raw_dir": str(raw),
+    }
     values.update(kw)
     return mfds_client(**values)
 
@@ -170,11 +178,19 @@ def test_past_date_against_the_real_api_is_refused_without_an_archive(tmp_path):
     with pytest.raises(PastDateUnavailable) as exc:
         fetch_day(cfg, "2025-03-01", http_client=httpx.Client(transport=_NoNetwork()))
     msg = str(exc.value)
-    assert "등록 현황만 제공" in msg and "보관된 원본" in msg and "only the current registry" in msg and "2025-03-01" in msg
+    assert (
+        "등록 현황만 제공" in msg
+        and "보관된 원본" in msg
+        and "only the current registry" in msg
+        and "2025-03-01" in msg
+    )
     assert_key_absent(tmp_path, msg)
     # with an archive, the past day is re-processed from it (no HTTP at all)
-    emu = fetch_day(_cfg("emulator://local", tmp_path), "2025-03-01",
-                    http_client=httpx.Client(transport=EmulatorTransport(EmulatorApp(small_source(1_500)))))
+    emu = fetch_day(
+        _cfg("emulator://local", tmp_path),
+        "2025-03-01",
+        http_client=httpx.Client(transport=EmulatorTransport(EmulatorApp(small_source(1_500)))),
+    )
     replay = fetch_day(cfg, "2025-03-01", http_client=httpx.Client(transport=_NoNetwork()), resume=False)
     assert replay.source == "archive" and replay.items == emu.items
 
@@ -227,9 +243,13 @@ def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplo
     @dg.asset
     def fetched(context, mfds: MfdsClient) -> None:
         assert_key_absent(None, repr(mfds))
-        seen["result"] = mfds.fetch_day("2026-03-02", log=context.log,
-                                        http_client=httpx.Client(transport=EmulatorTransport(
-                                            EmulatorApp(small_source(1_200), service_key=FAKE_KEY))))
+        seen["result"] = mfds.fetch_day(
+            "2026-03-02",
+            log=context.log,
+            http_client=httpx.Client(
+                transport=EmulatorTransport(EmulatorApp(small_source(1_200), service_key=FAKE_KEY))
+            ),
+        )
 
     assert dg.materialize([fetched], resources={"mfds": resource}).success
     res = seen["result"]
@@ -239,16 +259,30 @@ def test_resource_hides_the_key_and_runs_in_dagster(tmp_path, monkeypatch, caplo
 
 def test_dmf_fetch_command(tmp_path, capsys):
     raw = str(tmp_path)
-    code = dmf_main(["fetch", "--date", "2026-05-20", "--raw-dir", raw, "--num-of-rows", "1000",
-                     "--base-url", "emulator://local"])
+    code = dmf_main(
+        ["fetch", "--date", "2026-05-20", "--raw-dir", raw, "--num-of-rows", "1000", "--base-url", "emulator://local"]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "complete (완료)" in out and "transport 전송: OK" in out
     assert str(Path(raw) / "2026-05-20") in out
     total = json.loads((Path(raw) / "2026-05-20" / "manifest.json").read_text())["totals"]["total_count"]
     assert f"totalCount: {total}" in out
 
-    code = dmf_main(["fetch", "--date", "2026-05-21", "--raw-dir", raw, "--num-of-rows", "1000",
-                     "--base-url", "emulator://local", "--fault", "2026-05-21=page_missing_rows"])
+    code = dmf_main(
+        [
+            "fetch",
+            "--date",
+            "2026-05-21",
+            "--raw-dir",
+            raw,
+            "--num-of-rows",
+            "1000",
+            "--base-url",
+            "emulator://local",
+            "--fault",
+            "2026-05-21=page_missing_rows",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1 and "incomplete (불완전)" in out
 

@@ -21,8 +21,10 @@ ROWS = fixture_rows()[:3]
 
 
 def _env(items, *, wrapped=True, total=3):
-    doc = {"header": {"resultCode": "00", "resultMsg": "NORMAL SERVICE."},
-           "body": {"pageNo": 1, "totalCount": total, "numOfRows": 10}}
+    doc = {
+        "header": {"resultCode": "00", "resultMsg": "NORMAL SERVICE."},
+        "body": {"pageNo": 1, "totalCount": total, "numOfRows": 10},
+    }
     if items is not _ABSENT:
         doc["body"]["items"] = items
     return json.dumps({"response": doc} if wrapped else doc, ensure_ascii=False).encode()
@@ -70,10 +72,13 @@ def test_xml_success_body_from_the_emulator_matches_json():
     assert xml.items[0]["MNFCTR_PLACE"] == "line one\r\nline <two> & 'three'"
 
 
-@pytest.mark.parametrize("body, auth, code", [
-    (KEY_ERROR_XML, "SERVICE_KEY_IS_NOT_REGISTERED_ERROR", "30"),
-    (QUOTA_ERROR_XML, "LIMITED_NUMBER_OF_SERVICE_REQUESTS_EXCEEDS_ERROR", "22"),
-])
+@pytest.mark.parametrize(
+    "body, auth, code",
+    [
+        (KEY_ERROR_XML, "SERVICE_KEY_IS_NOT_REGISTERED_ERROR", "30"),
+        (QUOTA_ERROR_XML, "LIMITED_NUMBER_OF_SERVICE_REQUESTS_EXCEEDS_ERROR", "22"),
+    ],
+)
 def test_gateway_xml_errors_are_typed(body, auth, code):
     with pytest.raises(GatewayError) as exc:
         parse_page(body, "application/json")  # XML even though JSON was asked for
@@ -87,20 +92,27 @@ def test_non_00_result_codes():
         with pytest.raises(ApiResultError) as exc:
             parse_page(body, None)
         assert exc.value.result_code == code and exc.value.transient is transient
-    xml = (b"<response><header><resultCode>10</resultCode>"
-           b"<resultMsg>INVALID_REQUEST_PARAMETER_ERROR</resultMsg></header></response>")
+    xml = (
+        b"<response><header><resultCode>10</resultCode>"
+        b"<resultMsg>INVALID_REQUEST_PARAMETER_ERROR</resultMsg></header></response>"
+    )
     with pytest.raises(ApiResultError, match="INVALID_REQUEST_PARAMETER_ERROR"):
         parse_page(xml, "text/xml")
 
 
-@pytest.mark.parametrize("body", [
-    _env(ROWS)[: len(_env(ROWS)) // 2],  # truncated JSON
-    b"", b"<html><body>502 Bad Gateway</body>", b"Service Unavailable",
-    b'{"response": {"body": {}}}',  # no header
-    b'{"response": {"header": {"resultCode": "00"}, "body": {"items": []}}}',  # no totalCount
-    b'{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": 1, "items": [1, 2]}}}',
-    b"\xff\xfe{not utf-8",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        _env(ROWS)[: len(_env(ROWS)) // 2],  # truncated JSON
+        b"",
+        b"<html><body>502 Bad Gateway</body>",
+        b"Service Unavailable",
+        b'{"response": {"body": {}}}',  # no header
+        b'{"response": {"header": {"resultCode": "00"}, "body": {"items": []}}}',  # no totalCount
+        b'{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": 1, "items": [1, 2]}}}',
+        b"\xff\xfe{not utf-8",
+    ],
+)
 def test_malformed_bodies(body):
     with pytest.raises(MalformedPage):
         parse_page(body, "application/json")
@@ -157,8 +169,9 @@ def test_key_decoding_and_redaction():
     assert decode_service_key(FAKE_KEY) == FAKE_KEY  # already decoded: untouched (no '+' -> ' ')
     r = Redactor(FAKE_KEY_ENCODED)
     double = FAKE_KEY_ENCODED.replace("%", "%25")
-    text = (f"GET https://h/x?serviceKey={FAKE_KEY_ENCODED}&pageNo=1 key {FAKE_KEY} / {double} / "
-            f"{FAKE_KEY_ENCODED.lower()}")
+    text = (
+        f"GET https://h/x?serviceKey={FAKE_KEY_ENCODED}&pageNo=1 key {FAKE_KEY} / {double} / {FAKE_KEY_ENCODED.lower()}"
+    )
     out = r(text)
     assert KEY_CORE not in out and KEY_CORE.lower() not in out and "serviceKey=***&pageNo=1" in out
     assert Redactor("")("serviceKey=abc") == "serviceKey=***"

@@ -53,8 +53,9 @@ def test_two_processes_at_once_finish_and_agree_with_sequential(tmp_path):
 
     # the same days' raw archive (a re-run replays it, as in production): the processes race on the
     # history database, which is what is tested, not on fetching
-    shutil.copytree(sequential.root / "data" / "raw", tmp_path / "shared" / "data" / "raw",
-                    ignore=shutil.ignore_patterns(".*.lock"))
+    shutil.copytree(
+        sequential.root / "data" / "raw", tmp_path / "shared" / "data" / "raw", ignore=shutil.ignore_patterns(".*.lock")
+    )
     shared = make_workspace(tmp_path / "shared", FAULTS)
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()

@@ -35,10 +35,14 @@ def _project(root: Path, *, exist_ok: bool = False) -> dict[str, str]:
     """A temp project (absolute paths through DMF_CONFIG) and the environment to run `dmf` in it.
     `exist_ok`: the folder is a copy of another project (its config is rewritten to point here)."""
     paths = {
-        "database": root / "data" / "dmf.duckdb", "raw_dir": root / "data" / "raw",
-        "staging_dir": root / "data" / "staging", "alerts_dir": root / "data" / "alerts",
-        "backups_dir": root / "data" / "backups", "reports_dir": root / "reports",
-        "events_dir": root / "data" / "events", "logs_dir": root / "data" / "logs",
+        "database": root / "data" / "dmf.duckdb",
+        "raw_dir": root / "data" / "raw",
+        "staging_dir": root / "data" / "staging",
+        "alerts_dir": root / "data" / "alerts",
+        "backups_dir": root / "data" / "backups",
+        "reports_dir": root / "reports",
+        "events_dir": root / "data" / "events",
+        "logs_dir": root / "data" / "logs",
     }
     config = root / "dmf.toml"
     config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in paths.items()), encoding="utf-8")
@@ -52,8 +56,13 @@ def _project(root: Path, *, exist_ok: bool = False) -> dict[str, str]:
 
 def dmf_run(env: dict[str, str], day: date, crash_at: str | None = None) -> subprocess.CompletedProcess:
     run_env = dict(env, **({"DMF_CRASH_AT": crash_at} if crash_at else {}))
-    return subprocess.run([sys.executable, "-m", "dmf_assets", "run", "--date", day.isoformat()],
-                          env=run_env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "run", "--date", day.isoformat()],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _db(root: Path):

@@ -79,13 +79,19 @@ def test_an_empty_or_missing_database_is_lost_only_when_earlier_days_left_files(
     (tmp_path / "events").mkdir()
     (tmp_path / "events" / "2026-10-05.jsonl").write_text("", encoding="utf-8")
     with (
-        pytest.raises(HistoryMissing, match=r"^이력 DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 이벤트 파일 1개"),
+        pytest.raises(
+            HistoryMissing,
+            match=r"^이력 DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 이벤트 파일 1개",
+        ),
         open_database(database, purpose="test", traces=traces, writing=[DAY]),
     ):
         pass
     database.unlink()
     with (
-        pytest.raises(HistoryMissing, match=r"^이력 DB가 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 원본 보관 1일\(2026-10-06 ~ 2026-10-06"),
+        pytest.raises(
+            HistoryMissing,
+            match=r"^이력 DB가 없는데 이전 날의 기록이 남아 있습니다 — DB .*, 기록: 원본 보관 1일\(2026-10-06 ~ 2026-10-06",
+        ),
         open_database(database, purpose="test", traces=traces),
     ):
         pass
@@ -94,14 +100,34 @@ def test_an_empty_or_missing_database_is_lost_only_when_earlier_days_left_files(
 
 def _dmf(root: Path, *args: str) -> subprocess.CompletedProcess:
     config = root / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{name} = "{root / "data" / name}"\n' for name in (
-        "database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")),
-        encoding="utf-8")
+    config.write_text(
+        "[paths]\n"
+        + "".join(
+            f'{name} = "{root / "data" / name}"\n'
+            for name in (
+                "database",
+                "raw_dir",
+                "staging_dir",
+                "alerts_dir",
+                "backups_dir",
+                "reports_dir",
+                "events_dir",
+                "logs_dir",
+            )
+        ),
+        encoding="utf-8",
+    )
     (root / "dagster_home").mkdir(exist_ok=True)
     (root / "dagster_home" / "dagster.yaml").write_bytes((PROJECT_ROOT / "dagster_home" / "dagster.yaml").read_bytes())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_"))}
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True, timeout=300,
-                          cwd=PROJECT_ROOT, env={**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")})
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+        env={**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")},
+    )
 
 
 def test_dmf_run_on_a_zero_length_database_is_one_line_naming_the_corruption(tmp_path):
@@ -122,8 +148,12 @@ def test_a_full_disk_under_the_database_is_the_readme_line(tmp_path, small_fs): 
     _fill(small_fs)
     with pytest.raises(DatabaseDiskFull) as full, open_database(database, purpose="test") as conn:
         # what a day's commit does: one transaction; its COMMIT cannot write the WAL
-        history.transaction(conn, lambda: conn.execute(
-            "INSERT INTO runs (day_id, status, reason) SELECT range, 'pending', repeat('x', 1000) FROM range(20000)"))
+        history.transaction(
+            conn,
+            lambda: conn.execute(
+                "INSERT INTO runs (day_id, status, reason) SELECT range, 'pending', repeat('x', 1000) FROM range(20000)"
+            ),
+        )
     assert full.value.errno == errno.ENOSPC and full.value.filename.startswith(str(database))
     assert str(full.value).startswith(f"디스크 공간이 부족합니다 (No space left on device): {database}")
     assert "cannot rollback" not in str(full.value)

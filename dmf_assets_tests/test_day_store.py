@@ -21,10 +21,18 @@ DAY = date(2026, 10, 8)
 
 
 def _values(real_items):
-    facts = FetchFacts(True, ("none",), pages_ok=1, total_count=len(real_items), rows_received=len(real_items),
-                       rows_after_dedup=len(real_items), unexpected_fields=("NEW_FIELD",))
-    fetched = FetchedDay(DAY, facts, items_frame(real_items), {"source": "emulator", "pages": [{"page": 1, "rows": 3}],
-                                                               "note": "한글 ✓"})
+    facts = FetchFacts(
+        True,
+        ("none",),
+        pages_ok=1,
+        total_count=len(real_items),
+        rows_received=len(real_items),
+        rows_after_dedup=len(real_items),
+        unexpected_fields=("NEW_FIELD",),
+    )
+    fetched = FetchedDay(
+        DAY, facts, items_frame(real_items), {"source": "emulator", "pages": [{"page": 1, "rows": 3}], "note": "한글 ✓"}
+    )
     return {"raw_pages": fetched, "normalized_records": normalize(fetched, load_settings())}
 
 
@@ -56,14 +64,15 @@ def test_each_day_value_reads_back_exactly(tmp_path, real_items):
 def test_a_value_staged_by_the_earlier_pyarrow_writer_still_loads(tmp_path, real_items):
     value = _values(real_items)["normalized_records"]
     fields, frames = _encode(value)
-    (name, frame), = frames.items()
+    ((name, frame),) = frames.items()
     table = frame.to_arrow()
     meta = {META_KEY.encode(): json.dumps({"frame": name, "fields": fields}, ensure_ascii=False, default=str).encode()}
     path = tmp_path / DAY.isoformat() / "normalized_records.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), path, compression="zstd")
     loaded = DayStoreIOManager(staging_dir=str(tmp_path)).load_input(
-        dg.build_input_context(asset_key=dg.AssetKey("normalized_records"), partition_key=DAY.isoformat()))
+        dg.build_input_context(asset_key=dg.AssetKey("normalized_records"), partition_key=DAY.isoformat())
+    )
     _same(value, loaded)
 
 
@@ -93,8 +102,9 @@ def test_a_staged_verdict_that_lost_rows_commits_nothing(tmp_path):
     ws = make_workspace(tmp_path, records_in_memory=True)
     defs = launch.definitions_with(ws.resources)
     assert launch.execute_day(defs, ws.instance, base_day.isoformat()).success
-    judged = launch.execute_day(defs, ws.instance, day.isoformat(),
-                                assets=("raw_pages", "normalized_records", "integrity_verdict"))
+    judged = launch.execute_day(
+        defs, ws.instance, day.isoformat(), assets=("raw_pages", "normalized_records", "integrity_verdict")
+    )
     assert judged.success
 
     staged = tmp_path / "data" / "staging" / day.isoformat() / "integrity_verdict.parquet"

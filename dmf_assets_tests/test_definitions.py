@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -15,7 +16,11 @@ def test_dagster_definitions_validate_without_a_service_key():
     env = {k: v for k, v in os.environ.items() if k != "MFDS_SERVICE_KEY"}  # the emulator needs none
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", str(PROJECT_ROOT / "workspace.yaml")],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "All code locations passed validation" in result.stdout + result.stderr
@@ -28,13 +33,16 @@ def test_graph_shape_checks_and_pools():
     dg.Definitions.validate_loadable(d)
     graph = d.resolve_asset_graph()
     chain = ["raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"]
-    for up, down in zip(chain, chain[1:]):
+    for up, down in itertools.pairwise(chain):
         assert dg.AssetKey(up) in graph.get(dg.AssetKey(down)).parent_keys
     blocking = {(k.asset_key.path[-1], k.name) for k in graph.asset_check_keys if graph.get_check_spec(k).blocking}
     assert blocking == {
-        ("integrity_verdict", "gate_1_transport"), ("integrity_verdict", "gate_2_completeness"),
-        ("integrity_verdict", "gate_3_drop"), ("integrity_verdict", "gate_4_nulls"),
-        ("integrity_verdict", "gate_5_duplicates"), ("snapshot_diff", "gate_6_churn"),
+        ("integrity_verdict", "gate_1_transport"),
+        ("integrity_verdict", "gate_2_completeness"),
+        ("integrity_verdict", "gate_3_drop"),
+        ("integrity_verdict", "gate_4_nulls"),
+        ("integrity_verdict", "gate_5_duplicates"),
+        ("snapshot_diff", "gate_6_churn"),
     }
     # every asset that touches the DuckDB file is in the single-slot pool
     for key in ("integrity_verdict", "snapshot_diff", "events", "xlsx_report"):
@@ -44,8 +52,8 @@ def test_graph_shape_checks_and_pools():
 
 
 def test_every_check_is_recorded_on_its_day_and_days_do_not_wait_for_each_other():
-    from dmf_assets.defs.partitions import daily_partitions
     from dmf_assets.definitions import defs
+    from dmf_assets.defs.partitions import daily_partitions
 
     graph = defs().resolve_asset_graph()
     for key in graph.asset_check_keys:

@@ -30,7 +30,9 @@ def test_sixty_consecutive_days_score_perfectly():
         assert s.perfect, (day, s.missed, s.spurious)
         total = total + s
         for t in truth.changes:
-            kinds.add("cosmetic" if t.event_type.value == "CHANGED" and not t.substantive_fields else t.event_type.value)
+            kinds.add(
+                "cosmetic" if t.event_type.value == "CHANGED" and not t.substantive_fields else t.event_type.value
+            )
             kinds |= {flag for flag in ("number_assigned", "is_transfer", "is_reappearance") if getattr(t, flag)}
         ever_seen |= seen_markers(current)
         previous = current

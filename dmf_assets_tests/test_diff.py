@@ -147,8 +147,12 @@ def test_synthetic_key_survives_cosmetic_edit(base_items):
 
 
 def test_duplicate_numbers_matched_group_to_group(base_items):
-    twin = dict(base_items[9], MNFCTR_NAME="Other Manufacturer S.p.A.", MNFCTR_PLACE="Via Roma 1, Milano, Italy",
-                MANUF_COUNTRY_CODE_NM="이탈리아")
+    twin = dict(
+        base_items[9],
+        MNFCTR_NAME="Other Manufacturer S.p.A.",
+        MNFCTR_PLACE="Via Roma 1, Milano, Italy",
+        MANUF_COUNTRY_CODE_NM="이탈리아",
+    )
     old = copy.deepcopy(base_items) + [twin]
     snap = build_snapshot(old)
     keys = snap.filter(pl.col("permit_no") == base_items[9]["DMF_PERMIT_NO"])["dmf_key"].to_list()
@@ -239,9 +243,17 @@ def test_site_added_in_a_country_already_listed_is_critical_not_cosmetic(base_it
     assert ev.event_type is EventType.CHANGED and ev.severity is Severity.CRITICAL and not ev.is_cosmetic
     assert set(ev.changed_fields) == {"manufacturer", "address", "countries"} and ev.cosmetic_fields == ()
     sites, ch = _site_rows(diff, permit)
-    assert sites == [{"dmf_key": permit, "base_dmf_key": permit, "field": "sites", "before": None,
-                      "after": "Zhejiang Huahai Pharmaceutical Co., Ltd. (중국)", "is_cosmetic": False,
-                      "severity": "CRITICAL"}]
+    assert sites == [
+        {
+            "dmf_key": permit,
+            "base_dmf_key": permit,
+            "field": "sites",
+            "before": None,
+            "after": "Zhejiang Huahai Pharmaceutical Co., Ltd. (중국)",
+            "is_cosmetic": False,
+            "severity": "CRITICAL",
+        }
+    ]
     countries = ch.filter(pl.col("field") == "countries").row(0, named=True)
     assert (countries["before"], countries["after"], countries["is_cosmetic"]) == ("인도,중국", "인도,중국,중국", False)
     assert diff.counts["COSMETIC"] == 0 and diff.counts["CHANGED"] == 1
@@ -289,7 +301,9 @@ def test_site_address_changed_is_one_changed_site(base_items):
     sites, _ = _site_rows(diff, permit)
     assert len(sites) == 1
     assert sites[0]["before"].startswith("[베타메타손 제조소] Hunan Yuxin Pharmaceutical Co. Ltd. (중국) — Longxutang")
-    assert sites[0]["after"].startswith("[베타메타손 제조소] Hunan Yuxin Pharmaceutical Co. Ltd. (중국) — No. 8 Baoqing Road")
+    assert sites[0]["after"].startswith(
+        "[베타메타손 제조소] Hunan Yuxin Pharmaceutical Co. Ltd. (중국) — No. 8 Baoqing Road"
+    )
 
 
 def test_change_rows_have_one_order_whatever_the_input_order(base_items):

@@ -24,8 +24,9 @@ from dmf_assets.storage.db import open_database
 
 def _mount_tmpfs(where: Path, size: str) -> None:
     where.mkdir(parents=True)
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {result.stderr.strip()}")
 
@@ -60,8 +61,14 @@ def sha(path: Path) -> str:
 def dmf(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     # DMF_CONFIG: the one env_extra names, else the tests' empty override (conftest) — never dmf.local.toml
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True,
-                          env=env, cwd=PROJECT_ROOT, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+        timeout=300,
+    )
 
 
 def test_atomic_write_on_a_full_disk_keeps_the_old_file_and_no_temp(small_fs):
@@ -103,8 +110,9 @@ except OSError as exc:
 def test_file_size_limit_fails_cleanly(tmp_path):
     target = tmp_path / "page-0001.json.gz"
     target.write_bytes(b"previous page")
-    result = subprocess.run([sys.executable, "-c", LIMITED, str(target)], capture_output=True, text=True,
-                            cwd=PROJECT_ROOT, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", LIMITED, str(target)], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60
+    )
     assert result.stdout.strip() == "EFBIG", result.stderr
     assert target.read_bytes() == b"previous page"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
@@ -203,10 +211,17 @@ def test_fetch_to_a_full_disk_says_so_and_leaks_nothing(tmp_path, small_fs):
 
 def _day_project(root: Path, **elsewhere: Path) -> dict[str, str]:
     """`dmf` environment of a project under `root`, with the folders named in `elsewhere` moved (onto a small disk)."""
-    folders = {"database": root / "data" / "dmf.duckdb", "raw_dir": root / "data" / "raw",
-               "staging_dir": root / "data" / "staging", "alerts_dir": root / "data" / "alerts",
-               "backups_dir": root / "data" / "backups", "reports_dir": root / "reports",
-               "events_dir": root / "data" / "events", "logs_dir": root / "data" / "logs", **elsewhere}
+    folders = {
+        "database": root / "data" / "dmf.duckdb",
+        "raw_dir": root / "data" / "raw",
+        "staging_dir": root / "data" / "staging",
+        "alerts_dir": root / "data" / "alerts",
+        "backups_dir": root / "data" / "backups",
+        "reports_dir": root / "reports",
+        "events_dir": root / "data" / "events",
+        "logs_dir": root / "data" / "logs",
+        **elsewhere,
+    }
     root.mkdir(parents=True, exist_ok=True)
     config = root / "dmf.toml"
     config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in folders.items()), encoding="utf-8")
@@ -224,10 +239,13 @@ def _no_traceback(result: subprocess.CompletedProcess) -> None:
     assert "Exception ignored" not in result.stderr, result.stderr[-3000:]  # a writer's __del__ failing again
 
 
-@pytest.mark.parametrize(("folder", "step", "file", "committed"), [
-    ("raw_dir", "raw_pages", "2026-10-05", False),  # the first step: nothing of the day is committed
-    ("reports_dir", "xlsx_report", "DMF_리포트_2026-10-05.xlsx", True),  # the last: the day stays, no workbook
-])
+@pytest.mark.parametrize(
+    ("folder", "step", "file", "committed"),
+    [
+        ("raw_dir", "raw_pages", "2026-10-05", False),  # the first step: nothing of the day is committed
+        ("reports_dir", "xlsx_report", "DMF_리포트_2026-10-05.xlsx", True),  # the last: the day stays, no workbook
+    ],
+)
 def test_a_full_disk_is_the_failed_steps_own_line(tmp_path, small_fs, folder, step, file, committed):
     target = small_fs / folder
     env = _day_project(tmp_path / "proj", **{folder: target})
@@ -257,8 +275,10 @@ def test_a_nearly_full_dagster_home_is_one_line(tmp_path, small_fs):
     result = dmf("run", "--date", "2026-10-05", env_extra={**env, "DAGSTER_HOME": str(home)})
     _no_traceback(result)
     assert result.returncode == 1, (result.stdout, result.stderr)
-    assert result.stderr == f"dmf: {NO_SPACE}{home} (DAGSTER_HOME) — 공간을 확보한 뒤 다시 실행하세요 (`dmf doctor`, " \
-                            f"`dmf prune`) / free some space and run again\n", result.stderr
+    assert (
+        result.stderr == f"dmf: {NO_SPACE}{home} (DAGSTER_HOME) — 공간을 확보한 뒤 다시 실행하세요 (`dmf doctor`, "
+        f"`dmf prune`) / free some space and run again\n"
+    ), result.stderr
 
 
 def test_a_read_only_folder_is_the_steps_own_line_and_a_read_only_database_one_dmf_line(tmp_path, small_fs):
@@ -278,8 +298,10 @@ def test_a_read_only_folder_is_the_steps_own_line_and_a_read_only_database_one_d
     result = dmf("run", "--date", "2026-10-05", env_extra=_day_project(tmp_path / "b", database=data / "dmf.duckdb"))
     _no_traceback(result)
     assert result.returncode == 1 and result.stdout == "", (result.stdout, result.stderr)
-    assert result.stderr == (f"dmf: {read_only}{data}/dmf.duckdb.lock — 쓰기 가능하게 다시 마운트하거나 config의 [paths]를 "
-                             f"쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] at a writable folder\n")
+    assert result.stderr == (
+        f"dmf: {read_only}{data}/dmf.duckdb.lock — 쓰기 가능하게 다시 마운트하거나 config의 [paths]를 "
+        f"쓸 수 있는 폴더로 바꾸세요 / remount it read-write or point [paths] at a writable folder\n"
+    )
 
 
 def test_a_library_writer_on_a_full_disk_names_the_file(small_fs):

@@ -153,8 +153,9 @@ def test_loopback_server_behaves_like_the_transport_and_logs_without_the_key():
         with httpx.Client() as http:
             url = server.base_url + "/getMdcDmfList01"
             params = {"serviceKey": FAKE_KEY, "numOfRows": 1000, "type": "json"}
-            over_http = [http.get(url, params={**params, "pageNo": p}, headers={"X-Emulator-Date": ISO})
-                         for p in (1, 2, 1, 2)]
+            over_http = [
+                http.get(url, params={**params, "pageNo": p}, headers={"X-Emulator-Date": ISO}) for p in (1, 2, 1, 2)
+            ]
             wrong = http.get(url, params={**params, "serviceKey": "nope"}, headers={"X-Emulator-Date": ISO})
             assert http.get(server.base_url + "/other", params=params).status_code == 404
     c = _client(EmulatorApp(source, **kwargs))
@@ -184,8 +185,12 @@ def test_transport_delay_sleeps_and_times_out_like_a_server():
     assert 0.3 <= time.monotonic() - t < 0.6
     t = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
-        c.get(SERVICE_PATH, params={"serviceKey": "k"}, headers={"X-Emulator-Date": ISO},
-              timeout=httpx.Timeout(5, read=0.1))
+        c.get(
+            SERVICE_PATH,
+            params={"serviceKey": "k"},
+            headers={"X-Emulator-Date": ISO},
+            timeout=httpx.Timeout(5, read=0.1),
+        )
     assert 0.1 <= time.monotonic() - t < 0.25  # gave up at the read timeout, not after the delay
 
 
@@ -199,13 +204,19 @@ def test_fault_plan_from_config_and_cli():
     assert (t.param("delay_s"), t.param("share")) == (0.5, 1.0) and plan.for_day("2026-11-20") is None
     cli = F.FaultPlan.from_cli(["2026-11-19=outage", "2026-12-01=row_repeated"])
     merged = plan.merged(cli)
-    assert merged.to_config() == {"2026-11-18": "page_missing_rows", "2026-11-19": "outage",
-                                  "2026-12-01": "row_repeated"}
+    assert merged.to_config() == {
+        "2026-11-18": "page_missing_rows",
+        "2026-11-19": "outage",
+        "2026-12-01": "row_repeated",
+    }
     assert F.FaultPlan.parse(merged.to_config()) == merged
-    for bad, match in ((["2026-11-18=meltdown"], "unknown fault kind"), (["2026-11-18"], "YYYY-MM-DD=KIND"),
-                       (["2026-02-30=outage"], "day is out of range|must be in"),
-                       (["2026-11-18=outage:delay_s=1"], "bad parameter"),
-                       (["2026-11-18=timeouts:delay_s=abc"], "not a number")):
+    for bad, match in (
+        (["2026-11-18=meltdown"], "unknown fault kind"),
+        (["2026-11-18"], "YYYY-MM-DD=KIND"),
+        (["2026-02-30=outage"], "day is out of range|must be in"),
+        (["2026-11-18=outage:delay_s=1"], "bad parameter"),
+        (["2026-11-18=timeouts:delay_s=abc"], "not a number"),
+    ):
         with pytest.raises(ValueError, match=match):
             F.FaultPlan.from_cli(bad)
 
@@ -227,8 +238,10 @@ def test_faults_are_reproducible_and_only_hit_their_date(kind):
 
     def answers(app, pages=(1, 2, 3, 2)):
         c = _client(app)
-        return [(r.status_code, r.headers.get("retry-after"), r.content)
-                for r in (_get(c, pageNo=p, numOfRows=1000, type="json") for p in pages)]
+        return [
+            (r.status_code, r.headers.get("retry-after"), r.content)
+            for r in (_get(c, pageNo=p, numOfRows=1000, type="json") for p in pages)
+        ]
 
     faulty = answers(EmulatorApp(source, faults={ISO: spec, "2026-11-19": spec}))
     assert faulty == answers(EmulatorApp(source, faults={ISO: spec}))  # same date + kind = same fault
@@ -278,9 +291,25 @@ def test_dmf_emulator_serve_command_serves_and_logs_without_the_key():
 
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dmf_assets", "emulator", "serve", "--port", "0", "--date", ISO,
-         "--service-key", FAKE_KEY_ENCODED, "--fault", f"{ISO}=total_count_inflated:delta=7"],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "dmf_assets",
+            "emulator",
+            "serve",
+            "--port",
+            "0",
+            "--date",
+            ISO,
+            "--service-key",
+            FAKE_KEY_ENCODED,
+            "--fault",
+            f"{ISO}=total_count_inflated:delta=7",
+        ],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         base_url = proc.stdout.readline().strip()

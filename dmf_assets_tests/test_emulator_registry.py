@@ -33,13 +33,24 @@ churn_day, synthetic_registry = _synthetic.churn_day, _synthetic.synthetic_regis
 
 OBSERVED = date(2026, 10, 8)  # docs/DOMAIN.md §2 numbers were observed on this day
 FIELD_OF = {
-    "permit_no": "DMF_PERMIT_NO", "ingredient": "INGR_KOR_NAME", "applicant": "ENTP_NAME",
-    "bizrno": "BIZRNO", "manufacturer": "MNFCTR_NAME", "address": "MNFCTR_PLACE",
-    "countries": "MANUF_COUNTRY_CODE_NM", "issue_date": "DMF_PERMIT_DATE", "target_class": "NOTICE_CODE",
+    "permit_no": "DMF_PERMIT_NO",
+    "ingredient": "INGR_KOR_NAME",
+    "applicant": "ENTP_NAME",
+    "bizrno": "BIZRNO",
+    "manufacturer": "MNFCTR_NAME",
+    "address": "MNFCTR_PLACE",
+    "countries": "MANUF_COUNTRY_CODE_NM",
+    "issue_date": "DMF_PERMIT_DATE",
+    "target_class": "NOTICE_CODE",
 }
 TOP_APPLICANTS = {
-    "(주)삼오제약": 395, "(주)파마피아": 386, "에이징생명과학(주)": 278, "(주)국전": 274,
-    "에이스바이오팜주식회사": 249, "대신무약(주)": 215, "화일약품(주)": 188,
+    "(주)삼오제약": 395,
+    "(주)파마피아": 386,
+    "에이징생명과학(주)": 278,
+    "(주)국전": 274,
+    "에이스바이오팜주식회사": 249,
+    "대신무약(주)": 215,
+    "화일약품(주)": 188,
 }
 TOP_COUNTRIES = ["인도", "중국", "대한민국", "이탈리아", "스페인", "독일", "일본", "스위스", "대만", "프랑스"]
 
@@ -116,8 +127,14 @@ def test_determinism_does_not_depend_on_hash_randomization(sim, tmp_path):
     for hash_seed in ("1", "2"):
         # an empty cache folder each: both processes build the history themselves
         env = dict(os.environ, PYTHONHASHSEED=hash_seed, XDG_CACHE_HOME=str(tmp_path / hash_seed))
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                             cwd=Path(__file__).resolve().parents[1], check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+            check=True,
+        )
         digests.add(out.stdout)
     import hashlib
 
@@ -242,8 +259,17 @@ def _shape(number: str | None) -> str:
 def test_permit_number_shapes(observed):
     shapes = Counter(_shape(i["DMF_PERMIT_NO"]) for i in observed)
     n = len(observed)
-    for shape in ("standard", "group_j", "group_k", "two_letter", "grant_number", "grant_letter",
-                  "new_substance_su", "new_substance", "malformed"):
+    for shape in (
+        "standard",
+        "group_j",
+        "group_k",
+        "two_letter",
+        "grant_number",
+        "grant_letter",
+        "new_substance_su",
+        "new_substance",
+        "malformed",
+    ):
         assert shapes[shape] > 0, (shape, shapes)
     assert shapes["other"] == 0
     assert shapes["malformed"] <= 0.005 * n
@@ -260,8 +286,7 @@ def test_permit_number_shapes(observed):
 
 
 def test_group_letters_respect_their_effective_dates(observed):
-    group_dates = {"E": "2008", "F": "2009", "G": "2010", "H": "2011", "I": "2013", "J": "2017-12-25",
-                   "K": "2018"}
+    group_dates = {"E": "2008", "F": "2009", "G": "2010", "H": "2011", "I": "2013", "J": "2017-12-25", "K": "2018"}
     checked = bad = 0
     for i in observed:
         m = re.match(r"^(\d{4})(\d{2})(\d{2})-\d+-([A-Z]{1,2})-", permit_norm(i["DMF_PERMIT_NO"]) or "")
@@ -272,8 +297,9 @@ def test_group_letters_respect_their_effective_dates(observed):
 
 
 def test_issue_date_format_and_target_classes(observed):
-    assert all(i["DMF_PERMIT_DATE"] is None or re.fullmatch(r"\d{4}-\d{2}-\d{2}", i["DMF_PERMIT_DATE"])
-               for i in observed)
+    assert all(
+        i["DMF_PERMIT_DATE"] is None or re.fullmatch(r"\d{4}-\d{2}-\d{2}", i["DMF_PERMIT_DATE"]) for i in observed
+    )
     notice = Counter(i["NOTICE_CODE"] for i in observed)
     assert set(notice) == {"별표1", "별표1의2", "신물질", "기타", "인태반 유래", ""}
     assert notice["별표1"] / len(observed) > 0.7
@@ -391,9 +417,15 @@ def test_no_new_registration_on_weekends_or_holidays(sim):
 
 
 _COMPARED_API = {
-    "permit_no": "DMF_PERMIT_NO", "ingredient": "INGR_KOR_NAME", "applicant": "ENTP_NAME", "bizrno": "BIZRNO",
-    "manufacturer": "MNFCTR_NAME", "address": "MNFCTR_PLACE", "countries": "MANUF_COUNTRY_CODE_NM",
-    "issue_date": "DMF_PERMIT_DATE", "target_class": "NOTICE_CODE",
+    "permit_no": "DMF_PERMIT_NO",
+    "ingredient": "INGR_KOR_NAME",
+    "applicant": "ENTP_NAME",
+    "bizrno": "BIZRNO",
+    "manufacturer": "MNFCTR_NAME",
+    "address": "MNFCTR_PLACE",
+    "countries": "MANUF_COUNTRY_CODE_NM",
+    "issue_date": "DMF_PERMIT_DATE",
+    "target_class": "NOTICE_CODE",
 }
 
 
@@ -406,8 +438,11 @@ def _check_truth_against_items(sim, old: date, new: date) -> GroundTruth:
     assert by_type[EventType.WITHDRAWN] == set(a) - set(b)
     # a row counts as changed when what people read changed (a re-typing that normalizes away is no change)
     assert by_type[EventType.CHANGED] == {
-        e for e in set(a) & set(b)
-        if any(_keys.field_display(f, a[e][api]) != _keys.field_display(f, b[e][api]) for f, api in _COMPARED_API.items())
+        e
+        for e in set(a) & set(b)
+        if any(
+            _keys.field_display(f, a[e][api]) != _keys.field_display(f, b[e][api]) for f, api in _COMPARED_API.items()
+        )
     }
     for c in truth.changes:
         if c.event_type is EventType.NEW:
@@ -441,8 +476,14 @@ def _check_truth_against_items(sim, old: date, new: date) -> GroundTruth:
 
 @pytest.mark.parametrize(
     "old,new",
-    [("2025-01-01", "2025-01-02"), ("2025-02-03", "2025-02-28"), ("2025-06-13", "2025-06-16"),
-     ("2025-09-01", "2026-04-15"), ("2026-09-23", "2026-10-08"), ("2025-01-01", "2027-12-31")],
+    [
+        ("2025-01-01", "2025-01-02"),
+        ("2025-02-03", "2025-02-28"),
+        ("2025-06-13", "2025-06-16"),
+        ("2025-09-01", "2026-04-15"),
+        ("2026-09-23", "2026-10-08"),
+        ("2025-01-01", "2027-12-31"),
+    ],
 )
 def test_truth_is_the_difference_of_the_two_served_states(sim, old, new):
     truth = _check_truth_against_items(sim, date.fromisoformat(old), date.fromisoformat(new))
@@ -457,8 +498,11 @@ def test_changes_that_cancel_out_produce_nothing(sim):
         if back:
             eid = int(back[0].split()[1][1:])
             break
-    gone = next(x for x in _days(d - timedelta(days=60), d)
-                if any(line.startswith(f"WITHDRAWN #{eid} ") for line in sim.day_log(x)))
+    gone = next(
+        x
+        for x in _days(d - timedelta(days=60), d)
+        if any(line.startswith(f"WITHDRAWN #{eid} ") for line in sim.day_log(x))
+    )
     before = gone - timedelta(days=1)
     assert eid in sim.entities(before) and eid not in sim.entities(gone) and eid in sim.entities(d)
     assert eid not in {c.entity_id for c in sim.truth(before, d).changes}
@@ -499,14 +543,23 @@ def test_every_kind_of_change_happens_within_60_days(sim, start):
     found: set[str] = set()
     for prev, d in itertools.pairwise([first - timedelta(days=1)] + days):
         found |= _categories(sim.truth(prev, d, seen=list(_days(first - timedelta(days=90), prev))))
-    expected = {"new", "grant-derived new", "transfer", "rename", "cosmetic only", "number assignment",
-                "withdrawal", "reappearance"} | {f"substantive {f}" for f in COMPARED_FIELDS}
+    expected = {
+        "new",
+        "grant-derived new",
+        "transfer",
+        "rename",
+        "cosmetic only",
+        "number assignment",
+        "withdrawal",
+        "reappearance",
+    } | {f"substantive {f}" for f in COMPARED_FIELDS}
     assert expected <= found, expected - found
 
 
 def test_null_numbers_are_few_and_get_assigned(sim):
-    pending = [sum(1 for i in sim.items(d) if i["DMF_PERMIT_NO"] is None)
-               for d in _days(date(2026, 1, 5), date(2026, 3, 31))]
+    pending = [
+        sum(1 for i in sim.items(d) if i["DMF_PERMIT_NO"] is None) for d in _days(date(2026, 1, 5), date(2026, 3, 31))
+    ]
     assert max(pending) <= 12 and sum(pending) > 0
     assigned = [c for c in sim.truth("2026-01-05", "2026-03-31").changes if c.number_assigned]
     assert assigned and all("permit_no" in c.substantive_fields and c.base_permit_no is None for c in assigned)
@@ -516,8 +569,7 @@ def test_day_log_tells_what_happened(sim):
     logs = {d: sim.day_log(d) for d in _days(date(2026, 3, 2), date(2026, 3, 15))}
     assert any(line.startswith("NEW #") for lines in logs.values() for line in lines)
     assert any(not lines for lines in logs.values())  # some days nothing at all happens
-    assert all(not any(line.startswith("NEW") for line in lines) for d, lines in logs.items()
-               if not is_business_day(d))
+    assert all(not any(line.startswith("NEW") for line in lines) for d, lines in logs.items() if not is_business_day(d))
 
 
 # --- benchmark frames --------------------------------------------------------------------------------
@@ -558,8 +610,10 @@ def test_churn_day_truth_matches_the_frames():
     for pos, i in enumerate(kept):
         before, now = old_rows[i], new_rows[pos]
         if i not in changed:
-            assert all(_keys.field_display(f, before[API_FIELDS.index(a)]) == _keys.field_display(f, now[API_FIELDS.index(a)])
-                       for f, a in FIELD_OF.items())
+            assert all(
+                _keys.field_display(f, before[API_FIELDS.index(a)]) == _keys.field_display(f, now[API_FIELDS.index(a)])
+                for f, a in FIELD_OF.items()
+            )
             continue
         seen_changed += 1
         c = changed[i]
@@ -575,7 +629,9 @@ def test_churn_day_truth_matches_the_frames():
             else:
                 assert _keys.field_display(fld, before[k]) == _keys.field_display(fld, now[k])
     assert seen_changed == len(changed)
-    for c, row in zip(sorted(truth.of_type(EventType.NEW), key=lambda c: c.entity_id), new_rows[len(kept):], strict=True):
+    for c, row in zip(
+        sorted(truth.of_type(EventType.NEW), key=lambda c: c.entity_id), new_rows[len(kept) :], strict=True
+    ):
         assert c.permit_no == permit_norm(row[0])
     total = len(truth.changes)
     assert 0.8 * 100 <= total <= 1.2 * 100

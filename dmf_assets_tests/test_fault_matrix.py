@@ -24,7 +24,14 @@ import pytest
 
 from dmf_assets.emulator import faults as F
 from dmf_assets_tests.fault_matrix_cases import (
-    COMMAND, DOC, EXPECTED, GATE_NAMES, problems_of, render_doc, run_matrix, timing_line,
+    COMMAND,
+    DOC,
+    EXPECTED,
+    GATE_NAMES,
+    problems_of,
+    render_doc,
+    run_matrix,
+    timing_line,
 )
 
 pytestmark = pytest.mark.slow

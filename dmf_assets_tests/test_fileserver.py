@@ -82,10 +82,20 @@ def test_workbooks_download_and_nothing_else(reports, capsys):
         assert unquote(r.headers["content-disposition"].split("''", 1)[1]) == DAY  # Korean name intact
         assert httpx.get(f"{base}/{quote(PERIOD)}", timeout=10).content == b"PK\x03\x04 period workbook"
         assert httpx.get(f"{base}/{quote(LATEST)}", timeout=10).content == (reports / DAY).read_bytes()
-        assert httpx.head(f"{base}/{quote(DAY)}", timeout=10).headers["content-length"] == str((reports / DAY).stat().st_size)
-        for name in (".env", "notes.txt", "DMF_리포트_2026-10-07.xlsx.tmp", f".{DAY}.123.ab.tmp",
-                     "DMF_리포트_2026-10-08.xlsx.bak", "sub", f"sub/{DAY}", "DMF_리포트_2026-10-01.xlsx",
-                     "DMF_리포트_2026-10-09.xlsx"):
+        assert httpx.head(f"{base}/{quote(DAY)}", timeout=10).headers["content-length"] == str(
+            (reports / DAY).stat().st_size
+        )
+        for name in (
+            ".env",
+            "notes.txt",
+            "DMF_리포트_2026-10-07.xlsx.tmp",
+            f".{DAY}.123.ab.tmp",
+            "DMF_리포트_2026-10-08.xlsx.bak",
+            "sub",
+            f"sub/{DAY}",
+            "DMF_리포트_2026-10-01.xlsx",
+            "DMF_리포트_2026-10-09.xlsx",
+        ):
             r = httpx.get(f"{base}/{quote(name)}", timeout=10)
             assert r.status_code == 404, (name, r.status_code)
             assert b"secret" not in r.content and b"outside" not in r.content
@@ -191,9 +201,15 @@ def test_connections_are_bounded_with_503_beyond(reports):
 
 def test_busy_port_names_the_holder_and_the_option(reports):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import socket,sys,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen();"
-                               "print(s.getsockname()[1], flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import socket,sys,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen();"
+            "print(s.getsockname()[1], flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = int(holder.stdout.readline())
         with pytest.raises(PortBusy) as err:
@@ -212,4 +228,3 @@ def test_refuses_to_serve_the_project_or_an_empty_folder(tmp_path):
         with pytest.raises(FileServerError, match="reports_dir"):
             start_file_server(bad, "127.0.0.1", 0)
     assert not is_report_name(".env") and is_report_name(DAY) and is_report_name(PERIOD)
-

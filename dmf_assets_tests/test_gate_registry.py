@@ -47,8 +47,10 @@ def test_each_gate_has_one_blocking_check_on_the_asset_that_judges_it():
     for g in GATES:
         spec = gate_spec(g.number)
         assert spec.blocking and spec.asset_key.path == [g.asset]
-        assert spec.description == (f"게이트 {g.number} (차단) — {g.label_ko}: {g.rule_ko} ({g.name}). "
-                                     "실패하면 그날은 거부되고 비교 기준일은 그대로입니다.")
+        assert spec.description == (
+            f"게이트 {g.number} (차단) — {g.label_ko}: {g.rule_ko} ({g.name}). "
+            "실패하면 그날은 거부되고 비교 기준일은 그대로입니다."
+        )
 
 
 def test_every_threshold_setting_belongs_to_one_gate_and_is_in_the_shipped_config():
@@ -101,7 +103,8 @@ def test_drop_against_a_base_judges_the_recorded_counts():
     assert got.passed is False and got.number == DROP.number
     # a day recorded without totalCount is judged by its rows, as the verdict did
     assert drop_against(base, thresholds, total_count=None, rows=None) == gate_drop(
-        FetchFacts(True, total_count=None, rows_after_dedup=0), base, thresholds)
+        FetchFacts(True, total_count=None, rows_after_dedup=0), base, thresholds
+    )
 
 
 def test_rejection_reason_names_the_gate_with_its_evidence():

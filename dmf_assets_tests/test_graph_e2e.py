@@ -16,8 +16,8 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.runs import launch
 from dmf_assets.report.workbook import workbook_day
+from dmf_assets.runs import launch
 from dmf_assets.storage import history
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day, score_history
 
@@ -114,8 +114,9 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
     day replays its archive, as in production): the complete days — the gate-3 and gate-6 faults among
     them — replay without a request, the short day (gate 2, archived "incomplete") is fetched from the
     emulator again and is short again. The order of commits, not the fetch, is what differs."""
-    shutil.copytree(per_day[0].root / "data" / "raw", tmp_path / "data" / "raw",
-                    ignore=shutil.ignore_patterns(".*.lock"))
+    shutil.copytree(
+        per_day[0].root / "data" / "raw", tmp_path / "data" / "raw", ignore=shutil.ignore_patterns(".*.lock")
+    )
     ws = make_workspace(tmp_path, FAULTS, records_in_memory=True)
     order = DAYS[1::2] + DAYS[0::2][::-1]  # every other day first, then the rest backwards
     reports = [launch.run_day(day, instance=ws.instance, resources=ws.resources) for day in order]
@@ -130,9 +131,9 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
 
 def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
     """The 변경 이벤트 sheet, read back with openpyxl, is exactly the database's non-cosmetic events."""
-    from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
-    from dmf_assets.settings import load_settings
     from dmf_assets.report.day_data import build_day_report
+    from dmf_assets.settings import load_settings
+    from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
 
     ws, _ = per_day
     checked = 0
@@ -145,8 +146,22 @@ def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
         with ws.connect() as conn:
             stored = build_day_report(conn, day, load_settings()).headline_events
         sheet = read_events_sheet(path)
-        fields = ("event_type", "severity", "dmf_key", "base_dmf_key", "permit_no", "ingredient", "applicant",
-                  "manufacturer", "countries", "address", "bizrno", "target_class", "issue_date", "changed_fields")
+        fields = (
+            "event_type",
+            "severity",
+            "dmf_key",
+            "base_dmf_key",
+            "permit_no",
+            "ingredient",
+            "applicant",
+            "manufacturer",
+            "countries",
+            "address",
+            "bizrno",
+            "target_class",
+            "issue_date",
+            "changed_fields",
+        )
         got = sorted(tuple(row[f] for f in fields) for row in sheet)
         want = sorted(tuple(getattr(e, f) for f in fields) for e in stored)
         assert got == want, day
@@ -169,7 +184,8 @@ def test_every_count_people_read_follows_one_definition_of_changed(per_day):
 
     def metadata(asset: str, day: date) -> dict:
         records = ws.instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[day.isoformat()]), limit=1).records
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[day.isoformat()]), limit=1
+        ).records
         return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
     assigned_days = [d for d, r in runs.items() if r["status"] == "accepted" and r["assigned_count"]]

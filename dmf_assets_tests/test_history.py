@@ -112,8 +112,9 @@ def test_rejecting_an_accepted_day_removes_it_and_rederives_the_next(tmp_path, s
             "SELECT event_type, count(*) FROM events WHERE day_id = ? AND NOT is_cosmetic GROUP BY ALL ORDER BY 1",
             [history.day_id(DAYS[3])],
         ).fetchall()
-        want = sorted((t, n) for t, n in direct.events.filter(~direct.events["is_cosmetic"])
-                      .group_by("event_type").len().rows())
+        want = sorted(
+            (t, n) for t, n in direct.events.filter(~direct.events["is_cosmetic"]).group_by("event_type").len().rows()
+        )
         assert got == want
 
 
@@ -123,8 +124,14 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
         before = (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall())
         broken = snapshots[DAYS[1]].drop("content_hash")  # fails inside the transaction
         with pytest.raises(pl.exceptions.ColumnNotFoundError):
-            day_commit.commit_day(conn, DAYS[1], broken, diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
-                               base=BaseFacts(day=DAYS[0]), churn=_churn_ok())
+            day_commit.commit_day(
+                conn,
+                DAYS[1],
+                broken,
+                diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
+                base=BaseFacts(day=DAYS[0]),
+                churn=_churn_ok(),
+            )
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
 
 

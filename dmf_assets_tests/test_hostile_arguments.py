@@ -82,9 +82,18 @@ HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
 FREE_TEXT = {("emulator serve", "--service-key")}  # any text is a key the emulator will insist on
 #: valid values given beside the hostile one (every required argument has one), so that the hostile one is
 #: what the command meets: `dmf history` without a key would refuse every option for want of one
-VALID = {"--start": "2026-10-05", "--end": "2026-10-06", "--old": "2026-10-05", "--new": "2026-10-06",
-         "--from": "2026-10-05", "--to": "2026-10-06", "date": "2026-10-05", "old": "{dump}", "new": "{dump}",
-         "key": "20110531-71-B-317-05"}
+VALID = {
+    "--start": "2026-10-05",
+    "--end": "2026-10-06",
+    "--old": "2026-10-05",
+    "--new": "2026-10-06",
+    "--from": "2026-10-05",
+    "--to": "2026-10-06",
+    "date": "2026-10-05",
+    "old": "{dump}",
+    "new": "{dump}",
+    "key": "20110531-71-B-317-05",
+}
 #: always added: should a hostile value ever pass, these commands still write nothing outside the test
 SAFE = {"service install": ["--dry-run"], "service uninstall": ["--dry-run"], "prune": ["--dry-run"]}
 
@@ -128,8 +137,11 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 
 
 def _name(action: argparse.Action) -> str:
-    return next((o for o in action.option_strings if o.startswith("--")), action.dest) if action.option_strings \
+    return (
+        next((o for o in action.option_strings if o.startswith("--")), action.dest)
+        if action.option_strings
         else action.dest
+    )
 
 
 def _takes_a_value(action: argparse.Action) -> bool:
@@ -195,10 +207,17 @@ def project(tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        places = {"busy": str(busy.getsockname()[1]), "file": str(tmp_path / "some_file"), "dir": str(tmp_path / "some_dir"),
-                  "full_dir": str(tmp_path / "full_dir"), "project": str(PROJECT_ROOT), "empty": str(tmp_path / "empty.json"),
-                  "deep": str(tmp_path / "deep.json"),
-                  "bad_config": str(bad), "dump": str(dump)}
+        places = {
+            "busy": str(busy.getsockname()[1]),
+            "file": str(tmp_path / "some_file"),
+            "dir": str(tmp_path / "some_dir"),
+            "full_dir": str(tmp_path / "full_dir"),
+            "project": str(PROJECT_ROOT),
+            "empty": str(tmp_path / "empty.json"),
+            "deep": str(tmp_path / "deep.json"),
+            "bad_config": str(bad),
+            "dump": str(dump),
+        }
         yield env, places
 
 
@@ -207,8 +226,18 @@ def _filled(argv: list[str], places: dict[str, str]) -> list[str]:
 
 
 def _run_batches(batches: list[list[list[str]]], env: dict) -> list[dict]:
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=env, cwd=PROJECT_ROOT) for _ in batches]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=PROJECT_ROOT,
+        )
+        for _ in batches
+    ]
     results = []
     try:
         for proc, batch in zip(procs, batches, strict=True):
@@ -237,7 +266,12 @@ def test_every_command_refuses_hostile_arguments_with_one_line(project):
     for r in results:
         stderr = r["stderr"]
         said = [line for line in stderr.splitlines() if line.startswith("dmf:")]
-        if r["code"] in (0, None) or len(said) != 1 or not stderr.startswith("dmf:") or "Traceback" in stderr + r["stdout"]:
+        if (
+            r["code"] in (0, None)
+            or len(said) != 1
+            or not stderr.startswith("dmf:")
+            or "Traceback" in stderr + r["stdout"]
+        ):
             wrong.append(f"dmf {' '.join(r['argv'])} → exit {r['code']}, stderr: {stderr[-600:]!r}")
     assert not wrong, f"{len(wrong)} of {len(results)} cases:\n" + "\n".join(wrong)
 

@@ -40,10 +40,18 @@ pytestmark = pytest.mark.slow
 BASE_DAY, HOSTILE_DAY = date(2026, 10, 6), date(2026, 10, 7)
 SEED = 20250101
 #: API field -> the stored display column
-COLUMN = {"ENTP_NAME": "applicant", "INGR_KOR_NAME": "ingredient", "MNFCTR_NAME": "manufacturer",
-          "MNFCTR_PLACE": "address"}
-FIELD_NAME = {"ENTP_NAME": "applicant", "INGR_KOR_NAME": "ingredient", "MNFCTR_NAME": "manufacturer",
-              "MNFCTR_PLACE": "address"}
+COLUMN = {
+    "ENTP_NAME": "applicant",
+    "INGR_KOR_NAME": "ingredient",
+    "MNFCTR_NAME": "manufacturer",
+    "MNFCTR_PLACE": "address",
+}
+FIELD_NAME = {
+    "ENTP_NAME": "applicant",
+    "INGR_KOR_NAME": "ingredient",
+    "MNFCTR_NAME": "manufacturer",
+    "MNFCTR_PLACE": "address",
+}
 FORMULA_LIKE = ('=HYPERLINK("http://x","y")', "+SUM(A1)", "-2+3", "@cmd", "=1+1")  # "=1+1" is "\t=1+1" displayed
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u202e]")
 
@@ -53,7 +61,9 @@ def hostile_run(tmp_path_factory):
     ws = make_workspace(tmp_path_factory.mktemp("hostile"), {HOSTILE_DAY.isoformat(): "hostile_text"})
     reports = launch.run_days([BASE_DAY, HOSTILE_DAY], instance=ws.instance, resources=ws.resources)
     rows = default_simulator(SEED).items(HOSTILE_DAY)  # the registry the in-process emulator served
-    hostile = {rows[i]["DMF_PERMIT_NO"]: payload for i, payload in F.hostile_rows(HOSTILE_DAY.isoformat(), rows).items()}
+    hostile = {
+        rows[i]["DMF_PERMIT_NO"]: payload for i, payload in F.hostile_rows(HOSTILE_DAY.isoformat(), rows).items()
+    }
     return ws, reports, hostile
 
 
@@ -94,7 +104,12 @@ def test_duckdb_stores_the_display_values_normalization_defines(hostile_run):
             ).fetchall()
             assert len(stored) == 1, number
             applicant, ingredient, manufacturer, address, oversize, garbled = stored[0]
-            values = {"applicant": applicant, "ingredient": ingredient, "manufacturer": manufacturer, "address": address}
+            values = {
+                "applicant": applicant,
+                "ingredient": ingredient,
+                "manufacturer": manufacturer,
+                "address": address,
+            }
             for field, raw in payload.items():
                 value = values[COLUMN[field]]
                 seen_fields.add(field)
@@ -111,7 +126,10 @@ def test_duckdb_stores_the_display_values_normalization_defines(hostile_run):
     by_value = {v: k for p in hostile.values() for k, v in p.items()}
     assert display_text(F.HOSTILE_CONTROLS) == "Ctrl Pharma Ltd." and by_value[F.HOSTILE_CONTROLS] == "MNFCTR_NAME"
     assert display_text("\t=1+1") == "=1+1" and display_text("\u202eRTL 주소 gnp.exe") == "RTL 주소 gnp.exe"
-    assert display_text("💊 알약 성분") == "💊 알약 성분" and display_text("'; DROP TABLE records; --") == "'; DROP TABLE records; --"
+    assert (
+        display_text("💊 알약 성분") == "💊 알약 성분"
+        and display_text("'; DROP TABLE records; --") == "'; DROP TABLE records; --"
+    )
 
 
 def test_raw_archive_and_staging_keep_the_values_as_served(hostile_run):
@@ -125,7 +143,9 @@ def test_raw_archive_and_staging_keep_the_values_as_served(hostile_run):
     assert set(served) == set(hostile)
     for number, payload in hostile.items():
         assert {k: served[number][k] for k in payload} == payload  # byte for byte: NUL, DEL, U+202E, 100 KB
-    items = pl.read_parquet(ws.root / "data" / "staging" / HOSTILE_DAY.isoformat() / "raw_pages.parquet")  # the day store
+    items = pl.read_parquet(
+        ws.root / "data" / "staging" / HOSTILE_DAY.isoformat() / "raw_pages.parquet"
+    )  # the day store
     staged = {r["DMF_PERMIT_NO"]: r for r in items.filter(pl.col("DMF_PERMIT_NO").is_in(list(hostile))).to_dicts()}
     for number, payload in hostile.items():
         assert {k: staged[number][k] for k in payload} == payload
@@ -153,7 +173,9 @@ def test_quality_metrics_count_the_hostile_values(hostile_run):
 
 def _sheet_xml(path: Path) -> dict[str, str]:
     with zipfile.ZipFile(path) as z:
-        return {n: z.read(n).decode("utf-8") for n in z.namelist() if n.startswith("xl/worksheets/") and n.endswith(".xml")}
+        return {
+            n: z.read(n).decode("utf-8") for n in z.namelist() if n.startswith("xl/worksheets/") and n.endswith(".xml")
+        }
 
 
 def test_workbook_has_no_formula_and_shows_formula_like_text_literally(hostile_run):
@@ -178,7 +200,13 @@ def test_workbook_has_no_formula_and_shows_formula_like_text_literally(hostile_r
             assert hits, (title, text)
             assert all(c.data_type == "s" and c.quotePrefix for c in hits), (title, text)
         # and the other hostile values, as normalization displays them
-        for text in ("'; DROP TABLE records; --", "Ctrl Pharma Ltd.", "깨진\ufffd\ufffd성분명", "RTL 주소 gnp.exe", "💊 알약 성분"):
+        for text in (
+            "'; DROP TABLE records; --",
+            "Ctrl Pharma Ltd.",
+            "깨진\ufffd\ufffd성분명",
+            "RTL 주소 gnp.exe",
+            "💊 알약 성분",
+        ):
             assert text in values, (title, text)
         # no source control/bidi character survives (the product's own multi-line summaries use "\n")
         assert not any(_CONTROL.search(v.replace("\n", " ")) for v in values)

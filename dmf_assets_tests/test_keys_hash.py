@@ -22,12 +22,14 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
 
 
 def test_stable_hashes_match_the_stored_values() -> None:
-    frame = _frame([
-        {c: f"{c}-값" for c in _HASHED},
-        dict.fromkeys(_HASHED),
-        {c: ("" if i % 2 else None) for i, c in enumerate(_HASHED)},
-        {c: ("a\x1fb" if i == 0 else "\x00") for i, c in enumerate(_HASHED)},  # chr(0) text hashes like NULL
-    ])
+    frame = _frame(
+        [
+            {c: f"{c}-값" for c in _HASHED},
+            dict.fromkeys(_HASHED),
+            {c: ("" if i % 2 else None) for i, c in enumerate(_HASHED)},
+            {c: ("a\x1fb" if i == 0 else "\x00") for i, c in enumerate(_HASHED)},  # chr(0) text hashes like NULL
+        ]
+    )
     assert stable_hashes(frame).rows() == [
         ("b7a54becbfcda5fb", "697231f43c50c2da", "a728c61af067d7bc"),
         ("bd4032cf693c5067", "bd4032cf693c5067", "a238a8d1ade08d33"),
@@ -43,11 +45,35 @@ def test_stable_hashes_of_no_rows() -> None:
 
 
 def test_snapshot_hashes_match_the_stored_values() -> None:
-    api = ["DMF_PERMIT_NO", "INGR_KOR_NAME", "ENTP_NAME", "BIZRNO", "MNFCTR_NAME", "MNFCTR_PLACE",
-           "MANUF_COUNTRY_CODE_NM", "DMF_PERMIT_DATE", "NOTICE_CODE"]
+    api = [
+        "DMF_PERMIT_NO",
+        "INGR_KOR_NAME",
+        "ENTP_NAME",
+        "BIZRNO",
+        "MNFCTR_NAME",
+        "MNFCTR_PLACE",
+        "MANUF_COUNTRY_CODE_NM",
+        "DMF_PERMIT_DATE",
+        "NOTICE_CODE",
+    ]
     rows = [
-        dict(zip(api, ["제123-45-ND", "아세트아미노펜", "(주)한국제약", "1234567890", "Zhejiang Co., Ltd.",
-                       "No.1 Road, Hangzhou", "중국", "2020-01-02", "별표1"], strict=True)),
+        dict(
+            zip(
+                api,
+                [
+                    "제123-45-ND",
+                    "아세트아미노펜",
+                    "(주)한국제약",
+                    "1234567890",
+                    "Zhejiang Co., Ltd.",
+                    "No.1 Road, Hangzhou",
+                    "중국",
+                    "2020-01-02",
+                    "별표1",
+                ],
+                strict=True,
+            )
+        ),
         dict(zip(api, [None, "Ibuprofen", "대웅", None, "X", None, None, None, None], strict=True)),
         dict.fromkeys(api, ""),
     ]
@@ -64,4 +90,6 @@ def test_synthetic_registry_hashes_are_unchanged() -> None:
 
     snap = build_snapshot(load_bench("synthetic").synthetic_registry(20_000, seed=1))
     text = "".join(snap["content_hash"].to_list() + snap["identity_hash"].to_list() + snap["syn_basis_hash"].to_list())
-    assert hashlib.sha256(text.encode()).hexdigest() == "8a5d45aad95bc34fb2c9ce727de4786c40dbbec289fe1efae61ab12ae2797ae2"
+    assert (
+        hashlib.sha256(text.encode()).hexdigest() == "8a5d45aad95bc34fb2c9ce727de4786c40dbbec289fe1efae61ab12ae2797ae2"
+    )

@@ -34,7 +34,9 @@ def _backfill(root: str, out) -> None:
 
     ws = open_workspace(Path(root))
     reports = launch.run_days(DAYS, instance=ws.instance, resources=ws.resources, trigger="load-backfill")
-    out.put(("backfill", next((r.failure for r in reports if r.failure), None), all(r.failure is None for r in reports)))
+    out.put(
+        ("backfill", next((r.failure for r in reports if r.failure), None), all(r.failure is None for r in reports))
+    )
 
 
 def _schedule_fires(root: str, out) -> None:
@@ -43,10 +45,14 @@ def _schedule_fires(root: str, out) -> None:
 
     ws = open_workspace(Path(root))
     tick = datetime.combine(DAYS[-1], datetime.min.time().replace(hour=6), ZoneInfo("Asia/Seoul"))
-    request = daily_0600_kst(dg.build_schedule_context(instance=ws.instance, scheduled_execution_time=tick,
-                                                        resources={"workspace": ws.resources["workspace"]}))
-    report = launch.run_day(date.fromisoformat(request.partition_key), instance=ws.instance,
-                            resources=ws.resources, trigger="schedule")
+    request = daily_0600_kst(
+        dg.build_schedule_context(
+            instance=ws.instance, scheduled_execution_time=tick, resources={"workspace": ws.resources["workspace"]}
+        )
+    )
+    report = launch.run_day(
+        date.fromisoformat(request.partition_key), instance=ws.instance, resources=ws.resources, trigger="schedule"
+    )
     out.put(("schedule", report.failure, request.partition_key))
 
 
@@ -102,7 +108,9 @@ def test_backfill_schedule_and_rerun_at_once(tmp_path):
         per_day = conn.execute("SELECT day_id, count(*) FROM snapshots GROUP BY day_id").fetchall()
         assert len(per_day) == len(DAYS) and all(n > 8000 for _, n in per_day)
         for day in DAYS[1:]:
-            base = conn.execute("SELECT base_day_id FROM runs WHERE day_id = ?", [day.year * 10000 + day.month * 100 + day.day]).fetchone()[0]
+            base = conn.execute(
+                "SELECT base_day_id FROM runs WHERE day_id = ?", [day.year * 10000 + day.month * 100 + day.day]
+            ).fetchone()[0]
             prev = day - timedelta(days=1)
             assert base == prev.year * 10000 + prev.month * 100 + prev.day  # the chain ended in date order
     total, scored = score_history(ws, RegistrySimulator())
@@ -120,5 +128,7 @@ def test_backfill_schedule_and_rerun_at_once(tmp_path):
     # every run that touched the database finished; none died on a lock
     failed = ws.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]))
     for run in failed:
-        logs = " ".join(str(r.event_log_entry.user_message) for r in ws.instance.get_records_for_run(run.run_id).records)
+        logs = " ".join(
+            str(r.event_log_entry.user_message) for r in ws.instance.get_records_for_run(run.run_id).records
+        )
         assert "lock" not in logs.lower(), logs[:2000]

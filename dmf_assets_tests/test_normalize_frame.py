@@ -188,13 +188,15 @@ def test_non_string_columns_are_cast():
 
 
 def test_items_to_frame_is_robust():
-    frame = items_to_frame([
-        {"DMF_PERMIT_NO": "수30-2-ND", "EXTRA": 1},
-        {"BIZRNO": 4338600179, "DMF_PERMIT_DATE": None, "INGR_KOR_NAME": 12.0},
-        {"NOTICE_CODE": True, "ENTP_NAME": {"nested": ["가"]}, "MNFCTR_NAME": 1.5},
-        {"MNFCTR_PLACE": "broken \ud800 surrogate"},
-        {},
-    ])
+    frame = items_to_frame(
+        [
+            {"DMF_PERMIT_NO": "수30-2-ND", "EXTRA": 1},
+            {"BIZRNO": 4338600179, "DMF_PERMIT_DATE": None, "INGR_KOR_NAME": 12.0},
+            {"NOTICE_CODE": True, "ENTP_NAME": {"nested": ["가"]}, "MNFCTR_NAME": 1.5},
+            {"MNFCTR_PLACE": "broken \ud800 surrogate"},
+            {},
+        ]
+    )
     assert frame.columns == list(API_FIELDS)
     assert all(dtype == pl.String for dtype in frame.dtypes)
     assert frame["DMF_PERMIT_NO"].to_list() == ["수30-2-ND", None, None, None, None]
@@ -258,9 +260,22 @@ _FIELD_VALUES = st.one_of(
     st.none(),
     st.text(max_size=25),
     st.sampled_from(HOSTILE_VALUES[1:-1]),
-    st.sampled_from(["인도,중국", "중국,중국", "체코공화국", "Avik Pharmaceutical Limited,Tianjin Co., Ltd",
-                     "A-1/7, India,No 19, China", "2010.04.02", "20100231", "433-86-00179", "수30-2-ND",
-                     "20050831-37-C-34-05(4)", "로수바스타틴칼슘(미분화)", "㈜하이플"]),
+    st.sampled_from(
+        [
+            "인도,중국",
+            "중국,중국",
+            "체코공화국",
+            "Avik Pharmaceutical Limited,Tianjin Co., Ltd",
+            "A-1/7, India,No 19, China",
+            "2010.04.02",
+            "20100231",
+            "433-86-00179",
+            "수30-2-ND",
+            "20050831-37-C-34-05(4)",
+            "로수바스타틴칼슘(미분화)",
+            "㈜하이플",
+        ]
+    ),
 )
 
 

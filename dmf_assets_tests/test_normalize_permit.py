@@ -133,17 +133,29 @@ def test_blank_numbers_are_missing(raw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.none(), st.text(max_size=30),
-                          st.sampled_from([r[0] for r in REAL_SHAPES])), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.one_of(st.none(), st.text(max_size=30), st.sampled_from([r[0] for r in REAL_SHAPES])), min_size=1, max_size=8
+    )
+)
 def test_frame_and_scalar_parsers_agree(values):
     frame = normalize_items(items_to_frame([{"DMF_PERMIT_NO": v} for v in values]))
     for value, row in zip(values, frame.iter_rows(named=True), strict=True):
         parts = parse_permit(value)
         assert row["permit_no_raw"] == value
         assert (row["permit_no"], row["permit_fmt"], row["permit_accept_date"]) == (
-            parts.permit_no, parts.fmt, parts.accept_date)
-        assert (row["permit_ingr_no"], row["permit_group"], row["permit_serial"], row["permit_seq"],
-                row["permit_grant"], row["permit_prefix"]) == parts.tokens
+            parts.permit_no,
+            parts.fmt,
+            parts.accept_date,
+        )
+        assert (
+            row["permit_ingr_no"],
+            row["permit_group"],
+            row["permit_serial"],
+            row["permit_seq"],
+            row["permit_grant"],
+            row["permit_prefix"],
+        ) == parts.tokens
         assert (row["permit_table"], row["permit_group_date"]) == (parts.table, parts.group_date)
 
 
@@ -168,7 +180,9 @@ def test_real_rows_carry_grant_links_in_the_frame(real_items):
     grants = frame.filter(frame["permit_grant"].is_not_null())
     assert grants.height > 10, "the real rows include many grant-derived numbers"
     for row in grants.iter_rows(named=True):
-        assert row["permit_no"].startswith(row["base_permit_no"]) and row["permit_no"].endswith(f"({row['permit_grant']})")
+        assert row["permit_no"].startswith(row["base_permit_no"]) and row["permit_no"].endswith(
+            f"({row['permit_grant']})"
+        )
     unknown = frame.filter(frame["permit_fmt"].is_in(["unknown", "missing"]))
     assert unknown["cohort"].null_count() == unknown.height and unknown["base_permit_no"].null_count() == unknown.height
 
@@ -179,14 +193,19 @@ def test_migration_fills_grant_links_of_existing_versions_like_the_normalizer(tm
 
     from dmf_assets.storage.db import MIGRATIONS_DIR
 
-    frame = normalize_items(real_items).select("permit_no", "permit_grant", "permit_ingr_no", "permit_group",
-                                               "base_permit_no", "cohort")
+    frame = normalize_items(real_items).select(
+        "permit_no", "permit_grant", "permit_ingr_no", "permit_group", "base_permit_no", "cohort"
+    )
     con = duckdb.connect(str(tmp_path / "m.duckdb"))
-    con.execute("CREATE TABLE record_versions (permit_no VARCHAR, permit_grant VARCHAR, permit_ingr_no VARCHAR, "
-                "permit_group VARCHAR)")
+    con.execute(
+        "CREATE TABLE record_versions (permit_no VARCHAR, permit_grant VARCHAR, permit_ingr_no VARCHAR, "
+        "permit_group VARCHAR)"
+    )
     con.register("f", frame.to_arrow())
     con.execute("INSERT INTO record_versions SELECT permit_no, permit_grant, permit_ingr_no, permit_group FROM f")
     con.execute((MIGRATIONS_DIR / "0002_grant_links.sql").read_text(encoding="utf-8"))
     got = con.execute("SELECT permit_no, base_permit_no, cohort FROM record_versions ORDER BY ALL").fetchall()
-    want = sorted(frame.select("permit_no", "base_permit_no", "cohort").rows(), key=lambda r: tuple((x is None, x) for x in r))
+    want = sorted(
+        frame.select("permit_no", "base_permit_no", "cohort").rows(), key=lambda r: tuple((x is None, x) for x in r)
+    )
     assert sorted(got, key=lambda r: tuple((x is None, x) for x in r)) == want

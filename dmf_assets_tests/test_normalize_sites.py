@@ -112,8 +112,12 @@ def test_trailing_commas_are_not_boundaries(real_items):
     item = by_permit["20180130-13-B-404-13(1)"]  # "Zhejiang East-Asia Pharmaceutical Co., Ltd,"
     split = split_sites(item["MNFCTR_NAME"], item["MNFCTR_PLACE"], item["MANUF_COUNTRY_CODE_NM"])
     assert split.sites == (
-        Site("Zhejiang East-Asia Pharmaceutical Co., Ltd",
-             "Coastal Industrial City, Pubagangtown, Sanmen county, Zhejiang, P.R.China", "중국", None),
+        Site(
+            "Zhejiang East-Asia Pharmaceutical Co., Ltd",
+            "Coastal Industrial City, Pubagangtown, Sanmen county, Zhejiang, P.R.China",
+            "중국",
+            None,
+        ),
     )
     item = by_permit["20130122-173-I-229-01(17)"]  # address ends with "China,"
     split = split_sites(item["MNFCTR_NAME"], item["MNFCTR_PLACE"], item["MANUF_COUNTRY_CODE_NM"])
@@ -130,14 +134,29 @@ def test_trailing_commas_are_not_boundaries(real_items):
     ("names", "addresses", "countries", "expected_names", "ok"),
     [
         # legal-form words after a comma keep it inside the name
-        ("Alpha Co., Ltd.,Beta Co.,Ltd.", "Road 1, China,Road 2, China", "중국,중국",
-         ["Alpha Co., Ltd.", "Beta Co.,Ltd."], True),
+        (
+            "Alpha Co., Ltd.,Beta Co.,Ltd.",
+            "Road 1, China,Road 2, China",
+            "중국,중국",
+            ["Alpha Co., Ltd.", "Beta Co.,Ltd."],
+            True,
+        ),
         # the strongest boundaries win: a role bracket beats a tight comma
-        ("Alpha Limited,Beta Unit,[원료 제조소]Gamma Ltd", "A, India,B, India", "인도,인도",
-         ["Alpha Limited,Beta Unit", "Gamma Ltd"], True),
+        (
+            "Alpha Limited,Beta Unit,[원료 제조소]Gamma Ltd",
+            "A, India,B, India",
+            "인도,인도",
+            ["Alpha Limited,Beta Unit", "Gamma Ltd"],
+            True,
+        ),
         # commas inside parentheses are never cut
-        ("Alpha (Unit 1, Unit 2) Ltd,Beta Ltd", "A, India,B, India", "인도,인도",
-         ["Alpha (Unit 1, Unit 2) Ltd", "Beta Ltd"], True),
+        (
+            "Alpha (Unit 1, Unit 2) Ltd,Beta Ltd",
+            "A, India,B, India",
+            "인도,인도",
+            ["Alpha (Unit 1, Unit 2) Ltd", "Beta Ltd"],
+            True,
+        ),
         # a stray '(' that is never closed does not hide later commas
         ("Alpha (Unit 1 Ltd,Beta Ltd", "A, India,B, India", "인도,인도", ["Alpha (Unit 1 Ltd", "Beta Ltd"], True),
         # more countries than sites in the text
@@ -154,8 +173,9 @@ def test_split_rules(names, addresses, countries, expected_names, ok):
     split = split_sites(names, addresses, countries)
     assert [s.name for s in split.sites] == expected_names
     assert split.ok is ok
-    frame = normalize_items(items_to_frame([{"MNFCTR_NAME": names, "MNFCTR_PLACE": addresses,
-                                             "MANUF_COUNTRY_CODE_NM": countries}]))
+    frame = normalize_items(
+        items_to_frame([{"MNFCTR_NAME": names, "MNFCTR_PLACE": addresses, "MANUF_COUNTRY_CODE_NM": countries}])
+    )
     assert frame["sites"][0].to_list() == sites_as_dicts(split)
     assert frame["sites_split_ok"][0] is ok
 
@@ -163,10 +183,15 @@ def test_split_rules(names, addresses, countries, expected_names, ok):
 def test_address_cut_prefers_the_comma_after_a_country_name():
     address = "Unit-1,Sy.No.:291,346P,Telangana State, India,Plot 5,6, Road, China"
     split = split_sites("A Ltd,B Ltd", address, "인도,중국")
-    assert [s.address for s in split.sites] == ["Unit-1,Sy.No.:291,346P,Telangana State, India", "Plot 5,6, Road, China"]
+    assert [s.address for s in split.sites] == [
+        "Unit-1,Sy.No.:291,346P,Telangana State, India",
+        "Plot 5,6, Road, China",
+    ]
 
 
-_PIECES = st.sampled_from(["Alpha", "Co.", "Ltd", ",", ", ", "[역할]", "(", ")", "India", " ", "1", "2,3", "Inc", "주식회사"])
+_PIECES = st.sampled_from(
+    ["Alpha", "Co.", "Ltd", ",", ", ", "[역할]", "(", ")", "India", " ", "1", "2,3", "Inc", "주식회사"]
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -176,8 +201,9 @@ _PIECES = st.sampled_from(["Alpha", "Co.", "Ltd", ",", ", ", "[역할]", "(", ")
     countries=st.one_of(st.none(), st.sampled_from(["인도", "인도,중국", "중국,중국,중국", "", ",", "Neverland,인도"])),
 )
 def test_frame_split_agrees_with_scalar_split(names, addresses, countries):
-    frame = normalize_items(items_to_frame([{"MNFCTR_NAME": names, "MNFCTR_PLACE": addresses,
-                                             "MANUF_COUNTRY_CODE_NM": countries}]))
+    frame = normalize_items(
+        items_to_frame([{"MNFCTR_NAME": names, "MNFCTR_PLACE": addresses, "MANUF_COUNTRY_CODE_NM": countries}])
+    )
     split = split_sites(names, addresses, countries)
     assert frame["sites"][0].to_list() == sites_as_dicts(split)
     assert frame["sites_split_ok"][0] is split.ok
@@ -271,7 +297,12 @@ def test_multi_site_values_longer_than_the_spec_are_not_oversize_per_site(real_i
         {**base, "MNFCTR_NAME": "B" * 140 + "," + "C" * 180, "MANUF_COUNTRY_CODE_NM": "인도,중국"},  # 321 > 2 × 150
         {**base, "MNFCTR_NAME": "D" * 100 + "," + "E" * 100, "MANUF_COUNTRY_CODE_NM": "인도,중국"},  # 201 ≤ 300
         {**base, "DMF_PERMIT_NO": "1" * 250},  # not a per-site field
-        {**base, "INGR_KOR_NAME": "가" * 3001, "MNFCTR_NAME": "D" * 100 + "," + "E" * 100, "MANUF_COUNTRY_CODE_NM": "인도,중국"},
+        {
+            **base,
+            "INGR_KOR_NAME": "가" * 3001,
+            "MNFCTR_NAME": "D" * 100 + "," + "E" * 100,
+            "MANUF_COUNTRY_CODE_NM": "인도,중국",
+        },
     ]
     got = build_snapshot(rows).with_columns(real=oversize_expr())["real"].to_list()
     assert got == [True, True, False, True, True]

@@ -112,8 +112,11 @@ def test_every_fold_in_the_table_is_applied():
         ("Acme SpA", "company", "acme"),
         ("Acme Srl", "company", "acme"),
         ("Acme Company Limited", "company", "acme"),
-        ("Avik Pharmaceutical Limited,[베타메타손 제조소]Hunan Yuxin Pharmaceutical Co. Ltd.", "company",
-         "avikpharmaceuticalhunanyuxinpharmaceutical"),
+        (
+            "Avik Pharmaceutical Limited,[베타메타손 제조소]Hunan Yuxin Pharmaceutical Co. Ltd.",
+            "company",
+            "avikpharmaceuticalhunanyuxinpharmaceutical",
+        ),
         # a legal form is only a whole word: 'Cosmetics', 'Incheon', 'Spain' keep their letters
         ("Cosmetics Incheon Spain Agro", "company", "cosmeticsincheonspainagro"),
         # a name that is nothing but a legal form falls back to its text key (never null)
@@ -243,8 +246,13 @@ def test_real_rows_quirks(real_items):
 
 def test_real_values_display_is_idempotent_and_keys_are_stable(real_items):
     for item in real_items:
-        for field, kind in (("ENTP_NAME", "company"), ("MNFCTR_NAME", "company"), ("MNFCTR_PLACE", "text"),
-                            ("INGR_KOR_NAME", "text"), ("MANUF_COUNTRY_CODE_NM", "country")):
+        for field, kind in (
+            ("ENTP_NAME", "company"),
+            ("MNFCTR_NAME", "company"),
+            ("MNFCTR_PLACE", "text"),
+            ("INGR_KOR_NAME", "text"),
+            ("MANUF_COUNTRY_CODE_NM", "country"),
+        ):
             value = item[field]
             shown = display_text(value)
             assert display_text(shown) == shown
@@ -280,8 +288,9 @@ FULLWIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
 
 def _boundaries(text: str) -> list[int]:
     """Positions next to whitespace or punctuation (where a person re-types spacing)."""
-    return [i for i in range(len(text) + 1)
-            if i in (0, len(text)) or not text[i - 1].isalnum() or not text[i].isalnum()]
+    return [
+        i for i in range(len(text) + 1) if i in (0, len(text)) or not text[i - 1].isalnum() or not text[i].isalnum()
+    ]
 
 
 @st.composite
@@ -305,7 +314,7 @@ def cosmetic_retyping(draw, text: str, anywhere: bool, punct: str | None = None)
             spaces = [i for i, ch in enumerate(text) if ch == " "]
             i = draw(st.sampled_from(spaces))
             if anywhere or (i > 0 and not text[i - 1].isalnum()) or (i + 1 < len(text) and not text[i + 1].isalnum()):
-                text = text[:i] + text[i + 1:]
+                text = text[:i] + text[i + 1 :]
         elif op == "crlf":
             i = draw(st.sampled_from(positions))
             text = text[:i] + "\r\n" + text[i:]
@@ -313,8 +322,9 @@ def cosmetic_retyping(draw, text: str, anywhere: bool, punct: str | None = None)
             text = draw(st.sampled_from([text.upper(), text.lower(), text.swapcase(), text.title()]))
         elif op == "punct":
             # after a word, before a space or the end ("Co" -> "Co.", "Ltd" -> "Ltd,")
-            ends = [i for i in range(1, len(text) + 1)
-                    if text[i - 1].isalnum() and (i == len(text) or text[i].isspace())] or [len(text)]
+            ends = [
+                i for i in range(1, len(text) + 1) if text[i - 1].isalnum() and (i == len(text) or text[i].isspace())
+            ] or [len(text)]
             i = draw(st.sampled_from({"anywhere": positions, "word_end": ends, "end": [len(text)]}[punct]))
             text = text[:i] + draw(st.sampled_from([".", ",", "-", "–", "'", "’", "·"])) + text[i:]
         elif op == "undot":  # the dots typed as spaces: "S.R.L" -> "S R L", "Co., Ltd." -> "Co , Ltd "
@@ -372,7 +382,11 @@ def test_country_variants_order_and_spacing_keep_the_key(data):
     ("before", "after", "kind"),
     [
         ("Zhejiang Charioteer Pharmaceutical Co., Ltd.", "Zhejiang Huahai Pharmaceutical Co., Ltd.", "company"),
-        ("Avik Pharmaceutical Limited", "Avik Pharmaceutical Limited,Tianjin Tianyao Pharmaceuticals Co., Ltd", "company"),
+        (
+            "Avik Pharmaceutical Limited",
+            "Avik Pharmaceutical Limited,Tianjin Tianyao Pharmaceuticals Co., Ltd",
+            "company",
+        ),
         ("Symbiotec Pharmalab Limited", "Symbiotec Pharmalab Ltd. Unit-II", "company"),
         ("(주)하이플", "(주)하이플생명과학", "company"),
         ("Plot No. 8, Parawada, India", "Plot No. 9, Parawada, India", "text"),
@@ -398,17 +412,23 @@ def test_changing_a_letter_of_a_word_changes_the_key(data):
     i = data.draw(st.sampled_from(letters))
     old = text[i]
     replacement = data.draw(st.sampled_from([c for c in "qxzj가힣" if c.lower() != old.lower()]))
-    changed = text[:i] + replacement + text[i + 1:]
+    changed = text[:i] + replacement + text[i + 1 :]
     # a letter inside a legal-form word may turn it into a non-legal word: still a different key
     assert match_key(changed, kind) != match_key(text, kind), (text, changed)
 
 
-@pytest.mark.parametrize(("dotted", "spaced"), [
-    ("Sicor Societa' Italiana Corticosteroidi S.R.L,Valdepharm", "Sicor Societa' Italiana Corticosteroidi S R L ,Valdepharm"),
-    ("OLON S.p.A.", "OLON S p A "),
-    ("Laboratorios Pharma S.A.", "Laboratorios Pharma S A"),
-    ("Bachem A.G.", "Bachem A G"),
-])
+@pytest.mark.parametrize(
+    ("dotted", "spaced"),
+    [
+        (
+            "Sicor Societa' Italiana Corticosteroidi S.R.L,Valdepharm",
+            "Sicor Societa' Italiana Corticosteroidi S R L ,Valdepharm",
+        ),
+        ("OLON S.p.A.", "OLON S p A "),
+        ("Laboratorios Pharma S.A.", "Laboratorios Pharma S A"),
+        ("Bachem A.G.", "Bachem A G"),
+    ],
+)
 def test_a_dotted_legal_form_typed_with_spaces_keeps_the_company_key(dotted, spaced):
     # a false CHANGED (CRITICAL: manufacturer) on the day a registry re-types "S.R.L" as "S R L" —
     # found by test_diff's retyping property
@@ -459,9 +479,7 @@ def oracle_text_key(value: str) -> str | None:
 # characters assigned in Python's Unicode database (polars may know a newer Unicode version: newly
 # assigned code points can legitimately differ), plus the characters the rules are about
 _ASSIGNED = st.characters(exclude_categories=("Cn", "Cs", "Co"))
-_INTERESTING = st.sampled_from(
-    list(PUNCTUATION_FOLDS) + list("ⅠⅡⅢ㈜（）－　\u00a0\u200f\ufeff\ufffd\r\n\t,.[] Σσς")
-)
+_INTERESTING = st.sampled_from(list(PUNCTUATION_FOLDS) + list("ⅠⅡⅢ㈜（）－　\u00a0\u200f\ufeff\ufffd\r\n\t,.[] Σσς"))
 
 
 @settings(max_examples=300, deadline=None)

@@ -25,8 +25,17 @@ GOOD, BAD = "2026-11-26", "2026-11-27"
 def _project(root: Path, smtp_port: int, hook: str) -> dict[str, str]:
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     lines = ["[paths]"] + [f'{n} = "{(root / "data" / n).as_posix()}"' for n in names]
-    lines += ["", "[alerts]", f'webhook_urls = ["{hook}"]', "", "[alerts.email]", 'smtp_host = "127.0.0.1"',
-              f"smtp_port = {smtp_port}", 'sender = "dmf-watch@example.co.kr"', 'recipients = ["ra-team@example.co.kr"]']
+    lines += [
+        "",
+        "[alerts]",
+        f'webhook_urls = ["{hook}"]',
+        "",
+        "[alerts.email]",
+        'smtp_host = "127.0.0.1"',
+        f"smtp_port = {smtp_port}",
+        'sender = "dmf-watch@example.co.kr"',
+        'recipients = ["ra-team@example.co.kr"]',
+    ]
     config = root / "dmf.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     home = root / "dagster_home"
@@ -37,8 +46,14 @@ def _project(root: Path, smtp_port: int, hook: str) -> dict[str, str]:
 
 
 def _dmf(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], env=env, capture_output=True, text=True,
-                          timeout=600, cwd=PROJECT_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=PROJECT_ROOT,
+    )
 
 
 def _drain(queue_get) -> list:
@@ -70,7 +85,9 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
         assert "Traceback" not in bad.stdout + bad.stderr
         mails = [m for _, m in _drain(smtp.next_message)]
         alerts = [m for m in mails if BAD in m["Subject"] and not list(m.iter_attachments())]
-        assert [m["Subject"] for m in alerts] == [f"[DMF 경보] {BAD} 수집 거부 (rejected) — 게이트 2 완전성(completeness)"]
+        assert [m["Subject"] for m in alerts] == [
+            f"[DMF 경보] {BAD} 수집 거부 (rejected) — 게이트 2 완전성(completeness)"
+        ]
         body = alerts[0].get_body(("plain",)).get_content()
         assert BAD in body and "완전성" in body and GOOD in body  # the gate, and the base that still holds
         assert "자동으로 다시 수집합니다" not in body  # an old day: no retry is promised, none will come
@@ -80,7 +97,9 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
         posts = _drain(hook.next)
         assert any(BAD in str(p["json"]) and "완전성" in str(p["json"]) for p in posts), posts
         # the rejected day's workbook was delivered too (it says the collection failed)
-        assert [m["Subject"] for m in mails if list(m.iter_attachments())] == [f"[DMF] {BAD} — 수집 실패 (비교 기준 {GOOD})"]
+        assert [m["Subject"] for m in mails if list(m.iter_attachments())] == [
+            f"[DMF] {BAD} — 수집 실패 (비교 기준 {GOOD})"
+        ]
 
         again = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
         assert again.returncode == 3

@@ -28,22 +28,51 @@ pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiri
 
 
 def _event(kind, permit, ingredient, applicant, manufacturer, country, severity, *, changes=(), watch=False):
-    return EventRow(kind, severity, permit, permit, None, ingredient, ingredient, applicant, "1234567890",
-                    manufacturer, "주소", country, "2026-11-26", "별표1", changed_fields=tuple(c.field for c in changes),
-                    changes=tuple(changes), watchlist_hit=watch, watch_reasons=("성분: 메트포르민",) if watch else ())
+    return EventRow(
+        kind,
+        severity,
+        permit,
+        permit,
+        None,
+        ingredient,
+        ingredient,
+        applicant,
+        "1234567890",
+        manufacturer,
+        "주소",
+        country,
+        "2026-11-26",
+        "별표1",
+        changed_fields=tuple(c.field for c in changes),
+        changes=tuple(changes),
+        watchlist_hit=watch,
+        watch_reasons=("성분: 메트포르민",) if watch else (),
+    )
 
 
 EVENTS = (
     _event("NEW", "20261126-1", "세파클러", "(주)삼오제약", "Aurobindo Pharma Ltd", "인도", "INFO"),
     _event("NEW", "20261126-2", "메트포르민염산염", "(주)파마피아", "Zhejiang Huahai", "중국", "HIGH", watch=True),
-    _event("CHANGED", "20190101-5", "아토르바스타틴칼슘", "대신무약(주)", "MSN Laboratories", "인도", "CRITICAL",
-           changes=(FieldChangeRow("k", "p", "i", "a", "manufacturer", "Hetero Labs", "MSN Laboratories", False, "CRITICAL"),)),
+    _event(
+        "CHANGED",
+        "20190101-5",
+        "아토르바스타틴칼슘",
+        "대신무약(주)",
+        "MSN Laboratories",
+        "인도",
+        "CRITICAL",
+        changes=(
+            FieldChangeRow("k", "p", "i", "a", "manufacturer", "Hetero Labs", "MSN Laboratories", False, "CRITICAL"),
+        ),
+    ),
 )
 
 
 def _report(status=DayStatus.ACCEPTED, events=EVENTS) -> DayReport:
     if status is DayStatus.REJECTED:
-        return DayReport(DAY, status, "게이트 2 완전성(completeness): 263건이 누락되었습니다", BASE, BASE, Kpis(registry_size=9_167))
+        return DayReport(
+            DAY, status, "게이트 2 완전성(completeness): 263건이 누락되었습니다", BASE, BASE, Kpis(registry_size=9_167)
+        )
     kpis = Kpis(registry_size=9_169, new=2, changed=1, withdrawn=0, watchlist_hits=1)
     return DayReport(DAY, status, "6개 게이트 모두 통과", BASE, DAY, kpis, events=events)
 
@@ -71,8 +100,14 @@ def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_
     assert_readable(body)
     watch_at, top_at = body.index("관심목록 해당 / Watchlist hits"), body.index("주요 이벤트 / Top events")
     assert watch_at < top_at
-    assert "(주)파마피아가 메트포르민염산염(20261126-2 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다." in body[watch_at:top_at]
-    assert "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이 바뀌었습니다." in body
+    assert (
+        "(주)파마피아가 메트포르민염산염(20261126-2 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
+        in body[watch_at:top_at]
+    )
+    assert (
+        "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이 바뀌었습니다."
+        in body
+    )
     assert "https://dmf.example.kr/r/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in body
 
     [attachment] = list(msg.iter_attachments())
@@ -148,7 +183,11 @@ def test_a_mail_that_never_gets_through_is_given_up_once_and_told_on_the_other_c
         assert hook.received.empty()  # told once, on the webhook only
     [given_up] = [m for m in notifier.status() if m.kind == "request_cap"]
     assert given_up.state == "given_up"
-    assert notice["kind"] == "delivery_given_up" and "요청 한도" in notice["text"] and "dmf notify flush --given-up" in notice["text"]
+    assert (
+        notice["kind"] == "delivery_given_up"
+        and "요청 한도" in notice["text"]
+        and "dmf notify flush --given-up" in notice["text"]
+    )
     [told] = [m for m in notifier.status() if m.kind == "delivery_given_up"]
     assert [s.channel for s in told.sends] == [given_up.sends[1].channel]  # not the e-mail that gave up
     assert delivery_check(notifier).status == "FAIL"
@@ -168,7 +207,9 @@ def test_a_held_mail_goes_out_once_when_its_day_is_decided(tmp_path):
         with frozen_at(T0):
             held = notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=hold)
             # a failed retry re-makes the same "collection failed" workbook: still held, nothing sent
-            assert notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=hold) is None
+            assert (
+                notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=hold) is None
+            )
             assert notifier.flush() == [] and smtp.received.empty()
         # the retry was accepted: its workbook mail replaces the held one — one mail for the morning
         accepted = notify.ReportDelivery.from_day_report(_report(), path, retry_attempt=1)
@@ -188,7 +229,9 @@ def test_a_held_mail_whose_hold_ends_is_released_by_flush(tmp_path):
     with smtp_server() as smtp:
         notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
         with frozen_at(T0):
-            notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, path), hold_until=T0 + timedelta(hours=1))
+            notifier.deliver_report(
+                notify.ReportDelivery.from_day_report(rejected, path), hold_until=T0 + timedelta(hours=1)
+            )
         with frozen_at(T0 + timedelta(minutes=59)):
             assert notifier.flush() == []
         with frozen_at(T0 + timedelta(hours=1, minutes=1)):
@@ -224,9 +267,29 @@ def test_starttls_then_login_with_a_verified_certificate(tmp_path, monkeypatch):
     """STARTTLS with certificate verification (the server's self-signed cert is made trusted through
     SSL_CERT_FILE, as a company CA would be), then AUTH — the password only ever crosses TLS."""
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))

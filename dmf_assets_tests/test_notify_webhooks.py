@@ -25,8 +25,9 @@ REJECTION = Rejection(2, "수신 8,940건 / totalCount 9,203건", "수신 건수
 
 
 def _rejected(retry=None):
-    return notify.Rejected(day=DAY, rejection=REJECTION,
-                           retry=retry or RetryOutlook(attempt=1, of=3, at=T0 + timedelta(minutes=30)))
+    return notify.Rejected(
+        day=DAY, rejection=REJECTION, retry=retry or RetryOutlook(attempt=1, of=3, at=T0 + timedelta(minutes=30))
+    )
 
 
 def test_rejected_day_alert_goes_to_webhook_and_email_and_is_written_once(tmp_path):
@@ -42,7 +43,10 @@ def test_rejected_day_alert_goes_to_webhook_and_email_and_is_written_once(tmp_pa
         smtp.next_message()
         assert hook.received.empty() and smtp.received.empty()
 
-    assert outcome.state == "delivered" and {s.channel.split(":")[0] for s in outcome.stored.sends} == {"email", "webhook"}
+    assert outcome.state == "delivered" and {s.channel.split(":")[0] for s in outcome.stored.sends} == {
+        "email",
+        "webhook",
+    }
     assert other.state == "delivered" and second["json"]["kind"] == "request_cap"
     body = post["json"]
     assert post["path"] == "/hook" and body["source"] == "dmf-watch" and body["type"] == "alert"
@@ -102,11 +106,14 @@ def test_a_permanent_error_and_a_dead_port_wait_in_the_outbox_without_their_secr
     dead = f"http://127.0.0.1:{free_port()}/hook"
     with webhook_receiver(fail_first=99, fail_status=404) as hook:
         notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url("/hook/abc?sig=SECRETSIG"), dead])
-        outcome = notifier.send_alert(notify.RunTimeout(day=DAY, limit_minutes=30, retry=RetryOutlook(
-            attempt=1, of=3, why_not=NoRetry.OLD_DAY)))
+        outcome = notifier.send_alert(
+            notify.RunTimeout(day=DAY, limit_minutes=30, retry=RetryOutlook(attempt=1, of=3, why_not=NoRetry.OLD_DAY))
+        )
     gone, refused = sorted(outcome.stored.sends, key=lambda s: s.last_error or "")
     assert outcome.state == "pending"
-    assert "HTTP 404" in (gone.last_error + refused.last_error) and "ConnectError" in (gone.last_error + refused.last_error)
+    assert "HTTP 404" in (gone.last_error + refused.last_error) and "ConnectError" in (
+        gone.last_error + refused.last_error
+    )
     for path in (tmp_path / "alerts").iterdir():
         assert b"SECRETSIG" not in path.read_bytes() and b"/hook/abc" not in path.read_bytes(), path
     [line] = [m.line() for m in notifier.status()]
@@ -115,7 +122,9 @@ def test_a_permanent_error_and_a_dead_port_wait_in_the_outbox_without_their_secr
 
 def test_slack_and_teams_payload_shapes_through_a_real_receiver(tmp_path):
     with webhook_receiver() as hook:
-        notifier = notifier_for(tmp_path / "alerts", webhooks=[f"slack+{hook.url('/slack')}", f"teams+{hook.url('/teams')}"])
+        notifier = notifier_for(
+            tmp_path / "alerts", webhooks=[f"slack+{hook.url('/slack')}", f"teams+{hook.url('/teams')}"]
+        )
         hit = "★ [높음] (주)파마피아가 메트포르민염산염(20261127-1 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
         outcome = notifier.send_alert(notify.WatchlistHit(day=DAY, hits=(hit,)))
         posts = {p["path"]: p["json"] for p in (hook.next(), hook.next())}
@@ -123,7 +132,8 @@ def test_slack_and_teams_payload_shapes_through_a_real_receiver(tmp_path):
     slack = posts["/slack"]
     assert "2026-11-27" in slack["text"] and "관심목록 해당 1건" in slack["text"]
     assert slack["blocks"][0]["type"] == "header" and any(
-        "메트포르민염산염" in b.get("text", {}).get("text", "") for b in slack["blocks"] if b["type"] == "section")
+        "메트포르민염산염" in b.get("text", {}).get("text", "") for b in slack["blocks"] if b["type"] == "section"
+    )
     teams = posts["/teams"]
     assert teams["type"] == "message"
     [att] = teams["attachments"]
@@ -135,13 +145,16 @@ def test_slack_and_teams_payload_shapes_through_a_real_receiver(tmp_path):
     assert {"title": "날짜 / day", "value": "2026-11-27"} in facts
 
 
-@pytest.mark.parametrize("url, flavour", [
-    ("https://hooks.slack.com/services/T0/B0/xyz", "slack"),
-    ("https://contoso.webhook.office.com/webhookb2/abc/IncomingWebhook/def", "teams"),
-    ("https://prod-12.koreacentral.logic.azure.com:443/workflows/abc/triggers/manual/paths/invoke?sig=x", "teams"),
-    ("https://chat.example.co.kr/hooks/abc", "webhook"),
-    ("slack+https://mattermost.example.co.kr/hooks/abc", "slack"),
-])
+@pytest.mark.parametrize(
+    "url, flavour",
+    [
+        ("https://hooks.slack.com/services/T0/B0/xyz", "slack"),
+        ("https://contoso.webhook.office.com/webhookb2/abc/IncomingWebhook/def", "teams"),
+        ("https://prod-12.koreacentral.logic.azure.com:443/workflows/abc/triggers/manual/paths/invoke?sig=x", "teams"),
+        ("https://chat.example.co.kr/hooks/abc", "webhook"),
+        ("slack+https://mattermost.example.co.kr/hooks/abc", "slack"),
+    ],
+)
 def test_webhook_flavour_is_recognised_by_host(url, flavour):
     assert channels.webhook_flavour(url) == flavour
     assert "abc" not in channels.redact_url(url) and "xyz" not in channels.redact_url(url)
@@ -173,9 +186,24 @@ def test_rules_the_sensor_uses():
 def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
     from dmf_assets.report.model import DayReport, DayStatus, EventRow, Kpis
 
-    watched = EventRow("NEW", "HIGH", "20261127-3", "20261127-3", None, "메트포르민염산염", "메트포르민", "(주)파마피아", None,
-                       "Zhejiang Huahai", "주소", "중국", "2026-11-27", "별표1", watchlist_hit=True,
-                       watch_reasons=("성분: 메트포르민",))
+    watched = EventRow(
+        "NEW",
+        "HIGH",
+        "20261127-3",
+        "20261127-3",
+        None,
+        "메트포르민염산염",
+        "메트포르민",
+        "(주)파마피아",
+        None,
+        "Zhejiang Huahai",
+        "주소",
+        "중국",
+        "2026-11-27",
+        "별표1",
+        watchlist_hit=True,
+        watch_reasons=("성분: 메트포르민",),
+    )
     quiet = DayReport(DAY, DayStatus.ACCEPTED, "", BASE, DAY, Kpis(9_170, new=1, watchlist_hits=1), events=(watched,))
     heavy = DayReport(date(2026, 11, 28), DayStatus.ACCEPTED, "", DAY, date(2026, 11, 28), Kpis(9_000, withdrawn=200))
     rejected = DayReport(date(2026, 11, 29), DayStatus.REJECTED, "거부", DAY, DAY, Kpis(9_000))
@@ -189,11 +217,17 @@ def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
         assert hook.received.empty()
     assert kinds == [["watchlist_hit"], ["withdrawal_share"], []]
     assert [(g["type"], g["kind"], g["day"]) for g in got] == [
-        ("report", "report", "2026-11-27"), ("alert", "watchlist_hit", "2026-11-27"),
-        ("report", "report", "2026-11-28"), ("alert", "withdrawal_share", "2026-11-28"),
-        ("report", "report", "2026-11-29")]
+        ("report", "report", "2026-11-27"),
+        ("alert", "watchlist_hit", "2026-11-27"),
+        ("report", "report", "2026-11-28"),
+        ("alert", "withdrawal_share", "2026-11-28"),
+        ("report", "report", "2026-11-29"),
+    ]
     assert got[0]["subject"] == "[DMF] 2026-11-27 — 신규 1 · 변경 0 · 취하 0 · 관심목록 1"
-    assert "(주)파마피아가 메트포르민염산염(20261127-3 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다." in got[1]["text"]
+    assert (
+        "(주)파마피아가 메트포르민염산염(20261127-3 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
+        in got[1]["text"]
+    )
     assert "2.2 %" in got[3]["subject"]
 
 

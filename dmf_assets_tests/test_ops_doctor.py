@@ -41,8 +41,9 @@ with open_database(sys.argv[1], purpose="test holder"):
 @contextlib.contextmanager
 def lock_held(database: Path, seconds: float):
     """Another process holding the history database (as a running day would)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(database), str(seconds)],
-                            stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(database), str(seconds)], stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT
+    )
     try:
         assert proc.stdout.readline().strip() == "held"
         yield proc
@@ -90,19 +91,37 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
     report = run_doctor(_paths(healthy), now=_at(LAST))
     status = {c.name: c.status for c in report.checks}
     assert status == {
-        "database": OK, "schema": OK, "references": OK, "days": OK, "unfinished": OK, "freshness": OK,
-        "lock": OK, "backup": WARN, "disk": OK, "temp_files": OK, "sizes": OK,  # no backup taken yet: a warning, not a failure
+        "database": OK,
+        "schema": OK,
+        "references": OK,
+        "days": OK,
+        "unfinished": OK,
+        "freshness": OK,
+        "lock": OK,
+        "backup": WARN,
+        "disk": OK,
+        "temp_files": OK,
+        "sizes": OK,  # no backup taken yet: a warning, not a failure
     }, report.table()
     counts = report.check("database").details["tables"]
     with open_database(healthy.database, purpose="test") as conn:
         assert counts == table_counts(conn)
-        assert counts["runs"] == 3 and counts["snapshots"] == conn.execute("SELECT sum(population) FROM runs").fetchone()[0]
+        assert (
+            counts["runs"] == 3
+            and counts["snapshots"] == conn.execute("SELECT sum(population) FROM runs").fetchone()[0]
+        )
     assert report.check("freshness").details == {
-        "last_accepted": "2026-10-07", "age_days": 0, "today": "2026-10-07",
+        "last_accepted": "2026-10-07",
+        "age_days": 0,
+        "today": "2026-10-07",
         "latest_run": {"day": "2026-10-07", "status": "accepted"},
     }
     sizes = report.check("sizes").details
-    assert sizes["raw_days"] == 3 and sizes["workbooks"] == 3 and sizes["bytes"]["database"] == healthy.database.stat().st_size
+    assert (
+        sizes["raw_days"] == 3
+        and sizes["workbooks"] == 3
+        and sizes["bytes"]["database"] == healthy.database.stat().st_size
+    )
     assert report.exit_code() == 0 and report.exit_code(strict=True) == 1
 
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--today", LAST.isoformat())
@@ -114,9 +133,18 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
 
 def test_real_command_prints_json(healthy):
     proc = subprocess.run(
-        [str(PROJECT_ROOT / ".venv" / "bin" / "dmf"), "doctor", "--root", str(healthy.root), "--json",
-         "--today", (LAST + timedelta(days=1)).isoformat()],
-        capture_output=True, text=True, timeout=60,
+        [
+            str(PROJECT_ROOT / ".venv" / "bin" / "dmf"),
+            "doctor",
+            "--root",
+            str(healthy.root),
+            "--json",
+            "--today",
+            (LAST + timedelta(days=1)).isoformat(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -149,7 +177,9 @@ def test_overwritten_bytes_fail_cleanly(healthy, tmp_path, capsys, where):
     with open(copy, "r+b") as fh:
         fh.seek(offset)
         fh.write(b"\xde\xad\xbe\xef" * 16)
-    rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--database", str(copy), "--today", LAST.isoformat())
+    rc, out, err = _doctor_cli(
+        capsys, "--root", str(healthy.root), "--database", str(copy), "--today", LAST.isoformat()
+    )
     assert rc == 2
     assert "Traceback" not in out + err
     line = next(ln for ln in out.splitlines() if "DB 파일 / database" in ln)
@@ -160,21 +190,45 @@ def test_overwritten_bytes_fail_cleanly(healthy, tmp_path, capsys, where):
 
 #: SQL damage -> the checks that must FAIL (and no other) -> phrases their English lines must contain
 MUTATIONS = {
-    "orphan_snapshot": (["INSERT INTO snapshots VALUES (20261007, 999999, 999999)"], {"references", "days"},
-                        ["snapshot rows without a record: 1 (e.g. 20261007)", "snapshot rows without a version: 1",
-                         "snapshot rows differ from runs.population: 1 (e.g. 20261007)"]),
-    "accepted_without_snapshot": (["DELETE FROM snapshots WHERE day_id = 20261006"], {"days"},
-                                  ["accepted days without snapshot rows: 1 (e.g. 20261006)"]),
-    "rejected_with_history": (["UPDATE runs SET status = 'rejected', rejected_gate = 2 WHERE day_id = 20261006"], {"days"},
-                              ["rejected days with snapshot or event rows: 1 (e.g. 20261006)",
-                               "snapshot rows for days not accepted: 1 (e.g. 20261006)"]),
+    "orphan_snapshot": (
+        ["INSERT INTO snapshots VALUES (20261007, 999999, 999999)"],
+        {"references", "days"},
+        [
+            "snapshot rows without a record: 1 (e.g. 20261007)",
+            "snapshot rows without a version: 1",
+            "snapshot rows differ from runs.population: 1 (e.g. 20261007)",
+        ],
+    ),
+    "accepted_without_snapshot": (
+        ["DELETE FROM snapshots WHERE day_id = 20261006"],
+        {"days"},
+        ["accepted days without snapshot rows: 1 (e.g. 20261006)"],
+    ),
+    "rejected_with_history": (
+        ["UPDATE runs SET status = 'rejected', rejected_gate = 2 WHERE day_id = 20261006"],
+        {"days"},
+        [
+            "rejected days with snapshot or event rows: 1 (e.g. 20261006)",
+            "snapshot rows for days not accepted: 1 (e.g. 20261006)",
+        ],
+    ),
     "duplicate_snapshot_and_event": (
-        ["INSERT INTO snapshots SELECT * FROM snapshots WHERE day_id = 20261005 LIMIT 2",
-         "INSERT INTO events SELECT * FROM events LIMIT 1"], {"references", "days"},
-        ["duplicate (day_id, record_id) in snapshots: 2 (e.g. 20261005)", "duplicate event ids: 1",
-         "snapshot rows differ from runs.population: 1 (e.g. 20261005)"]),
-    "orphan_change": (["INSERT INTO event_changes VALUES (123, 20261007, 'ingredient', 'a', 'b', false, 'HIGH')"],
-                      {"references"}, ["event_changes without an event: 1 (e.g. 123)"]),
+        [
+            "INSERT INTO snapshots SELECT * FROM snapshots WHERE day_id = 20261005 LIMIT 2",
+            "INSERT INTO events SELECT * FROM events LIMIT 1",
+        ],
+        {"references", "days"},
+        [
+            "duplicate (day_id, record_id) in snapshots: 2 (e.g. 20261005)",
+            "duplicate event ids: 1",
+            "snapshot rows differ from runs.population: 1 (e.g. 20261005)",
+        ],
+    ),
+    "orphan_change": (
+        ["INSERT INTO event_changes VALUES (123, 20261007, 'ingredient', 'a', 'b', false, 'HIGH')"],
+        {"references"},
+        ["event_changes without an event: 1 (e.g. 123)"],
+    ),
 }
 
 
@@ -197,8 +251,10 @@ def test_a_day_judged_but_never_committed_is_unfinished(healthy, tmp_path):
     # integrity_verdict judged 2026-10-07 again at 08:00, and snapshot_diff never committed that judgement
     copy = _copy_db(healthy, tmp_path)
     with open_database(copy, purpose="test") as conn:
-        conn.execute("UPDATE runs SET judged_at = TIMESTAMP '2026-10-07 08:00:00', "
-                     "committed_at = TIMESTAMP '2026-10-07 07:00:00' WHERE day_id = 20261007")
+        conn.execute(
+            "UPDATE runs SET judged_at = TIMESTAMP '2026-10-07 08:00:00', "
+            "committed_at = TIMESTAMP '2026-10-07 07:00:00' WHERE day_id = 20261007"
+        )
     while_running = run_doctor(_paths(healthy, copy), now=datetime(2026, 10, 7, 8, 10, tzinfo=KST))
     assert while_running.check("unfinished").status == WARN  # its run may be between the two steps
     stopped = run_doctor(_paths(healthy, copy), now=_at(LAST)).check("unfinished")
@@ -229,7 +285,9 @@ def test_pending_migration_is_a_warning(healthy, tmp_path):
 
 @pytest.mark.parametrize("age,status,code", [(1, OK, 0), (2, WARN, 0), (3, WARN, 0), (5, FAIL, 2)])
 def test_staleness(healthy, capsys, age, status, code):
-    rc, out, _ = _doctor_cli(capsys, "--root", str(healthy.root), "--today", (LAST + timedelta(days=age)).isoformat(), "--json")
+    rc, out, _ = _doctor_cli(
+        capsys, "--root", str(healthy.root), "--today", (LAST + timedelta(days=age)).isoformat(), "--json"
+    )
     data = json.loads(out)
     fresh = next(c for c in data["checks"] if c["name"] == "freshness")
     assert (fresh["status"], fresh["details"]["age_days"], rc) == (status, age, code)
@@ -238,8 +296,17 @@ def test_staleness(healthy, capsys, age, status, code):
 
 
 def test_stale_thresholds_are_flags(healthy, capsys):
-    rc, out, _ = _doctor_cli(capsys, "--root", str(healthy.root), "--today", (LAST + timedelta(days=5)).isoformat(),
-                             "--stale-warn-days", "7", "--stale-fail-days", "10")
+    rc, out, _ = _doctor_cli(
+        capsys,
+        "--root",
+        str(healthy.root),
+        "--today",
+        (LAST + timedelta(days=5)).isoformat(),
+        "--stale-warn-days",
+        "7",
+        "--stale-fail-days",
+        "10",
+    )
     assert rc == 0 and "FAIL 0" in out
 
 

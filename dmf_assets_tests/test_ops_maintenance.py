@@ -93,23 +93,37 @@ def test_backup_step_is_in_the_duckdb_pool_and_runs_first(maintenance):
     pools = {step.key: step.pool for step in plan.steps}
     assert pools["backup_history"] == "duckdb" and pools["prune_retention"] in (None, "")
     # prune starts only after the backup succeeded (it is handed the backup's path)
-    order = [(e.step_key, e.event_type_value) for e in result.all_events
-             if e.event_type_value in ("STEP_START", "STEP_SUCCESS")]
-    assert order == [("backup_history", "STEP_START"), ("backup_history", "STEP_SUCCESS"),
-                     ("prune_retention", "STEP_START"), ("prune_retention", "STEP_SUCCESS")]
+    order = [
+        (e.step_key, e.event_type_value)
+        for e in result.all_events
+        if e.event_type_value in ("STEP_START", "STEP_SUCCESS")
+    ]
+    assert order == [
+        ("backup_history", "STEP_START"),
+        ("backup_history", "STEP_SUCCESS"),
+        ("prune_retention", "STEP_START"),
+        ("prune_retention", "STEP_SUCCESS"),
+    ]
 
 
 def test_schedule_0530_kst_before_the_collection_and_definitions_load():
     start = datetime(2026, 10, 7, 0, 0, tzinfo=UTC).timestamp()
     ticks = cron_string_iterator(start, daily_maintenance.cron_schedule, daily_maintenance.execution_timezone)
     collection = cron_string_iterator(start, daily_0600_kst.cron_schedule, daily_0600_kst.execution_timezone)
-    for tick, collect, kst_day in zip(ticks, collection, ("2026-10-08", "2026-10-09"), strict=False):  # the cron iterator never ends
+    for tick, collect, kst_day in zip(
+        ticks, collection, ("2026-10-08", "2026-10-09"), strict=False
+    ):  # the cron iterator never ends
         local = tick.astimezone(KST)
         assert (local.hour, local.minute) == (5, 30) and local.date().isoformat() == kst_day
         assert tick.astimezone(UTC).hour == 20  # 20:30 UTC the day before
         assert timedelta(0) < collect - tick <= timedelta(minutes=30)  # the same morning, before 06:00
-        (request,) = daily_maintenance.evaluate_tick(dg.build_schedule_context(scheduled_execution_time=tick)).run_requests
-        assert request.run_key == f"maintenance:{kst_day}" and request.tags == {"dmf/trigger": "schedule", "dagster/schedule_name": "daily_maintenance"}
+        (request,) = daily_maintenance.evaluate_tick(
+            dg.build_schedule_context(scheduled_execution_time=tick)
+        ).run_requests
+        assert request.run_key == f"maintenance:{kst_day}" and request.tags == {
+            "dmf/trigger": "schedule",
+            "dagster/schedule_name": "daily_maintenance",
+        }
 
     from dmf_assets.definitions import defs
 

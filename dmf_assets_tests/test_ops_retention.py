@@ -78,7 +78,9 @@ def _paths(root: Path):
 def test_outage_keeps_the_last_accepted_day_and_everything_after(tmp_path):
     last = date(2025, 9, 1)  # 402 days ago: older than the raw (180) and workbook (365) windows
     older, after = date(2025, 8, 1), date(2025, 10, 1)
-    make_history(tmp_path, {older: "baseline", last: "accepted", after: "rejected", TODAY - timedelta(days=1): "rejected"})
+    make_history(
+        tmp_path, {older: "baseline", last: "accepted", after: "rejected", TODAY - timedelta(days=1): "rejected"}
+    )
     files = _layout(tmp_path, [older, last, after])
 
     dry = prune(_paths(tmp_path), RETENTION, now=NOW, dry_run=True)
@@ -86,8 +88,17 @@ def test_outage_keeps_the_last_accepted_day_and_everything_after(tmp_path):
     report = prune(_paths(tmp_path), RETENTION, now=NOW)
 
     assert report.last_accepted == last
-    gone = {files[k] for k in (f"raw {older}", f"lock {older}", f"requests {older}", f"staging {older}",
-                               f"report {older}", "partial old")}
+    gone = {
+        files[k]
+        for k in (
+            f"raw {older}",
+            f"lock {older}",
+            f"requests {older}",
+            f"staging {older}",
+            f"report {older}",
+            "partial old",
+        )
+    }
     assert {r.path for r in report.removed} == gone
     assert {(r.kind, r.path) for r in dry.removed} == {(r.kind, r.path) for r in report.removed}
     for key, path in files.items():

@@ -25,13 +25,23 @@ def test_template_is_dagster_yaml_with_postgres_storage_and_no_secret():
     assert pg == sqlite  # run queue, pools, run monitoring: the same safety rails
     db = dict(storage["postgres"]["postgres_db"])
     assert db.pop("scheme") == "postgresql+psycopg2"  # the installed driver (SQLAlchemy 2.1 defaults to psycopg 3)
-    assert db == {k: {"env": f"DAGSTER_PG_{v}"} for k, v in
-                  {"hostname": "HOST", "port": "PORT", "db_name": "DB", "username": "USERNAME", "password": "PASSWORD"}.items()}
+    assert db == {
+        k: {"env": f"DAGSTER_PG_{v}"}
+        for k, v in {
+            "hostname": "HOST",
+            "port": "PORT",
+            "db_name": "DB",
+            "username": "USERNAME",
+            "password": "PASSWORD",
+        }.items()
+    }
 
 
 @pytest.fixture(scope="module")
 def server():
-    pytest.importorskip("dagster_postgres", reason="dagster-postgres + psycopg2-binary are not installed (requirements.lock)")
+    pytest.importorskip(
+        "dagster_postgres", reason="dagster-postgres + psycopg2-binary are not installed (requirements.lock)"
+    )
     pytest.importorskip("psycopg2", reason="psycopg2-binary is not installed (requirements.lock)")
     if pg_server.server_binaries() is None:
         pytest.skip("PostgreSQL server binaries are not installed (Debian: apt-get install -y postgresql)")
@@ -59,8 +69,17 @@ def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypa
     assert type(instance.schedule_storage).__name__ == "PostgresScheduleStorage"
 
     resources = build_resources(load_settings(), root=tmp_path, emulator_faults=FAULTS)
-    results = {day: dg.materialize(graph_assets(), partition_key=day, instance=instance, resources=resources,
-                                   raise_on_error=False, run_config=QUIET) for day in DAYS}
+    results = {
+        day: dg.materialize(
+            graph_assets(),
+            partition_key=day,
+            instance=instance,
+            resources=resources,
+            raise_on_error=False,
+            run_config=QUIET,
+        )
+        for day in DAYS
+    }
     assert results["2026-10-05"].success and results["2026-10-06"].success
     assert not results["2026-10-07"].success  # the blocking gate check stops the rejected day's run
 
@@ -79,10 +98,13 @@ def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypa
     from dmf_assets.orchestration.verdict import REJECTED_TEXT, VERDICT
 
     assert [(r.partition_key, r.event_log_entry.asset_observation.metadata[VERDICT].value) for r in rejected] == [
-        ("2026-10-07", REJECTED_TEXT)]
+        ("2026-10-07", REJECTED_TEXT)
+    ]
     rejected_run = results["2026-10-07"].run_id
-    checks = [e.dagster_event.event_specific_data for e in
-              other.all_logs(rejected_run, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)]
+    checks = [
+        e.dagster_event.event_specific_data
+        for e in other.all_logs(rejected_run, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    ]
     failed = [c for c in checks if not c.passed]
     assert failed and {c.partition for c in failed} == {"2026-10-07"}
     assert not list(home.glob("**/*.db")), "no SQLite storage may be created beside a PostgreSQL instance"

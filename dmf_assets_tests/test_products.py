@@ -24,15 +24,18 @@ def test_the_documented_example_file_is_valid():
     assert products[0].permit_no == "20050831-37-C-34-05(4)" and products[1].manufacturer_key
 
 
-@pytest.mark.parametrize("text, where, what", [
-    ("", ":", "비어 있습니다"),
-    ("품목명,성분,제조소\nA,B,C\n", ":1:", "DMF 등록번호 열이 없습니다"),
-    (HEADER + ",메트포르민,,\n", ":2:", "품목명이 비어 있습니다"),
-    (HEADER + "우리정,,,\n", ":2:", "DMF 등록번호나 성분 중 하나는"),
-    (HEADER + "\n# 주석\n우리정,,ABC-1,\n", ":4:", "형식을 알 수 없습니다"),
-    (HEADER + "우리정,,,Some Maker\n", ":2:", "제조소만으로는 찾지 않습니다"),
-    (HEADER + "우리정,성분,,Maker, Co., Ltd.\n", ":2:", "큰따옴표로 감싸십시오"),
-])
+@pytest.mark.parametrize(
+    "text, where, what",
+    [
+        ("", ":", "비어 있습니다"),
+        ("품목명,성분,제조소\nA,B,C\n", ":1:", "DMF 등록번호 열이 없습니다"),
+        (HEADER + ",메트포르민,,\n", ":2:", "품목명이 비어 있습니다"),
+        (HEADER + "우리정,,,\n", ":2:", "DMF 등록번호나 성분 중 하나는"),
+        (HEADER + "\n# 주석\n우리정,,ABC-1,\n", ":4:", "형식을 알 수 없습니다"),
+        (HEADER + "우리정,,,Some Maker\n", ":2:", "제조소만으로는 찾지 않습니다"),
+        (HEADER + "우리정,성분,,Maker, Co., Ltd.\n", ":2:", "큰따옴표로 감싸십시오"),
+    ],
+)
 def test_errors_name_the_file_and_line(text, where, what):
     with pytest.raises(ProductsError) as exc:
         parse_products(text, "config/products.csv")
@@ -50,23 +53,35 @@ def test_file_errors(tmp_path):
         load_products(tmp_path / "none.csv")
     assert load_products(None) == () and load_products("") == ()
     ok = tmp_path / "ok.csv"
-    ok.write_text("\ufeff" + HEADER + '"우리정, 500mg", 메트포르민 염산염 ,,\n', encoding="utf-8")  # Excel's BOM, quoted comma
+    ok.write_text(
+        "\ufeff" + HEADER + '"우리정, 500mg", 메트포르민 염산염 ,,\n', encoding="utf-8"
+    )  # Excel's BOM, quoted comma
     (p,) = load_products(ok)
     assert p.name == "우리정, 500mg" and p.ingredient == "메트포르민 염산염" and p.line == 2
 
 
 def test_product_hits_by_number_or_ingredient_and_manufacturer():
-    products = parse_products(HEADER + "A정,,20050831 - 37 - c - 34 - 05 (4),\n"
-                                       "B캡슐,아시클로버,,Zhejiang Charioteer\n"
-                                       "C주,반코마이신,,\n", "t.csv")
+    products = parse_products(
+        HEADER + "A정,,20050831 - 37 - c - 34 - 05 (4),\nB캡슐,아시클로버,,Zhejiang Charioteer\nC주,반코마이신,,\n",
+        "t.csv",
+    )
     ev = lambda **kw: {"permit_no": None, "ingredient_key": None, "manufacturer_key": None, **kw}  # noqa: E731 - a one-line helper, read where it is used
     events = [
         ev(permit_no="20050831-37-C-34-05(4)"),  # by number (any spelling in the file)
-        ev(permit_no="X", ingredient_key=match_key("아시클로버"), manufacturer_key=match_key("ZHEJIANG CHARIOTEER PHARMACEUTICAL CO., LTD.", "company")),
+        ev(
+            permit_no="X",
+            ingredient_key=match_key("아시클로버"),
+            manufacturer_key=match_key("ZHEJIANG CHARIOTEER PHARMACEUTICAL CO., LTD.", "company"),
+        ),
         ev(permit_no="Y", ingredient_key=match_key("아시클로버"), manufacturer_key=match_key("Other Maker", "company")),
         # the manufacturer was replaced: the base version still names ours
-        ev(permit_no="Z", ingredient_key=match_key("아시클로버"), manufacturer_key=match_key("New Maker", "company"),
-           base_ingredient_key=match_key("아시클로버"), base_manufacturer_key=match_key("Zhejiang Charioteer Co., Ltd.", "company")),
+        ev(
+            permit_no="Z",
+            ingredient_key=match_key("아시클로버"),
+            manufacturer_key=match_key("New Maker", "company"),
+            base_ingredient_key=match_key("아시클로버"),
+            base_manufacturer_key=match_key("Zhejiang Charioteer Co., Ltd.", "company"),
+        ),
         ev(permit_no="W", ingredient_key=match_key("반코마이신염산염")),  # ingredient alone, salt name included
         ev(permit_no="V", ingredient_key=match_key("세파클러")),
     ]
@@ -86,12 +101,20 @@ def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # 
     summary = wb[SHEET_SUMMARY]
     assert next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == KPI_LABELS["product_hits"]) == 1
     assert "자사 제품 해당 1건" in summary["A1"].value
-    first = next(r for r in summary.iter_rows(min_row=4, max_col=2) if isinstance(r[0].value, str) and r[0].value.endswith("· 자사"))
-    assert edited.twice in first[1].value and first[1].value.endswith(f"자사 제품 우리정 ({edited.twice})에 해당합니다.")
+    first = next(
+        r
+        for r in summary.iter_rows(min_row=4, max_col=2)
+        if isinstance(r[0].value, str) and r[0].value.endswith("· 자사")
+    )
+    assert edited.twice in first[1].value and first[1].value.endswith(
+        f"자사 제품 우리정 ({edited.twice})에 해당합니다."
+    )
     marked = [r for r in rows_of(wb[SHEET_EVENTS]) if r["자사 영향"]]
     assert [r["관리 키"] for r in marked] == [edited.twice]
     # a broken list never stops the daily workbook: it is a banner warning instead
     csv.write_text(HEADER + "우리정,,,\n", encoding="utf-8")
     with open_database(edited.database) as conn:
         broken = build_day_report(conn, E_DAYS[1], settings)
-    assert broken.kpis.product_hits == 0 and any("제품 목록 오류" in w and "products.csv:2" in w for w in broken.warnings)
+    assert broken.kpis.product_hits == 0 and any(
+        "제품 목록 오류" in w and "products.csv:2" in w for w in broken.warnings
+    )

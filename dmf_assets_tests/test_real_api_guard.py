@@ -35,7 +35,9 @@ def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path):
     emulated = make_workspace(tmp_path / "then")
     launch.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
     ws = make_workspace(tmp_path / "now")
-    shutil.copytree(tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat())
+    shutil.copytree(
+        tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat()
+    )
     report = launch.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
     assert report.success and report.failure is None
     with ws.connect() as conn:
@@ -49,8 +51,9 @@ def test_real_api_without_a_key_is_one_line_naming_the_variable_and_env(tmp_path
     monkeypatch.delenv("MFDS_SERVICE_KEY", raising=False)
     from dmf_assets.clock import today_kst
 
-    result = launch.execute_day(launch.definitions_with(_real_api_resources(tmp_path)), ws.instance,
-                                today_kst().isoformat())
+    result = launch.execute_day(
+        launch.definitions_with(_real_api_resources(tmp_path)), ws.instance, today_kst().isoformat()
+    )
     assert not result.success
     failure = launch.failure_of(result)
     assert failure.startswith("raw_pages: MFDS_SERVICE_KEY")

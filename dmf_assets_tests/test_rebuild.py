@@ -51,7 +51,7 @@ def thirty_days(tmp_path_factory) -> Path:
     settings = load_settings()
     client = build_resources(settings, root=root, emulator_faults={REJECTED.isoformat(): "page_missing_rows"})["mfds"]
     order = [d for d in DAYS if d != GAP and d not in LATE]
-    order = order[:order.index(date(2026, 9, 19)) + 1] + LATE + order[order.index(date(2026, 9, 19)) + 1:]
+    order = order[: order.index(date(2026, 9, 19)) + 1] + LATE + order[order.index(date(2026, 9, 19)) + 1 :]
     with open_database(root / "data" / "dmf.duckdb", purpose="test") as conn:
         for day in order:
             judged = pipeline.judge(conn, pipeline.normalize(pipeline.collect(client, day), settings), settings)
@@ -69,8 +69,9 @@ def test_rebuild_of_thirty_days_says_the_same_history(thirty_days, tmp_path):
     assert original.outcomes[REJECTED][:2] == ("rejected", 2)
     assert sum(sum(c.values()) for c in original.events.values()) > 30  # a real history, not an empty one
 
-    result = rebuild_history(load_settings(), database=database, raw_dir=project / "data" / "raw",
-                             backups_dir=project / "data" / "backups")
+    result = rebuild_history(
+        load_settings(), database=database, raw_dir=project / "data" / "raw", backups_dir=project / "data" / "backups"
+    )
     assert [d.day for d in result.days] == sorted(set(DAYS) - {GAP})  # date order, the gap stays a gap
     assert result.compared and result.differences == []
     rebuilt = _contents(database)
@@ -87,14 +88,24 @@ def test_a_rebuild_that_would_change_the_history_replaces_nothing_unless_forced(
     before = database.read_bytes()
     settings, raw = load_settings(), project / "data" / "raw"
     # the archives from 28 September only: the days before it are not rebuilt, and 28 September becomes a baseline
-    with pytest.raises(UserError, match=r"다시 만든 이력이 지금 DB와 27일 다릅니다: 2026-09-01: 원래 이력\(기준일\)에만 있음 — "
-                                        r"다시 만든 범위\(2026-09-28 ~ 2026-09-30\) 밖입니다"):
-        rebuild_history(settings, database=database, raw_dir=raw, backups_dir=project / "data" / "backups",
-                        first=date(2026, 9, 28))
+    with pytest.raises(
+        UserError,
+        match=r"다시 만든 이력이 지금 DB와 27일 다릅니다: 2026-09-01: 원래 이력\(기준일\)에만 있음 — "
+        r"다시 만든 범위\(2026-09-28 ~ 2026-09-30\) 밖입니다",
+    ):
+        rebuild_history(
+            settings, database=database, raw_dir=raw, backups_dir=project / "data" / "backups", first=date(2026, 9, 28)
+        )
     assert database.read_bytes() == before  # untouched
 
-    forced = rebuild_history(settings, database=database, raw_dir=raw, backups_dir=project / "data" / "backups",
-                             first=date(2026, 9, 28), force=True)
+    forced = rebuild_history(
+        settings,
+        database=database,
+        raw_dir=raw,
+        backups_dir=project / "data" / "backups",
+        first=date(2026, 9, 28),
+        force=True,
+    )
     assert forced.differences and not forced.compared
     assert min(_contents(database).outcomes) == date(2026, 9, 28)
     assert forced.kept_aside.read_bytes() == before
@@ -125,17 +136,37 @@ def test_restore_puts_back_the_newest_backup_that_reads(thirty_days, tmp_path, c
 
 
 def _dmf(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=PROJECT_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+    )
 
 
 def _cli_env(root: Path) -> dict:
     """The CLI pointed at the workspace's folders (the layout build_resources gives a project root)."""
     p = load_settings().paths
     config = root / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{name} = "{root / getattr(p, name)}"\n' for name in (
-        "database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")),
-        encoding="utf-8")
+    config.write_text(
+        "[paths]\n"
+        + "".join(
+            f'{name} = "{root / getattr(p, name)}"\n'
+            for name in (
+                "database",
+                "raw_dir",
+                "staging_dir",
+                "alerts_dir",
+                "backups_dir",
+                "reports_dir",
+                "events_dir",
+                "logs_dir",
+            )
+        ),
+        encoding="utf-8",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_"))}
     return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")}
 
@@ -163,7 +194,9 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     ws.database.unlink()
     refused = _dmf(env, "run", "--date", today.isoformat())
     assert refused.returncode == 2, (refused.stdout[-800:], refused.stderr)
-    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("dmf: 이력 DB가 없는데 이전 날의 기록이 남아 있습니다")
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
+        "dmf: 이력 DB가 없는데 이전 날의 기록이 남아 있습니다"
+    )
     assert f"DB {ws.database}, 기록: 이벤트 파일 3개" in refused.stderr and "리포트 4개" in refused.stderr
     assert "`dmf restore`" in refused.stderr and "`dmf rebuild`" in refused.stderr and "Traceback" not in refused.stderr
     assert not ws.database.exists()

@@ -139,8 +139,9 @@ def _env(config: Path, key: str) -> dict[str, str]:
 
 def _dmf(args: list[str], out: Path, env: dict[str, str]) -> subprocess.Popen:
     with open(out.with_suffix(".out"), "wb") as stdout, open(out.with_suffix(".err"), "wb") as stderr:
-        return subprocess.Popen([sys.executable, "-m", "dmf_assets", *args], cwd=PROJECT_ROOT, env=env,
-                                stdout=stdout, stderr=stderr)
+        return subprocess.Popen(
+            [sys.executable, "-m", "dmf_assets", *args], cwd=PROJECT_ROOT, env=env, stdout=stdout, stderr=stderr
+        )
 
 
 def _closed_port() -> int:
@@ -167,15 +168,42 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
     cli_raw = root / "data" / "raw_cli"
     cli_raw.mkdir(parents=True)  # --raw-dir creates the folder it names, never the folders above it
     config = captured / "dmf.test.toml"  # fast retries for the CLI; the key is never in a config file
-    config.write_text(f'[paths]\nraw_dir = "{cli_raw}"\n[source]\nbackoff_base_s = 0.05\nbackoff_max_s = 0.2\n',
-                      encoding="utf-8")
+    config.write_text(
+        f'[paths]\nraw_dir = "{cli_raw}"\n[source]\nbackoff_base_s = 0.05\nbackoff_max_s = 0.2\n', encoding="utf-8"
+    )
     encoded = quote(SECRET, safe="")  # the portal's "Encoding" key
 
     # the loopback emulator checks this exact key; one of its dates answers with the gateway key error
-    server = _dmf(["emulator", "serve", "--port", "0", "--service-key", SECRET, "--date", CLI_DAY,
-                   "--fault", f"{CLI_FAULT_DAY}=xml_key_error"], captured / "serve", _env(config, SECRET))
-    in_process = _dmf(["fetch", "--date", CLI_DAY, "--fault", f"{CLI_DAY}=xml_key_error", "-v",
-                       "--raw-dir", str(cli_raw / "in_process")], captured / "fetch_in_process", _env(config, SECRET))
+    server = _dmf(
+        [
+            "emulator",
+            "serve",
+            "--port",
+            "0",
+            "--service-key",
+            SECRET,
+            "--date",
+            CLI_DAY,
+            "--fault",
+            f"{CLI_FAULT_DAY}=xml_key_error",
+        ],
+        captured / "serve",
+        _env(config, SECRET),
+    )
+    in_process = _dmf(
+        [
+            "fetch",
+            "--date",
+            CLI_DAY,
+            "--fault",
+            f"{CLI_DAY}=xml_key_error",
+            "-v",
+            "--raw-dir",
+            str(cli_raw / "in_process"),
+        ],
+        captured / "fetch_in_process",
+        _env(config, SECRET),
+    )
     try:
         # the graph, the production way: the key only in the environment, read by the client at run time
         monkeypatch.setenv("MFDS_SERVICE_KEY", SECRET)
@@ -190,8 +218,20 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
         calls = {
             "fetch_loopback_encoded": (["fetch", "--base-url", url, "--date", CLI_DAY, "-v"], encoded, 0),
             "fetch_loopback_gateway_error": (["fetch", "--base-url", url, "--date", CLI_FAULT_DAY, "-v"], SECRET, 1),
-            "fetch_closed_port": (["fetch", "--base-url", f"http://127.0.0.1:{_closed_port()}/1471000/MdcDmfInfoService01",
-                                   "--date", CLI_DAY, "-v", "--raw-dir", str(cli_raw / "closed")], SECRET, 1),
+            "fetch_closed_port": (
+                [
+                    "fetch",
+                    "--base-url",
+                    f"http://127.0.0.1:{_closed_port()}/1471000/MdcDmfInfoService01",
+                    "--date",
+                    CLI_DAY,
+                    "-v",
+                    "--raw-dir",
+                    str(cli_raw / "closed"),
+                ],
+                SECRET,
+                1,
+            ),
         }
         procs = {name: _dmf(args, captured / name, _env(config, key)) for name, (args, key, _) in calls.items()}
         codes = {name: p.wait(timeout=180) for name, p in procs.items()}
@@ -208,7 +248,8 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
 
     # the calls really used the key: the server accepted it (decoded once), and refused nothing else
     assert codes == {name: expected for name, (_, _, expected) in calls.items()}, {
-        n: (captured / n).with_suffix(".err").read_text(errors="replace")[-2000:] for n in calls}
+        n: (captured / n).with_suffix(".err").read_text(errors="replace")[-2000:] for n in calls
+    }
     outputs = {p.name: p.read_text(encoding="utf-8", errors="replace") for p in sorted(captured.iterdir())}
     assert f"DMF fetch {CLI_DAY} — complete" in outputs["fetch_loopback_encoded.out"]
     assert "SERVICE_KEY_IS_NOT_REGISTERED_ERROR" in outputs["fetch_loopback_gateway_error.out"]
@@ -219,7 +260,9 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
 
     out, err = capfd.readouterr()
     texts = {
-        "caplog": caplog.text, "stdout": out, "stderr": err,
+        "caplog": caplog.text,
+        "stdout": out,
+        "stderr": err,
         "run failures": "\n".join(str(r) for r in reports),
         **{f"captured/{name}": text for name, text in outputs.items()},
     }
@@ -239,8 +282,14 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
 
 def test_the_search_finds_every_form_in_every_container(tmp_path):
     """The walk above can fail: each encoding of the key, hidden in each container, is found."""
-    forms = [SECRET, quote(SECRET, safe=""), quote(SECRET), quote_plus(SECRET), quote(quote(SECRET, safe=""), safe=""),
-             quote(SECRET, safe="").lower()]
+    forms = [
+        SECRET,
+        quote(SECRET, safe=""),
+        quote(SECRET),
+        quote_plus(SECRET),
+        quote(quote(SECRET, safe=""), safe=""),
+        quote(SECRET, safe="").lower(),
+    ]
     for i, form in enumerate(forms):
         (tmp_path / f"log{i}.txt").write_text(f"GET /x?serviceKey={form}&pageNo=1", encoding="utf-8")
     (tmp_path / "page.json.gz").write_bytes(gzip.compress(json.dumps({"url": forms[1]}).encode()))
@@ -255,11 +304,17 @@ def test_the_search_finds_every_form_in_every_container(tmp_path):
     db.execute("CREATE TABLE runs AS SELECT 'row ' || range AS reason FROM range(5000)")
     db.execute("INSERT INTO runs VALUES (?)", [f"key {SECRET}"])
     db.close()
-    pl.DataFrame({"v": [f"x{i}" for i in range(5000)] + [SECRET]}).write_parquet(tmp_path / "items.parquet",
-                                                                                  compression="zstd")
+    pl.DataFrame({"v": [f"x{i}" for i in range(5000)] + [SECRET]}).write_parquet(
+        tmp_path / "items.parquet", compression="zstd"
+    )
     (tmp_path / "clean.txt").write_text("serviceKey=***", encoding="utf-8")
     leaks, files, _ = _leaks(tmp_path)
     found = {line.split(":")[0] for line in leaks}
     assert found == {f"log{i}.txt" for i in range(len(forms))} | {
-        "page.json.gz", "book.xlsx", "runs.db", "dmf.duckdb", "items.parquet"}
+        "page.json.gz",
+        "book.xlsx",
+        "runs.db",
+        "dmf.duckdb",
+        "items.parquet",
+    }
     assert files == len(forms) + 6

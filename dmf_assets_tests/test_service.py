@@ -36,22 +36,36 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
     for name in ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service"):
         text = units[name]
         assert text.startswith(MARKER)
-        for line in (f"WorkingDirectory={root}", f"Environment=DAGSTER_HOME={root / 'dagster_home'}",
-                     f"EnvironmentFile=-{root / '.env'}", "Restart=on-failure", "WantedBy=default.target"):
+        for line in (
+            f"WorkingDirectory={root}",
+            f"Environment=DAGSTER_HOME={root / 'dagster_home'}",
+            f"EnvironmentFile=-{root / '.env'}",
+            "Restart=on-failure",
+            "WantedBy=default.target",
+        ):
             assert line in text.splitlines(), (name, line)
         assert "User=" not in text  # a user unit runs as its owner
-    assert f"ExecStart={VENV_BIN / 'dagster-daemon'} run -w {root / 'workspace.yaml'}" in units["dmf-dagster-daemon.service"]
-    assert f"ExecStart={VENV_BIN / 'dagster-webserver'} -w {root / 'workspace.yaml'} -h 127.0.0.1 -p 3000" in units[
-        "dmf-dagster-webserver.service"]
+    assert (
+        f"ExecStart={VENV_BIN / 'dagster-daemon'} run -w {root / 'workspace.yaml'}"
+        in units["dmf-dagster-daemon.service"]
+    )
+    assert (
+        f"ExecStart={VENV_BIN / 'dagster-webserver'} -w {root / 'workspace.yaml'} -h 127.0.0.1 -p 3000"
+        in units["dmf-dagster-webserver.service"]
+    )
     assert f"ExecStart={VENV_BIN / 'dmf'} serve-reports" in units["dmf-reports.service"]
     watchdog = units["dmf-watchdog.service"]
     assert "Type=oneshot" in watchdog and f"ExecStart={VENV_BIN / 'dmf'} doctor --alert" in watchdog
     assert "Restart=" not in watchdog and "SuccessExitStatus=1 2" in watchdog
     timer = units["dmf-watchdog.timer"]
-    assert "OnCalendar=*:0/10" in timer and "OnCalendar=*-*-* 09:01:00 Asia/Seoul" in timer and "Persistent=true" in timer
+    assert (
+        "OnCalendar=*:0/10" in timer and "OnCalendar=*-*-* 09:01:00 Asia/Seoul" in timer and "Persistent=true" in timer
+    )
     assert "loginctl enable-linger" in out
-    assert ("systemctl --user enable --now dmf-dagster-webserver.service dmf-dagster-daemon.service "
-            "dmf-reports.service dmf-watchdog.timer") in out
+    assert (
+        "systemctl --user enable --now dmf-dagster-webserver.service dmf-dagster-daemon.service "
+        "dmf-reports.service dmf-watchdog.timer"
+    ) in out
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed on this machine")
@@ -60,8 +74,9 @@ def test_units_pass_systemd_analyze_verify(tmp_path):
         target = tmp_path / ("user" if mode else "system")
         assert main(["service", "install", *mode, "--unit-dir", str(target)]) == 0
         files = sorted(str(p) for p in target.iterdir())
-        result = subprocess.run(["systemd-analyze", "verify", "--man=no", *files], capture_output=True, text=True,
-                                timeout=60, cwd=target)
+        result = subprocess.run(
+            ["systemd-analyze", "verify", "--man=no", *files], capture_output=True, text=True, timeout=60, cwd=target
+        )
         assert result.returncode == 0, result.stderr
         assert "dmf-" not in result.stderr, result.stderr  # no warning about our units
 
@@ -81,7 +96,8 @@ def test_system_units_run_as_an_account_and_wait_for_postgres(tmp_path):
     (project / "dagster_home").mkdir(parents=True)
     (project / "workspace.yaml").write_text("load_from: []\n", encoding="utf-8")
     (project / "dagster_home" / "dagster.yaml").write_text(
-        (PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        (PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
     units = render_units(default_options(project, user_mode=False, user="dmf"))
     daemon = units["dmf-dagster-daemon.service"].splitlines()
     assert "User=dmf" in daemon and "WantedBy=multi-user.target" in daemon
@@ -116,9 +132,14 @@ def test_serve_reports_is_a_real_server_that_stops_on_sigterm(tmp_path):
     reports.mkdir()
     (reports / "DMF_리포트_2026-11-26.xlsx").write_bytes(b"PK\x03\x04 workbook bytes")
     port = free_port()
-    proc = subprocess.Popen([str(VENV_BIN / "dmf"), "serve-reports", "--host", "127.0.0.1", "--port", str(port),
-                             "--dir", str(reports)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=PROJECT_ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [str(VENV_BIN / "dmf"), "serve-reports", "--host", "127.0.0.1", "--port", str(port), "--dir", str(reports)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         first = proc.stdout.readline()  # printed once the socket is listening
         assert f"http://127.0.0.1:{port}/" in first, (first, proc.stderr.read() if proc.poll() is not None else "")
@@ -139,8 +160,10 @@ def test_notify_test_command_reaches_a_real_receiver(tmp_path, capsys):
 
     with webhook_receiver() as hook:
         config = tmp_path / "local.toml"
-        config.write_text(f'[alerts]\nwebhook_urls = ["{hook.url()}"]\n[paths]\nalerts_dir = "{tmp_path / "alerts"}"\n',
-                          encoding="utf-8")
+        config.write_text(
+            f'[alerts]\nwebhook_urls = ["{hook.url()}"]\n[paths]\nalerts_dir = "{tmp_path / "alerts"}"\n',
+            encoding="utf-8",
+        )
         assert main(["notify", "test", "--config", str(config)]) == 0
         body = hook.next()["json"]
     assert body["kind"] == "test" and "알림 시험" in body["subject"]

@@ -23,16 +23,26 @@ def dmf(*args: str, config: Path | None = None, cwd: Path = PROJECT_ROOT, env_ex
     if config is not None:
         env["DMF_CONFIG"] = str(config)
     env.update(env_extra or {})
-    return subprocess.run([PYTHON, "-m", "dmf_assets", *args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=120)
+    return subprocess.run(
+        [PYTHON, "-m", "dmf_assets", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
 def project_config(tmp_path: Path, text: str) -> Path:
     """A config whose data folders are under tmp_path (so a command that did start would write there)."""
-    folders = "\n".join(f'{k} = "{tmp_path / v}"' for k, v in (
-        ("database", "data/dmf.duckdb"), ("raw_dir", "data/raw"), ("staging_dir", "data/staging"),
-        ("alerts_dir", "data/alerts"), ("backups_dir", "data/backups"), ("reports_dir", "reports"),
-        ("events_dir", "data/events"), ("logs_dir", "data/logs")))
+    folders = "\n".join(
+        f'{k} = "{tmp_path / v}"'
+        for k, v in (
+            ("database", "data/dmf.duckdb"),
+            ("raw_dir", "data/raw"),
+            ("staging_dir", "data/staging"),
+            ("alerts_dir", "data/alerts"),
+            ("backups_dir", "data/backups"),
+            ("reports_dir", "reports"),
+            ("events_dir", "data/events"),
+            ("logs_dir", "data/logs"),
+        )
+    )
     path = tmp_path / "dmf.local.toml"
     body = text if "[paths]" in text else f"[paths]\n{folders}\n\n{text}"
     path.write_text(body, encoding="utf-8")
@@ -61,19 +71,23 @@ def test_percentage_for_a_ratio_is_refused_with_the_fix(tmp_path):
     cfg = project_config(tmp_path, "[gates]\n# a user meaning 5 %\ndrop_max_ratio = 5\n")
     line = cfg.read_text().splitlines().index("drop_max_ratio = 5") + 1
     result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(result, str(cfg), f"line {line}", "gates.drop_max_ratio",
-                   "drop_max_ratio = 5 means 500 %; write 0.05")
+    assert_refused(
+        result, str(cfg), f"line {line}", "gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05"
+    )
 
 
-@pytest.mark.parametrize("command", [
-    ["run", "--date", "2026-10-05"],
-    ["backfill", "--start", "2026-10-05", "--end", "2026-10-06"],
-    ["demo", "--days", "2"],
-    ["fetch", "--date", "2026-10-05"],
-    ["prune", "--dry-run"],
-    ["backup"],
-    ["emulator", "truth", "--old", "2026-10-05", "--new", "2026-10-06"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--date", "2026-10-05"],
+        ["backfill", "--start", "2026-10-05", "--end", "2026-10-06"],
+        ["demo", "--days", "2"],
+        ["fetch", "--date", "2026-10-05"],
+        ["prune", "--dry-run"],
+        ["backup"],
+        ["emulator", "truth", "--old", "2026-10-05", "--new", "2026-10-06"],
+    ],
+)
 def test_every_command_refuses_before_touching_anything(tmp_path, command):
     cfg = project_config(tmp_path, "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
     result = dmf(*command, config=cfg)
@@ -84,8 +98,15 @@ def test_every_command_refuses_before_touching_anything(tmp_path, command):
 def test_negative_threshold(tmp_path):
     cfg = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n[quality]\nsynthetic_key_max = -1\n")
     result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(result, "gates.null_max_ratio", "null_max_ratio = -0.01", "0 ≤ x ≤ 1",
-                   "quality.synthetic_key_max", "synthetic_key_max = -1", "0 ≤ x")
+    assert_refused(
+        result,
+        "gates.null_max_ratio",
+        "null_max_ratio = -0.01",
+        "0 ≤ x ≤ 1",
+        "quality.synthetic_key_max",
+        "synthetic_key_max = -1",
+        "0 ≤ x",
+    )
     assert "(2건)" in result.stderr  # both problems in one message, not one per attempt
 
 
@@ -98,8 +119,13 @@ def test_string_for_a_number(tmp_path):
 def test_unknown_key_and_section(tmp_path):
     cfg = project_config(tmp_path, "[gates]\ndrop_max = 0.05\n\n[alert]\nwebhook_urls = []\n")
     result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(result, "unknown key drop_max", "did you mean 'drop_max_ratio'?",
-                   "unknown section [alert]", "did you mean 'alerts'?")
+    assert_refused(
+        result,
+        "unknown key drop_max",
+        "did you mean 'drop_max_ratio'?",
+        "unknown section [alert]",
+        "did you mean 'alerts'?",
+    )
     text = cfg.read_text().splitlines()
     assert f"line {text.index('drop_max = 0.05') + 1}" in result.stderr
     assert f"line {text.index('[alert]') + 1}" in result.stderr
@@ -129,7 +155,9 @@ def test_malformed_local_config_of_a_fresh_project(tmp_path):
     # config/dmf.local.toml is found by location: a copy of the project, as a fresh clone would be
     root = tmp_path / "clone"
     for name in ("dmf_assets", "sql", "config"):
-        shutil.copytree(PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "dmf.local.toml"))
+        shutil.copytree(
+            PROJECT_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", "dmf.local.toml")
+        )
     (root / "config" / "dmf.local.toml").write_text("[gates]\ndrop_max_ratio = = 0.05\n", encoding="utf-8")
     result = dmf("doctor", cwd=root, env_extra={"PYTHONPATH": str(root)})
     assert_refused(result, "config/dmf.local.toml", "line 2")
@@ -138,35 +166,58 @@ def test_malformed_local_config_of_a_fresh_project(tmp_path):
 def test_new_sections_have_the_documented_defaults():
     s = load_settings(PROJECT_ROOT / "config" / "dmf.toml")
     assert s.alerts.webhook_urls == [] and s.alerts.slow_run_factor == 3.0
-    assert s.alerts.withdrawal_share_max == 0.02 and s.alerts.rejected_streak == 3 and s.alerts.overdue_at == time(9, 0) and s.retry.until == time(12, 0)
+    assert (
+        s.alerts.withdrawal_share_max == 0.02
+        and s.alerts.rejected_streak == 3
+        and s.alerts.overdue_at == time(9, 0)
+        and s.retry.until == time(12, 0)
+    )
     e = s.alerts.email
     assert (e.smtp_host, e.smtp_port, e.starttls, e.username, e.sender, e.recipients, e.timeout_s) == (
-        "", 25, False, "", "", [], 30.0)
-    assert (s.retry.transient_attempts, s.retry.interval_minutes, s.runs.max_minutes, s.products.file) == (3, 30, 30, "")
+        "",
+        25,
+        False,
+        "",
+        "",
+        [],
+        30.0,
+    )
+    assert (s.retry.transient_attempts, s.retry.interval_minutes, s.runs.max_minutes, s.products.file) == (
+        3,
+        30,
+        30,
+        "",
+    )
     assert s.runs.sensor_interval_s == 30
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('[report]\nfile_server_port = 70000\n', "1 ≤ x ≤ 65535"),
-    ('[alerts.email]\nsmtp_port = 0\n', "alerts.email.smtp_port"),
-    ('[alerts.email]\ntimeout_s = 0\n', "0 < x"),
-    ('[alerts.email]\nrecipients = ["ra@example.com", "ra-team"]\n', "recipients[1] = \"ra-team\""),
-    ('[alerts]\nwebhook_urls = ["hooks.slack.com/x"]\n', "http:// or https://"),
-    ('[alerts]\noverdue_at = "9시"\n', "HH:MM"),
-    ('[alerts]\nrejected_streak = 1\n', "2 ≤ x"),
-    ('[alerts]\nslow_run_factor = 0.5\n', "1 ≤ x"),
-    ('[alerts]\nwithdrawal_share_max = 2\n', "withdrawal_share_max = 2 means 200 %; write 0.02"),
-    ('[retry]\ntransient_attempts = 11\n', "0 ≤ x ≤ 10"),
-    ('[retry]\ninterval_minutes = 0\n', "1 ≤ x ≤ 720"),
-    ('[runs]\nmax_minutes = 2000\n', "1 ≤ x ≤ 1440"),
-    ('[runs]\nsensor_interval_s = 1\n', "5 ≤ x ≤ 600"),
-    ('[products]\nfile = "no/such/products.csv"\n', "no product list file"),
-    ('[quality]\nrow_count_min = 9000\nrow_count_max = 100\n', "row_count_min (9000) must be ≤ row_count_max (100)"),
-    ('[alerts.email]\nstarttls = 1\n', "must be true or false"),
-    ('[paths]\nreports_dir = ""\n', "an empty path"),
-    ('[paths]\nreports_dir = "config/dmf.toml"\n', "must be a folder"),
-    ('[emulator.faults]\n"2026-11-18" = "no_such_fault"\n', "unknown fault kind"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[report]\nfile_server_port = 70000\n", "1 ≤ x ≤ 65535"),
+        ("[alerts.email]\nsmtp_port = 0\n", "alerts.email.smtp_port"),
+        ("[alerts.email]\ntimeout_s = 0\n", "0 < x"),
+        ('[alerts.email]\nrecipients = ["ra@example.com", "ra-team"]\n', 'recipients[1] = "ra-team"'),
+        ('[alerts]\nwebhook_urls = ["hooks.slack.com/x"]\n', "http:// or https://"),
+        ('[alerts]\noverdue_at = "9시"\n', "HH:MM"),
+        ("[alerts]\nrejected_streak = 1\n", "2 ≤ x"),
+        ("[alerts]\nslow_run_factor = 0.5\n", "1 ≤ x"),
+        ("[alerts]\nwithdrawal_share_max = 2\n", "withdrawal_share_max = 2 means 200 %; write 0.02"),
+        ("[retry]\ntransient_attempts = 11\n", "0 ≤ x ≤ 10"),
+        ("[retry]\ninterval_minutes = 0\n", "1 ≤ x ≤ 720"),
+        ("[runs]\nmax_minutes = 2000\n", "1 ≤ x ≤ 1440"),
+        ("[runs]\nsensor_interval_s = 1\n", "5 ≤ x ≤ 600"),
+        ('[products]\nfile = "no/such/products.csv"\n', "no product list file"),
+        (
+            "[quality]\nrow_count_min = 9000\nrow_count_max = 100\n",
+            "row_count_min (9000) must be ≤ row_count_max (100)",
+        ),
+        ("[alerts.email]\nstarttls = 1\n", "must be true or false"),
+        ('[paths]\nreports_dir = ""\n', "an empty path"),
+        ('[paths]\nreports_dir = "config/dmf.toml"\n', "must be a folder"),
+        ('[emulator.faults]\n"2026-11-18" = "no_such_fault"\n', "unknown fault kind"),
+    ],
+)
 def test_each_rule(tmp_path, text, expected):
     cfg = tmp_path / "dmf.toml"
     cfg.write_text(text, encoding="utf-8")
@@ -255,14 +306,21 @@ def test_every_number_is_bounded_and_finite(tmp_path):
 def test_inf_and_huge_settings_stop_dmf_run_naming_file_and_key(tmp_path):
     """The issue's reproduction, through the real CLI: these were accepted, then ended in OverflowError (the day
     committed, no workbook). Now `dmf run` refuses before anything runs: exit 2, the file, each line and key."""
-    cfg = project_config(tmp_path, "[source]\nmin_interval_s = inf\nread_timeout_s = inf\nconnect_timeout_s = inf\n"
-                                   "[retention]\nraw_days = 9999999999\n[report]\nhistory_days = 999999999\n")
+    cfg = project_config(
+        tmp_path,
+        "[source]\nmin_interval_s = inf\nread_timeout_s = inf\nconnect_timeout_s = inf\n"
+        "[retention]\nraw_days = 9999999999\n[report]\nhistory_days = 999999999\n",
+    )
     lines = cfg.read_text().splitlines()
     result = dmf("run", "--date", "2026-10-05", config=cfg)
     expected = [str(cfg), "(5건)", "must be a finite number", "0 ≤ x ≤ 36500", "1 ≤ x ≤ 36500"]
-    for key, value in (("source.min_interval_s", "inf"), ("source.read_timeout_s", "inf"),
-                       ("source.connect_timeout_s", "inf"), ("retention.raw_days", "9999999999"),
-                       ("report.history_days", "999999999")):
+    for key, value in (
+        ("source.min_interval_s", "inf"),
+        ("source.read_timeout_s", "inf"),
+        ("source.connect_timeout_s", "inf"),
+        ("retention.raw_days", "9999999999"),
+        ("report.history_days", "999999999"),
+    ):
         name = key.split(".")[1]
         expected += [f"line {lines.index(f'{name} = {value}') + 1}: {key} — ", f"{name} = {value}"]
     assert_refused(result, *expected)

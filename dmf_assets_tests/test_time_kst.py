@@ -60,8 +60,15 @@ class Window:
 
 def run_in_la(args: list[str], **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, **LA, **kw.pop("env", {})}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
-                          timeout=kw.pop("timeout", 120), **kw)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=PROJECT_ROOT,
+        timeout=kw.pop("timeout", 120),
+        **kw,
+    )
 
 
 def test_database_lock_and_backup_times_are_kst(tmp_path):
@@ -81,17 +88,27 @@ def test_database_lock_and_backup_times_are_kst(tmp_path):
 
 def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     day = date(2026, 10, 5)
-    paths = {"database": "data/dmf.duckdb", "raw_dir": "data/raw", "staging_dir": "data/staging",
-             "alerts_dir": "data/alerts", "backups_dir": "data/backups", "reports_dir": "reports",
-             "events_dir": "data/events", "logs_dir": "data/logs"}
+    paths = {
+        "database": "data/dmf.duckdb",
+        "raw_dir": "data/raw",
+        "staging_dir": "data/staging",
+        "alerts_dir": "data/alerts",
+        "backups_dir": "data/backups",
+        "reports_dir": "reports",
+        "events_dir": "data/events",
+        "logs_dir": "data/logs",
+    }
     config = tmp_path / "dmf.toml"
     config.write_text("[paths]\n" + "".join(f'{k} = "{tmp_path / v}"\n' for k, v in paths.items()), encoding="utf-8")
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     window = Window()
-    result = run_in_la(["-m", "dmf_assets", "run", "--date", day.isoformat()], timeout=600,
-                       env={"DMF_CONFIG": str(config), "DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "tz-test-key"})
+    result = run_in_la(
+        ["-m", "dmf_assets", "run", "--date", day.isoformat()],
+        timeout=600,
+        env={"DMF_CONFIG": str(config), "DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "tz-test-key"},
+    )
     window.close()
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     workbook = tmp_path / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx"
@@ -107,7 +124,12 @@ def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     assert stamps and all(v is not None and window.holds(v) for row in stamps for v in row), stamps
     # the raw archive's manifest: the fetch's start, end and every attempt, with the +09:00 the README promises
     manifest = json.loads((tmp_path / "data" / "raw" / day.isoformat() / "manifest.json").read_text(encoding="utf-8"))
-    written = [manifest["started_at"], manifest["finished_at"],
-               *(a["started_at"] for page in manifest["pages"] for a in page["attempts"])]
-    assert len(written) > 3 and all(datetime.fromisoformat(t).utcoffset() == timedelta(hours=9) for t in written), written
+    written = [
+        manifest["started_at"],
+        manifest["finished_at"],
+        *(a["started_at"] for page in manifest["pages"] for a in page["attempts"]),
+    ]
+    assert len(written) > 3 and all(datetime.fromisoformat(t).utcoffset() == timedelta(hours=9) for t in written), (
+        written
+    )
     assert all(window.holds(datetime.fromisoformat(t)) for t in written), written

@@ -82,8 +82,12 @@ def _project_marks() -> dict[str, float | None]:
     paths = []
     for d in DAYS:
         day = d.isoformat()
-        paths += [PROJECT_ROOT / "data" / "staging" / day, PROJECT_ROOT / "data" / "raw" / day,
-                  PROJECT_ROOT / "data" / "events" / f"{day}.jsonl", PROJECT_ROOT / "reports" / f"DMF_리포트_{day}.xlsx"]
+        paths += [
+            PROJECT_ROOT / "data" / "staging" / day,
+            PROJECT_ROOT / "data" / "raw" / day,
+            PROJECT_ROOT / "data" / "events" / f"{day}.jsonl",
+            PROJECT_ROOT / "reports" / f"DMF_리포트_{day}.xlsx",
+        ]
     return {str(p): (p.stat().st_mtime if p.exists() else None) for p in paths}
 
 
@@ -100,12 +104,30 @@ def _write_config(folder: Path, report_port: int, smtp_port: int, faults: dict[s
     lines = ["[paths]"] + [f'{n} = "{(folder / "data" / n).as_posix()}"' for n in names]
     lines += ["", "[source]", 'base_url = "emulator://local"', "", "[emulator.faults]"]
     lines += [f'"{day}" = "{kind}"' for day, kind in faults.items()]
-    lines += ["", "[report]", 'file_server_host = "127.0.0.1"', f"file_server_port = {report_port}", 'public_base_url = ""',
-              "", "[runs]", f"sensor_interval_s = {SENSOR_INTERVAL_S}",
-              # today's retry a minute after its rejection, whatever the hour the suite runs at
-              "", "[retry]", "interval_minutes = 1", 'until = "23:59"', "", "[alerts]", 'overdue_at = "23:59"',
-              "", "[alerts.email]", 'smtp_host = "127.0.0.1"', f"smtp_port = {smtp_port}",
-              'sender = "dmf-watch@example.co.kr"', 'recipients = ["ra-team@example.co.kr"]']
+    lines += [
+        "",
+        "[report]",
+        'file_server_host = "127.0.0.1"',
+        f"file_server_port = {report_port}",
+        'public_base_url = ""',
+        "",
+        "[runs]",
+        f"sensor_interval_s = {SENSOR_INTERVAL_S}",
+        # today's retry a minute after its rejection, whatever the hour the suite runs at
+        "",
+        "[retry]",
+        "interval_minutes = 1",
+        'until = "23:59"',
+        "",
+        "[alerts]",
+        'overdue_at = "23:59"',
+        "",
+        "[alerts.email]",
+        'smtp_host = "127.0.0.1"',
+        f"smtp_port = {smtp_port}",
+        'sender = "dmf-watch@example.co.kr"',
+        'recipients = ["ra-team@example.co.kr"]',
+    ]
     path = folder / "dmf.smoke.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -139,11 +161,22 @@ class Dagit:
         return _write_config(self.tmp, self.report_port, self.smtp_port, faults)
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
-               "-h", "127.0.0.1", "-p", str(self.port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-w",
+            str(PROJECT_ROOT / "workspace.yaml"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+        ]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server's log for its lifetime, closed in stop()
-        self.proc = subprocess.Popen(cmd, cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -266,13 +299,16 @@ def _wait_until_settled(dagit: Dagit, backfill_id: str) -> list[dict]:
         backfill = dagit.gql(Q_BACKFILL, id=backfill_id)["partitionBackfillOrError"]
         runs = dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
         done = backfill["status"] in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED") and all(
-            r["status"] in TERMINAL_RUN for r in runs)
+            r["status"] in TERMINAL_RUN for r in runs
+        )
         if done and all((reports / f"DMF_리포트_{d.isoformat()}.xlsx").exists() for d in DAYS):
             _wait_for_a_sensor_tick_after(dagit, time.time(), cap_s=SENSOR_INTERVAL_S + 15)
             return dagit.gql(Q_ALL_RUNS)["runsOrError"]["results"]
         if time.monotonic() > deadline:
-            pytest.fail(f"not settled after {BACKFILL_TIMEOUT_S} s: backfill {backfill['status']}, runs "
-                        f"{[(_tag(r, 'dagster/partition'), r['status']) for r in runs]}\n{dagit.log_tail()}")
+            pytest.fail(
+                f"not settled after {BACKFILL_TIMEOUT_S} s: backfill {backfill['status']}, runs "
+                f"{[(_tag(r, 'dagster/partition'), r['status']) for r in runs]}\n{dagit.log_tail()}"
+            )
         time.sleep(3.0)
 
 
@@ -281,14 +317,19 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
     from dagster._core.events import DagsterEventType
     from openpyxl import load_workbook
 
-    params = {"assetSelection": [{"path": [a]} for a in CHAIN], "partitionNames": [d.isoformat() for d in DAYS],
-              "fromFailure": False}
+    params = {
+        "assetSelection": [{"path": [a]} for a in CHAIN],
+        "partitionNames": [d.isoformat() for d in DAYS],
+        "fromFailure": False,
+    }
     launched = dagit.gql(M_ASSET_BACKFILL, params=params)["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     runs = _wait_until_settled(dagit, launched["backfillId"])
 
     # N + 1 runs: one per day from the backfill, one follow-up for the rejected day (as README says)
-    assert len(runs) == len(DAYS) + 1, [(_tag(r, "dagster/partition"), _tag(r, "dmf/trigger"), r["status"]) for r in runs]
+    assert len(runs) == len(DAYS) + 1, [
+        (_tag(r, "dagster/partition"), _tag(r, "dmf/trigger"), r["status"]) for r in runs
+    ]
     assert all(_tag(r, "dagster/partition") for r in runs)  # every run is one day: checks land on their partition
     followup = [r for r in runs if _tag(r, "dmf/trigger") == "sensor-complete"]
     assert [_tag(r, "dagster/partition") for r in followup] == [FAULT_DAY.isoformat()]
@@ -302,8 +343,11 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
             data = e.dagster_event.event_specific_data
             if data.check_name == "gate_2_completeness":
                 gate2[data.partition] = (data.passed, data.metadata)
-    assert {d: p for d, (p, _) in gate2.items()} == {DAYS[0].isoformat(): True, FAULT_DAY.isoformat(): False,
-                                                     DAYS[2].isoformat(): True}
+    assert {d: p for d, (p, _) in gate2.items()} == {
+        DAYS[0].isoformat(): True,
+        FAULT_DAY.isoformat(): False,
+        DAYS[2].isoformat(): True,
+    }
     samples = gate2[FAULT_DAY.isoformat()][1]["samples"].value
     assert samples and samples[0]["rows"] < samples[0]["expected_rows"]  # the short page, with its counts
 
@@ -328,7 +372,8 @@ def test_ui_asset_backfill_with_a_rejected_day_under_the_daemon(dagit):
 
     gate6 = dg.AssetCheckKey(dg.AssetKey("snapshot_diff"), "gate_6_churn")
     latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        [gate6], partition_filter=PartitionKeyFilter(key=FAULT_DAY.isoformat()))[gate6]
+        [gate6], partition_filter=PartitionKeyFilter(key=FAULT_DAY.isoformat())
+    )[gate6]
     run = instance.get_run_by_id(latest.run_id)
     assert latest.status.value == "PLANNED" and run.status == dg.DagsterRunStatus.SUCCESS  # resolved: SKIPPED
     # the backfill mailed no workbook; the alerts about its rejected day say what to do, no retry promised
@@ -346,8 +391,11 @@ def _rejected_today(dagit: Dagit, day: str, deadline: float) -> bool:
 
     instance = dg.DagsterInstance.from_config(str(dagit.tmp / "dagster_home"))
     try:
-        return bool(instance.fetch_observations(dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey("integrity_verdict"), asset_partitions=[day]), limit=1).records)
+        return bool(
+            instance.fetch_observations(
+                dg.AssetRecordsFilter(asset_key=dg.AssetKey("integrity_verdict"), asset_partitions=[day]), limit=1
+            ).records
+        )
     finally:
         instance.dispose()
 
@@ -438,8 +486,13 @@ def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagi
         assert response.content[:2] == b"PK"  # a zip container, i.e. a real .xlsx
         # path tricks never leave the reports folder (raw request line: clients would normalise "..")
         (dagit.tmp / "data" / "secret.txt").write_text("not for download", encoding="utf-8")
-        for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt", "/../../dmf.smoke.toml",
-                     "/%2E%2E%2F%2E%2E%2Fdmf.smoke.toml"):
+        for path in (
+            "/../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/..%2fsecret.txt",
+            "/../../dmf.smoke.toml",
+            "/%2E%2E%2F%2E%2E%2Fdmf.smoke.toml",
+        ):
             conn = http.client.HTTPConnection("127.0.0.1", dagit.report_port, timeout=10)
             conn.request("GET", path)
             reply = conn.getresponse()

@@ -68,7 +68,11 @@ def test_report_deadline_is_0900_kst_for_today(tmp_path):
     assert report_check(reports, MORNING)[0].status == OK
     check, alert = report_check(reports, LATE)
     assert check.status == FAIL and "2026-11-27" in check.message_ko
-    assert (alert.kind, alert.workbook, str(alert.latest_report)) == ("overdue", "reports/DMF_리포트_2026-11-27.xlsx", "2026-11-26")
+    assert (alert.kind, alert.workbook, str(alert.latest_report)) == (
+        "overdue",
+        "reports/DMF_리포트_2026-11-27.xlsx",
+        "2026-11-26",
+    )
     # a server clock in UTC: 00:30 UTC is 09:30 in Korea, and the expected day is Korea's today
     check, _ = report_check(reports, datetime(2026, 11, 27, 0, 30, tzinfo=UTC))
     assert check.status == FAIL and "2026-11-27" in check.message_ko
@@ -106,7 +110,9 @@ def test_watch_alerts_once_per_day_through_notify(tmp_path):
 def test_an_unreadable_instance_is_a_watchdog_error_and_leaves_the_daemon_down_slot_free(tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("storage:\n  postgres:\n    postgres_db:\n      username:\n        env: DMF_PG_USER\n")
+    (home / "dagster.yaml").write_text(
+        "storage:\n  postgres:\n    postgres_db:\n      username:\n        env: DMF_PG_USER\n"
+    )
     with webhook_receiver() as hook:
         settings, paths = _paths_for(tmp_path, webhooks=[hook.url()])
         first = watch(settings, paths, now=MORNING - timedelta(minutes=30))
@@ -140,8 +146,14 @@ def test_dmf_doctor_alert_from_the_command_line(tmp_path):
     _home(tmp_path)  # an instance without any heartbeat: the daemon never ran
     (tmp_path / "local.toml").write_text("# the documented defaults only\n", encoding="utf-8")
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "DMF_CONFIG": str(tmp_path / "local.toml")}
-    out = subprocess.run([sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
-                         capture_output=True, text=True, env=env, timeout=120, cwd=PROJECT_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=PROJECT_ROOT,
+    )
     report = json.loads(out.stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert out.returncode == 2 and checks["daemon"]["status"] == FAIL
@@ -157,13 +169,21 @@ def test_dmf_doctor_alert_reads_the_projects_env_file_as_dagster_dev_does(tmp_pa
     home.mkdir()
     (home / "dagster.yaml").write_text(
         "run_storage:\n  module: dagster.core.storage.runs\n  class: SqliteRunStorage\n  config:\n"
-        "    base_dir:\n      env: DMF_TEST_RUN_DIR\n", encoding="utf-8")
+        "    base_dir:\n      env: DMF_TEST_RUN_DIR\n",
+        encoding="utf-8",
+    )
     (tmp_path / ".env").write_text(f"DMF_TEST_RUN_DIR={tmp_path / 'runs'}\n", encoding="utf-8")
     (tmp_path / "local.toml").write_text("# defaults\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "DMF_TEST_RUN_DIR"}
     env.update(DAGSTER_HOME=str(home), DMF_CONFIG=str(tmp_path / "local.toml"))
-    out = subprocess.run([sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
-                         capture_output=True, text=True, env=env, timeout=120, cwd=PROJECT_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=PROJECT_ROOT,
+    )
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert "cannot read" not in checks["daemon"]["message_en"], checks["daemon"]
     assert not list((tmp_path / "data" / "alerts").glob("*-watchdog_error.json"))
@@ -175,8 +195,14 @@ def test_a_real_dagster_daemon_is_seen_alive_then_dead(tmp_path):
     defs = tmp_path / "tiny_defs.py"
     defs.write_text("import dagster as dg\n\n@dg.asset\ndef a():\n    return 1\n\ndefs = dg.Definitions(assets=[a])\n")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-f", str(defs)], env=env,
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-f", str(defs)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = _time.monotonic() + 240  # a loaded CI machine starts the daemon slowly
         check = None

@@ -79,7 +79,9 @@ HOSTILE: tuple[str, ...] = (
 # --- report builders (also used by test_workbook_render / test_workbook_retention) ---------------
 
 
-def _change(ev_key: str, permit: str | None, ingr: str | None, appl: str | None, field: str, before, after, cosmetic=False):
+def _change(
+    ev_key: str, permit: str | None, ingr: str | None, appl: str | None, field: str, before, after, cosmetic=False
+):
     severity = "COSMETIC" if cosmetic else COMPARED_FIELDS[field].value
     return FieldChangeRow(
         dmf_key=ev_key,
@@ -141,7 +143,13 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
         elif kind == 2:
             ch = _change(key, permit, ingr, appl, "manufacturer", manu + " (old)", manu)
             ch2 = _change(key, permit, ingr, appl, "countries", "인도", countries)
-            ev = EventRow(event_type="CHANGED", severity="CRITICAL", changed_fields=("manufacturer", "countries"), changes=(ch, ch2), **base)
+            ev = EventRow(
+                event_type="CHANGED",
+                severity="CRITICAL",
+                changed_fields=("manufacturer", "countries"),
+                changes=(ch, ch2),
+                **base,
+            )
         elif kind == 3:
             ch = _change(key, permit, ingr, appl, "address", "Old address " + str(i), addr)
             cos = _change(key, permit, ingr, appl, "applicant", appl.replace("(주)", "주식회사 "), appl, cosmetic=True)
@@ -156,7 +164,12 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
         elif kind == 4:
             ch = _change(key, permit, ingr, appl, "bizrno", "1111111111", base["bizrno"])
             ev = EventRow(
-                event_type="CHANGED", severity="HIGH", changed_fields=("bizrno",), changes=(ch,), is_transfer=True, **base
+                event_type="CHANGED",
+                severity="HIGH",
+                changed_fields=("bizrno",),
+                changes=(ch,),
+                is_transfer=True,
+                **base,
             )
         elif kind == 5:
             ch = _change(key, permit, ingr, appl, "applicant", "(주)옛이름", appl)
@@ -172,7 +185,9 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
             )
         elif kind == 6:
             ch = _change(key, permit, ingr, appl, "issue_date", "2010-01-01", issue)
-            ev = EventRow(event_type="CHANGED", severity="MEDIUM", changed_fields=("issue_date",), changes=(ch,), **base)
+            ev = EventRow(
+                event_type="CHANGED", severity="MEDIUM", changed_fields=("issue_date",), changes=(ch,), **base
+            )
         elif kind == 7:
             syn = f"SYN-{i:08x}"
             ch = _change(key, permit, ingr, appl, "permit_no", None, permit)
@@ -187,7 +202,12 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
         elif kind == 8:
             cos = _change(key, permit, ingr, appl, "manufacturer", manu.replace(",", ", "), manu, cosmetic=True)
             ev = EventRow(
-                event_type="CHANGED", severity="COSMETIC", cosmetic_fields=("manufacturer",), changes=(cos,), is_cosmetic=True, **base
+                event_type="CHANGED",
+                severity="COSMETIC",
+                cosmetic_fields=("manufacturer",),
+                changes=(cos,),
+                is_cosmetic=True,
+                **base,
             )
         else:
             ev = EventRow(event_type="WITHDRAWN", severity="CRITICAL", **base)
@@ -248,7 +268,14 @@ def history(day: date, n: int = 90, rejected_days: tuple[int, ...] = (12,)) -> t
 
 
 def gates(failed: int | None = None) -> tuple[GateRow, ...]:
-    names = [("transport", "전송"), ("completeness", "완전성"), ("drop", "감소율"), ("nulls", "결측"), ("duplicates", "중복"), ("churn", "변동률")]
+    names = [
+        ("transport", "전송"),
+        ("completeness", "완전성"),
+        ("drop", "감소율"),
+        ("nulls", "결측"),
+        ("duplicates", "중복"),
+        ("churn", "변동률"),
+    ]
     rows = []
     for i, (name, label) in enumerate(names, 1):
         if failed is None or i < failed:
@@ -384,8 +411,12 @@ def test_sheet_names_order_and_file_names(accepted_book):
     headline = [e for e in report.events if not e.is_cosmetic]
     assert result.sheet_rows[SHEET_EVENTS] == len(headline) == 90
     assert result.sheet_rows[SHEET_FIELDS] == sum(len(e.changes) for e in report.events)
-    assert result.sheet_rows[SHEET_NEW_WITHDRAWN] == sum(e.event_type in ("NEW", "WITHDRAWN") for e in report.events) == 30
-    assert result.sheet_rows["성분별"] == 3000 and result.sheet_rows["업체별"] == 450 and result.sheet_rows["제조국"] == 50
+    assert (
+        result.sheet_rows[SHEET_NEW_WITHDRAWN] == sum(e.event_type in ("NEW", "WITHDRAWN") for e in report.events) == 30
+    )
+    assert (
+        result.sheet_rows["성분별"] == 3000 and result.sheet_rows["업체별"] == 450 and result.sheet_rows["제조국"] == 50
+    )
     # nothing but the two workbooks (and the lock file) is left in the folder: no temp files
     assert sorted(p.name for p in result.path.parent.iterdir() if not p.name.startswith(".DMF_리포트.lock")) == sorted(
         [result.path.name, LATEST_NAME]
@@ -397,7 +428,10 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
     k = report.kpis
     for name in SHEET_NAMES:
         banner = wb[name]["A1"].value
-        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10"), (name, banner)
+        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10"), (
+            name,
+            banner,
+        )
     ws = wb[SHEET_SUMMARY]
     expected = {
         "registry_size": 9_203,
@@ -423,7 +457,11 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
         assert row[1].fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS[sev][0])
         assert row[1].number_format == st.FMT_INT
     # gates table on the summary: six rows, all passed
-    verdicts = [r[1].value for r in ws.iter_rows(max_col=2) if isinstance(r[0].value, str) and r[0].value[:2] in {f"{i}." for i in range(1, 7)}]
+    verdicts = [
+        r[1].value
+        for r in ws.iter_rows(max_col=2)
+        if isinstance(r[0].value, str) and r[0].value[:2] in {f"{i}." for i in range(1, 7)}
+    ]
     assert verdicts == ["통과"] * 6
 
 
@@ -453,7 +491,18 @@ def test_round_trip_of_events_table_including_hostile_text(accepted_book):
     rows = read_events_sheet(result.path)
     expected = _expected_event_rows(report)
     assert len(rows) == len(expected) == 90
-    text_fields = ("permit_no", "ingredient", "applicant", "manufacturer", "countries", "target_class", "bizrno", "address", "dmf_key", "base_dmf_key")
+    text_fields = (
+        "permit_no",
+        "ingredient",
+        "applicant",
+        "manufacturer",
+        "countries",
+        "target_class",
+        "bizrno",
+        "address",
+        "dmf_key",
+        "base_dmf_key",
+    )
     seen_hostile = set()
     for got, ev in zip(rows, expected, strict=True):
         assert got["event_type"] == ev.event_type and got["severity"] == ev.severity
@@ -474,7 +523,9 @@ def test_round_trip_of_events_table_including_hostile_text(accepted_book):
                 if not ch.is_cosmetic:
                     assert f"{ch.after}" in (got["change_summary"] or "") or len(ch.after or "") > 1000
     # every hostile value that landed in a headline event was checked
-    headline_values = {getattr(e, f) for e in report.headline_events for f in ("ingredient", "applicant", "manufacturer", "address")}
+    headline_values = {
+        getattr(e, f) for e in report.headline_events for f in ("ingredient", "applicant", "manufacturer", "address")
+    }
     assert seen_hostile == set(HOSTILE) & headline_values
     assert len(seen_hostile) >= 12
     # the control characters became U+FFFD, the 100 k text was cut and marked
@@ -591,7 +642,11 @@ def test_rejected_day_says_so_on_every_sheet(rejected_book):
     assert kpi_value(summary, "registry_size") == 9_167  # the last accepted state
     for key in ("new", "changed", "withdrawn", "cosmetic"):
         assert kpi_value(summary, key) == "미반영"  # never a zero that reads as "nothing changed"
-    verdicts = {r[0].value: r[1].value for r in summary.iter_rows(max_col=2) if isinstance(r[0].value, str) and r[0].value[:1].isdigit()}
+    verdicts = {
+        r[0].value: r[1].value
+        for r in summary.iter_rows(max_col=2)
+        if isinstance(r[0].value, str) and r[0].value[:1].isdigit()
+    }
     assert verdicts["2. 완전성 (completeness)"] == "실패"
     assert verdicts["1. 전송 (transport)"] == "통과"
     assert verdicts["6. 변동률 (churn)"] == "미평가"
@@ -607,25 +662,37 @@ def test_rejected_day_shows_the_failed_gates_sample_rows_under_korean_headers(tm
     from dmf_assets.defs.checks import samples_md
     from dmf_assets.domain.gates import page_samples
 
-    pages = [{"page_no": n, "rows": 480 if n == 10 else 203 if n == 19 else 500, "status": "ok", "total_count": 9_203}
-             for n in range(1, 20)]
+    pages = [
+        {"page_no": n, "rows": 480 if n == 10 else 203 if n == 19 else 500, "status": "ok", "total_count": 9_203}
+        for n in range(1, 20)
+    ]
     short = page_samples(pages, 500, 9_203)
-    assert short == ({"page_no": 10, "rows": 480, "expected_rows": 500, "status": "ok", "page_total_count": 9_203,
-                      "error": None},)
-    report = replace(rejected_report(), gates=tuple(replace(g, samples=short) if g.passed is False else g
-                                                    for g in gates(failed=2)))
+    assert short == (
+        {"page_no": 10, "rows": 480, "expected_rows": 500, "status": "ok", "page_total_count": 9_203, "error": None},
+    )
+    report = replace(
+        rejected_report(), gates=tuple(replace(g, samples=short) if g.passed is False else g for g in gates(failed=2))
+    )
     ws = load_workbook(write_workbook(report, tmp_path).path)[SHEET_SUMMARY]
     rows = [[c.value for c in r] for r in ws.iter_rows()]
     at = next(i for i, r in enumerate(rows) if str(r[0]).startswith("거부 근거 — 2. 완전성 게이트의 표본 1행"))
     assert rows[at + 1][:6] == ["쪽 번호", "받은 행", "받아야 할 행", "상태", "그 쪽의 totalCount", "오류"]
     assert rows[at + 2][:5] == [10, 480, 500, "정상", 9_203]
     # gate 3's samples name a registration by its number: the key that repeats it is left out
-    missing = ({"dmf_key": "20110531-71-B-317-05", "permit_no": "20110531-71-B-317-05", "ingredient": "메트포르민염산염",
-                "applicant": "(주)하이플"},)
+    missing = (
+        {
+            "dmf_key": "20110531-71-B-317-05",
+            "permit_no": "20110531-71-B-317-05",
+            "ingredient": "메트포르민염산염",
+            "applicant": "(주)하이플",
+        },
+    )
     md = samples_md(missing)
     assert md.splitlines()[0] == "| 등록번호 | 성분명 | 신청인 |" and "dmf_key" not in md
-    assert samples_md(({"event_type": "WITHDRAWN", "severity": "CRITICAL", "dmf_key": "SYN-1"},)).splitlines()[2] == \
-        "| 취하 | 심각 | SYN-1 |"
+    assert (
+        samples_md(({"event_type": "WITHDRAWN", "severity": "CRITICAL", "dmf_key": "SYN-1"},)).splitlines()[2]
+        == "| 취하 | 심각 | SYN-1 |"
+    )
 
 
 def test_rejected_day_without_any_accepted_day(tmp_path):
@@ -703,11 +770,16 @@ def test_full_size_day_tables_every_aggregate_and_reads_back(tmp_path):
     report = accepted_report(100, registry=9_203, hostile=False)
     result = write_workbook(report, tmp_path)
     wb = load_workbook(result.path)
-    for name, rows in ((SHEET_BY_INGREDIENT, report.by_ingredient), (SHEET_BY_APPLICANT, report.by_applicant),
-                       (SHEET_BY_COUNTRY, report.by_country)):
+    for name, rows in (
+        (SHEET_BY_INGREDIENT, report.by_ingredient),
+        (SHEET_BY_APPLICANT, report.by_applicant),
+        (SHEET_BY_COUNTRY, report.by_country),
+    ):
         assert result.sheet_rows[name] == len(rows), name
         ws = wb[name]
-        header = next(r for r in range(1, ws.max_row) if ws.cell(row=r, column=1).value == "순위")  # below 업체별's event lists
+        header = next(
+            r for r in range(1, ws.max_row) if ws.cell(row=r, column=1).value == "순위"
+        )  # below 업체별's event lists
         body = [r for r in ws.iter_rows(min_row=header + 1, values_only=True) if any(v is not None for v in r)]
         assert len(body) == len(rows), name
         assert ws.auto_filter.ref.endswith(str(header + len(rows))), name
@@ -720,7 +792,10 @@ def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted
     ws = wb[SHEET_SUMMARY]
     header = next(r[0].row for r in ws.iter_rows(max_col=2) if (r[0].value, r[1].value) == ("날짜", "상태"))
     assert ws.auto_filter.ref == f"A{header}:H{header + len(report.history)}"
-    table = [[c.value for c in row] for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=8)]
+    table = [
+        [c.value for c in row]
+        for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=8)
+    ]
     days = [row[0].date() for row in table]
     assert days == sorted((h.day for h in report.history), reverse=True)
     assert days[0] == DAY - timedelta(days=1)
@@ -743,7 +818,9 @@ def test_rejected_churn_day_does_not_show_its_unapplied_diff():
         assert NOT_REFLECTED in note and "거부된 비교 결과 30건은 반영되지 않음" in note
         assert wb[name].max_row == 3 and rows[name] == 0
     summary = wb[SHEET_SUMMARY]
-    assert not any(r[0].value and str(r[0].value).startswith("관심목록 해당 이벤트") for r in summary.iter_rows(max_col=1))
+    assert not any(
+        r[0].value and str(r[0].value).startswith("관심목록 해당 이벤트") for r in summary.iter_rows(max_col=1)
+    )
 
 
 def test_missing_values_and_unnumbered_registrations(tmp_path):
@@ -800,7 +877,16 @@ def test_real_registry_rows_round_trip(real_items, tmp_path):
     by_key = {r["dmf_key"]: r for r in rows}
     for ev in events:
         got = by_key[ev.dmf_key]
-        for f in ("permit_no", "ingredient", "applicant", "manufacturer", "address", "countries", "bizrno", "target_class"):
+        for f in (
+            "permit_no",
+            "ingredient",
+            "applicant",
+            "manufacturer",
+            "address",
+            "countries",
+            "bizrno",
+            "target_class",
+        ):
             assert got[f] == (getattr(ev, f) or None), f
         assert got["issue_date"] == (ev.issue_date or None)
 
@@ -814,12 +900,42 @@ def test_column_wise_cells_are_the_cells_of_the_one_rule():
 
     from dmf_assets.report import cells, xlsx_body
 
-    odd = [chr(c) for c in range(0x3001) if chr(c).isspace() or chr(c) in "\x00\x01\x0b\x1f&<>\"'_"] + ["\ufffe", "\uffff"]
-    texts = [None, "", "plain", "한글 제조소", "=SUM(A1)", "+1", "-", "@x", "\tx", "a_x0041_b", "_x005F_", "a\rb",
-             "x" * (cells.EXCEL_MAX_CHARS // 2), "x" * (cells.EXCEL_MAX_CHARS // 2 + 1), "한" * 20_000]
+    odd = [chr(c) for c in range(0x3001) if chr(c).isspace() or chr(c) in "\x00\x01\x0b\x1f&<>\"'_"] + [
+        "\ufffe",
+        "\uffff",
+    ]
+    texts = [
+        None,
+        "",
+        "plain",
+        "한글 제조소",
+        "=SUM(A1)",
+        "+1",
+        "-",
+        "@x",
+        "\tx",
+        "a_x0041_b",
+        "_x005F_",
+        "a\rb",
+        "x" * (cells.EXCEL_MAX_CHARS // 2),
+        "x" * (cells.EXCEL_MAX_CHARS // 2 + 1),
+        "한" * 20_000,
+    ]
     texts += [f"{c}edge" for c in odd] + [f"edge{c}" for c in odd] + [f"in{c}side" for c in odd]
-    dates = [None, "", "2026-10-08", "1900-03-01", "1900-02-28", "1899-12-31", "2026-02-30", "2026-W41-4",
-             "20261008", "2026-10-8", " 2026-10-08", "=2026-10-08"]
+    dates = [
+        None,
+        "",
+        "2026-10-08",
+        "1900-03-01",
+        "1900-02-28",
+        "1899-12-31",
+        "2026-02-30",
+        "2026-W41-4",
+        "20261008",
+        "2026-10-8",
+        " 2026-10-08",
+        "=2026-10-08",
+    ]
     wb = Workbook()
     st.register_styles(wb)
     writer = xlsx_body.BodyWriter(wb.active, 2, 2, cells._style_array)
@@ -827,4 +943,4 @@ def test_column_wise_cells_are_the_cells_of_the_one_rule():
         got = cells._column_tails(writer, 1, kind, pl.Series(values, dtype=pl.Utf8)).to_list()
         for value, tail in zip(values, got, strict=True):
             xml = cells._stream_cell(writer, 1, 1, kind, value)
-            assert tail == xml[xml.index('"', 6) + 1:], (kind, value[:40] if value else value)
+            assert tail == xml[xml.index('"', 6) + 1 :], (kind, value[:40] if value else value)

@@ -75,7 +75,7 @@ def _section_rows(ws, heading: str) -> list[tuple]:
     rows = list(ws.iter_rows())
     start = next(i for i, r in enumerate(rows) if isinstance(r[0].value, str) and r[0].value.startswith(heading))
     out = []
-    for r in rows[start + 1:]:
+    for r in rows[start + 1 :]:
         if r[0].style == "dmf_section":
             break
         out.append(tuple(c.value for c in r))
@@ -84,9 +84,12 @@ def _section_rows(ws, heading: str) -> list[tuple]:
 
 def test_the_backfill_has_its_rejected_and_its_quiet_day(books):
     _, reports, runs, *_ = books
-    assert runs[REJECTED]["status"] == "rejected" and runs[NEWEST]["base_day_id"] == history.day_id(REJECTED - timedelta(1))
+    assert runs[REJECTED]["status"] == "rejected" and runs[NEWEST]["base_day_id"] == history.day_id(
+        REJECTED - timedelta(1)
+    )
     assert runs[QUIET]["status"] == "accepted" and not any(
-        runs[QUIET][k] for k in ("new_count", "changed_count", "withdrawn_count", "cosmetic_count"))
+        runs[QUIET][k] for k in ("new_count", "changed_count", "withdrawn_count", "cosmetic_count")
+    )
     assert reports[NEWEST].kpis.number_assigned >= 1  # the newest day names a number assignment apart
 
 
@@ -94,7 +97,8 @@ def test_the_copy_read_back_whole_has_the_newest_workbooks_summary(books):
     *_, paths, wb, _ = books
     newest = load_workbook(paths[NEWEST], read_only=True)[SHEET_SUMMARY]
     assert [r for r in newest.iter_rows(values_only=True) if r[0] != "생성 시각 (KST)"] == [
-        r for r in wb[SHEET_SUMMARY].iter_rows(values_only=True) if r[0] != "생성 시각 (KST)"]
+        r for r in wb[SHEET_SUMMARY].iter_rows(values_only=True) if r[0] != "생성 시각 (KST)"
+    ]
 
 
 def test_summary_tells_the_events_as_sentences_without_scientific_notation(books):
@@ -107,7 +111,9 @@ def test_summary_tells_the_events_as_sentences_without_scientific_notation(books
     assert len([t for t in events if t.endswith("습니다.")]) >= 3, events
     assert any("→" in t and t.endswith("바뀌었습니다.") for t in events), events
     rate = next(row[1] for row in summary.iter_rows(values_only=True) if row[0] == "변경률")
-    assert re.fullmatch(r"최근 14일 하루 평균 \d+\.\d건 변경 — 평소\(전체 기간\)의 \d+\.\d배 \(전체 기간 하루 평균 \d+\.\d건\)", rate)
+    assert re.fullmatch(
+        r"최근 14일 하루 평균 \d+\.\d건 변경 — 평소\(전체 기간\)의 \d+\.\d배 \(전체 기간 하루 평균 \d+\.\d건\)", rate
+    )
     # the same sentences as the morning mail
     report = reports[NEWEST]
     mail = messages.ReportDelivery.from_day_report(report, None, top=15)
@@ -122,16 +128,27 @@ def test_counts_agree_on_the_page_in_the_mail_and_with_the_stored_events(books):
     assigned = sum(e.number_assigned for e in report.events)
     assert (kpi[KPI_LABELS["changed"]], kpi[KPI_LABELS["number_assigned"]]) == (changed, assigned)
     assert changed + assigned == run["changed_count"]  # the stored count holds both
-    counts = headline_counts(Kpis(None, new=kpi[KPI_LABELS["new"]], changed=changed, withdrawn=kpi[KPI_LABELS["withdrawn"]],
-                                  number_assigned=assigned))
+    counts = headline_counts(
+        Kpis(
+            None,
+            new=kpi[KPI_LABELS["new"]],
+            changed=changed,
+            withdrawn=kpi[KPI_LABELS["withdrawn"]],
+            number_assigned=assigned,
+        )
+    )
     assert counts in summary["A1"].value
     heading = next(v for v in _texts(summary) if v.startswith("주요 이벤트"))
     assert heading.startswith(f"주요 이벤트 {len(report.headline_events):,}건 ({counts})")
     gate6 = next(row[2] for row in summary.iter_rows(values_only=True) if str(row[0]).startswith("6. 변동률"))
     assert gate6.startswith(counts)
     trend = _trend(summary)
-    assert [trend[NEWEST][k] for k in ("신규", "변경", "취하", "번호 부여")] == [report.kpis.new, changed, report.kpis.withdrawn,
-                                                                      assigned]
+    assert [trend[NEWEST][k] for k in ("신규", "변경", "취하", "번호 부여")] == [
+        report.kpis.new,
+        changed,
+        report.kpis.withdrawn,
+        assigned,
+    ]
     mail = messages.ReportDelivery.from_day_report(report, None)
     assert counts in messages.report_subject(mail)
     assert counts in messages.compose_report(mail, messages.MessageContext(emulator=True)).title
@@ -142,7 +159,7 @@ def _trend(summary) -> dict[date, dict]:
     top = next(i for i, r in enumerate(rows) if r[:2] == ("날짜", "상태"))
     header = rows[top]
     out = {}
-    for r in rows[top + 1:]:
+    for r in rows[top + 1 :]:
         if not isinstance(r[0], datetime):
             break
         out[r[0].date()] = dict(zip(header, r, strict=True))
@@ -167,8 +184,12 @@ def test_every_date_is_a_date_in_both_workbooks(books):
     *_, wb, period = books
     for book in (wb, period):
         for ws in book.worksheets:
-            as_text = [c.coordinate for row in ws.iter_rows() for c in row
-                       if isinstance(c.value, str) and ISO_DAY.match(c.value)]
+            as_text = [
+                c.coordinate
+                for row in ws.iter_rows()
+                for c in row
+                if isinstance(c.value, str) and ISO_DAY.match(c.value)
+            ]
             assert not as_text, (ws.title, as_text[:5])
     net = period["순변경"]
     col = next(c.column_letter for c in net[4] if c.value == "처음 관측일")
@@ -222,8 +243,10 @@ def test_gate_verdicts_never_wrap(books):
     summary = wb[SHEET_SUMMARY]
     verdicts = [r[1] for r in summary.iter_rows() if isinstance(r[0].value, str) and re.match(r"^\d\. ", r[0].value)]
     assert len(verdicts) == 6
-    assert all(not c.alignment.wrap_text and _display_width(c.value) + 2 <= summary.column_dimensions["B"].width
-               for c in verdicts)
+    assert all(
+        not c.alignment.wrap_text and _display_width(c.value) + 2 <= summary.column_dimensions["B"].width
+        for c in verdicts
+    )
 
 
 def test_company_sheet_lists_the_days_events_per_applicant_and_manufacturer(books):
@@ -253,7 +276,10 @@ def test_rejected_and_quiet_days_say_what_they_are(books):
     assert "주요 이벤트 — 없음" in texts and "-0.0" not in " ".join(texts) and "과(와)" not in " ".join(texts)
     assert reports[QUIET].change_rate.text_ko.startswith("최근 14일 하루 평균 ")
     hint = next(row[1] for row in quiet.iter_rows(values_only=True) if row[0] == "자사 제품")
-    assert "config/products.example.csv를 config/products.csv로 복사" in hint and '[products] file = "config/products.csv"' in hint
+    assert (
+        "config/products.example.csv를 config/products.csv로 복사" in hint
+        and '[products] file = "config/products.csv"' in hint
+    )
     assert (PROJECT_ROOT / "config" / "products.example.csv").is_file()  # the hint names a file that exists
 
 
@@ -261,8 +287,9 @@ def test_rejected_and_quiet_days_say_what_they_are(books):
 
 
 def _dmf(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True, timeout=120,
-                          cwd=PROJECT_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "dmf_assets", *args], capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT
+    )
 
 
 def test_history_csv_of_a_range_and_a_key_typed_with_spaces_through_the_cli(books):
@@ -270,8 +297,20 @@ def test_history_csv_of_a_range_and_a_key_typed_with_spaces_through_the_cli(book
     day = NEWEST
     ingredient = next(e.ingredient for e in reports[NEWEST].headline_events if e.event_type == "NEW")
     start, end = day - timedelta(days=1), day
-    out = _dmf("history", "--ingredient", ingredient, "--from", str(start), "--to", str(end), "--changes-only",
-               "--format", "csv", "--database", str(database))
+    out = _dmf(
+        "history",
+        "--ingredient",
+        ingredient,
+        "--from",
+        str(start),
+        "--to",
+        str(end),
+        "--changes-only",
+        "--format",
+        "csv",
+        "--database",
+        str(database),
+    )
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout.lstrip("\ufeff"))))
     assert rows and all(start.isoformat() <= r["day"] <= end.isoformat() for r in rows)
@@ -281,8 +320,9 @@ def test_history_csv_of_a_range_and_a_key_typed_with_spaces_through_the_cli(book
         everything = q.registration_history(conn, q.find_records(conn, ingredient=ingredient))
     expected = [e for e in everything.events if start <= e.day <= end]
     assert len(everything.events) > len(expected) or len(rows) == len(expected)
-    assert [(r["day"], r["dmf_key"], r["event_type"]) for r in rows] == [(e.day.isoformat(), e.dmf_key, e.event_type)
-                                                                         for e in expected]
+    assert [(r["day"], r["dmf_key"], r["event_type"]) for r in rows] == [
+        (e.day.isoformat(), e.dmf_key, e.event_type) for e in expected
+    ]
     # the key with spaces instead of hyphens finds the same registration
     key = next(e.permit_no for e in reports[NEWEST].headline_events if e.event_type == "CHANGED" and e.permit_no)
     hyphens = _dmf("history", key, "--format", "jsonl", "--database", str(database))
@@ -306,10 +346,30 @@ def test_history_shows_a_withdrawal_and_the_reappearance_as_spans(real_items, tm
     lines = [ln.strip() for ln in out.splitlines()]
     assert "버전 1: 2026-09-01 ~ 2026-09-01 (정상 반영일 1일 목록에 있음)" in lines
     assert "취하: 2026-09-02 ~ 2026-09-03 목록에 없음 (정상 반영일 2일)" in lines
-    assert ("버전 1: 2026-09-04 ~ 2026-09-05 (정상 반영일 2일 목록에 있음) — 2026-09-04에 다시 목록에 오름 (재등장)"
-            in lines)
+    assert (
+        "버전 1: 2026-09-04 ~ 2026-09-05 (정상 반영일 2일 목록에 있음) — 2026-09-04에 다시 목록에 오름 (재등장)"
+        in lines
+    )
     # a range that holds only the withdrawal: its one event, nothing else
-    code = main(["history", gone, "--from", "2026-09-02", "--to", "2026-09-03", "--changes-only", "--format", "jsonl",
-                 "--database", str(tmp_path / "h.duckdb")])
+    code = main(
+        [
+            "history",
+            gone,
+            "--from",
+            "2026-09-02",
+            "--to",
+            "2026-09-03",
+            "--changes-only",
+            "--format",
+            "jsonl",
+            "--database",
+            str(tmp_path / "h.duckdb"),
+        ]
+    )
     events = [ln for ln in capsys.readouterr().out.splitlines() if ln]
-    assert code == 0 and len(events) == 1 and '"event_type": "WITHDRAWN"' in events[0] and '"day": "2026-09-02"' in events[0]
+    assert (
+        code == 0
+        and len(events) == 1
+        and '"event_type": "WITHDRAWN"' in events[0]
+        and '"day": "2026-09-02"' in events[0]
+    )

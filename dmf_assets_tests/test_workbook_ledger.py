@@ -63,8 +63,12 @@ def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_100
     assert name == SHEET_LEDGER
     with open_database(emulated) as conn:
         population = history.run_row(conn, date(2026, 10, 8))["population"]
-        keys = {k for (k,) in conn.execute("SELECT r.dmf_key FROM snapshots s JOIN records r USING (record_id) "
-                                           "WHERE s.day_id = 20261008").fetchall()}
+        keys = {
+            k
+            for (k,) in conn.execute(
+                "SELECT r.dmf_key FROM snapshots s JOIN records r USING (record_id) WHERE s.day_id = 20261008"
+            ).fetchall()
+        }
     ws = wb[name]
     ledger = rows_of(ws)
     assert len(ledger) == population == len(keys) == result.sheet_rows[SHEET_LEDGER] >= 9_000
@@ -129,22 +133,31 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
     shutil.copy(emulated, copy)
     con = duckdb.connect(str(copy))
     # what a row judged against no base stores: its text and an observed value of 0 (gates.gate_churn_without_base)
-    con.execute("UPDATE gate_results SET observed = '비교 기준 없음', observed_value = 0, detail = '첫 수집일' "
-                "WHERE day_id = 20261008 AND gate_no IN (3, 6)")
-    con.execute("INSERT INTO gate_results VALUES (20261008, 3, 'drop', true, 0, 0.05, '비교 기준 없음', '≤ 5.00 %', '첫 수집일', "
-                "'[]', now()) ON CONFLICT DO NOTHING")
+    con.execute(
+        "UPDATE gate_results SET observed = '비교 기준 없음', observed_value = 0, detail = '첫 수집일' "
+        "WHERE day_id = 20261008 AND gate_no IN (3, 6)"
+    )
+    con.execute(
+        "INSERT INTO gate_results VALUES (20261008, 3, 'drop', true, 0, 0.05, '비교 기준 없음', '≤ 5.00 %', '첫 수집일', "
+        "'[]', now()) ON CONFLICT DO NOTHING"
+    )
     con.close()
     report = report_for(copy, date(2026, 10, 8))
     wb = load_workbook(write_workbook(report, tmp_path / "out").path, read_only=True)
     summary = wb[SHEET_SUMMARY]
-    gate_rows = {r[0].value: (r[2].value, r[5].value) for r in summary.iter_rows(max_col=6)
-                 if isinstance(r[0].value, str) and r[0].value[:2] in ("3.", "6.")}
+    gate_rows = {
+        r[0].value: (r[2].value, r[5].value)
+        for r in summary.iter_rows(max_col=6)
+        if isinstance(r[0].value, str) and r[0].value[:2] in ("3.", "6.")
+    }
     assert "비교 기준 없음" not in str(gate_rows)
     assert "기준일 2026-10-07" in gate_rows["3. 감소율 (drop)"][1]
     with open_database(copy) as conn:
         run = history.run_row(conn, date(2026, 10, 8))
         base = history.run_row(conn, date(2026, 10, 7))
-    counts = headline_counts_of_run(run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"])
+    counts = headline_counts_of_run(
+        run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"]
+    )
     assert gate_rows["6. 변동률 (churn)"][0].startswith(f"{counts} / {base['population']:,}건")
     assert "비교 기준 2026-10-07" in summary["A1"].value
     meta = {r[1]: r[2] for r in wb["메타"].iter_rows(min_row=5, values_only=True)}
@@ -174,11 +187,19 @@ def _cells(ws) -> dict:
 
     cells = {
         c.coordinate: (c.value, c.data_type, look(c), c.hyperlink.location if c.hyperlink else None)
-        for row in ws.iter_rows() for c in row if c.value is not None or c.has_style
+        for row in ws.iter_rows()
+        for c in row
+        if c.value is not None or c.has_style
     }
     heights = {r: d.height for r, d in ws.row_dimensions.items() if d.height}
-    return {"cells": cells, "heights": heights, "filter": ws.auto_filter.ref, "dims": ws.dimensions,
-            "freeze": ws.freeze_panes, "print_area": ws.print_area}
+    return {
+        "cells": cells,
+        "heights": heights,
+        "filter": ws.auto_filter.ref,
+        "dims": ws.dimensions,
+        "freeze": ws.freeze_panes,
+        "print_area": ws.print_area,
+    }
 
 
 def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported from test_analyst
@@ -188,9 +209,15 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
 
     report = report_for(emulated, date(2026, 10, 8))
     hostile = report.ledger.row(0, named=True)
-    hostile.update(ingredient="=HYPERLINK(\"http://evil\")", applicant="  앞뒤 공백  ", address="a\x01b_x0041_<&>",
-                   sites=[{"name": "A\n제조소", "country": None, "role": "원료"}, {"name": None, "country": "독일"}],
-                   site_count=2, issue_date="2026-02-30", permit_accept_date="1899-12-31")
+    hostile.update(
+        ingredient='=HYPERLINK("http://evil")',
+        applicant="  앞뒤 공백  ",
+        address="a\x01b_x0041_<&>",
+        sites=[{"name": "A\n제조소", "country": None, "role": "원료"}, {"name": None, "country": "독일"}],
+        site_count=2,
+        issue_date="2026-02-30",
+        permit_accept_date="1899-12-31",
+    )
     report = replace(report, ledger=pl.concat([report.ledger, pl.DataFrame([hostile], schema=report.ledger.schema)]))
     assert len(report.ledger) > cells.STREAM_MIN_ROWS
     streamed = load_workbook(write_workbook(report, tmp_path / "streamed").path)
@@ -202,7 +229,7 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
         assert _cells(streamed[name]) == _cells(plain[name]), name
     ledger = streamed[SHEET_LEDGER]
     last = ledger.max_row
-    assert ledger.cell(row=last, column=12).value == "=HYPERLINK(\"http://evil\")"
+    assert ledger.cell(row=last, column=12).value == '=HYPERLINK("http://evil")'
     assert ledger.cell(row=last, column=12).quotePrefix and ledger.cell(row=last, column=12).data_type == "s"
     assert ledger.row_dimensions[last].height > 15  # two sites on two lines
 
@@ -216,16 +243,35 @@ def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F8
         _, registry = registry_asof(conn, date(2026, 10, 8))
     site = lambda name, country, role=None: {"name": name, "address": None, "country": country, "role": role}  # noqa: E731 - a one-line helper, read where it is used
     cases = [  # (sites, manufacturer, country_list, countries, permit_fmt) -> (제조소, 제조국, 번호 형식)
-        ([site("A", "독일"), site(None, None, "원료")], "M", ["독일", "독일"], "x", "standard",
-         "1. A (독일)\n2. [원료] (제조소명 없음) (국가 미상)", "독일", "표준"),
+        (
+            [site("A", "독일"), site(None, None, "원료")],
+            "M",
+            ["독일", "독일"],
+            "x",
+            "standard",
+            "1. A (독일)\n2. [원료] (제조소명 없음) (국가 미상)",
+            "독일",
+            "표준",
+        ),
         ([site("", "", "")], "제조사", [], "미상국", "new_substance", "제조사 (국가 미상)", "미상국", "신물질"),
-        ([site(None, "인도", "중간체")], None, ["인도", "중국", "인도"], None, None, "[중간체]  (인도)", "인도, 중국", None),
+        (
+            [site(None, "인도", "중간체")],
+            None,
+            ["인도", "중국", "인도"],
+            None,
+            None,
+            "[중간체]  (인도)",
+            "인도, 중국",
+            None,
+        ),
         ([], "단독", None, "한국", "weird", "단독", "한국", "weird"),
         (None, None, [""], None, "missing", None, None, "번호 없음"),
     ]
     base = registry.row(0, named=True)
-    rows = [{**base, "sites": sites, "manufacturer": man, "country_list": cl, "countries": cs, "permit_fmt": fmt}
-            for sites, man, cl, cs, fmt, *_ in cases]
+    rows = [
+        {**base, "sites": sites, "manufacturer": man, "country_list": cl, "countries": cs, "permit_fmt": fmt}
+        for sites, man, cl, cs, fmt, *_ in cases
+    ]
     got = ledger_frame(pl.DataFrame(rows, schema=registry.schema)).select("sites", "country_set", "permit_fmt").rows()
     assert got == [tuple(case[5:]) for case in cases]
     # the real registry: a numbered line per site, every row with a country text
@@ -270,7 +316,9 @@ def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path
     settings = load_settings()
 
     def share_max(value: float):
-        return settings.model_copy(update={"alerts": settings.alerts.model_copy(update={"withdrawal_share_max": value})})
+        return settings.model_copy(
+            update={"alerts": settings.alerts.model_copy(update={"withdrawal_share_max": value})}
+        )
 
     assert not any("취하 비율" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.05)).warnings)
     assert any("취하 비율 3.3 % (> 3 %)" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.03)).warnings)
@@ -285,10 +333,14 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
         with open_database(path):
             pass
         con = duckdb.connect(str(path))
-        con.execute("INSERT INTO runs (day_id, status, population) VALUES (?, 'baseline', 9000)", [history.day_id(day0)])
+        con.execute(
+            "INSERT INTO runs (day_id, status, population) VALUES (?, 'baseline', 9000)", [history.day_id(day0)]
+        )
         for i, x in enumerate(changed, 1):
-            con.execute("INSERT INTO runs (day_id, status, base_day_id, population, changed_count) VALUES (?, 'accepted', ?, 9000, ?)",
-                        [history.day_id(day0 + timedelta(days=i)), history.day_id(day0 + timedelta(days=i - 1)), x])
+            con.execute(
+                "INSERT INTO runs (day_id, status, base_day_id, population, changed_count) VALUES (?, 'accepted', ?, 9000, ?)",
+                [history.day_id(day0 + timedelta(days=i)), history.day_id(day0 + timedelta(days=i - 1)), x],
+            )
         return con
 
     steady = make([1] * 100)
@@ -296,7 +348,10 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
     rate = change_rate(steady, last)
     expected = -math.log(1 - 100 / (100 * 9000)) / 1.0
     assert rate.rate_all == pytest.approx(expected) and rate.rate_14d == pytest.approx(-math.log(1 - 14 / (14 * 9000)))
-    assert not rate.burst and rate.text_ko == "최근 14일 하루 평균 1.0건 변경 — 평소(전체 기간)의 1.0배 (전체 기간 하루 평균 1.0건)"
+    assert (
+        not rate.burst
+        and rate.text_ko == "최근 14일 하루 평균 1.0건 변경 — 평소(전체 기간)의 1.0배 (전체 기간 하루 평균 1.0건)"
+    )
     burst = make([1] * 86 + [5] * 14)
     r = change_rate(burst, last)
     assert r.rate_14d / r.rate_all >= BURST_FACTOR and r.burst and "급증" in r.text_ko
@@ -308,22 +363,53 @@ def test_change_rate_estimator_and_burst_flag(tmp_path):
 
 
 def _ev(key: str, **kw) -> EventRow:
-    base = {"event_type": "CHANGED", "severity": "HIGH", "dmf_key": key, "permit_no": key, "base_dmf_key": key, "ingredient": "성분",
-                "ingredient_base": None, "applicant": "(주)옛이름", "bizrno": None, "manufacturer": "M", "address": None, "countries": "인도",
-                "issue_date": None, "target_class": None}
+    base = {
+        "event_type": "CHANGED",
+        "severity": "HIGH",
+        "dmf_key": key,
+        "permit_no": key,
+        "base_dmf_key": key,
+        "ingredient": "성분",
+        "ingredient_base": None,
+        "applicant": "(주)옛이름",
+        "bizrno": None,
+        "manufacturer": "M",
+        "address": None,
+        "countries": "인도",
+        "issue_date": None,
+        "target_class": None,
+    }
     base.update(kw)
     return EventRow(**base)
 
 
 def test_sentences_group_mass_changes_and_put_products_first():
-    rename = lambda k: _ev(k, changes=(FieldChangeRow(k, k, "성분", "(주)새이름", "applicant", "(주)옛이름", "(주)새이름", False, "HIGH"),),  # noqa: E731 - a one-line helper, read where it is used
-                           changed_fields=("applicant",), applicant="(주)새이름")
+    def rename(k: str) -> EventRow:
+        return _ev(
+            k,
+            changes=(
+                FieldChangeRow(k, k, "성분", "(주)새이름", "applicant", "(주)옛이름", "(주)새이름", False, "HIGH"),
+            ),
+            changed_fields=("applicant",),
+            applicant="(주)새이름",
+        )
+
     mass = [rename(f"2020010{i}-1-A-1-01") for i in range(6)]
-    single = _ev("20200201-2-B-2-02", severity="CRITICAL", changed_fields=("address",),
-                 changes=(FieldChangeRow("x", "x", "성분", "a", "address", "old", "new", False, "CRITICAL"),))
-    ours = replace(_ev("20200301-3-C-3-03", severity="MEDIUM", changed_fields=("issue_date",),
-                       changes=(FieldChangeRow("y", "y", "성분", "a", "issue_date", "2020-01-01", "2020-02-02", False, "MEDIUM"),)),
-                   product_hits=("우리정 (20200301-3-C-3-03)",))
+    single = _ev(
+        "20200201-2-B-2-02",
+        severity="CRITICAL",
+        changed_fields=("address",),
+        changes=(FieldChangeRow("x", "x", "성분", "a", "address", "old", "new", False, "CRITICAL"),),
+    )
+    ours = replace(
+        _ev(
+            "20200301-3-C-3-03",
+            severity="MEDIUM",
+            changed_fields=("issue_date",),
+            changes=(FieldChangeRow("y", "y", "성분", "a", "issue_date", "2020-01-01", "2020-02-02", False, "MEDIUM"),),
+        ),
+        product_hits=("우리정 (20200301-3-C-3-03)",),
+    )
     sentences, total = summary_sentences([*mass, single, ours])
     assert total == 8 and len(sentences) == 3
     assert sentences[0].products and "발급일자(2020-01-01 → 2020-02-02)가 바뀌었습니다." in sentences[0].text

@@ -38,7 +38,9 @@ def test_first_pages_render_with_ink_and_banner_text(rendered):
         assert r.pages is not None and r.pages >= 9  # every sheet printed at least once
         assert r.width > 400 and r.height > 250  # A4 landscape at 50 dpi
         assert not r.blank, f"{r.png}: ink {r.ink_ratio:.2%} < {MIN_INK_RATIO:.2%}"
-    assert _squash("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10") in _squash(accepted.first_page_text)
+    assert _squash("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10") in _squash(
+        accepted.first_page_text
+    )
     assert _squash(f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})") in _squash(
         rejected.first_page_text
     )
@@ -49,7 +51,9 @@ def test_korean_text_is_drawn_with_a_korean_font(rendered):
     if shutil.which("fc-list") is None:
         pytest.skip("fontconfig not available")
     listing = subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True).stdout
-    korean = {name.strip().replace(" ", "") for line in listing.splitlines() for name in line.split(",") if name.strip()}
+    korean = {
+        name.strip().replace(" ", "") for line in listing.splitlines() for name in line.split(",") if name.strip()
+    }
     if not korean:
         pytest.skip("no Korean font installed (apt-get install fonts-nanum)")
     for r in rendered:

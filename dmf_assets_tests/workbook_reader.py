@@ -145,9 +145,7 @@ def read_events_sheet(path: Path) -> list[dict]:
         values.update(
             severity=_SEVERITY_BY_LABEL.get(values["severity"], values["severity"]),
             event_type=_EVENT_BY_LABEL.get(values["event_type"], values["event_type"]),
-            changed_fields=tuple(
-                _FIELD_BY_LABEL.get(f, f) for f in (values["changed_fields"] or "").split(", ") if f
-            ),
+            changed_fields=tuple(_FIELD_BY_LABEL.get(f, f) for f in (values["changed_fields"] or "").split(", ") if f),
             watch_reasons=tuple((values["watch_reasons"] or "").split("\n")) if values["watch_reasons"] else (),
             link=link[-1][0] if link else None,
             **{attr: label in flags for label, attr in _FLAG_BY_LABEL.items()},

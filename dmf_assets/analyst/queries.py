@@ -37,14 +37,20 @@ def normalize_key(text: str) -> str:
     """What a user typed -> the stored key: any spelling of a permit number, '…#2', or 'SYN-…'."""
     raw = text.strip()
     if raw.upper().startswith(SYNTHETIC_PREFIX):
-        return SYNTHETIC_PREFIX + raw[len(SYNTHETIC_PREFIX):].strip().lower()
+        return SYNTHETIC_PREFIX + raw[len(SYNTHETIC_PREFIX) :].strip().lower()
     number, sep, dup = raw.partition("#")
     normalized = parse_permit(number).permit_no or number
     return f"{normalized}#{dup.strip()}" if sep else normalized
 
 
-def find_records(conn: duckdb.DuckDBPyConnection, key: str | None = None, *, ingredient: str | None = None,
-                 applicant: str | None = None, manufacturer: str | None = None) -> list[int]:
+def find_records(
+    conn: duckdb.DuckDBPyConnection,
+    key: str | None = None,
+    *,
+    ingredient: str | None = None,
+    applicant: str | None = None,
+    manufacturer: str | None = None,
+) -> list[int]:
     """record_ids of the registrations a key and/or patterns name (all given criteria must hold).
 
     Patterns match like the watchlist: the pattern's matching key is a substring of the field's key in
@@ -167,14 +173,32 @@ class RegistrationHistory:
     spans: tuple[ListedSpan, ...] = ()
 
 
-_FLAGS = (("is_reappearance", "재등장"), ("number_assigned", "번호 부여"), ("is_transfer", "양도양수"),
-          ("is_rename", "명칭 변경"), ("watchlist_hit", "관심목록"))
-_VERSION_VALUES = ("permit_no", "ingredient", "applicant", "bizrno", "manufacturer", "address", "countries",
-                   "site_count", "issue_date", "target_class", "base_permit_no", "cohort")
+_FLAGS = (
+    ("is_reappearance", "재등장"),
+    ("number_assigned", "번호 부여"),
+    ("is_transfer", "양도양수"),
+    ("is_rename", "명칭 변경"),
+    ("watchlist_hit", "관심목록"),
+)
+_VERSION_VALUES = (
+    "permit_no",
+    "ingredient",
+    "applicant",
+    "bizrno",
+    "manufacturer",
+    "address",
+    "countries",
+    "site_count",
+    "issue_date",
+    "target_class",
+    "base_permit_no",
+    "cohort",
+)
 
 
-def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int], *, start: date | None = None,
-                         end: date | None = None) -> RegistrationHistory:
+def registration_history(
+    conn: duckdb.DuckDBPyConnection, record_ids: list[int], *, start: date | None = None, end: date | None = None
+) -> RegistrationHistory:
     """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
     every event of the registrations — the events observed in [start, end] when given."""
     versions_raw = storage.record_versions(conn, record_ids)
@@ -186,15 +210,24 @@ def registration_history(conn: duckdb.DuckDBPyConnection, record_ids: list[int],
         version_no[v["version_id"]] = per_key[v["dmf_key"]]
         values = {k: v[k] for k in _VERSION_VALUES}
         values["sites"] = sites_text(v["sites"])
-        versions.append(HistoryVersion(v["dmf_key"], per_key[v["dmf_key"]], history.to_date(v["first_day"]),
-                                       history.to_date(v["last_day"]), v["days_observed"], values))
+        versions.append(
+            HistoryVersion(
+                v["dmf_key"],
+                per_key[v["dmf_key"]],
+                history.to_date(v["first_day"]),
+                history.to_date(v["last_day"]),
+                v["days_observed"],
+                values,
+            )
+        )
     day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
     events_raw = storage.record_events(conn, record_ids, *day_range)
     changes: dict[int, list[HistoryChange]] = {}
     if events_raw:
         for c in storage.event_changes(conn, [e["event_id"] for e in events_raw]):
             changes.setdefault(c["event_id"], []).append(
-                HistoryChange(c["field"], c["before"], c["after"], c["is_cosmetic"], c["severity"]))
+                HistoryChange(c["field"], c["before"], c["after"], c["is_cosmetic"], c["severity"])
+            )
     events = tuple(
         HistoryEvent(
             day=history.to_date(e["day_id"]),
@@ -224,8 +257,9 @@ def _numbered_keys(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> di
     return dict(storage.number_assignments(conn, record_ids))
 
 
-def _listed_spans(conn: duckdb.DuckDBPyConnection, record_ids: list[int], version_no: dict[int, int],
-                  numbered: dict[str, str]) -> tuple[ListedSpan, ...]:
+def _listed_spans(
+    conn: duckdb.DuckDBPyConnection, record_ids: list[int], version_no: dict[int, int], numbered: dict[str, str]
+) -> tuple[ListedSpan, ...]:
     """Walk the accepted days from each registration's first listing to the last accepted day: a run of
     days with the same version (or with none) is one span, so a withdrawal between two listings shows."""
     accepted = storage.accepted_days(conn)
@@ -236,7 +270,7 @@ def _listed_spans(conn: duckdb.DuckDBPyConnection, record_ids: list[int], versio
     for key, days in listed.items():
         mine: list[ListedSpan] = []
         current: list = []  # [version_no, first day_id, last day_id, accepted days]
-        for day_id in accepted[bisect_left(accepted, min(days)):]:
+        for day_id in accepted[bisect_left(accepted, min(days)) :]:
             version = days.get(day_id)
             if current and current[0] == version:
                 current[2], current[3] = day_id, current[3] + 1
@@ -251,6 +285,12 @@ def _listed_spans(conn: duckdb.DuckDBPyConnection, record_ids: list[int], versio
 
 def _span(key: str, current: list, numbered: dict[str, str], before: list[ListedSpan]) -> ListedSpan:
     version, first, last, n = current
-    return ListedSpan(key, version, history.to_date(first), history.to_date(last), n,
-                      numbered.get(key) if version is None else None,
-                      reappeared=version is not None and bool(before) and before[-1].version_no is None)
+    return ListedSpan(
+        key,
+        version,
+        history.to_date(first),
+        history.to_date(last),
+        n,
+        numbered.get(key) if version is None else None,
+        reappeared=version is not None and bool(before) and before[-1].version_no is None,
+    )

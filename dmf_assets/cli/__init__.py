@@ -175,4 +175,3 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"dmf: {line}", file=sys.stderr)
         return 1
-

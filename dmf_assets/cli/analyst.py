@@ -24,34 +24,59 @@ if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays ins
 
 
 def _location(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--database", type=file_in_existing_folder, default=None, help="DB 파일 (기본: config의 paths.database)")
+    p.add_argument(
+        "--database", type=file_in_existing_folder, default=None, help="DB 파일 (기본: config의 paths.database)"
+    )
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
     p.add_argument("--lock-wait", type=seconds(3600), default=30.0, help="DB 잠금을 기다리는 최대 초 (기본 30)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("history", help="한 등록의 전체 이력: 버전·목록 기간·이벤트·변경 전 → 후 (등록번호, SYN- 키, 또는 패턴)")
-    p.add_argument("key", nargs="?", help="등록번호 (띄어쓰기·문장부호·대소문자·전각 무관: '20240418 54 C 374 06'), "
-                                          "'…#2', 또는 SYN-… 키")
+    p = sub.add_parser(
+        "history", help="한 등록의 전체 이력: 버전·목록 기간·이벤트·변경 전 → 후 (등록번호, SYN- 키, 또는 패턴)"
+    )
+    p.add_argument(
+        "key",
+        nargs="?",
+        help="등록번호 (띄어쓰기·문장부호·대소문자·전각 무관: '20240418 54 C 374 06'), '…#2', 또는 SYN-… 키",
+    )
     p.add_argument("--ingredient", help="성분명 패턴 (부분 일치, 띄어쓰기·문장부호 무시)")
     p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
     p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
-    p.add_argument("--from", dest="start", type=day, metavar="D1", help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)")
+    p.add_argument(
+        "--from", dest="start", type=day, metavar="D1", help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)"
+    )
     p.add_argument("--to", dest="end", type=day, metavar="D2", help="이 날짜(YYYY-MM-DD)까지 관측된 이벤트만 (포함)")
-    p.add_argument("--changes-only", action="store_true",
-                   help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만")
-    p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table",
-                   help="table (기본) | jsonl | csv (이벤트 1건 1행; --out 파일은 Excel용 UTF-8 BOM) | xlsx")
-    p.add_argument("--out", type=out_file, help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)")
-    p.add_argument("--include-cosmetic", action="store_true",
-                   help="표(table)에 표기 변경도 표시 (jsonl·csv·xlsx는 항상 포함, is_cosmetic으로 구분)")
+    p.add_argument(
+        "--changes-only", action="store_true", help="이벤트만: 버전·목록 기간 없이, 기간 안에 이벤트가 있는 등록만"
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "jsonl", "csv", "xlsx"),
+        default="table",
+        help="table (기본) | jsonl | csv (이벤트 1건 1행; --out 파일은 Excel용 UTF-8 BOM) | xlsx",
+    )
+    p.add_argument(
+        "--out",
+        type=out_file,
+        help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_이력_<키>.xlsx)",
+    )
+    p.add_argument(
+        "--include-cosmetic",
+        action="store_true",
+        help="표(table)에 표기 변경도 표시 (jsonl·csv·xlsx는 항상 포함, is_cosmetic으로 구분)",
+    )
     _location(p)
     p.set_defaults(handler=_history)
 
     p = sub.add_parser("asof", help="그날 정상 수집(반영)된 그대로의 등록 현황 (그날이 실패면 그 전 마지막 반영일)")
     p.add_argument("date", type=day, help="YYYY-MM-DD")
     p.add_argument("--format", choices=("table", "jsonl", "csv", "xlsx"), default="table")
-    p.add_argument("--out", type=out_file, help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)")
+    p.add_argument(
+        "--out",
+        type=out_file,
+        help="csv·jsonl·xlsx 파일 경로 (csv·jsonl 기본: 표준 출력, xlsx 기본: reports/DMF_등록현황_<날짜>.xlsx)",
+    )
     _location(p)
     p.set_defaults(handler=_asof)
 
@@ -76,7 +101,9 @@ def _connect(args: argparse.Namespace) -> Iterator[tuple[Settings, duckdb.DuckDB
         with open_database(path, lock_timeout_s=args.lock_wait, purpose=f"dmf {args.command}") as conn:
             yield settings, conn
     except DatabaseBusy as exc:
-        raise UserError(f"이력 DB를 다른 작업이 사용 중입니다 ({exc}) — 잠시 후 다시 실행하거나 --lock-wait를 늘리십시오") from None
+        raise UserError(
+            f"이력 DB를 다른 작업이 사용 중입니다 ({exc}) — 잠시 후 다시 실행하거나 --lock-wait를 늘리십시오"
+        ) from None
     except MigrationError as exc:
         raise UserError(str(exc)) from None
 
@@ -104,8 +131,9 @@ def _history(args: argparse.Namespace) -> int:
     if args.start and args.end and args.end < args.start:
         raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
     with _connect(args) as (settings, conn):
-        ids = q.find_records(conn, args.key, ingredient=args.ingredient, applicant=args.applicant,
-                             manufacturer=args.manufacturer)
+        ids = q.find_records(
+            conn, args.key, ingredient=args.ingredient, applicant=args.applicant, manufacturer=args.manufacturer
+        )
         if not ids:
             what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
             typed = f" (정규화: {q.normalize_key(args.key)})" if args.key else ""
@@ -123,7 +151,11 @@ def _history(args: argparse.Namespace) -> int:
             for e in view.events:
                 w.writerow(_event_csv(e))
     elif args.format == "xlsx":
-        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
+        path = (
+            Path(args.out)
+            if args.out
+            else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
+        )
         _history_xlsx(view, path)
         print(f"{path} — {view.summary}")
     else:
@@ -191,12 +223,28 @@ class _HistoryView:
 
     def json_lines(self) -> Iterator[dict[str, Any]]:  # JSON objects
         for v in self.versions:
-            yield {"kind": "version", "dmf_key": v.dmf_key, "version_no": v.version_no, "first_seen": _iso(v.first_day),
-                   "last_seen": _iso(v.last_day), "days_observed": v.days_observed, **v.values}
+            yield {
+                "kind": "version",
+                "dmf_key": v.dmf_key,
+                "version_no": v.version_no,
+                "first_seen": _iso(v.first_day),
+                "last_seen": _iso(v.last_day),
+                "days_observed": v.days_observed,
+                **v.values,
+            }
         for s in self.spans:
-            yield {"kind": "span", "dmf_key": s.dmf_key, "version_no": s.version_no, "listed": s.version_no is not None,
-                   "first_day": _iso(s.first_day), "last_day": _iso(s.last_day), "accepted_days": s.accepted_days,
-                   "continued_as": s.continued_as, "reappeared": s.reappeared, "text": s.text}
+            yield {
+                "kind": "span",
+                "dmf_key": s.dmf_key,
+                "version_no": s.version_no,
+                "listed": s.version_no is not None,
+                "first_day": _iso(s.first_day),
+                "last_day": _iso(s.last_day),
+                "accepted_days": s.accepted_days,
+                "continued_as": s.continued_as,
+                "reappeared": s.reappeared,
+                "text": s.text,
+            }
         for e in self.events:
             yield _event_json(e)
 
@@ -207,15 +255,20 @@ class _HistoryView:
         print(self.summary, file=out)
         for key in self.keys:
             last = [v for v in self.hist.versions if v.dmf_key == key][-1].values
-            about = " · ".join(last[f] or f"({label} 없음)" for f, label in (("ingredient", "성분명"), ("applicant", "신청인"),
-                                                                              ("countries", "제조국")))
+            about = " · ".join(
+                last[f] or f"({label} 없음)"
+                for f, label in (("ingredient", "성분명"), ("applicant", "신청인"), ("countries", "제조국"))
+            )
             print(f"\n■ {key} — {about}", file=out)
             numbered = next((e.dmf_key for e in self.hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
             if numbered:
                 print(f"  → 등록번호를 받아 {josa(numbered, '으로/로')} 이어짐", file=out)
             if last.get("base_permit_no") or last.get("cohort"):
-                grant = " · ".join(f"{label}: {last[f]}" for f, label in (("base_permit_no", "원 등록번호(허여)"), ("cohort", "코호트"))
-                                   if last.get(f))
+                grant = " · ".join(
+                    f"{label}: {last[f]}"
+                    for f, label in (("base_permit_no", "원 등록번호(허여)"), ("cohort", "코호트"))
+                    if last.get(f)
+                )
                 print(f"  {grant}", file=out)
             for s in self.spans:
                 if s.dmf_key == key:
@@ -231,8 +284,11 @@ class _HistoryView:
                 shown += 1
                 base = f" (기준 {e.base_day})" if e.base_day else ""
                 flags = f" [{', '.join(e.flags)}]" if e.flags else ""
-                print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
-                      f"{base}{flags}", file=out)
+                print(
+                    f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
+                    f"{base}{flags}",
+                    file=out,
+                )
                 for c in e.changes:
                     if c.is_cosmetic and not include_cosmetic:
                         continue
@@ -258,20 +314,56 @@ def _event_json(e: HistoryEvent) -> dict[str, Any]:
         "watch_reasons": list(e.watch_reasons),
         "ingredient": e.ingredient,
         "applicant": e.applicant,
-        "changes": [{"field": c.field, "before": c.before, "after": c.after, "is_cosmetic": c.is_cosmetic,
-                     "severity": c.severity, "text": c.text} for c in e.changes],
+        "changes": [
+            {
+                "field": c.field,
+                "before": c.before,
+                "after": c.after,
+                "is_cosmetic": c.is_cosmetic,
+                "severity": c.severity,
+                "text": c.text,
+            }
+            for c in e.changes
+        ],
     }
 
 
 #: `dmf history --format csv`: one row per event (the keys of `--format jsonl`; changes as text lines)
-HISTORY_CSV_COLUMNS = ("day", "base_day", "event_type", "severity", "permit_no", "dmf_key", "base_dmf_key",
-                       "ingredient", "applicant", "manufacturer", "countries", "is_cosmetic", "flags", "changes")
+HISTORY_CSV_COLUMNS = (
+    "day",
+    "base_day",
+    "event_type",
+    "severity",
+    "permit_no",
+    "dmf_key",
+    "base_dmf_key",
+    "ingredient",
+    "applicant",
+    "manufacturer",
+    "countries",
+    "is_cosmetic",
+    "flags",
+    "changes",
+)
 
 
 def _event_csv(e: HistoryEvent) -> list[object]:
-    return [_iso(e.day), _iso(e.base_day), e.event_type, e.severity, e.permit_no, e.dmf_key, e.base_dmf_key,
-            e.ingredient, e.applicant, e.manufacturer, e.countries, e.is_cosmetic, ", ".join(e.flags),
-            "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes)]
+    return [
+        _iso(e.day),
+        _iso(e.base_day),
+        e.event_type,
+        e.severity,
+        e.permit_no,
+        e.dmf_key,
+        e.base_dmf_key,
+        e.ingredient,
+        e.applicant,
+        e.manufacturer,
+        e.countries,
+        e.is_cosmetic,
+        ", ".join(e.flags),
+        "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes),
+    ]
 
 
 def _history_xlsx(view: _HistoryView, path: Path) -> None:
@@ -281,45 +373,115 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
     from dmf_assets.report.tables import TableSheet, write_tables_workbook
 
     event_cols = (
-        Col("day", "관측일", 11, "date"), Col("base_day", "비교 기준일", 11, "date"), Col("severity", "심각도", 9),
-        Col("event_type", "이벤트", 7), Col("permit_no", "등록번호", PERMIT_WIDTH), Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
-        Col("flags", "표시", 12, "wrap"), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
-        Col("dmf_key", "관리 키", 22), Col("base_dmf_key", "이전 관리 키", 22),
+        Col("day", "관측일", 11, "date"),
+        Col("base_day", "비교 기준일", 11, "date"),
+        Col("severity", "심각도", 9),
+        Col("event_type", "이벤트", 7),
+        Col("permit_no", "등록번호", PERMIT_WIDTH),
+        Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
+        Col("flags", "표시", 12, "wrap"),
+        Col("ingredient", "성분명", 22, "wrap"),
+        Col("applicant", "신청인", 20, "wrap"),
+        Col("dmf_key", "관리 키", 22),
+        Col("base_dmf_key", "이전 관리 키", 22),
     )
     event_rows = [
-        {"day": e.day, "base_day": e.base_day, "severity": SEVERITY_LABEL_KO.get(e.severity, e.severity),
-         "event_type": EVENT_LABEL_KO.get(e.event_type, e.event_type), "permit_no": e.permit_no,
-         "changes": "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes) or None,
-         "flags": ", ".join(e.flags) or None, "ingredient": e.ingredient, "applicant": e.applicant,
-         "dmf_key": e.dmf_key, "base_dmf_key": e.base_dmf_key, "_severity_code": e.severity}
+        {
+            "day": e.day,
+            "base_day": e.base_day,
+            "severity": SEVERITY_LABEL_KO.get(e.severity, e.severity),
+            "event_type": EVENT_LABEL_KO.get(e.event_type, e.event_type),
+            "permit_no": e.permit_no,
+            "changes": "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes) or None,
+            "flags": ", ".join(e.flags) or None,
+            "ingredient": e.ingredient,
+            "applicant": e.applicant,
+            "dmf_key": e.dmf_key,
+            "base_dmf_key": e.base_dmf_key,
+            "_severity_code": e.severity,
+        }
         for e in view.events
     ]
     args = view.args
     what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
-    sheets = [TableSheet("이벤트", f"등록 이력 · {what}", f"{view.range_text}관측일 순. 표기 변경 행은 '(표기)'로 표시.",
-                         event_cols, event_rows, severity_col=3)]
+    sheets = [
+        TableSheet(
+            "이벤트",
+            f"등록 이력 · {what}",
+            f"{view.range_text}관측일 순. 표기 변경 행은 '(표기)'로 표시.",
+            event_cols,
+            event_rows,
+            severity_col=3,
+        )
+    ]
     if not args.changes_only:
         version_cols = (
-            Col("dmf_key", "관리 키", 22), Col("version_no", "버전", 6, "int"), Col("first_day", "처음 관측", 11, "date"),
-            Col("last_day", "마지막 관측", 11, "date"), Col("days_observed", "관측 일수", 8, "int"),
-            Col("permit_no", "등록번호", PERMIT_WIDTH), Col("ingredient", "성분명", 22, "wrap"), Col("applicant", "신청인", 20, "wrap"),
-            Col("bizrno", "사업자등록번호", 13), Col("sites", "제조소 (사이트별)", 44, "wrap"),
-            Col("address", "제조소 소재지", 44, "wrap"), Col("countries", "제조국", 14, "wrap"),
-            Col("issue_date", "발급일자", 11, "date"), Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
-            Col("base_permit_no", "원 등록번호 (허여)", 22), Col("cohort", "코호트", 10),
+            Col("dmf_key", "관리 키", 22),
+            Col("version_no", "버전", 6, "int"),
+            Col("first_day", "처음 관측", 11, "date"),
+            Col("last_day", "마지막 관측", 11, "date"),
+            Col("days_observed", "관측 일수", 8, "int"),
+            Col("permit_no", "등록번호", PERMIT_WIDTH),
+            Col("ingredient", "성분명", 22, "wrap"),
+            Col("applicant", "신청인", 20, "wrap"),
+            Col("bizrno", "사업자등록번호", 13),
+            Col("sites", "제조소 (사이트별)", 44, "wrap"),
+            Col("address", "제조소 소재지", 44, "wrap"),
+            Col("countries", "제조국", 14, "wrap"),
+            Col("issue_date", "발급일자", 11, "date"),
+            Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
+            Col("base_permit_no", "원 등록번호 (허여)", 22),
+            Col("cohort", "코호트", 10),
         )
-        version_rows = [{"dmf_key": v.dmf_key, "version_no": v.version_no, "first_day": v.first_day, "last_day": v.last_day,
-                         "days_observed": v.days_observed, **v.values} for v in view.versions]
-        span_cols = (Col("dmf_key", "관리 키", 22), Col("first_day", "시작일", 11, "date"), Col("last_day", "종료일", 11, "date"),
-                     Col("state", "목록", 16), Col("accepted_days", "정상 반영일 수", 9, "int"), Col("text", "설명", 70, "wrap"))
-        span_rows = [{"dmf_key": s.dmf_key, "first_day": s.first_day, "last_day": s.last_day,
-                      "state": f"버전 {s.version_no}" if s.version_no is not None else "등록번호 부여" if s.continued_as else "없음 (취하)",
-                      "accepted_days": s.accepted_days, "text": s.text} for s in view.spans]
+        version_rows = [
+            {
+                "dmf_key": v.dmf_key,
+                "version_no": v.version_no,
+                "first_day": v.first_day,
+                "last_day": v.last_day,
+                "days_observed": v.days_observed,
+                **v.values,
+            }
+            for v in view.versions
+        ]
+        span_cols = (
+            Col("dmf_key", "관리 키", 22),
+            Col("first_day", "시작일", 11, "date"),
+            Col("last_day", "종료일", 11, "date"),
+            Col("state", "목록", 16),
+            Col("accepted_days", "정상 반영일 수", 9, "int"),
+            Col("text", "설명", 70, "wrap"),
+        )
+        span_rows = [
+            {
+                "dmf_key": s.dmf_key,
+                "first_day": s.first_day,
+                "last_day": s.last_day,
+                "state": f"버전 {s.version_no}"
+                if s.version_no is not None
+                else "등록번호 부여"
+                if s.continued_as
+                else "없음 (취하)",
+                "accepted_days": s.accepted_days,
+                "text": s.text,
+            }
+            for s in view.spans
+        ]
         sheets += [
-            TableSheet("버전", f"버전 · {what}", "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).", version_cols, version_rows),
-            TableSheet("목록 기간", f"목록에 있던 기간 · {what}",
-                       "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(취하)과 재등장 — 거부·미수집일은 기간을 끊지 않습니다.",
-                       span_cols, span_rows),
+            TableSheet(
+                "버전",
+                f"버전 · {what}",
+                "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).",
+                version_cols,
+                version_rows,
+            ),
+            TableSheet(
+                "목록 기간",
+                f"목록에 있던 기간 · {what}",
+                "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(취하)과 재등장 — 거부·미수집일은 기간을 끊지 않습니다.",
+                span_cols,
+                span_rows,
+            ),
         ]
     write_tables_workbook(path, sheets, banner=f"등록 이력 — {what}: {view.summary}", doc_title=f"DMF 등록 이력 {what}")
 
@@ -328,10 +490,32 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
 
 #: flat columns of `dmf asof` (csv / table); jsonl adds the per-site list
 ASOF_COLUMNS = (
-    "permit_no", "dmf_key", "permit_fmt", "permit_accept_date", "permit_ingr_no", "permit_group", "permit_serial",
-    "permit_seq", "permit_grant", "permit_prefix", "permit_table", "base_permit_no", "cohort", "ingredient",
-    "ingredient_base", "applicant", "bizrno", "manufacturer", "address", "countries", "site_count", "issue_date",
-    "target_class", "first_seen", "last_changed", "times_changed",
+    "permit_no",
+    "dmf_key",
+    "permit_fmt",
+    "permit_accept_date",
+    "permit_ingr_no",
+    "permit_group",
+    "permit_serial",
+    "permit_seq",
+    "permit_grant",
+    "permit_prefix",
+    "permit_table",
+    "base_permit_no",
+    "cohort",
+    "ingredient",
+    "ingredient_base",
+    "applicant",
+    "bizrno",
+    "manufacturer",
+    "address",
+    "countries",
+    "site_count",
+    "issue_date",
+    "target_class",
+    "first_seen",
+    "last_changed",
+    "times_changed",
 )
 
 
@@ -353,9 +537,18 @@ def _asof(args: argparse.Namespace) -> int:
         path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
         cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
         write_tables_workbook(
-            path, [TableSheet("전체현황", f"등록 현황 · {accepted}", f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
-                              cols, ledger_frame(frame))],
-            banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}", doc_title=f"DMF 등록 현황 {accepted}",
+            path,
+            [
+                TableSheet(
+                    "전체현황",
+                    f"등록 현황 · {accepted}",
+                    f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
+                    cols,
+                    ledger_frame(frame),
+                )
+            ],
+            banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}",
+            doc_title=f"DMF 등록 현황 {accepted}",
         )
         print(path)
         return 0
@@ -364,8 +557,11 @@ def _asof(args: argparse.Namespace) -> int:
         with _text_out(args.out, bom=False) as target:
             for r in rows:
                 rec: dict[str, object] = {c: _iso(r[c]) for c in ASOF_COLUMNS}
-                rec.update(asof_day=accepted.isoformat(), countries_list=list(dict.fromkeys(r["country_list"] or ())),
-                           sites=[dict(s) for s in (r["sites"] or ())])
+                rec.update(
+                    asof_day=accepted.isoformat(),
+                    countries_list=list(dict.fromkeys(r["country_list"] or ())),
+                    sites=[dict(s) for s in (r["sites"] or ())],
+                )
                 target.write(json.dumps(rec, ensure_ascii=False) + "\n")
         return 0
     if args.format == "csv":
@@ -377,8 +573,20 @@ def _asof(args: argparse.Namespace) -> int:
         return 0
     print("\t".join(("등록번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경")))
     for r in rows:
-        print("\t".join(str(_iso(r[c]) or "-") for c in ("permit_no", "ingredient", "applicant", "countries", "site_count",
-                                                           "first_seen", "last_changed")))
+        print(
+            "\t".join(
+                str(_iso(r[c]) or "-")
+                for c in (
+                    "permit_no",
+                    "ingredient",
+                    "applicant",
+                    "countries",
+                    "site_count",
+                    "first_seen",
+                    "last_changed",
+                )
+            )
+        )
     return 0
 
 
@@ -399,8 +607,14 @@ def _report(args: argparse.Namespace) -> int:
         period = build_period_report(conn, args.start, args.end, settings)
     if not period.days:  # an empty workbook must never look like "nothing changed"
         raise UserError(f"{args.start} ~ {args.end}에 처리(수집·판정)된 날이 없습니다 — 기간을 확인하십시오")
-    path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_기간리포트_{args.start}_{args.end}.xlsx"
+    path = (
+        Path(args.out)
+        if args.out
+        else settings.paths.resolve("reports_dir") / f"DMF_기간리포트_{args.start}_{args.end}.xlsx"
+    )
     write_period_workbook(period, path)
-    print(f"{path} — 이벤트 {len(period.events):,}건, 등록별 순변경 {len(period.net):,}건, "
-          f"정상 반영일 {period.accepted_days:,}일 / 실패일 {period.rejected_days:,}일")
+    print(
+        f"{path} — 이벤트 {len(period.events):,}건, 등록별 순변경 {len(period.net):,}건, "
+        f"정상 반영일 {period.accepted_days:,}일 / 실패일 {period.rejected_days:,}일"
+    )
     return 0

@@ -45,9 +45,13 @@ def _day(text: str) -> date:
     try:
         value = date.fromisoformat(text.strip())
     except ValueError:
-        raise UserError(f"날짜는 YYYY-MM-DD 형식의 있는 날짜여야 합니다 (date must be a real date YYYY-MM-DD): {text!r}") from None
+        raise UserError(
+            f"날짜는 YYYY-MM-DD 형식의 있는 날짜여야 합니다 (date must be a real date YYYY-MM-DD): {text!r}"
+        ) from None
     if not FIRST_DAY <= value <= LAST_DAY:
-        raise UserError(f"날짜는 {FIRST_DAY} ~ {LAST_DAY} 사이여야 합니다 (date must be {FIRST_DAY}..{LAST_DAY}): {text!r}")
+        raise UserError(
+            f"날짜는 {FIRST_DAY} ~ {LAST_DAY} 사이여야 합니다 (date must be {FIRST_DAY}..{LAST_DAY}): {text!r}"
+        )
     return value
 
 
@@ -63,7 +67,9 @@ def whole(low: int, high: int, what_ko: str, what_en: str) -> Callable[[str], in
         except ValueError:
             raise UserError(f"{josa(what_ko, '은/는')} 정수입니다 (a whole {what_en}): {text!r}") from None
         if not low <= n <= high:
-            raise UserError(f"{josa(what_ko, '은/는')} {low}–{high} 사이여야 합니다 ({what_en} must be {low}–{high}): {n}")
+            raise UserError(
+                f"{josa(what_ko, '은/는')} {low}–{high} 사이여야 합니다 ({what_en} must be {low}–{high}): {n}"
+            )
         return n
 
     check.__name__ = f"whole {what_en}"
@@ -94,7 +100,11 @@ def seconds(high: float) -> Callable[[str], float]:
 def _existing_folder(text: str) -> Path:
     path = Path(text).expanduser().absolute()
     if not path.is_dir():
-        what = "폴더가 아니라 파일입니다 / is a file, not a folder" if path.exists() else "폴더가 없습니다 / no such folder"
+        what = (
+            "폴더가 아니라 파일입니다 / is a file, not a folder"
+            if path.exists()
+            else "폴더가 없습니다 / no such folder"
+        )
         raise UserError(f"{path}: {what}")
     return path
 
@@ -118,8 +128,10 @@ def _listen_host(text: str) -> str:
         with socket.socket(infos[0][0], socket.SOCK_STREAM) as probe:
             probe.bind(infos[0][4])
     except OSError as exc:  # gaierror: no such name; EADDRNOTAVAIL: not an address of this machine
-        raise UserError(f"이 컴퓨터에서는 {text!r} 주소로 서버를 열 수 없습니다 (cannot listen on {text!r}: "
-                        f"{exc.strerror or exc}) — 예: 127.0.0.1 또는 0.0.0.0") from None
+        raise UserError(
+            f"이 컴퓨터에서는 {text!r} 주소로 서버를 열 수 없습니다 (cannot listen on {text!r}: "
+            f"{exc.strerror or exc}) — 예: 127.0.0.1 또는 0.0.0.0"
+        ) from None
     return text
 
 

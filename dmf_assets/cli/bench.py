@@ -19,11 +19,21 @@ def register(sub: argparse._SubParsersAction) -> None:
             "(more on a busy machine); --quick ≈ 35 s."
         ),
     )
-    p.add_argument("--quick", action="store_true",
-                   help="9.2k·100k행 diff + dmf run 하루 + 일일 처리 단계만 (1M행·백필 제외). Writes latest-quick.json")
-    p.add_argument("--output", type=out_folder, default=None, metavar="DIR", help="결과 JSON 폴더 (기본: bench/results/)")
-    p.add_argument("--workdir", type=out_folder, default=None, metavar="DIR",
-                   help="임시 작업 폴더 (기본: 새 임시 폴더, 끝나면 삭제)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="9.2k·100k행 diff + dmf run 하루 + 일일 처리 단계만 (1M행·백필 제외). Writes latest-quick.json",
+    )
+    p.add_argument(
+        "--output", type=out_folder, default=None, metavar="DIR", help="결과 JSON 폴더 (기본: bench/results/)"
+    )
+    p.add_argument(
+        "--workdir",
+        type=out_folder,
+        default=None,
+        metavar="DIR",
+        help="임시 작업 폴더 (기본: 새 임시 폴더, 끝나면 삭제)",
+    )
     p.add_argument("--keep-workdir", action="store_true", help="작업 폴더(로그·DB·덤프)를 지우지 않음")
     p.set_defaults(handler=_bench)
 
@@ -55,19 +65,26 @@ def _bench(args: argparse.Namespace) -> int:
 
     output = args.output or run.DEFAULT_OUTPUT
     if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
-        raise UserError(f"--workdir {args.workdir}가 비어 있지 않습니다 — 새 폴더나 빈 폴더를 주세요 "
-                        "(--workdir is not empty; give a new or empty folder)")
+        raise UserError(
+            f"--workdir {args.workdir}가 비어 있지 않습니다 — 새 폴더나 빈 폴더를 주세요 "
+            "(--workdir is not empty; give a new or empty folder)"
+        )
     for name, folder in (("--output", output), ("--workdir", args.workdir)):
         if folder is None:
             continue
         try:  # before minutes of measuring, not after
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UserError(f"{name} {folder}: 폴더를 만들 수 없습니다 (cannot create the folder: "
-                            f"{exc.strerror or exc})") from None
+            raise UserError(
+                f"{name} {folder}: 폴더를 만들 수 없습니다 (cannot create the folder: {exc.strerror or exc})"
+            ) from None
     print(f"DMF Watch benchmark ({'quick' if args.quick else 'full'}) — every figure is a fresh `dmf` process")
-    doc, paths = run.run_benchmark(quick=args.quick, output_dir=output, workdir=args.workdir,
-                                   keep_workdir=args.keep_workdir or args.workdir is not None)
+    doc, paths = run.run_benchmark(
+        quick=args.quick,
+        output_dir=output,
+        workdir=args.workdir,
+        keep_workdir=args.keep_workdir or args.workdir is not None,
+    )
     print()
     for line in doc["comparison"]:
         print(line)

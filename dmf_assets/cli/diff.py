@@ -57,9 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "jsonl"), default="table")
     p.add_argument("--include-cosmetic", action="store_true", help="표기만 바뀐 변경도 표에 표시 (jsonl은 항상 포함)")
     p.add_argument("--no-watchlist", action="store_true", help="config의 관심 목록을 적용하지 않음")
-    p.add_argument("--force", action="store_true",
-                   help="게이트에 실패하거나 totalCount 없는 덤프의 취하가 한도를 넘어도 이벤트를 표시 (경고 표시와 함께) "
-                        "/ list the events even if a gate or the unproven-completeness bound refuses them")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="게이트에 실패하거나 totalCount 없는 덤프의 취하가 한도를 넘어도 이벤트를 표시 (경고 표시와 함께) "
+        "/ list the events even if a gate or the unproven-completeness bound refuses them",
+    )
     p.set_defaults(handler=_diff)
 
 
@@ -77,30 +80,38 @@ def _refusal(failed: list) -> str:
     numbers = {g.number for _, g in failed}
     keys = (GATE_BY_NUMBER[n].setting_key for n in sorted(numbers))  # where each threshold is set (None: exact)
     settings_hint = ", ".join(k for k in keys if k)
-    hint = ("불완전하거나 의심스러운 목록이므로 이벤트(특히 취하)를 표시하지 않습니다. 실제 대규모 변경이면 "
-            + (f"config의 {settings_hint}를 조정하거나 " if settings_hint else "")
-            + "--force로 표시하세요 / rejected by an acceptance gate: nothing listed (use --force to list anyway)")
+    hint = (
+        "불완전하거나 의심스러운 목록이므로 이벤트(특히 취하)를 표시하지 않습니다. 실제 대규모 변경이면 "
+        + (f"config의 {settings_hint}를 조정하거나 " if settings_hint else "")
+        + "--force로 표시하세요 / rejected by an acceptance gate: nothing listed (use --force to list anyway)"
+    )
     return "게이트 거부 / rejected by a gate:\n  " + "\n  ".join(lines) + "\n  " + hint
 
 
 def _unproven_note(new: str, unproven: UnprovenCompleteness) -> list[str]:
     """What the output says first when NEW cannot prove it is complete."""
-    lines = [f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 취하 "
-             f"{unproven.withdrawn:,}건은 목록에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
-             "totalCount, so a withdrawal may be a missing row"]
+    lines = [
+        f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 취하 "
+        f"{unproven.withdrawn:,}건은 목록에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
+        "totalCount, so a withdrawal may be a missing row"
+    ]
     if unproven.exceeded:
-        lines.append(f"  취하 {unproven.withdrawn:,}건이 한도 {unproven.bound:,}건을 넘지만 --force로 표시합니다 / "
-                     f"{unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; listed because of --force")
+        lines.append(
+            f"  취하 {unproven.withdrawn:,}건이 한도 {unproven.bound:,}건을 넘지만 --force로 표시합니다 / "
+            f"{unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; listed because of --force"
+        )
     return lines
 
 
 def _unproven_refusal(new: str, unproven: UnprovenCompleteness, old_rows: int, limits: DiffSettings) -> str:
-    return (f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 취하가 {unproven.withdrawn:,}건으로 한도 "
-            f"{unproven.bound:,}건(이전 {old_rows:,}건의 {limits.unproven_max_withdrawn_ratio * 100:g} % 또는 "
-            f"{limits.unproven_max_withdrawn_rows:,}건 중 큰 값, config [diff])을 넘어 아무것도 표시하지 않습니다. totalCount가 "
-            "있는 덤프(API 응답 쪽, data/raw/YYYY-MM-DD 폴더)로 비교하거나 --force로 표시하세요 / completeness unproven "
-            f"(NEW has no totalCount): {unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; nothing "
-            "listed (use --force to list anyway)")
+    return (
+        f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 취하가 {unproven.withdrawn:,}건으로 한도 "
+        f"{unproven.bound:,}건(이전 {old_rows:,}건의 {limits.unproven_max_withdrawn_ratio * 100:g} % 또는 "
+        f"{limits.unproven_max_withdrawn_rows:,}건 중 큰 값, config [diff])을 넘어 아무것도 표시하지 않습니다. totalCount가 "
+        "있는 덤프(API 응답 쪽, data/raw/YYYY-MM-DD 폴더)로 비교하거나 --force로 표시하세요 / completeness unproven "
+        f"(NEW has no totalCount): {unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; nothing "
+        "listed (use --force to list anyway)"
+    )
 
 
 # --- the command ---------------------------------------------------------------------------------
@@ -136,8 +147,10 @@ def _diff(args: argparse.Namespace) -> int:
     if failed:  # --force: say so first, where the user looks, and why
         print(FORCE_BANNER, file=notes)
         for who, g in failed:
-            print(f"  게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프]: {g.observed} / 기준 {g.threshold}",
-                  file=notes)
+            print(
+                f"  게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프]: {g.observed} / 기준 {g.threshold}",
+                file=notes,
+            )
     if args.format == "jsonl":
         for e in events:
             row = _event_json(e)
@@ -151,24 +164,39 @@ def _diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_table(result: DiffResult, events: list[Event], old_rows: int, new_rows: int, include_cosmetic: bool,
-                 out: TextIO) -> None:
+def _print_table(
+    result: DiffResult, events: list[Event], old_rows: int, new_rows: int, include_cosmetic: bool, out: TextIO
+) -> None:
     from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
 
     c = result.counts
-    print(f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · "
-          f"변경 {substantive_changes(c['CHANGED'], c['NUMBER_ASSIGNED']):,} · 취하 {c['WITHDRAWN']:,} · "
-          f"번호 부여 {c['NUMBER_ASSIGNED']:,} · 재등장 {c['REAPPEARED']:,} · 표기 변경 {c['COSMETIC']:,} (별도)", file=out)
+    print(
+        f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · "
+        f"변경 {substantive_changes(c['CHANGED'], c['NUMBER_ASSIGNED']):,} · 취하 {c['WITHDRAWN']:,} · "
+        f"번호 부여 {c['NUMBER_ASSIGNED']:,} · 재등장 {c['REAPPEARED']:,} · 표기 변경 {c['COSMETIC']:,} (별도)",
+        file=out,
+    )
     shown = [e for e in events if include_cosmetic or not e.is_cosmetic]
     if not shown:
         print("변경 없음 (no changes)", file=out)
     for e in shown:
-        flags = [label for flag, label in ((e.number_assigned, "번호부여"), (e.is_reappearance, "재등장"),
-                                           (e.is_transfer, "양도양수"), (e.is_rename, "상호변경"),
-                                           (e.watchlist_hit, "관심목록")) if flag]
+        flags = [
+            label
+            for flag, label in (
+                (e.number_assigned, "번호부여"),
+                (e.is_reappearance, "재등장"),
+                (e.is_transfer, "양도양수"),
+                (e.is_rename, "상호변경"),
+                (e.watchlist_hit, "관심목록"),
+            )
+            if flag
+        ]
         key = e.dmf_key if not e.base_dmf_key or e.base_dmf_key == e.dmf_key else f"{e.base_dmf_key} → {e.dmf_key}"
-        print(f"\n[{SEVERITY_LABEL_KO[e.severity.value]}] {EVENT_LABEL_KO[e.event_type.value]} {key}"
-              + (f" ({', '.join(flags)})" if flags else ""), file=out)
+        print(
+            f"\n[{SEVERITY_LABEL_KO[e.severity.value]}] {EVENT_LABEL_KO[e.event_type.value]} {key}"
+            + (f" ({', '.join(flags)})" if flags else ""),
+            file=out,
+        )
         for ch in e.changes:
             mark = " (표기)" if ch.is_cosmetic else ""
             before, after = ("(없음)" if v is None else v for v in (ch.before, ch.after))  # a site added / removed
@@ -192,7 +220,13 @@ def _event_json(e: Event) -> dict:
         "changed_fields": list(e.changed_fields),
         "cosmetic_fields": list(e.cosmetic_fields),
         "changes": [
-            {"field": c.field, "before": c.before, "after": c.after, "is_cosmetic": c.is_cosmetic, "severity": c.severity.value}
+            {
+                "field": c.field,
+                "before": c.before,
+                "after": c.after,
+                "is_cosmetic": c.is_cosmetic,
+                "severity": c.severity.value,
+            }
             for c in e.changes
         ],
     }

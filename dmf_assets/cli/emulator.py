@@ -20,15 +20,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     s = sub.add_parser("serve", help="에뮬레이터를 HTTP로 제공 / serve the emulator over HTTP")
     s.add_argument("--host", type=listen_host, default="127.0.0.1")
-    s.add_argument("--port", type=listen_port, default=8089, help="0 = any free port (the first line printed says which)")
+    s.add_argument(
+        "--port", type=listen_port, default=8089, help="0 = any free port (the first line printed says which)"
+    )
     s.add_argument("--service-key", default=None, help="accept only this key (default: any non-empty key)")
-    s.add_argument("--date", type=day, default=None, help="date served when the request has no X-Emulator-Date header "
-                   "(default: today in Asia/Seoul)")
-    s.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND[:p=v,...]",
-                   help="fault for a date (repeatable; added to config emulator.faults)")
+    s.add_argument(
+        "--date",
+        type=day,
+        default=None,
+        help="date served when the request has no X-Emulator-Date header (default: today in Asia/Seoul)",
+    )
+    s.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="YYYY-MM-DD=KIND[:p=v,...]",
+        help="fault for a date (repeatable; added to config emulator.faults)",
+    )
     s.add_argument("--seed", type=_SEED, default=None, help="registry seed (default from config)")
-    s.add_argument("--items-style", default="list", choices=("list", "item", "item_absent"),
-                   help="JSON shape of `items` (list = bare list; item = {\"item\": ...})")
+    s.add_argument(
+        "--items-style",
+        default="list",
+        choices=("list", "item", "item_absent"),
+        help='JSON shape of `items` (list = bare list; item = {"item": ...})',
+    )
     s.set_defaults(handler=serve)
 
     f = sub.add_parser("faults", help="고장 종류 목록 / list the fault kinds")
@@ -56,22 +71,31 @@ def serve(args: argparse.Namespace) -> int:
     s = settings()
     try:
         plan = FaultPlan.parse(s.emulator.faults).merged(FaultPlan.from_cli(args.fault))
-        app = EmulatorApp(seed=args.seed if args.seed is not None else s.emulator.seed,
-                          service_key=args.service_key, faults=plan, default_date=args.date,
-                          items_style=args.items_style)
-        server = EmulatorServer(args.host, args.port, app=app,
-                                emit=lambda line: print(line, file=sys.stderr, flush=True))
+        app = EmulatorApp(
+            seed=args.seed if args.seed is not None else s.emulator.seed,
+            service_key=args.service_key,
+            faults=plan,
+            default_date=args.date,
+            items_style=args.items_style,
+        )
+        server = EmulatorServer(
+            args.host, args.port, app=app, emit=lambda line: print(line, file=sys.stderr, flush=True)
+        )
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise UserError(f"emulator: {exc}") from None
-        raise UserError(busy_port_text("에뮬레이터", "emulator", args.host, args.port,
-                                       "dmf emulator serve --port {port}")) from None
+        raise UserError(
+            busy_port_text("에뮬레이터", "emulator", args.host, args.port, "dmf emulator serve --port {port}")
+        ) from None
     except ValueError as exc:
         raise UserError(f"emulator: {exc}") from None
     print(server.base_url, flush=True)
-    print(f"serving the MFDS emulator at {server.base_url} (date: {args.date or 'today, Asia/Seoul'}; "
-          f"faults: {plan.to_config() or 'none'}; key: {'fixed' if args.service_key else 'any'}) — Ctrl-C stops",
-          file=sys.stderr, flush=True)
+    print(
+        f"serving the MFDS emulator at {server.base_url} (date: {args.date or 'today, Asia/Seoul'}; "
+        f"faults: {plan.to_config() or 'none'}; key: {'fixed' if args.service_key else 'any'}) — Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -85,11 +109,18 @@ def faults(args: argparse.Namespace) -> int:
     from dmf_assets.emulator.faults import FAULT_KINDS, describe_table
 
     if args.json:
-        print(json.dumps([{"kind": k.name, "ko": k.ko, "en": k.en, "expected": k.expected,
-                           "params": dict(k.defaults)} for k in FAULT_KINDS.values()],
-                         ensure_ascii=False, indent=1))
+        print(
+            json.dumps(
+                [
+                    {"kind": k.name, "ko": k.ko, "en": k.en, "expected": k.expected, "params": dict(k.defaults)}
+                    for k in FAULT_KINDS.values()
+                ],
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
         return 0
-    print("고장 종류 / fault kinds — config: [emulator.faults] \"YYYY-MM-DD\" = \"kind[:param=value,...]\"")
+    print('고장 종류 / fault kinds — config: [emulator.faults] "YYYY-MM-DD" = "kind[:param=value,...]"')
     for kind, ko, en, expected, params in describe_table():
         print(f"\n{kind}  (params: {params})")
         print(f"  {ko}")

@@ -26,10 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--date", type=day, help="YYYY-MM-DD (default: today in Asia/Seoul)")
     p.add_argument("--base-url", help="emulator://local (default from config) or the MFDS service base URL")
     p.add_argument("--no-resume", action="store_true", help="fetch again even if the archive is complete")
-    p.add_argument("--fault", action="append", default=[], metavar="YYYY-MM-DD=KIND",
-                   help="emulator fault for a date (repeatable; see `dmf emulator faults`)")
-    p.add_argument("--num-of-rows", type=whole(1, 1000, "페이지당 행 수", "number of rows"),
-                   help="rows per page, 1–1000 (default from config)")
+    p.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="YYYY-MM-DD=KIND",
+        help="emulator fault for a date (repeatable; see `dmf emulator faults`)",
+    )
+    p.add_argument(
+        "--num-of-rows",
+        type=whole(1, 1000, "페이지당 행 수", "number of rows"),
+        help="rows per page, 1–1000 (default from config)",
+    )
     p.add_argument("--raw-dir", type=out_folder, help="archive root (default from config)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every page")
     p.set_defaults(handler=run)
@@ -59,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
         endpoint = resolve_endpoint(config.base_url)
         if args.fault:
             if endpoint.kind != "emulator":
-                raise UserError("--fault works only with the in-process emulator (base URL emulator://local); "
-                                "for a loopback server pass --fault to `dmf emulator serve`")
+                raise UserError(
+                    "--fault works only with the in-process emulator (base URL emulator://local); "
+                    "for a loopback server pass --fault to `dmf emulator serve`"
+                )
             assert isinstance(config, EmulatorMfdsClient)  # client_class: the emulator twin for emulator://
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
@@ -76,9 +86,12 @@ def _print_summary(r: FetchResult) -> None:
     out = sys.stdout
     print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
     print(f"  source 출처: {r.source}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
-    print(f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
-          f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"
-          + (f" (per page: {sorted(set(r.total_counts))})" if len(set(r.total_counts)) > 1 else ""), file=out)
+    print(
+        f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
+        f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"
+        + (f" (per page: {sorted(set(r.total_counts))})" if len(set(r.total_counts)) > 1 else ""),
+        file=out,
+    )
     print(f"  requests 요청: {r.requests}   retries 재시도: {r.retries}   time 시간: {r.elapsed_s:.1f} s", file=out)
     print(f"  transport 전송: {'OK' if r.transport_ok else 'FAILED 실패'}", file=out)
     for err in r.transport_errors[:10]:

@@ -1,8 +1,8 @@
 """`dmf notify test | flush | status` — the channels, the outbox, and what became of every message.
 
-    dmf notify test                 one test message to every configured channel, now (not stored)
-    dmf notify flush [--given-up]   send everything waiting in the outbox now (and given-up ones again)
-    dmf notify status [--days N]    pending, held, delivered and given-up messages with their last error
+dmf notify test                 one test message to every configured channel, now (not stored)
+dmf notify flush [--given-up]   send everything waiting in the outbox now (and given-up ones again)
+dmf notify status [--days N]    pending, held, delivered and given-up messages with their last error
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays ins
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("notify", help="알림: 채널 시험(test), 발송함의 대기 메시지 지금 보내기(flush), 발송 기록(status)")
+    p = sub.add_parser(
+        "notify", help="알림: 채널 시험(test), 발송함의 대기 메시지 지금 보내기(flush), 발송 기록(status)"
+    )
     ss = p.add_subparsers(dest="notify_command", metavar="ACTION")
     q = ss.add_parser("test", help="설정된 모든 채널([alerts] 메일·웹훅)로 시험 메시지를 보내고 결과를 보여 줌")
     q.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
@@ -29,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(handler=_flush)
     q = ss.add_parser("status", help="최근 메시지의 상태: 대기·보류·발송됨·발송 포기, 채널별 시도와 마지막 오류")
     q.add_argument("--config", default=None)
-    q.add_argument("--days", type=whole(1, 365, "일 수", "number of days"), default=7, help="며칠 치를 볼지 1–365 (기본 7)")
+    q.add_argument(
+        "--days", type=whole(1, 365, "일 수", "number of days"), default=7, help="며칠 치를 볼지 1–365 (기본 7)"
+    )
     q.set_defaults(handler=_status)
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
 
@@ -47,11 +51,16 @@ def _notifier(args: argparse.Namespace) -> Notifier:
 def _test(args: argparse.Namespace) -> int:
     notifier = _notifier(args)
     if not notifier.channels:
-        raise UserError("알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 [alerts] webhook_urls 또는 "
-                        "[alerts.email] smtp_host·recipients를 설정하세요 / no notification channel configured")
+        raise UserError(
+            "알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 [alerts] webhook_urls 또는 "
+            "[alerts.email] smtp_host·recipients를 설정하세요 / no notification channel configured"
+        )
     results = notifier.send_test()
     for channel, error in results:
-        print(f"  {'sent' if error is None else 'failed':<6} {channel.kind:<7} {channel.target}" + (f" — {error}" if error else ""))
+        print(
+            f"  {'sent' if error is None else 'failed':<6} {channel.kind:<7} {channel.target}"
+            + (f" — {error}" if error else "")
+        )
     ok = all(error is None for _, error in results)
     print("시험 발송 완료 / all channels OK" if ok else "일부/전체 실패 / delivery failed")
     return 0 if ok else 1
@@ -66,7 +75,9 @@ def _flush(args: argparse.Namespace) -> int:
     for o in outcomes:
         print(f"  {o.line}")
     left = [o for o in outcomes if o.state not in ("delivered", "recorded")]
-    print(f"{len(outcomes) - len(left)}건 발송, {len(left)}건 다시 대기 / {len(outcomes) - len(left)} delivered, {len(left)} still waiting")
+    print(
+        f"{len(outcomes) - len(left)}건 발송, {len(left)}건 다시 대기 / {len(outcomes) - len(left)} delivered, {len(left)} still waiting"
+    )
     return 1 if left else 0
 
 
@@ -78,8 +89,12 @@ def _status(args: argparse.Namespace) -> int:
     print(f"채널 / channels: {names}")
     stored = notifier.status(args.days)
     counts = {state: sum(1 for m in stored if m.state == state) for state in STATE_KO}
-    print(f"최근 {args.days}일 / last {args.days} days: " + " · ".join(f"{STATE_KO[s]} {n}" for s, n in counts.items() if n)
-          if stored else f"최근 {args.days}일 메시지 없음 / no messages in the last {args.days} days")
+    print(
+        f"최근 {args.days}일 / last {args.days} days: "
+        + " · ".join(f"{STATE_KO[s]} {n}" for s, n in counts.items() if n)
+        if stored
+        else f"최근 {args.days}일 메시지 없음 / no messages in the last {args.days} days"
+    )
     for m in stored:
         print(f"  {m.line()}")
     return 1 if counts["given_up"] or counts["pending"] else 0

@@ -21,7 +21,9 @@ _DAYS = whole(0, MAX_DAYS, "일 수", "number of days")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("doctor", help="설치 상태 점검: DB 무결성·스키마·최신성·디스크·백업 (문제 시 0이 아닌 종료 코드)")
+    p = sub.add_parser(
+        "doctor", help="설치 상태 점검: DB 무결성·스키마·최신성·디스크·백업 (문제 시 0이 아닌 종료 코드)"
+    )
     _location_args(p)
     p.add_argument("--json", action="store_true", help="기계가 읽는 JSON으로 출력")
     p.add_argument("--strict", action="store_true", help="WARN도 실패로 (종료 코드 1)")
@@ -29,8 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stale-warn-days", type=_DAYS, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
     p.add_argument("--stale-fail-days", type=_DAYS, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
     p.add_argument("--lock-wait", type=seconds(86400), default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
-    p.add_argument("--alert", action="store_true",
-                   help="감시(watchdog): Dagster 데몬 하트비트·09:00 리포트·알림 발송 실패를 점검하고 문제를 알림으로 보냄 (systemd timer용)")
+    p.add_argument(
+        "--alert",
+        action="store_true",
+        help="감시(watchdog): Dagster 데몬 하트비트·09:00 리포트·알림 발송 실패를 점검하고 문제를 알림으로 보냄 (systemd timer용)",
+    )
     p.set_defaults(handler=_doctor)
 
     p = sub.add_parser("prune", help="보존 기간이 지난 원본·리포트·백업·로그 정리 (마지막 반영일의 데이터는 항상 보존)")
@@ -42,28 +47,44 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("backup", help="DB를 잠근 채 일관된 사본을 data/backups/에 만들고 검증")
     _location_args(p)
-    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument(
+        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
+    )
     p.set_defaults(handler=_backup)
 
     p = sub.add_parser("restore", help="검증되는 가장 최근 백업으로 DB를 되돌림 (바뀌는 DB 파일은 옆에 남김)")
     _location_args(p)
-    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument(
+        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
+    )
     p.set_defaults(handler=_restore)
 
-    p = sub.add_parser("rebuild", help="원본 보관(data/raw)의 모든 날을 날짜 순서로 다시 처리해 이력 DB를 새로 만들고 교체 "
-                                       "(바뀌는 DB 파일은 옆에 남김)")
+    p = sub.add_parser(
+        "rebuild",
+        help="원본 보관(data/raw)의 모든 날을 날짜 순서로 다시 처리해 이력 DB를 새로 만들고 교체 "
+        "(바뀌는 DB 파일은 옆에 남김)",
+    )
     _location_args(p)
     p.add_argument("--from", dest="first", type=day, default=None, help="이 날부터 (기본: 가장 오래된 보관일)")
     p.add_argument("--to", dest="last", type=day, default=None, help="이 날까지 (기본: 가장 최근 보관일)")
-    p.add_argument("--force", action="store_true",
-                   help="지금 DB가 읽히는데 다시 만든 이력과 다를 때도 교체 (설정·규칙을 바꿔 다시 처리할 때)")
-    p.add_argument("--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="지금 DB가 읽히는데 다시 만든 이력과 다를 때도 교체 (설정·규칙을 바꿔 다시 처리할 때)",
+    )
+    p.add_argument(
+        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
+    )
     p.set_defaults(handler=_rebuild)
 
 
 def _location_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", type=existing_folder, default=None, help="프로젝트 폴더 (상대 경로의 기준; 기본: 이 프로젝트)")
-    p.add_argument("--database", type=file_in_existing_folder, default=None, help="DB 파일 경로 (기본: config의 paths.database)")
+    p.add_argument(
+        "--root", type=existing_folder, default=None, help="프로젝트 폴더 (상대 경로의 기준; 기본: 이 프로젝트)"
+    )
+    p.add_argument(
+        "--database", type=file_in_existing_folder, default=None, help="DB 파일 경로 (기본: config의 paths.database)"
+    )
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
 
 
@@ -97,8 +118,9 @@ def _doctor(args: argparse.Namespace) -> int:
     # the environment `dagster dev` and `dmf` run in: .env may hold the instance's database password
     load_dotenv(Path(args.root).resolve() / ".env" if args.root else PROJECT_ROOT / ".env")
     settings, paths = _paths(args)
-    thresholds = Thresholds(stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days,
-                            lock_wait_s=args.lock_wait)
+    thresholds = Thresholds(
+        stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days, lock_wait_s=args.lock_wait
+    )
     report = run_doctor(paths, now=_now(args.today), thresholds=thresholds)
     if args.alert:  # the outside watchdog (dmf_assets/ops/watchdog.py): its checks join the report
         report.checks.extend(watch(settings, paths, now=report.now).checks)
@@ -131,8 +153,10 @@ def _backup(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     waited = f", 잠금 대기 {result.waited_s:.1f}초" if result.waited_s >= 0.5 else ""
     print(f"백업 완료 / backup written: {result.path}")
-    print(f"  {human_size(result.bytes)}, 실행 기록 {result.runs}일, 표 {len(result.table_counts)}개 검증됨 "
-          f"({result.seconds:.1f}초{waited})")
+    print(
+        f"  {human_size(result.bytes)}, 실행 기록 {result.runs}일, 표 {len(result.table_counts)}개 검증됨 "
+        f"({result.seconds:.1f}초{waited})"
+    )
     return 0
 
 
@@ -147,14 +171,20 @@ def _restore(args: argparse.Namespace) -> int:
         raise UserError(str(exc)) from None
     for path, why in result.skipped:
         print(f"건너뜀 / skipped {path.name}: {why}")
-    print(f"복원 완료 / restored: {paths.database} ← {result.backup.path.name} "
-          f"({result.backup.taken_at:%Y-%m-%d %H:%M} KST, 실행 기록 {result.runs}일, 마지막 반영일 {result.last_accepted or '없음'})")
+    print(
+        f"복원 완료 / restored: {paths.database} ← {result.backup.path.name} "
+        f"({result.backup.taken_at:%Y-%m-%d %H:%M} KST, 실행 기록 {result.runs}일, 마지막 반영일 {result.last_accepted or '없음'})"
+    )
     if result.kept_aside:
-        print(f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
+        print(
+            f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there"
+        )
     later = _archived_after(paths.raw_dir, result.last_accepted)
     if later:
-        print(f"  백업 뒤의 날 {len(later)}일은 원본 보관({later[0]} ~ {later[-1]})에 있습니다: dmf backfill --start {later[0]} "
-              f"--end {later[-1]} 로 다시 처리하세요 / re-run the days after the backup from their archives")
+        print(
+            f"  백업 뒤의 날 {len(later)}일은 원본 보관({later[0]} ~ {later[-1]})에 있습니다: dmf backfill --start {later[0]} "
+            f"--end {later[-1]} 로 다시 처리하세요 / re-run the days after the backup from their archives"
+        )
     return 0
 
 
@@ -177,25 +207,45 @@ def _rebuild(args: argparse.Namespace) -> int:
     def progress(out: DayOutcome) -> None:
         c = out.counts
         gate = f" (게이트 {out.rejected_gate})" if out.rejected_gate else ""
-        counts = (f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "
-                  f"{c.get('WITHDRAWN', 0)}" if out.status == "accepted" else "")
+        counts = (
+            f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "
+            f"{c.get('WITHDRAWN', 0)}"
+            if out.status == "accepted"
+            else ""
+        )
         print(f"  {out.day}  {RUN_STATUS_KO[out.status]}{gate}{counts}", flush=True)
 
     try:
-        result = rebuild_history(settings, database=paths.database, raw_dir=paths.raw_dir, backups_dir=paths.backups_dir,
-                                 first=args.first, last=args.last, force=args.force, lock_timeout_s=args.lock_wait,
-                                 progress=progress)
+        result = rebuild_history(
+            settings,
+            database=paths.database,
+            raw_dir=paths.raw_dir,
+            backups_dir=paths.backups_dir,
+            first=args.first,
+            last=args.last,
+            force=args.force,
+            lock_timeout_s=args.lock_wait,
+            progress=progress,
+        )
     except DatabaseBusy as exc:
         raise UserError(str(exc)) from None
     days = result.days
     rejected = sum(1 for d in days if d.status == "rejected")
-    print(f"완료 / done: {len(days)}일 ({days[0].day} ~ {days[-1].day}) 반영 {len(days) - rejected}일 · 거부 {rejected}일, "
-          f"{result.seconds:.0f}초")
+    print(
+        f"완료 / done: {len(days)}일 ({days[0].day} ~ {days[-1].day}) 반영 {len(days) - rejected}일 · 거부 {rejected}일, "
+        f"{result.seconds:.0f}초"
+    )
     if result.compared:
         print("  이전 DB와 같은 이력입니다 (날마다 판정·건수·이벤트 일치) / the same history as the replaced database")
     elif result.differences:
-        print(f"  --force: 이전 DB와 {len(result.differences)}일 다른 이력으로 바꾸었습니다 / replaced a history that differed")
+        print(
+            f"  --force: 이전 DB와 {len(result.differences)}일 다른 이력으로 바꾸었습니다 / replaced a history that differed"
+        )
     if result.kept_aside:
-        print(f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
-    print("  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged")
+        print(
+            f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there"
+        )
+    print(
+        "  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged"
+    )
     return 0

@@ -39,18 +39,28 @@ STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="에뮬레이터로 최근 30일을 실행하고 요약을 보여 줍니다 (README의 첫 명령)")
-    p.add_argument("--days", type=whole(1, 366, "일 수", "number of days"), default=None,
-                   help="몇 일을 실행할지 1–366 (기본: config의 demo.days=30)")
+    p.add_argument(
+        "--days",
+        type=whole(1, 366, "일 수", "number of days"),
+        default=None,
+        help="몇 일을 실행할지 1–366 (기본: config의 demo.days=30)",
+    )
     p.add_argument("--end", type=day, default=None, help="마지막 날짜 (기본: 오늘, KST)")
     p.add_argument("--no-fault", action="store_true", help="고장 주입 없이 실행")
     p.set_defaults(handler=_demo)
 
-    p = sub.add_parser("run", help="한 날짜를 전체 그래프로 실행 (거부되어도 리포트까지). 종료 코드 0 반영 · 3 거부 · 1 실패")
+    p = sub.add_parser(
+        "run", help="한 날짜를 전체 그래프로 실행 (거부되어도 리포트까지). 종료 코드 0 반영 · 3 거부 · 1 실패"
+    )
     p.add_argument("--date", type=day, default=None, help="YYYY-MM-DD (기본: 오늘, KST)")
-    p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND", help="에뮬레이터 고장 주입 (dmf emulator faults)")
+    p.add_argument(
+        "--fault", action="append", default=[], metavar="DATE=KIND", help="에뮬레이터 고장 주입 (dmf emulator faults)"
+    )
     p.set_defaults(handler=_run)
 
-    p = sub.add_parser("backfill", help="기간을 날짜 순서대로 하루 1회씩 실행. 종료 코드 0 모두 반영 · 3 거부일 있음 · 1 실패")
+    p = sub.add_parser(
+        "backfill", help="기간을 날짜 순서대로 하루 1회씩 실행. 종료 코드 0 모두 반영 · 3 거부일 있음 · 1 실패"
+    )
     p.add_argument("--start", type=day, required=True)
     p.add_argument("--end", type=day, required=True)
     p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND")
@@ -59,7 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ui", help="Dagster UI(dagster dev)와 리포트 다운로드 서버를 함께 시작")
     p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
     p.add_argument("--host", type=listen_host, default="127.0.0.1")
-    p.add_argument("--report-port", type=port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)")
+    p.add_argument(
+        "--report-port", type=port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)"
+    )
     p.set_defaults(handler=_ui)
 
 
@@ -84,8 +96,10 @@ def use_project_instance() -> Path:
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
-        raise UserError(f"DAGSTER_HOME={home}에 dagster.yaml이 없습니다 — 프로젝트의 dagster_home/dagster.yaml을 복사하세요. "
-                        "(no dagster.yaml in DAGSTER_HOME)")
+        raise UserError(
+            f"DAGSTER_HOME={home}에 dagster.yaml이 없습니다 — 프로젝트의 dagster_home/dagster.yaml을 복사하세요. "
+            "(no dagster.yaml in DAGSTER_HOME)"
+        )
     return home
 
 
@@ -103,8 +117,10 @@ def _check_days(*days: date) -> None:
     first, last = partition_range()
     for d in days:
         if not first <= d <= last:
-            raise UserError(f"{josa(str(d), '은/는')} 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
-                            f"(date outside the partition range {first}..{last})")
+            raise UserError(
+                f"{josa(str(d), '은/는')} 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
+                f"(date outside the partition range {first}..{last})"
+            )
 
 
 def _faults(values: list[str]) -> dict[str, str]:
@@ -163,10 +179,12 @@ def _check_history(settings: Settings, days: list[date]) -> None:
     from dmf_assets.storage.db import HistoryTraces, open_database
 
     p = settings.paths
-    traces = HistoryTraces(p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"),
-                           settings.runs.max_minutes * 60)
-    with open_database(p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check",
-                       traces=traces, writing=days):
+    traces = HistoryTraces(
+        p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"), settings.runs.max_minutes * 60
+    )
+    with open_database(
+        p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check", traces=traces, writing=days
+    ):
         pass
 
 
@@ -174,8 +192,9 @@ def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
     from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
 
-    with open_database(settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"),
-                       purpose="dmf summary") as conn:
+    with open_database(
+        settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"), purpose="dmf summary"
+    ) as conn:
         return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
 
 
@@ -192,8 +211,10 @@ def _day_line(row: dict) -> str:
         return f"거부 — {shorten(row.get('reason') or '', 90)}"
     if status in ("accepted", "baseline"):
         assigned = f" · 번호 부여 {row['assigned_count']}" if row.get("assigned_count") else ""
-        return (f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
-                f"변경 {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}{assigned}")
+        return (
+            f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
+            f"변경 {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}{assigned}"
+        )
     return STATUS_KO.get(status, str(status))
 
 
@@ -203,39 +224,58 @@ def _progress(settings: Settings, report: DayRun, seconds: float) -> None:
     extra = f"  (+{report.followups} 후속 실행)" if report.followups else ""
     print(f"  {report.day}  {seconds:5.1f}s  {line}{extra}", flush=True)
     if report.failure:
-        print(f"      → 원인을 고친 뒤 다시 실행하세요: dmf run --date {report.day}  (Dagster UI의 run {report.run_id[:8]} 로그에 "
-              "자세한 내용이 있습니다)", flush=True)
+        print(
+            f"      → 원인을 고친 뒤 다시 실행하세요: dmf run --date {report.day}  (Dagster UI의 run {report.run_id[:8]} 로그에 "
+            "자세한 내용이 있습니다)",
+            flush=True,
+        )
 
 
 def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     rows = _summary_rows(settings, days)
     print()
-    print(f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason")
+    print(
+        f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason"
+    )
     print("-" * 100)
     for r in rows:
         status, size = str(r.get("status")), r.get("population")
-        note = {"rejected": shorten(r.get("reason") or "", 90), "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)"}.get(status, "")
+        note = {
+            "rejected": shorten(r.get("reason") or "", 90),
+            "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)",
+        }.get(status, "")
         if status == "accepted" and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
-        print(f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
-              f"{r.get('new_count') or 0:>4} {_changed(r):>4} {r.get('cosmetic_count') or 0:>4} "
-              f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4}  {note}")
+        print(
+            f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
+            f"{r.get('new_count') or 0:>4} {_changed(r):>4} {r.get('cosmetic_count') or 0:>4} "
+            f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4}  {note}"
+        )
     accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
     rejected = sum(1 for r in rows if r.get("status") == "rejected")
     print("-" * 100)
-    print(f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 번호 = 번호 부여, "
-          "표기 = 표기만 바뀐 변경(별도)")
+    print(
+        f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 번호 = 번호 부여, "
+        "표기 = 표기만 바뀐 변경(별도)"
+    )
     return rows
 
 
-def _exit_code(settings: Settings, reports: list[DayRun], rows: list[dict], expected_rejections: frozenset[date] = frozenset()) -> int:
+def _exit_code(
+    settings: Settings, reports: list[DayRun], rows: list[dict], expected_rejections: frozenset[date] = frozenset()
+) -> int:
     """0 all accepted, 3 a day rejected by a gate, 1 a step failed. `expected_rejections`: days the demo
     injects a fault into on purpose."""
-    if any(r.failure for r in reports) or any(r.get("status") not in ("accepted", "baseline", "rejected") for r in rows):
+    if any(r.failure for r in reports) or any(
+        r.get("status") not in ("accepted", "baseline", "rejected") for r in rows
+    ):
         return EXIT_FAILED
     rejected = [r["day"] for r in rows if r.get("status") == "rejected" and r["day"] not in expected_rejections]
     if rejected:
-        print("거부된 날이 있습니다: 그날의 리포트는 '수집 실패'이고 비교 기준일은 그대로입니다 (exit 3).", file=sys.stderr)
+        print(
+            "거부된 날이 있습니다: 그날의 리포트는 '수집 실패'이고 비교 기준일은 그대로입니다 (exit 3).",
+            file=sys.stderr,
+        )
         for day, todo in _what_next(settings, rejected):
             print(f"  {day}: {todo}", file=sys.stderr)
         return EXIT_REJECTED
@@ -296,8 +336,14 @@ def _backfill(args: argparse.Namespace) -> int:
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days)
     with _days_running():
-        reports = launch.run_days(days, instance=_instance(), resources=resources, trigger="cli-backfill",
-                                  run_config=launch.QUIET, progress=functools.partial(_progress, settings))
+        reports = launch.run_days(
+            days,
+            instance=_instance(),
+            resources=resources,
+            trigger="cli-backfill",
+            run_config=launch.QUIET,
+            progress=functools.partial(_progress, settings),
+        )
     return _exit_code(settings, reports, _print_summary(settings, days))
 
 
@@ -318,18 +364,26 @@ def _demo(args: argparse.Namespace) -> int:
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
     print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
     if faults:
-        (fd, fk), = faults.items()
+        ((fd, fk),) = faults.items()
         print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
     started = time.monotonic()
     with _days_running():
-        reports = launch.run_days(days, instance=_instance(), resources=_resources(settings, faults, EMULATOR_URL),
-                                  trigger="demo", run_config=launch.QUIET, progress=functools.partial(_progress, settings))
+        reports = launch.run_days(
+            days,
+            instance=_instance(),
+            resources=_resources(settings, faults, EMULATOR_URL),
+            trigger="demo",
+            run_config=launch.QUIET,
+            progress=functools.partial(_progress, settings),
+        )
     rows = _print_summary(settings, days)
     reports_dir = settings.paths.resolve("reports_dir")
     print(f"\n총 {time.monotonic() - started:.0f}초.")
     print(f"최신 리포트 / latest workbook: {reports_dir / 'DMF_리포트_최신.xlsx'}")
     print(f"날짜별 리포트 / daily workbooks: {reports_dir}/DMF_리포트_YYYY-MM-DD.xlsx")
-    print(f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (리포트 다운로드: {settings.report.base_url})")
+    print(
+        f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (리포트 다운로드: {settings.report.base_url})"
+    )
     return _exit_code(settings, reports, rows, frozenset(date.fromisoformat(d) for d in faults))
 
 
@@ -344,8 +398,10 @@ def _ui_port_must_be_free(host: str, port: int) -> None:
             probe.bind(address)
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
-            raise UserError(f"Dagster UI를 {host}:{port}에서 열 수 없습니다 / cannot listen on {host}:{port}: "
-                            f"{exc.strerror or exc} — dmf ui --host 127.0.0.1 --port 3000") from None
+            raise UserError(
+                f"Dagster UI를 {host}:{port}에서 열 수 없습니다 / cannot listen on {host}:{port}: "
+                f"{exc.strerror or exc} — dmf ui --host 127.0.0.1 --port 3000"
+            ) from None
         raise UserError(busy_port_text("Dagster UI", "Dagster UI", host, port, "dmf ui --port {port}")) from None
 
 
@@ -405,16 +461,30 @@ def _ui(args: argparse.Namespace) -> int:
     report_port = args.report_port or settings.report.file_server_port
     if report_port == args.port:
         other = args.port + 1 if args.port < 65535 else args.port - 1
-        raise UserError(f"UI 포트와 리포트 다운로드 포트가 같습니다 ({args.port}) / the UI and the report download port "
-                        f"must differ: dmf ui --port {args.port} --report-port {other}")
+        raise UserError(
+            f"UI 포트와 리포트 다운로드 포트가 같습니다 ({args.port}) / the UI and the report download port "
+            f"must differ: dmf ui --port {args.port} --report-port {other}"
+        )
     _ui_port_must_be_free(args.host, args.port)
     try:
-        server, _ = start_file_server(settings.paths.resolve("reports_dir"), settings.report.file_server_host, report_port)
+        server, _ = start_file_server(
+            settings.paths.resolve("reports_dir"), settings.report.file_server_host, report_port
+        )
     except FileServerError as exc:
         raise UserError(str(exc)) from None
     base_url = settings.report.public_base_url.rstrip("/") or f"http://{settings.report.file_server_host}:{report_port}"
-    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"),
-           "-h", args.host, "-p", str(args.port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-w",
+        str(PROJECT_ROOT / "workspace.yaml"),
+        "-h",
+        args.host,
+        "-p",
+        str(args.port),
+    ]
     print(f"Dagster UI: http://{args.host}:{args.port}   (DAGSTER_HOME={home})")
     print(f"리포트 다운로드 / workbook downloads: {base_url}")
     env = dict(os.environ, DMF_REPORT_BASE_URL=base_url)
@@ -438,6 +508,9 @@ def _ui(args: argparse.Namespace) -> int:
         server.server_close()
     if received or proc.returncode == 0:
         return 0
-    print(f"dmf: dagster dev가 {josa(f'코드 {proc.returncode}', '으로/로')} 끝났습니다 — 위의 출력을 확인하세요 / dagster dev exited with "
-          f"code {proc.returncode}: see its output above", file=sys.stderr)
+    print(
+        f"dmf: dagster dev가 {josa(f'코드 {proc.returncode}', '으로/로')} 끝났습니다 — 위의 출력을 확인하세요 / dagster dev exited with "
+        f"code {proc.returncode}: see its output above",
+        file=sys.stderr,
+    )
     return EXIT_FAILED

@@ -21,22 +21,39 @@ from dmf_assets.korean import josa
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("service", help="서버 무인 운영: systemd 유닛 설치/제거 (webserver, daemon, 다운로드 서버, watchdog timer)")
+    p = sub.add_parser(
+        "service", help="서버 무인 운영: systemd 유닛 설치/제거 (webserver, daemon, 다운로드 서버, watchdog timer)"
+    )
     ss = p.add_subparsers(dest="service_command", metavar="ACTION")
-    for name, help_ in (("install", "유닛 파일을 쓰고 실행할 systemctl 명령을 보여 줌"),
-                        ("uninstall", "`dmf service install`이 쓴 유닛 파일을 지우고 systemctl 명령을 보여 줌")):
+    for name, help_ in (
+        ("install", "유닛 파일을 쓰고 실행할 systemctl 명령을 보여 줌"),
+        ("uninstall", "`dmf service install`이 쓴 유닛 파일을 지우고 systemctl 명령을 보여 줌"),
+    ):
         q = ss.add_parser(name, help=help_)
-        q.add_argument("--user", action="store_true",
-                       help="사용자 유닛 (~/.config/systemd/user; root 불필요). 기본: 시스템 유닛 /etc/systemd/system")
-        q.add_argument("--dry-run", action="store_true", help="쓰지 않고 파일 내용(install) / 지울 목록(uninstall)만 출력")
-        q.add_argument("--unit-dir", type=out_folder, default=None, help="유닛 폴더를 직접 지정 (기본: --user에 따라 위 경로)")
+        q.add_argument(
+            "--user",
+            action="store_true",
+            help="사용자 유닛 (~/.config/systemd/user; root 불필요). 기본: 시스템 유닛 /etc/systemd/system",
+        )
+        q.add_argument(
+            "--dry-run", action="store_true", help="쓰지 않고 파일 내용(install) / 지울 목록(uninstall)만 출력"
+        )
+        q.add_argument(
+            "--unit-dir", type=out_folder, default=None, help="유닛 폴더를 직접 지정 (기본: --user에 따라 위 경로)"
+        )
         if name == "install":
             q.add_argument("--root", type=existing_folder, default=None, help="프로젝트 폴더 (기본: 이 프로젝트)")
-            q.add_argument("--run-as", type=_account, default="", help="시스템 유닛을 실행할 계정 (User=; 기본: 지금 사용자)")
+            q.add_argument(
+                "--run-as", type=_account, default="", help="시스템 유닛을 실행할 계정 (User=; 기본: 지금 사용자)"
+            )
             q.add_argument("--web-host", type=listen_host, default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
             q.add_argument("--web-port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
-            q.add_argument("--watchdog-minutes", type=whole(1, 59, "분", "number of minutes"), default=10,
-                           help="watchdog 주기(분, 1–59, 기본 10)")
+            q.add_argument(
+                "--watchdog-minutes",
+                type=whole(1, 59, "분", "number of minutes"),
+                default=10,
+                help="watchdog 주기(분, 1–59, 기본 10)",
+            )
             q.set_defaults(handler=_install)
         else:
             q.set_defaults(handler=_uninstall)
@@ -56,8 +73,9 @@ def _account(name: str) -> str:
     try:
         return name and pwd.getpwnam(name).pw_name
     except KeyError:
-        raise argparse.ArgumentTypeError(f"이 컴퓨터에 {name!r} 계정이 없습니다 (no such user account): 먼저 만드세요 "
-                                         f"(sudo useradd --system {name})") from None
+        raise argparse.ArgumentTypeError(
+            f"이 컴퓨터에 {name!r} 계정이 없습니다 (no such user account): 먼저 만드세요 (sudo useradd --system {name})"
+        ) from None
 
 
 def _unit_dir(args: argparse.Namespace) -> Path:
@@ -73,13 +91,23 @@ def _install(args: argparse.Namespace) -> int:
 
     root = args.root.resolve() if args.root else PROJECT_ROOT
     if not (root / "workspace.yaml").is_file():
-        raise UserError(f"{root}에 workspace.yaml이 없습니다 — 프로젝트 폴더를 --root로 지정하세요 / not a DMF Watch project: {root}")
-    options = default_options(root, user_mode=args.user, user=args.run_as, web_host=args.web_host,
-                              web_port=args.web_port, watchdog_every_minutes=args.watchdog_minutes)
+        raise UserError(
+            f"{root}에 workspace.yaml이 없습니다 — 프로젝트 폴더를 --root로 지정하세요 / not a DMF Watch project: {root}"
+        )
+    options = default_options(
+        root,
+        user_mode=args.user,
+        user=args.run_as,
+        web_host=args.web_host,
+        web_port=args.web_port,
+        watchdog_every_minutes=args.watchdog_minutes,
+    )
     for tool in ("dagster-webserver", "dagster-daemon", "dmf"):
         if not (options.venv_bin / tool).exists():
-            raise UserError(f"{josa(str(options.venv_bin / tool), '이/가')} 없습니다 — 프로젝트의 .venv에서 실행하세요 "
-                            f"(.venv/bin/dmf service install) / run it from the project's virtualenv")
+            raise UserError(
+                f"{josa(str(options.venv_bin / tool), '이/가')} 없습니다 — 프로젝트의 .venv에서 실행하세요 "
+                f"(.venv/bin/dmf service install) / run it from the project's virtualenv"
+            )
     units = render_units(options)
     target = _unit_dir(args)
     if args.dry_run:
@@ -94,14 +122,18 @@ def _install(args: argparse.Namespace) -> int:
         for name, text in units.items():
             atomic_write_text(target / name, text)
     except PermissionError:
-        raise UserError(f"{target}에 쓸 권한이 없습니다 — sudo로 실행하거나 --user로 사용자 유닛을 설치하세요 "
-                        f"/ no permission to write {target}: use sudo, or --user") from None
+        raise UserError(
+            f"{target}에 쓸 권한이 없습니다 — sudo로 실행하거나 --user로 사용자 유닛을 설치하세요 "
+            f"/ no permission to write {target}: use sudo, or --user"
+        ) from None
     print(f"유닛 {len(units)}개를 썼습니다 / wrote {len(units)} units to {target}:")
     for name in units:
         print(f"  {target / name}")
     if not options.env_file.exists():
-        print(f"참고: {options.env_file}이 없습니다 — MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD 등 비밀 값을 그 파일에 두세요 "
-              "(KEY=value 한 줄씩, 권한 600).")
+        print(
+            f"참고: {options.env_file}이 없습니다 — MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD 등 비밀 값을 그 파일에 두세요 "
+            "(KEY=value 한 줄씩, 권한 600)."
+        )
     print("이제 실행하세요 / now run:")
     for cmd in install_commands(options):
         print(f"  {cmd}")
@@ -112,9 +144,16 @@ def _uninstall(args: argparse.Namespace) -> int:
     from dmf_assets.service.units import ALL_UNITS, MARKER, uninstall_commands
 
     target = _unit_dir(args)
-    ours = [target / n for n in ALL_UNITS if (target / n).is_file()
-            and MARKER in (target / n).read_text(encoding="utf-8", errors="replace")]
-    links = [link for link in target.glob("*.wants/*") if link.name in ALL_UNITS and link.is_symlink()] if target.is_dir() else []
+    ours = [
+        target / n
+        for n in ALL_UNITS
+        if (target / n).is_file() and MARKER in (target / n).read_text(encoding="utf-8", errors="replace")
+    ]
+    links = (
+        [link for link in target.glob("*.wants/*") if link.name in ALL_UNITS and link.is_symlink()]
+        if target.is_dir()
+        else []
+    )
     if not ours and not links:
         print(f"{target}에 DMF Watch 유닛이 없습니다 / no DMF Watch units in {target}")
         return 0
@@ -124,7 +163,9 @@ def _uninstall(args: argparse.Namespace) -> int:
             try:
                 path.unlink()
             except PermissionError:
-                raise UserError(f"{josa(str(path), '을/를')} 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied") from None
+                raise UserError(
+                    f"{josa(str(path), '을/를')} 지울 권한이 없습니다 — sudo로 실행하세요 / permission denied"
+                ) from None
     print("이제 실행하세요 / now run:" if not args.dry_run else "지운 뒤 실행할 명령 / after removing, run:")
     for cmd in uninstall_commands(args.user):
         print(f"  {cmd}")
@@ -149,8 +190,10 @@ def _serve_reports(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    print(f"리포트 다운로드 서버 / serving {reports_dir} at http://{host}:{server.server_address[1]}/ (pid {os.getpid()})",
-          flush=True)
+    print(
+        f"리포트 다운로드 서버 / serving {reports_dir} at http://{host}:{server.server_address[1]}/ (pid {os.getpid()})",
+        flush=True,
+    )
     try:
         while not stop.wait(1.0):
             pass

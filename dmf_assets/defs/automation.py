@@ -11,7 +11,6 @@ the `workspace` resource on each tick, and the sensor's interval (`[runs] sensor
 to `watch_sensor` when the code location loads (`dmf_assets/definitions.py`).
 """
 
-
 from datetime import datetime
 
 import dagster as dg
@@ -50,7 +49,9 @@ def daily_0600_kst(context: dg.ScheduleEvaluationContext, workspace: DmfWorkspac
     return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule", workspace.settings()))
 
 
-def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings: Settings) -> dg.AssetCheckEvaluation | None:
+def _overdue_evaluation(
+    instance: dg.DagsterInstance, now: datetime, settings: Settings
+) -> dg.AssetCheckEvaluation | None:
     """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
     local = now.astimezone(KST)
     day = local.date().isoformat()
@@ -78,27 +79,50 @@ def _overdue_evaluation(instance: dg.DagsterInstance, now: datetime, settings: S
 
 def _is_evaluation_of(entry: dg.EventLogEntry, check: dg.AssetCheckKey, day: str) -> bool:
     evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
-    return (isinstance(evaluation, dg.AssetCheckEvaluation) and evaluation.asset_check_key == check
-            and evaluation.partition == day)
+    return (
+        isinstance(evaluation, dg.AssetCheckEvaluation)
+        and evaluation.asset_check_key == check
+        and evaluation.partition == day
+    )
 
 
-def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, settings: Settings, now: datetime,
-                 days: list[str], busy: set[str], retry: followups.RetryPolicy, overdue: dg.AssetCheckEvaluation | None,
-                 states: dict[str, followups.DayState]) -> None:
+def _tell_people(
+    context: dg.SensorEvaluationContext,
+    workspace: DmfWorkspace,
+    settings: Settings,
+    now: datetime,
+    days: list[str],
+    busy: set[str],
+    retry: followups.RetryPolicy,
+    overdue: dg.AssetCheckEvaluation | None,
+    states: dict[str, followups.DayState],
+) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind; held workbook mails whose day is
     decided; re-sends that are due. Never fails the tick."""
     from dmf_assets.report.retention import dated_workbooks
 
     try:
-        notifier = notify.Notifier(settings, workspace.path("alerts_dir"), budget_s=20,
-                                   config_file=workspace.config_file or None)
+        notifier = notify.Notifier(
+            settings, workspace.path("alerts_dir"), budget_s=20, config_file=workspace.config_file or None
+        )
         alive = followups.daemon_alive(context.instance, now)
-        alerts = alerting.alerts_for_tick(context.instance, days[:40], now=now, retry=retry, settings=settings,
-                                          busy=busy, daemon_alive=alive, states=states)
+        alerts = alerting.alerts_for_tick(
+            context.instance,
+            days[:40],
+            now=now,
+            retry=retry,
+            settings=settings,
+            busy=busy,
+            daemon_alive=alive,
+            states=states,
+        )
         if overdue is not None and overdue.partition is not None:  # `_overdue_evaluation` always names its day
             dated = dated_workbooks(workspace.path("reports_dir"))
-            alerts.append(alerting.overdue_alert(overdue.partition, settings.alerts.overdue_at,
-                                                 latest_report=dated[-1][0] if dated else None))
+            alerts.append(
+                alerting.overdue_alert(
+                    overdue.partition, settings.alerts.overdue_at, latest_report=dated[-1][0] if dated else None
+                )
+            )
         for alert in alerts:
             outcome = notifier.send_alert(alert)
             if outcome is not None:
@@ -109,8 +133,14 @@ def _tell_people(context: dg.SensorEvaluationContext, workspace: DmfWorkspace, s
         context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
 
 
-def _release_decided(context: dg.SensorEvaluationContext, notifier: notify.Notifier, now: datetime,
-                     retry: followups.RetryPolicy, busy: set[str], alive: bool) -> None:
+def _release_decided(
+    context: dg.SensorEvaluationContext,
+    notifier: notify.Notifier,
+    now: datetime,
+    retry: followups.RetryPolicy,
+    busy: set[str],
+    alive: bool,
+) -> None:
     """A workbook mail held for a same-morning retry goes out once no retry is planned any more."""
     held = [m for m in notifier.held_reports() if m.day not in busy]
     states = followups.day_states(context.instance, sorted({m.day for m in held}))

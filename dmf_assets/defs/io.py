@@ -90,7 +90,7 @@ class DayStoreIOManager(dg.ConfigurableIOManager):
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         fields, frames = _encode(obj)
-        (name, frame), = frames.items()  # each day value carries exactly one frame
+        ((name, frame),) = frames.items()  # each day value carries exactly one frame
         meta = {META_KEY: json.dumps({"frame": name, "fields": fields}, ensure_ascii=False, default=str)}
         with atomic_output(self._path(context.asset_key.path[-1], context.partition_key)) as tmp:
             # polars' own writer: half the time of a pyarrow round trip for the 9k-row, 49-column day

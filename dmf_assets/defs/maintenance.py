@@ -6,7 +6,6 @@ only after a successful backup (a fresh backup is then the newest and can never 
 never deletes the last accepted day's data (see `dmf_assets.ops.retention`).
 """
 
-
 from pathlib import Path
 
 import dagster as dg
@@ -44,7 +43,9 @@ def backup_history(context: dg.OpExecutionContext, workspace: DmfWorkspace) -> s
     return str(result.path)
 
 
-@dg.op(description="보존 기간(config [retention])이 지난 원본·스테이징·리포트·백업·로그 삭제; 마지막 반영일의 데이터는 보존")
+@dg.op(
+    description="보존 기간(config [retention])이 지난 원본·스테이징·리포트·백업·로그 삭제; 마지막 반영일의 데이터는 보존"
+)
 def prune_retention(context: dg.OpExecutionContext, workspace: DmfWorkspace, backup_path: str) -> None:
     paths = _paths(context, workspace)
     report = retention.prune(paths, workspace.settings().retention)

@@ -17,7 +17,6 @@ FIRST_DAY = "2025-01-01"
 daily_partitions = dg.DailyPartitionsDefinition(start_date=FIRST_DAY, timezone=TIMEZONE_NAME, end_offset=1)
 
 
-
 def partition_range() -> tuple[date, date]:
     """The first and the last day a run can be launched for (today in Korea is the last)."""
     keys = daily_partitions.get_partition_keys()

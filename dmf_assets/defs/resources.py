@@ -42,10 +42,18 @@ class HistoryDatabase(DuckDBResource):
     @contextlib.contextmanager
     def get_connection(self, writing: date | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """`writing`: the day a run's first access is for (its own raw archive is no trace of a lost history)."""
-        traces = HistoryTraces(Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60)
+        traces = HistoryTraces(
+            Path(self.raw_dir), Path(self.events_dir), Path(self.reports_dir), self.run_limit_minutes * 60
+        )
         try:
-            with open_database(self.database, backups_dir=self.backups_dir, lock_timeout_s=self.lock_timeout_s,
-                               purpose="dagster", traces=traces, writing=[writing] if writing else ()) as conn:
+            with open_database(
+                self.database,
+                backups_dir=self.backups_dir,
+                lock_timeout_s=self.lock_timeout_s,
+                purpose="dagster",
+                traces=traces,
+                writing=[writing] if writing else (),
+            ) as conn:
                 yield conn
         except (DatabaseUnusable, DatabaseDiskFull) as exc:  # one line saying what to do, not a traceback
             raise dg.Failure(description=str(exc), allow_retries=False) from None
@@ -97,9 +105,14 @@ def build_resources(
         mfds_fields["emulator_faults"] = dict(emulator_faults)
     return {
         "mfds": mfds_class(**{**mfds_fields, **client_overrides}),
-        "duckdb": HistoryDatabase(database=resolve("database"), backups_dir=resolve("backups_dir"),
-                                  raw_dir=resolve("raw_dir"), events_dir=resolve("events_dir"),
-                                  reports_dir=resolve("reports_dir"), run_limit_minutes=settings.runs.max_minutes),
+        "duckdb": HistoryDatabase(
+            database=resolve("database"),
+            backups_dir=resolve("backups_dir"),
+            raw_dir=resolve("raw_dir"),
+            events_dir=resolve("events_dir"),
+            reports_dir=resolve("reports_dir"),
+            run_limit_minutes=settings.runs.max_minutes,
+        ),
         "workspace": DmfWorkspace(root=str(root), config_file=config_file),
         "io_manager": DayStoreIOManager(staging_dir=resolve("staging_dir")),
     }

@@ -56,11 +56,25 @@ _RANK_TO_SEVERITY = {rank: name for name, rank in SEVERITY_RANK.items()}
 _WATCH_COLUMNS = ("ingredient_key", "applicant_key", "manufacturer_key", "countries_key")
 _SITE_VALUE_COLS = ("site_count", "sites", "sites_split_ok")
 #: every snapshot column the diff reads; a caller holding big snapshots may keep just these
-DIFF_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([
-    "dmf_key", "group_key", "content_hash", "identity_hash", "is_synthetic", "dup_count", "ingredient_key",
-    "applicant_identity", *SIMILARITY_KEYS, *sorted({c for pair in FIELD_COLUMNS.values() for c in pair}),
-    *_SITE_VALUE_COLS, *SUMMARY_COLUMNS, *_WATCH_COLUMNS,
-]))
+DIFF_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [
+            "dmf_key",
+            "group_key",
+            "content_hash",
+            "identity_hash",
+            "is_synthetic",
+            "dup_count",
+            "ingredient_key",
+            "applicant_identity",
+            *SIMILARITY_KEYS,
+            *sorted({c for pair in FIELD_COLUMNS.values() for c in pair}),
+            *_SITE_VALUE_COLS,
+            *SUMMARY_COLUMNS,
+            *_WATCH_COLUMNS,
+        ]
+    )
+)
 
 EVENT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "event_type": pl.Utf8,
@@ -118,8 +132,9 @@ class Watchlist:
     @classmethod
     def of(cls, config: WatchlistLists) -> Watchlist:
         """From anything with the four lists as attributes (the settings' `[watchlist]` section)."""
-        return cls(tuple(config.ingredients), tuple(config.applicants), tuple(config.manufacturers),
-                   tuple(config.countries))
+        return cls(
+            tuple(config.ingredients), tuple(config.applicants), tuple(config.manufacturers), tuple(config.countries)
+        )
 
 
 @dataclass(frozen=True)
@@ -139,7 +154,9 @@ class DiffResult:
         for row in self.changes.iter_rows(named=True):
             by_key.setdefault((row["dmf_key"], row["base_dmf_key"]), []).append(row)
         return [
-            Event.from_row(row, by_key.get((row["dmf_key"], row["base_dmf_key"]), ()) if row["event_type"] == "CHANGED" else ())
+            Event.from_row(
+                row, by_key.get((row["dmf_key"], row["base_dmf_key"]), ()) if row["event_type"] == "CHANGED" else ()
+            )
             for row in self.events.iter_rows(named=True)
         ]
 
@@ -187,7 +204,15 @@ def _group_size(snapshot: pl.DataFrame) -> pl.Expr:
 
 def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """All matched pairs as (base_dmf_key, dmf_key, match)."""
-    match_cols = ["dmf_key", "group_key", "content_hash", "is_synthetic", "ingredient_key", "applicant_identity", *SIMILARITY_KEYS]
+    match_cols = [
+        "dmf_key",
+        "group_key",
+        "content_hash",
+        "is_synthetic",
+        "ingredient_key",
+        "applicant_identity",
+        *SIMILARITY_KEYS,
+    ]
     match_cols = list(dict.fromkeys(match_cols))
     b = base.select(*match_cols, _group_size(base))
     n = new.select(*match_cols, _group_size(new))
@@ -196,15 +221,17 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
     # and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
     direct = (
-        b.filter(pl.col("_size") == 1).select("group_key", base_dmf_key="dmf_key", _b_hash="content_hash")
+        b.filter(pl.col("_size") == 1)
+        .select("group_key", base_dmf_key="dmf_key", _b_hash="content_hash")
         .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key", _n_hash="content_hash"), on="group_key")
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")
     )
     pairs = [direct]
 
     # 2. duplicate groups, group-to-group (few rows: plain Python is clearer here)
-    multi = pl.concat([b.filter(pl.col("_size") > 1).get_column("group_key"),
-                       n.filter(pl.col("_size") > 1).get_column("group_key")]).unique()
+    multi = pl.concat(
+        [b.filter(pl.col("_size") > 1).get_column("group_key"), n.filter(pl.col("_size") > 1).get_column("group_key")]
+    ).unique()
     if multi.len():
         b_multi = b.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
         n_multi = n.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
@@ -258,12 +285,12 @@ def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tupl
 
 def _with_hashes(pairs: pl.DataFrame, b: pl.DataFrame, n: pl.DataFrame) -> pl.DataFrame:
     """A few pairs with both sides' content hashes (`_b_hash`, `_n_hash`), like the direct pairs."""
-    b_hash = _rows_for(b, pairs["base_dmf_key"], [pl.col("dmf_key").alias("base_dmf_key"),
-                                                  pl.col("content_hash").alias("_b_hash")])
+    b_hash = _rows_for(
+        b, pairs["base_dmf_key"], [pl.col("dmf_key").alias("base_dmf_key"), pl.col("content_hash").alias("_b_hash")]
+    )
     n_hash = _rows_for(n, pairs["dmf_key"], ["dmf_key", pl.col("content_hash").alias("_n_hash")])
-    return (
-        pairs.join(b_hash, on="base_dmf_key", how="left", maintain_order="left")
-        .join(n_hash, on="dmf_key", how="left", maintain_order="left")
+    return pairs.join(b_hash, on="base_dmf_key", how="left", maintain_order="left").join(
+        n_hash, on="dmf_key", how="left", maintain_order="left"
     )
 
 
@@ -286,46 +313,80 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
         [~pl.col(f"b.{FIELD_COLUMNS[f][0]}").eq_missing(pl.col(f"n.{FIELD_COLUMNS[f][0]}")) for f in SITE_FIELDS]
     )
     # single site on both sides: the field rows already say it all
-    multi = (pl.col("b.site_count") != pl.col("n.site_count")) | (pl.col("b.site_count") > 1) | (pl.col("n.site_count") > 1)
+    multi = (
+        (pl.col("b.site_count") != pl.col("n.site_count")) | (pl.col("b.site_count") > 1) | (pl.col("n.site_count") > 1)
+    )
     cand = joined.filter(display_changed & multi.fill_null(False))
     for side in ("b", "n"):
         if f"{side}.sites" not in cand.columns:  # a comparison-only snapshot: the candidates' sites only
             cand = cand.hstack(
-                site_columns(cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries")))
-                .rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]
+                site_columns(
+                    cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries"))
+                ).rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]
             )
     cand = cand.select(
-        "dmf_key", "base_dmf_key", "b.sites", "n.sites", "b.site_count", "n.site_count", "b.sites_split_ok",
+        "dmf_key",
+        "base_dmf_key",
+        "b.sites",
+        "n.sites",
+        "b.site_count",
+        "n.site_count",
+        "b.sites_split_ok",
         "n.sites_split_ok",
     )
     rows: list[dict] = []
     if cand.height:
         # matching keys of every site name/address, computed once with the normalizer's own rules
-        flat = pl.concat(
-            [cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")]
-        ).select("name", "address").unique()
+        flat = (
+            pl.concat([cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")])
+            .select("name", "address")
+            .unique()
+        )
         keys = {
             (r["name"], r["address"]): (r["nk"], r["ak"])
-            for r in flat.with_columns(nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))).iter_rows(named=True)
+            for r in flat.with_columns(
+                nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))
+            ).iter_rows(named=True)
         }
 
         def keyed(sites: list[dict] | None) -> list[KeyedSite]:
-            return [KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
-                    for s in (sites or [])]
+            return [
+                KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
+                for s in (sites or [])
+            ]
 
         for r in cand.iter_rows(named=True):
             if r["b.sites_split_ok"] and r["n.sites_split_ok"]:
                 for ch in site_changes(keyed(r["b.sites"]), keyed(r["n.sites"])):
                     detail = ch.kind == "changed"
-                    rows.append({"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"],
-                                 "before": site_label(ch.before, detail), "after": site_label(ch.after, detail)})
+                    rows.append(
+                        {
+                            "dmf_key": r["dmf_key"],
+                            "base_dmf_key": r["base_dmf_key"],
+                            "before": site_label(ch.before, detail),
+                            "after": site_label(ch.after, detail),
+                        }
+                    )
             elif r["b.site_count"] != r["n.site_count"]:
                 # the split could not be trusted: say only how many sites there are
-                rows.append({"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"],
-                             "before": f"제조소 {r['b.site_count']}곳", "after": f"제조소 {r['n.site_count']}곳"})
-    return pl.DataFrame(rows, schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8}).select(
-        "dmf_key", "base_dmf_key", pl.lit(SITES_FIELD).alias("field"), "before", "after",
-        pl.lit(False).alias("is_cosmetic"), pl.lit(Severity.CRITICAL.value).alias("severity"),
+                rows.append(
+                    {
+                        "dmf_key": r["dmf_key"],
+                        "base_dmf_key": r["base_dmf_key"],
+                        "before": f"제조소 {r['b.site_count']}곳",
+                        "after": f"제조소 {r['n.site_count']}곳",
+                    }
+                )
+    return pl.DataFrame(
+        rows, schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8}
+    ).select(
+        "dmf_key",
+        "base_dmf_key",
+        pl.lit(SITES_FIELD).alias("field"),
+        "before",
+        "after",
+        pl.lit(False).alias("is_cosmetic"),
+        pl.lit(Severity.CRITICAL.value).alias("severity"),
     )
 
 
@@ -413,14 +474,26 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
     """Display values of the registration (today's; the base's for WITHDRAWN) for people and files,
     and the matching keys the watchlist reads (`_w_*`, dropped after `_apply_watchlist`)."""
     cols = [c for c in SUMMARY_COLUMNS if c != "permit_no"]
-    new_summary = _rows_for(new, events["dmf_key"], [
-        "dmf_key", pl.col("permit_no").alias("n_permit"), *[pl.col(c).alias(f"{c}_summary") for c in cols],
-        *[pl.col(c).alias(f"_n_{c}") for c in _WATCH_COLUMNS]])
-    base_summary = _rows_for(base, events["base_dmf_key"], [
-        pl.col("dmf_key").alias("base_dmf_key"),
-        pl.col("permit_no").alias("b_permit"),
-        *[pl.col(c).alias(f"b_{c}_summary") for c in cols],
-        *[pl.col(c).alias(f"_b_{c}") for c in _WATCH_COLUMNS]])
+    new_summary = _rows_for(
+        new,
+        events["dmf_key"],
+        [
+            "dmf_key",
+            pl.col("permit_no").alias("n_permit"),
+            *[pl.col(c).alias(f"{c}_summary") for c in cols],
+            *[pl.col(c).alias(f"_n_{c}") for c in _WATCH_COLUMNS],
+        ],
+    )
+    base_summary = _rows_for(
+        base,
+        events["base_dmf_key"],
+        [
+            pl.col("dmf_key").alias("base_dmf_key"),
+            pl.col("permit_no").alias("b_permit"),
+            *[pl.col(c).alias(f"b_{c}_summary") for c in cols],
+            *[pl.col(c).alias(f"_b_{c}") for c in _WATCH_COLUMNS],
+        ],
+    )
     withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
     out = events.join(new_summary, on="dmf_key", how="left").join(base_summary, on="base_dmf_key", how="left")
     return out.with_columns(
@@ -434,8 +507,9 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
     ).drop("n_permit", "b_permit", *[f"b_{c}_summary" for c in cols])
 
 
-def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None,
-                     key_of: Callable[[str, Kind], str | None]) -> pl.DataFrame:
+def _apply_watchlist(
+    events: pl.DataFrame, watchlist: Watchlist | None, key_of: Callable[[str, Kind], str | None]
+) -> pl.DataFrame:
     if watchlist is None or watchlist.is_empty():
         return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
     reasons = []
@@ -458,8 +532,10 @@ def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None,
         return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
     events = events.with_columns(watch_reasons=pl.concat_list(reasons).list.drop_nulls())
     hit = pl.col("watch_reasons").list.len() > 0
-    raise_to_high = hit & ~pl.col("is_cosmetic") & (
-        pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8) < SEVERITY_RANK["HIGH"]
+    raise_to_high = (
+        hit
+        & ~pl.col("is_cosmetic")
+        & (pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8) < SEVERITY_RANK["HIGH"])
     )
     return events.with_columns(
         watchlist_hit=hit,
@@ -537,7 +613,9 @@ def diff_snapshots(
 
     events = (
         events.with_columns(_rank=pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8))
-        .sort(["_rank", "dmf_key", "event_type", "base_dmf_key"], descending=[True, False, False, False], nulls_last=True)
+        .sort(
+            ["_rank", "dmf_key", "event_type", "base_dmf_key"], descending=[True, False, False, False], nulls_last=True
+        )
         .drop("_rank")
         .select(list(EVENT_SCHEMA))
         .cast(EVENT_SCHEMA)  # type: ignore[arg-type]

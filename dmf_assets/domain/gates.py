@@ -54,6 +54,7 @@ class QualityThresholds(Protocol):
     @property
     def stale_source_days(self) -> int: ...
 
+
 @dataclass(frozen=True)
 class Gate:
     """One acceptance gate, declared once (docs/DOMAIN.md §6): what it is called, which setting holds its
@@ -98,22 +99,77 @@ class Gate:
         return None if self.setting is None else f"gates.{self.setting}"
 
 
-TRANSPORT = Gate(1, "transport", "전송", "transport", "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문", None, False,
-                 True, "원천 API가 오류를 돌려주었습니다", ("truncated_json", "xml_key_error", "xml_quota_error", "outage"))
-COMPLETENESS = Gate(2, "completeness", "완전성", "completeness", "수신 건수(페이지 간 반복 제거 후) = totalCount", None,
-                    False, True, "원천이 목록 일부만 돌려주었습니다",
-                    ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable",
-                     "empty_page"))
-DROP = Gate(3, "drop", "감소율", "drop", "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
-            "drop_max_ratio", False, False, "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
-            ("mass_disappearance",))
-NULLS = Gate(4, "nulls", "결측", "nulls", "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
-             "null_max_ratio", False, False, "응답 형식이 바뀌어 필드가 비어 온 것인지", ("schema_drift_renamed",))
-DUPLICATES = Gate(5, "duplicates", "중복", "duplicates", "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
-                  "duplicate_max_ratio", False, False, "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지")
-CHURN = Gate(6, "churn", "변동률", "churn", "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
-             "churn_max_ratio", True, False, "원천 데이터 이상인지, 실제 대규모 변경인지",
-             ("schema_drift_missing", "garbled_text"))
+TRANSPORT = Gate(
+    1,
+    "transport",
+    "전송",
+    "transport",
+    "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문",
+    None,
+    False,
+    True,
+    "원천 API가 오류를 돌려주었습니다",
+    ("truncated_json", "xml_key_error", "xml_quota_error", "outage"),
+)
+COMPLETENESS = Gate(
+    2,
+    "completeness",
+    "완전성",
+    "completeness",
+    "수신 건수(페이지 간 반복 제거 후) = totalCount",
+    None,
+    False,
+    True,
+    "원천이 목록 일부만 돌려주었습니다",
+    ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable", "empty_page"),
+)
+DROP = Gate(
+    3,
+    "drop",
+    "감소율",
+    "drop",
+    "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
+    "drop_max_ratio",
+    False,
+    False,
+    "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
+    ("mass_disappearance",),
+)
+NULLS = Gate(
+    4,
+    "nulls",
+    "결측",
+    "nulls",
+    "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+    "null_max_ratio",
+    False,
+    False,
+    "응답 형식이 바뀌어 필드가 비어 온 것인지",
+    ("schema_drift_renamed",),
+)
+DUPLICATES = Gate(
+    5,
+    "duplicates",
+    "중복",
+    "duplicates",
+    "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
+    "duplicate_max_ratio",
+    False,
+    False,
+    "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지",
+)
+CHURN = Gate(
+    6,
+    "churn",
+    "변동률",
+    "churn",
+    "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
+    "churn_max_ratio",
+    True,
+    False,
+    "원천 데이터 이상인지, 실제 대규모 변경인지",
+    ("schema_drift_missing", "garbled_text"),
+)
 
 GATES: tuple[Gate, ...] = (TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN)
 GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
@@ -205,7 +261,9 @@ class Rejection:
 
     @classmethod
     def of(cls, outcome: GateOutcome, base_day: date | None) -> Rejection:
-        return cls(outcome.number, outcome.observed, outcome.threshold, outcome.detail, base_day, tuple(outcome.samples))
+        return cls(
+            outcome.number, outcome.observed, outcome.threshold, outcome.detail, base_day, tuple(outcome.samples)
+        )
 
     @property
     def spec(self) -> Gate:
@@ -250,8 +308,16 @@ def page_samples(pages: list[dict], num_of_rows: int | None, total_count: int | 
         if num_of_rows and total_count is not None and page_no:
             expected = max(0, min(num_of_rows, total_count - (page_no - 1) * num_of_rows))
         if p.get("status") != "ok" or (expected is not None and rows != expected):
-            out.append({"page_no": page_no, "rows": rows, "expected_rows": expected, "status": p.get("status"),
-                        "page_total_count": p.get("total_count"), "error": p.get("error")})
+            out.append(
+                {
+                    "page_no": page_no,
+                    "rows": rows,
+                    "expected_rows": expected,
+                    "status": p.get("status"),
+                    "page_total_count": p.get("total_count"),
+                    "error": p.get("error"),
+                }
+            )
     return tuple(out[:20])
 
 
@@ -293,7 +359,15 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
 def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutcome:
     threshold = gates.drop_max_ratio
     if base.day is None or not base.total_count:
-        return GateOutcome(DROP.number, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", "첫 수집일이므로 감소율을 비교하지 않습니다.")
+        return GateOutcome(
+            DROP.number,
+            True,
+            0.0,
+            threshold,
+            "비교 기준 없음",
+            f"≤ {_pct(threshold)}",
+            "첫 수집일이므로 감소율을 비교하지 않습니다.",
+        )
     current = f.total_count if f.total_count is not None else f.rows_after_dedup
     drop = max(0.0, (base.total_count - current) / base.total_count)
     passed = drop <= threshold
@@ -315,7 +389,9 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     threshold = gates.null_max_ratio
     n = frame.height
     if n == 0:
-        return GateOutcome(NULLS.number, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다.")
+        return GateOutcome(
+            NULLS.number, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다."
+        )
     ratios = {
         "등록번호": frame["permit_no"].null_count() / n,
         "성분명": frame["ingredient"].null_count() / n,
@@ -352,7 +428,11 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     ratio = surplus / n if n else 0.0
     passed = ratio <= threshold
     dup_numbers = (
-        numbered.group_by("permit_no").len().filter(pl.col("len") > 1).sort("len", "permit_no", descending=[True, False]).head(10)
+        numbered.group_by("permit_no")
+        .len()
+        .filter(pl.col("len") > 1)
+        .sort("len", "permit_no", descending=[True, False])
+        .head(10)
     )
     return GateOutcome(
         DUPLICATES.number,
@@ -361,12 +441,16 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         threshold,
         f"중복 등록번호 초과분 {surplus:,}건 / {n:,}건 ({_pct(ratio)})",
         f"≤ {_pct(threshold)}",
-        "중복 등록번호가 허용 범위 안입니다." if passed else "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
+        "중복 등록번호가 허용 범위 안입니다."
+        if passed
+        else "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
         tuple({"permit_no": r["permit_no"], "count": r["len"]} for r in dup_numbers.to_dicts()),
     )
 
 
-def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()) -> GateOutcome:
+def gate_churn(
+    counts: dict[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()
+) -> GateOutcome:
     threshold = gates.churn_max_ratio
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
     ratio = changed / max(population, 1)
@@ -379,7 +463,8 @@ def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, s
         ratio,
         threshold,
         f"신규 {counts.get('NEW', 0):,} · 변경 {substantive_changes(counts.get('CHANGED'), assigned):,} · "
-        f"취하 {counts.get('WITHDRAWN', 0):,}" + (f" · 번호 부여 {assigned:,}" if assigned else "")
+        f"취하 {counts.get('WITHDRAWN', 0):,}"
+        + (f" · 번호 부여 {assigned:,}" if assigned else "")
         + f" / {population:,}건 ({_pct(ratio)})",
         f"≤ {_pct(threshold)}",
         "변동이 허용 범위 안입니다."
@@ -392,12 +477,25 @@ def gate_churn(counts: dict[str, int], population: int, gates: GateThresholds, s
 
 def gate_churn_without_base(gates: GateThresholds) -> GateOutcome:
     """Gate 6 on the first accepted day (the baseline): nothing to compare, so it passes."""
-    return GateOutcome(CHURN.number, True, 0.0, gates.churn_max_ratio, "비교 기준 없음", f"≤ {gates.churn_max_ratio * 100:.2f} %",
-                       "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
+    return GateOutcome(
+        CHURN.number,
+        True,
+        0.0,
+        gates.churn_max_ratio,
+        "비교 기준 없음",
+        f"≤ {gates.churn_max_ratio * 100:.2f} %",
+        "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.",
+    )
 
 
-def churn_against(counts: Mapping[str, int], base: BaseFacts, gates: GateThresholds, *, population: int,
-                  samples: tuple[dict, ...] = ()) -> GateOutcome:
+def churn_against(
+    counts: Mapping[str, int],
+    base: BaseFacts,
+    gates: GateThresholds,
+    *,
+    population: int,
+    samples: tuple[dict, ...] = (),
+) -> GateOutcome:
     """Gate 6 of a day diffed against `base` — the one judgement the commit, the re-derivation of a later day
     and the workbook share (docs/DOMAIN.md §6). `population` stands in when the base day's population is
     not on record; without a base (the baseline) there is nothing to compare and the gate passes."""
@@ -422,7 +520,12 @@ def not_evaluated(number: int, reason: str) -> GateOutcome:
 
 
 def pre_diff_gates(
-    frame: pl.DataFrame, fetch: FetchFacts, base: BaseFacts, gates: GateThresholds, *, pages: list | tuple = (),
+    frame: pl.DataFrame,
+    fetch: FetchFacts,
+    base: BaseFacts,
+    gates: GateThresholds,
+    *,
+    pages: list | tuple = (),
     num_of_rows: int | None = None,
 ) -> list[GateOutcome]:
     """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived.
@@ -434,8 +537,18 @@ def pre_diff_gates(
     completeness = gate_completeness(fetch, page_samples(page_dicts, num_of_rows, fetch.total_count))
     if not transport.passed and fetch.rows_after_dedup == 0:
         reason = "전송 게이트에서 이미 거부되었습니다."
-        return [transport, completeness, *(not_evaluated(g, reason) for g in (DROP.number, NULLS.number, DUPLICATES.number))]
-    return [transport, completeness, gate_drop(fetch, base, gates), gate_nulls(frame, gates), gate_duplicates(frame, gates)]
+        return [
+            transport,
+            completeness,
+            *(not_evaluated(g, reason) for g in (DROP.number, NULLS.number, DUPLICATES.number)),
+        ]
+    return [
+        transport,
+        completeness,
+        gate_drop(fetch, base, gates),
+        gate_nulls(frame, gates),
+        gate_duplicates(frame, gates),
+    ]
 
 
 def first_failure(outcomes: list[GateOutcome]) -> GateOutcome | None:
@@ -458,9 +571,7 @@ def quality_metrics(
     unknown = numbered.filter(pl.col("permit_fmt") == "unknown")
     parse_rate = 1 - unknown.height / max(numbered.height, 1)
     new_substance = frame.filter(pl.col("permit_fmt") == "new_substance").height / n
-    unknown_groups = numbered.filter(
-        (pl.col("permit_fmt") == "standard") & pl.col("permit_table").is_null()
-    )
+    unknown_groups = numbered.filter((pl.col("permit_fmt") == "standard") & pl.col("permit_table").is_null())
     day_iso = day.isoformat()
     future = frame.filter(pl.col("issue_date") > day_iso)
     ancient = frame.filter(pl.col("issue_date") < "1990-01-01")
@@ -483,76 +594,147 @@ def quality_metrics(
 
     metrics = [
         QualityMetric(
-            "row_count", "수집 건수 범위", rows, f"{quality.row_count_min:,}–{quality.row_count_max:,}",
-            quality.row_count_min <= rows <= quality.row_count_max, f"{rows:,}건",
+            "row_count",
+            "수집 건수 범위",
+            rows,
+            f"{quality.row_count_min:,}–{quality.row_count_max:,}",
+            quality.row_count_min <= rows <= quality.row_count_max,
+            f"{rows:,}건",
         ),
         QualityMetric(
-            "permit_parse_rate", "등록번호 해석률", round(parse_rate, 6), f"≥ {_pct(quality.permit_parse_min_ratio)}",
-            parse_rate >= quality.permit_parse_min_ratio, f"해석 불가 {unknown.height:,}건",
+            "permit_parse_rate",
+            "등록번호 해석률",
+            round(parse_rate, 6),
+            f"≥ {_pct(quality.permit_parse_min_ratio)}",
+            parse_rate >= quality.permit_parse_min_ratio,
+            f"해석 불가 {unknown.height:,}건",
             sample(unknown, "permit_no_raw"),
         ),
         QualityMetric(
-            "new_substance_ratio", "신물질 비율", round(new_substance, 6), f"≤ {_pct(quality.new_substance_max_ratio)}",
-            new_substance <= quality.new_substance_max_ratio, _pct(new_substance),
+            "new_substance_ratio",
+            "신물질 비율",
+            round(new_substance, 6),
+            f"≤ {_pct(quality.new_substance_max_ratio)}",
+            new_substance <= quality.new_substance_max_ratio,
+            _pct(new_substance),
         ),
         QualityMetric(
-            "unknown_groups", "미확인 그룹 문자", unknown_groups.height, "정보", True,
-            f"{unknown_groups.height:,}건 (예: HP 등 표에 없는 그룹)", sample(unknown_groups, "permit_no"),
+            "unknown_groups",
+            "미확인 그룹 문자",
+            unknown_groups.height,
+            "정보",
+            True,
+            f"{unknown_groups.height:,}건 (예: HP 등 표에 없는 그룹)",
+            sample(unknown_groups, "permit_no"),
         ),
         QualityMetric(
-            "synthetic_keys", "등록번호 미부여(합성 키)", synthetic.height, f"≤ {quality.synthetic_key_max}",
-            synthetic.height <= quality.synthetic_key_max, f"{synthetic.height:,}건", sample(synthetic, "ingredient", "applicant"),
+            "synthetic_keys",
+            "등록번호 미부여(합성 키)",
+            synthetic.height,
+            f"≤ {quality.synthetic_key_max}",
+            synthetic.height <= quality.synthetic_key_max,
+            f"{synthetic.height:,}건",
+            sample(synthetic, "ingredient", "applicant"),
         ),
         QualityMetric(
-            "invalid_dates", "발급일자 형식 오류", invalid_dates.height, "0", invalid_dates.height == 0,
-            f"{invalid_dates.height:,}건", sample(invalid_dates, "permit_no"),
+            "invalid_dates",
+            "발급일자 형식 오류",
+            invalid_dates.height,
+            "0",
+            invalid_dates.height == 0,
+            f"{invalid_dates.height:,}건",
+            sample(invalid_dates, "permit_no"),
         ),
         QualityMetric(
-            "future_dates", "미래 발급일자", future.height, "0", future.height == 0, f"{future.height:,}건",
+            "future_dates",
+            "미래 발급일자",
+            future.height,
+            "0",
+            future.height == 0,
+            f"{future.height:,}건",
             sample(future, "permit_no", "issue_date"),
         ),
         QualityMetric(
-            "ancient_dates", "1990년 이전 발급일자", ancient.height, "0", ancient.height == 0, f"{ancient.height:,}건",
+            "ancient_dates",
+            "1990년 이전 발급일자",
+            ancient.height,
+            "0",
+            ancient.height == 0,
+            f"{ancient.height:,}건",
             sample(ancient, "permit_no", "issue_date"),
         ),
         QualityMetric(
-            "issue_before_acceptance", "접수일 이전 발급일자", before_accept.height, "정보", True,
-            f"{before_accept.height:,}건", sample(before_accept, "permit_no", "issue_date", "permit_accept_date"),
+            "issue_before_acceptance",
+            "접수일 이전 발급일자",
+            before_accept.height,
+            "정보",
+            True,
+            f"{before_accept.height:,}건",
+            sample(before_accept, "permit_no", "issue_date", "permit_accept_date"),
         ),
         QualityMetric(
-            "unresolved_countries", "미확인 국가명", unresolved.height, f"≤ {quality.unresolved_country_max}",
-            unresolved.height <= quality.unresolved_country_max, f"{unresolved.height:,}건",
+            "unresolved_countries",
+            "미확인 국가명",
+            unresolved.height,
+            f"≤ {quality.unresolved_country_max}",
+            unresolved.height <= quality.unresolved_country_max,
+            f"{unresolved.height:,}건",
             sample(unresolved, "countries"),
         ),
         QualityMetric(
-            "oversize_fields", "규격 초과 길이", oversize.height, f"≤ {quality.oversize_max}",
-            oversize.height <= quality.oversize_max, f"{oversize.height:,}건", sample(oversize, "permit_no"),
+            "oversize_fields",
+            "규격 초과 길이",
+            oversize.height,
+            f"≤ {quality.oversize_max}",
+            oversize.height <= quality.oversize_max,
+            f"{oversize.height:,}건",
+            sample(oversize, "permit_no"),
         ),
         QualityMetric(
-            "replacement_chars", "깨진 문자(U+FFFD)", garbled.height, f"≤ {quality.replacement_char_max}",
-            garbled.height <= quality.replacement_char_max, f"{garbled.height:,}건", sample(garbled, "permit_no"),
+            "replacement_chars",
+            "깨진 문자(U+FFFD)",
+            garbled.height,
+            f"≤ {quality.replacement_char_max}",
+            garbled.height <= quality.replacement_char_max,
+            f"{garbled.height:,}건",
+            sample(garbled, "permit_no"),
         ),
         QualityMetric(
-            "site_split_failures", "제조소 분리 실패", split_failed.height, "정보", True, f"{split_failed.height:,}건",
+            "site_split_failures",
+            "제조소 분리 실패",
+            split_failed.height,
+            "정보",
+            True,
+            f"{split_failed.height:,}건",
             sample(split_failed, "permit_no"),
         ),
         QualityMetric(
-            "schema_drift", "응답 필드 변화", len(fetch.unexpected_fields) + len(fetch.missing_fields), "0",
+            "schema_drift",
+            "응답 필드 변화",
+            len(fetch.unexpected_fields) + len(fetch.missing_fields),
+            "0",
             not (fetch.unexpected_fields or fetch.missing_fields),
             (f"예상 밖 필드: {', '.join(fetch.unexpected_fields)} " if fetch.unexpected_fields else "")
             + (f"누락 필드: {', '.join(fetch.missing_fields)}" if fetch.missing_fields else "")
             or "변화 없음",
         ),
         QualityMetric(
-            "page_repeats", "페이지 간 반복 행", fetch.duplicate_rows_dropped, "정보", True,
+            "page_repeats",
+            "페이지 간 반복 행",
+            fetch.duplicate_rows_dropped,
+            "정보",
+            True,
             f"{fetch.duplicate_rows_dropped:,}건 제거",
         ),
     ]
     if days_since_source_change is not None:
         metrics.append(
             QualityMetric(
-                "days_since_source_change", "원천 무변동 일수", days_since_source_change,
-                f"≤ {quality.stale_source_days}", days_since_source_change <= quality.stale_source_days,
+                "days_since_source_change",
+                "원천 무변동 일수",
+                days_since_source_change,
+                f"≤ {quality.stale_source_days}",
+                days_since_source_change <= quality.stale_source_days,
                 f"{days_since_source_change}일째 변경 없음",
             )
         )

@@ -85,7 +85,10 @@ def _arrow_chunks(series: pl.Series) -> list[pa.LargeStringArray]:
 def _md5_column(frame: pl.DataFrame, columns: tuple[str, ...], where: pl.Series | None = None) -> pl.Series:
     """`_md5_16` of every row in batches, or only of the rows `where` is true (null elsewhere)."""
     rows = frame.select(columns) if where is None else frame.select(columns).filter(where)
-    parts = [_md5_16(rows.slice(offset, HASH_BATCH_ROWS), columns) for offset in range(0, max(rows.height, 1), HASH_BATCH_ROWS)]
+    parts = [
+        _md5_16(rows.slice(offset, HASH_BATCH_ROWS), columns)
+        for offset in range(0, max(rows.height, 1), HASH_BATCH_ROWS)
+    ]
     hashed = pl.concat(parts) if len(parts) > 1 else parts[0]
     if where is None:
         return hashed
@@ -94,11 +97,13 @@ def _md5_column(frame: pl.DataFrame, columns: tuple[str, ...], where: pl.Series 
 
 def stable_hashes(frame: pl.DataFrame) -> pl.DataFrame:
     """content_hash, identity_hash and syn_basis_hash for every row (same order)."""
-    return pl.DataFrame([
-        _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
-        _md5_column(frame, IDENTITY_COLUMNS).alias("identity_hash"),
-        _md5_column(frame, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
-    ])
+    return pl.DataFrame(
+        [
+            _md5_column(frame, CONTENT_COLUMNS).alias("content_hash"),
+            _md5_column(frame, IDENTITY_COLUMNS).alias("identity_hash"),
+            _md5_column(frame, SYN_BASIS_COLUMNS).alias("syn_basis_hash"),
+        ]
+    )
 
 
 def with_identity_columns(frame: pl.DataFrame) -> pl.DataFrame:
@@ -112,7 +117,9 @@ def with_group_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """is_synthetic and group_key (the number, or the synthetic key) from the stored hashes."""
     return frame.with_columns(
         is_synthetic=pl.col("permit_no").is_null(),
-        group_key=pl.coalesce(pl.col("permit_no"), pl.lit(SYNTHETIC_PREFIX) + pl.col("syn_basis_hash").str.slice(0, 12)),
+        group_key=pl.coalesce(
+            pl.col("permit_no"), pl.lit(SYNTHETIC_PREFIX) + pl.col("syn_basis_hash").str.slice(0, 12)
+        ),
     )
 
 
@@ -140,7 +147,9 @@ def with_row_keys(normalized: pl.DataFrame, *, only_needed_hashes: bool = False)
     quick = pl.lit(_QUICK_MARK) + pl.struct(CONTENT_COLUMNS).hash(seed=0x444D46).cast(pl.String)
     return frame.with_columns(
         _md5_column(frame, IDENTITY_COLUMNS, repeated).alias("identity_hash"),
-        pl.when(pl.lit(repeated)).then(pl.lit(_md5_column(frame, CONTENT_COLUMNS, repeated))).otherwise(quick)
+        pl.when(pl.lit(repeated))
+        .then(pl.lit(_md5_column(frame, CONTENT_COLUMNS, repeated)))
+        .otherwise(quick)
         .alias("content_hash"),
     )
 

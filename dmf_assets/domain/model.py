@@ -249,7 +249,8 @@ class Event:
             watchlist_hit=row["watchlist_hit"],
             watch_reasons=tuple(row["watch_reasons"] or ()),
             changes=tuple(
-                FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"])) for c in changes
+                FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"]))
+                for c in changes
             ),
         )
 

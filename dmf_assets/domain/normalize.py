@@ -219,7 +219,9 @@ _COMPARISON_BUILDERS = {
 def _field_columns(frame: pl.DataFrame, full: bool = True) -> list[pl.DataFrame]:
     """Derived columns of every API field, one frame per field, aligned with `frame`'s rows
     (`full=False`: only what a comparison reads, see COMPARISON_OMITS)."""
-    builders = _BUILDERS if full else {f: b for f, b in {**_BUILDERS, **_COMPARISON_BUILDERS}.items() if f != "DMF_PERMIT_NO"}
+    builders = (
+        _BUILDERS if full else {f: b for f, b in {**_BUILDERS, **_COMPARISON_BUILDERS}.items() if f != "DMF_PERMIT_NO"}
+    )
     distinct = frame.select(pl.col(f).n_unique() for f in builders).row(0)
     direct = {f: d > DIRECT_RATIO * frame.height for f, d in zip(builders, distinct, strict=True)}
     plans = [
@@ -341,7 +343,9 @@ def _quality_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
     replacement = pl.any_horizontal([pl.col(_FFFD + f).fill_null(False) for f in API_FIELDS])
     oversize = (
-        frame.select("row_no").join(per_row, on="row_no", how="left", maintain_order="left").get_column("oversize_fields")
+        frame.select("row_no")
+        .join(per_row, on="row_no", how="left", maintain_order="left")
+        .get_column("oversize_fields")
     )
     return frame.with_columns(
         replacement.alias("has_replacement_char"),

@@ -27,9 +27,7 @@ STANDARD_RE = (
     r"^(?<date>[0-9]{8})-(?<ingr>[0-9]+)-(?<group>[A-Z]{1,2})-(?<serial>[0-9]+)"
     r"(?:-(?<seq>[0-9]+))?(?:\((?<grant>[0-9]+|[A-Z])\))?$"
 )
-NEW_SUBSTANCE_RE = (
-    r"^(?<prefix>[가-힣]*)(?<ingr>[0-9]+)-(?<serial>[0-9]+)-ND(?:\((?<grant>[0-9]+|[A-Z])\))?$"
-)
+NEW_SUBSTANCE_RE = r"^(?<prefix>[가-힣]*)(?<ingr>[0-9]+)-(?<serial>[0-9]+)-ND(?:\((?<grant>[0-9]+|[A-Z])\))?$"
 
 #: output columns, in NORMALIZED_COLUMNS order
 PERMIT_COLUMNS: tuple[str, ...] = (

@@ -46,14 +46,72 @@ SITES_DTYPE = pl.List(SITE_DTYPE)
 #: English country names as they end a manufacturer address, as lower-case word sequences
 #: (dots and spaces between words do not matter: "P.R. China", "P.R.China", "U. S. A.")
 ADDRESS_COUNTRY_NAMES: tuple[str, ...] = (
-    "china", "india", "italy", "france", "spain", "germany", "japan", "switzerland", "taiwan",
-    "r o c", "korea", "usa", "u s a", "united states", "america", "uk", "u k", "united kingdom",
-    "england", "ireland", "netherlands", "belgium", "austria", "hungary", "czech republic", "czechia",
-    "poland", "slovenia", "slovakia", "croatia", "finland", "denmark", "sweden", "norway", "portugal",
-    "greece", "israel", "canada", "mexico", "brazil", "argentina", "singapore", "malaysia", "indonesia",
-    "thailand", "vietnam", "viet nam", "bangladesh", "pakistan", "ukraine", "russia", "russian federation",
-    "turkey", "türkiye", "egypt", "australia", "new zealand", "bulgaria", "romania", "latvia", "malta",
-    "cyprus", "jordan", "chile", "colombia", "south africa",
+    "china",
+    "india",
+    "italy",
+    "france",
+    "spain",
+    "germany",
+    "japan",
+    "switzerland",
+    "taiwan",
+    "r o c",
+    "korea",
+    "usa",
+    "u s a",
+    "united states",
+    "america",
+    "uk",
+    "u k",
+    "united kingdom",
+    "england",
+    "ireland",
+    "netherlands",
+    "belgium",
+    "austria",
+    "hungary",
+    "czech republic",
+    "czechia",
+    "poland",
+    "slovenia",
+    "slovakia",
+    "croatia",
+    "finland",
+    "denmark",
+    "sweden",
+    "norway",
+    "portugal",
+    "greece",
+    "israel",
+    "canada",
+    "mexico",
+    "brazil",
+    "argentina",
+    "singapore",
+    "malaysia",
+    "indonesia",
+    "thailand",
+    "vietnam",
+    "viet nam",
+    "bangladesh",
+    "pakistan",
+    "ukraine",
+    "russia",
+    "russian federation",
+    "turkey",
+    "türkiye",
+    "egypt",
+    "australia",
+    "new zealand",
+    "bulgaria",
+    "romania",
+    "latvia",
+    "malta",
+    "cyprus",
+    "jordan",
+    "chile",
+    "colombia",
+    "south africa",
 )
 _COUNTRY_TAILS: frozenset[tuple[str, ...]] = frozenset(tuple(name.split()) for name in ADDRESS_COUNTRY_NAMES)
 _LEGAL_TAILS: frozenset[tuple[str, ...]] = frozenset(
@@ -66,8 +124,9 @@ _LEGAL_AFTER = re.compile(r"\s*" + LATIN_LEGAL_TOKEN, re.IGNORECASE)
 _ROLE_PREFIX = re.compile(r"^\[([^\]]*)\]")
 
 
-def _ends_with(text: str, comma: int, words: list[tuple[int, str]], word_ends: list[int],
-               tails: frozenset[tuple[str, ...]]) -> bool:
+def _ends_with(
+    text: str, comma: int, words: list[tuple[int, str]], word_ends: list[int], tails: frozenset[tuple[str, ...]]
+) -> bool:
     """Whether the text left of `comma` ends with one of the word sequences in `tails`.
 
     `words` are (end position, lower-cased word) of every letter run of `text`. Only spaces and
@@ -330,7 +389,10 @@ def oversize_expr() -> pl.Expr:
 
     sites = pl.col("site_count").clip(lower_bound=1)
     within = pl.all_horizontal(
-        [pl.col(col).fill_null("").str.len_chars() <= SPEC_SIZES[api] * sites for api, col in PER_SITE_SPEC_FIELDS.items()]
+        [
+            pl.col(col).fill_null("").str.len_chars() <= SPEC_SIZES[api] * sites
+            for api, col in PER_SITE_SPEC_FIELDS.items()
+        ]
     )
     only_per_site = pl.col("oversize_fields").list.eval(pl.element().is_in(list(PER_SITE_SPEC_FIELDS))).list.all()
     return (pl.col("oversize_fields").list.len() > 0) & ~(only_per_site & within)

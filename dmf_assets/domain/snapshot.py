@@ -102,7 +102,8 @@ def _new_snapshot(keyed: pl.DataFrame, union_ix: pl.Series, columns: list[str]) 
     starts = union_ix.gather(breaks).to_list()
     offsets = breaks.to_list() + [union_ix.len()]
     parts = [
-        rows.slice(start, offsets[i + 1] - offsets[i]).hstack(ranks.slice(offsets[i], offsets[i + 1] - offsets[i]))
+        rows.slice(start, offsets[i + 1] - offsets[i])
+        .hstack(ranks.slice(offsets[i], offsets[i + 1] - offsets[i]))
         .select(columns)
         for i, start in enumerate(starts)
     ]
@@ -113,6 +114,7 @@ def _match_rows(old: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.
     """(union of distinct rows: old's first, then new-only; union index of each distinct new row in order;
     number of old rows in the union) — matched by a 64-bit hash of the nine values, then verified
     value by value. None if two different rows share a hash (the caller then matches exactly)."""
+
     def distinct(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series] | None:
         h = frame.select(pl.struct(API_FIELDS).hash(seed=0x444D46)).to_series()
         first = h.is_first_distinct()
@@ -120,8 +122,11 @@ def _match_rows(old: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.
             return frame, h  # no repeated rows (the usual case): no copy
         kept, kept_h = frame.filter(first), h.filter(first)
         # every dropped row must be a true repeat of the row kept for its hash (else: a collision)
-        representative = h.to_frame("_h").join(kept_h.to_frame("_h").with_row_index("_k"), on="_h", how="left",
-                                                maintain_order="left").get_column("_k")
+        representative = (
+            h.to_frame("_h")
+            .join(kept_h.to_frame("_h").with_row_index("_k"), on="_h", how="left", maintain_order="left")
+            .get_column("_k")
+        )
         return (kept, kept_h) if _same_rows(frame, kept, representative) else None
 
     old_d, new_d = distinct(old), distinct(new)

@@ -30,11 +30,27 @@ from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME, Country
 
 #: model.COMPARED_FIELDS name -> position in a row (API field order)
 COMPARED_POSITIONS: dict[str, int] = {
-    "permit_no": P, "ingredient": ING, "applicant": APP, "bizrno": BIZ, "manufacturer": MFR,
-    "address": ADDR, "countries": CTRY, "issue_date": DATE, "target_class": NOTICE,
+    "permit_no": P,
+    "ingredient": ING,
+    "applicant": APP,
+    "bizrno": BIZ,
+    "manufacturer": MFR,
+    "address": ADDR,
+    "countries": CTRY,
+    "issue_date": DATE,
+    "target_class": NOTICE,
 }
-SUBSTANTIVE_KINDS = ("mfr_add", "mfr_replace", "address", "country", "transfer", "rename", "ingredient",
-                     "issue_date", "notice")
+SUBSTANTIVE_KINDS = (
+    "mfr_add",
+    "mfr_replace",
+    "address",
+    "country",
+    "transfer",
+    "rename",
+    "ingredient",
+    "issue_date",
+    "notice",
+)
 
 # --- comparison (ground truth) ---------------------------------------------------------------------
 
@@ -49,7 +65,9 @@ def compare_rows(old: Row, new: Row) -> tuple[frozenset[str], frozenset[str]]:
         if a == b or _keys.field_display(fld, a) == _keys.field_display(fld, b):
             continue
         # a site added/removed (even in a country already listed) is never cosmetic (DESIGN §5, issue 12)
-        if _keys.field_key(fld, a) != _keys.field_key(fld, b) or (fld == "countries" and site_count(old) != site_count(new)):
+        if _keys.field_key(fld, a) != _keys.field_key(fld, b) or (
+            fld == "countries" and site_count(old) != site_count(new)
+        ):
             subst.append(fld)
         else:
             cosm.append(fld)
@@ -92,8 +110,9 @@ def single_site(row: Row) -> bool:
 def is_valid_substantive(old: Row, edit: Edit) -> bool:
     """Every target field changes its matching key under every key variant (see _keys.py)."""
     new, _, fields = edit
-    return all(_keys.is_substantive_edit(fld, old[COMPARED_POSITIONS[fld]], new[COMPARED_POSITIONS[fld]])
-               for fld in fields)
+    return all(
+        _keys.is_substantive_edit(fld, old[COMPARED_POSITIONS[fld]], new[COMPARED_POSITIONS[fld]]) for fld in fields
+    )
 
 
 def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -102,8 +121,15 @@ def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> Edit
     role = rng.choice(_vocab.ROLE_PREFIXES).format(ingr=(row[ING] or "").strip()) if rng.random() < 0.3 else ""
     sep = "," if rng.random() < 0.55 else ", "
     mfr = (row[MFR] or "").rstrip().rstrip(",")
-    new = row[:MFR] + (f"{mfr}{sep}{role}{m.name}", f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
-                       f"{row[CTRY]},{c.spell(rng)}") + row[CTRY + 1:]
+    new = (
+        row[:MFR]
+        + (
+            f"{mfr}{sep}{role}{m.name}",
+            f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
+            f"{row[CTRY]},{c.spell(rng)}",
+        )
+        + row[CTRY + 1 :]
+    )
     return new, f"manufacturer added: {role}{m.name} ({c.canonical})", ("manufacturer", "address")
 
 
@@ -115,30 +141,33 @@ def _edit_mfr_replace(rng: random.Random, f: Factory, row: Row, today: date) -> 
     current = _country_of(row)
     c = current if current and rng.random() < 0.7 else f.pick_country()
     m = f.pick_manufacturer(c)
-    new = row[:MFR] + (m.name, m.address, c.spell(rng)) + row[CTRY + 1:]
+    new = row[:MFR] + (m.name, m.address, c.spell(rng)) + row[CTRY + 1 :]
     return new, f"manufacturer replaced: {row[MFR]!r} -> {m.name!r}", ("manufacturer", "address")
 
 
 def _edit_address(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     addr = _vocab.manufacturer_address(rng, _country_of(row) or COUNTRIES[0])
-    return row[:ADDR] + (addr,) + row[ADDR + 1:], f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
+    return row[:ADDR] + (addr,) + row[ADDR + 1 :], f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
 
 
 def _edit_country(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     spelling = f.pick_country().spell(rng)
-    return (row[:CTRY] + (spelling,) + row[CTRY + 1:], f"country corrected: {row[CTRY]!r} -> {spelling!r}",
-            ("countries",))
+    return (
+        row[:CTRY] + (spelling,) + row[CTRY + 1 :],
+        f"country corrected: {row[CTRY]!r} -> {spelling!r}",
+        ("countries",),
+    )
 
 
 def _edit_transfer(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     a = f.pick_applicant(row[BIZ])
-    new = row[:APP] + (a.name,) + row[APP + 1:BIZ] + (a.bizrno,) + row[BIZ + 1:]
+    new = row[:APP] + (a.name,) + row[APP + 1 : BIZ] + (a.bizrno,) + row[BIZ + 1 :]
     return new, f"transferred (양도양수): {row[APP]} [{row[BIZ]}] -> {a.name} [{a.bizrno}]", ("applicant", "bizrno")
 
 
 def _edit_rename(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     name = _vocab.korean_company_name(rng)
-    return row[:APP] + (name,) + row[APP + 1:], f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
+    return row[:APP] + (name,) + row[APP + 1 :], f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
 
 
 def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -153,7 +182,7 @@ def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> E
         if not salts:
             return None
         fixed = name[: -len(salts[0])]
-    return row[:ING] + (fixed,) + row[ING + 1:], f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
+    return row[:ING] + (fixed,) + row[ING + 1 :], f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
 
 
 def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -163,8 +192,11 @@ def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> E
     new_date = min(today, old + timedelta(days=rng.choice((-1, 1)) * rng.randint(1, 45)))
     if new_date == old:
         return None
-    return (row[:DATE] + (new_date.isoformat(),) + row[DATE + 1:],
-            f"issue date corrected: {row[DATE]} -> {new_date.isoformat()}", ("issue_date",))
+    return (
+        row[:DATE] + (new_date.isoformat(),) + row[DATE + 1 :],
+        f"issue date corrected: {row[DATE]} -> {new_date.isoformat()}",
+        ("issue_date",),
+    )
 
 
 def _edit_notice(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -173,8 +205,14 @@ def _edit_notice(rng: random.Random, f: Factory, row: Row, today: date) -> Edit 
 
 
 SUBSTANTIVE_EDITS = {
-    "mfr_add": _edit_mfr_add, "mfr_replace": _edit_mfr_replace, "address": _edit_address,
-    "country": _edit_country, "transfer": _edit_transfer, "rename": _edit_rename,
-    "ingredient": _edit_ingredient, "issue_date": _edit_issue_date, "notice": _edit_notice,
+    "mfr_add": _edit_mfr_add,
+    "mfr_replace": _edit_mfr_replace,
+    "address": _edit_address,
+    "country": _edit_country,
+    "transfer": _edit_transfer,
+    "rename": _edit_rename,
+    "ingredient": _edit_ingredient,
+    "issue_date": _edit_issue_date,
+    "notice": _edit_notice,
 }
 SINGLE_SITE_EDITS = frozenset({"mfr_replace", "address", "country"})

@@ -19,15 +19,32 @@ from dmf_assets.domain.countries import canonical_country
 #: look-alike punctuation folded for display (NFKC leaves these alone)
 _LOOKALIKE = str.maketrans(
     {
-        "‘": "'", "’": "'", "‚": "'", "‛": "'", "′": "'", "`": "'",
-        "“": '"', "”": '"', "„": '"', "″": '"',
-        "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "―": "-", "−": "-", "﹣": "-",
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "‛": "'",
+        "′": "'",
+        "`": "'",
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "″": '"',
+        "‐": "-",
+        "‑": "-",
+        "‒": "-",
+        "–": "-",
+        "—": "-",
+        "―": "-",
+        "−": "-",
+        "﹣": "-",
     }
 )
 
 #: legal-form words, matched case-insensitively on the display value (company names only)
 _LEGAL_KOREAN = r"주식회사|\(주\)|유한책임회사|유한회사"
-_LEGAL_SHORT = _LEGAL_KOREAN + r"|\bco\.?\s*,?\s*ltd\b\.?|\binc\b\.?|\bgmbh\b|\bs\.?\s*p\.?\s*a\b\.?|\bs\.?\s*r\.?\s*l\b\.?"
+_LEGAL_SHORT = (
+    _LEGAL_KOREAN + r"|\bco\.?\s*,?\s*ltd\b\.?|\binc\b\.?|\bgmbh\b|\bs\.?\s*p\.?\s*a\b\.?|\bs\.?\s*r\.?\s*l\b\.?"
+)
 _LEGAL_LONG = (
     _LEGAL_SHORT
     + r"|\bco\b\.?|\bltd\b\.?|\blimited\b|\bpvt\b\.?|\bprivate\b|\bcorp\b\.?|\bcorporation\b"
@@ -39,8 +56,21 @@ _RE_SHORT = re.compile(_LEGAL_SHORT, re.IGNORECASE)
 _RE_LONG = re.compile(_LEGAL_LONG, re.IGNORECASE)
 #: the same words as they look once whitespace and punctuation are gone (suffix/prefix stripping)
 _COMPACT_SUFFIXES = (
-    "privatelimited", "pvtltd", "coltd", "limited", "ltd", "inc", "gmbh", "spa", "srl", "corporation",
-    "corp", "llc", "주식회사", "유한회사", "주",
+    "privatelimited",
+    "pvtltd",
+    "coltd",
+    "limited",
+    "ltd",
+    "inc",
+    "gmbh",
+    "spa",
+    "srl",
+    "corporation",
+    "corp",
+    "llc",
+    "주식회사",
+    "유한회사",
+    "주",
 )
 _COMPACT_PREFIXES = ("주식회사", "유한회사", "주")
 
@@ -97,7 +127,7 @@ def text_key(field: str, value: str | None, variant: str = OFFICIAL) -> str | No
                     k, changed = k[: -len(s)], True
             for p in _COMPACT_PREFIXES:
                 if k.startswith(p) and len(k) > len(p):
-                    k, changed = k[len(p):], True
+                    k, changed = k[len(p) :], True
     return k or None
 
 

@@ -24,26 +24,80 @@ from dmf_assets.emulator._vocab import COUNTRIES, Country
 Row = tuple  # (permit, ingredient, applicant, manufacturer, address, countries, date, bizrno, notice)
 P, ING, APP, MFR, ADDR, CTRY, DATE, BIZ, NOTICE = range(9)
 FIELD_INDEX: dict[str, int] = {
-    "permit_no": P, "ingredient": ING, "applicant": APP, "manufacturer": MFR, "address": ADDR,
-    "countries": CTRY, "issue_date": DATE, "bizrno": BIZ, "target_class": NOTICE,
+    "permit_no": P,
+    "ingredient": ING,
+    "applicant": APP,
+    "manufacturer": MFR,
+    "address": ADDR,
+    "countries": CTRY,
+    "issue_date": DATE,
+    "bizrno": BIZ,
+    "target_class": NOTICE,
 }
 
 GROUP_DATES: dict[str, date] = {
-    "A": date(2003, 1, 1), "B": date(2003, 1, 1), "C": date(2003, 1, 1), "D": date(2003, 1, 1),
-    "E": date(2008, 1, 1), "F": date(2009, 1, 1), "G": date(2010, 1, 1), "H": date(2011, 1, 1),
-    "I": date(2013, 1, 1), "J": date(2017, 12, 25), "K": date(2018, 1, 1), "HP": date(2005, 1, 1),
+    "A": date(2003, 1, 1),
+    "B": date(2003, 1, 1),
+    "C": date(2003, 1, 1),
+    "D": date(2003, 1, 1),
+    "E": date(2008, 1, 1),
+    "F": date(2009, 1, 1),
+    "G": date(2010, 1, 1),
+    "H": date(2011, 1, 1),
+    "I": date(2013, 1, 1),
+    "J": date(2017, 12, 25),
+    "K": date(2018, 1, 1),
+    "HP": date(2005, 1, 1),
     "ND": date(2005, 1, 1),
 }
 #: serial reached by each group on 2026-10-08 (per-group running serial, interpolated by date)
-_GROUP_SERIAL_MAX = {"A": 380, "B": 500, "C": 420, "D": 160, "E": 200, "F": 95, "G": 175, "H": 380,
-                     "I": 700, "K": 60, "HP": 30}
+_GROUP_SERIAL_MAX = {
+    "A": 380,
+    "B": 500,
+    "C": 420,
+    "D": 160,
+    "E": 200,
+    "F": 95,
+    "G": 175,
+    "H": 380,
+    "I": 700,
+    "K": 60,
+    "HP": 30,
+}
 _SERIAL_REF = date(2026, 10, 8)
 #: group J runs one serial across 209/210/211; anchored on real numbers (seed rows)
-_J_ANCHORS = ((date(2017, 12, 25), 1), (date(2020, 8, 1), 600), (date(2024, 11, 7), 1623),
-              (date(2025, 1, 24), 1751), (date(2026, 9, 1), 2268), (date(2028, 1, 1), 2700))
-_YEAR_WEIGHTS = {2003: 0.3, 2004: 0.5, 2005: 1.2, 2006: 0.9, 2007: 0.9, 2008: 1.0, 2009: 1.0, 2010: 1.1,
-                 2011: 1.1, 2012: 1.0, 2013: 1.0, 2014: 0.9, 2015: 0.9, 2016: 1.0, 2017: 1.0, 2018: 1.1,
-                 2019: 1.1, 2020: 1.2, 2021: 1.2, 2022: 1.2, 2023: 1.2, 2024: 1.3}
+_J_ANCHORS = (
+    (date(2017, 12, 25), 1),
+    (date(2020, 8, 1), 600),
+    (date(2024, 11, 7), 1623),
+    (date(2025, 1, 24), 1751),
+    (date(2026, 9, 1), 2268),
+    (date(2028, 1, 1), 2700),
+)
+_YEAR_WEIGHTS = {
+    2003: 0.3,
+    2004: 0.5,
+    2005: 1.2,
+    2006: 0.9,
+    2007: 0.9,
+    2008: 1.0,
+    2009: 1.0,
+    2010: 1.1,
+    2011: 1.1,
+    2012: 1.0,
+    2013: 1.0,
+    2014: 0.9,
+    2015: 0.9,
+    2016: 1.0,
+    2017: 1.0,
+    2018: 1.1,
+    2019: 1.1,
+    2020: 1.2,
+    2021: 1.2,
+    2022: 1.2,
+    2023: 1.2,
+    2024: 1.3,
+}
 #: generated applicants below the named top seven, and the records they hold on 2026-10-08
 #: (9,167 − top seven − the 151 seed rows)
 N_TAIL_APPLICANTS = 400
@@ -159,8 +213,9 @@ class Factory:
                 kind = "std"
                 no_i = rng.randint(1, 208)
                 no, group = str(no_i), _group_for(no_i, rng)
-            ing = Ingredient(base, salts, weight, kind, no, group, nd_no=nd_numbers[rank],
-                             nd_prefix=rng.random() < 0.75)
+            ing = Ingredient(
+                base, salts, weight, kind, no, group, nd_no=nd_numbers[rank], nd_prefix=rng.random() < 0.75
+            )
             out.append(ing)
             by_base[base] = ing
         for herbal in _vocab.HERBAL_INGREDIENTS:
@@ -254,7 +309,9 @@ class Factory:
         pool = self.manufacturers[country.canonical]
         return pool[pick(self.rng, self._mfr_cum[country.canonical])][0]
 
-    def draw_sites(self, ingredient: Ingredient, first_country: Country | None = None) -> list[tuple[str | None, Manufacturer, str]]:
+    def draw_sites(
+        self, ingredient: Ingredient, first_country: Country | None = None
+    ) -> list[tuple[str | None, Manufacturer, str]]:
         rng = self.rng
         c0 = first_country or self.pick_country()
         sites: list[tuple[str | None, Manufacturer, str]] = [(None, self.pick_manufacturer(c0), c0.spell(rng))]
@@ -296,8 +353,15 @@ class Factory:
             return ""
         return "별표1"
 
-    def original(self, issue: date, applicant: Applicant, *, ingredient: Ingredient | None = None,
-                 first_country: Country | None = None, accept: date | None = None) -> Draft:
+    def original(
+        self,
+        issue: date,
+        applicant: Applicant,
+        *,
+        ingredient: Ingredient | None = None,
+        first_country: Country | None = None,
+        accept: date | None = None,
+    ) -> Draft:
         """A new (non-derived) registration; number assigned later by `assign_number`."""
         rng = self.rng
         ing = ingredient or self.pick_ingredient()
@@ -312,8 +376,9 @@ class Factory:
         d.trailing_comma = len(sites) == 1 and rng.random() < 0.006
         return d
 
-    def grant(self, base_row: Row, base_no: str, base_ing: Ingredient, issue: date,
-              applicant: Applicant) -> Draft | None:
+    def grant(
+        self, base_row: Row, base_no: str, base_ing: Ingredient, issue: date, applicant: Applicant
+    ) -> Draft | None:
         """A grant-derived (자료공유 허여) copy: same ingredient and sites, base number + (n)/(A);
         None when that original has no free grant number left."""
         rng = self.rng
@@ -332,7 +397,9 @@ class Factory:
             return None
         used.append(suffix)
         self.used.add(_keys.permit_key(number))
-        d = Draft(base_ing, base_row[ING], applicant, [], issue, issue, base_row[NOTICE], base_no=base_no, number=number)
+        d = Draft(
+            base_ing, base_row[ING], applicant, [], issue, issue, base_row[NOTICE], base_no=base_no, number=number
+        )
         d.meta["copy"] = base_row
         if rng.random() < 0.1:
             d.notice = self.notice_for(base_ing)
@@ -434,17 +501,17 @@ def quirk(rng: random.Random, value: str, kind: str) -> str:
         return " " + value
     if r < 0.048 and " " in value:
         i = _nth_space(value, rng)
-        return value[:i] + "  " + value[i + 1:]
+        return value[:i] + "  " + value[i + 1 :]
     if kind == "address":
         if r < 0.051:
             return value + "\r\n"
         if r < 0.053 and " " in value:
             i = _nth_space(value, rng)
-            return value[:i] + "\r\n" + value[i + 1:]
+            return value[:i] + "\r\n" + value[i + 1 :]
         if r < 0.056:
             m = re.search(r"\d+", value)
             if m:
-                return value[: m.start()] + to_fullwidth(m.group(), rng) + value[m.end():]
+                return value[: m.start()] + to_fullwidth(m.group(), rng) + value[m.end() :]
     if kind == "manufacturer" and r < 0.052 and "'" in value:
         return value.replace("'", "’")
     return value
@@ -497,7 +564,7 @@ def cosmetic_candidates(rng: random.Random, fld: str, value: str, sites: int) ->
         for i, p in enumerate(parts):
             alt = _vocab.COSMETIC_COUNTRY_SWAPS.get(p.strip())
             if alt:
-                c.append(",".join(parts[:i] + [alt] + parts[i + 1:]))
+                c.append(",".join(parts[:i] + [alt] + parts[i + 1 :]))
         if value.endswith(" "):
             c.append(value.rstrip())
         rng.shuffle(c)
@@ -512,9 +579,9 @@ def cosmetic_candidates(rng: random.Random, fld: str, value: str, sites: int) ->
         c.append(value.replace("  ", " ", 1))
     if " " in value.strip():
         i = _nth_space(value.strip(), rng) + (len(value) - len(value.lstrip()))
-        c.append(value[:i] + "  " + value[i + 1:])
+        c.append(value[:i] + "  " + value[i + 1 :])
         if fld == "address":
-            c.append(value[:i] + "\r\n" + value[i + 1:])
+            c.append(value[:i] + "\r\n" + value[i + 1 :])
     if fld == "address":
         c.append(value.rstrip() + "\r\n")
     if "\r\n" in value:
@@ -548,7 +615,7 @@ def cosmetic_candidates(rng: random.Random, fld: str, value: str, sites: int) ->
         c.append(value.replace(m.group(), "Phase-" + {"I": "Ⅰ", "II": "Ⅱ", "III": "Ⅲ"}[m.group(1)], 1))
     m = re.search(r"\d+", value)
     if m:
-        c.append(value[: m.start()] + to_fullwidth(m.group(), rng) + value[m.end():])
+        c.append(value[: m.start()] + to_fullwidth(m.group(), rng) + value[m.end() :])
     if any("\uff01" <= ch <= "\uff5e" for ch in value):
         c.append("".join(unicodedata.normalize("NFKC", ch) if "\uff01" <= ch <= "\uff5e" else ch for ch in value))
     if "(" in value and fld == "ingredient":

@@ -158,8 +158,15 @@ class EmulatorApp:
         shown = _redacted_query(pairs)
         started = time.monotonic()
 
-        def done(resp: AppResponse, *, day: str | None = None, page: int | None = None,
-                 rows: int | None = None, attempt: int = 0, outcome: str = "ok") -> AppResponse:
+        def done(
+            resp: AppResponse,
+            *,
+            day: str | None = None,
+            page: int | None = None,
+            rows: int | None = None,
+            attempt: int = 0,
+            outcome: str = "ok",
+        ) -> AppResponse:
             line = f"{method} {path}?{shown} -> {resp.status} {len(resp.body)}B date={day} {outcome}"
             if resp.delay_s:
                 line += f" delay={resp.delay_s:g}s"
@@ -218,8 +225,7 @@ class EmulatorApp:
             resp = AppResponse(resp.status, resp.headers, resp.body[: len(resp.body) // 2])
         if effect.delay_s:
             resp = AppResponse(resp.status, resp.headers, resp.body, effect.delay_s)
-        return done(resp, day=iso, page=page_no, rows=num_rows, attempt=attempt,
-                    outcome=outcome if fault else "ok")
+        return done(resp, day=iso, page=page_no, rows=num_rows, attempt=attempt, outcome=outcome if fault else "ok")
 
     def reset_attempts(self) -> None:
         """Forget per-page attempt counters (a fresh 'first attempt' for every page)."""
@@ -242,8 +248,9 @@ class EmulatorApp:
             self._attempts[key] = n
             return n
 
-    def _served(self, day: date, fault: F.Fault | None, num_rows: int,
-                filters: tuple[str, str]) -> tuple[list[Row], int, int]:
+    def _served(
+        self, day: date, fault: F.Fault | None, num_rows: int, filters: tuple[str, str]
+    ) -> tuple[list[Row], int, int]:
         """(served sequence, reported totalCount, page count of the served sequence), cached."""
         cache_key = (day, fault, num_rows, filters)
         with self._lock:
@@ -322,9 +329,7 @@ def _redacted_query(pairs: list[tuple[str, str]]) -> str:
 
 def _xml_escape(text: str) -> str:
     # \r is escaped so CR LF inside values survives XML end-of-line normalisation.
-    return (
-        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
-    )
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
 
 
 def _xml_page(page_no: int, num_rows: int, total: int, rows: list[Row]) -> bytes:

@@ -44,8 +44,11 @@ class EmulatorMfdsClient(MfdsClient):
 
     @classmethod
     def settings_values(cls, s: Settings) -> dict[str, Any]:
-        return {**super().settings_values(s), "emulator_seed": s.emulator.seed,
-                "emulator_faults": dict(s.emulator.faults)}
+        return {
+            **super().settings_values(s),
+            "emulator_seed": s.emulator.seed,
+            "emulator_faults": dict(s.emulator.faults),
+        }
 
     def anonymous_key(self) -> str | None:
         return EMULATOR_PLACEHOLDER_KEY  # the emulator accepts any non-empty key
@@ -82,8 +85,9 @@ def mfds_client(*, service_key: str | None = None, **fields: Any) -> MfdsClient:
     return client.with_service_key(service_key) if service_key is not None else client
 
 
-def mfds_client_from_settings(s: Settings | None = None, *, service_key: str | None = None,
-                              **overrides: Any) -> MfdsClient:
+def mfds_client_from_settings(
+    s: Settings | None = None, *, service_key: str | None = None, **overrides: Any
+) -> MfdsClient:
     """`mfds_client` configured from a settings file (default: the project's), with `overrides`."""
     s = s or settings()
     cls = client_class(overrides.get("base_url") or s.source.base_url)

@@ -200,7 +200,9 @@ def parse_fault(spec: str) -> Fault:
             try:
                 until = datetime.fromisoformat(raw.strip())
             except ValueError:
-                raise ValueError(f"fault {kind}: until={raw.strip()!r} is not an ISO time like 2026-12-01T07:00+09:00") from None
+                raise ValueError(
+                    f"fault {kind}: until={raw.strip()!r} is not an ISO time like 2026-12-01T07:00+09:00"
+                ) from None
             if until.tzinfo is None:
                 raise ValueError(f"fault {kind}: until={raw.strip()!r} needs a UTC offset, e.g. +09:00")
             params.append((UNTIL, until.isoformat()))
@@ -413,7 +415,9 @@ def hostile_rows(day: str, rows: list[Row]) -> dict[int, dict[str, str]]:
         counts[number] = counts.get(number, 0) + 1
     candidates = [i for i, r in enumerate(rows) if (n := (r.get("DMF_PERMIT_NO") or "").strip()) and counts[n] == 1]
     chosen = sorted(rng_for(day, "hostile_text").sample(candidates, min(len(candidates), len(HOSTILE_PAYLOADS))))
-    return {i: dict(p) for i, p in zip(chosen, HOSTILE_PAYLOADS, strict=False)}  # fewer candidates than payloads: the first ones
+    return {
+        i: dict(p) for i, p in zip(chosen, HOSTILE_PAYLOADS, strict=False)
+    }  # fewer candidates than payloads: the first ones
 
 
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")

@@ -81,8 +81,16 @@ SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
 class _Entity:
     __slots__ = ("created", "draft", "eid", "is_grant", "is_seed", "locked_until", "rows", "starts")
 
-    def __init__(self, eid: int, day: int, row: Row | None, draft: Draft | None = None, *,
-                 is_grant: bool = False, is_seed: bool = False) -> None:
+    def __init__(
+        self,
+        eid: int,
+        day: int,
+        row: Row | None,
+        draft: Draft | None = None,
+        *,
+        is_grant: bool = False,
+        is_seed: bool = False,
+    ) -> None:
         self.eid = eid
         self.starts: list[int] = [day]
         self.rows: list[Row | None] = [row]
@@ -168,7 +176,9 @@ class _Timeline:
     def _editable(self, e: _Entity, day: int) -> bool:
         return e.current is not None and e.locked_until < day and e.current[P] is not None
 
-    def _pick_editable(self, day: int, ok: Callable[[_Entity], bool] = lambda e: True, tries: int = 60) -> _Entity | None:
+    def _pick_editable(
+        self, day: int, ok: Callable[[_Entity], bool] = lambda e: True, tries: int = 60
+    ) -> _Entity | None:
         rng = self.rng
         for _ in range(tries):
             e = self.entities[rng.choice(self.present)]
@@ -209,8 +219,17 @@ class _Timeline:
                 issue = grant_issue - timedelta(days=rng.randint(200, 2500))
             issue = min(issue, grant_issue)
             applicant = f.pick_applicant()
-            row = (base_no, srow[ING], applicant.name, srow[MFR], srow[ADDR], srow[CTRY], issue.isoformat(),
-                   applicant.bizrno, srow[NOTICE])
+            row = (
+                base_no,
+                srow[ING],
+                applicant.name,
+                srow[MFR],
+                srow[ADDR],
+                srow[CTRY],
+                issue.isoformat(),
+                applicant.bizrno,
+                srow[NOTICE],
+            )
             f.used.add(base_no)
             if issue <= FIRST_DATE:
                 initial.append((row, None, {}))
@@ -302,7 +321,9 @@ class _Timeline:
     def _ensure_country_spellings(self, initial: list[tuple[Row, Draft | None, dict]]) -> None:
         """Every one of the 49 planned country spellings is written somewhere on day one."""
         written = Counter(p for row, _, _ in initial for p in (row[CTRY] or "").split(","))
-        planned = [(c.canonical, s) for c in COUNTRIES for s, _ in c.spellings] + [(c.canonical, c.canonical) for c in COUNTRIES]
+        planned = [(c.canonical, s) for c in COUNTRIES for s, _ in c.spellings] + [
+            (c.canonical, c.canonical) for c in COUNTRIES
+        ]
         for canonical, spelling in planned:
             spellings = (canonical,) + tuple(s for s, _ in COUNTRY_BY_NAME[canonical].spellings)
             for i, (row, d, kw) in enumerate(initial):
@@ -313,7 +334,7 @@ class _Timeline:
                 if written[row[CTRY]] > 3:
                     written[row[CTRY]] -= 1
                     written[spelling] += 1
-                    initial[i] = (row[:CTRY] + (spelling,) + row[CTRY + 1:], d, kw)
+                    initial[i] = (row[:CTRY] + (spelling,) + row[CTRY + 1 :], d, kw)
 
     def _lock_pending(self, e: _Entity, publish_day: int, assign_day: date) -> None:
         day = (assign_day - FIRST_DATE).days
@@ -362,19 +383,26 @@ class _Timeline:
             e = self._new_entity(di, row, **kw)
             if e.is_seed:
                 e.locked_until = self.seed_lock
-            self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (real seed row)" if e.is_seed
-                      else f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (original of a seed grant)")
+            self._log(
+                di,
+                f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (real seed row)"
+                if e.is_seed
+                else f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (original of a seed grant)",
+            )
         elif kind == "assign":
             _, eid, publish_day = event
             e = self.entities[eid]
             row = e.current
             publish = FIRST_DATE + timedelta(days=publish_day)
             number = self.factory.assign_number(e.draft, accept=min(publish, d))
-            new = (number,) + row[1:DATE] + (row[DATE] or d.isoformat(),) + row[DATE + 1:]
+            new = (number,) + row[1:DATE] + (row[DATE] or d.isoformat(),) + row[DATE + 1 :]
             e.set(di, new)
             self.counters.pending_numbers -= 1
-            self._log(di, f"NUMBER #{eid} assigned {number} (published without a number"
-                          f"{'' if row[DATE] else ' and date'} on {publish.isoformat()})")
+            self._log(
+                di,
+                f"NUMBER #{eid} assigned {number} (published without a number"
+                f"{'' if row[DATE] else ' and date'} on {publish.isoformat()})",
+            )
         elif kind == "reappear":
             _, eid = event
             e = self.entities[eid]
@@ -401,8 +429,7 @@ class _Timeline:
                 row = f.render(draft, with_number=False, with_date=with_date)
                 e = self._new_entity(di, row, draft)
                 self._lock_pending(e, di, add_business_days(d, rng.randint(1, 10)))
-                self._log(di, f"NEW #{e.eid} (no number yet{'' if with_date else ', no date'}) "
-                              f"{row[ING]} / {row[APP]}")
+                self._log(di, f"NEW #{e.eid} (no number yet{'' if with_date else ', no date'}) {row[ING]} / {row[APP]}")
             else:
                 f.assign_number(draft)
                 row = f.render(draft)
@@ -411,8 +438,15 @@ class _Timeline:
 
     def _new_grant(self, di: int, d: date) -> bool:
         f = self.factory
-        base = self._pick_editable(di, lambda e: not e.is_grant and e.draft is not None and e.draft.number is not None
-                                   and split_grant(e.draft.number)[1] is None)
+        base = self._pick_editable(
+            di,
+            lambda e: (
+                not e.is_grant
+                and e.draft is not None
+                and e.draft.number is not None
+                and split_grant(e.draft.number)[1] is None
+            ),
+        )
         if base is None:
             return False
         draft = base.draft
@@ -447,14 +481,15 @@ class _Timeline:
             e = self._pick_editable(di)
             if e is None:
                 return
-            fld = rng.choices(("applicant", "manufacturer", "address", "countries", "ingredient"),
-                              (0.1, 0.35, 0.35, 0.1, 0.1))[0]
+            fld = rng.choices(
+                ("applicant", "manufacturer", "address", "countries", "ingredient"), (0.1, 0.35, 0.35, 0.1, 0.1)
+            )[0]
             new_value = cosmetic_edit(rng, e.present_row, fld)
             if new_value is None:
                 continue
             i = COMPARED_POSITIONS[fld]
             old = e.present_row
-            e.set(di, old[:i] + (new_value,) + old[i + 1:])
+            e.set(di, old[:i] + (new_value,) + old[i + 1 :])
             self._log(di, f"COSMETIC #{e.eid} {old[P]} {fld}: {old[i]!r} -> {new_value!r}")
             return
 
@@ -470,8 +505,9 @@ class _Timeline:
                     return
                 continue
             edit_fn = SUBSTANTIVE_EDITS[kind]
-            e = self._pick_editable(di, (lambda e: single_site(e.present_row)) if kind in SINGLE_SITE_EDITS else
-                                    (lambda e: True))
+            e = self._pick_editable(
+                di, (lambda e: single_site(e.present_row)) if kind in SINGLE_SITE_EDITS else (lambda e: True)
+            )
             if e is not None and self._apply(di, e, edit_fn(self.rng, self.factory, e.present_row, d)):
                 return
 
@@ -497,18 +533,22 @@ class _Timeline:
         if any(not self._editable(self.entities[eid], di) for eid in members):
             return False
         new_name = _vocab.korean_company_name(rng)
-        if any(not _keys.is_substantive_edit("applicant", self.entities[eid].present_row[APP], new_name) for eid in members):
+        if any(
+            not _keys.is_substantive_edit("applicant", self.entities[eid].present_row[APP], new_name) for eid in members
+        ):
             return False
         if any(_keys.text_key("applicant", new_name) == _keys.text_key("applicant", b.name) for b in f.applicants):
             return False
         for eid in members:
             e = self.entities[eid]
-            e.set(di, e.present_row[:APP] + (new_name,) + e.present_row[APP + 1:])
+            e.set(di, e.present_row[:APP] + (new_name,) + e.present_row[APP + 1 :])
         f.applicants[k] = Applicant(new_name, a.bizrno, a.weight)
-        self._log(di, f"RENAMED applicant [{a.bizrno}] {a.name} -> {new_name} on {len(members)} records "
-                      f"(#{', #'.join(map(str, members))})")
+        self._log(
+            di,
+            f"RENAMED applicant [{a.bizrno}] {a.name} -> {new_name} on {len(members)} records "
+            f"(#{', #'.join(map(str, members))})",
+        )
         return True
-
 
 
 class _History:
@@ -605,8 +645,11 @@ class RegistrySimulator:
             c = truth_change(e.eid, a, b, reappeared)
             if c is not None:
                 changes.append(c)
-        return GroundTruth(FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + o).isoformat(),
-                           FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + n).isoformat(), tuple(changes))
+        return GroundTruth(
+            FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + o).isoformat(),
+            FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + n).isoformat(),
+            tuple(changes),
+        )
 
     def day_log(self, day: date | str) -> list[str]:
         """What the simulation did on `day`, one line per action (empty list: nothing happened)."""

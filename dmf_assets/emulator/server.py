@@ -101,8 +101,9 @@ class EmulatorServer:
 
     def start(self) -> EmulatorServer:
         # short poll interval: stop() waits for the serve loop to notice, tests stop many servers
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="dmf-emulator", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="dmf-emulator", daemon=True
+        )
         self._thread.start()
         return self
 

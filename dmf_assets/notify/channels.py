@@ -47,11 +47,15 @@ def redact_url(url: str) -> str:
     """scheme://host/… — webhook paths and queries are credentials (Slack, Teams sig=)."""
     for prefix in ("slack+", "teams+", "json+"):
         if url.lower().startswith(prefix):
-            return prefix + redact_url(url[len(prefix):])
+            return prefix + redact_url(url[len(prefix) :])
     parts = urlsplit(url)
     host = parts.hostname or "?"
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/…" if (parts.path not in ("", "/") or parts.query) else f"{parts.scheme}://{host}{port}"
+    return (
+        f"{parts.scheme}://{host}{port}/…"
+        if (parts.path not in ("", "/") or parts.query)
+        else f"{parts.scheme}://{host}{port}"
+    )
 
 
 def scrub(text: str, *secrets: str | None) -> str:
@@ -93,7 +97,11 @@ def build_email(cfg: AlertEmail, message: Message, attachment: Path | None = Non
     msg.set_content(message.text(), charset="utf-8")
     if attachment is not None:
         data = attachment.read_bytes()
-        ctype = XLSX if attachment.suffix == ".xlsx" else (mimetypes.guess_type(attachment.name)[0] or "application/octet-stream")
+        ctype = (
+            XLSX
+            if attachment.suffix == ".xlsx"
+            else (mimetypes.guess_type(attachment.name)[0] or "application/octet-stream")
+        )
         maintype, _, subtype = ctype.partition("/")
         msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=attachment.name)
     return msg
@@ -105,7 +113,9 @@ def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None
     try:
         email = build_email(cfg, message, attachment)
     except OSError as exc:
-        raise DeliveryError(f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True) from None
+        raise DeliveryError(
+            f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True
+        ) from None
     try:
         with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=timeout_s) as smtp:
             smtp.ehlo()
@@ -114,8 +124,11 @@ def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None
                 smtp.ehlo()
             if cfg.username:
                 if not password:
-                    raise DeliveryError("SMTP 로그인에 필요한 비밀번호가 없습니다: 환경 변수 DMF_SMTP_PASSWORD를 설정하세요 "
-                                        "/ DMF_SMTP_PASSWORD is not set", permanent=True)
+                    raise DeliveryError(
+                        "SMTP 로그인에 필요한 비밀번호가 없습니다: 환경 변수 DMF_SMTP_PASSWORD를 설정하세요 "
+                        "/ DMF_SMTP_PASSWORD is not set",
+                        permanent=True,
+                    )
                 smtp.login(cfg.username, password)
             refused = smtp.send_message(email)
     except DeliveryError:
@@ -123,13 +136,19 @@ def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None
     except smtplib.SMTPAuthenticationError as exc:
         raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
     except smtplib.SMTPRecipientsRefused as exc:
-        raise DeliveryError(f"모든 수신자가 거부됨 / all recipients refused: {', '.join(exc.recipients)}", permanent=True) from None
+        raise DeliveryError(
+            f"모든 수신자가 거부됨 / all recipients refused: {', '.join(exc.recipients)}", permanent=True
+        ) from None
     except smtplib.SMTPResponseException as exc:
         text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
-        raise DeliveryError(f"SMTP {exc.smtp_code} {scrub(text, password)}", permanent=500 <= exc.smtp_code < 600) from None
+        raise DeliveryError(
+            f"SMTP {exc.smtp_code} {scrub(text, password)}", permanent=500 <= exc.smtp_code < 600
+        ) from None
     except (OSError, smtplib.SMTPException) as exc:
         reason = scrub(str(exc) or type(exc).__name__, password)
-        raise DeliveryError(f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}") from None
+        raise DeliveryError(
+            f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}"
+        ) from None
     accepted = [r for r in cfg.recipients if r not in (refused or {})]
     return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
 
@@ -146,7 +165,7 @@ def split_webhook(url: str) -> tuple[str, str]:
     """(flavour, the URL to POST to)."""
     for prefix, flavour in _PREFIX.items():
         if url.lower().startswith(prefix):
-            return flavour, url[len(prefix):]
+            return flavour, url[len(prefix) :]
     return webhook_flavour(url), url
 
 
@@ -184,12 +203,18 @@ def generic_payload(message: Message) -> dict:
 
 def slack_payload(message: Message) -> dict:
     """Slack incoming-webhook format: `text` (notification fallback) + Block Kit blocks."""
-    blocks: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": message.subject[:150], "emoji": True}}]
+    blocks: list[dict] = [
+        {"type": "header", "text": {"type": "plain_text", "text": message.subject[:150], "emoji": True}}
+    ]
     for heading, text in message.sections:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{heading}*\n{text}"[:3000]}})
     if message.facts:
-        blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"[:2000]}
-                                                     for k, v in message.facts[:10]]})
+        blocks.append(
+            {
+                "type": "section",
+                "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"[:2000]} for k, v in message.facts[:10]],
+            }
+        )
     if message.link:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{message.link}|리포트 / open>"}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "DMF Watch"}]})
@@ -199,21 +224,36 @@ def slack_payload(message: Message) -> dict:
 def teams_payload(message: Message) -> dict:
     """A Teams message with one Adaptive Card (1.4): title, sections, a FactSet, an optional link."""
     body: list[dict] = [
-        {"type": "TextBlock", "text": message.subject, "weight": "Bolder", "size": "Medium", "wrap": True,
-         "color": _TEAMS_COLOR.get(message.level, "Default")},
+        {
+            "type": "TextBlock",
+            "text": message.subject,
+            "weight": "Bolder",
+            "size": "Medium",
+            "wrap": True,
+            "color": _TEAMS_COLOR.get(message.level, "Default"),
+        },
     ]
     for heading, text in message.sections:
         body.append({"type": "TextBlock", "text": heading, "weight": "Bolder", "wrap": True, "spacing": "Medium"})
         body.append({"type": "TextBlock", "text": text, "wrap": True})
     if message.facts:
         body.append({"type": "FactSet", "facts": [{"title": k, "value": v} for k, v in message.facts]})
-    card: dict = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard",
-                  "version": "1.4", "body": body, "msteams": {"width": "Full"}}
+    card: dict = {
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "type": "AdaptiveCard",
+        "version": "1.4",
+        "body": body,
+        "msteams": {"width": "Full"},
+    }
     if message.link:
         card["actions"] = [{"type": "Action.OpenUrl", "title": "리포트 열기 / Open", "url": message.link}]
-    return {"type": "message", "summary": message.subject,
-            "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None,
-                             "content": card}]}
+    return {
+        "type": "message",
+        "summary": message.subject,
+        "attachments": [
+            {"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}
+        ],
+    }
 
 
 def webhook_payload(url: str, message: Message) -> dict:
@@ -225,8 +265,9 @@ def webhook_payload(url: str, message: Message) -> dict:
     return generic_payload(message)
 
 
-def send_webhook(url: str, message: Message, *, timeout_s: float = WEBHOOK_TIMEOUT_S,
-                 client: httpx.Client | None = None) -> str:
+def send_webhook(
+    url: str, message: Message, *, timeout_s: float = WEBHOOK_TIMEOUT_S, client: httpx.Client | None = None
+) -> str:
     """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
     payload = webhook_payload(url, message)
     _, url = split_webhook(url)
@@ -235,13 +276,16 @@ def send_webhook(url: str, message: Message, *, timeout_s: float = WEBHOOK_TIMEO
     try:
         response = client.post(url, json=payload)
     except httpx.HTTPError as exc:
-        raise DeliveryError(f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}") from None
+        raise DeliveryError(
+            f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}"
+        ) from None
     finally:
         if own:
             client.close()
     if response.status_code >= 300:
         body = scrub(response.text[:200]) if response.text else ""
         permanent = response.status_code in (400, 401, 403, 404, 410)
-        raise DeliveryError(f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""),
-                            permanent=permanent)
+        raise DeliveryError(
+            f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""), permanent=permanent
+        )
     return f"HTTP {response.status_code}"

@@ -80,8 +80,11 @@ def configured_channels(settings: Settings) -> list[Channel]:
     email = settings.alerts.email
     if email_enabled(email):
         target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(email.recipients)}"
-        out.append(Channel("email", "email", target,
-                           lambda m, a, t: send_email(email, m, a, timeout_s=min(email.timeout_s, t))))
+        out.append(
+            Channel(
+                "email", "email", target, lambda m, a, t: send_email(email, m, a, timeout_s=min(email.timeout_s, t))
+            )
+        )
     for url in settings.alerts.webhook_urls:
         key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
         out.append(Channel(key, webhook_flavour(url), redact_url(url), _webhook_sender(url)))
@@ -116,8 +119,15 @@ class Outcome:
 
 
 class Notifier:
-    def __init__(self, settings: Settings, alerts_dir: Path, *, budget_s: float | None = None,
-                 clock: Callable[[], datetime] = now_kst, config_file: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        alerts_dir: Path,
+        *,
+        budget_s: float | None = None,
+        clock: Callable[[], datetime] = now_kst,
+        config_file: str | None = None,
+    ) -> None:
         self.settings = settings
         self.alerts_dir = Path(alerts_dir)
         self.outbox = Outbox(self.alerts_dir)
@@ -139,9 +149,18 @@ class Notifier:
         now = self.clock()
         chans = [c for c in self.channels if only is None or c.key in only]
         try:
-            message_id = self.outbox.add(type="alert", kind=alert.kind, day=alert.day.isoformat(), subject=message.subject,
-                                         message=message.to_dict(), channels=[(c.key, c.target) for c in chans], now=now,
-                                         give_up_after=self.give_up_after, dedupe=alert.key, run_id=alert.run_id)
+            message_id = self.outbox.add(
+                type="alert",
+                kind=alert.kind,
+                day=alert.day.isoformat(),
+                subject=message.subject,
+                message=message.to_dict(),
+                channels=[(c.key, c.target) for c in chans],
+                now=now,
+                give_up_after=self.give_up_after,
+                dedupe=alert.key,
+                run_id=alert.run_id,
+            )
         except OutboxError as exc:
             return self._unstored(message, str(exc))
         if message_id is None:
@@ -151,9 +170,17 @@ class Notifier:
 
     def _write_alert_file(self, alert: Alert, message: Message, now: datetime) -> None:
         try:
-            record = {"day": alert.day.isoformat(), "kind": alert.kind, "key": alert.key, "subject": message.subject,
-                      "message": message.title, "raised_at": now.isoformat(timespec="seconds"), "run_id": alert.run_id,
-                      "facts": alert.facts(), "text": message.text()}
+            record = {
+                "day": alert.day.isoformat(),
+                "kind": alert.kind,
+                "key": alert.key,
+                "subject": message.subject,
+                "message": message.title,
+                "raised_at": now.isoformat(timespec="seconds"),
+                "run_id": alert.run_id,
+                "facts": alert.facts(),
+                "text": message.text(),
+            }
             atomic_write_text(self.alerts_dir / f"{alert.key}.json", json.dumps(record, ensure_ascii=False, indent=1))
             with open(self.alerts_dir / ALERT_LOG, "a", encoding="utf-8") as fh:
                 fh.write(f"{record['raised_at']}\t{alert.kind}\t{record['day']}\t{message.subject}\n")
@@ -181,24 +208,37 @@ class Notifier:
             return None
         revision = any(r.state in (DELIVERED, GIVEN_UP) or any(s.state == SENT for s in r.sends) for r in previous)
         if delivery.workbook is not None and not delivery.workbook.is_file():
-            log.warning("리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", delivery.workbook)
+            log.warning(
+                "리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", delivery.workbook
+            )
             delivery = replace(delivery, workbook=None)
         message = compose_report(delivery, self.context, revision=revision)
         if problem:
             return self._unstored(message, problem, delivery.workbook)
         try:
-            message_id = self.outbox.add(type="report", kind="report", day=day, subject=message.subject,
-                                         message=message.to_dict(), channels=[(c.key, c.target) for c in self.channels],
-                                         now=self.clock(), give_up_after=self.give_up_after, digest=delivery.digest,
-                                         attachment=str(delivery.workbook) if delivery.workbook else None,
-                                         hold_until=hold_until, run_id=delivery.run_id, supersede_day_reports=True)
+            message_id = self.outbox.add(
+                type="report",
+                kind="report",
+                day=day,
+                subject=message.subject,
+                message=message.to_dict(),
+                channels=[(c.key, c.target) for c in self.channels],
+                now=self.clock(),
+                give_up_after=self.give_up_after,
+                digest=delivery.digest,
+                attachment=str(delivery.workbook) if delivery.workbook else None,
+                hold_until=hold_until,
+                run_id=delivery.run_id,
+                supersede_day_reports=True,
+            )
         except OutboxError as exc:
             return self._unstored(message, str(exc), delivery.workbook)
         assert message_id is not None
         return self._settle(message_id)
 
-    def deliver_day(self, delivery: ReportDelivery, *, hold_until: datetime | None = None
-                    ) -> tuple[Outcome | None, list[Outcome]]:
+    def deliver_day(
+        self, delivery: ReportDelivery, *, hold_until: datetime | None = None
+    ) -> tuple[Outcome | None, list[Outcome]]:
         """The workbook mail, then the alerts the day raises by itself (watchlist hit, withdrawal share)."""
         report = self.deliver_report(delivery, hold_until=hold_until)
         alerts = alerts_for_day(delivery, withdrawal_share_max=self.settings.alerts.withdrawal_share_max)
@@ -250,8 +290,12 @@ class Notifier:
             if channel is None:
                 result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=None, dropped=True)
             elif left is not None and left < 0.5:
-                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(),
-                                                    error="시간 예산 소진 — 다음 차례에 보냅니다 / time budget used up")
+                result = self.outbox.record_attempt(
+                    stored.id,
+                    send.channel,
+                    now=self.clock(),
+                    error="시간 예산 소진 — 다음 차례에 보냅니다 / time budget used up",
+                )
             else:
                 message = Message.from_dict(stored.message)
                 if stored.note:
@@ -279,10 +323,14 @@ class Notifier:
     def _given_up(self, stored: Stored) -> None:
         failed = [s for s in stored.sends if s.state == "given_up"]
         others = {c.key for c in self.channels} - {s.channel for s in failed}
-        alert = DeliveryGivenUp(day=date.fromisoformat(stored.day), subject=stored.subject,
-                                channels=tuple(s.target for s in failed), attempts=max(s.attempts for s in failed),
-                                last_error=failed[-1].last_error or "알 수 없음",
-                                since=datetime.fromisoformat(stored.created_at))
+        alert = DeliveryGivenUp(
+            day=date.fromisoformat(stored.day),
+            subject=stored.subject,
+            channels=tuple(s.target for s in failed),
+            attempts=max(s.attempts for s in failed),
+            last_error=failed[-1].last_error or "알 수 없음",
+            since=datetime.fromisoformat(stored.created_at),
+        )
         if stored.kind != DeliveryGivenUp.kind:  # a given-up notice about a given-up notice would loop
             self.send_alert(replace(alert, run_id=None), only=others)
 

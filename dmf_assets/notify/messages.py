@@ -97,17 +97,27 @@ class Message:
 
     def to_dict(self) -> dict:
         return {
-            "subject": self.subject, "title": self.title, "level": self.level, "kind": self.kind, "day": self.day,
-            "sections": [list(s) for s in self.sections], "facts": [list(f) for f in self.facts], "link": self.link,
+            "subject": self.subject,
+            "title": self.title,
+            "level": self.level,
+            "kind": self.kind,
+            "day": self.day,
+            "sections": [list(s) for s in self.sections],
+            "facts": [list(f) for f in self.facts],
+            "link": self.link,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         return cls(
-            subject=data["subject"], title=data["title"], level=data["level"],
+            subject=data["subject"],
+            title=data["title"],
+            level=data["level"],
             sections=tuple((str(h), str(t)) for h, t in data.get("sections", ())),
-            facts=tuple((str(k), str(v)) for k, v in data.get("facts", ())), link=data.get("link", ""),
-            kind=data.get("kind", ""), day=data.get("day", ""),
+            facts=tuple((str(k), str(v)) for k, v in data.get("facts", ())),
+            link=data.get("link", ""),
+            kind=data.get("kind", ""),
+            day=data.get("day", ""),
         )
 
 
@@ -134,8 +144,10 @@ class MessageContext:
 
     def source_advice(self) -> str:
         if self.emulator:
-            return ("원천은 내장 MFDS 에뮬레이터입니다(키·네트워크 불필요): 고장 주입(`--fault`, [emulator] faults)으로 "
-                    "거부된 날이면 고장 없이 다시 실행하면 반영됩니다.")
+            return (
+                "원천은 내장 MFDS 에뮬레이터입니다(키·네트워크 불필요): 고장 주입(`--fault`, [emulator] faults)으로 "
+                "거부된 날이면 고장 없이 다시 실행하면 반영됩니다."
+            )
         return "data.go.kr의 서비스 공지와 서비스키(MFDS_SERVICE_KEY)의 일일 호출 한도를 확인하세요."
 
 
@@ -173,19 +185,25 @@ class RetryOutlook:
     def sentence(self, ctx: MessageContext) -> str:
         """The promise, or the reason there is none — never a retry that will not come."""
         if self.at is not None:
-            return (f"{_hhmm(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중).")
+            return (
+                f"{_hhmm(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중)."
+            )
         until = _clock(ctx.retry_until)
         why_not = self.why_not
         assert why_not is not None  # __post_init__: a time or a reason
         return {
             NoRetry.OFF: "자동 재시도는 꺼져 있습니다([retry] transient_attempts = 0).",
             NoRetry.NOT_TRANSIENT: "이 실패는 다시 수집해도 풀리지 않으므로 자동 재시도하지 않습니다.",
-            NoRetry.OLD_DAY: ("같은 아침의 자동 재시도는 오늘(KST) 거부된 오늘 날짜에만 합니다 — 이 날은 그렇지 않으므로 "
-                              "자동 재시도하지 않습니다."),
+            NoRetry.OLD_DAY: (
+                "같은 아침의 자동 재시도는 오늘(KST) 거부된 오늘 날짜에만 합니다 — 이 날은 그렇지 않으므로 "
+                "자동 재시도하지 않습니다."
+            ),
             NoRetry.USED: f"오늘 아침의 자동 재시도 {self.of}회를 모두 썼습니다.",
             NoRetry.WINDOW: f"자동 재시도 시간({until}까지)이 지나 더 이상 다시 수집하지 않습니다.",
-            NoRetry.NO_DAEMON: (f"Dagster 데몬이 실행 중이 아니어서 자동 재시도가 예정되어 있지 않습니다. {until} 전에 "
-                                "`dmf ui`나 설치한 서비스(`dmf service install`)를 시작하면 데몬이 다시 수집합니다."),
+            NoRetry.NO_DAEMON: (
+                f"Dagster 데몬이 실행 중이 아니어서 자동 재시도가 예정되어 있지 않습니다. {until} 전에 "
+                "`dmf ui`나 설치한 서비스(`dmf service install`)를 시작하면 데몬이 다시 수집합니다."
+            ),
         }[why_not]
 
 
@@ -256,8 +274,10 @@ def _base_sentence(base: date | None) -> str:
 
 def _gate_where(gate: int) -> str:
     g = GATE_BY_NUMBER[gate]
-    return (f"리포트의 {sheet_ref(SHEET_SUMMARY)}와 {sheet_ref(SHEET_QUALITY)}에 게이트 표가 있고, 표본 행은 Dagster UI의 "
-            f"{g.asset} 자산 → Checks → {g.check_name} → 이 날짜 파티션에 있습니다.")
+    return (
+        f"리포트의 {sheet_ref(SHEET_SUMMARY)}와 {sheet_ref(SHEET_QUALITY)}에 게이트 표가 있고, 표본 행은 Dagster UI의 "
+        f"{g.asset} 자산 → Checks → {g.check_name} → 이 날짜 파티션에 있습니다."
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,23 +290,35 @@ class Rejected(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         r, day = self.rejection, self.day
         title = gate_title(r.gate)
-        what = (f"{day} 수집 결과가 {title}에서 거부되었습니다(rejected). 이 날의 변경은 반영되지 않았고, "
-                + _base_sentence(r.base_day))
+        what = (
+            f"{day} 수집 결과가 {title}에서 거부되었습니다(rejected). 이 날의 변경은 반영되지 않았고, "
+            + _base_sentence(r.base_day)
+        )
         why = r.evidence
         if r.spec.transient:
             if self.retry.planned:
-                todo = (f"일시적 오류(transient)로 보고 {self.retry.sentence(ctx)} 지금 할 일은 없습니다 — 결과는 이 날의 "
-                        "리포트 메일 한 통으로 알려 드립니다.")
+                todo = (
+                    f"일시적 오류(transient)로 보고 {self.retry.sentence(ctx)} 지금 할 일은 없습니다 — 결과는 이 날의 "
+                    "리포트 메일 한 통으로 알려 드립니다."
+                )
             else:
-                todo = (f"{self.retry.sentence(ctx)} 원천이 회복되면 {_rerun(day)}로 다시 실행하세요. 그대로 두어도 다음 "
-                        f"정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다. {ctx.source_advice()}")
+                todo = (
+                    f"{self.retry.sentence(ctx)} 원천이 회복되면 {_rerun(day)}로 다시 실행하세요. 그대로 두어도 다음 "
+                    f"정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다. {ctx.source_advice()}"
+                )
         else:
             key = r.spec.setting
-            todo = (f"이 게이트는 자동 재시도하지 않습니다 — 사람이 판단합니다(not retried: a human decides). "
-                    f"{r.spec.check_ko} 확인하세요: {_gate_where(r.gate)} 실제 변경이라면 {ctx.config_file}의 [gates] "
-                    f"{josa(str(key), '을/를')} 관측값보다 크게 적고 {_rerun(day)}로 다시 실행하세요.")
-        facts = [("게이트 / gate", title), ("관측값 / observed", r.observed), ("기준 / threshold", r.threshold),
-                 ("비교 기준 / comparison base", r.base_day.isoformat() if r.base_day else "없음 (첫 반영 전)")]
+            todo = (
+                f"이 게이트는 자동 재시도하지 않습니다 — 사람이 판단합니다(not retried: a human decides). "
+                f"{r.spec.check_ko} 확인하세요: {_gate_where(r.gate)} 실제 변경이라면 {ctx.config_file}의 [gates] "
+                f"{josa(str(key), '을/를')} 관측값보다 크게 적고 {_rerun(day)}로 다시 실행하세요."
+            )
+        facts = [
+            ("게이트 / gate", title),
+            ("관측값 / observed", r.observed),
+            ("기준 / threshold", r.threshold),
+            ("비교 기준 / comparison base", r.base_day.isoformat() if r.base_day else "없음 (첫 반영 전)"),
+        ]
         if self.retry.at is not None and r.spec.transient:
             facts.append(("자동 재시도 / retry at", _when(self.retry.at)))
         return Parts(f"{day} 수집 거부 (rejected) — {title}", what, why, todo, tuple(facts))
@@ -309,18 +341,28 @@ class RetriesExhausted(Alert):
 
     def parts(self, ctx: MessageContext) -> Parts:
         day = self.day
-        stop = (f"자동 재시도 {self.attempts}회가 모두 실패하여" if self.why_stopped is NoRetry.USED else
-                f"자동 재시도 {self.attempts}회가 실패했고 재시도 시간({_clock(ctx.retry_until)}까지)이 지나")
+        stop = (
+            f"자동 재시도 {self.attempts}회가 모두 실패하여"
+            if self.why_stopped is NoRetry.USED
+            else f"자동 재시도 {self.attempts}회가 실패했고 재시도 시간({_clock(ctx.retry_until)}까지)이 지나"
+        )
         what = f"{day} {stop} 오늘은 더 이상 다시 수집하지 않습니다(retries exhausted). 이 날은 반영되지 않았습니다."
         if self.rejection is not None:
             what += " " + _base_sentence(self.rejection.base_day)
             why = f"마지막 시도: {self.rejection.sentence}"
         else:
             why = f"마지막 시도의 오류: {self.error}"
-        todo = (f"원천이 회복되면 {_rerun(day)}로 직접 다시 실행하세요. 그대로 두어도 다음 정상 수집일의 비교가 그 사이의 "
-                f"변경을 모두 포함합니다. {ctx.source_advice()}")
-        return Parts(f"{day} 자동 재시도 종료 (retries exhausted) — 수집 실패", what, why, todo,
-                     (("재시도 횟수 / attempts", _n(self.attempts)),))
+        todo = (
+            f"원천이 회복되면 {_rerun(day)}로 직접 다시 실행하세요. 그대로 두어도 다음 정상 수집일의 비교가 그 사이의 "
+            f"변경을 모두 포함합니다. {ctx.source_advice()}"
+        )
+        return Parts(
+            f"{day} 자동 재시도 종료 (retries exhausted) — 수집 실패",
+            what,
+            why,
+            todo,
+            (("재시도 횟수 / attempts", _n(self.attempts)),),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,8 +380,10 @@ class RunFailed(Alert):
             todo = f"{self.retry.sentence(ctx)} 되풀이되면 Dagster UI에서 이 run의 로그를 확인하세요."
         else:
             retry = "" if self.retry.why_not is NoRetry.NOT_TRANSIENT else self.retry.sentence(ctx) + " "
-            todo = (f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun(day)}로 다시 실행하세요. "
-                    "`dmf doctor`가 설치 상태를 점검합니다.")
+            todo = (
+                f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun(day)}로 다시 실행하세요. "
+                "`dmf doctor`가 설치 상태를 점검합니다."
+            )
         facts = (("단계 / step", self.step),) + ((("Dagster run", self.run_id),) if self.run_id else ())
         return Parts(f"{day} 실행 실패 (failed run) — {self.step}", what, f"오류 / error: {self.error}", todo, facts)
 
@@ -356,13 +400,18 @@ class Overdue(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         day, at = self.day, _clock(self.expected_at)
         what = f"{day} 일일 리포트가 {at}까지 만들어지지 않았습니다(report overdue)."
-        why = f"{self.workbook} 파일이 없습니다. " + (f"가장 최근 리포트는 {self.latest_report}의 것입니다."
-                                                  if self.latest_report else "만들어진 리포트가 아직 없습니다.")
+        why = f"{self.workbook} 파일이 없습니다. " + (
+            f"가장 최근 리포트는 {self.latest_report}의 것입니다."
+            if self.latest_report
+            else "만들어진 리포트가 아직 없습니다."
+        )
         if self.daemon_down:
             why += " Dagster 데몬도 멈춰 있습니다(같은 날 'Dagster 데몬 정지' 알림 참조)."
-        todo = ("06:00 수집이 실행되었는지 Dagster UI의 Runs에서 확인하세요. 데몬이 멈췄다면 "
-                "`systemctl --user status dmf-dagster-daemon`으로 확인해 다시 시작하고, "
-                f"{_rerun(day)}로 이 날을 직접 실행하세요. `dmf doctor`가 설치 상태를 점검합니다.")
+        todo = (
+            "06:00 수집이 실행되었는지 Dagster UI의 Runs에서 확인하세요. 데몬이 멈췄다면 "
+            "`systemctl --user status dmf-dagster-daemon`으로 확인해 다시 시작하고, "
+            f"{_rerun(day)}로 이 날을 직접 실행하세요. `dmf doctor`가 설치 상태를 점검합니다."
+        )
         return Parts(f"{day} 리포트 지연 (report overdue, {at})", what, why, todo, (("기한 / deadline", at),))
 
 
@@ -382,8 +431,10 @@ class WatchlistHit(Alert):
         shown = "\n".join(f"  {i}. {h}" for i, h in enumerate(self.hits[:20], 1))
         more = f"\n  … 외 {n - 20:,}건은 리포트에 있습니다." if n > 20 else ""
         why = f"[watchlist] 패턴(성분·신청인·제조소·제조국)과 일치하는 이벤트:\n{shown}{more}"
-        todo = (f"리포트의 {sheet_ref(SHEET_EVENTS)}에서 '표시' 열을 '관심목록'으로 거르면 전체 내용(전 → 후)이 보입니다. "
-                "필요하면 담당 부서에 공유하세요.")
+        todo = (
+            f"리포트의 {sheet_ref(SHEET_EVENTS)}에서 '표시' 열을 '관심목록'으로 거르면 전체 내용(전 → 후)이 보입니다. "
+            "필요하면 담당 부서에 공유하세요."
+        )
         return Parts(f"{self.day} 관심목록 해당 {n:,}건 (watchlist hit)", what, why, todo, (("건수 / hits", _n(n)),))
 
 
@@ -401,17 +452,25 @@ class RejectedStreak(Alert):
 
     def parts(self, ctx: MessageContext) -> Parts:
         n = len(self.days)
-        since = f"마지막 반영일 {self.base} 이후의 변경이 보고되지 않고 있습니다." if self.base else \
-            "아직 한 번도 반영되지 않았습니다."
-        what = (f"긴급 / ESCALATION: {n}일 연속 수집이 거부되었습니다({', '.join(d.isoformat() for d in self.days)}). "
-                + since)
+        since = (
+            f"마지막 반영일 {self.base} 이후의 변경이 보고되지 않고 있습니다."
+            if self.base
+            else "아직 한 번도 반영되지 않았습니다."
+        )
+        what = (
+            f"긴급 / ESCALATION: {n}일 연속 수집이 거부되었습니다({', '.join(d.isoformat() for d in self.days)}). "
+            + since
+        )
         why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates, strict=True))
-        todo = ("오늘 담당자가 직접 확인해야 합니다(action required today). "
-                f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
-                f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날들을 "
-                f"`dmf backfill --start {self.days[0]} --end {self.days[-1]}`로 다시 실행하세요.")
-        return Parts(f"{self.day} — {n}일 연속 수집 거부 (escalation)", what, why, todo,
-                     (("연속 거부 / in a row", _n(n)),))
+        todo = (
+            "오늘 담당자가 직접 확인해야 합니다(action required today). "
+            f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
+            f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날들을 "
+            f"`dmf backfill --start {self.days[0]} --end {self.days[-1]}`로 다시 실행하세요."
+        )
+        return Parts(
+            f"{self.day} — {n}일 연속 수집 거부 (escalation)", what, why, todo, (("연속 거부 / in a row", _n(n)),)
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -423,9 +482,13 @@ class RequestCap(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         what = f"{self.day} 일일 요청 한도(request cap) {self.cap:,}회에 도달하여 수집이 중단되었습니다."
         why = "같은 날 재시도가 반복되었거나 쪽 크기([source] num_of_rows)가 작아 요청이 늘었을 수 있습니다."
-        todo = (f"같은 날 다시 실행하면 또 한도에 걸립니다. 원인을 확인하고, 필요하면 {ctx.config_file}의 [source] "
-                "daily_request_cap을 조정하세요(data.go.kr 개발 키는 하루 10,000회). 다음 날 06:00 수집은 평소대로 실행됩니다.")
-        return Parts(f"{self.day} 요청 한도 도달 (request cap reached)", what, why, todo, (("한도 / cap", _n(self.cap)),))
+        todo = (
+            f"같은 날 다시 실행하면 또 한도에 걸립니다. 원인을 확인하고, 필요하면 {ctx.config_file}의 [source] "
+            "daily_request_cap을 조정하세요(data.go.kr 개발 키는 하루 10,000회). 다음 날 06:00 수집은 평소대로 실행됩니다."
+        )
+        return Parts(
+            f"{self.day} 요청 한도 도달 (request cap reached)", what, why, todo, (("한도 / cap", _n(self.cap)),)
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -439,11 +502,15 @@ class SlowRun(Alert):
 
     def parts(self, ctx: MessageContext) -> Parts:
         ratio = self.seconds / self.median_s
-        what = (f"{self.day} 실행이 {self.seconds:,.0f}초 걸렸습니다 — 최근 {self.samples}회 중앙값 {self.median_s:,.0f}초의 "
-                f"{ratio:.1f}배입니다(slow run).")
+        what = (
+            f"{self.day} 실행이 {self.seconds:,.0f}초 걸렸습니다 — 최근 {self.samples}회 중앙값 {self.median_s:,.0f}초의 "
+            f"{ratio:.1f}배입니다(slow run)."
+        )
         why = f"기준은 중앙값의 {self.factor:g}배입니다. 원천 API 응답 지연, 서버 부하, 디스크 문제가 흔한 원인입니다."
-        todo = ("결과가 정상 반영되었다면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 확인하고, "
-                "며칠 계속되면 서버 부하와 디스크를 점검하세요.")
+        todo = (
+            "결과가 정상 반영되었다면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 확인하고, "
+            "며칠 계속되면 서버 부하와 디스크를 점검하세요."
+        )
         return Parts(f"{self.day} 느린 실행 (slow run)", what, why, todo)
 
 
@@ -457,12 +524,16 @@ class WithdrawalShare(Alert):
 
     def parts(self, ctx: MessageContext) -> Parts:
         share = self.withdrawn / self.registry_size
-        what = (f"{self.day}에 반영된 결과에서 취하(withdrawn)가 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
-                f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과).")
+        what = (
+            f"{self.day}에 반영된 결과에서 취하(withdrawn)가 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
+            f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과)."
+        )
         why = "모든 게이트는 통과했지만 취하는 드물어야 합니다. 원천이 목록 일부만 돌려주면 대량의 허위 취하가 생길 수 있습니다."
-        todo = (f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
-                f"허위 취하라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
-                f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요.")
+        todo = (
+            f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
+            f"허위 취하라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
+            f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요."
+        )
         return Parts(f"{self.day} 대량 취하 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo)
 
 
@@ -476,8 +547,11 @@ class RunTimeout(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         what = f"{self.day} 실행이 시간 한도 {self.limit_minutes}분을 넘어 중지되었습니다(run time limit exceeded)."
         why = "원천 API가 응답하지 않거나 DB 잠금을 기다리다 멈춘 경우가 흔합니다."
-        todo = (self.retry.sentence(ctx) if self.retry.planned else
-                f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {_rerun(self.day)}로 다시 실행하세요.")
+        todo = (
+            self.retry.sentence(ctx)
+            if self.retry.planned
+            else f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {_rerun(self.day)}로 다시 실행하세요."
+        )
         todo += f" 한도는 {ctx.config_file}의 [runs] max_minutes입니다."
         return Parts(f"{self.day} 실행 시간 초과로 중지 (run time limit exceeded)", what, why, todo)
 
@@ -493,11 +567,16 @@ class DaemonDown(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         what = "Dagster 데몬(daemon)이 동작하지 않습니다 — 06:00 수집 일정(schedule)과 후속 실행 센서가 돌지 않습니다."
         silent = ", ".join(self.daemons)
-        why = (f"마지막 하트비트(heartbeat)는 {_when(self.last_heartbeat)}입니다" if self.last_heartbeat else
-               "기록된 하트비트(heartbeat)가 없습니다") + f" — {self.limit_minutes:g}분 넘게 조용한 데몬: {silent}."
-        todo = ("`systemctl --user status dmf-dagster-daemon`과 `journalctl --user -u dmf-dagster-daemon -n 100`으로 확인하고 "
-                "`systemctl --user restart dmf-dagster-daemon`으로 다시 시작하세요(시스템 설치면 --user 없이 sudo로). "
-                f"오늘 리포트가 없으면 {_rerun(self.day)}로 직접 실행하세요.")
+        why = (
+            f"마지막 하트비트(heartbeat)는 {_when(self.last_heartbeat)}입니다"
+            if self.last_heartbeat
+            else "기록된 하트비트(heartbeat)가 없습니다"
+        ) + f" — {self.limit_minutes:g}분 넘게 조용한 데몬: {silent}."
+        todo = (
+            "`systemctl --user status dmf-dagster-daemon`과 `journalctl --user -u dmf-dagster-daemon -n 100`으로 확인하고 "
+            "`systemctl --user restart dmf-dagster-daemon`으로 다시 시작하세요(시스템 설치면 --user 없이 sudo로). "
+            f"오늘 리포트가 없으면 {_rerun(self.day)}로 직접 실행하세요."
+        )
         return Parts(f"{self.day} Dagster 데몬 정지 (daemon heartbeat missing)", what, why, todo)
 
 
@@ -509,11 +588,15 @@ class WatchdogError(Alert):
     error: str
 
     def parts(self, ctx: MessageContext) -> Parts:
-        what = ("감시(watchdog, `dmf doctor --alert`)가 Dagster 인스턴스를 읽지 못해 데몬 상태를 확인할 수 없습니다. "
-                "데몬이 멈췄다는 뜻은 아닙니다.")
+        what = (
+            "감시(watchdog, `dmf doctor --alert`)가 Dagster 인스턴스를 읽지 못해 데몬 상태를 확인할 수 없습니다. "
+            "데몬이 멈췄다는 뜻은 아닙니다."
+        )
         why = f"DAGSTER_HOME={self.dagster_home}: {self.error}"
-        todo = ("감시 타이머가 `dagster dev`·`dmf`와 같은 환경을 쓰는지 확인하세요: 프로젝트 폴더의 .env(예: PostgreSQL 접속 "
-                "정보), DAGSTER_HOME의 dagster.yaml. 고친 뒤 `dmf doctor --alert`를 직접 실행해 보세요.")
+        todo = (
+            "감시 타이머가 `dagster dev`·`dmf`와 같은 환경을 쓰는지 확인하세요: 프로젝트 폴더의 .env(예: PostgreSQL 접속 "
+            "정보), DAGSTER_HOME의 dagster.yaml. 고친 뒤 `dmf doctor --alert`를 직접 실행해 보세요."
+        )
         return Parts(f"{self.day} 감시 점검 실패 (watchdog cannot read the Dagster instance)", what, why, todo)
 
 
@@ -529,13 +612,22 @@ class DeliveryGivenUp(Alert):
 
     def parts(self, ctx: MessageContext) -> Parts:
         hours = "24시간"
-        what = (f"「{self.subject}」 메시지를 {_when(self.since)}부터 {hours} 동안 {self.attempts}번 보냈지만 "
-                f"{', '.join(self.channels)}에 끝내 전달하지 못해 발송을 포기했습니다(delivery given up).")
+        what = (
+            f"「{self.subject}」 메시지를 {_when(self.since)}부터 {hours} 동안 {self.attempts}번 보냈지만 "
+            f"{', '.join(self.channels)}에 끝내 전달하지 못해 발송을 포기했습니다(delivery given up)."
+        )
         why = f"마지막 오류: {self.last_error}"
-        todo = ("이 채널의 설정([alerts.email], [alerts] webhook_urls)과 서버 상태를 확인한 뒤 `dmf notify flush --given-up`으로 "
-                "다시 보내세요. `dmf notify status`가 발송 기록을 보여 줍니다.")
-        return Parts(f"{self.day} 알림 발송 포기 (delivery given up)", what, why, todo,
-                     (("채널 / channels", ", ".join(self.channels)),))
+        todo = (
+            "이 채널의 설정([alerts.email], [alerts] webhook_urls)과 서버 상태를 확인한 뒤 `dmf notify flush --given-up`으로 "
+            "다시 보내세요. `dmf notify status`가 발송 기록을 보여 줍니다."
+        )
+        return Parts(
+            f"{self.day} 알림 발송 포기 (delivery given up)",
+            what,
+            why,
+            todo,
+            (("채널 / channels", ", ".join(self.channels)),),
+        )
 
 
 def compose_alert(alert: Alert, ctx: MessageContext) -> Message:
@@ -545,9 +637,15 @@ def compose_alert(alert: Alert, ctx: MessageContext) -> Message:
     facts = (("날짜 / day", alert.day.isoformat()), ("종류 / kind", f"{alert.label_ko} ({alert.kind})"), *p.facts)
     if alert.run_id and not any(k == "Dagster run" for k, _ in facts):
         facts += (("Dagster run", alert.run_id),)
-    return Message(subject=f"{prefix} {p.subject}", title=p.what, level=alert.level,
-                   sections=(("무슨 일 / What happened", p.what), ("원인 / Why", p.why), ("조치 / What to do next", p.todo)),
-                   facts=facts, kind=alert.kind, day=alert.day.isoformat())
+    return Message(
+        subject=f"{prefix} {p.subject}",
+        title=p.what,
+        level=alert.level,
+        sections=(("무슨 일 / What happened", p.what), ("원인 / Why", p.why), ("조치 / What to do next", p.todo)),
+        facts=facts,
+        kind=alert.kind,
+        day=alert.day.isoformat(),
+    )
 
 
 # --- the daily workbook mail ----------------------------------------------------------------------
@@ -556,8 +654,18 @@ def compose_alert(alert: Alert, ctx: MessageContext) -> Message:
 def report_digest(report: Any) -> str:
     """What a re-made workbook would tell anew: the day's verdict, counts, events, gates and warnings —
     not the run id or the time it was written. Two reports with one digest read the same."""
-    content = (report.day, report.status, report.status_reason, report.comparison_base, report.kpis, report.events,
-               report.gates, report.quality, report.warnings, report.withdrawal_share)
+    content = (
+        report.day,
+        report.status,
+        report.status_reason,
+        report.comparison_base,
+        report.kpis,
+        report.events,
+        report.gates,
+        report.quality,
+        report.warnings,
+        report.withdrawal_share,
+    )
     return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()[:32]
 
 
@@ -591,18 +699,40 @@ class ReportDelivery:
         return headline_counts(self)
 
     @classmethod
-    def from_day_report(cls, report: Any, workbook: Path | str | None, *, retry_attempt: int = 0,
-                        retries_failed: int = 0, run_id: str | None = None, top: int = 10) -> ReportDelivery:
+    def from_day_report(
+        cls,
+        report: Any,
+        workbook: Path | str | None,
+        *,
+        retry_attempt: int = 0,
+        retries_failed: int = 0,
+        run_id: str | None = None,
+        top: int = 10,
+    ) -> ReportDelivery:
         k = report.kpis
         sentences, total = summary_sentences(report.events, limit=top)
         watched, _ = summary_sentences([e for e in report.events if e.watchlist_hit], limit=10_000)
-        return cls(day=report.day, status=getattr(report.status, "value", report.status),
-                   workbook=Path(workbook) if workbook else None, comparison_base=report.comparison_base,
-                   registry_size=k.registry_size, new=k.new, changed=k.changed, withdrawn=k.withdrawn,
-                   cosmetic=k.cosmetic, watchlist_hits=k.watchlist_hits, status_reason=report.status_reason,
-                   sentences=tuple(sentences), headline_total=total, watch_hits=tuple(s.marked for s in watched),
-                   digest=report_digest(report), retry_attempt=retry_attempt, retries_failed=retries_failed,
-                   run_id=run_id, number_assigned=k.number_assigned)
+        return cls(
+            day=report.day,
+            status=getattr(report.status, "value", report.status),
+            workbook=Path(workbook) if workbook else None,
+            comparison_base=report.comparison_base,
+            registry_size=k.registry_size,
+            new=k.new,
+            changed=k.changed,
+            withdrawn=k.withdrawn,
+            cosmetic=k.cosmetic,
+            watchlist_hits=k.watchlist_hits,
+            status_reason=report.status_reason,
+            sentences=tuple(sentences),
+            headline_total=total,
+            watch_hits=tuple(s.marked for s in watched),
+            digest=report_digest(report),
+            retry_attempt=retry_attempt,
+            retries_failed=retries_failed,
+            run_id=run_id,
+            number_assigned=k.number_assigned,
+        )
 
 
 def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
@@ -628,16 +758,18 @@ def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
 
 
 def retries_failed_note(n: int) -> str:
-    return (f"같은 아침의 자동 재시도 {n}회도 모두 거부되었습니다. 무엇을 할지는 같은 날의 거부·재시도 종료 알림에 있습니다.")
+    return f"같은 아침의 자동 재시도 {n}회도 모두 거부되었습니다. 무엇을 할지는 같은 날의 거부·재시도 종료 알림에 있습니다."
 
 
 def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = False) -> Message:
     """The workbook mail."""
     base = d.comparison_base.isoformat() if d.comparison_base else None
     if d.status == "rejected":
-        title = (f"{d.day} 수집이 거부되어 결과가 반영되지 않았습니다. "
-                 + (f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다.")
-                 + " (collection failed — comparison base unchanged)")
+        title = (
+            f"{d.day} 수집이 거부되어 결과가 반영되지 않았습니다. "
+            + (f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다.")
+            + " (collection failed — comparison base unchanged)"
+        )
     elif d.status == "baseline":
         title = f"{d.day} 첫 수집으로 기준일(baseline)이 만들어졌습니다. 비교할 이전 날이 없어 이벤트는 없습니다."
     elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn or d.number_assigned):
@@ -647,21 +779,30 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
     status = STATUS_LABEL[d.status] + (f" — {d.status_reason}" if d.status_reason else "")
     sections = [("상태 / Status", status)]
     if d.retry_attempt:
-        sections.append(("재시도 / Retry", f"같은 아침의 자동 재시도 {d.retry_attempt}회째에 정상 반영되었습니다. "
-                                          "앞서 보낸 수집 거부 알림은 해소되었습니다(resolved)."))
+        sections.append(
+            (
+                "재시도 / Retry",
+                f"같은 아침의 자동 재시도 {d.retry_attempt}회째에 정상 반영되었습니다. "
+                "앞서 보낸 수집 거부 알림은 해소되었습니다(resolved).",
+            )
+        )
     if d.retries_failed:
         sections.append(("재시도 / Retries", retries_failed_note(d.retries_failed)))
     watched = [s for s in d.sentences if s.watch]
     others = [s for s in d.sentences if not s.watch]
     if watched:
-        sections.append((f"관심목록 해당 / Watchlist hits ({d.watchlist_hits:,})", "\n".join(f"  {s.marked}" for s in watched)))
+        sections.append(
+            (f"관심목록 해당 / Watchlist hits ({d.watchlist_hits:,})", "\n".join(f"  {s.marked}" for s in watched))
+        )
     if others:
         text = "\n".join(f"  {i}. {s.marked}" for i, s in enumerate(others, 1))
         shown = sum(s.count for s in d.sentences)
         if d.headline_total > shown:
             text += f"\n  … 외 {d.headline_total - shown:,}건은 첨부한 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."
         sections.append(("주요 이벤트 / Top events", text))
-    sections.append(("리포트 / Workbook", f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)"))
+    sections.append(
+        ("리포트 / Workbook", f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)")
+    )
     facts = [("날짜 / day", d.day.isoformat()), ("비교 기준 / comparison base", base or "없음 (첫 반영 전)")]
     if d.registry_size is not None:
         facts.append(("등록 수 / registry size", _n(d.registry_size)))
@@ -672,17 +813,33 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
         if d.cosmetic:
             facts.append(("표기 변경(별도) / cosmetic", _n(d.cosmetic)))
     level = WARNING if d.status == "rejected" or watched else INFO
-    return Message(subject=report_subject(d, revision=revision), title=title, level=level, sections=tuple(sections),
-                   facts=tuple(facts), link=report_link(d, ctx), kind="report", day=d.day.isoformat())
+    return Message(
+        subject=report_subject(d, revision=revision),
+        title=title,
+        level=level,
+        sections=tuple(sections),
+        facts=tuple(facts),
+        link=report_link(d, ctx),
+        kind="report",
+        day=d.day.isoformat(),
+    )
 
 
 def test_message(now: datetime) -> Message:
     """`dmf notify test`: one message to every channel."""
     what = "DMF Watch 알림 채널 시험 발송입니다(test message)."
-    return Message(subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST", title=what, level=INFO,
-                   kind="test", day=now.astimezone(KST).date().isoformat(),
-                   sections=(("무슨 일 / What happened", what), ("원인 / Why", "`dmf notify test`를 실행했습니다."),
-                             ("조치 / What to do next", "이 메시지를 받았다면 이 채널의 설정이 맞습니다. 할 일은 없습니다.")))
+    return Message(
+        subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST",
+        title=what,
+        level=INFO,
+        kind="test",
+        day=now.astimezone(KST).date().isoformat(),
+        sections=(
+            ("무슨 일 / What happened", what),
+            ("원인 / Why", "`dmf notify test`를 실행했습니다."),
+            ("조치 / What to do next", "이 메시지를 받았다면 이 채널의 설정이 맞습니다. 할 일은 없습니다."),
+        ),
+    )
 
 
 # --- rules the sensor uses to decide (pure) ---------------------------------------------------------
@@ -698,8 +855,9 @@ def rejected_streak(statuses: Mapping[date, str], n: int = 3) -> list[date]:
     return sorted(run) if len(run) >= n else []
 
 
-def slow_run(seconds: float, recent_seconds: Sequence[float], factor: float = 3.0, window: int = 14,
-             min_samples: int = 5) -> float | None:
+def slow_run(
+    seconds: float, recent_seconds: Sequence[float], factor: float = 3.0, window: int = 14, min_samples: int = 5
+) -> float | None:
     """The median of the last `window` runs when `seconds` >= factor x that median, else None."""
     sample = sorted(float(s) for s in list(recent_seconds)[-window:] if s and s > 0)
     if len(sample) < min_samples:
@@ -716,6 +874,13 @@ def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Al
     if d.status != "rejected" and d.watch_hits:
         out.append(WatchlistHit(day=d.day, hits=d.watch_hits, run_id=d.run_id))
     if d.status == "accepted" and d.registry_size and d.withdrawn / d.registry_size > withdrawal_share_max:
-        out.append(WithdrawalShare(day=d.day, withdrawn=d.withdrawn, registry_size=d.registry_size,
-                                   threshold=withdrawal_share_max, run_id=d.run_id))
+        out.append(
+            WithdrawalShare(
+                day=d.day,
+                withdrawn=d.withdrawn,
+                registry_size=d.registry_size,
+                threshold=withdrawal_share_max,
+                run_id=d.run_id,
+            )
+        )
     return out

@@ -28,9 +28,22 @@ BACKOFF_MINUTES = (1, 5, 15, 60)
 #: a claim older than this belongs to a process that died while sending: the send is due again
 STALE_CLAIM = timedelta(minutes=15)
 
-HELD, PENDING, DELIVERED, GIVEN_UP, SUPERSEDED, RECORDED = "held", "pending", "delivered", "given_up", "superseded", "recorded"
-STATE_KO = {HELD: "보류(재시도 결과 대기)", PENDING: "대기(재발송 예정)", DELIVERED: "발송됨", GIVEN_UP: "발송 포기",
-            SUPERSEDED: "대체됨(새 리포트로)", RECORDED: "기록만(채널 없음)"}
+HELD, PENDING, DELIVERED, GIVEN_UP, SUPERSEDED, RECORDED = (
+    "held",
+    "pending",
+    "delivered",
+    "given_up",
+    "superseded",
+    "recorded",
+)
+STATE_KO = {
+    HELD: "보류(재시도 결과 대기)",
+    PENDING: "대기(재발송 예정)",
+    DELIVERED: "발송됨",
+    GIVEN_UP: "발송 포기",
+    SUPERSEDED: "대체됨(새 리포트로)",
+    RECORDED: "기록만(채널 없음)",
+}
 #: send states
 SEND_PENDING, SENDING, SENT, SEND_GIVEN_UP, DROPPED = "pending", "sending", "sent", "given_up", "dropped"
 
@@ -100,10 +113,24 @@ class Outbox:
 
     # --- storing ---------------------------------------------------------------------------------
 
-    def add(self, *, type: str, kind: str, day: str, subject: str, message: dict, channels: list[tuple[str, str]],
-            now: datetime, give_up_after: timedelta, dedupe: str | None = None, digest: str | None = None,
-            attachment: str | None = None, hold_until: datetime | None = None, run_id: str | None = None,
-            supersede_day_reports: bool = False) -> int | None:
+    def add(
+        self,
+        *,
+        type: str,
+        kind: str,
+        day: str,
+        subject: str,
+        message: dict,
+        channels: list[tuple[str, str]],
+        now: datetime,
+        give_up_after: timedelta,
+        dedupe: str | None = None,
+        digest: str | None = None,
+        attachment: str | None = None,
+        hold_until: datetime | None = None,
+        run_id: str | None = None,
+        supersede_day_reports: bool = False,
+    ) -> int | None:
         """Store a message and one send per channel (key, secret-free target); None when `dedupe` was
         stored before (an alert of that day and kind exists). With `supersede_day_reports`, the day's
         workbook mails that have not gone out yet are replaced by this one."""
@@ -114,9 +141,25 @@ class Outbox:
                 return None
             if supersede_day_reports:
                 db.supersede_day_reports(conn, day, state=SUPERSEDED, stamp=stamp, of_states=(HELD, PENDING))
-            message_id = db.insert_message(conn, (
-                type, kind, day, dedupe, digest, subject, json.dumps(message, ensure_ascii=False), attachment, state,
-                _iso(hold_until) if hold_until else None, run_id, stamp, _iso(now + give_up_after), stamp))
+            message_id = db.insert_message(
+                conn,
+                (
+                    type,
+                    kind,
+                    day,
+                    dedupe,
+                    digest,
+                    subject,
+                    json.dumps(message, ensure_ascii=False),
+                    attachment,
+                    state,
+                    _iso(hold_until) if hold_until else None,
+                    run_id,
+                    stamp,
+                    _iso(now + give_up_after),
+                    stamp,
+                ),
+            )
             db.insert_sends(conn, message_id, channels, state=SEND_PENDING, stamp=stamp)
         return message_id
 
@@ -137,20 +180,31 @@ class Outbox:
         with db.transaction(self.path) as conn:
             ids = db.message_ids_in_state(conn, GIVEN_UP)
             for message_id in ids:
-                db.requeue_message(conn, message_id, state=PENDING, give_up_at=_iso(now + give_up_after), stamp=_iso(now))
-                db.requeue_sends(conn, message_id, state=SEND_PENDING, from_state=SEND_GIVEN_UP, next_attempt_at=_iso(now))
+                db.requeue_message(
+                    conn, message_id, state=PENDING, give_up_at=_iso(now + give_up_after), stamp=_iso(now)
+                )
+                db.requeue_sends(
+                    conn, message_id, state=SEND_PENDING, from_state=SEND_GIVEN_UP, next_attempt_at=_iso(now)
+                )
         return len(ids)
 
     # --- sending -----------------------------------------------------------------------------------
 
-    def claim_due(self, *, now: datetime, force: bool = False, message_id: int | None = None) -> list[tuple[Stored, Send]]:
+    def claim_due(
+        self, *, now: datetime, force: bool = False, message_id: int | None = None
+    ) -> list[tuple[Stored, Send]]:
         """Claim the sends that are due (all pending ones with `force`), oldest message first: each is
         marked as being sent, so no other process sends it meanwhile."""
         stamp, stale = _iso(now), _iso(now - STALE_CLAIM)
         with db.transaction(self.path) as conn:
             db.reclaim_stale(conn, state=SEND_PENDING, from_state=SENDING, older_than=stale)
-            due = db.due_sends(conn, message_state=PENDING, send_state=SEND_PENDING, due_by=None if force else stamp,
-                               message_id=message_id)
+            due = db.due_sends(
+                conn,
+                message_state=PENDING,
+                send_state=SEND_PENDING,
+                due_by=None if force else stamp,
+                message_id=message_id,
+            )
             for row in due:
                 db.claim_send(conn, row["message_id"], row["channel"], state=SENDING, stamp=stamp)
         out = []
@@ -160,8 +214,9 @@ class Outbox:
             out.append((stored, send))
         return out
 
-    def record_attempt(self, message_id: int, channel: str, *, now: datetime, error: str | None,
-                       dropped: bool = False) -> Stored:
+    def record_attempt(
+        self, message_id: int, channel: str, *, now: datetime, error: str | None, dropped: bool = False
+    ) -> Stored:
         """The outcome of one claimed send; the message's state follows from all of its sends."""
         stamp = _iso(now)
         with db.transaction(self.path) as conn:
@@ -175,8 +230,9 @@ class Outbox:
                 state, nxt = SEND_GIVEN_UP, stamp
             else:  # the last try falls on the give-up moment itself, so a message is tried for the whole time
                 state, nxt = SEND_PENDING, min(_iso(now + backoff(attempts)), give_up_at)
-            db.record_send(conn, message_id, channel, state=state, attempts=attempts, error=error, stamp=stamp,
-                           next_attempt_at=nxt)
+            db.record_send(
+                conn, message_id, channel, state=state, attempts=attempts, error=error, stamp=stamp, next_attempt_at=nxt
+            )
             states = db.send_states(conn, message_id)
             if states & {SEND_PENDING, SENDING}:
                 overall = PENDING
@@ -201,9 +257,35 @@ class Outbox:
     def _load(self, where: str, args: tuple) -> list[Stored]:
         out = []
         for r, sends in db.load(self.path, where, args):
-            out.append(Stored(r["id"], r["type"], r["kind"], r["day"], r["subject"], json.loads(r["message"]),
-                              r["attachment"], r["state"], r["digest"], r["hold_until"], r["note"], r["created_at"],
-                              r["give_up_at"], r["updated_at"],
-                              tuple(Send(s["channel"], s["target"], s["state"], s["attempts"], s["last_error"],
-                                         s["last_attempt_at"], s["next_attempt_at"], s["sent_at"]) for s in sends)))
+            out.append(
+                Stored(
+                    r["id"],
+                    r["type"],
+                    r["kind"],
+                    r["day"],
+                    r["subject"],
+                    json.loads(r["message"]),
+                    r["attachment"],
+                    r["state"],
+                    r["digest"],
+                    r["hold_until"],
+                    r["note"],
+                    r["created_at"],
+                    r["give_up_at"],
+                    r["updated_at"],
+                    tuple(
+                        Send(
+                            s["channel"],
+                            s["target"],
+                            s["state"],
+                            s["attempts"],
+                            s["last_error"],
+                            s["last_attempt_at"],
+                            s["next_attempt_at"],
+                            s["sent_at"],
+                        )
+                        for s in sends
+                    ),
+                )
+            )
         return out

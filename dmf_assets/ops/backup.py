@@ -152,8 +152,9 @@ def _read_copy(copy: Path) -> tuple[dict[str, int], date | None]:
             raise BackupError("사본에 runs 표가 없습니다 (DMF Watch DB가 아님) / not a DMF Watch database")
         return counts, last_accepted_day(conn)
     except Unreadable as exc:
-        raise BackupError(f"사본의 '{exc.table}' 표를 읽을 수 없습니다 / table {exc.table} of the copy is unreadable: "
-                          f"{exc.error}") from None
+        raise BackupError(
+            f"사본의 '{exc.table}' 표를 읽을 수 없습니다 / table {exc.table} of the copy is unreadable: {exc.error}"
+        ) from None
     finally:
         conn.close()
 
@@ -185,8 +186,10 @@ def restore_database(database: Path, backups_dir: Path, *, lock_timeout_s: float
     database, backups_dir = Path(database), Path(backups_dir)
     backups = list_backups(backups_dir)
     if not backups:
-        raise BackupError(f"복원할 백업이 없습니다 ({backups_dir}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / "
-                          "no backup to restore: run `dmf rebuild`")
+        raise BackupError(
+            f"복원할 백업이 없습니다 ({backups_dir}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / "
+            "no backup to restore: run `dmf rebuild`"
+        )
     work = database.with_name(database.name + ".restore")
     skipped: list[tuple[Path, str]] = []
     with database_lock(lock_path(database), lock_timeout_s, "dmf restore"):
@@ -203,5 +206,7 @@ def restore_database(database: Path, backups_dir: Path, *, lock_timeout_s: float
                 return RestoreResult(backup, aside, skipped, counts["runs"], last)
         finally:
             work.unlink(missing_ok=True)
-    raise BackupError(f"백업 {len(backups)}개가 모두 열리지 않거나 읽히지 않습니다 (가장 최근: {skipped[0][0].name}: "
-                      f"{skipped[0][1]}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / no backup verifies: run `dmf rebuild`")
+    raise BackupError(
+        f"백업 {len(backups)}개가 모두 열리지 않거나 읽히지 않습니다 (가장 최근: {skipped[0][0].name}: "
+        f"{skipped[0][1]}) — `dmf rebuild`로 원본 보관에서 이력을 다시 만드세요 / no backup verifies: run `dmf rebuild`"
+    )

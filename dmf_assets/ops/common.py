@@ -59,7 +59,9 @@ def project_paths(
 
     p = settings.paths
     if dagster_home is None:
-        dagster_home = base / "dagster_home" if root else os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / "dagster_home"
+        dagster_home = (
+            base / "dagster_home" if root else os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / "dagster_home"
+        )
     return ProjectPaths(
         root=base,
         database=resolve(database) if database else resolve(p.database),

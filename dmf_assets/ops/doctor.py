@@ -162,7 +162,9 @@ def _day(value: int) -> date:
 # --- database checks ----------------------------------------------------------------------------
 
 
-def _problem_check(conn: duckdb.DuckDBPyConnection, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str) -> Check:
+def _problem_check(
+    conn: duckdb.DuckDBPyConnection, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str
+) -> Check:
     problems: list[tuple[str, str]] = []
     details: dict[str, dict[str, object]] = {}
     for query_name, ko, en in specs:
@@ -184,8 +186,13 @@ def _problem_check(conn: duckdb.DuckDBPyConnection, name: str, label: str, specs
 def _schema_check(conn: duckdb.DuckDBPyConnection, tables: list[str]) -> Check:
     label = "스키마 / schema"
     if "schema_migrations" not in tables:
-        return Check("schema", FAIL, label, "schema_migrations 표가 없습니다 (DMF Watch DB가 아님)",
-                     "no schema_migrations table: not a DMF Watch database")
+        return Check(
+            "schema",
+            FAIL,
+            label,
+            "schema_migrations 표가 없습니다 (DMF Watch DB가 아님)",
+            "no schema_migrations table: not a DMF Watch database",
+        )
     try:
         pending, problems = check_migrations(conn)
     except MigrationError as exc:  # e.g. two migration files with one number
@@ -194,15 +201,33 @@ def _schema_check(conn: duckdb.DuckDBPyConnection, tables: list[str]) -> Check:
     files = [m.version for m in migrations()]
     details = {"applied": applied, "files": files, "pending": [m.version for m in pending], "problems": problems}
     if problems:
-        return Check("schema", FAIL, label, "마이그레이션 파일이 적용 후 바뀌었습니다: " + "; ".join(problems),
-                     "; ".join(problems) + " — restore the original sql/migrations files", details)
+        return Check(
+            "schema",
+            FAIL,
+            label,
+            "마이그레이션 파일이 적용 후 바뀌었습니다: " + "; ".join(problems),
+            "; ".join(problems) + " — restore the original sql/migrations files",
+            details,
+        )
     version = applied[-1] if applied else 0
     if pending:
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
-        return Check("schema", WARN, label, f"버전 {version}, 대기 중인 마이그레이션 {names} (다음 실행 때 적용)",
-                     f"version {version}; pending {names} (applied, after a backup, on the next run)", details)
-    return Check("schema", OK, label, f"버전 {version}, 체크섬 일치 ({len(applied)}개)",
-                 f"version {version}, {len(applied)} migration checksum(s) match", details)
+        return Check(
+            "schema",
+            WARN,
+            label,
+            f"버전 {version}, 대기 중인 마이그레이션 {names} (다음 실행 때 적용)",
+            f"version {version}; pending {names} (applied, after a backup, on the next run)",
+            details,
+        )
+    return Check(
+        "schema",
+        OK,
+        label,
+        f"버전 {version}, 체크섬 일치 ({len(applied)}개)",
+        f"version {version}, {len(applied)} migration checksum(s) match",
+        details,
+    )
 
 
 def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresholds) -> Check:
@@ -210,16 +235,22 @@ def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresh
     label = "미완료 날짜 / unfinished"
     rows = ops_storage.unfinished_days(conn)
     if not rows:
-        return Check("unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
+        return Check(
+            "unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected"
+        )
     days = [_day(d) for d, _ in rows]
     minutes = max(0.0, (now.replace(tzinfo=None) - max(at for _, at in rows)).total_seconds() / 60)
     shown = ", ".join(map(str, days[:5])) + (" …" if len(days) > 5 else "")
     details = {"days": [d.isoformat() for d in days], "minutes_since_latest": round(minutes, 1)}
     status = FAIL if minutes > th.unfinished_fail_minutes else WARN
-    ko = (f"판정만 되고 반영·거부되지 않은 날 {len(days)}일: {shown} (가장 최근 판정 {minutes:.0f}분 전) — 실행 중이 아니면 "
-          f"snapshot_diff가 실패한 것입니다: 그 날짜를 raw_pages부터 다시 실행하세요 (dmf run --date {days[-1]})")
-    en = (f"{len(days)} day(s) judged but never committed or rejected ({shown}): unless a run is in progress, "
-          "snapshot_diff failed — re-run the day from raw_pages")
+    ko = (
+        f"판정만 되고 반영·거부되지 않은 날 {len(days)}일: {shown} (가장 최근 판정 {minutes:.0f}분 전) — 실행 중이 아니면 "
+        f"snapshot_diff가 실패한 것입니다: 그 날짜를 raw_pages부터 다시 실행하세요 (dmf run --date {days[-1]})"
+    )
+    en = (
+        f"{len(days)} day(s) judged but never committed or rejected ({shown}): unless a run is in progress, "
+        "snapshot_diff failed — re-run the day from raw_pages"
+    )
     return Check("unfinished", status, label, ko, en, details)
 
 
@@ -234,11 +265,21 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
         latest_note_ko = f"; 마지막 실행 {d} {RUN_STATUS_KO.get(status, status)}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
     if last is None:
-        return Check("freshness", FAIL, label, "반영된 날이 없습니다" + latest_note_ko,
-                     "no accepted day yet" + latest_note_en, {"last_accepted": None})
+        return Check(
+            "freshness",
+            FAIL,
+            label,
+            "반영된 날이 없습니다" + latest_note_ko,
+            "no accepted day yet" + latest_note_en,
+            {"last_accepted": None},
+        )
     age = (today - last).days
-    details = {"last_accepted": last.isoformat(), "age_days": age, "today": today.isoformat(),
-               "latest_run": latest and {"day": _day(latest[0]).isoformat(), "status": latest[1]}}
+    details = {
+        "last_accepted": last.isoformat(),
+        "age_days": age,
+        "today": today.isoformat(),
+        "latest_run": latest and {"day": _day(latest[0]).isoformat(), "status": latest[1]},
+    }
     status = FAIL if age > th.stale_fail_days else WARN if age > th.stale_warn_days else OK
     ko = f"마지막 반영일 {last} ({age}일 전){latest_note_ko}"
     en = f"last accepted day {last} ({age} day(s) ago){latest_note_en}"
@@ -260,67 +301,166 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
     db = paths.database
     traces = HistoryTraces(paths.raw_dir, paths.events_dir, paths.reports_dir).describe()
     if not db.is_file() and traces:
-        return [Check("database", FAIL, label, f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
-                      f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}", {"traces": traces})], None
+        return [
+            Check(
+                "database",
+                FAIL,
+                label,
+                f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
+                f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}",
+                {"traces": traces},
+            )
+        ], None
     if not db.is_file():
-        return [Check("database", FAIL, label, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
-                      f"no database file at {db}")], None
+        return [
+            Check(
+                "database",
+                FAIL,
+                label,
+                f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
+                f"no database file at {db}",
+            )
+        ], None
     try:
         with read_only_database(db, lock_timeout_s=th.lock_wait_s, purpose="dmf doctor") as conn:
             try:
                 counts = read_every_table(conn)
             except Unreadable as exc:
-                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: "
-                              f"{exc.error} — {WAYS_OUT_KO}",
-                              f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
-                              {"table": exc.table, "error": exc.error})], None
+                return [
+                    Check(
+                        "database",
+                        FAIL,
+                        label,
+                        f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: {exc.error} — {WAYS_OUT_KO}",
+                        f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
+                        {"table": exc.table, "error": exc.error},
+                    )
+                ], None
             except duckdb.Error as exc:  # the catalog itself
-                return [Check("database", FAIL, label, f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: "
-                              f"{_first_line(exc)} — {WAYS_OUT_KO}",
-                              f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
-                              {"error": _first_line(exc)})], None
+                return [
+                    Check(
+                        "database",
+                        FAIL,
+                        label,
+                        f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: "
+                        f"{_first_line(exc)} — {WAYS_OUT_KO}",
+                        f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
+                        {"error": _first_line(exc)},
+                    )
+                ], None
             if counts.get("runs") == 0 and traces:
-                return [Check("database", FAIL, label, f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: "
-                              f"{traces} — {WAYS_OUT_KO}",
-                              f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
-                              {"tables": counts, "traces": traces})], None
+                return [
+                    Check(
+                        "database",
+                        FAIL,
+                        label,
+                        f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
+                        f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
+                        {"tables": counts, "traces": traces},
+                    )
+                ], None
             size = path_size(db)
             shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
-            checks = [Check("database", OK, label, f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
-                            f"all {len(counts)} tables readable, {human_size(size)}", {"tables": counts, "bytes": size})]
+            checks = [
+                Check(
+                    "database",
+                    OK,
+                    label,
+                    f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
+                    f"all {len(counts)} tables readable, {human_size(size)}",
+                    {"tables": counts, "bytes": size},
+                )
+            ]
             tables = list(counts)
             checks.append(_schema_check(conn, tables))
-            checks.append(_problem_check(conn, "references", "참조 무결성 / references", REFERENCE_CHECKS,
-                                         "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
-                                         "snapshots, events, changes and versions all resolve"))
-            checks.append(_problem_check(conn, "days", "날짜 일관성 / days", DAY_CHECKS,
-                                         "반영일만 스냅샷이 있고 거부일은 이력이 없음",
-                                         "only accepted days have history; rejected days have none"))
+            checks.append(
+                _problem_check(
+                    conn,
+                    "references",
+                    "참조 무결성 / references",
+                    REFERENCE_CHECKS,
+                    "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
+                    "snapshots, events, changes and versions all resolve",
+                )
+            )
+            checks.append(
+                _problem_check(
+                    conn,
+                    "days",
+                    "날짜 일관성 / days",
+                    DAY_CHECKS,
+                    "반영일만 스냅샷이 있고 거부일은 이력이 없음",
+                    "only accepted days have history; rejected days have none",
+                )
+            )
             checks.append(_unfinished_check(conn, now, th))
             try:
                 checks.append(_freshness_check(conn, paths, now.date(), th))
             except duckdb.Error as exc:
-                checks.append(Check("freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}",
-                                    "cannot read the runs table"))
+                checks.append(
+                    Check(
+                        "freshness",
+                        FAIL,
+                        "최신 반영일 / freshness",
+                        f"확인 불가: {_first_line(exc)}",
+                        "cannot read the runs table",
+                    )
+                )
             return checks, None
     except DatabaseBusy:
         holder = lock_holder(db) or {"holder": "unknown"}
-        return [Check("database", WARN, label, f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
-                      f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped", {"holder": holder})], holder
+        return [
+            Check(
+                "database",
+                WARN,
+                label,
+                f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
+                f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped",
+                {"holder": holder},
+            )
+        ], holder
     except OSError as exc:  # the lock file cannot be created or written: a full or read-only disk
         msg = f"{exc.strerror or exc} ({exc.filename or db})"
-        hint_ko, hint_en = (("디스크 공간이 부족합니다", "no space left on device: free some space") if is_disk_full(exc)
-                            else ("읽기 전용 디스크입니다", "the disk is read-only") if exc.errno == errno.EROFS
-                            else ("파일을 쓸 수 없습니다", "cannot write there"))
-        return [Check("database", FAIL, label, f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
-                      f"cannot take the database lock — {hint_en}: {msg}", {"error": msg, "errno": exc.errno})], None
+        hint_ko, hint_en = (
+            ("디스크 공간이 부족합니다", "no space left on device: free some space")
+            if is_disk_full(exc)
+            else ("읽기 전용 디스크입니다", "the disk is read-only")
+            if exc.errno == errno.EROFS
+            else ("파일을 쓸 수 없습니다", "cannot write there")
+        )
+        return [
+            Check(
+                "database",
+                FAIL,
+                label,
+                f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
+                f"cannot take the database lock — {hint_en}: {msg}",
+                {"error": msg, "errno": exc.errno},
+            )
+        ], None
     except duckdb.Error as exc:
         msg = _first_line(exc)
         if "lock" in msg.lower():
-            return [Check("database", FAIL, label, f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
-                          "another program holds the file", {"error": msg})], None
-        return [Check("database", FAIL, label, f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
-                      f"the file is corrupt and does not open — {WAYS_OUT_EN}", {"error": msg})], None
+            return [
+                Check(
+                    "database",
+                    FAIL,
+                    label,
+                    f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
+                    "another program holds the file",
+                    {"error": msg},
+                )
+            ], None
+        return [
+            Check(
+                "database",
+                FAIL,
+                label,
+                f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
+                f"the file is corrupt and does not open — {WAYS_OUT_EN}",
+                {"error": msg},
+            )
+        ], None
 
 
 # --- file checks --------------------------------------------------------------------------------
@@ -330,8 +470,14 @@ def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: T
     label = "DB 잠금 / lock"
     if holder is None:
         if was_held:
-            return Check("lock", OK, label, f"잠시 사용 중이었다가 풀림 (pid {was_held.get('pid')})",
-                         f"briefly held by pid {was_held.get('pid')} ({was_held.get('purpose')}), released", {"was_held": was_held})
+            return Check(
+                "lock",
+                OK,
+                label,
+                f"잠시 사용 중이었다가 풀림 (pid {was_held.get('pid')})",
+                f"briefly held by pid {was_held.get('pid')} ({was_held.get('purpose')}), released",
+                {"was_held": was_held},
+            )
         return Check("lock", OK, label, "사용 중인 실행 없음", "free")
     who = f"pid {holder.get('pid')} @ {holder.get('host')} ({holder.get('purpose')})"
     held_h = None
@@ -340,18 +486,36 @@ def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: T
     since = f", {held_h:.1f}시간째" if held_h is not None else ""
     since_en = f" for {held_h:.1f} h" if held_h is not None else ""
     if held_h is not None and held_h > th.lock_stuck_hours:
-        return Check("lock", FAIL, label, f"{who}가 DB를 잡고 있음{since} — 멈춘 프로세스인지 확인하세요",
-                     f"held by {who}{since_en}: stuck process?", {"holder": holder, "held_hours": held_h})
-    return Check("lock", WARN, label, f"{who}가 사용 중{since}", f"held by {who}{since_en}",
-                 {"holder": holder, "held_hours": held_h})
+        return Check(
+            "lock",
+            FAIL,
+            label,
+            f"{who}가 DB를 잡고 있음{since} — 멈춘 프로세스인지 확인하세요",
+            f"held by {who}{since_en}: stuck process?",
+            {"holder": holder, "held_hours": held_h},
+        )
+    return Check(
+        "lock",
+        WARN,
+        label,
+        f"{who}가 사용 중{since}",
+        f"held by {who}{since_en}",
+        {"holder": holder, "held_hours": held_h},
+    )
 
 
 def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
     label = "백업 / backup"
     backups = list_backups(paths.backups_dir)
     if not backups:
-        return Check("backup", WARN, label, "백업이 없습니다 — `dmf backup` (매일 05:30 KST 자동)",
-                     "no backup yet — run `dmf backup` (daily at 05:30 KST)", {"count": 0})
+        return Check(
+            "backup",
+            WARN,
+            label,
+            "백업이 없습니다 — `dmf backup` (매일 05:30 KST 자동)",
+            "no backup yet — run `dmf backup` (daily at 05:30 KST)",
+            {"count": 0},
+        )
     newest = backups[-1]
     age_h = max(0.0, (now - newest.taken_at).total_seconds() / 3600)
     details = {"count": len(backups), "newest": str(newest.path), "age_hours": round(age_h, 1)}
@@ -362,13 +526,25 @@ def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
         finally:
             conn.close()
     except duckdb.Error as exc:
-        return Check("backup", FAIL, label, f"최신 백업을 열 수 없습니다 ({newest.path.name}): {_first_line(exc)}",
-                     "the newest backup does not open", details)
+        return Check(
+            "backup",
+            FAIL,
+            label,
+            f"최신 백업을 열 수 없습니다 ({newest.path.name}): {_first_line(exc)}",
+            "the newest backup does not open",
+            details,
+        )
     ko = f"최신 {newest.path.name} ({age_h:.1f}시간 전, 실행 기록 {details['runs']}일), 모두 {len(backups)}개"
     en = f"newest {age_h:.1f} h old, opens ({details['runs']} runs); {len(backups)} backup(s)"
     if age_h > th.backup_warn_hours:
-        return Check("backup", WARN, label, ko + f" — {th.backup_warn_hours:.0f}시간 초과",
-                     en + f" — older than {th.backup_warn_hours:.0f} h", details)
+        return Check(
+            "backup",
+            WARN,
+            label,
+            ko + f" — {th.backup_warn_hours:.0f}시간 초과",
+            en + f" — older than {th.backup_warn_hours:.0f} h",
+            details,
+        )
     return Check("backup", OK, label, ko, en, details)
 
 
@@ -392,11 +568,23 @@ def _disk_check(paths: ProjectPaths, th: Thresholds) -> Check:
     details = {"path": str(where), "free_bytes": free, "places": {str(p): f for p, f in free_by_place.items()}}
     ko, en = f"{where} 여유 {human_size(free)}", f"{human_size(free)} free under {where}"
     if free < th.disk_fail_bytes:
-        return Check("disk", FAIL, label, ko + f" (< {human_size(th.disk_fail_bytes)})",
-                     en + f" (< {human_size(th.disk_fail_bytes)})", details)
+        return Check(
+            "disk",
+            FAIL,
+            label,
+            ko + f" (< {human_size(th.disk_fail_bytes)})",
+            en + f" (< {human_size(th.disk_fail_bytes)})",
+            details,
+        )
     if free < th.disk_warn_bytes:
-        return Check("disk", WARN, label, ko + f" (< {human_size(th.disk_warn_bytes)})",
-                     en + f" (< {human_size(th.disk_warn_bytes)})", details)
+        return Check(
+            "disk",
+            WARN,
+            label,
+            ko + f" (< {human_size(th.disk_warn_bytes)})",
+            en + f" (< {human_size(th.disk_warn_bytes)})",
+            details,
+        )
     return Check("disk", OK, label, ko, en, details)
 
 
@@ -406,8 +594,14 @@ STALE_TEMP_S = 3600
 
 def _temp_files_check(paths: ProjectPaths) -> Check:
     label = "임시 파일 / temp files"
-    folders = (paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir, paths.backups_dir,
-               paths.events_dir)
+    folders = (
+        paths.database.parent,
+        paths.raw_dir,
+        paths.staging_dir,
+        paths.reports_dir,
+        paths.backups_dir,
+        paths.events_dir,
+    )
     stale = []
     for p in leaked_temp_files(*folders):
         try:
@@ -420,10 +614,14 @@ def _temp_files_check(paths: ProjectPaths) -> Check:
         return Check("temp_files", OK, label, "남은 임시 파일 없음", "no leaked temporary files", {"count": 0})
     total = sum(size for _, size in stale)
     shown = ", ".join(str(p) for p, _ in stale[:3]) + (" …" if len(stale) > 3 else "")
-    return Check("temp_files", WARN, label,
-                 f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 지웁니다",
-                 f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them",
-                 {"count": len(stale), "bytes": total, "files": [str(p) for p, _ in stale]})
+    return Check(
+        "temp_files",
+        WARN,
+        label,
+        f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 지웁니다",
+        f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them",
+        {"count": len(stale), "bytes": total, "files": [str(p) for p, _ in stale]},
+    )
 
 
 def _sizes_check(paths: ProjectPaths) -> Check:
@@ -442,18 +640,35 @@ def _sizes_check(paths: ProjectPaths) -> Check:
         "dagster_logs": path_size(paths.dagster_storage),
     }
     oldest_raw = raw_days[0] if raw_days else "-"
-    ko = (f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw}) · "
-          f"리포트 {human_size(sizes['reports'])} ({len(workbooks)}개) · 백업 {human_size(sizes['backups'])} "
-          f"({len(backups)}개) · 스테이징 {human_size(sizes['staging'])} · 로그 "
-          f"{human_size(sizes['logs'] + sizes['dagster_logs'])}")
-    en = (f"db {human_size(db)}, raw {human_size(sizes['raw'])}, reports {human_size(sizes['reports'])}, "
-          f"backups {human_size(sizes['backups'])}")
-    return Check("sizes", OK, "용량 / sizes", ko, en,
-                 {"bytes": sizes, "raw_days": len(raw_days), "oldest_raw_day": raw_days[0] if raw_days else None,
-                  "workbooks": len(workbooks), "backups": len(backups)})
+    ko = (
+        f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw}) · "
+        f"리포트 {human_size(sizes['reports'])} ({len(workbooks)}개) · 백업 {human_size(sizes['backups'])} "
+        f"({len(backups)}개) · 스테이징 {human_size(sizes['staging'])} · 로그 "
+        f"{human_size(sizes['logs'] + sizes['dagster_logs'])}"
+    )
+    en = (
+        f"db {human_size(db)}, raw {human_size(sizes['raw'])}, reports {human_size(sizes['reports'])}, "
+        f"backups {human_size(sizes['backups'])}"
+    )
+    return Check(
+        "sizes",
+        OK,
+        "용량 / sizes",
+        ko,
+        en,
+        {
+            "bytes": sizes,
+            "raw_days": len(raw_days),
+            "oldest_raw_day": raw_days[0] if raw_days else None,
+            "workbooks": len(workbooks),
+            "backups": len(backups),
+        },
+    )
 
 
-def run_doctor(paths: ProjectPaths, *, now: datetime | None = None, thresholds: Thresholds | None = None) -> DoctorReport:
+def run_doctor(
+    paths: ProjectPaths, *, now: datetime | None = None, thresholds: Thresholds | None = None
+) -> DoctorReport:
     """Every check, in display order. Never raises for a bad database: that is a FAIL line."""
     th = thresholds or Thresholds()
     now = now or now_kst()

@@ -83,7 +83,9 @@ class PruneReport:
         if limit is not None and len(removed) > limit:
             out.append(f"  … 외 {len(removed) - limit}개 / and {len(removed) - limit} more")
         out += [f"  참고 / note: {n}" for n in self.notes]
-        summary = ", ".join(f"{k} {n}개 {human_size(b)}" for k, (n, b) in sorted(self.by_kind().items())) or "없음 / nothing"
+        summary = (
+            ", ".join(f"{k} {n}개 {human_size(b)}" for k, (n, b) in sorted(self.by_kind().items())) or "없음 / nothing"
+        )
         out.append(f"  합계 / total: {len(self.removed)}개 {human_size(self.bytes)} — {summary}")
         return out
 
@@ -201,9 +203,7 @@ def prune_staging(staging_dir: Path, keep_days: int, today: date, *, dry_run: bo
     return removed
 
 
-def _prune_staging(
-    staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]
-) -> list[Removal]:
+def _prune_staging(staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]) -> list[Removal]:
     staging_dir = Path(staging_dir)
     if not staging_dir.is_dir():
         return []
@@ -211,17 +211,24 @@ def _prune_staging(
     # A backfill of old days writes their staging now and reads it a step later: leave it alone.
     in_use = [p.name for p in candidates if time.time() - _newest_mtime(p) < _STAGING_IN_USE_S]
     if in_use:
-        notes.append(f"스테이징 {', '.join(in_use[:5])} 사용 중(최근 수정)이라 이번에는 정리하지 않음 / "
-                     f"staging of old days was written in the last {_STAGING_IN_USE_S // 3600} h "
-                     "(a backfill?): staging not pruned this time")
+        notes.append(
+            f"스테이징 {', '.join(in_use[:5])} 사용 중(최근 수정)이라 이번에는 정리하지 않음 / "
+            f"staging of old days was written in the last {_STAGING_IN_USE_S // 3600} h "
+            "(a backfill?): staging not pruned this time"
+        )
         return []
     sizes = {p: path_size(p) for p in candidates}
-    return [Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today, dry_run=dry_run)]
+    return [
+        Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today, dry_run=dry_run)
+    ]
 
 
 def _prune_reports(reports_dir: Path, keep_days: int, today: date, dry_run: bool) -> list[Removal]:
     sizes = {p: path_size(p) for _, p in dated_workbooks(Path(reports_dir))}
-    return [Removal("report", p, sizes.get(p, 0)) for p in prune_reports(Path(reports_dir), keep_days, today, dry_run=dry_run)]
+    return [
+        Removal("report", p, sizes.get(p, 0))
+        for p in prune_reports(Path(reports_dir), keep_days, today, dry_run=dry_run)
+    ]
 
 
 # --- backups and logs (not day-bound) ------------------------------------------------------------
@@ -349,8 +356,9 @@ def prune(
             paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
         )
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
-    leftovers = prune_temp_files([paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir,
-                                  paths.events_dir], dry_run=dry_run)
+    leftovers = prune_temp_files(
+        [paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir, paths.events_dir], dry_run=dry_run
+    )
     report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups
     report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
     report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)

@@ -68,8 +68,12 @@ def _instance(dagster_home: Path | None) -> DagsterInstance:
     return dg.DagsterInstance.from_config(str(dagster_home))
 
 
-def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float = DEFAULT_STALE_MINUTES,
-                 required: tuple[str, ...] = REQUIRED_DAEMONS) -> tuple[Check, Alert | None]:
+def daemon_check(
+    dagster_home: Path | None,
+    now: datetime,
+    stale_minutes: float = DEFAULT_STALE_MINUTES,
+    required: tuple[str, ...] = REQUIRED_DAEMONS,
+) -> tuple[Check, Alert | None]:
     """(check, the alert it calls for or None). FAIL when a required daemon's newest heartbeat is missing
     or old — a `daemon_down` alert; FAIL too when the instance cannot be read — a `watchdog_error` alert,
     never `daemon_down`: not knowing is not the same as knowing the daemon stopped."""
@@ -86,9 +90,17 @@ def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float 
     except Exception as exc:  # noqa: BLE001 - an instance that cannot be read is itself the problem
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         reason = f"{type(exc).__name__}: {text}"[:300]
-        return (Check("daemon", FAIL, label, f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
-                      f"cannot read the Dagster instance: {reason}", {"dagster_home": str(dagster_home)}),
-                notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason))
+        return (
+            Check(
+                "daemon",
+                FAIL,
+                label,
+                f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
+                f"cannot read the Dagster instance: {reason}",
+                {"dagster_home": str(dagster_home)},
+            ),
+            notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason),
+        )
     ages: dict[str, float | None] = {}
     for daemon in required:
         beat = beats.get(daemon)
@@ -96,17 +108,32 @@ def daemon_check(dagster_home: Path | None, now: datetime, stale_minutes: float 
     newest = max((b.timestamp for b in beats.values()), default=None)
     last = datetime.fromtimestamp(newest, KST) if newest else None
     stale = {d: a for d, a in ages.items() if a is None or a > stale_minutes}
-    details = {"heartbeat_age_minutes": {d: None if a is None else round(a, 1) for d, a in ages.items()},
-               "last_heartbeat": last.isoformat(timespec="seconds") if last else None, "stale_minutes": stale_minutes}
+    details = {
+        "heartbeat_age_minutes": {d: None if a is None else round(a, 1) for d, a in ages.items()},
+        "last_heartbeat": last.isoformat(timespec="seconds") if last else None,
+        "stale_minutes": stale_minutes,
+    }
     if not stale:
         worst = max(a for a in ages.values() if a is not None)
-        return Check("daemon", OK, label, f"하트비트 정상 (가장 오래된 {worst:.1f}분 전)",
-                     f"heartbeats fresh (oldest {worst:.1f} min ago)", details), None
+        return Check(
+            "daemon",
+            OK,
+            label,
+            f"하트비트 정상 (가장 오래된 {worst:.1f}분 전)",
+            f"heartbeats fresh (oldest {worst:.1f} min ago)",
+            details,
+        ), None
     if all(a is None for a in ages.values()) and not beats:
-        ko, en = "하트비트 기록이 없습니다 — 데몬이 한 번도 실행되지 않았거나 다른 DAGSTER_HOME을 씁니다", "no daemon heartbeat recorded"
+        ko, en = (
+            "하트비트 기록이 없습니다 — 데몬이 한 번도 실행되지 않았거나 다른 DAGSTER_HOME을 씁니다",
+            "no daemon heartbeat recorded",
+        )
     else:
         parts = ", ".join(f"{d} {'없음' if a is None else f'{a:.0f}분 전'}" for d, a in stale.items())
-        ko, en = f"하트비트가 {stale_minutes:g}분 넘게 없습니다: {parts}", f"no heartbeat for over {stale_minutes:g} min: {', '.join(stale)}"
+        ko, en = (
+            f"하트비트가 {stale_minutes:g}분 넘게 없습니다: {parts}",
+            f"no heartbeat for over {stale_minutes:g} min: {', '.join(stale)}",
+        )
     alert = notify.DaemonDown(day=day, last_heartbeat=last, limit_minutes=stale_minutes, daemons=tuple(sorted(stale)))
     return Check("daemon", FAIL, label, ko, en, details), alert
 
@@ -127,10 +154,22 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
     if path.is_file():
         return Check("report", OK, label, f"{path.name} 있음", f"{path.name} exists", details), None
     if local.time() < overdue_at:
-        return Check("report", OK, label, f"{day} 리포트 아직 없음 — {overdue_at:%H:%M} KST 전이라 정상",
-                     f"no workbook yet for {day}, before the {overdue_at:%H:%M} KST deadline", details), None
-    check = Check("report", FAIL, label, f"{day} 리포트가 {overdue_at:%H:%M} KST까지 만들어지지 않았습니다 (최근: {latest or '없음'})",
-                  f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)", details)
+        return Check(
+            "report",
+            OK,
+            label,
+            f"{day} 리포트 아직 없음 — {overdue_at:%H:%M} KST 전이라 정상",
+            f"no workbook yet for {day}, before the {overdue_at:%H:%M} KST deadline",
+            details,
+        ), None
+    check = Check(
+        "report",
+        FAIL,
+        label,
+        f"{day} 리포트가 {overdue_at:%H:%M} KST까지 만들어지지 않았습니다 (최근: {latest or '없음'})",
+        f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)",
+        details,
+    )
     return check, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
 
 
@@ -144,26 +183,55 @@ def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     waiting = [m for m in stored if m.state == "pending"]
     details = {"given_up": [m.line() for m in given_up[-10:]], "pending": [m.line() for m in waiting[-10:]]}
     if given_up:
-        return Check("deliveries", FAIL, label, f"발송 포기 {len(given_up)}건 — {given_up[-1].line()} "
-                     "(`dmf notify flush --given-up`으로 다시 보내기)", f"{len(given_up)} message(s) given up", details)
+        return Check(
+            "deliveries",
+            FAIL,
+            label,
+            f"발송 포기 {len(given_up)}건 — {given_up[-1].line()} (`dmf notify flush --given-up`으로 다시 보내기)",
+            f"{len(given_up)} message(s) given up",
+            details,
+        )
     if waiting:
-        return Check("deliveries", WARN, label, f"재발송 대기 {len(waiting)}건 — {waiting[-1].line()} "
-                     "(`dmf notify flush`로 지금 보내기)", f"{len(waiting)} message(s) waiting to be re-sent", details)
+        return Check(
+            "deliveries",
+            WARN,
+            label,
+            f"재발송 대기 {len(waiting)}건 — {waiting[-1].line()} (`dmf notify flush`로 지금 보내기)",
+            f"{len(waiting)} message(s) waiting to be re-sent",
+            details,
+        )
     chans = notifier.channels
     if not chans:
-        return Check("deliveries", WARN, label, "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
-                     "[alerts.email] smtp_host·recipients) — 경보는 data/alerts/에만 기록됩니다",
-                     "no notification channel configured: alerts are only written to the alerts folder")
+        return Check(
+            "deliveries",
+            WARN,
+            label,
+            "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
+            "[alerts.email] smtp_host·recipients) — 경보는 data/alerts/에만 기록됩니다",
+            "no notification channel configured: alerts are only written to the alerts folder",
+        )
     if any(c.kind == "email" for c in chans) and not notifier.context.public_base_url:
-        return Check("deliveries", WARN, label, "메일은 보내지만 [report] public_base_url이 비어 있어 메일에 리포트 링크가 "
-                     "없습니다(첨부만) — 받는 사람이 열 수 있는 주소를 설정하세요",
-                     "e-mail is configured without [report] public_base_url: mails carry no link to the workbook")
+        return Check(
+            "deliveries",
+            WARN,
+            label,
+            "메일은 보내지만 [report] public_base_url이 비어 있어 메일에 리포트 링크가 "
+            "없습니다(첨부만) — 받는 사람이 열 수 있는 주소를 설정하세요",
+            "e-mail is configured without [report] public_base_url: mails carry no link to the workbook",
+        )
     names = ", ".join(dict.fromkeys(c.kind for c in chans))
     return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")
 
 
-def watch(settings: Settings, paths: ProjectPaths, *, now: datetime | None = None, alert: bool = True,
-          stale_minutes: float = DEFAULT_STALE_MINUTES, clock: Callable[[], datetime] | None = None) -> WatchdogResult:
+def watch(
+    settings: Settings,
+    paths: ProjectPaths,
+    *,
+    now: datetime | None = None,
+    alert: bool = True,
+    stale_minutes: float = DEFAULT_STALE_MINUTES,
+    clock: Callable[[], datetime] | None = None,
+) -> WatchdogResult:
     """Run the watchdog checks; with `alert`, raise the alerts, release held mails whose hold ended and
     re-send what is due. `paths`: an `ops.common.ProjectPaths`. Never raises for a delivery problem."""
     from dmf_assets import notify

@@ -29,9 +29,11 @@ NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TR
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
     """(step, first line of the error) of a step that failed for a reason other than a gate check."""
-    verdicts = rejecting_steps((r.step_key, r.asset_observation.metadata)
-                               for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
-                               if r.asset_observation)
+    verdicts = rejecting_steps(
+        (r.step_key, r.asset_observation.metadata)
+        for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
+        if r.asset_observation
+    )
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         event = record.dagster_event
         if event is None:  # a step failure is always a Dagster event
@@ -51,9 +53,15 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
 
 
 def alerts_for_tick(
-    instance: dg.DagsterInstance, days: list[str], *, now: datetime, retry: RetryPolicy, settings: Settings,
+    instance: dg.DagsterInstance,
+    days: list[str],
+    *,
+    now: datetime,
+    retry: RetryPolicy,
+    settings: Settings,
     busy: set[str],
-    daemon_alive: bool, states: dict[str, DayState] | None = None,
+    daemon_alive: bool,
+    states: dict[str, DayState] | None = None,
 ) -> list[notify.Alert]:
     """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
     todo = sorted(d for d in days if d not in busy)
@@ -65,16 +73,22 @@ def alerts_for_tick(
         state, d = states[day], date.fromisoformat(day)
         outlook = retry_outlook(day, state, now, retry, daemon_alive=daemon_alive)
         # why the retries ended, when they did (all used, or the morning's window closed)
-        ended = (outlook.why_not if outlook is not None and outlook.why_not in (notify.NoRetry.USED, notify.NoRetry.WINDOW)
-                 and state.retries else None)
+        ended = (
+            outlook.why_not
+            if outlook is not None and outlook.why_not in (notify.NoRetry.USED, notify.NoRetry.WINDOW) and state.retries
+            else None
+        )
         if (rejected := state.rejection) is not None:
             record, rejection = rejected
             statuses[d], gates[d] = "rejected", rejection.gate
             assert outlook is not None  # a rejected day always has an outlook
             alerts.append(notify.Rejected(day=d, rejection=rejection, retry=outlook, run_id=record.run_id))
             if ended is not None:
-                alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=ended,
-                                                      rejection=rejection, run_id=record.run_id))
+                alerts.append(
+                    notify.RetriesExhausted(
+                        day=d, attempts=state.retries, why_stopped=ended, rejection=rejection, run_id=record.run_id
+                    )
+                )
         elif state.diffed is not None and state.diffed.metadata.get("status") in ("accepted", "baseline"):
             statuses[d] = state.diffed.metadata["status"]
         latest = state.runs[:1]
@@ -86,20 +100,27 @@ def alerts_for_tick(
             step, error = failure
             fetch_outlook = outlook if fetch_failed_at(state) is not None and outlook is not None else NOT_RETRIED
             if "maximum runtime" in error:
-                alerts.append(notify.RunTimeout(day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook,
-                                                run_id=run_id))
+                alerts.append(
+                    notify.RunTimeout(
+                        day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook, run_id=run_id
+                    )
+                )
             elif "요청 한도" in error or "request cap" in error.lower():
                 alerts.append(notify.RequestCap(day=d, cap=settings.source.daily_request_cap, run_id=run_id))
             else:
                 if ended is not None and state.rejection is None:
-                    alerts.append(notify.RetriesExhausted(day=d, attempts=state.retries, why_stopped=ended,
-                                                          error=error, run_id=run_id))
+                    alerts.append(
+                        notify.RetriesExhausted(
+                            day=d, attempts=state.retries, why_stopped=ended, error=error, run_id=run_id
+                        )
+                    )
                 alerts.append(notify.RunFailed(day=d, step=step, error=error, retry=fetch_outlook, run_id=run_id))
     streak = notify.rejected_streak(statuses, n=settings.alerts.rejected_streak)
     if streak:
         base = states[streak[-1].isoformat()].rejection[1].base_day  # type: ignore[index]
-        alerts.append(notify.RejectedStreak(day=streak[-1], days=tuple(streak), gates=tuple(gates[x] for x in streak),
-                                            base=base))
+        alerts.append(
+            notify.RejectedStreak(day=streak[-1], days=tuple(streak), gates=tuple(gates[x] for x in streak), base=base)
+        )
     alerts += _slow_runs(instance, todo, settings.alerts.slow_run_factor)
     return alerts
 
@@ -107,10 +128,14 @@ def alerts_for_tick(
 def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> list[notify.Alert]:
     """The newest whole-day run against the median of the 14 before it."""
     # (record, seconds) of each whole-day run that succeeded, newest first
-    records = [(r, r.end_time - r.start_time)
-               for r in instance.get_run_records(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]), limit=60)
-               if r.dagster_run.asset_selection is None and r.start_time and r.end_time
-               and "dagster/partition" in r.dagster_run.tags]
+    records = [
+        (r, r.end_time - r.start_time)
+        for r in instance.get_run_records(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.SUCCESS]), limit=60)
+        if r.dagster_run.asset_selection is None
+        and r.start_time
+        and r.end_time
+        and "dagster/partition" in r.dagster_run.tags
+    ]
     if len(records) < 6:
         return []
     (newest, seconds), before = records[0], records[1:15]
@@ -118,13 +143,27 @@ def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> 
     day = newest.dagster_run.tags["dagster/partition"]
     if median is None or day not in days:
         return []
-    return [notify.SlowRun(day=date.fromisoformat(day), seconds=seconds, median_s=median, samples=len(before),
-                           factor=factor, run_id=newest.dagster_run.run_id)]
+    return [
+        notify.SlowRun(
+            day=date.fromisoformat(day),
+            seconds=seconds,
+            median_s=median,
+            samples=len(before),
+            factor=factor,
+            run_id=newest.dagster_run.run_id,
+        )
+    ]
 
 
-def overdue_alert(day: str, expected_at: time, *, latest_report: date | None, daemon_down: bool = False) -> notify.Alert:
+def overdue_alert(
+    day: str, expected_at: time, *, latest_report: date | None, daemon_down: bool = False
+) -> notify.Alert:
     from dmf_assets.report.retention import dated_workbook_name
 
-    return notify.Overdue(day=date.fromisoformat(day), expected_at=expected_at,
-                          workbook=f"reports/{dated_workbook_name(date.fromisoformat(day))}",
-                          latest_report=latest_report, daemon_down=daemon_down)
+    return notify.Overdue(
+        day=date.fromisoformat(day),
+        expected_at=expected_at,
+        workbook=f"reports/{dated_workbook_name(date.fromisoformat(day))}",
+        latest_report=latest_report,
+        daemon_down=daemon_down,
+    )

@@ -41,8 +41,9 @@ class CommitOutcome:
     reason: str | None = None  # a rejected day: the reason its run row records (`gates.rejection_reason`)
 
 
-def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None,
-                   gates: GateThresholds | None) -> date | None:
+def _rederive_next(
+    conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: GateThresholds | None
+) -> date | None:
     """Recompute the events of the next accepted day after `day` against its (new) base.
 
     The base-dependent gates (3 drop, 6 churn) are judged again against the new base and stored, so the
@@ -72,15 +73,24 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchl
     return nxt
 
 
-def _finish(conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None,
-            gates: GateThresholds | None) -> date | None:
+def _finish(
+    conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: GateThresholds | None
+) -> date | None:
     rederived = _rederive_next(conn, day, watchlist, gates)
     history.tidy_records(conn)
     return rederived
 
 
-def _reject(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcome, run_id: str | None, started: float,
-            watchlist: Watchlist | None, gates: GateThresholds | None, base: BaseFacts | None) -> CommitOutcome:
+def _reject(
+    conn: duckdb.DuckDBPyConnection,
+    day: date,
+    gate: GateOutcome,
+    run_id: str | None,
+    started: float,
+    watchlist: Watchlist | None,
+    gates: GateThresholds | None,
+    base: BaseFacts | None,
+) -> CommitOutcome:
     """`base`: the day's comparison base as the caller chose it under this lock (None: read it here)."""
     base = history.write_rejection(conn, day, gate, run_id=run_id, started=started, base=base)
     rederived = _finish(conn, day, watchlist, gates)
@@ -112,8 +122,18 @@ def record_judgement(
     failed = next((g for g in gates if g.passed is False), None)
 
     def work() -> CommitOutcome | None:
-        history.write_judgement(conn, day, gates=gates, quality=quality, fetch=fetch, pages=pages, source=source,
-                                judged=judged, run_id=run_id, fetch_seconds=fetch_seconds)
+        history.write_judgement(
+            conn,
+            day,
+            gates=gates,
+            quality=quality,
+            fetch=fetch,
+            pages=pages,
+            source=source,
+            judged=judged,
+            run_id=run_id,
+            fetch_seconds=fetch_seconds,
+        )
         if failed is None:
             return None
         return _reject(conn, day, failed, run_id, started, watchlist, gate_settings, base)
@@ -158,8 +178,7 @@ def commit_day(
     started = time.monotonic()
 
     def work() -> CommitOutcome:
-        status = history.write_accepted(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id,
-                                        started=started)
+        status = history.write_accepted(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id, started=started)
         rederived = _finish(conn, day, watchlist, gates)
         return CommitOutcome(day, status, base.day, dict(diff.counts), rederived, time.monotonic() - started)
 

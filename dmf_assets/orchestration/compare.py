@@ -71,7 +71,9 @@ class _DumpLabel(str):
         return str(self)
 
 
-def _pre_diff_gates(old: Dump, new: Dump, old_snap: pl.DataFrame, new_snap: pl.DataFrame, gates_cfg: GateThresholds) -> list[tuple[str, GateOutcome]]:
+def _pre_diff_gates(
+    old: Dump, new: Dump, old_snap: pl.DataFrame, new_snap: pl.DataFrame, gates_cfg: GateThresholds
+) -> list[tuple[str, GateOutcome]]:
     """Gates 2–5 of the pipeline for NEW (and completeness of OLD: a partial base is no base either)."""
 
     def facts(dump: Dump, snap: pl.DataFrame) -> FetchFacts:  # a snapshot has one row per distinct raw row
@@ -94,16 +96,26 @@ def _pre_diff_gates(old: Dump, new: Dump, old_snap: pl.DataFrame, new_snap: pl.D
     for who, dump, snap in (("이전", old, old_snap), ("새", new, new_snap)):
         if dump.total_count is not None or dump.total_count_note:
             outcomes.append((who, gate_completeness(facts(dump, snap))))
-    base = BaseFacts(day=_DumpLabel(old.label), total_count=old.total_count or old_snap.height,  # type: ignore[arg-type]
-                     population=old_snap.height)
+    base = BaseFacts(
+        day=_DumpLabel(old.label),  # type: ignore[arg-type]  # a dump's label stands where a day would be named
+        total_count=old.total_count or old_snap.height,
+        population=old_snap.height,
+    )
     outcomes.append(("새", gate_drop(new_facts, base, gates_cfg)))
     outcomes.append(("새", gate_nulls(new_snap, gates_cfg)))
     outcomes.append(("새", gate_duplicates(new_snap, gates_cfg)))
     return outcomes
 
 
-def compare_dumps(old_path: str | Path, new_path: str | Path, gates: GateThresholds, watchlist: Watchlist | None, limits: DiffSettings, *,
-                  force: bool = False) -> DumpComparison:
+def compare_dumps(
+    old_path: str | Path,
+    new_path: str | Path,
+    gates: GateThresholds,
+    watchlist: Watchlist | None,
+    limits: DiffSettings,
+    *,
+    force: bool = False,
+) -> DumpComparison:
     """Read both dumps (raises `source.dumps.DumpError`), judge NEW with the gates and diff them; a NEW without
     totalCount whose withdrawals exceed `limits` is refused like a failed gate."""
     # one after the other: reading both at once was no faster on 2 cores and peaked ≈35 % higher
@@ -113,8 +125,9 @@ def compare_dumps(old_path: str | Path, new_path: str | Path, gates: GateThresho
     # rows both days share are normalized once; `frames` is emptied, so the raw rows are freed early
     old_snap, new_snap = build_snapshot_pair_taking(frames)
     outcomes = _pre_diff_gates(old, new, old_snap, new_snap, gates)
-    out = DumpComparison([(who, g) for who, g in outcomes if g.passed is False],
-                         old_rows=old_snap.height, new_rows=new_snap.height)
+    out = DumpComparison(
+        [(who, g) for who, g in outcomes if g.passed is False], old_rows=old_snap.height, new_rows=new_snap.height
+    )
     if out.failed and not force:
         return out
     # the diff reads a third of the normalized columns: the others (permit parts, quality flags, raw
@@ -127,7 +140,9 @@ def compare_dumps(old_path: str | Path, new_path: str | Path, gates: GateThresho
         if not force:
             return out
     if new.total_count is None and not new.total_count_note:  # (a note: pages disagreed — gate 2 said so)
-        bound = max(math.floor(limits.unproven_max_withdrawn_ratio * old_snap.height), limits.unproven_max_withdrawn_rows)
+        bound = max(
+            math.floor(limits.unproven_max_withdrawn_ratio * old_snap.height), limits.unproven_max_withdrawn_rows
+        )
         out.unproven = UnprovenCompleteness(result.counts["WITHDRAWN"], bound)
         if out.unproven.exceeded and not force:
             return out

@@ -47,8 +47,11 @@ HEARTBEAT_STALE = timedelta(minutes=5)
 #: the statuses of a backfill still in progress (Dagster's BulkActionStatus names): it owns its days
 BACKFILL_IN_PROGRESS = ("REQUESTED", "CANCELING", "FAILING")
 IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING,
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
 ]
 
 
@@ -74,20 +77,27 @@ def _meta_value(value: object) -> object:
     return getattr(value, "value", value)
 
 
-def latest_by_partition(instance: dg.DagsterInstance, asset: str, partitions: list[str], *,
-                        observations: bool = False) -> dict[str, Latest]:
+def latest_by_partition(
+    instance: dg.DagsterInstance, asset: str, partitions: list[str], *, observations: bool = False
+) -> dict[str, Latest]:
     """The latest materialization (or, with `observations`, observation) of `asset` for each partition."""
     out: dict[str, Latest] = {}
     if not partitions:
         return out
     fetch = instance.fetch_observations if observations else instance.fetch_materializations
-    result = fetch(dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20)
+    result = fetch(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=partitions), limit=len(partitions) * 20
+    )
     for record in result.records:  # newest first
         key = record.partition_key
         if key and key not in out:
             event = record.event_log_entry.asset_observation if observations else record.asset_materialization
-            out[key] = Latest(record.storage_id, record.timestamp, record.run_id,
-                              {k: _meta_value(v) for k, v in (event.metadata if event else {}).items()})
+            out[key] = Latest(
+                record.storage_id,
+                record.timestamp,
+                record.run_id,
+                {k: _meta_value(v) for k, v in (event.metadata if event else {}).items()},
+            )
     return out
 
 
@@ -118,8 +128,11 @@ class DayState:
         """The record of the day's current rejection and what it says, if the day is rejected."""
         if self.judged is not None and (r := rejection_of(self.judged.metadata)) is not None:
             return self.judged, r
-        if (self.diffed is not None and (self.judged is None or self.diffed.storage_id > self.judged.storage_id)
-                and (r := rejection_of(self.diffed.metadata)) is not None):
+        if (
+            self.diffed is not None
+            and (self.judged is None or self.diffed.storage_id > self.judged.storage_id)
+            and (r := rejection_of(self.diffed.metadata)) is not None
+        ):
             return self.diffed, r
         return None
 
@@ -150,8 +163,7 @@ def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DaySt
     }
 
 
-def states_of(instance: dg.DagsterInstance, days: list[str],
-              states: dict[str, DayState] | None) -> dict[str, DayState]:
+def states_of(instance: dg.DagsterInstance, days: list[str], states: dict[str, DayState] | None) -> dict[str, DayState]:
     """`day_states` of `days`, taken from `states` when the caller has read them already (the sensor reads
     them once per tick, for the follow-ups and for the alerts)."""
     return {d: states[d] for d in days} if states is not None else day_states(instance, days)
@@ -170,8 +182,11 @@ def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
         if not _older(state.report, record):
             return None
         by_gate_6 = rejection.spec.after_diff
-        return (("events", "xlsx_report") if by_gate_6 or not _older(state.diffed, record)
-                else ("snapshot_diff", "events", "xlsx_report")), record
+        return (
+            ("events", "xlsx_report")
+            if by_gate_6 or not _older(state.diffed, record)
+            else ("snapshot_diff", "events", "xlsx_report")
+        ), record
     judged, diffed, events = state.judged, state.diffed, state.events
     if judged is None:
         return None
@@ -225,8 +240,11 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
 
 def _retries(records: Iterable[dg.RunRecord]) -> int:
     """How many of a day's run records are its same-morning retries (tag "<day>#<n>")."""
-    return sum(1 for r in records
-               if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#"))
+    return sum(
+        1
+        for r in records
+        if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#")
+    )
 
 
 def is_bulk(tags: Mapping[str, str]) -> bool:
@@ -290,8 +308,9 @@ def daemon_alive(instance: dg.DagsterInstance, now: datetime) -> bool:
     return beat is not None and now.timestamp() - beat.timestamp < HEARTBEAT_STALE.total_seconds()
 
 
-def retry_outlook(day: str, state: DayState, now: datetime, policy: RetryPolicy, *,
-                  daemon_alive: bool) -> RetryOutlook | None:
+def retry_outlook(
+    day: str, state: DayState, now: datetime, policy: RetryPolicy, *, daemon_alive: bool
+) -> RetryOutlook | None:
     """The day's next automatic retry, or why there is none; None when nothing failed.
 
     The one rule (docs/DOMAIN.md §9): only today's partition (KST), rejected by gate 1 or 2 — or whose
@@ -353,16 +372,28 @@ def plan_followups(
         tail = missing_tail(state)
         if tail is not None:
             assets, after = tail
-            plans[day] = Plan(day, assets, f"{day}: {josa(assets[0], '이/가')} 마지막 판정·처리를 아직 따라가지 않았습니다",
-                              f"complete:{day}:{assets[0]}:{after.storage_id}", "complete", _quiet_after(state, after))
+            plans[day] = Plan(
+                day,
+                assets,
+                f"{day}: {josa(assets[0], '이/가')} 마지막 판정·처리를 아직 따라가지 않았습니다",
+                f"complete:{day}:{assets[0]}:{after.storage_id}",
+                "complete",
+                _quiet_after(state, after),
+            )
             continue  # its tail (the "collection failed" workbook) comes before any retry
         # 2. a transient rejection or a failed fetch of today: fetch again later the same morning
         outlook = retry_outlook(day, state, now, retry, daemon_alive=True)
         if outlook is None or outlook.at is None or outlook.at > now:
             continue
         n = outlook.attempt
-        plans[day] = Plan(day, CHAIN, f"일시적 실패 — 같은 아침의 재시도 {n}/{retry.attempts}", f"retry:{day}:{n}",
-                          "retry", {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"})
+        plans[day] = Plan(
+            day,
+            CHAIN,
+            f"일시적 실패 — 같은 아침의 재시도 {n}/{retry.attempts}",
+            f"retry:{day}:{n}",
+            "retry",
+            {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"},
+        )
     # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
     for day, state in states.items():
         diffed = state.diffed
@@ -371,7 +402,12 @@ def plan_followups(
             continue
         report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
         if _older(report, diffed):
-            plans[rederived] = Plan(rederived, ("events", "xlsx_report"), f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                                    f"rederived:{rederived}:{diffed.storage_id}", "refresh", _quiet_after(state, diffed))
+            plans[rederived] = Plan(
+                rederived,
+                ("events", "xlsx_report"),
+                f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
+                f"rederived:{rederived}:{diffed.storage_id}",
+                "refresh",
+                _quiet_after(state, diffed),
+            )
     return [plans[d] for d in sorted(plans)]
-

@@ -166,16 +166,26 @@ def judge(
     """Evaluate gates 1–5 and record the verdict; a failed gate rejects the day in the database here."""
     day, facts, keyed = normalized.day, normalized.facts, normalized.keyed
     base = history.comparison_base(conn, day)
-    gates = pre_diff_gates(keyed, facts, base, settings.gates, pages=normalized.fetch.get("pages") or [],
-                           num_of_rows=normalized.fetch.get("num_of_rows"))
+    gates = pre_diff_gates(
+        keyed,
+        facts,
+        base,
+        settings.gates,
+        pages=normalized.fetch.get("pages") or [],
+        num_of_rows=normalized.fetch.get("num_of_rows"),
+    )
     gates = [_with_drop_samples(conn, g, base, keyed) for g in gates]
     quality = list(normalized.quality)
     stale = history.days_since_source_change(conn, base.day)
     if stale is not None:
         quality.append(
             QualityMetric(
-                "days_since_source_change", "원천 무변동 일수", stale, f"≤ {settings.quality.stale_source_days}",
-                stale <= settings.quality.stale_source_days, f"기준일까지 {stale}일 연속 변경 없음",
+                "days_since_source_change",
+                "원천 무변동 일수",
+                stale,
+                f"≤ {settings.quality.stale_source_days}",
+                stale <= settings.quality.stale_source_days,
+                f"기준일까지 {stale}일 연속 변경 없음",
             )
         )
     rejection = commit.record_judgement(
@@ -197,13 +207,23 @@ def judge(
     return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)
 
 
-def _with_drop_samples(conn: duckdb.DuckDBPyConnection, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame) -> GateOutcome:
+def _with_drop_samples(
+    conn: duckdb.DuckDBPyConnection, gate: GateOutcome, base: BaseFacts, keyed: pl.DataFrame
+) -> GateOutcome:
     """A failed drop gate shows which registrations of the base day are missing today."""
     if gate.number != DROP.number or gate.passed is not False or base.day is None:
         return gate
     missing = history.missing_from_base(conn, base.day, keyed["dmf_key"].to_list(), limit=10)
-    return GateOutcome(gate.number, gate.passed, gate.observed_value, gate.threshold_value, gate.observed,
-                       gate.threshold, gate.detail, tuple(missing))
+    return GateOutcome(
+        gate.number,
+        gate.passed,
+        gate.observed_value,
+        gate.threshold_value,
+        gate.observed,
+        gate.threshold,
+        gate.detail,
+        tuple(missing),
+    )
 
 
 # --- diff and commit (gate 6) --------------------------------------------------------------------
@@ -248,16 +268,27 @@ class NotTheJudgedFrame(RuntimeError):
         def rows(identity: history.FrameIdentity) -> str:
             return "행 수 기록 없음" if identity.rows is None else f"{identity.rows:,}행"
 
-        fingerprint = (f"지문 {(self.handed.fingerprint or '')[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
-                       if self.handed.fingerprint != self.recorded.fingerprint else "지문 같음")
-        return (f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
-                f"다릅니다 ({fingerprint})")
+        fingerprint = (
+            f"지문 {(self.handed.fingerprint or '')[:12]} ≠ {(self.recorded.fingerprint or '기록 없음')[:12]}"
+            if self.handed.fingerprint != self.recorded.fingerprint
+            else "지문 같음"
+        )
+        return (
+            f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
+            f"다릅니다 ({fingerprint})"
+        )
 
 
 def _stored_pre_diff_failure(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     """The first gate judged before the diff that the database records as failed for `day` (None: none)."""
-    return next((g for g in history.gate_rows(conn, day)
-                 if not GATE_BY_NUMBER[g["gate_no"]].after_diff and g["passed"] is False), None)
+    return next(
+        (
+            g
+            for g in history.gate_rows(conn, day)
+            if not GATE_BY_NUMBER[g["gate_no"]].after_diff and g["passed"] is False
+        ),
+        None,
+    )
 
 
 def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
@@ -271,8 +302,14 @@ def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
             "No judged value for this day and no rejection on record: re-run the day from raw_pages."
         )
     base = history.comparison_base(conn, day)
-    return DayOutcome(day, "rejected", base.day, rejected_gate=stored_failure["gate_no"], reason=run.get("reason"),
-                      carried_forward=True)
+    return DayOutcome(
+        day,
+        "rejected",
+        base.day,
+        rejected_gate=stored_failure["gate_no"],
+        reason=run.get("reason"),
+        carried_forward=True,
+    )
 
 
 def diff_and_commit(
@@ -297,10 +334,15 @@ def diff_and_commit(
     # the database's verdict: gates 1–5 as the latest judgement of this day stored them
     stored_failure = _stored_pre_diff_failure(conn, day)
     if not judged.passed or stored_failure is not None:
-        return DayOutcome(day, "rejected", base.day,
-                          rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
-                          reason=judged.reason or run.get("reason"), carried_forward=True,
-                          seconds=time.monotonic() - started)
+        return DayOutcome(
+            day,
+            "rejected",
+            base.day,
+            rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
+            reason=judged.reason or run.get("reason"),
+            carried_forward=True,
+            seconds=time.monotonic() - started,
+        )
 
     handed, recorded = history.FrameIdentity.of(judged.keyed), history.judged_identity(run)
     if handed.fingerprint != recorded.fingerprint or recorded.rows not in (None, handed.rows):
@@ -312,22 +354,54 @@ def diff_and_commit(
         # against the base this day will really be compared with
         drop = gate_drop(judged.facts, base, settings.gates)
         if not drop.passed:
-            out = commit.reject_day(conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates,
-                                    base=base)
-            return DayOutcome(day, "rejected", base.day, rejected_gate=drop.number, reason=drop.detail,
-                              failed_gate=drop, rederived_day=out.rederived_day, seconds=time.monotonic() - started)
+            out = commit.reject_day(
+                conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base
+            )
+            return DayOutcome(
+                day,
+                "rejected",
+                base.day,
+                rejected_gate=drop.number,
+                reason=drop.detail,
+                failed_gate=drop,
+                rederived_day=out.rederived_day,
+                seconds=time.monotonic() - started,
+            )
 
     base_frame, seen = history.load_base(conn, base)
     diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=watchlist)
-    churn = churn_against(diff.counts, base, settings.gates,
-                          population=base_frame.height if base_frame is not None else judged.keyed.height,
-                          samples=_churn_samples(diff) if base.day is not None else ())
+    churn = churn_against(
+        diff.counts,
+        base,
+        settings.gates,
+        population=base_frame.height if base_frame is not None else judged.keyed.height,
+        samples=_churn_samples(diff) if base.day is not None else (),
+    )
     if not churn.passed:
         out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base)
-        return DayOutcome(day, "rejected", base.day, dict(diff.counts), rejected_gate=churn.number, reason=churn.detail,
-                          churn=churn, failed_gate=churn, rederived_day=out.rederived_day, diff=diff,
-                          seconds=time.monotonic() - started)
-    out = commit.commit_day(conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist,
-                            gates=settings.gates)
-    return DayOutcome(day, out.status, base.day, dict(diff.counts), churn=churn, rederived_day=out.rederived_day,
-                      diff=diff, seconds=time.monotonic() - started)
+        return DayOutcome(
+            day,
+            "rejected",
+            base.day,
+            dict(diff.counts),
+            rejected_gate=churn.number,
+            reason=churn.detail,
+            churn=churn,
+            failed_gate=churn,
+            rederived_day=out.rederived_day,
+            diff=diff,
+            seconds=time.monotonic() - started,
+        )
+    out = commit.commit_day(
+        conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist, gates=settings.gates
+    )
+    return DayOutcome(
+        day,
+        out.status,
+        base.day,
+        dict(diff.counts),
+        churn=churn,
+        rederived_day=out.rederived_day,
+        diff=diff,
+        seconds=time.monotonic() - started,
+    )

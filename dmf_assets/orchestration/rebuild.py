@@ -94,11 +94,16 @@ def differences(old: history.HistoryContent, new: history.HistoryContent, replay
             assert after is not None  # the day is a key of one of the two histories
             found.append(f"{day}: 원래 이력에 없던 날이 생김 ({_outcome_text(after)}) / not in the old history")
         elif after is None:
-            why = ("원본 보관이 없습니다 / no raw archive" if replayed[0] <= day <= replayed[-1] else
-                   f"다시 만든 범위({replayed[0]} ~ {replayed[-1]}) 밖입니다 / outside the rebuilt days")
+            why = (
+                "원본 보관이 없습니다 / no raw archive"
+                if replayed[0] <= day <= replayed[-1]
+                else f"다시 만든 범위({replayed[0]} ~ {replayed[-1]}) 밖입니다 / outside the rebuilt days"
+            )
             found.append(f"{day}: 원래 이력({_outcome_text(before)})에만 있음 — {why}")
         elif before != after:
-            found.append(f"{day}: {_outcome_text(before)} → {_outcome_text(after)} (판정 또는 건수가 다름 / outcome differs)")
+            found.append(
+                f"{day}: {_outcome_text(before)} → {_outcome_text(after)} (판정 또는 건수가 다름 / outcome differs)"
+            )
         elif old.events.get(day) != new.events.get(day):
             found.append(f"{day}: 이벤트 내용이 다름 / events differ")
     return found
@@ -109,8 +114,10 @@ def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings:
     try:
         fetched = pipeline.fetched(replay_archive(raw_dir, day, log), started)
     except SourceError as exc:  # a damaged archive: skipping the day would change the days after it
-        raise UserError(f"{day}: 원본 보관을 읽을 수 없어 다시 만들 수 없습니다 — {exc}. 이 날을 빼려면 --from/--to로 범위를 "
-                        f"정하세요 (기존 DB는 그대로입니다) / cannot replay this day's archive; nothing was replaced") from None
+        raise UserError(
+            f"{day}: 원본 보관을 읽을 수 없어 다시 만들 수 없습니다 — {exc}. 이 날을 빼려면 --from/--to로 범위를 "
+            f"정하세요 (기존 DB는 그대로입니다) / cannot replay this day's archive; nothing was replaced"
+        ) from None
     judged = pipeline.judge(conn, pipeline.normalize(fetched, settings), settings)
     if not judged.passed:
         return pipeline.carry_forward(conn, day)
@@ -153,8 +160,9 @@ def rebuild_history(
             old = _old_content(database)
             found = differences(old, new, days) if old is not None else []
             if found and not force:
-                shown = "; ".join(found[:SHOWN_DIFFERENCES]) + (f" … 외 {len(found) - SHOWN_DIFFERENCES}일" if
-                                                               len(found) > SHOWN_DIFFERENCES else "")
+                shown = "; ".join(found[:SHOWN_DIFFERENCES]) + (
+                    f" … 외 {len(found) - SHOWN_DIFFERENCES}일" if len(found) > SHOWN_DIFFERENCES else ""
+                )
                 raise UserError(
                     f"다시 만든 이력이 지금 DB와 {len(found)}일 다릅니다: {shown}. 기존 DB는 그대로 두었습니다 — 설정이나 규칙이 "
                     f"바뀌어 다시 처리하려는 것이면 --force로 바꾸세요 / the rebuilt history differs from the current "

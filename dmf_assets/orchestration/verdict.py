@@ -53,8 +53,9 @@ def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:
     observed, threshold, reason, base = (metadata.get(k) for k in (OBSERVED, THRESHOLD, REASON, BASE))
     if not (observed and threshold and reason and base):
         return None  # not written by this module (a record of an earlier release): no half-known rejection
-    return Rejection(gate, str(observed), str(threshold), str(reason),
-                     None if base == NO_BASE else date.fromisoformat(str(base)))
+    return Rejection(
+        gate, str(observed), str(threshold), str(reason), None if base == NO_BASE else date.fromisoformat(str(base))
+    )
 
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:

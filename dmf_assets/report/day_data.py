@@ -144,7 +144,9 @@ def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int, shape: 
     return tuple(out)
 
 
-def _gates(conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
+def _gates(
+    conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Settings
+) -> tuple[tuple[GateRow, ...], list[str]]:
     """Gate rows for the workbook, and problems found in the stored ones.
 
     On an accepted day the base-dependent gates (3 drop, 6 churn) are re-stated from the `runs` rows —
@@ -157,21 +159,38 @@ def _gates(conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Sett
     if run["status"] in ("accepted", "baseline"):
         base_day = history.to_date(run["base_day_id"])
         base_run = history.run_row(conn, base_day) if base_day else None
-        base = BaseFacts(day=base_day, total_count=base_run["total_count"] if base_run else None,
-                         population=base_run["population"] if base_run else None)
-        restated[DROP.number] = drop_against(base, settings.gates, total_count=run["total_count"], rows=run["rows_received"])
+        base = BaseFacts(
+            day=base_day,
+            total_count=base_run["total_count"] if base_run else None,
+            population=base_run["population"] if base_run else None,
+        )
+        restated[DROP.number] = drop_against(
+            base, settings.gates, total_count=run["total_count"], rows=run["rows_received"]
+        )
         if base_day is not None:
-            counts = {"NEW": run["new_count"] or 0, "CHANGED": run["changed_count"] or 0, "WITHDRAWN": run["withdrawn_count"] or 0,
-                      "NUMBER_ASSIGNED": run["assigned_count"] or 0}
+            counts = {
+                "NEW": run["new_count"] or 0,
+                "CHANGED": run["changed_count"] or 0,
+                "WITHDRAWN": run["withdrawn_count"] or 0,
+                "NUMBER_ASSIGNED": run["assigned_count"] or 0,
+            }
             restated[CHURN.number] = churn_against(counts, base, settings.gates, population=run["population"] or 0)
         else:
             restated[CHURN.number] = None  # baseline: keep the stored "비교 기준 없음"
         for number, g in restated.items():
             s_row = stored.get(number)
             # judged by the numbers: the wording of an observed value may differ between releases
-            if g is not None and s_row is not None and (not math.isclose(s_row["observed_value"] or 0.0, g.observed_value or 0.0)
-                                                        or bool(s_row["passed"]) != g.passed):
-                problems.append(f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})")
+            if (
+                g is not None
+                and s_row is not None
+                and (
+                    not math.isclose(s_row["observed_value"] or 0.0, g.observed_value or 0.0)
+                    or bool(s_row["passed"]) != g.passed
+                )
+            ):
+                problems.append(
+                    f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})"
+                )
     rows = []
     for number, (name, label) in GATE_LABELS.items():
         g = restated.get(number)
@@ -180,11 +199,23 @@ def _gates(conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Sett
             continue
         s_row = stored.get(number)
         if s_row is None:
-            rows.append(GateRow(number, name, label, None, "평가하지 않음", "해당 없음", "앞선 단계에서 판정이 끝났습니다."))
+            rows.append(
+                GateRow(number, name, label, None, "평가하지 않음", "해당 없음", "앞선 단계에서 판정이 끝났습니다.")
+            )
         else:
             samples = json.loads(s_row["samples"]) if isinstance(s_row["samples"], str) else (s_row["samples"] or [])
-            rows.append(GateRow(number, name, label, s_row["passed"], s_row["observed"] or "", s_row["threshold"] or "",
-                                s_row["detail"] or "", tuple(samples)))
+            rows.append(
+                GateRow(
+                    number,
+                    name,
+                    label,
+                    s_row["passed"],
+                    s_row["observed"] or "",
+                    s_row["threshold"] or "",
+                    s_row["detail"] or "",
+                    tuple(samples),
+                )
+            )
     return tuple(rows), problems
 
 
@@ -210,8 +241,9 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
     size = fetch_population(conn, day)
     per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731 - a one-line helper, read where it is used
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
-    text = change_rate_text(per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR,
-                            burst=burst)
+    text = change_rate_text(
+        per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR, burst=burst
+    )
     return ChangeRate(rate_14, rate_all, per_day(rate_14), per_day(rate_all), x_14, x_all, burst, text)
 
 
@@ -230,7 +262,9 @@ def _products(settings: Settings) -> tuple[tuple, str | None]:
         return (), f"제품 목록 오류 — 자사 영향 표시 없음: {exc}"
 
 
-def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None) -> DayReport:
+def build_day_report(
+    conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None
+) -> DayReport:
     from dmf_assets.storage.registry import registry_asof
 
     run = history.run_row(conn, day)
@@ -280,8 +314,9 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
     elif status is DayStatus.UNCHANGED:
         reason = f"기준일 {base_day} 대비 변경이 없습니다{covers}."
     else:
-        reason = (f"기준일 {base_day} 대비{covers} {headline_counts(kpis)}"
-                  + (f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)" if kpis.cosmetic else ""))
+        reason = f"기준일 {base_day} 대비{covers} {headline_counts(kpis)}" + (
+            f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)" if kpis.cosmetic else ""
+        )
 
     points = _history_points(conn, day - timedelta(days=settings.report.history_days - 1), day)
     quality = tuple(
@@ -300,7 +335,9 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         if withdrawal_share > share_max:
             warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요")
     if rate is not None and rate.burst:
-        warnings.append(f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상")
+        warnings.append(
+            f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상"
+        )
     if products_problem:
         warnings.append(products_problem)
 
@@ -328,7 +365,9 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
         "Dagster run": run["dagster_run_id"],
     }
     if run.get("rederived_at"):
-        info["재계산"] = f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']:%Y-%m-%d %H:%M}에 이벤트를 다시 계산함"
+        info["재계산"] = (
+            f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']:%Y-%m-%d %H:%M}에 이벤트를 다시 계산함"
+        )
     if gate_problems:
         info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
     if rate is not None:
@@ -367,8 +406,10 @@ def build_day_report(conn: duckdb.DuckDBPyConnection, day: date, settings: Setti
 
 def _history_points(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> tuple[HistoryPoint, ...]:
     """Every processed day in [start, end] with its status and headline counts (the runs table)."""
-    return tuple(HistoryPoint(history.to_date(r[0]), *r[1:])
-                 for r in reports.history_points(conn, history.day_id(start), history.day_id(end)))
+    return tuple(
+        HistoryPoint(history.to_date(r[0]), *r[1:])
+        for r in reports.history_points(conn, history.day_id(start), history.day_id(end))
+    )
 
 
 #: days of events on the 이력 sheet
@@ -441,11 +482,27 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
         a, b = first[name], last[name]
         if a.before == b.after:
             continue  # changed and changed back
-        severity = "COSMETIC" if cosmetic_only[name] else max(
-            (c.severity for e in events for c in e.changes if c.field == name and not c.is_cosmetic),
-            key=lambda s: SEVERITY_RANK.get(s, -1))
-        out.append(FieldChangeRow(b.dmf_key, b.permit_no, b.ingredient, b.applicant, name, a.before, b.after,
-                                  cosmetic_only[name], severity))
+        severity = (
+            "COSMETIC"
+            if cosmetic_only[name]
+            else max(
+                (c.severity for e in events for c in e.changes if c.field == name and not c.is_cosmetic),
+                key=lambda s: SEVERITY_RANK.get(s, -1),
+            )
+        )
+        out.append(
+            FieldChangeRow(
+                b.dmf_key,
+                b.permit_no,
+                b.ingredient,
+                b.applicant,
+                name,
+                a.before,
+                b.after,
+                cosmetic_only[name],
+                severity,
+            )
+        )
     return tuple(out) + tuple(sites)
 
 
@@ -485,22 +542,24 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
         changes = _net_changes(evs)
         first_day, last_day = evs[0].day, last.day
         assert first_day is not None and last_day is not None  # a period's events carry their day
-        net.append(NetChange(
-            dmf_key=last.dmf_key,
-            permit_no=last.permit_no or next((e.permit_no for e in reversed(evs) if e.permit_no), None),
-            net_type=_net_type([e.event_type for e in evs], evs, list(changes)),
-            severity=max((e.severity for e in evs), key=lambda s: SEVERITY_RANK.get(s, -1)),
-            first_day=first_day,
-            last_day=last_day,
-            n_events=len(evs),
-            ingredient=last.ingredient,
-            applicant=last.applicant,
-            manufacturer=last.manufacturer,
-            countries=last.countries,
-            changes=changes,
-            product_hits=tuple(dict.fromkeys(p for e in evs for p in e.product_hits)),
-            watchlist_hit=any(e.watchlist_hit for e in evs),
-        ))
+        net.append(
+            NetChange(
+                dmf_key=last.dmf_key,
+                permit_no=last.permit_no or next((e.permit_no for e in reversed(evs) if e.permit_no), None),
+                net_type=_net_type([e.event_type for e in evs], evs, list(changes)),
+                severity=max((e.severity for e in evs), key=lambda s: SEVERITY_RANK.get(s, -1)),
+                first_day=first_day,
+                last_day=last_day,
+                n_events=len(evs),
+                ingredient=last.ingredient,
+                applicant=last.applicant,
+                manufacturer=last.manufacturer,
+                countries=last.countries,
+                changes=changes,
+                product_hits=tuple(dict.fromkeys(p for e in evs for p in e.product_hits)),
+                watchlist_hit=any(e.watchlist_hit for e in evs),
+            )
+        )
     net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
 
     runs = reports.period_runs(conn, *params)
@@ -514,8 +573,14 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     if runs and missing > 0:
         warnings.append(f"기간 중 {missing}일은 처리 기록이 없습니다 (미수집)")
     return PeriodReport(
-        start=start, end=end, events=tuple(ev for _, ev in paired), net=tuple(net), days=days, reasons=reasons,
+        start=start,
+        end=end,
+        events=tuple(ev for _, ev in paired),
+        net=tuple(net),
+        days=days,
+        reasons=reasons,
         first_base=history.to_date(first_accepted[2]) if first_accepted else None,
-        products=tuple(p.label for p in products), warnings=tuple(warnings),
+        products=tuple(p.label for p in products),
+        warnings=tuple(warnings),
         generated_at=now_kst().replace(microsecond=0),
     )

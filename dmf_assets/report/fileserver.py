@@ -51,7 +51,9 @@ _DAY = r"\d{4}-\d{2}-\d{2}"
 #: the file names the product writes into reports/ (report/workbook.py and the period report)
 REPORT_NAME = re.compile(rf"^DMF_(?:리포트_(?:{_DAY}|최신)|기간리포트_{_DAY}_{_DAY})\.xlsx$")
 MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
-MAX_CONNECTIONS = 64  # a team downloading the morning workbook, beside a few stuck clients; beyond: 503, not unbounded threads
+MAX_CONNECTIONS = (
+    64  # a team downloading the morning workbook, beside a few stuck clients; beyond: 503, not unbounded threads
+)
 REQUEST_DEADLINE_S = 5.0  # a whole request (line + headers) arrives within this, or the connection is closed
 MIN_DOWNLOAD_RATE = 64 * 1024  # bytes/s a download may not fall below (a 3 MB workbook: 5 s + 47 s at most)
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -66,9 +68,11 @@ def busy_port_text(what_ko: str, what_en: str, host: str, port: int, fix: str) -
     `fix` is the command line, with {port} for the next port."""
     holder = port_holder(port)
     other = port + 1 if port < 65535 else port - 1
-    return (f"{what_ko} {josa(f'포트 {port}', '을/를')} 이미 다른 프로그램이 쓰고 있습니다 / the {what_en} port {host}:{port} "
-            f"is already in use{f' — {holder}' if holder else ''}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or "
-            f"pick another port: {fix.format(port=other)}")
+    return (
+        f"{what_ko} {josa(f'포트 {port}', '을/를')} 이미 다른 프로그램이 쓰고 있습니다 / the {what_en} port {host}:{port} "
+        f"is already in use{f' — {holder}' if holder else ''}. 그 프로그램을 끝내거나 다른 포트를 쓰세요 / stop it or "
+        f"pick another port: {fix.format(port=other)}"
+    )
 
 
 class PortBusy(FileServerError):
@@ -76,10 +80,16 @@ class PortBusy(FileServerError):
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        super().__init__(busy_port_text(
-            "리포트 다운로드", "report download", host, port,
-            "dmf ui --report-port {port} (dmf serve-reports --port {port}, or report.file_server_port in "
-            "config/dmf.local.toml)"))
+        super().__init__(
+            busy_port_text(
+                "리포트 다운로드",
+                "report download",
+                host,
+                port,
+                "dmf ui --report-port {port} (dmf serve-reports --port {port}, or report.file_server_port in "
+                "config/dmf.local.toml)",
+            )
+        )
 
 
 def is_report_name(name: str) -> bool:
@@ -187,8 +197,12 @@ def _handler(root: Path, request_deadline_s: float) -> type[BaseHTTPRequestHandl
         def _read_only(self) -> None:
             self.deadline.allow(request_deadline_s)  # the request has arrived: now the time to answer
             self.close_connection = True  # the request body, if any, is never read
-            self._send(HTTPStatus.METHOD_NOT_ALLOWED, "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
-                       "text/plain; charset=utf-8", {"Allow": "GET, HEAD"})
+            self._send(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "읽기 전용입니다 / read-only: GET or HEAD\n".encode(),
+                "text/plain; charset=utf-8",
+                {"Allow": "GET, HEAD"},
+            )
 
         do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _read_only
 
@@ -256,8 +270,9 @@ class ReportServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], max_connections: int = MAX_CONNECTIONS
+    ) -> None:
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, handler)
 
@@ -267,9 +282,12 @@ class ReportServer(ThreadingHTTPServer):
             try:
                 sock.settimeout(2.0)
                 body = "바쁩니다, 잠시 후 다시 / busy, retry shortly\n".encode()
-                sock.sendall(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
-                                b"Content-Type: text/plain; charset=utf-8\r\n"
-                                + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                sock.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
+                    b"Content-Type: text/plain; charset=utf-8\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
             except OSError:
                 pass
             finally:
@@ -298,12 +316,14 @@ def check_reports_dir(reports_dir: str | Path) -> Path:
     if not str(reports_dir).strip():
         raise FileServerError(
             "paths.reports_dir가 비어 있어 리포트 서버를 시작하지 않습니다 (프로젝트 폴더 전체가 됨) / reports_dir is "
-            "empty, which would be the whole project folder: set paths.reports_dir = \"reports\" in config/dmf.local.toml")
+            'empty, which would be the whole project folder: set paths.reports_dir = "reports" in config/dmf.local.toml'
+        )
     root = Path(reports_dir).resolve()
     if root == PROJECT_ROOT or root in PROJECT_ROOT.parents or root == Path(root.anchor):
         raise FileServerError(
             f"리포트 폴더 {root}에는 프로젝트 파일(.env 등)이 있어 서버를 시작하지 않습니다 / refusing to serve {root}: "
-            f"it holds the project (and its .env); set paths.reports_dir to a folder of its own, e.g. \"reports\"")
+            f'it holds the project (and its .env); set paths.reports_dir to a folder of its own, e.g. "reports"'
+        )
     return root
 
 
@@ -333,8 +353,14 @@ def port_holder(port: int) -> str | None:
     return None
 
 
-def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
-                request_deadline_s: float = REQUEST_DEADLINE_S, max_connections: int = MAX_CONNECTIONS) -> ReportServer:
+def make_server(
+    reports_dir: Path,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    request_deadline_s: float = REQUEST_DEADLINE_S,
+    max_connections: int = MAX_CONNECTIONS,
+) -> ReportServer:
     """A bound, not yet serving, report server. Raises PortBusy / FileServerError with a clear message."""
     root = check_reports_dir(reports_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -344,21 +370,31 @@ def make_server(reports_dir: Path, host: str = "127.0.0.1", port: int = 8765, *,
         if exc.errno == errno.EADDRINUSE:
             raise PortBusy(host, port) from None
         if exc.errno == errno.EACCES:
-            raise FileServerError(f"{josa(f'포트 {port}', '을/를')} 열 권한이 없습니다 (1024 미만은 관리자 전용) / no permission to "
-                                  f"listen on port {port}: use dmf ui --report-port 8765") from None
+            raise FileServerError(
+                f"{josa(f'포트 {port}', '을/를')} 열 권한이 없습니다 (1024 미만은 관리자 전용) / no permission to "
+                f"listen on port {port}: use dmf ui --report-port 8765"
+            ) from None
         if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
-            raise FileServerError(f"주소 {host}에서 열 수 없습니다 / cannot listen on {host}: {exc.strerror or exc} — "
-                                  f"report.file_server_host를 확인하세요 / check report.file_server_host") from None
+            raise FileServerError(
+                f"주소 {host}에서 열 수 없습니다 / cannot listen on {host}: {exc.strerror or exc} — "
+                f"report.file_server_host를 확인하세요 / check report.file_server_host"
+            ) from None
         raise
 
 
-def start_file_server(reports_dir: str | Path, host: str = "127.0.0.1", port: int = 8765, *,
-                      request_deadline_s: float = REQUEST_DEADLINE_S,
-                      max_connections: int = MAX_CONNECTIONS) -> tuple[ReportServer, threading.Thread]:
+def start_file_server(
+    reports_dir: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    request_deadline_s: float = REQUEST_DEADLINE_S,
+    max_connections: int = MAX_CONNECTIONS,
+) -> tuple[ReportServer, threading.Thread]:
     """Serve reports in a daemon thread; returns (server, thread); `limits`: request_deadline_s, max_connections.
     Stop with server.shutdown(); server.server_close()."""
-    server = make_server(Path(reports_dir), host, port, request_deadline_s=request_deadline_s,
-                         max_connections=max_connections)
+    server = make_server(
+        Path(reports_dir), host, port, request_deadline_s=request_deadline_s, max_connections=max_connections
+    )
     thread = threading.Thread(target=server.serve_forever, name="dmf-report-server", daemon=True)
     thread.start()
     return server, thread

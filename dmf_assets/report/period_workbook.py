@@ -34,7 +34,11 @@ from dmf_assets.report.sheet_frame import ATTRIBUTION, frame_sheet
 from dmf_assets.report.tables import TableSheet, add_table_sheet
 from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
 
-REVIEW_COLUMNS: tuple[Col, ...] = (Col("reviewer", "검토자", 10), Col("reviewed_on", "검토일", 11), Col("comment", "의견", 30, "wrap"))
+REVIEW_COLUMNS: tuple[Col, ...] = (
+    Col("reviewer", "검토자", 10),
+    Col("reviewed_on", "검토일", 11),
+    Col("comment", "의견", 30, "wrap"),
+)
 NET_COLUMNS: tuple[Col, ...] = (
     Col("severity", "심각도", 9),
     Col("net_type", "순변경", 14),
@@ -65,8 +69,10 @@ NET_DEFINITIONS: dict[str, str] = {
 
 
 def _period_banner(period: PeriodReport) -> str:
-    text = (f"기간 리포트 {period.start} ~ {period.end} — 정상 반영 {period.accepted_days}일 · 수집 실패 "
-            f"{period.rejected_days}일 · 이벤트 {len(period.events):,}건 · 순변경 등록 {len(period.net):,}건")
+    text = (
+        f"기간 리포트 {period.start} ~ {period.end} — 정상 반영 {period.accepted_days}일 · 수집 실패 "
+        f"{period.rejected_days}일 · 이벤트 {len(period.events):,}건 · 순변경 등록 {len(period.net):,}건"
+    )
     if period.first_base:
         text += f" (첫 비교 기준 {period.first_base})"
     return text + (f" · ⚠ 경고: {'; '.join(period.warnings)}" if period.warnings else "")
@@ -88,9 +94,17 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
 
     # 요약
     widths = SUMMARY_WIDTHS
-    ws = frame_sheet(wb, SHEET_SUMMARY, banner, status, widths, f"DMF 기간 리포트 · {period.start} ~ {period.end}",
-                     "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)",
-                     print_header=(header, ATTRIBUTION), tab=True)
+    ws = frame_sheet(
+        wb,
+        SHEET_SUMMARY,
+        banner,
+        status,
+        widths,
+        f"DMF 기간 리포트 · {period.start} ~ {period.end}",
+        "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)",
+        print_header=(header, ATTRIBUTION),
+        tab=True,
+    )
     r = 4
     put_text(ws, r + 1, 1, "기간 개요", st.SECTION)
     r += 1
@@ -98,14 +112,30 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     facts: list[tuple[str, object]] = [
         ("시작일", period.start),
         ("종료일", period.end),
-        ("일수", f"{(period.end - period.start).days + 1}일 — 정상 반영 {period.accepted_days}일 · 수집 실패 "
-                 f"{period.rejected_days}일"),
+        (
+            "일수",
+            f"{(period.end - period.start).days + 1}일 — 정상 반영 {period.accepted_days}일 · 수집 실패 "
+            f"{period.rejected_days}일",
+        ),
         ("첫 비교 기준일", period.first_base or "없음 (기간 안에 정상 반영일이 없음)"),
-        ("건수 (정상 반영일 합계)", headline_counts(Kpis(None, **{k: sum(getattr(d, k) for d in headline) for k in
-                                                           ("new", "changed", "withdrawn", "number_assigned")}))
-         + f" · 표기 변경 {sum(d.cosmetic for d in headline):,}"),
+        (
+            "건수 (정상 반영일 합계)",
+            headline_counts(
+                Kpis(
+                    None,
+                    **{
+                        k: sum(getattr(d, k) for d in headline)
+                        for k in ("new", "changed", "withdrawn", "number_assigned")
+                    },
+                )
+            )
+            + f" · 표기 변경 {sum(d.cosmetic for d in headline):,}",
+        ),
         ("순변경 등록", ", ".join(f"{NET_LABEL_KO[t]} {c:,}" for t, c in sorted(by_type.items())) or "없음"),
-        ("자사 제품 해당 등록", f"{sum(1 for n in period.net if n.product_hits):,}건" if period.products else "제품 목록 없음"),
+        (
+            "자사 제품 해당 등록",
+            f"{sum(1 for n in period.net if n.product_hits):,}건" if period.products else "제품 목록 없음",
+        ),
         ("생성 시각 (KST)", period.generated_at),
     ]
     for name, value in facts:
@@ -121,8 +151,15 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     sentences, total = summary_sentences(period.events)
     r += 2
     shown = sum(x.count for x in sentences)
-    put_text(ws, r, 1, f"주요 이벤트 {total:,}건" + (f" 중 {shown:,}건" if shown < total else "") + " — 자사 제품·관심목록 우선, 심각도 순",
-             st.SECTION)
+    put_text(
+        ws,
+        r,
+        1,
+        f"주요 이벤트 {total:,}건"
+        + (f" 중 {shown:,}건" if shown < total else "")
+        + " — 자사 제품·관심목록 우선, 심각도 순",
+        st.SECTION,
+    )
     for x in sentences:
         r += 1
         cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(x.severity, x.severity) + (" · 자사" if x.products else ""))
@@ -135,18 +172,33 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
         put_text(ws, r, 1, "기간 중 실질 이벤트 없음", st.NOTE)
     r += 2
     put_text(ws, r, 1, "일별 처리", st.SECTION)
-    day_cols = (Col("day", "날짜", 28, "date"), Col("status", "상태", 14), Col("registry_size", "등록 현황", 24, "int"),
-                Col("new", "신규", 16, "int"), Col("changed", "변경", 18, "int"), Col("withdrawn", "취하", 14, "int"),
-                Col("reason", "표기 변경 / 실패 사유", 40, "wrap"))
-    day_rows = [{
-        "day": d.day, "status": RUN_STATUS_KO.get(d.status, d.status),
-        "registry_size": d.registry_size,
-        "new": d.new if d.status == "accepted" else None, "changed": d.changed if d.status == "accepted" else None,
-        "withdrawn": d.withdrawn if d.status == "accepted" else None,
-        "reason": period.reasons.get(d.day) or (f"표기 변경 {d.cosmetic:,}" + (f" · 번호 부여 {d.number_assigned:,}" if d.number_assigned else "")
-                                                if d.status == "accepted" else None),
-        "_rejected": d.status == "rejected",
-    } for d in period.days]
+    day_cols = (
+        Col("day", "날짜", 28, "date"),
+        Col("status", "상태", 14),
+        Col("registry_size", "등록 현황", 24, "int"),
+        Col("new", "신규", 16, "int"),
+        Col("changed", "변경", 18, "int"),
+        Col("withdrawn", "취하", 14, "int"),
+        Col("reason", "표기 변경 / 실패 사유", 40, "wrap"),
+    )
+    day_rows = [
+        {
+            "day": d.day,
+            "status": RUN_STATUS_KO.get(d.status, d.status),
+            "registry_size": d.registry_size,
+            "new": d.new if d.status == "accepted" else None,
+            "changed": d.changed if d.status == "accepted" else None,
+            "withdrawn": d.withdrawn if d.status == "accepted" else None,
+            "reason": period.reasons.get(d.day)
+            or (
+                f"표기 변경 {d.cosmetic:,}" + (f" · 번호 부여 {d.number_assigned:,}" if d.number_assigned else "")
+                if d.status == "accepted"
+                else None
+            ),
+            "_rejected": d.status == "rejected",
+        }
+        for d in period.days
+    ]
 
     def day_hook(ws: Worksheet, row_no: int, row: dict) -> None:
         if row["_rejected"]:
@@ -157,15 +209,29 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     ws.freeze_panes = "A4"
     ws.print_title_rows = "1:3"
 
-    net_rows = [{
-        "severity": SEVERITY_LABEL_KO.get(n.severity, n.severity), "net_type": NET_LABEL_KO[n.net_type],
-        "permit_no": n.permit_no, "ingredient": n.ingredient, "applicant": n.applicant,
-        "manufacturer": n.manufacturer, "countries": n.countries,
-        "change_summary": "\n".join(change_lines(n)) or None, "n_events": n.n_events,
-        "first_day": n.first_day, "last_day": n.last_day, "product_hits": "\n".join(n.product_hits) or None,
-        "watch": "예" if n.watchlist_hit else None, "dmf_key": n.dmf_key, "reviewer": "", "reviewed_on": "", "comment": "",
-        "_severity_code": n.severity,
-    } for n in period.net]
+    net_rows = [
+        {
+            "severity": SEVERITY_LABEL_KO.get(n.severity, n.severity),
+            "net_type": NET_LABEL_KO[n.net_type],
+            "permit_no": n.permit_no,
+            "ingredient": n.ingredient,
+            "applicant": n.applicant,
+            "manufacturer": n.manufacturer,
+            "countries": n.countries,
+            "change_summary": "\n".join(change_lines(n)) or None,
+            "n_events": n.n_events,
+            "first_day": n.first_day,
+            "last_day": n.last_day,
+            "product_hits": "\n".join(n.product_hits) or None,
+            "watch": "예" if n.watchlist_hit else None,
+            "dmf_key": n.dmf_key,
+            "reviewer": "",
+            "reviewed_on": "",
+            "comment": "",
+            "_severity_code": n.severity,
+        }
+        for n in period.net
+    ]
     event_rows = []
     for e in sorted(period.events, key=lambda e: (e.day, -SEVERITY_RANK.get(e.severity, -1), e.dmf_key)):
         row = event_row(e, SOURCE_BASE_FALLBACK)
@@ -174,34 +240,72 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     field_rows = []
     for e in period.events:
         for c in e.changes:
-            field_rows.append({
-                "day": e.day, "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
-                "kind": "표기 변경" if c.is_cosmetic else "실질 변경", "permit_no": c.permit_no,
-                "ingredient": c.ingredient, "applicant": c.applicant,
-                "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
-                "before": c.before, "after": c.after, "dmf_key": c.dmf_key,
-                "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
-            })
+            field_rows.append(
+                {
+                    "day": e.day,
+                    "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
+                    "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
+                    "permit_no": c.permit_no,
+                    "ingredient": c.ingredient,
+                    "applicant": c.applicant,
+                    "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
+                    "before": c.before,
+                    "after": c.after,
+                    "dmf_key": c.dmf_key,
+                    "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
+                }
+            )
     sheets = [
-        TableSheet("순변경", f"등록별 순변경 · {period.start} ~ {period.end}",
-                   "등록마다 1행: 기간 처음의 값 → 마지막 값 (두 번 바뀌었으면 처음 전 → 마지막 후). 자사 제품·관심목록 우선, 심각도 순. "
-                   "검토자·검토일·의견은 검토 기록용으로 비워 두었습니다.", NET_COLUMNS, net_rows, severity_col=1, print_cols=len(NET_COLUMNS)),
-        TableSheet("전체 이벤트", f"전체 이벤트 · {period.start} ~ {period.end}",
-                   "기간의 모든 이벤트 (표기 변경 포함), 관측일 순.", (*RECENT_COLUMNS, *REVIEW_COLUMNS), event_rows, severity_col=3),
-        TableSheet("필드 변경", f"필드 변경 · {period.start} ~ {period.end}", "바뀐 항목별 1행 (관측일 순).",
-                   PERIOD_FIELD_COLUMNS, field_rows, severity_col=2),
+        TableSheet(
+            "순변경",
+            f"등록별 순변경 · {period.start} ~ {period.end}",
+            "등록마다 1행: 기간 처음의 값 → 마지막 값 (두 번 바뀌었으면 처음 전 → 마지막 후). 자사 제품·관심목록 우선, 심각도 순. "
+            "검토자·검토일·의견은 검토 기록용으로 비워 두었습니다.",
+            NET_COLUMNS,
+            net_rows,
+            severity_col=1,
+            print_cols=len(NET_COLUMNS),
+        ),
+        TableSheet(
+            "전체 이벤트",
+            f"전체 이벤트 · {period.start} ~ {period.end}",
+            "기간의 모든 이벤트 (표기 변경 포함), 관측일 순.",
+            (*RECENT_COLUMNS, *REVIEW_COLUMNS),
+            event_rows,
+            severity_col=3,
+        ),
+        TableSheet(
+            "필드 변경",
+            f"필드 변경 · {period.start} ~ {period.end}",
+            "바뀐 항목별 1행 (관측일 순).",
+            PERIOD_FIELD_COLUMNS,
+            field_rows,
+            severity_col=2,
+        ),
     ]
     for sheet in sheets:
         add_table_sheet(wb, sheet, banner, status, header)
     meta = [{"group": "출처", "item": "출처 표시", "value": ATTRIBUTION}]
-    meta += [{"group": "건수", "item": "변경", "value": CHANGED_DEFINITION},
-             {"group": "건수", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION}]
+    meta += [
+        {"group": "건수", "item": "변경", "value": CHANGED_DEFINITION},
+        {"group": "건수", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION},
+    ]
     meta += [{"group": "순변경", "item": k, "value": v} for k, v in NET_DEFINITIONS.items()]
     meta += [{"group": "제품 목록", "item": f"제품 {i}", "value": p} for i, p in enumerate(period.products, 1)]
     meta += [{"group": "참고", "item": f"참고 {i}", "value": t} for i, t in enumerate(NOTES, 1)]
-    add_table_sheet(wb, TableSheet(SHEET_META, "메타 정보 · 정의", ATTRIBUTION,
-                                   (Col("group", "구분", 14), Col("item", "항목", 30, "wrap"), Col("value", "내용", 100, "wrap")),
-                                   meta), banner, status, header)
+    add_table_sheet(
+        wb,
+        TableSheet(
+            SHEET_META,
+            "메타 정보 · 정의",
+            ATTRIBUTION,
+            (Col("group", "구분", 14), Col("item", "항목", 30, "wrap"), Col("value", "내용", 100, "wrap")),
+            meta,
+        ),
+        banner,
+        status,
+        header,
+    )
     wb.active = 0
     wb.properties.title = header
     wb.properties.creator = "DMF Watch"

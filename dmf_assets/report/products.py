@@ -87,29 +87,41 @@ def parse_products(text: str, source: str = "products.csv") -> tuple[Product, ..
         if not any(c.strip() for c in cells) or cells[0].lstrip().startswith("#"):
             continue
         if len(cells) > len(header):
-            raise ProductsError(f"{source}:{line}: 열이 {len(cells)}개로 머리글({len(header)}개)보다 많습니다 — "
-                                "값에 쉼표가 있으면 큰따옴표로 감싸십시오")
+            raise ProductsError(
+                f"{source}:{line}: 열이 {len(cells)}개로 머리글({len(header)}개)보다 많습니다 — "
+                "값에 쉼표가 있으면 큰따옴표로 감싸십시오"
+            )
         get = {c: _clean(cells[i]) if i < len(cells) else None for c, i in pos.items()}
         name, ingredient, number, manufacturer = get["품목명"], get["성분"], get["DMF 등록번호"], get["제조소"]
         if name is None:
             raise ProductsError(f"{source}:{line}: 품목명이 비어 있습니다")
         if manufacturer is not None and ingredient is None:
-            raise ProductsError(f"{source}:{line}: '{name}' — 제조소만으로는 찾지 않습니다 (한 제조소가 여러 성분을 만듭니다); "
-                                "성분도 적으십시오")
+            raise ProductsError(
+                f"{source}:{line}: '{name}' — 제조소만으로는 찾지 않습니다 (한 제조소가 여러 성분을 만듭니다); "
+                "성분도 적으십시오"
+            )
         if number is None and ingredient is None:
             raise ProductsError(f"{source}:{line}: '{name}' — DMF 등록번호나 성분 중 하나는 있어야 합니다")
         permit = None
         if number is not None:
             parts = parse_permit(number)
             if parts.fmt not in ("standard", "new_substance"):
-                raise ProductsError(f"{source}:{line}: '{name}' — DMF 등록번호 {number!r}의 형식을 알 수 없습니다 "
-                                    "(예: 20110531-71-B-317-05, 수30-2-ND(A))")
+                raise ProductsError(
+                    f"{source}:{line}: '{name}' — DMF 등록번호 {number!r}의 형식을 알 수 없습니다 "
+                    "(예: 20110531-71-B-317-05, 수30-2-ND(A))"
+                )
             permit = parts.permit_no
-        products.append(Product(
-            name, ingredient, permit, manufacturer, line,
-            ingredient_key=match_key(ingredient, "text") if ingredient else None,
-            manufacturer_key=match_key(manufacturer, "company") if manufacturer else None,
-        ))
+        products.append(
+            Product(
+                name,
+                ingredient,
+                permit,
+                manufacturer,
+                line,
+                ingredient_key=match_key(ingredient, "text") if ingredient else None,
+                manufacturer_key=match_key(manufacturer, "company") if manufacturer else None,
+            )
+        )
     return tuple(products)
 
 
@@ -121,14 +133,18 @@ def load_products(path: Path | str | None) -> tuple[Product, ...]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise ProductsError(f"{path}: 제품 목록 파일이 없습니다 (settings products.file — 비우면 제품 목록 없음)") from None
+        raise ProductsError(
+            f"{path}: 제품 목록 파일이 없습니다 (settings products.file — 비우면 제품 목록 없음)"
+        ) from None
     except OSError as exc:
         raise ProductsError(f"{path}: 읽을 수 없습니다 ({exc.strerror or exc})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ProductsError(f"{path}:{line}: UTF-8이 아닙니다 — Excel에서 'CSV UTF-8(쉼표로 분리)'로 저장하십시오") from None
+        raise ProductsError(
+            f"{path}:{line}: UTF-8이 아닙니다 — Excel에서 'CSV UTF-8(쉼표로 분리)'로 저장하십시오"
+        ) from None
     return parse_products(text, str(path))
 
 

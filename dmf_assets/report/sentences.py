@@ -169,9 +169,13 @@ def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) ->
 # --- the day's headline figures and its change rate ------------------------------------------------
 
 #: 실질 변경, said once: the KPI row, 메타's definitions and the period report use this text
-CHANGED_DEFINITION = ("실질 변경: 같은 등록의 내용이 실질적으로 달라짐 — 표기만 바뀐 변경(표기 변경)과 등록번호를 새로 받은 것"
-                      "(번호 부여)은 제외")
-NUMBER_ASSIGNED_DEFINITION = "번호 없이 공개됐던 등록이 등록번호를 받음 — 취하+신규가 아니며 변경 건수에도 넣지 않는 별도 건수"
+CHANGED_DEFINITION = (
+    "실질 변경: 같은 등록의 내용이 실질적으로 달라짐 — 표기만 바뀐 변경(표기 변경)과 등록번호를 새로 받은 것"
+    "(번호 부여)은 제외"
+)
+NUMBER_ASSIGNED_DEFINITION = (
+    "번호 없이 공개됐던 등록이 등록번호를 받음 — 취하+신규가 아니며 변경 건수에도 넣지 않는 별도 건수"
+)
 
 
 class HeadlineFigures(Protocol):
@@ -195,19 +199,28 @@ def headline_counts(c: HeadlineFigures) -> str:
     return text + (f" · 번호 부여 {c.number_assigned:,}" if c.number_assigned else "")
 
 
-def headline_counts_of_run(new: int | None, changed_count: int | None, withdrawn: int | None,
-                           assigned_count: int | None) -> str:
+def headline_counts_of_run(
+    new: int | None, changed_count: int | None, withdrawn: int | None, assigned_count: int | None
+) -> str:
     """`headline_counts` from the stored counts (`changed_count` includes number assignments)."""
-    return headline_counts(Kpis(None, new=new or 0, changed=substantive_changes(changed_count, assigned_count),
-                                withdrawn=withdrawn or 0, number_assigned=assigned_count or 0))
+    return headline_counts(
+        Kpis(
+            None,
+            new=new or 0,
+            changed=substantive_changes(changed_count, assigned_count),
+            withdrawn=withdrawn or 0,
+            number_assigned=assigned_count or 0,
+        )
+    )
 
 
 def _per_day(value: float) -> str:
     return f"{value:z,.1f}건"  # 'z': a rate that rounds to zero is 0.0, never -0.0
 
 
-def change_rate_text(per_day_14d: float | None, per_day_all: float | None, *, window_days: int,
-                     burst_factor: float, burst: bool) -> str:
+def change_rate_text(
+    per_day_14d: float | None, per_day_all: float | None, *, window_days: int, burst_factor: float, burst: bool
+) -> str:
     """The change rate as an analyst reads it: 「최근 14일 하루 평균 0.9건 변경 — 평소(전체 기간)의 1.0배」."""
     if per_day_all is None:
         return "아직 비교한 날이 없어 변경률을 낼 수 없습니다"
@@ -226,6 +239,8 @@ def products_hint() -> str:
     from dmf_assets.report.products import EXAMPLE_FILE, SUGGESTED_FILE
 
     setting = f'[products] file = "{SUGGESTED_FILE}"'
-    return (f"자사 제품 목록을 설정하면 자사 제품에 해당하는 변경을 맨 앞에 표시합니다: {josa(EXAMPLE_FILE, '을/를')} "
-            f"{josa(SUGGESTED_FILE, '으로/로')} 복사해 품목을 적고, {LOCAL_CONFIG_FILE}에 {josa(setting, '을/를')} "
-            "넣으십시오.")
+    return (
+        f"자사 제품 목록을 설정하면 자사 제품에 해당하는 변경을 맨 앞에 표시합니다: {josa(EXAMPLE_FILE, '을/를')} "
+        f"{josa(SUGGESTED_FILE, '으로/로')} 복사해 품목을 적고, {LOCAL_CONFIG_FILE}에 {josa(setting, '을/를')} "
+        "넣으십시오."
+    )

@@ -89,7 +89,11 @@ def _named_styles() -> list[NamedStyle]:
         NamedStyle(INT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_INT),
         NamedStyle(PCT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_PCT),
         NamedStyle(
-            DATE, font=font(), alignment=Alignment(vertical="top", horizontal="center"), border=_GRID_BORDER, number_format=FMT_DATE
+            DATE,
+            font=font(),
+            alignment=Alignment(vertical="top", horizontal="center"),
+            border=_GRID_BORDER,
+            number_format=FMT_DATE,
         ),
         NamedStyle(DATETIME, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_DATETIME),
         NamedStyle(

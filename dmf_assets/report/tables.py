@@ -32,8 +32,16 @@ class TableSheet:
 
 
 def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, header_left: str) -> Worksheet:
-    ws = frame_sheet(wb, sheet.name, banner, status, column_widths(sheet.cols), sheet.title, sheet.note,
-                     print_header=(f"{header_left} — {sheet.name}", ATTRIBUTION))
+    ws = frame_sheet(
+        wb,
+        sheet.name,
+        banner,
+        status,
+        column_widths(sheet.cols),
+        sheet.title,
+        sheet.note,
+        print_header=(f"{header_left} — {sheet.name}", ATTRIBUTION),
+    )
     hook = None
     if sheet.severity_col:
         col = sheet.severity_col
@@ -51,8 +59,9 @@ def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, h
     return ws
 
 
-def write_tables_workbook(path: Path, sheets: Sequence[TableSheet], *, banner: str, status: str = "accepted",
-                          doc_title: str) -> Path:
+def write_tables_workbook(
+    path: Path, sheets: Sequence[TableSheet], *, banner: str, status: str = "accepted", doc_title: str
+) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), atomically."""
     path = Path(path)
     ensure_dir(path.parent)

@@ -193,8 +193,7 @@ def _banner_core(report: DayReport) -> str:
             f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {josa(day_text(report.comparison_base), '과/와')} "
             f"동일합니다{_covers(report)}. 등록 현황 {size}"
         )
-    text = (f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — "
-            f"{headline_counts(k)}{_covers(report)}")
+    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {headline_counts(k)}{_covers(report)}"
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
     if k.product_hits:
@@ -239,7 +238,13 @@ def _frame(
 ) -> Worksheet:
     """Banner (row 1), title (row 2), note (row 3), column widths and print setup of every sheet."""
     ws = frame_sheet(
-        wb, name, banner_text(report), report.status.value, widths, title, note,
+        wb,
+        name,
+        banner_text(report),
+        report.status.value,
+        widths,
+        title,
+        note,
         print_header=(f"DMF 리포트 {report.day.isoformat()} — {name}", report.status.label_ko),
         tab=report.is_rejected or name == SHEET_SUMMARY,
     )
@@ -277,9 +282,14 @@ class _Summary:
 
     def __init__(self, wb: Workbook, report: DayReport):
         self.report = report
-        self.ws = _frame(wb, SHEET_SUMMARY, report, widths=SUMMARY_WIDTHS,
-                         title=f"DMF 일일 리포트 · {_day_label(report.day)}",
-                         note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·취하 요약")
+        self.ws = _frame(
+            wb,
+            SHEET_SUMMARY,
+            report,
+            widths=SUMMARY_WIDTHS,
+            title=f"DMF 일일 리포트 · {_day_label(report.day)}",
+            note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·취하 요약",
+        )
         self.row = 3
 
     # -- small writers --
@@ -297,7 +307,7 @@ class _Summary:
         cell = put_text(self.ws, self.row, col, text, style)
         self.ws.merge_cells(start_row=self.row, start_column=col, end_row=self.row, end_column=last_col)
         if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high
-            fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1:last_col])))
+            fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1 : last_col])))
         return cell
 
     def header(self, headers: Sequence[tuple[int, str]], merges: Sequence[tuple[int, int]] = ()) -> None:
@@ -338,8 +348,14 @@ class _Summary:
         put_datetime(ws, self.row, 2, report.generated_at)
         extra: list[tuple[str, str, bool]] = []
         if report.gap_days > 1:
-            extra.append(("비교 범위", f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
-                          f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다", False))
+            extra.append(
+                (
+                    "비교 범위",
+                    f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
+                    f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다",
+                    False,
+                )
+            )
         if report.change_rate is not None:
             extra.append(("변경률", report.change_rate.text_ko, report.change_rate.burst))
         if not report.products_configured:
@@ -366,7 +382,9 @@ class _Summary:
         self.section(f"주요 이벤트 {total:,}건 ({counts}) — 자사 제품·관심목록 우선, 심각도 순, {scope}")
         for x in sentences:
             self.row += 1
-            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity) + (" · 자사" if x.products else " · 관심" if x.watch else "")
+            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity) + (
+                " · 자사" if x.products else " · 관심" if x.watch else ""
+            )
             cell = put_text(self.ws, self.row, 1, tag)
             cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
             self.merged_text(2, x.full_text)
@@ -404,7 +422,9 @@ class _Summary:
             no_list = key == "product_hits" and not report.products_configured
             if rejected or report.status is DayStatus.BASELINE or no_list:
                 # no count exists for this day: say why instead of showing a zero
-                value_cell = put_text(ws, self.row, 2, "미반영" if rejected else "목록 없음" if no_list else "해당 없음")
+                value_cell = put_text(
+                    ws, self.row, 2, "미반영" if rejected else "목록 없음" if no_list else "해당 없음"
+                )
                 value_cell.alignment = Alignment(horizontal="center", vertical="top")
             else:
                 value_cell = put_int(ws, self.row, 2, value)
@@ -434,8 +454,15 @@ class _Summary:
             put_text(ws, self.row, 5, g.threshold, st.TEXT_WRAP)
             put_text(ws, self.row, 6, g.detail, st.TEXT_WRAP)
             ws.merge_cells(start_row=self.row, start_column=6, end_row=self.row, end_column=7)
-            fit_row_height(ws, self.row, max(text_lines(g.observed or "", w_obs), text_lines(g.threshold or "", w_thr),
-                                             text_lines(g.detail or "", w_det)))
+            fit_row_height(
+                ws,
+                self.row,
+                max(
+                    text_lines(g.observed or "", w_obs),
+                    text_lines(g.threshold or "", w_thr),
+                    text_lines(g.detail or "", w_det),
+                ),
+            )
 
     def rejection_samples(self) -> None:
         """The evidence of the gate that refused the day: its sample rows, under Korean headers."""
@@ -453,7 +480,9 @@ class _Summary:
                     put_int(self.ws, self.row, col, value)
                 else:
                     put_text(self.ws, self.row, col, value, st.TEXT_WRAP)
-            fit_row_height(self.ws, self.row, max(text_lines(str(v or ""), SUMMARY_WIDTHS[i]) for i, v in enumerate(row)))
+            fit_row_height(
+                self.ws, self.row, max(text_lines(str(v or ""), SUMMARY_WIDTHS[i]) for i, v in enumerate(row))
+            )
 
     def watchlist(self) -> None:
         """관심목록 해당 (accepted days only: a rejected day's events were not applied)."""
@@ -485,11 +514,25 @@ class _Summary:
         ws.row_breaks.append(Break(id=self.row + 1))  # a chart cut by a page break cannot be read on paper
         self.section(f"최근 {len(report.history):,}일 추이")
         rows = [
-            {**{c.key: None for c in TREND_COLUMNS}, "day": h.day, "status": RUN_STATUS_KO.get(h.status, h.status),
-             "registry_size": h.registry_size, "_rejected": h.status == DayStatus.REJECTED.value,
-             # a rejected or baseline day has no counts: blank, never a misleading zero
-             **({"new": h.new, "changed": h.changed, "withdrawn": h.withdrawn, "number_assigned": h.number_assigned,
-                 "cosmetic": h.cosmetic} if h.status == DayStatus.ACCEPTED.value else {})}
+            {
+                **{c.key: None for c in TREND_COLUMNS},
+                "day": h.day,
+                "status": RUN_STATUS_KO.get(h.status, h.status),
+                "registry_size": h.registry_size,
+                "_rejected": h.status == DayStatus.REJECTED.value,
+                # a rejected or baseline day has no counts: blank, never a misleading zero
+                **(
+                    {
+                        "new": h.new,
+                        "changed": h.changed,
+                        "withdrawn": h.withdrawn,
+                        "number_assigned": h.number_assigned,
+                        "cosmetic": h.cosmetic,
+                    }
+                    if h.status == DayStatus.ACCEPTED.value
+                    else {}
+                ),
+            }
             for h in sorted(report.history, key=lambda p: p.day, reverse=True)
         ]
         if not rows:
@@ -610,7 +653,14 @@ def _events_sheet(wb: Workbook, report: DayReport) -> int:
     if report.is_rejected:
         _rejected_table_sheet(wb, SHEET_EVENTS, report, f"변경 이벤트 · {report.day.isoformat()}")
         return 0
-    ws = _frame(wb, SHEET_EVENTS, report, column_widths(cols), f"변경 이벤트 · {report.day.isoformat()}", _event_sheet_note(report))
+    ws = _frame(
+        wb,
+        SHEET_EVENTS,
+        report,
+        column_widths(cols),
+        f"변경 이벤트 · {report.day.isoformat()}",
+        _event_sheet_note(report),
+    )
     rows = [event_row(e, report.source_url) for e in sorted_events(report.headline_events)]
     header = 4
     last = write_table(ws, header, cols, rows, row_hook=severity_hook(1, bold_flag_col=10))
@@ -636,7 +686,9 @@ def _recent_sheet(wb: Workbook, report: DayReport, rows: list[dict]) -> int:
         f"{len(rows):,}건 (표기 변경 포함 — 회색) · 최신 관측일, 심각도 순. {_days_processed(report.recent_counts)} "
         f"'{SHEET_LEDGER}' 시트의 '이벤트' 링크가 등록별 첫 행으로 연결됩니다."
     )
-    ws = _frame(wb, SHEET_RECENT, report, column_widths(RECENT_COLUMNS), f"이력 · 최근 {report.recent_days}일 이벤트", note)
+    ws = _frame(
+        wb, SHEET_RECENT, report, column_widths(RECENT_COLUMNS), f"이력 · 최근 {report.recent_days}일 이벤트", note
+    )
     last = write_table(ws, 4, RECENT_COLUMNS, rows, row_hook=severity_hook(3))
     finish_table_sheet(ws, 4)
     ws.print_area = f"A1:{get_column_letter(12)}{max(last, 4)}"
@@ -655,15 +707,19 @@ def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> i
     day = _base_day(report)
     rows = ledger_frame(report.ledger) if report.ledger.height else pl.DataFrame()
     if rows.height:
-        links = [[f"이벤트 {hit[1]}건", f"'{SHEET_RECENT}'!A{hit[0]}"] if (hit := first_row.get(key)) else None
-                 for key in rows.get_column("dmf_key").to_list()]
+        links = [
+            [f"이벤트 {hit[1]}건", f"'{SHEET_RECENT}'!A{hit[0]}"] if (hit := first_row.get(key)) else None
+            for key in rows.get_column("dmf_key").to_list()
+        ]
         rows = rows.with_columns(events_link=pl.Series(links, dtype=pl.List(pl.Utf8)))
     if report.is_rejected:
         note = f"마지막 정상 수집일 {day_text(day)} 기준 전체 등록 (오늘 수집분 미반영)."
     else:
         note = f"{day_text(day)} 정상 수집분의 전체 등록 {len(rows):,}건."
-    note += (" 머리글의 필터로 성분·업체·제조국·코호트를 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
-             f"'이벤트' 링크는 최근 {report.recent_days}일 '{SHEET_RECENT}' 시트로 갑니다.")
+    note += (
+        " 머리글의 필터로 성분·업체·제조국·코호트를 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
+        f"'이벤트' 링크는 최근 {report.recent_days}일 '{SHEET_RECENT}' 시트로 갑니다."
+    )
     ws = _frame(wb, SHEET_LEDGER, report, column_widths(LEDGER_COLUMNS), f"전체현황 · {day_text(day)}", note)
     last = write_table(ws, 4, LEDGER_COLUMNS, rows, sparse=True)
     finish_table_sheet(ws, 4)
@@ -757,8 +813,13 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
     for kind, companies in events_by_company(report.events).items():
         n_events = sum(len(evs) for _, evs in companies)
         r += 2
-        put_text(ws, r, 1, f"오늘의 이벤트 — {kind}별 ({len(companies):,}곳, {n_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
-                 st.SECTION)
+        put_text(
+            ws,
+            r,
+            1,
+            f"오늘의 이벤트 — {kind}별 ({len(companies):,}곳, {n_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
+            st.SECTION,
+        )
         r += 1
         for col, header in ((1, "심각도"), (2, kind), (3, "이벤트")):
             ws.cell(row=r, column=col, value=header).style = st.HEADER
@@ -803,7 +864,14 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
         note += " 여러 제조국이 있는 등록은 각 국가에 모두 집계되므로 합계가 등록 현황보다 큽니다."
     elif name == SHEET_BY_INGREDIENT:
         note += " 염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다."
-    ws = _frame(wb, name, report, column_widths(cols), f"{_AGG_TITLE[name]} · {day_text(base if report.is_rejected else report.day)}", note)
+    ws = _frame(
+        wb,
+        name,
+        report,
+        column_widths(cols),
+        f"{_AGG_TITLE[name]} · {day_text(base if report.is_rejected else report.day)}",
+        note,
+    )
     header = 4
     if by_company:
         header = _company_events(ws, report, column_widths(cols)) + 3
@@ -914,7 +982,8 @@ SEVERITY_DEFINITIONS: dict[str, str] = {
 EVENT_DEFINITIONS: dict[str, str] = {
     "NEW": "오늘 목록에만 있는 등록. 과거에 취하됐다 다시 나타나면 '재등장'(높음)",
     "CHANGED": "비교 기준일과 오늘 모두 있으나 내용이 달라진 등록. 가장 심각한 항목의 심각도를 따름. 건수의 '변경'은 "
-               + CHANGED_DEFINITION + "; 번호 부여는 '번호 부여' 건수로 따로 셈",
+    + CHANGED_DEFINITION
+    + "; 번호 부여는 '번호 부여' 건수로 따로 셈",
     "WITHDRAWN": "비교 기준일 목록에 있었으나 오늘 목록에 없는 등록 (완전성이 증명된 수집분에서만 판정)",
 }
 FLAG_DEFINITIONS: dict[str, str] = {
@@ -939,10 +1008,17 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
     ws = _frame(wb, SHEET_META, report, column_widths(cols), "메타 정보 · 출처 · 정의", ATTRIBUTION)
     rows: list[dict] = [
         {"group": "출처", "item": "출처 표시", "value": ATTRIBUTION},
-        {"group": "출처", "item": "데이터 서비스", "value": "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01"},
-        {"group": "출처", "item": "의약품안전나라",
-         "value": f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
-                  "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)"},
+        {
+            "group": "출처",
+            "item": "데이터 서비스",
+            "value": "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01",
+        },
+        {
+            "group": "출처",
+            "item": "의약품안전나라",
+            "value": f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
+            "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)",
+        },
         {"group": "보고서", "item": "보고일", "value": report.day},
         {"group": "보고서", "item": "상태", "value": f"{report.status.label_ko} ({report.status.value})"},
         {"group": "보고서", "item": "상태 설명", "value": report.status_reason},
@@ -956,15 +1032,32 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
         {"group": "심각도", "item": f"{SEVERITY_LABEL_KO[s]} ({s})", "value": text, "_severity_code": s}
         for s, text in SEVERITY_DEFINITIONS.items()
     ]
-    rows += [{"group": "이벤트", "item": f"{EVENT_LABEL_KO[t]} ({t})", "value": text} for t, text in EVENT_DEFINITIONS.items()]
+    rows += [
+        {"group": "이벤트", "item": f"{EVENT_LABEL_KO[t]} ({t})", "value": text}
+        for t, text in EVENT_DEFINITIONS.items()
+    ]
     rows.append({"group": "이벤트", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION})
     rows += [{"group": "표시", "item": FLAG_LABELS[f], "value": text} for f, text in FLAG_DEFINITIONS.items()]
-    rows += [{"group": "항목", "item": f"{label} ({name})", "value": f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}"} for name, label in FIELD_LABEL_KO.items() if name in COMPARED_FIELDS]
+    rows += [
+        {
+            "group": "항목",
+            "item": f"{label} ({name})",
+            "value": f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}",
+        }
+        for name, label in FIELD_LABEL_KO.items()
+        if name in COMPARED_FIELDS
+    ]
     watch = {kind: pats for kind, pats in report.watchlist.items() if pats}
     if watch:
         rows += [{"group": "관심목록", "item": kind, "value": ", ".join(pats)} for kind, pats in watch.items()]
     else:
-        rows.append({"group": "관심목록", "item": "설정", "value": f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 '높음' 이상으로 올립니다"})
+        rows.append(
+            {
+                "group": "관심목록",
+                "item": "설정",
+                "value": f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 '높음' 이상으로 올립니다",
+            }
+        )
     rows += [{"group": "참고", "item": f"참고 {i}", "value": text} for i, text in enumerate(NOTES, 1)]
 
     def hook(ws: Worksheet, r: int, row: dict) -> None:

@@ -29,10 +29,28 @@ from openpyxl.worksheet.worksheet import Worksheet
 #: the attribute a worksheet carries its streamed body in until `save`
 _BODY_ATTR = "_dmf_streamed_body"
 #: elements that may follow <sheetData> and come after <hyperlinks> (ECMA-376 CT_Worksheet order)
-_AFTER_HYPERLINKS = ("<printOptions", "<pageMargins", "<pageSetup", "<headerFooter", "<rowBreaks", "<colBreaks",
-                     "<customProperties", "<cellWatches", "<ignoredErrors", "<smartTags", "<drawing",
-                     "<legacyDrawing", "<legacyDrawingHF", "<picture", "<oleObjects", "<controls",
-                     "<webPublishItems", "<tableParts", "<extLst", "</worksheet>")
+_AFTER_HYPERLINKS = (
+    "<printOptions",
+    "<pageMargins",
+    "<pageSetup",
+    "<headerFooter",
+    "<rowBreaks",
+    "<colBreaks",
+    "<customProperties",
+    "<cellWatches",
+    "<ignoredErrors",
+    "<smartTags",
+    "<drawing",
+    "<legacyDrawing",
+    "<legacyDrawingHF",
+    "<picture",
+    "<oleObjects",
+    "<controls",
+    "<webPublishItems",
+    "<tableParts",
+    "<extLst",
+    "</worksheet>",
+)
 
 
 #: what an XML attribute value must escape beyond `&`, `<`, `>` (link targets and display texts)
@@ -68,8 +86,9 @@ class BodyWriter:
     table (the `s` attribute openpyxl writes); it is resolved once per style.
     """
 
-    def __init__(self, ws: Worksheet, first_row: int, last_col: int,
-                 style_array: Callable[[Worksheet, str], Any]) -> None:
+    def __init__(
+        self, ws: Worksheet, first_row: int, last_col: int, style_array: Callable[[Worksheet, str], Any]
+    ) -> None:
         self.ws = ws
         self.wb: Workbook = ws.parent
         self.body = StreamedBody(first_row, last_col)
@@ -109,7 +128,9 @@ class BodyWriter:
 
     def link(self, r: int, col: int, location: str, display: str) -> None:
         ref = f"{self._letters[col - 1]}{r}"
-        self.body.links.append(f'<hyperlink ref="{ref}" location="{xml_attr(location)}" display="{xml_attr(display)}"/>')
+        self.body.links.append(
+            f'<hyperlink ref="{ref}" location="{xml_attr(location)}" display="{xml_attr(display)}"/>'
+        )
 
     def add_row(self, r: int, cells: list[str], height: float | None = None) -> None:
         self._expect(r)

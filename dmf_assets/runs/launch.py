@@ -39,8 +39,11 @@ class _Gate6LeftUnevaluated(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        return not (record.name.startswith("dagster") and text.startswith("Blocking asset check")
-                    and "emitted no result" in text)
+        return not (
+            record.name.startswith("dagster")
+            and text.startswith("Blocking asset check")
+            and "emitted no result" in text
+        )
 
 
 if logging.lastResort is not None:
@@ -67,8 +70,11 @@ def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
 
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
-    verdicts = rejecting_steps((e.step_key, e.asset_observation_data.asset_observation.metadata)
-                               for e in result.all_events if e.is_asset_observation)
+    verdicts = rejecting_steps(
+        (e.step_key, e.asset_observation_data.asset_observation.metadata)
+        for e in result.all_events
+        if e.is_asset_observation
+    )
     for event in result.all_events:
         if not (event.is_step_failure and event.step_failure_data is not None):
             continue
@@ -102,8 +108,13 @@ def definitions_with(resources: Mapping[str, object]) -> dg.Definitions:
 
 
 def execute_day(
-    defs: dg.Definitions, instance: dg.DagsterInstance, day: str, *, assets: tuple[str, ...] = CHAIN,
-    tags: dict | None = None, run_config: dict | None = None,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    day: str,
+    *,
+    assets: tuple[str, ...] = CHAIN,
+    tags: dict | None = None,
+    run_config: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
     job = defs.resolve_job_def(dmf_daily_job.name)
     return job.execute_in_process(
@@ -132,8 +143,9 @@ def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
     return result
 
 
-def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None,
-              max_rounds: int = 6) -> list[dg.ExecuteInProcessResult]:
+def follow_up(
+    defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None, max_rounds: int = 6
+) -> list[dg.ExecuteInProcessResult]:
     """Evaluate `dmf_watch_sensor` and execute what it requests now, until it requests nothing new."""
     done: set[str] = set()
     results = []
@@ -149,14 +161,28 @@ def follow_up(defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config:
         for request in requests:
             done.add(request.run_key)
             assets = tuple(k.path[-1] for k in request.asset_selection) if request.asset_selection else CHAIN
-            results.append(execute_day(defs, instance, request.partition_key, assets=assets,
-                                       tags={**request.tags, "dmf/run_key": request.run_key}, run_config=run_config))
+            results.append(
+                execute_day(
+                    defs,
+                    instance,
+                    request.partition_key,
+                    assets=assets,
+                    tags={**request.tags, "dmf/run_key": request.run_key},
+                    run_config=run_config,
+                )
+            )
     return results
 
 
 def run_day(
-    day: date, *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
-    run_config: dict | None = None, extra_tags: dict | None = None, defs: dg.Definitions | None = None,
+    day: date,
+    *,
+    instance: dg.DagsterInstance,
+    resources: Mapping[str, object],
+    trigger: str = "cli",
+    run_config: dict | None = None,
+    extra_tags: dict | None = None,
+    defs: dg.Definitions | None = None,
 ) -> DayRun:
     """One day through the whole graph, then the sensor's follow-ups. `defs`: `definitions_with(resources)`,
     when the caller has built it already (one for all the days of a backfill)."""
@@ -169,8 +195,13 @@ def run_day(
 
 
 def run_days(
-    days: list[date], *, instance: dg.DagsterInstance, resources: Mapping[str, object], trigger: str = "cli",
-    run_config: dict | None = None, progress: Callable[[DayRun, float], None] | None = None,
+    days: list[date],
+    *,
+    instance: dg.DagsterInstance,
+    resources: Mapping[str, object],
+    trigger: str = "cli",
+    run_config: dict | None = None,
+    progress: Callable[[DayRun, float], None] | None = None,
 ) -> list[DayRun]:
     import time
 
@@ -178,8 +209,7 @@ def run_days(
     defs = definitions_with(resources)
     for day in sorted(days):
         started = time.monotonic()
-        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config,
-                         defs=defs)
+        report = run_day(day, instance=instance, resources=resources, trigger=trigger, run_config=run_config, defs=defs)
         out.append(report)
         if progress:
             progress(report, time.monotonic() - started)

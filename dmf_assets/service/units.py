@@ -22,7 +22,12 @@ from typing import TypedDict, Unpack
 from dmf_assets.clock import TIMEZONE_NAME
 
 MARKER = "# Written by `dmf service install` (DMF Watch). Re-run it to update; `dmf service uninstall` removes it."
-SERVICES = ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service", "dmf-watchdog.service")
+SERVICES = (
+    "dmf-dagster-webserver.service",
+    "dmf-dagster-daemon.service",
+    "dmf-reports.service",
+    "dmf-watchdog.service",
+)
 TIMERS = ("dmf-watchdog.timer",)
 ALL_UNITS = SERVICES + TIMERS
 #: started and enabled by the printed commands (the watchdog service is started by its timer)
@@ -58,7 +63,9 @@ def instance_uses_postgres(dagster_yaml: Path) -> bool:
     except (OSError, yaml.YAMLError):
         return False
     storage = data.get("storage") or {}
-    modules = [str((data.get(k) or {}).get("module", "")) for k in ("run_storage", "event_log_storage", "schedule_storage")]
+    modules = [
+        str((data.get(k) or {}).get("module", "")) for k in ("run_storage", "event_log_storage", "schedule_storage")
+    ]
     return "postgres" in storage or any(m.startswith("dagster_postgres") for m in modules)
 
 
@@ -98,8 +105,9 @@ def _unit_section(o: UnitOptions, description: str, *, after_network: bool = Tru
     return "\n".join(lines)
 
 
-def _service_section(o: UnitOptions, exec_start: str, *, kind: str = "simple", restart: bool = True,
-                     extra: tuple[str, ...] = ()) -> str:
+def _service_section(
+    o: UnitOptions, exec_start: str, *, kind: str = "simple", restart: bool = True, extra: tuple[str, ...] = ()
+) -> str:
     lines = ["[Service]", f"Type={kind}"]
     if not o.user_mode and o.user:
         lines.append(f"User={o.user}")
@@ -131,7 +139,9 @@ def render_units(o: UnitOptions) -> dict[str, str]:
         "dmf-dagster-webserver.service": _unit_section(o, "DMF Watch — Dagster UI (dagster-webserver)")
         + _service_section(o, f"{_q(o.venv_bin / 'dagster-webserver')} -w {workspace} -h {o.web_host} -p {o.web_port}")
         + _install_section(o),
-        "dmf-dagster-daemon.service": _unit_section(o, "DMF Watch — Dagster daemon (06:00 KST schedule, sensors, run queue)")
+        "dmf-dagster-daemon.service": _unit_section(
+            o, "DMF Watch — Dagster daemon (06:00 KST schedule, sensors, run queue)"
+        )
         + _service_section(o, f"{_q(o.venv_bin / 'dagster-daemon')} run -w {workspace}")
         + _install_section(o),
         "dmf-reports.service": _unit_section(o, "DMF Watch — workbook download server (reports/)")
@@ -139,17 +149,32 @@ def render_units(o: UnitOptions) -> dict[str, str]:
         + _install_section(o),
         # oneshot, run by the timer; exit 1/2 mean "problems found and alerted", not a broken unit
         "dmf-watchdog.service": _unit_section(o, "DMF Watch — outside watchdog (dmf doctor --alert)")
-        + _service_section(o, f"{dmf} doctor --alert", kind="oneshot", restart=False,
-                           extra=("SuccessExitStatus=1 2", "TimeoutStartSec=300", "Nice=10"))
+        + _service_section(
+            o,
+            f"{dmf} doctor --alert",
+            kind="oneshot",
+            restart=False,
+            extra=("SuccessExitStatus=1 2", "TimeoutStartSec=300", "Nice=10"),
+        )
         + "",
-        "dmf-watchdog.timer": "\n".join([
-            MARKER, "[Unit]", "Description=DMF Watch — run the outside watchdog every "
-            f"{o.watchdog_every_minutes} minutes", "",
-            "[Timer]", f"OnCalendar=*:0/{o.watchdog_every_minutes}",
-            # right after the 09:00 KST report deadline, whatever the server's own time zone
-            f"OnCalendar=*-*-* 09:01:00 {TIMEZONE_NAME}",
-            "Persistent=true", "AccuracySec=30s", "Unit=dmf-watchdog.service", "", "",
-        ]) + _install_section(o, timer=True),
+        "dmf-watchdog.timer": "\n".join(
+            [
+                MARKER,
+                "[Unit]",
+                f"Description=DMF Watch — run the outside watchdog every {o.watchdog_every_minutes} minutes",
+                "",
+                "[Timer]",
+                f"OnCalendar=*:0/{o.watchdog_every_minutes}",
+                # right after the 09:00 KST report deadline, whatever the server's own time zone
+                f"OnCalendar=*-*-* 09:01:00 {TIMEZONE_NAME}",
+                "Persistent=true",
+                "AccuracySec=30s",
+                "Unit=dmf-watchdog.service",
+                "",
+                "",
+            ]
+        )
+        + _install_section(o, timer=True),
     }
     return units
 
@@ -170,8 +195,10 @@ def install_commands(o: UnitOptions) -> list[str]:
     if o.user_mode:
         # without lingering, user services stop at logout and do not start at boot
         cmds.insert(0, f"loginctl enable-linger {shlex.quote(getpass.getuser())}")
-    cmds += [f"{sc} status {' '.join(ENABLE)} --no-pager",
-             f"journalctl {'--user ' if o.user_mode else ''}-u dmf-dagster-daemon -f"]
+    cmds += [
+        f"{sc} status {' '.join(ENABLE)} --no-pager",
+        f"journalctl {'--user ' if o.user_mode else ''}-u dmf-dagster-daemon -f",
+    ]
     return cmds
 
 

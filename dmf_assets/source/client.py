@@ -37,8 +37,9 @@ def setting_default(section: type[BaseModel], name: str) -> Any:
 class MfdsClient(dg.ConfigurableResource):
     """MFDS 원료의약품 등록(DMF) 현황 Open API client, with a raw archive."""
 
-    base_url: str = Field(default=setting_default(Source, "base_url"),
-                          description="emulator://local or the MFDS service base URL")
+    base_url: str = Field(
+        default=setting_default(Source, "base_url"), description="emulator://local or the MFDS service base URL"
+    )
     service_key_env: str = Field(
         default="MFDS_SERVICE_KEY",
         description="the environment variable that holds the data.go.kr service key, read at run time; the key "
@@ -85,8 +86,10 @@ class MfdsClient(dg.ConfigurableResource):
     def http_client(self) -> httpx.Client:
         """A fresh HTTP client for one fetch (the fetch closes it)."""
         if resolve_endpoint(self.base_url).in_process:
-            raise ValueError(f"source.base_url {self.base_url!r} has no HTTP server: it is answered in process "
-                             "by the client that replays it, not by this one")
+            raise ValueError(
+                f"source.base_url {self.base_url!r} has no HTTP server: it is answered in process "
+                "by the client that replays it, not by this one"
+            )
         return httpx.Client(headers={"User-Agent": USER_AGENT}, follow_redirects=False)
 
     def request_headers(self, day: date) -> dict[str, str]:
@@ -103,6 +106,13 @@ class MfdsClient(dg.ConfigurableResource):
         p = Path(self.raw_dir)
         return p if p.is_absolute() else PROJECT_ROOT / p
 
-    def fetch_day(self, day: date | str, *, log: FetchLog | None = None, resume: bool = True,
-                  http_client: httpx.Client | None = None, rng: random.Random | None = None) -> FetchResult:
+    def fetch_day(
+        self,
+        day: date | str,
+        *,
+        log: FetchLog | None = None,
+        resume: bool = True,
+        http_client: httpx.Client | None = None,
+        rng: random.Random | None = None,
+    ) -> FetchResult:
         return fetch_day(self, day, log=log, resume=resume, http_client=http_client, rng=rng)

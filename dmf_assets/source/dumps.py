@@ -147,7 +147,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
     import polars as pl
 
     head = fh.read(block_bytes)
-    head = head[len(_BOM):] if head.startswith(_BOM) else head
+    head = head[len(_BOM) :] if head.startswith(_BOM) else head
     m = _LIST_START.match(head)
     if m:
         prefix = b""
@@ -158,7 +158,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
         if not m:
             raise _NotFast
         prefix = head[: m.end() - 1]  # up to (without) the '[' of the items list
-    carry = head[m.end():]
+    carry = head[m.end() :]
     frames: list[pl.DataFrame] = []
     # polars parses a block without the GIL: blocks are parsed on all cores while the next is read,
     # with at most two blocks per core in flight (memory stays a few blocks, not the file)
@@ -176,7 +176,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
                     carry = chunk
                     continue
                 pending.append(pool.submit(_lines_frame, chunk, 0, cut + 1))
-                carry = chunk[cut + 1:]
+                carry = chunk[cut + 1 :]
                 while len(pending) > 2 * workers:
                     frames.append(pending.popleft().result())
             end = carry.rfind(b"]")  # the items list must be the last list of the document
@@ -190,7 +190,7 @@ def _stream_items(fh: BinaryIO, block_bytes: int) -> tuple[pl.DataFrame, dict[st
                 waiting.cancel()
     # what surrounds the list must be a valid document by itself: "[]" + tail, or prefix + "[]" + tail
     try:
-        rest = orjson.loads(prefix + b"[]" + carry[end + 1:])
+        rest = orjson.loads(prefix + b"[]" + carry[end + 1 :])
     except orjson.JSONDecodeError:
         raise _NotFast from None
     if prefix:
@@ -215,11 +215,15 @@ def _careful_items(path: Path, body: bytes) -> tuple[pl.DataFrame, dict[str, Any
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     except RecursionError:  # e.g. `[` × 200 000
-        raise DumpError(f"{path}: JSON이 너무 깊게 중첩되어 있습니다 — 등록 현황 목록이 아닙니다 / "
-                        "not a registry dump: JSON nested too deeply") from None
+        raise DumpError(
+            f"{path}: JSON이 너무 깊게 중첩되어 있습니다 — 등록 현황 목록이 아닙니다 / "
+            "not a registry dump: JSON nested too deeply"
+        ) from None
     except ValueError:  # Python reads no integer of more than 4,300 digits
-        raise DumpError(f"{path}: JSON에 4,300자리가 넘는 숫자가 있습니다 — 등록 현황 목록이 아닙니다 / "
-                        "not a registry dump: a number of more than 4,300 digits") from None
+        raise DumpError(
+            f"{path}: JSON에 4,300자리가 넘는 숫자가 있습니다 — 등록 현황 목록이 아닙니다 / "
+            "not a registry dump: a number of more than 4,300 digits"
+        ) from None
     meta: dict[str, Any] = {}
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
         meta = {k: v for k, v in doc.items() if k != "items"}
@@ -298,8 +302,11 @@ def _from_archive(directory: Path) -> Dump:
     bad = [e for e in entries if e.get("status") != "ok" or not e.get("file")]
     if status != "complete" or bad or not entries:
         what = (
-            f"실패한 쪽 {len(bad)}개 (예: {bad[0].get('page_no')}쪽 '{bad[0].get('status')}')" if bad
-            else "수신된 쪽이 없습니다" if not entries else "수집이 끝나지 않았습니다"
+            f"실패한 쪽 {len(bad)}개 (예: {bad[0].get('page_no')}쪽 '{bad[0].get('status')}')"
+            if bad
+            else "수신된 쪽이 없습니다"
+            if not entries
+            else "수집이 끝나지 않았습니다"
         )
         raise DumpError(
             f"{directory}: 이 날짜의 수집 상태가 '{status}'입니다 — {what}. 불완전한 목록은 비교하지 않습니다 "

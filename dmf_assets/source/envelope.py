@@ -162,9 +162,7 @@ def _loads(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedPage(
-            f"invalid or truncated JSON: {exc.msg} at char {exc.pos} of {len(text)}"
-        ) from None
+        raise MalformedPage(f"invalid or truncated JSON: {exc.msg} at char {exc.pos} of {len(text)}") from None
     except (RecursionError, ValueError):  # `[` × 200 000, or a number of thousands of digits
         raise MalformedPage("JSON nested too deeply or with a number too long to read") from None
 

@@ -192,8 +192,18 @@ class _Page:
         return self.status == "ok"
 
     def summary(self) -> PageSummary:
-        return PageSummary(self.page_no, self.status, self.rows, self.total_count, len(self.attempts),
-                           self.reused, self.file, self.sha256, self.error, self.error_type)
+        return PageSummary(
+            self.page_no,
+            self.status,
+            self.rows,
+            self.total_count,
+            len(self.attempts),
+            self.reused,
+            self.file,
+            self.sha256,
+            self.error,
+            self.error_type,
+        )
 
     def manifest(self) -> dict[str, Any]:
         return {
@@ -323,8 +333,18 @@ def fetch_day(
 
 
 class _DayFetch:
-    def __init__(self, config: FetchConfig, day: date, endpoint: Endpoint, archive: DayArchive,
-                 client: httpx.Client, key: str, redact: Redactor, log: FetchLog, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: FetchConfig,
+        day: date,
+        endpoint: Endpoint,
+        archive: DayArchive,
+        client: httpx.Client,
+        key: str,
+        redact: Redactor,
+        log: FetchLog,
+        rng: random.Random,
+    ) -> None:
         self.config = config  # the resource: its fields are the fetch's settings
         self.day = day
         self.endpoint = endpoint
@@ -334,12 +354,15 @@ class _DayFetch:
         self.redact = redact
         self.log = log
         self.rng = rng
-        self.politeness = politeness_for(endpoint, min_interval_s=config.min_interval_s,
-                                         read_timeout_s=config.read_timeout_s)
+        self.politeness = politeness_for(
+            endpoint, min_interval_s=config.min_interval_s, read_timeout_s=config.read_timeout_s
+        )
         self.counter = RequestCounter(archive.raw_dir)
         self.timeout = httpx.Timeout(
-            connect=config.connect_timeout_s, read=config.read_timeout_s,
-            write=config.read_timeout_s, pool=config.connect_timeout_s,
+            connect=config.connect_timeout_s,
+            read=config.read_timeout_s,
+            write=config.read_timeout_s,
+            pool=config.connect_timeout_s,
         )
         self.requests = 0
         self.retries = 0
@@ -399,8 +422,11 @@ class _DayFetch:
                 outcome = self._round(reusable)
                 if outcome == "total_count_changed" and self.round == 1:
                     self.restarts.append({"round": 1, "total_counts": self._total_counts()})
-                    self.log.warning("%s: totalCount changed between pages %s; restarting the fetch once",
-                                     self.day, self._total_counts())
+                    self.log.warning(
+                        "%s: totalCount changed between pages %s; restarting the fetch once",
+                        self.day,
+                        self._total_counts(),
+                    )
                     self.round, reusable = 2, {}
                     self.archive.begin()
                     continue
@@ -457,8 +483,9 @@ class _DayFetch:
         if last.ok and last.rows >= per_page and extra >= MAX_EXTRA_PAGES:
             self.problems.append(f"extra_page_cap: still full pages after {MAX_EXTRA_PAGES} pages beyond totalCount")
         if extra:
-            self.log.info("%s: %d page(s) beyond ceil(totalCount/numOfRows) fetched (last page was full)",
-                          self.day, extra)
+            self.log.info(
+                "%s: %d page(s) beyond ceil(totalCount/numOfRows) fetched (last page was full)", self.day, extra
+            )
         return "done"
 
     # -- one page -------------------------------------------------------------------------------
@@ -468,7 +495,12 @@ class _DayFetch:
         page = _Page(page_no)
         retry_wait = 0.0
         api_retry_used = False
-        params: dict[str, str | int] = {"serviceKey": self._key, "pageNo": page_no, "numOfRows": cfg.num_of_rows, "type": "json"}
+        params: dict[str, str | int] = {
+            "serviceKey": self._key,
+            "pageNo": page_no,
+            "numOfRows": cfg.num_of_rows,
+            "type": "json",
+        }
         headers = self.config.request_headers(self.day)
         for attempt in range(1, cfg.max_attempts + 1):
             wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
@@ -476,9 +508,17 @@ class _DayFetch:
                 time.sleep(wait)
             if not self.endpoint.local:
                 self.counter.take(self.endpoint.host, cfg.daily_request_cap, today_kst())
-            rec: dict[str, Any] = {"attempt": attempt, "started_at": _now_iso(), "wait_s": round(wait, 3),
-                                   "status": None, "bytes": None, "sha256": None, "elapsed_ms": None,
-                                   "error": None, "retry_after_s": None}
+            rec: dict[str, Any] = {
+                "attempt": attempt,
+                "started_at": _now_iso(),
+                "wait_s": round(wait, 3),
+                "status": None,
+                "bytes": None,
+                "sha256": None,
+                "elapsed_ms": None,
+                "error": None,
+                "retry_after_s": None,
+            }
             page.attempts.append(rec)
             self.requests += 1
             self.retries += attempt > 1
@@ -496,8 +536,9 @@ class _DayFetch:
                 retry_wait = self._backoff(attempt)
                 continue
             elapsed = time.monotonic() - started
-            rec.update(status=resp.status_code, bytes=len(body), sha256=sha256_hex(body),
-                       elapsed_ms=round(elapsed * 1000, 1))
+            rec.update(
+                status=resp.status_code, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1)
+            )
             content_type = resp.headers.get("content-type")
             # Archive before parsing: whatever came back is kept, even if it cannot be read.
             page.file = self.archive.write_page(page_no, body, body_format(body, content_type))
@@ -526,8 +567,11 @@ class _DayFetch:
             except GatewayError as exc:
                 rec["error"] = page.error = self.redact(str(exc))
                 page.error_type = "gateway"
-                page.gateway = {"return_reason_code": exc.return_reason_code,
-                                "return_auth_msg": exc.return_auth_msg, "err_msg": exc.err_msg}
+                page.gateway = {
+                    "return_reason_code": exc.return_reason_code,
+                    "return_auth_msg": exc.return_auth_msg,
+                    "err_msg": exc.err_msg,
+                }
                 page.fatal = True  # key/quota problems do not fix themselves within seconds
                 self.log.warning("%s page %d: %s", self.day, page_no, page.error)
                 break
@@ -564,8 +608,15 @@ class _DayFetch:
             return
         self._progress_at = now
         level = self.log.info if page.ok else self.log.warning
-        level("%s page %d: %s, %d rows, totalCount %s, %d attempt(s)", self.day, page.page_no,
-              "ok" if page.ok else f"FAILED ({page.error})", page.rows, page.total_count, len(page.attempts))
+        level(
+            "%s page %d: %s, %d rows, totalCount %s, %d attempt(s)",
+            self.day,
+            page.page_no,
+            "ok" if page.ok else f"FAILED ({page.error})",
+            page.rows,
+            page.total_count,
+            len(page.attempts),
+        )
 
     def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, error: str, kind: str) -> None:
         elapsed = time.monotonic() - started
@@ -591,16 +642,29 @@ class _DayFetch:
         errors += self.transport_notes
         if not transport_ok:
             status = "failed"
-        elif outcome != "done" or total is None or len(items) != total or any(
-            pr.startswith("extra_page_cap") for pr in self.problems
+        elif (
+            outcome != "done"
+            or total is None
+            or len(items) != total
+            or any(pr.startswith("extra_page_cap") for pr in self.problems)
         ):
             status = "incomplete"
         else:
             status = "complete"
         unexpected, missing = _field_drift(items)
-        return {"pages": pages, "items": items, "received": received, "dropped": dropped, "totals": totals,
-                "total": total, "transport_ok": transport_ok, "errors": [self.redact(e) for e in errors],
-                "status": status, "unexpected": unexpected, "missing": missing}
+        return {
+            "pages": pages,
+            "items": items,
+            "received": received,
+            "dropped": dropped,
+            "totals": totals,
+            "total": total,
+            "transport_ok": transport_ok,
+            "errors": [self.redact(e) for e in errors],
+            "status": status,
+            "unexpected": unexpected,
+            "missing": missing,
+        }
 
     def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
         v = self._verdict(outcome)
@@ -610,8 +674,12 @@ class _DayFetch:
         if keep_published and v["status"] != "complete":
             # Never replace a complete archive with a worse one: the new attempt stays in the
             # working directory for inspection; the published day is untouched.
-            self.log.warning("%s: re-fetch is %s; the complete archive is kept, the attempt is in %s",
-                             self.day, v["status"], self.archive.work_dir)
+            self.log.warning(
+                "%s: re-fetch is %s; the complete archive is kept, the attempt is in %s",
+                self.day,
+                v["status"],
+                self.archive.work_dir,
+            )
             archive_dir = self.archive.work_dir
         else:
             archive_dir = self.archive.publish()
@@ -639,9 +707,18 @@ class _DayFetch:
             gateway_error=next((p.gateway for p in v["pages"] if p.gateway), None),
             items=v["items"],
         )
-        self.log.info("%s: fetch %s — %d pages, %d rows (%d after de-dup), totalCount %s, %d requests, "
-                      "%d retries, %.1f s", self.day, result.status, len(result.pages), result.rows_received,
-                      result.rows_after_dedup, result.total_count, result.requests, result.retries, elapsed)
+        self.log.info(
+            "%s: fetch %s — %d pages, %d rows (%d after de-dup), totalCount %s, %d requests, %d retries, %.1f s",
+            self.day,
+            result.status,
+            len(result.pages),
+            result.rows_received,
+            result.rows_after_dedup,
+            result.total_count,
+            result.requests,
+            result.retries,
+            elapsed,
+        )
         return result
 
     def _write_manifest(self, status: str, verdict: dict[str, Any] | None = None) -> None:
@@ -703,8 +780,14 @@ def _fill_page(page: _Page, parsed: Page) -> None:
 
 
 def _page_from_parsed(page_no: int, parsed: Page, entry: dict[str, Any], *, reused: bool) -> _Page:
-    page = _Page(page_no, file=entry.get("file"), sha256=entry.get("sha256"), size=entry.get("bytes"),
-                 reused=reused or bool(entry.get("reused")), attempts=list(entry.get("attempts") or []))
+    page = _Page(
+        page_no,
+        file=entry.get("file"),
+        sha256=entry.get("sha256"),
+        size=entry.get("bytes"),
+        reused=reused or bool(entry.get("reused")),
+        attempts=list(entry.get("attempts") or []),
+    )
     _fill_page(page, parsed)
     return page
 
@@ -726,15 +809,25 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
                 raise ArchiveCorrupt(f"{directory.name}/{entry['file']}: recorded ok but unreadable: {exc}") from None
             pages.append(_page_from_parsed(int(entry["page_no"]), parsed, entry, reused=bool(entry.get("reused"))))
         else:
-            pages.append(_Page(int(entry["page_no"]), status="failed", error=entry.get("error"),
-                               error_type=entry.get("error_type"), gateway=entry.get("gateway_error"),
-                               file=entry.get("file"), sha256=entry.get("sha256"),
-                               attempts=list(entry.get("attempts") or [])))
+            pages.append(
+                _Page(
+                    int(entry["page_no"]),
+                    status="failed",
+                    error=entry.get("error"),
+                    error_type=entry.get("error_type"),
+                    gateway=entry.get("gateway_error"),
+                    file=entry.get("file"),
+                    sha256=entry.get("sha256"),
+                    attempts=list(entry.get("attempts") or []),
+                )
+            )
     items, received, dropped = _assemble(pages)
     totals = manifest.get("totals") or {}
     if totals and (totals.get("rows_received"), totals.get("rows_after_dedup")) != (received, len(items)):
-        raise ArchiveCorrupt(f"{directory.name}: archived pages give {received}/{len(items)} rows, "
-                             f"manifest says {totals.get('rows_received')}/{totals.get('rows_after_dedup')}")
+        raise ArchiveCorrupt(
+            f"{directory.name}: archived pages give {received}/{len(items)} rows, "
+            f"manifest says {totals.get('rows_received')}/{totals.get('rows_after_dedup')}"
+        )
     unexpected, missing = _field_drift(items)
     status = str(manifest.get("status"))
     log.info("%s: replayed from archive (%s, %d rows)", archive.day, status, len(items))

@@ -66,8 +66,12 @@ class Politeness:
 def politeness_for(endpoint: Endpoint, *, min_interval_s: float, read_timeout_s: float) -> Politeness:
     half_timeout = read_timeout_s / 2
     if endpoint.local:
-        return Politeness(base_s=0.0, step_s=LOCAL_SLOWDOWN_STEP_S, cap_s=LOCAL_SPACING_CAP_S,
-                          slow_s=min(LOCAL_SLOW_ANSWER_S, half_timeout))
+        return Politeness(
+            base_s=0.0,
+            step_s=LOCAL_SLOWDOWN_STEP_S,
+            cap_s=LOCAL_SPACING_CAP_S,
+            slow_s=min(LOCAL_SLOW_ANSWER_S, half_timeout),
+        )
     base = max(0.0, min_interval_s)
     return Politeness(base_s=base, step_s=max(base, 1.0), slow_s=min(SLOW_ANSWER_S, half_timeout))
 

@@ -36,7 +36,9 @@ def record_versions(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> l
     return _dicts(conn.execute(query("analyst.record_versions"), [record_ids]))
 
 
-def record_events(conn: duckdb.DuckDBPyConnection, record_ids: list[int], start_id: int, end_id: int) -> list[dict[str, Any]]:
+def record_events(
+    conn: duckdb.DuckDBPyConnection, record_ids: list[int], start_id: int, end_id: int
+) -> list[dict[str, Any]]:
     return _dicts(conn.execute(query("analyst.record_events"), [record_ids, record_ids, start_id, end_id]))
 
 

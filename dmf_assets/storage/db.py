@@ -70,7 +70,9 @@ class HistoryMissing(DatabaseUnusable):
     """The database is missing (or holds no day) while files of earlier days exist: it was lost, not new."""
 
     def __init__(self, database: Path, traces: str, *, empty: bool = False) -> None:
-        state_ko, state_en = ("이력 DB에 기록된 날이 하나도 없는데", "holds no day") if empty else ("이력 DB가 없는데", "is missing")
+        state_ko, state_en = (
+            ("이력 DB에 기록된 날이 하나도 없는데", "holds no day") if empty else ("이력 DB가 없는데", "is missing")
+        )
         super().__init__(
             f"{state_ko} 이전 날의 기록이 남아 있습니다 — DB {database}, 기록: {traces}. 새 기준일로 다시 시작하지 않습니다 — "
             f"{WAYS_OUT}. The history database {state_en} although earlier days exist; not starting over."
@@ -81,8 +83,9 @@ class DatabaseDamaged(DatabaseUnusable):
     """DuckDB cannot read the file: truncated, zero-length or overwritten."""
 
     def __init__(self, database: Path, detail: str) -> None:
-        super().__init__(f"이력 DB 파일이 손상되었습니다 ({database}: {detail}) — {WAYS_OUT}. "
-                         "The history database file is corrupt.")
+        super().__init__(
+            f"이력 DB 파일이 손상되었습니다 ({database}: {detail}) — {WAYS_OUT}. The history database file is corrupt."
+        )
 
 
 class DatabaseDiskFull(OSError):
@@ -92,8 +95,10 @@ class DatabaseDiskFull(OSError):
         super().__init__(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
 
     def __str__(self) -> str:
-        return (f"디스크 공간이 부족합니다 (No space left on device): {self.filename} — 공간을 확보한 뒤 다시 실행하세요 "
-                "(`dmf doctor`, `dmf prune`); 이력 DB는 바뀌지 않았습니다 / free some space and run again")
+        return (
+            f"디스크 공간이 부족합니다 (No space left on device): {self.filename} — 공간을 확보한 뒤 다시 실행하세요 "
+            "(`dmf doctor`, `dmf prune`); 이력 DB는 바뀌지 않았습니다 / free some space and run again"
+        )
 
 
 def _disk_full(exc: duckdb.Error, database: Path) -> DatabaseDiskFull | None:
@@ -124,13 +129,18 @@ class HistoryTraces:
         or None. `except_days`: the days being run now."""
         skip = {d.isoformat() for d in except_days}
         settled = time.time() - self.run_limit_s
-        raw = sorted(p.parent.name for p in _glob(self.raw_dir, "????-??-??/manifest.json")
-                     if p.parent.name not in skip and _mtime(p) < settled)
+        raw = sorted(
+            p.parent.name
+            for p in _glob(self.raw_dir, "????-??-??/manifest.json")
+            if p.parent.name not in skip and _mtime(p) < settled
+        )
         events = _glob(self.events_dir, "????-??-??.jsonl")
         workbooks = _glob(self.reports_dir, "DMF_*.xlsx")
-        found = ([f"원본 보관 {len(raw)}일({raw[0]} ~ {raw[-1]}, {self.raw_dir})"] if raw else []) + \
-                ([f"이벤트 파일 {len(events)}개({self.events_dir})"] if events else []) + \
-                ([f"리포트 {len(workbooks)}개({self.reports_dir})"] if workbooks else [])
+        found = (
+            ([f"원본 보관 {len(raw)}일({raw[0]} ~ {raw[-1]}, {self.raw_dir})"] if raw else [])
+            + ([f"이벤트 파일 {len(events)}개({self.events_dir})"] if events else [])
+            + ([f"리포트 {len(workbooks)}개({self.reports_dir})"] if workbooks else [])
+        )
         return ", ".join(found) or None
 
 
@@ -256,7 +266,7 @@ log = logging.getLogger("dmf.db")
 
 
 def _holder_text(fh: IO[str]) -> str:
-    """"PID 123 (dagster, command …)" from the lock record, for the waiting message."""
+    """ "PID 123 (dagster, command …)" from the lock record, for the waiting message."""
     try:
         fh.seek(0)
         holder = json.loads(fh.read() or "{}")
@@ -282,8 +292,12 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= next_note:  # a wait the user can see, never a silent one
                     next_note += LOCK_NOTE_EVERY_S
-                    log.warning("DB 잠금 대기 중 / waiting for the database lock held by %s — %d초 경과 (최대 %d초)",
-                                _holder_text(fh), time.monotonic() - started, timeout_s)
+                    log.warning(
+                        "DB 잠금 대기 중 / waiting for the database lock held by %s — %d초 경과 (최대 %d초)",
+                        _holder_text(fh),
+                        time.monotonic() - started,
+                        timeout_s,
+                    )
                 if time.monotonic() >= deadline:
                     fh.seek(0)
                     holder = fh.read().strip() or "unknown"
@@ -292,8 +306,13 @@ def database_lock(path: Path, timeout_s: float, purpose: str) -> Iterator[None]:
                         f"The history database is busy; retry later or check `dmf doctor`."
                     ) from None
                 time.sleep(0.2)
-        record = {"pid": os.getpid(), "host": socket.gethostname(), "purpose": purpose,
-                  "command": " ".join(sys.argv)[:200], "since": now_kst().isoformat(timespec="seconds")}
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "purpose": purpose,
+            "command": " ".join(sys.argv)[:200],
+            "since": now_kst().isoformat(timespec="seconds"),
+        }
         _write_holder(fh.fileno(), json.dumps(record).encode())
         try:
             yield
@@ -342,8 +361,12 @@ def _first_line(exc: BaseException) -> str:
 
 #: how DuckDB words a file it cannot read: overwritten or zero-length, a block whose checksum does not
 #: match, a file cut short, a WAL that does not fit the file
-_DAMAGE_SIGNS = ("not a valid DuckDB database file", "Corrupt database file", "Could not read enough bytes",
-                 "replaying WAL")
+_DAMAGE_SIGNS = (
+    "not a valid DuckDB database file",
+    "Corrupt database file",
+    "Could not read enough bytes",
+    "replaying WAL",
+)
 
 
 def _damaged(exc: duckdb.Error) -> bool:
@@ -360,8 +383,11 @@ def _check_length(conn: duckdb.DuckDBPyConnection, path: Path) -> None:
     _, _, block_size, _, used_blocks, *_ = one_row(conn, "PRAGMA database_size")
     length = path.stat().st_size
     if length and length < _HEADERS_BYTES + used_blocks * block_size:
-        raise DatabaseDamaged(path, f"파일이 잘렸습니다 — {length:,} bytes, 사용 중인 블록 {used_blocks}개에 "
-                                    f"{_HEADERS_BYTES + used_blocks * block_size:,} bytes 필요 (truncated)")
+        raise DatabaseDamaged(
+            path,
+            f"파일이 잘렸습니다 — {length:,} bytes, 사용 중인 블록 {used_blocks}개에 "
+            f"{_HEADERS_BYTES + used_blocks * block_size:,} bytes 필요 (truncated)",
+        )
 
 
 def applied_migrations(conn: duckdb.DuckDBPyConnection) -> dict[int, tuple[str, str]]:

@@ -92,8 +92,10 @@ def comparison_base(conn: duckdb.DuckDBPyConnection, day: date) -> BaseFacts:
 def load_snapshot(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """An accepted day's snapshot as a keyed frame, ready for `diff_snapshots`."""
     frame = conn.sql(query("history.load_snapshot"), params=[day_id(day)]).pl()
-    frame = frame.drop("version_id", "record_id", "first_day").with_row_index("row_no").with_columns(
-        pl.col("row_no").cast(pl.Int32)
+    frame = (
+        frame.drop("version_id", "record_id", "first_day")
+        .with_row_index("row_no")
+        .with_columns(pl.col("row_no").cast(pl.Int32))
     )
     return with_group_columns(with_identity_columns(frame))
 
@@ -195,8 +197,18 @@ def write_gate(conn: duckdb.DuckDBPyConnection, day: date, g: GateOutcome) -> No
     conn.execute(query("history.delete_gate"), [d, g.number])
     conn.execute(
         query("history.insert_gate"),
-        [d, g.number, g.name, g.passed, g.observed_value, g.threshold_value, g.observed, g.threshold, g.detail,
-         json.dumps(list(g.samples), ensure_ascii=False, default=str)],
+        [
+            d,
+            g.number,
+            g.name,
+            g.passed,
+            g.observed_value,
+            g.threshold_value,
+            g.observed,
+            g.threshold,
+            g.detail,
+            json.dumps(list(g.samples), ensure_ascii=False, default=str),
+        ],
     )
 
 
@@ -270,20 +282,44 @@ def write_judgement(
     for m in quality:
         conn.execute(
             query("history.insert_quality"),
-            [d, m.name, m.label_ko, float(m.value), m.expected, m.ok, m.detail,
-             json.dumps(list(m.samples), ensure_ascii=False, default=str)],
+            [
+                d,
+                m.name,
+                m.label_ko,
+                float(m.value),
+                m.expected,
+                m.ok,
+                m.detail,
+                json.dumps(list(m.samples), ensure_ascii=False, default=str),
+            ],
         )
     conn.execute(query("history.delete_fetch_stats"), [d])
     for p in pages:
         conn.execute(
             query("history.insert_fetch_stat"),
-            [d, p.get("page_no"), p.get("status"), p.get("rows"), p.get("total_count"), p.get("attempts"),
-             p.get("elapsed_ms"), p.get("bytes"), p.get("sha256")],
+            [
+                d,
+                p.get("page_no"),
+                p.get("status"),
+                p.get("rows"),
+                p.get("total_count"),
+                p.get("attempts"),
+                p.get("elapsed_ms"),
+                p.get("bytes"),
+                p.get("sha256"),
+            ],
         )
 
 
-def write_rejection(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcome, *, run_id: str | None,
-                    started: float, base: BaseFacts | None = None) -> BaseFacts:
+def write_rejection(
+    conn: duckdb.DuckDBPyConnection,
+    day: date,
+    gate: GateOutcome,
+    *,
+    run_id: str | None,
+    started: float,
+    base: BaseFacts | None = None,
+) -> BaseFacts:
     """Mark the day rejected by `gate` and remove its history; returns its comparison base (`base`: as the
     caller already chose it under the same lock; None: read here)."""
     d = day_id(day)
@@ -292,14 +328,37 @@ def write_rejection(conn: duckdb.DuckDBPyConnection, day: date, gate: GateOutcom
     reason = rejection_reason(gate)
     conn.execute(
         query("history.set_run_outcome"),
-        ["rejected", gate.number, reason, day_id(base.day) if base.day else None, None,
-         0, 0, 0, 0, 0, 0, time.monotonic() - started, run_id, d],
+        [
+            "rejected",
+            gate.number,
+            reason,
+            day_id(base.day) if base.day else None,
+            None,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            time.monotonic() - started,
+            run_id,
+            d,
+        ],
     )
     return base
 
 
-def write_accepted(conn: duckdb.DuckDBPyConnection, day: date, keyed: pl.DataFrame, diff: DiffResult, *,
-                   base: BaseFacts, churn: GateOutcome, run_id: str | None, started: float) -> str:
+def write_accepted(
+    conn: duckdb.DuckDBPyConnection,
+    day: date,
+    keyed: pl.DataFrame,
+    diff: DiffResult,
+    *,
+    base: BaseFacts,
+    churn: GateOutcome,
+    run_id: str | None,
+    started: float,
+) -> str:
     """Write an accepted day — gate 6, snapshot, versions, events, run outcome — replacing any earlier
     run of it; returns its status (baseline | accepted)."""
     d = day_id(day)
@@ -312,14 +371,22 @@ def write_accepted(conn: duckdb.DuckDBPyConnection, day: date, keyed: pl.DataFra
         _insert_events(conn, d, day_id(base.day), diff)
     conn.execute(
         query("history.set_run_outcome"),
-        [status, None, None, day_id(base.day) if base.day else None, keyed.height,
-         *_counts_params(diff.counts), time.monotonic() - started, run_id, d],
+        [
+            status,
+            None,
+            None,
+            day_id(base.day) if base.day else None,
+            keyed.height,
+            *_counts_params(diff.counts),
+            time.monotonic() - started,
+            run_id,
+            d,
+        ],
     )
     return status
 
 
-def write_rederived(conn: duckdb.DuckDBPyConnection, day: date, *, by: date, base: BaseFacts,
-                    diff: DiffResult) -> None:
+def write_rederived(conn: duckdb.DuckDBPyConnection, day: date, *, by: date, base: BaseFacts, diff: DiffResult) -> None:
     """Replace the events of accepted `day` by `diff` against its (new) base; `by` = the day whose commit
     or rejection moved that base."""
     n = day_id(day)

@@ -91,10 +91,14 @@ def dedupe_exists(conn: sqlite3.Connection, dedupe: str) -> bool:
     return conn.execute("SELECT 1 FROM messages WHERE dedupe = ?", (dedupe,)).fetchone() is not None
 
 
-def supersede_day_reports(conn: sqlite3.Connection, day: str, *, state: str, stamp: str, of_states: tuple[str, str]) -> None:
+def supersede_day_reports(
+    conn: sqlite3.Connection, day: str, *, state: str, stamp: str, of_states: tuple[str, str]
+) -> None:
     """The day's workbook mails in `of_states` take `state`."""
-    conn.execute("UPDATE messages SET state = ?, updated_at = ? WHERE type = 'report' AND day = ? "
-                 "AND state IN (?, ?)", (state, stamp, day, *of_states))
+    conn.execute(
+        "UPDATE messages SET state = ?, updated_at = ? WHERE type = 'report' AND day = ? AND state IN (?, ?)",
+        (state, stamp, day, *of_states),
+    )
 
 
 def insert_message(conn: sqlite3.Connection, values: tuple) -> int:
@@ -102,21 +106,30 @@ def insert_message(conn: sqlite3.Connection, values: tuple) -> int:
     run_id, created_at, give_up_at, updated_at); returns its id."""
     cur = conn.execute(
         "INSERT INTO messages (type, kind, day, dedupe, digest, subject, message, attachment, state, hold_until, "
-        "run_id, created_at, give_up_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+        "run_id, created_at, give_up_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
     return int(cur.lastrowid or 0)
 
 
-def insert_sends(conn: sqlite3.Connection, message_id: int, channels: Sequence[tuple[str, str]], *, state: str,
-                 stamp: str) -> None:
-    conn.executemany("INSERT INTO sends (message_id, channel, target, state, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
-                     [(message_id, key, target, state, stamp) for key, target in channels])
+def insert_sends(
+    conn: sqlite3.Connection, message_id: int, channels: Sequence[tuple[str, str]], *, state: str, stamp: str
+) -> None:
+    conn.executemany(
+        "INSERT INTO sends (message_id, channel, target, state, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
+        [(message_id, key, target, state, stamp) for key, target in channels],
+    )
 
 
-def release_message(conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, note: str | None,
-                    stamp: str) -> bool:
+def release_message(
+    conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, note: str | None, stamp: str
+) -> bool:
     """A message in `from_state` takes `state` (hold lifted); False when it was not in `from_state`."""
-    cur = conn.execute("UPDATE messages SET state = ?, note = COALESCE(?, note), hold_until = NULL, updated_at = ? "
-                       "WHERE id = ? AND state = ?", (state, note, stamp, message_id, from_state))
+    cur = conn.execute(
+        "UPDATE messages SET state = ?, note = COALESCE(?, note), hold_until = NULL, updated_at = ? "
+        "WHERE id = ? AND state = ?",
+        (state, note, stamp, message_id, from_state),
+    )
     return bool(cur.rowcount)
 
 
@@ -125,8 +138,10 @@ def message_ids_in_state(conn: sqlite3.Connection, state: str) -> list[int]:
 
 
 def requeue_message(conn: sqlite3.Connection, message_id: int, *, state: str, give_up_at: str, stamp: str) -> None:
-    conn.execute("UPDATE messages SET state = ?, give_up_at = ?, updated_at = ? WHERE id = ?",
-                 (state, give_up_at, stamp, message_id))
+    conn.execute(
+        "UPDATE messages SET state = ?, give_up_at = ?, updated_at = ? WHERE id = ?",
+        (state, give_up_at, stamp, message_id),
+    )
 
 
 def message_give_up_at(conn: sqlite3.Connection, message_id: int) -> str:
@@ -134,8 +149,10 @@ def message_give_up_at(conn: sqlite3.Connection, message_id: int) -> str:
 
 
 def set_message_state(conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, stamp: str) -> None:
-    conn.execute("UPDATE messages SET state = ?, updated_at = ? WHERE id = ? AND state = ?",
-                 (state, stamp, message_id, from_state))
+    conn.execute(
+        "UPDATE messages SET state = ?, updated_at = ? WHERE id = ? AND state = ?",
+        (state, stamp, message_id, from_state),
+    )
 
 
 # --- sends -------------------------------------------------------------------------------------------
@@ -143,13 +160,19 @@ def set_message_state(conn: sqlite3.Connection, message_id: int, *, state: str, 
 
 def reschedule_sends(conn: sqlite3.Connection, message_id: int, *, in_state: str, next_attempt_at: str) -> None:
     """The message's sends in `in_state` become due at `next_attempt_at`."""
-    conn.execute("UPDATE sends SET next_attempt_at = ? WHERE message_id = ? AND state = ?",
-                 (next_attempt_at, message_id, in_state))
+    conn.execute(
+        "UPDATE sends SET next_attempt_at = ? WHERE message_id = ? AND state = ?",
+        (next_attempt_at, message_id, in_state),
+    )
 
 
-def requeue_sends(conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, next_attempt_at: str) -> None:
-    conn.execute("UPDATE sends SET state = ?, next_attempt_at = ? WHERE message_id = ? AND state = ?",
-                 (state, next_attempt_at, message_id, from_state))
+def requeue_sends(
+    conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, next_attempt_at: str
+) -> None:
+    conn.execute(
+        "UPDATE sends SET state = ?, next_attempt_at = ? WHERE message_id = ? AND state = ?",
+        (state, next_attempt_at, message_id, from_state),
+    )
 
 
 def reclaim_stale(conn: sqlite3.Connection, *, state: str, from_state: str, older_than: str) -> None:
@@ -157,12 +180,15 @@ def reclaim_stale(conn: sqlite3.Connection, *, state: str, from_state: str, olde
     conn.execute("UPDATE sends SET state = ? WHERE state = ? AND last_attempt_at < ?", (state, from_state, older_than))
 
 
-def due_sends(conn: sqlite3.Connection, *, message_state: str, send_state: str, due_by: str | None,
-              message_id: int | None) -> list[sqlite3.Row]:
+def due_sends(
+    conn: sqlite3.Connection, *, message_state: str, send_state: str, due_by: str | None, message_id: int | None
+) -> list[sqlite3.Row]:
     """(message_id, channel) rows of the sends in `send_state` of messages in `message_state`, due by `due_by`
     (None: whenever due), of one message if given; oldest message first."""
-    sql = ("SELECT s.message_id, s.channel FROM sends s JOIN messages m ON m.id = s.message_id "
-           "WHERE m.state = ? AND s.state = ?")
+    sql = (
+        "SELECT s.message_id, s.channel FROM sends s JOIN messages m ON m.id = s.message_id "
+        "WHERE m.state = ? AND s.state = ?"
+    )
     args: list = [message_state, send_state]
     if due_by is not None:
         sql += " AND s.next_attempt_at <= ?"
@@ -174,21 +200,36 @@ def due_sends(conn: sqlite3.Connection, *, message_state: str, send_state: str, 
 
 
 def claim_send(conn: sqlite3.Connection, message_id: int, channel: str, *, state: str, stamp: str) -> None:
-    conn.execute("UPDATE sends SET state = ?, last_attempt_at = ? WHERE message_id = ? AND channel = ?",
-                 (state, stamp, message_id, channel))
+    conn.execute(
+        "UPDATE sends SET state = ?, last_attempt_at = ? WHERE message_id = ? AND channel = ?",
+        (state, stamp, message_id, channel),
+    )
 
 
 def send_attempts(conn: sqlite3.Connection, message_id: int, channel: str) -> int:
-    row = conn.execute("SELECT attempts FROM sends WHERE message_id = ? AND channel = ?", (message_id, channel)).fetchone()
+    row = conn.execute(
+        "SELECT attempts FROM sends WHERE message_id = ? AND channel = ?", (message_id, channel)
+    ).fetchone()
     return int(row["attempts"])
 
 
-def record_send(conn: sqlite3.Connection, message_id: int, channel: str, *, state: str, attempts: int,
-                error: str | None, stamp: str, next_attempt_at: str) -> None:
+def record_send(
+    conn: sqlite3.Connection,
+    message_id: int,
+    channel: str,
+    *,
+    state: str,
+    attempts: int,
+    error: str | None,
+    stamp: str,
+    next_attempt_at: str,
+) -> None:
     """One attempt's outcome; `sent_at` is stamped when `state` is 'sent'."""
-    conn.execute("UPDATE sends SET state = ?, attempts = ?, last_error = ?, last_attempt_at = ?, next_attempt_at = ?, "
-                 "sent_at = CASE WHEN ? = 'sent' THEN ? ELSE sent_at END WHERE message_id = ? AND channel = ?",
-                 (state, attempts, error, stamp, next_attempt_at, state, stamp, message_id, channel))
+    conn.execute(
+        "UPDATE sends SET state = ?, attempts = ?, last_error = ?, last_attempt_at = ?, next_attempt_at = ?, "
+        "sent_at = CASE WHEN ? = 'sent' THEN ? ELSE sent_at END WHERE message_id = ? AND channel = ?",
+        (state, attempts, error, stamp, next_attempt_at, state, stamp, message_id, channel),
+    )
 
 
 def send_states(conn: sqlite3.Connection, message_id: int) -> set[str]:
@@ -212,5 +253,7 @@ def load(path: Path, where: str, args: tuple) -> list[tuple[sqlite3.Row, list[sq
         return []
     with connect(path) as conn:
         rows = conn.execute(f"SELECT * FROM messages WHERE {WHERE[where]} ORDER BY id", args).fetchall()
-        return [(r, conn.execute("SELECT * FROM sends WHERE message_id = ? ORDER BY channel", (r["id"],)).fetchall())
-                for r in rows]
+        return [
+            (r, conn.execute("SELECT * FROM sends WHERE message_id = ? ORDER BY channel", (r["id"],)).fetchall())
+            for r in rows
+        ]

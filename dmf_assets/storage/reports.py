@@ -13,15 +13,19 @@ from dmf_assets.storage.db import fetch_one, one_row, query
 
 def day_events(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(events with display values, their field changes) of one day."""
-    return (conn.sql(query("report.day_events"), params=[day_id]).pl(),
-            conn.sql(query("report.day_changes"), params=[day_id]).pl())
+    return (
+        conn.sql(query("report.day_events"), params=[day_id]).pl(),
+        conn.sql(query("report.day_changes"), params=[day_id]).pl(),
+    )
 
 
 def recent_events(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(events, their field changes) of every accepted day in [start_id, end_id]."""
     params = [start_id, end_id]
-    return (conn.sql(query("report.recent_events"), params=params).pl(),
-            conn.sql(query("report.recent_changes"), params=params).pl())
+    return (
+        conn.sql(query("report.recent_events"), params=params).pl(),
+        conn.sql(query("report.recent_changes"), params=params).pl(),
+    )
 
 
 def aggregate_rows(conn: duckdb.DuckDBPyConnection, name: str, day_id: int) -> list[tuple]:
