@@ -34,12 +34,12 @@ import polars as pl
 from dmf_assets import notify
 from dmf_assets.clock import now_kst
 from dmf_assets.defs.checks import (
-    QUALITY_CHECKS,
     gate_result,
     gate_specs,
     gates_md,
     md_table,
     quality_result,
+    quality_spec,
     samples_md,
     warn_spec,
 )
@@ -141,7 +141,7 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
     partitions_def=daily_partitions,
     group_name="collect",
     kinds={"polars", "parquet"},
-    check_specs=[warn_spec(name, "normalized_records", f"품질 경고 (차단하지 않음): {label}") for name, label in QUALITY_CHECKS],
+    check_specs=[quality_spec()],
     description=(
         "원본 행을 표시값(사람이 읽는 값)과 비교 키(띄어쓰기·문장부호·법인 표기 무시)로 정규화하고 등록번호를 해석해 "
         "dmf_key를 부여합니다. Normalized, keyed rows of the day, with non-blocking quality warnings."
@@ -165,9 +165,7 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
             "preview": dg.MetadataValue.md(md_table(preview.columns, preview.rows())),
         },
     )
-    by_name = {q.name: q for q in normalized.quality}
-    for name, label in QUALITY_CHECKS:
-        yield quality_result(name, label, by_name.get(name))
+    yield quality_result(normalized.quality)
 
 
 # --- integrity_verdict ---------------------------------------------------------------------------
