@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 
 from dmf_assets.emulator import _timeline_cache, registry
 from dmf_assets.emulator.registry import RegistrySimulator, _History, _Timeline
@@ -29,7 +30,7 @@ class _Builds:
 def _same_history(history: _History, built: _Timeline) -> None:
     assert len(history.entities) == len(built.entities)
     assert history.logs == built.logs
-    for got, want in zip(history.entities, built.entities):
+    for got, want in zip(history.entities, built.entities, strict=True):
         assert (got.eid, got.starts, got.rows) == (want.eid, want.starts, want.rows)
         # RegistrySimulator.truth skips an entity whose two rows are the same object: the sharing of
         # row objects between versions must survive the file
@@ -84,6 +85,23 @@ def test_an_unwritable_cache_folder_still_serves(tmp_path):
 def test_a_code_change_reads_no_old_history(tmp_path, monkeypatch):
     builds = _Builds(monkeypatch)
     _History.of_seed(SEED, tmp_path)
+    monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "other-code")
+    _History.of_seed(SEED, tmp_path)
+    assert builds.count == 2
+    # the other code's history stays while in use (two checkouts must not rebuild each other's on every run)
+    (old,) = [p for p in tmp_path.glob("timeline-*") if p.name != f"timeline-{SEED}-other-code.pickle"]
+    monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "old-code-back")
+    old.rename(tmp_path / f"timeline-{SEED}-old-code-back.pickle")
+    _History.of_seed(SEED, tmp_path)
+    assert builds.count == 2  # read, not rebuilt
+
+
+def test_a_history_unused_for_a_week_is_removed(tmp_path, monkeypatch):
+    builds = _Builds(monkeypatch)
+    _History.of_seed(SEED, tmp_path)
+    (old,) = tmp_path.glob("timeline-*")
+    week_ago = time.time() - (_timeline_cache.KEEP_UNUSED_DAYS + 1) * 86400
+    os.utime(old, (week_ago, week_ago))
     monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "other-code")
     _History.of_seed(SEED, tmp_path)
     assert builds.count == 2
