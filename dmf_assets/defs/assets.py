@@ -54,7 +54,6 @@ from dmf_assets.orchestration import followups, pipeline, verdict
 from dmf_assets.orchestration.followups import REFETCH_TAG
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
 from dmf_assets.report.sentences import headline_counts_of_run
-from dmf_assets.report.workbook import write_workbook
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
@@ -400,6 +399,8 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
             report = build_day_report(conn, day, settings, run_info={"리포트 생성 run": context.run_id})
     except DayNotReady as exc:
         raise dg.Failure(description=str(exc)) from None
+    from dmf_assets.report.workbook import write_workbook  # openpyxl: only the workbook step needs it
+
     result = write_workbook(report, workspace.path("reports_dir"))  # no database lock needed for the file
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # `dmf ui --report-port N` tells the code location where its file server listens

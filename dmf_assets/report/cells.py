@@ -14,9 +14,8 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import polars as pl
@@ -28,6 +27,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dmf_assets.clock import KST  # the one declaration of Korean time
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
+from dmf_assets.report.columns import Col
 
 EXCEL_MAX_CHARS = 32_767
 TRUNCATION_MARK = "…(잘림)"
@@ -383,12 +383,6 @@ def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFr
 # --- tables --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Col:
-    key: str
-    header: str
-    width: float
-    kind: str = "text"  # text | wrap | int | pct | date | datetime | link
 
 
 RowHook = Callable[[Worksheet, int, dict], None]

@@ -16,7 +16,7 @@ from dmf_assets.domain.model import (
     SITES_FIELD,
 )
 from dmf_assets.domain.sites import describe_site_change, split_sites
-from dmf_assets.report.cells import Col
+from dmf_assets.report.columns import Col
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 
