@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 
 from dmf_assets.emulator import _timeline_cache, registry
 from dmf_assets.emulator.registry import RegistrySimulator, _History, _Timeline
@@ -51,7 +52,8 @@ def test_the_cached_history_is_the_built_one(tmp_path, monkeypatch):
     for day in ("2025-01-01", "2026-10-07", "2026-10-08", "2027-12-31"):
         assert cached.items_json(day) == fresh.items_json(day)
     assert cached.truth("2026-10-01", "2026-10-20", seen=["2026-09-01"]) == fresh.truth(
-        "2026-10-01", "2026-10-20", seen=["2026-09-01"])
+        "2026-10-01", "2026-10-20", seen=["2026-09-01"]
+    )
 
 
 def test_a_damaged_file_is_rebuilt_and_replaced(tmp_path, monkeypatch):
@@ -84,6 +86,23 @@ def test_an_unwritable_cache_folder_still_serves(tmp_path):
 def test_a_code_change_reads_no_old_history(tmp_path, monkeypatch):
     builds = _Builds(monkeypatch)
     _History.of_seed(SEED, tmp_path)
+    monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "other-code")
+    _History.of_seed(SEED, tmp_path)
+    assert builds.count == 2
+    # the other code's history stays while in use (two checkouts must not rebuild each other's on every run)
+    (old,) = [p for p in tmp_path.glob("timeline-*") if p.name != f"timeline-{SEED}-other-code.pickle"]
+    monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "old-code-back")
+    old.rename(tmp_path / f"timeline-{SEED}-old-code-back.pickle")
+    _History.of_seed(SEED, tmp_path)
+    assert builds.count == 2  # read, not rebuilt
+
+
+def test_a_history_unused_for_a_week_is_removed(tmp_path, monkeypatch):
+    builds = _Builds(monkeypatch)
+    _History.of_seed(SEED, tmp_path)
+    (old,) = tmp_path.glob("timeline-*")
+    week_ago = time.time() - (_timeline_cache.KEEP_UNUSED_DAYS + 1) * 86400
+    os.utime(old, (week_ago, week_ago))
     monkeypatch.setattr(_timeline_cache, "fingerprint", lambda: "other-code")
     _History.of_seed(SEED, tmp_path)
     assert builds.count == 2

@@ -21,11 +21,13 @@ wait for each other in the run queue (pool "duckdb", one run at a time, in the o
 queued), and a day committed out of order re-derives the next accepted day in the same transaction.
 """
 
-
 import json
 import os
 import time
+from collections.abc import Iterator
 from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import dagster as dg
@@ -34,19 +36,19 @@ import polars as pl
 from dmf_assets import notify
 from dmf_assets.clock import now_kst
 from dmf_assets.defs.checks import (
-    QUALITY_CHECKS,
     gate_result,
     gate_specs,
     gates_md,
     md_table,
     quality_result,
+    quality_spec,
     samples_md,
     warn_spec,
 )
 from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
-from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection
+from dmf_assets.domain.gates import GATE_BY_NUMBER, GateOutcome, Rejection
 from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, substantive_changes
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
@@ -61,8 +63,9 @@ from dmf_assets.report.day_data import (
     change_rate,
     day_events_frame,
 )
+from dmf_assets.report.model import DayReport
 from dmf_assets.report.sentences import headline_counts_of_run
-from dmf_assets.report.workbook import write_workbook
+from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.storage import history
@@ -74,13 +77,15 @@ def _day(context: dg.AssetExecutionContext) -> date:
     return date.fromisoformat(context.partition_key)
 
 
-def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection):
+def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection) -> Iterator[dg.AssetObservation]:
     """A rejected day, said once: the observation that carries the typed rejection (what the UI's run log
     and the asset's events show, and what the sensor and the alerts read). No value follows, and the
     gate's failed blocking check — already yielded — makes Dagster fail the step: a red partition,
     the rest of the run stopped, without an error of ours."""
-    next_step = ("dmf_watch_sensor의 후속 실행이 이 날의 '수집 실패' 리포트를 만듭니다. 비교 기준일은 움직이지 않습니다. "
-                 "The sensor's follow-up run writes the day's 'collection failed' workbook.")
+    next_step = (
+        "dmf_watch_sensor의 후속 실행이 이 날의 '수집 실패' 리포트를 만듭니다. 비교 기준일은 움직이지 않습니다. "
+        "The sensor's follow-up run writes the day's 'collection failed' workbook."
+    )
     metadata = verdict.rejection_metadata(rejection, next_step)
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
@@ -126,9 +131,20 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
             "refetched": not resume,
             "archive": dg.MetadataValue.path(x["archive_dir"]),
             "page_table": dg.MetadataValue.md(
-                md_table(["쪽", "상태", "행", "totalCount", "시도", "재사용"],
-                         [[p.get("page_no"), p.get("status"), p.get("rows"), p.get("total_count"), p.get("attempts"),
-                           "예" if p.get("reused") else ""] for p in pages])
+                md_table(
+                    ["쪽", "상태", "행", "totalCount", "시도", "재사용"],
+                    [
+                        [
+                            p.get("page_no"),
+                            p.get("status"),
+                            p.get("rows"),
+                            p.get("total_count"),
+                            p.get("attempts"),
+                            "예" if p.get("reused") else "",
+                        ]
+                        for p in pages
+                    ],
+                )
             ),
         },
     )
@@ -141,13 +157,15 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
     partitions_def=daily_partitions,
     group_name="collect",
     kinds={"polars", "parquet"},
-    check_specs=[warn_spec(name, "normalized_records", f"품질 경고 (차단하지 않음): {label}") for name, label in QUALITY_CHECKS],
+    check_specs=[quality_spec()],
     description=(
         "원본 행을 표시값(사람이 읽는 값)과 비교 키(띄어쓰기·문장부호·법인 표기 무시)로 정규화하고 등록번호를 해석해 "
         "dmf_key를 부여합니다. Normalized, keyed rows of the day, with non-blocking quality warnings."
     ),
 )
-def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspace, raw_pages: FetchedDay):
+def normalized_records(
+    context: dg.AssetExecutionContext, workspace: DmfWorkspace, raw_pages: FetchedDay
+) -> Iterator[dg.Output | dg.AssetCheckResult]:
     started = time.monotonic()
     normalized = pipeline.normalize(raw_pages, workspace.settings())
     keyed = normalized.keyed
@@ -165,9 +183,7 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
             "preview": dg.MetadataValue.md(md_table(preview.columns, preview.rows())),
         },
     )
-    by_name = {q.name: q for q in normalized.quality}
-    for name, label in QUALITY_CHECKS:
-        yield quality_result(name, label, by_name.get(name))
+    yield quality_result(normalized.quality)
 
 
 # --- integrity_verdict ---------------------------------------------------------------------------
@@ -181,7 +197,11 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
     output_required=False,  # a rejected day has no judged value to hand on
     check_specs=[
         *gate_specs("integrity_verdict"),
-        warn_spec("source_staleness", "integrity_verdict", "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음"),
+        warn_spec(
+            "source_staleness",
+            "integrity_verdict",
+            "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음",
+        ),
     ],
     description=(
         "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
@@ -192,18 +212,24 @@ def normalized_records(context: dg.AssetExecutionContext, workspace: DmfWorkspac
     ),
 )
 def integrity_verdict(
-    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase, normalized_records: NormalizedDay
-):
+    context: dg.AssetExecutionContext,
+    workspace: DmfWorkspace,
+    duckdb: HistoryDatabase,
+    normalized_records: NormalizedDay,
+) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation]:
     with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
         judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
-        yield dg.Output(judged, metadata={
-            verdict.VERDICT: verdict.PASSED_TEXT,
-            verdict.BASE: str(judged.base_day) if judged.base_day else verdict.NO_BASE,
-            "rows": judged.keyed.height,
-            "gates": dg.MetadataValue.md(gates_md(judged.gates)),
-        })
+        yield dg.Output(
+            judged,
+            metadata={
+                verdict.VERDICT: verdict.PASSED_TEXT,
+                verdict.BASE: str(judged.base_day) if judged.base_day else verdict.NO_BASE,
+                "rows": judged.keyed.height,
+                "gates": dg.MetadataValue.md(gates_md(judged.gates)),
+            },
+        )
     for g in judged.gates:
         yield gate_result(g, "integrity_verdict")
     stale = next((q for q in judged.quality if q.name == "days_since_source_change"), None)
@@ -227,28 +253,32 @@ def integrity_verdict(
 # 1–5 records "rejected — base carried forward" without evaluating gate 6, which Dagster then shows as
 # skipped on that partition — instead of "execution failed".
 @dg.multi_asset(
-    specs=[dg.AssetSpec(
-        "snapshot_diff",
-        deps=["integrity_verdict"],
-        partitions_def=daily_partitions,
-        group_name="history",
-        kinds={"duckdb"},
-        description=(
-        "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·취하를 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
-        "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
-        "파티션이 실패(빨간색)로 표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 "
-        "평가하지 않습니다(Skipped). Diff against the latest accepted day; commit the day atomically only if all six "
-        "gates pass."
-        ),
-    )],
+    specs=[
+        dg.AssetSpec(
+            "snapshot_diff",
+            deps=["integrity_verdict"],
+            partitions_def=daily_partitions,
+            group_name="history",
+            kinds={"duckdb"},
+            description=(
+                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·취하를 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
+                "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
+                "파티션이 실패(빨간색)로 표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 "
+                "평가하지 않습니다(Skipped). Diff against the latest accepted day; commit the day atomically only if all six "
+                "gates pass."
+            ),
+        )
+    ],
     check_specs=gate_specs("snapshot_diff"),
     can_subset=True,
     pool="duckdb",
 )
 def snapshot_diff(
-    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase,
+    context: dg.AssetExecutionContext,
+    workspace: DmfWorkspace,
+    duckdb: HistoryDatabase,
     integrity_verdict: JudgedDay | None,
-):
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
     with duckdb.get_connection() as conn:  # one transaction, under the database lock
         try:
             if integrity_verdict is None:  # rejected by gates 1–5: no judged value was handed on
@@ -266,8 +296,11 @@ def snapshot_diff(
                     f"The staged value is not the frame the gates judged ({exc.handed.rows:,} rows handed on); nothing was "
                     "committed: re-run the day from raw_pages."
                 ),
-                metadata={"staged_value": dg.MetadataValue.path(str(staged)), "handed_rows": exc.handed.rows,
-                          **({"judged_rows": exc.recorded.rows} if exc.recorded.rows is not None else {})},
+                metadata={
+                    "staged_value": dg.MetadataValue.path(str(staged)),
+                    "handed_rows": exc.handed.rows,
+                    **({"judged_rows": exc.recorded.rows} if exc.recorded.rows is not None else {}),
+                },
                 allow_retries=False,
             ) from None
     c = out.counts
@@ -276,7 +309,9 @@ def snapshot_diff(
     if out.status == "rejected":
         context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
     else:
-        context.log.info(f"{out.day}: {out.status} (기준일 {base}) {counts_text} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)")
+        context.log.info(
+            f"{out.day}: {out.status} (기준일 {base}) {counts_text} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
+        )
     if out.rederived_day:
         context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
     if out.failed_gate is not None:  # refused here: by gate 6, or by gate 3 judged again against a base that moved
@@ -284,10 +319,12 @@ def snapshot_diff(
         yield from _reject(context, "snapshot_diff", Rejection.of(out.failed_gate, out.base_day))
         if not GATE_BY_NUMBER[out.failed_gate.number].after_diff:
             # gate 6 passed, so no failed check stops the step: the red partition needs the step to fail
-            raise dg.Failure(description=f"{out.day} 거부 — {Rejection.of(out.failed_gate, out.base_day).sentence}",
-                             allow_retries=False)
+            raise dg.Failure(
+                description=f"{out.day} 거부 — {Rejection.of(out.failed_gate, out.base_day).sentence}",
+                allow_retries=False,
+            )
         return
-    metadata = {
+    metadata: dict[str, Any] = {
         "status": out.status,
         "status_ko": STATUS_KO[out.status],
         "comparison_base": base,
@@ -300,14 +337,16 @@ def snapshot_diff(
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
     }
     if out.carried_forward:
-        metadata["reason"] = (f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
-                              f"비교 기준일 {josa(base, '을/를')} 유지합니다. 게이트 6은 평가하지 않았습니다.")
+        metadata["reason"] = (
+            f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
+            f"비교 기준일 {josa(base, '을/를')} 유지합니다. 게이트 6은 평가하지 않았습니다."
+        )
     yield dg.MaterializeResult(metadata=metadata)
     if out.churn is not None:  # a day rejected before the diff has no gate 6: Dagster shows it as skipped
         yield gate_result(out.churn, "snapshot_diff")
 
 
-def _not_evaluated_churn(out: pipeline.DayOutcome):
+def _not_evaluated_churn(out: pipeline.DayOutcome) -> GateOutcome:
     from dmf_assets.domain.gates import CHURN, not_evaluated
 
     return not_evaluated(CHURN.number, f"게이트 {out.rejected_gate}에서 거부되어 변동률은 평가하지 않았습니다.")
@@ -322,41 +361,72 @@ def _not_evaluated_churn(out: pipeline.DayOutcome):
     group_name="history",
     kinds={"duckdb"},
     pool="duckdb",
-    check_specs=[warn_spec("change_rate_burst", "events",
-                           f"품질 경고: 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경 건수가 평소(전체 기간)의 {BURST_FACTOR:g}배 "
-                           "이상이면 급증(burst)으로 알립니다 — 원천의 대규모 갱신인지 확인하세요")],
+    check_specs=[
+        warn_spec(
+            "change_rate_burst",
+            "events",
+            f"품질 경고: 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경 건수가 평소(전체 기간)의 {BURST_FACTOR:g}배 "
+            "이상이면 급증(burst)으로 알립니다 — 원천의 대규모 갱신인지 확인하세요",
+        )
+    ],
     description=(
         "그날 반영된 변경 이벤트(신규·변경·취하, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
         "The day's published events (JSON Lines for other systems)."
     ),
 )
-def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase):
+def events(
+    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     day = _day(context)
     with duckdb.get_connection() as conn:
         run = history.run_row(conn, day)
         if run is None or run["status"] == "pending":
-            raise dg.Failure(description=f"{day}: snapshot_diff가 아직 이 날짜를 처리하지 않았습니다. Run snapshot_diff first.")
+            raise dg.Failure(
+                description=f"{day}: snapshot_diff가 아직 이 날짜를 처리하지 않았습니다. Run snapshot_diff first."
+            )
         frame = day_events_frame(conn, day) if run["status"] != "rejected" else pl.DataFrame()
         rate = change_rate(conn, day)
     path = workspace.path("events_dir") / f"{day.isoformat()}.jsonl"
-    atomic_write_text(path, "".join(
-        json.dumps({**row, "day": str(day), "comparison_base": str(history.to_date(run["base_day_id"]))},
-                   ensure_ascii=False, default=str) + "\n"
-        for row in frame.iter_rows(named=True)
-    ))
+    atomic_write_text(
+        path,
+        "".join(
+            json.dumps(
+                {**row, "day": str(day), "comparison_base": str(history.to_date(run["base_day_id"]))},
+                ensure_ascii=False,
+                default=str,
+            )
+            + "\n"
+            for row in frame.iter_rows(named=True)
+        ),
+    )
     if run["status"] == "rejected":
         summary = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {history.to_date(run['base_day_id']) or '없음'}으로 유지됩니다."
         preview = "-"
     else:
         counts = frame.group_by("event_type", "severity").len().sort("event_type", "severity") if frame.height else None
-        summary = md_table(["유형", "심각도", "건수"], [[EVENT_LABEL_KO[t], SEVERITY_LABEL_KO[s], n] for t, s, n in counts.rows()]
-                           if counts is not None else [])
+        summary = md_table(
+            ["유형", "심각도", "건수"],
+            [[EVENT_LABEL_KO[t], SEVERITY_LABEL_KO[s], n] for t, s, n in counts.rows()] if counts is not None else [],
+        )
         top = frame.filter(~pl.col("is_cosmetic")).head(15) if frame.height else frame
-        preview = md_table(
-            ["유형", "심각도", "등록번호", "성분", "신청인", "변경 필드"],
-            [[EVENT_LABEL_KO[r["event_type"]], SEVERITY_LABEL_KO[r["severity"]], r["dmf_key"], r["ingredient"], r["applicant"],
-              ", ".join(r["changed_fields"] or [])] for r in top.iter_rows(named=True)],
-        ) if top.height else "변경 없음"
+        preview = (
+            md_table(
+                ["유형", "심각도", "등록번호", "성분", "신청인", "변경 필드"],
+                [
+                    [
+                        EVENT_LABEL_KO[r["event_type"]],
+                        SEVERITY_LABEL_KO[r["severity"]],
+                        r["dmf_key"],
+                        r["ingredient"],
+                        r["applicant"],
+                        ", ".join(r["changed_fields"] or []),
+                    ]
+                    for r in top.iter_rows(named=True)
+                ],
+            )
+            if top.height
+            else "변경 없음"
+        )
     yield dg.MaterializeResult(
         metadata={
             "dagster/row_count": dg.MetadataValue.int(frame.height),
@@ -374,8 +444,11 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
         severity=dg.AssetCheckSeverity.WARN,
         description=rate.text_ko,
         # registrations changed per day, as the text says them (λ̂ itself is no figure a person reads)
-        metadata={f"changed_per_day_{span}": dg.MetadataValue.float(round(value, 2))
-                  for span, value in (("14d", rate.per_day_14d), ("all", rate.per_day_all)) if value is not None},
+        metadata={
+            f"changed_per_day_{span}": dg.MetadataValue.float(round(value, 2))
+            for span, value in (("14d", rate.per_day_14d), ("all", rate.per_day_all))
+            if value is not None
+        },
     )
 
 
@@ -394,7 +467,9 @@ def events(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: H
         "The daily workbook, with a download link."
     ),
 )
-def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase) -> dg.MaterializeResult:
+def xlsx_report(
+    context: dg.AssetExecutionContext, workspace: DmfWorkspace, duckdb: HistoryDatabase
+) -> dg.MaterializeResult:
     day = _day(context)
     settings = workspace.settings()
     try:
@@ -402,18 +477,28 @@ def xlsx_report(context: dg.AssetExecutionContext, workspace: DmfWorkspace, duck
             report = build_day_report(conn, day, settings, run_info={"리포트 생성 run": context.run_id})
     except DayNotReady as exc:
         raise dg.Failure(description=str(exc)) from None
+    from dmf_assets.report.workbook import write_workbook  # openpyxl: only the workbook step needs it
+
     result = write_workbook(report, workspace.path("reports_dir"))  # no database lock needed for the file
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # `dmf ui --report-port N` tells the code location where its file server listens
     url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
     delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
     k = report.kpis
-    summary = (
-        f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n"
-        + md_table(
-            ["등록 수", "신규", "변경", "취하", "재등장", "번호 부여", "표기 변경(별도)", "관심목록"],
-            [[k.registry_size, k.new, k.changed, k.withdrawn, k.reappeared, k.number_assigned, k.cosmetic, k.watchlist_hits]],
-        )
+    summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
+        ["등록 수", "신규", "변경", "취하", "재등장", "번호 부여", "표기 변경(별도)", "관심목록"],
+        [
+            [
+                k.registry_size,
+                k.new,
+                k.changed,
+                k.withdrawn,
+                k.reappeared,
+                k.number_assigned,
+                k.cosmetic,
+                k.watchlist_hits,
+            ]
+        ],
     )
     return dg.MaterializeResult(
         metadata={
@@ -437,26 +522,37 @@ def _bulk_run(context: dg.AssetExecutionContext) -> bool:
     return followups.is_bulk(context.run.tags)
 
 
-def _deliver(context: dg.AssetExecutionContext, settings, workspace: DmfWorkspace, report, path) -> dict:
+def _deliver(
+    context: dg.AssetExecutionContext, settings: Settings, workspace: DmfWorkspace, report: DayReport, path: Path
+) -> dict[str, Any]:
     """The day's one workbook mail — held while a same-morning retry may still change the day — and the
     alerts the day raises by itself. Returns what the UI shows of the delivery."""
     day, now = context.partition_key, now_kst()
     policy = followups.RetryPolicy.of(settings)
     state = followups.day_states(context.instance, [day])[day]
-    outlook = followups.retry_outlook(day, state, now, policy, daemon_alive=followups.daemon_alive(context.instance, now))
+    outlook = followups.retry_outlook(
+        day, state, now, policy, daemon_alive=followups.daemon_alive(context.instance, now)
+    )
     held = report.is_rejected and outlook is not None and outlook.planned
     delivery = notify.ReportDelivery.from_day_report(
-        report, path, run_id=context.run_id,
+        report,
+        path,
+        run_id=context.run_id,
         retry_attempt=0 if report.is_rejected else followups.retry_number(dict(context.run.tags)),
-        retries_failed=state.retries if report.is_rejected and not held else 0)
+        retries_failed=state.retries if report.is_rejected and not held else 0,
+    )
     # the last retry starts before [retry] until and ends within [runs] max_minutes: the hold ends then at the latest
     hold_until = policy.window_end(day) + timedelta(minutes=settings.runs.max_minutes) if held else None
-    notifier = notify.Notifier(settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None)
+    notifier = notify.Notifier(
+        settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
+    )
     mail, raised = notifier.deliver_day(delivery, hold_until=hold_until)
     if mail is None:
         context.log.info(f"{day}: 리포트 내용이 이미 보낸 메일과 같아 다시 보내지 않습니다 (unchanged, not re-sent)")
         return {"delivery_status": "unchanged"}
-    context.log.info(f"{day}: 리포트 메일 {notify.STATE_KO.get(mail.state, mail.state)} — {mail.line}; 경보 {len(raised)}건")
+    context.log.info(
+        f"{day}: 리포트 메일 {notify.STATE_KO.get(mail.state, mail.state)} — {mail.line}; 경보 {len(raised)}건"
+    )
     return mail.metadata()
 
 

@@ -8,6 +8,7 @@ threshold and sample rows.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -19,7 +20,10 @@ from dmf_assets.report.rows import sample_table
 # them as a preview at every load, which is noise for users.
 warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
 
-QUALITY_CHECKS = (
+#: the normalized day's quality metrics (`domain.gates.quality_metrics`), in the order the UI lists them.
+#: They are warnings, and Dagster records them as ONE check, `quality_metrics`: fifteen checks cost a run
+#: thirty stored events (planned + evaluated) for what one table says as well.
+QUALITY_METRICS = (
     ("row_count", "수집 건수 범위"),
     ("permit_parse_rate", "등록번호 해석률"),
     ("new_substance_ratio", "신물질 비율"),
@@ -36,13 +40,18 @@ QUALITY_CHECKS = (
     ("schema_drift", "응답 필드 변화"),
     ("page_repeats", "페이지 간 반복 행"),
 )
+#: the one WARN check on normalized_records that holds all of QUALITY_METRICS
+QUALITY_CHECK = "quality_metrics"
 
 
 def gate_spec(n: int) -> dg.AssetCheckSpec:
     """Gate `n`'s blocking check, on the asset that judges it (its registry entry's `asset`)."""
     g = GATE_BY_NUMBER[n]
     return dg.AssetCheckSpec(
-        g.check_name, asset=g.asset, blocking=True, partitions_def=daily_partitions,
+        g.check_name,
+        asset=g.asset,
+        blocking=True,
+        partitions_def=daily_partitions,
         description=f"게이트 {n} (차단) — {g.rule_text}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
     )
 
@@ -56,7 +65,7 @@ def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(name, asset=asset, partitions_def=daily_partitions, description=description)
 
 
-def md_table(header: list[str], rows: list[list], width: int = 120) -> str:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[object]], width: int = 120) -> str:
     def cell(v: object) -> str:
         return str("" if v is None else v).replace("|", "\\|").replace("\n", " ")[:width]
 
@@ -102,19 +111,69 @@ def gate_result(g: GateOutcome, asset: str) -> dg.AssetCheckResult:
     )
 
 
-def quality_result(name: str, label: str, m: QualityMetric | None) -> dg.AssetCheckResult:
-    if m is None:
-        return dg.AssetCheckResult(check_name=name, passed=True, severity=dg.AssetCheckSeverity.WARN,
-                                   description=f"{label}: 평가하지 않음 (not evaluated)")
+def quality_spec() -> dg.AssetCheckSpec:
+    names = ", ".join(name for name, _ in QUALITY_METRICS)
+    return warn_spec(
+        QUALITY_CHECK,
+        "normalized_records",
+        f"품질 경고 (차단하지 않음): 품질 지표 {len(QUALITY_METRICS)}개를 한 검사로 — 하나라도 기대를 벗어나면 경고(WARN)이고, "
+        f"설명과 메타데이터 'failing'이 그 지표를 이름으로 말합니다. 표는 메타데이터 'metrics'. Non-blocking quality "
+        f"metrics, one check: it warns when any of them is off and names it ({names}).",
+    )
+
+
+def _metric_phrase(label: str, name: str, m: QualityMetric) -> str:
+    return f"{label}({name}): {m.detail} (기대 {m.expected})"
+
+
+def quality_result(metrics: list[QualityMetric]) -> dg.AssetCheckResult:
+    """The day's quality metrics as one WARN check: passed only if every metric is as expected; the
+    description and the metadata name each failing metric, and the table holds all of them."""
+    by_name = {m.name: m for m in metrics}
+    failing = [
+        (name, label, by_name[name]) for name, label in QUALITY_METRICS if name in by_name and not by_name[name].ok
+    ]
+    mark = {True: "✅ 정상", False: "⚠️ 경고"}
+    rows = []
+    for name, label in QUALITY_METRICS:
+        m = by_name.get(name)
+        rows.append(
+            [name, label, "—", "—", "— 미평가", "평가하지 않음 (not evaluated)"]
+            if m is None
+            else [name, label, m.value, m.expected, mark[bool(m.ok)], m.detail]
+        )
+    if failing:
+        description = f"품질 경고 {len(failing)}건 / {len(QUALITY_METRICS)} — " + "; ".join(
+            _metric_phrase(label, name, m) for name, label, m in failing
+        )
+    else:
+        evaluated = sum(1 for name, _ in QUALITY_METRICS if name in by_name)
+        description = f"품질 지표 {evaluated}개 모두 정상 (all {evaluated} quality metrics as expected)"
+        if evaluated < len(QUALITY_METRICS):
+            description += f" — {len(QUALITY_METRICS) - evaluated}개는 평가하지 않음 (not evaluated)"
+    # sample rows: the failing metrics' first, then those of passing metrics that still point at rows
+    with_samples = [(name, label, by_name[name]) for name, label, _ in failing if by_name[name].samples]
+    with_samples += [
+        (name, label, by_name[name])
+        for name, label in QUALITY_METRICS
+        if name in by_name and by_name[name].ok and by_name[name].samples
+    ]
+    sample_md = "\n\n".join(f"**{label} ({name})**\n\n{samples_md(m.samples)}" for name, label, m in with_samples)
+    metadata: dict = {
+        "failing": dg.MetadataValue.text(", ".join(name for name, _, _ in failing)),
+        "failing_count": dg.MetadataValue.int(len(failing)),
+        "metrics": dg.MetadataValue.md(md_table(["지표", "항목", "값", "기대", "결과", "설명"], rows)),
+        "sample_rows": dg.MetadataValue.md(sample_md or "표본 행 없음"),
+        "samples": dg.MetadataValue.json({name: list(m.samples) for name, _, m in with_samples}),
+    }
+    # each metric's value under its own name, so the check's history plots it day by day
+    metadata.update(
+        {name: dg.MetadataValue.float(float(by_name[name].value)) for name, _ in QUALITY_METRICS if name in by_name}
+    )
     return dg.AssetCheckResult(
-        check_name=name,
-        passed=bool(m.ok),
+        check_name=QUALITY_CHECK,
+        passed=not failing,
         severity=dg.AssetCheckSeverity.WARN,
-        description=f"{label}: {m.detail} (기대 {m.expected})",
-        metadata={
-            "value": dg.MetadataValue.float(float(m.value)),
-            "expected": m.expected,
-            "sample_rows": dg.MetadataValue.md(samples_md(m.samples)),
-            "samples": dg.MetadataValue.json(list(m.samples)),
-        },
+        description=description,
+        metadata=metadata,
     )

@@ -4,18 +4,22 @@ pays that cost: a `dmf run`, each daemon run, each test subprocess. Reading the 
 
 The file lives under `$XDG_CACHE_HOME/dmf-watch/emulator/` (default `~/.cache/...`). Its name carries
 a fingerprint of the Python version and of every emulator source and seed file, so a code change never
-reads an old history. The data is plain lists and tuples, pickled. It is read only from a folder owned
-by this user and writable by no one else. A missing, foreign or unreadable file is rebuilt. If the
-folder cannot be written, the history is built in memory as before.
+reads an old history. Histories of other code versions stay while they are in use (another checkout, a
+branch switched back and forth: deleting them made two checkouts rebuild each other's history on every run)
+and are removed once unused for `KEEP_UNUSED_DAYS`. The data is plain lists and tuples, pickled. It is
+read only from a folder owned by this user and writable by no one else. A missing, foreign or unreadable
+file is rebuilt. If the folder cannot be written, the history is built in memory as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import stat
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +27,8 @@ from dmf_assets.domain import model
 from dmf_assets.fsutil import atomic_write_bytes
 
 _FORMAT = 1
+#: a history no run has read for this long is removed when another one is written
+KEEP_UNUSED_DAYS = 7
 #: (per entity: first days of its versions, the versions' rows) and the per-day action log
 Payload = tuple[list[tuple[list[int], list]], list[list[str]]]
 
@@ -57,15 +63,22 @@ def load_or_build(seed: int, build: Callable[[], Payload], cache_dir: Path | Non
     if _private_dir(folder) and path.is_file():
         try:
             with open(path, "rb") as fh:
-                return pickle.load(fh)
+                payload = pickle.load(fh)
         except Exception:  # noqa: BLE001 - a damaged cache file is rebuilt
             pass
+        else:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # in use: other code's writes keep it (KEEP_UNUSED_DAYS)
+            return payload
     payload = build()
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if _private_dir(folder):
-            for stale in folder.glob(f"timeline-{seed}-*.pickle"):  # older code's histories
-                stale.unlink(missing_ok=True)
+            unused_since = time.time() - KEEP_UNUSED_DAYS * 86400
+            for other in folder.glob(f"timeline-{seed}-*.pickle"):  # other code's histories, unused for a week
+                with contextlib.suppress(OSError):
+                    if other != path and other.stat().st_mtime < unused_since:
+                        other.unlink()
             atomic_write_bytes(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         pass  # a read-only home: the history stays in memory only

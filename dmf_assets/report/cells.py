@@ -14,7 +14,6 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -29,6 +28,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dmf_assets.clock import KST  # the one declaration of Korean time
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
+from dmf_assets.report.columns import Col
 
 EXCEL_MAX_CHARS = 32_767
 TRUNCATION_MARK = "…(잘림)"
@@ -130,8 +130,16 @@ class CellValue(NamedTuple):
 
 
 #: the style a column kind gets when the caller names none
-_KIND_STYLE = {"text": st.TEXT, "wrap": st.TEXT_WRAP, "int": st.INT, "pct": st.PCT, "date": st.DATE,
-               "datetime": st.DATETIME, "link": st.LINK, "sheetlink": st.LINK}
+_KIND_STYLE = {
+    "text": st.TEXT,
+    "wrap": st.TEXT_WRAP,
+    "int": st.INT,
+    "pct": st.PCT,
+    "date": st.DATE,
+    "datetime": st.DATETIME,
+    "link": st.LINK,
+    "sheetlink": st.LINK,
+}
 
 
 def cell_value(kind: str, value: Any, style: str | None = None) -> CellValue:
@@ -241,18 +249,27 @@ def _stream_cell(w: xlsx_body.BodyWriter, r: int, j: int, kind: str, value: Any)
 
 def _tail(xml: str) -> str:
     """A cell's XML after its reference (` s="3" t="inlineStr">…</c>` of `<c r="B12" s="3" …`)."""
-    return xml[xml.index('"', 6) + 1:]
+    return xml[xml.index('"', 6) + 1 :]
 
 
-def _stream_body(ws: Worksheet, top: int, cols: Sequence[Col], rows: Sequence[dict], *, sparse: bool,
-                 wrapped: list[tuple[str, float]]) -> int:
+def _stream_body(
+    ws: Worksheet,
+    top: int,
+    cols: Sequence[Col],
+    rows: Sequence[dict],
+    *,
+    sparse: bool,
+    wrapped: list[tuple[str, float]],
+) -> int:
     w = xlsx_body.BodyWriter(ws, top + 1, len(cols), _style_array)
     # A cell's XML after its reference (` s="3" t="inlineStr">…</c>`) depends on its column and value only,
     # and a registry repeats its companies, countries and dates thousands of times: each distinct value
     # of a column is rendered once (by `_stream_cell`, the one rule) and reused. Internal links differ
     # per row (their target), so those columns are rendered cell by cell.
-    plan: list[tuple[int, str, str, str, dict[tuple[type, Any], str] | None]] = [(j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
-            for j, col in enumerate(cols, 1)]
+    plan: list[tuple[int, str, str, str, dict[tuple[type, Any], str] | None]] = [
+        (j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
+        for j, col in enumerate(cols, 1)
+    ]
     r = top
     for r, row in enumerate(rows, top + 1):
         cells = []
@@ -286,6 +303,7 @@ _PLAIN_MAX_CHARS = EXCEL_MAX_CHARS // 2  # ≤ 2 UTF-16 units a character: never
 
 def _rendered_by_rule(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
     """`values` as the XML after each cell's reference, rendered by `_stream_cell` once per distinct value."""
+
     def tail(value: Any) -> str:
         return _tail(_stream_cell(w, 1, j, kind, value))
 
@@ -306,16 +324,22 @@ def _column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series)
     if kind not in ("text", "wrap") or values.dtype != pl.Utf8:
         return _rendered_by_rule(w, j, kind, values)
     # plain text (almost all of it): the same XML built column-wise
-    plain = (values.str.len_chars().is_between(1, _PLAIN_MAX_CHARS) & ~values.str.contains(_NEEDS_THE_RULE)).fill_null(False)
-    escaped = values.str.replace_all("&", "&amp;", literal=True).str.replace_all("<", "&lt;", literal=True) \
+    plain = (values.str.len_chars().is_between(1, _PLAIN_MAX_CHARS) & ~values.str.contains(_NEEDS_THE_RULE)).fill_null(
+        False
+    )
+    escaped = (
+        values.str.replace_all("&", "&amp;", literal=True)
+        .str.replace_all("<", "&lt;", literal=True)
         .str.replace_all(">", "&gt;", literal=True)
+    )
     style = _KIND_STYLE[kind]
     quoted = values.str.contains(r"^[=+\-@]")  # formula triggers: \t and \r start with a space or are odd
     sid = pl.lit(f' s="{w.style_id(style)}"')
     if (quoted & plain).any():  # the quote-prefixed style is registered only when a cell needs it
         sid = pl.when(pl.lit(quoted)).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(sid)
-    fast = pl.select(pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), pl.lit(escaped), pl.lit("</t></is></c>")]))\
-        .to_series()
+    fast = pl.select(
+        pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), pl.lit(escaped), pl.lit("</t></is></c>")])
+    ).to_series()
     if plain.all():
         return fast
     return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, kind, values.filter(~plain)))
@@ -329,7 +353,9 @@ def _iso_date_tails(w: xlsx_body.BodyWriter, j: int, values: pl.Series) -> pl.Se
     (its serial number), column-wise; anything else goes by the rule (kept as text)."""
     parsed = values.str.to_date("%Y-%m-%d", strict=False)
     plain = (values.str.contains(r"^\d{4}-\d{2}-\d{2}$") & (parsed >= date(1900, 3, 1))).fill_null(False)
-    serial = (parsed.cast(pl.Int32) + (date(1970, 1, 1) - _EXCEL_DAY_ZERO).days).cast(pl.Utf8)  # polars: days since 1970
+    serial = (parsed.cast(pl.Int32) + (date(1970, 1, 1) - _EXCEL_DAY_ZERO).days).cast(
+        pl.Utf8
+    )  # polars: days since 1970
     sid = w.style_id(_KIND_STYLE["date"])
     fast = pl.select(pl.concat_str([pl.lit(f' s="{sid}" t="n"><v>'), pl.lit(serial), pl.lit("</v></c>")])).to_series()
     if plain.all():
@@ -344,8 +370,9 @@ def _line_counts(values: pl.Series, width: float) -> pl.Series:
     return text.replace_strict(distinct, [text_lines(t, width) for t in distinct], return_dtype=pl.Int64)
 
 
-def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool,
-                  wrapped: list[tuple[str, float]]) -> int:
+def _stream_frame(
+    ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool, wrapped: list[tuple[str, float]]
+) -> int:
     """`_stream_body` for a table given as columns: the same XML, built column by column (no row dicts)."""
     n, first = frame.height, top + 1
     if n == 0:
@@ -357,8 +384,10 @@ def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFr
         values = frame.get_column(col.key) if col.key in frame.columns else pl.Series([None] * n)
         letter = get_column_letter(j)
         if col.kind == "sheetlink":  # an internal link differs per row (its target): the rule, row by row
-            xml = [None if sparse and (v is None or v == "") else _stream_cell(w, r, j, col.kind, v)
-                   for r, v in enumerate(values.to_list(), first)]
+            xml = [
+                None if sparse and (v is None or v == "") else _stream_cell(w, r, j, col.kind, v)
+                for r, v in enumerate(values.to_list(), first)
+            ]
             cells.append(pl.Series(xml, dtype=pl.Utf8).fill_null(""))
             continue
         tails = _column_tails(w, j, col.kind, values)
@@ -371,26 +400,30 @@ def _stream_frame(ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFr
         cells.append(pl.select(cell).to_series())
     heights = pl.Series([""] * n)
     if wrapped:
-        lines = pl.select(pl.max_horizontal([pl.lit(_line_counts(frame.get_column(key), width)) for key, width in wrapped]))\
-            .to_series()
+        lines = pl.select(
+            pl.max_horizontal([pl.lit(_line_counts(frame.get_column(key), width)) for key, width in wrapped])
+        ).to_series()
         distinct = lines.unique().to_list()
         attr = [xlsx_body.height_attr(_row_height(k)) for k in distinct]
         heights = lines.replace_strict(distinct, attr, return_dtype=pl.Utf8)
-    rows = pl.select(pl.concat_str([pl.lit('<row r="'), pl.lit(refs), pl.lit('"'), pl.lit(heights), pl.lit(">"),
-                                    *[pl.lit(c) for c in cells], pl.lit("</row>")])).to_series()
+    rows = pl.select(
+        pl.concat_str(
+            [
+                pl.lit('<row r="'),
+                pl.lit(refs),
+                pl.lit('"'),
+                pl.lit(heights),
+                pl.lit(">"),
+                *[pl.lit(c) for c in cells],
+                pl.lit("</row>"),
+            ]
+        )
+    ).to_series()
     w.add_rows(first, rows.to_list())
     return first + n - 1
 
 
 # --- tables --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Col:
-    key: str
-    header: str
-    width: float
-    kind: str = "text"  # text | wrap | int | pct | date | datetime | link
 
 
 RowHook = Callable[[Worksheet, int, dict], None]

@@ -16,7 +16,7 @@ from dmf_assets.domain.model import (
     SITES_FIELD,
 )
 from dmf_assets.domain.sites import describe_site_change, split_sites
-from dmf_assets.report.cells import Col
+from dmf_assets.report.columns import Col
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, NetChange
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 
@@ -54,13 +54,18 @@ def change_lines(ev: EventRow | NetChange, *, max_value: int | None = None) -> l
     When an event has site rows, the manufacturer/address before → after (often hundreds of
     characters) is replaced by the site lines; the full values stay on the '필드 변경' sheet.
     """
+
     def short(v: str | None) -> str:
         v = value_text(v)
         return v if max_value is None or len(v) <= max_value else v[: max_value - 1] + "…"
 
     site_rows = [c for c in ev.changes if c.field == SITES_FIELD]
-    lines = [describe_site_change(c.before, c.after) if max_value is None else
-             describe_site_change(c.before and short(c.before), c.after and short(c.after)) for c in site_rows]
+    lines = [
+        describe_site_change(c.before, c.after)
+        if max_value is None
+        else describe_site_change(c.before and short(c.before), c.after and short(c.after))
+        for c in site_rows
+    ]
     for c in ev.changes:
         if c.is_cosmetic or c.field == SITES_FIELD:
             continue
@@ -183,8 +188,10 @@ RECENT_COLUMNS: tuple[Col, ...] = (
 
 
 def recent_rows(report: DayReport) -> list[dict]:
-    ordered = sorted(report.recent_events, key=lambda e: (-(e.day.toordinal() if e.day else 0),
-                                                          -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+    ordered = sorted(
+        report.recent_events,
+        key=lambda e: (-(e.day.toordinal() if e.day else 0), -SEVERITY_RANK.get(e.severity, -1), e.dmf_key),
+    )
     rows = []
     for e in ordered:
         row = event_row(e, report.source_url)
@@ -262,22 +269,41 @@ def events_by_company(events: Sequence[EventRow]) -> dict[str, list[tuple[str, l
         name, evs = item
         return -max(SEVERITY_RANK.get(e.severity, -1) for e in evs), -len(evs), name
 
-    return {kind: sorted(((name, sorted_events(evs)) for name, evs in by_name.items()), key=order)
-            for kind, by_name in groups.items()}
+    return {
+        kind: sorted(((name, sorted_events(evs)) for name, evs in by_name.items()), key=order)
+        for kind, by_name in groups.items()
+    }
 
 
 # --- a gate's or quality metric's sample rows (요약 of a rejected day, the UI's check pages) ---------
 
 #: sample keys (domain/gates.py) -> Korean headers; a key not listed keeps its name
 SAMPLE_LABELS_KO: dict[str, str] = {
-    "page_no": "쪽 번호", "rows": "받은 행", "expected_rows": "받아야 할 행", "status": "상태",
-    "page_total_count": "그 쪽의 totalCount", "error": "오류", "row_no": "행 번호", "permit_no_raw": "등록번호 (원문)",
-    "permit_no": "등록번호", "dmf_key": "관리 키", "count": "반복 횟수", "event_type": "이벤트", "severity": "심각도",
-    "ingredient": "성분명", "ingredient_summary": "성분명", "applicant": "신청인", "applicant_summary": "신청인",
-    "issue_date": "발급일자", "permit_accept_date": "접수일", "countries": "제조국",
+    "page_no": "쪽 번호",
+    "rows": "받은 행",
+    "expected_rows": "받아야 할 행",
+    "status": "상태",
+    "page_total_count": "그 쪽의 totalCount",
+    "error": "오류",
+    "row_no": "행 번호",
+    "permit_no_raw": "등록번호 (원문)",
+    "permit_no": "등록번호",
+    "dmf_key": "관리 키",
+    "count": "반복 횟수",
+    "event_type": "이벤트",
+    "severity": "심각도",
+    "ingredient": "성분명",
+    "ingredient_summary": "성분명",
+    "applicant": "신청인",
+    "applicant_summary": "신청인",
+    "issue_date": "발급일자",
+    "permit_accept_date": "접수일",
+    "countries": "제조국",
 }
 _SAMPLE_VALUES_KO: dict[str, dict[str, str]] = {
-    "event_type": EVENT_LABEL_KO, "severity": SEVERITY_LABEL_KO, "status": {"ok": "정상", "failed": "실패"},
+    "event_type": EVENT_LABEL_KO,
+    "severity": SEVERITY_LABEL_KO,
+    "status": {"ok": "정상", "failed": "실패"},
 }
 
 
@@ -288,7 +314,9 @@ def sample_table(samples: Sequence[dict]) -> tuple[list[str], list[list]]:
         keys.remove("dmf_key")
 
     def shown(key: str, value: object) -> object:
-        return _SAMPLE_VALUES_KO[key].get(value, value) if key in _SAMPLE_VALUES_KO and isinstance(value, str) else value
+        return (
+            _SAMPLE_VALUES_KO[key].get(value, value) if key in _SAMPLE_VALUES_KO and isinstance(value, str) else value
+        )
 
     rows = [[shown(k, s.get(k)) for k in keys] for s in samples]
     return [SAMPLE_LABELS_KO.get(k, k) for k in keys], rows
@@ -296,7 +324,12 @@ def sample_table(samples: Sequence[dict]) -> tuple[list[str], list[list]]:
 
 # --- the ledger (전체현황): the full registry of one accepted day ---------------------------------
 
-PERMIT_FMT_LABEL_KO: dict[str, str] = {"standard": "표준", "new_substance": "신물질", "unknown": "해석 불가", "missing": "번호 없음"}
+PERMIT_FMT_LABEL_KO: dict[str, str] = {
+    "standard": "표준",
+    "new_substance": "신물질",
+    "unknown": "해석 불가",
+    "missing": "번호 없음",
+}
 
 LEDGER_COLUMNS: tuple[Col, ...] = (
     Col("permit_no", "등록번호", PERMIT_WIDTH),
@@ -344,26 +377,47 @@ def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
     role = site.struct.field("role")
     country = site.struct.field("country")
     role_part = pl.when(given(role)).then(pl.concat_str([pl.lit("["), role, pl.lit("] ")])).otherwise(pl.lit(""))
-    where = pl.concat_str([pl.lit(" ("), pl.when(given(country)).then(country).otherwise(pl.lit("국가 미상")), pl.lit(")")])
+    where = pl.concat_str(
+        [pl.lit(" ("), pl.when(given(country)).then(country).otherwise(pl.lit("국가 미상")), pl.lit(")")]
+    )
     name = site.struct.field("name")
-    numbered = pl.concat_str([
-        pl.int_range(1, pl.len() + 1).cast(pl.Utf8), pl.lit(". "), role_part,
-        pl.when(given(name)).then(name).otherwise(pl.lit("(제조소명 없음)")), where,
-    ])
+    numbered = pl.concat_str(
+        [
+            pl.int_range(1, pl.len() + 1).cast(pl.Utf8),
+            pl.lit(". "),
+            role_part,
+            pl.when(given(name)).then(name).otherwise(pl.lit("(제조소명 없음)")),
+            where,
+        ]
+    )
     sites, n_sites = pl.col("sites"), pl.col("sites").list.len()
     manufacturer = pl.col("manufacturer")
     only = sites.list.first()
     only_name = only.struct.field("name")
-    single = pl.concat_str([
-        pl.when(given(only.struct.field("role"))).then(pl.concat_str([pl.lit("["), only.struct.field("role"), pl.lit("] ")]))
-        .otherwise(pl.lit("")),
-        pl.when(given(only_name)).then(only_name).when(given(manufacturer)).then(manufacturer).otherwise(pl.lit("")),
-        pl.lit(" ("),
-        pl.when(given(only.struct.field("country"))).then(only.struct.field("country")).otherwise(pl.lit("국가 미상")),
-        pl.lit(")"),
-    ])
-    site_text = (pl.when(n_sites > 1).then(sites.list.eval(numbered).list.join("\n"))
-                 .when(n_sites == 1).then(single).otherwise(manufacturer))
+    single = pl.concat_str(
+        [
+            pl.when(given(only.struct.field("role")))
+            .then(pl.concat_str([pl.lit("["), only.struct.field("role"), pl.lit("] ")]))
+            .otherwise(pl.lit("")),
+            pl.when(given(only_name))
+            .then(only_name)
+            .when(given(manufacturer))
+            .then(manufacturer)
+            .otherwise(pl.lit("")),
+            pl.lit(" ("),
+            pl.when(given(only.struct.field("country")))
+            .then(only.struct.field("country"))
+            .otherwise(pl.lit("국가 미상")),
+            pl.lit(")"),
+        ]
+    )
+    site_text = (
+        pl.when(n_sites > 1)
+        .then(sites.list.eval(numbered).list.join("\n"))
+        .when(n_sites == 1)
+        .then(single)
+        .otherwise(manufacturer)
+    )
     country_set = pl.col("country_list").list.unique(maintain_order=True).list.join(", ")
     fmt = pl.col("permit_fmt")
     return registry.with_columns(
