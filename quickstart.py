@@ -82,7 +82,8 @@ def install_with_uv() -> bool:
 def compile_project() -> None:
     """The installer byte-compiles what it installs, but not this project (installed editable): compile what changed,
     so every process the demo and the tests start reads it compiled, even where PYTHONDONTWRITEBYTECODE is set."""
-    run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets")])
+    # and bench/, which `dmf bench` loads
+    run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets"), str(ROOT / "bench")])
 
 
 #: the guard rails `test` runs before pytest, configured in pyproject.toml: (what it checks, the tool's arguments,
