@@ -322,7 +322,7 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
             cand = cand.hstack(
                 site_columns(
                     cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries"))
-                ).rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]
+                ).rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]  # polars types the mapper as one argument
             )
     cand = cand.select(
         "dmf_key",
@@ -435,7 +435,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
             )
         )
     change_frames.append(_site_rows(joined))
-    changes = _sort_changes(pl.concat(change_frames).cast(CHANGE_SCHEMA))  # type: ignore[arg-type]
+    changes = _sort_changes(pl.concat(change_frames).cast(CHANGE_SCHEMA))  # type: ignore[arg-type]  # polars' own alias is private
 
     rank = pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8)
     compared = pl.col("field") != SITES_FIELD  # changed_fields name compared fields only
@@ -618,7 +618,7 @@ def diff_snapshots(
         )
         .drop("_rank")
         .select(list(EVENT_SCHEMA))
-        .cast(EVENT_SCHEMA)  # type: ignore[arg-type]
+        .cast(EVENT_SCHEMA)  # type: ignore[arg-type]  # polars' schema alias is private (polars._typing)
     )
     counts = {
         "NEW": int((events["event_type"] == "NEW").sum()),

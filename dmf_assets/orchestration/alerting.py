@@ -69,6 +69,7 @@ def alerts_for_tick(
     alerts: list[notify.Alert] = []
     statuses: dict[date, str] = {}
     gates: dict[date, int] = {}
+    bases: dict[date, date | None] = {}  # each rejected day's comparison base
     for day in todo:
         state, d = states[day], date.fromisoformat(day)
         outlook = retry_outlook(day, state, now, retry, daemon_alive=daemon_alive)
@@ -80,7 +81,7 @@ def alerts_for_tick(
         )
         if (rejected := state.rejection) is not None:
             record, rejection = rejected
-            statuses[d], gates[d] = "rejected", rejection.gate
+            statuses[d], gates[d], bases[d] = "rejected", rejection.gate, rejection.base_day
             assert outlook is not None  # a rejected day always has an outlook
             alerts.append(notify.Rejected(day=d, rejection=rejection, retry=outlook, run_id=record.run_id))
             if ended is not None:
@@ -117,7 +118,7 @@ def alerts_for_tick(
                 alerts.append(notify.RunFailed(day=d, step=step, error=error, retry=fetch_outlook, run_id=run_id))
     streak = notify.rejected_streak(statuses, n=settings.alerts.rejected_streak)
     if streak:
-        base = states[streak[-1].isoformat()].rejection[1].base_day  # type: ignore[index]
+        base = bases[streak[-1]]  # a streak is made of the rejected days above
         alerts.append(
             notify.RejectedStreak(day=streak[-1], days=tuple(streak), gates=tuple(gates[x] for x in streak), base=base)
         )
