@@ -8,7 +8,7 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD
+from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
@@ -20,9 +20,8 @@ from dmf_assets.report.rows import (
     PERMIT_WIDTH,
     RECENT_COLUMNS,
     change_lines,
+    change_row,
     event_row,
-    field_label,
-    site_kind,
 )
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
@@ -237,24 +236,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
         row = event_row(e, SOURCE_BASE_FALLBACK)
         row.update(day=e.day, base_day=e.base_day, reviewer="", reviewed_on="", comment="")
         event_rows.append(row)
-    field_rows = []
-    for e in period.events:
-        for c in e.changes:
-            field_rows.append(
-                {
-                    "day": e.day,
-                    "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
-                    "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
-                    "permit_no": c.permit_no,
-                    "ingredient": c.ingredient,
-                    "applicant": c.applicant,
-                    "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
-                    "before": c.before,
-                    "after": c.after,
-                    "dmf_key": c.dmf_key,
-                    "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
-                }
-            )
+    field_rows = [{"day": e.day, **change_row(c)} for e in period.events for c in e.changes]
     sheets = [
         TableSheet(
             "순변경",

@@ -226,22 +226,24 @@ def field_rows(report: DayReport) -> list[dict]:
     changes.sort(
         key=lambda c: (c.is_cosmetic, -SEVERITY_RANK.get(c.severity, -1), c.dmf_key, _FIELD_ORDER.get(c.field, 99))
     )
-    return [
-        {
-            "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
-            "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
-            "permit_no": c.permit_no,
-            "ingredient": c.ingredient,
-            "applicant": c.applicant,
-            "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
-            "before": c.before,
-            "after": c.after,
-            "dmf_key": c.dmf_key,
-            "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
-            "_cosmetic": c.is_cosmetic,
-        }
-        for c in changes
-    ]
+    return [change_row(c) for c in changes]
+
+
+def change_row(c: FieldChangeRow) -> dict:
+    """One field change as the 필드 변경 sheets show it (the day's workbook and the period report)."""
+    return {
+        "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
+        "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
+        "permit_no": c.permit_no,
+        "ingredient": c.ingredient,
+        "applicant": c.applicant,
+        "field": site_kind(c) if c.field == SITES_FIELD else field_label(c.field),
+        "before": c.before,
+        "after": c.after,
+        "dmf_key": c.dmf_key,
+        "_severity_code": "COSMETIC" if c.is_cosmetic else c.severity,
+        "_cosmetic": c.is_cosmetic,
+    }
 
 
 # --- 업체별: the day's events per applicant and per manufacturer ------------------------------------
