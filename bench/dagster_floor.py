@@ -10,8 +10,7 @@ reports `dmf run` and `dmf backfill` beside it (a ratio), as `bench/floor.py` is
 
 SHAPE.json is written by `graph_shape()` (run by the parent, which may import the product): the product's
 graph read from `dmf_assets.definitions.project()`, so the floor follows the graph when it changes. This
-script itself imports only Dagster — and the product's `runs/sqlite_commits.py`, so its instance stores events
-the way the product's processes do (flushed at checkpoints).
+script itself imports only Dagster.
 """
 
 import json
@@ -80,9 +79,6 @@ def _definitions(shape: dict[str, Any]) -> dg.Definitions:
 
 
 def main(argv: list[str]) -> int:
-    from dmf_assets.runs.sqlite_commits import flush_at_checkpoints
-
-    flush_at_checkpoints()
     with open(argv[0], encoding="utf-8") as f:
         shape = json.load(f)
     defs = _definitions(shape)
