@@ -19,7 +19,6 @@ import dagster as dg
 
 from dmf_assets.defs.automation import watch_sensor
 from dmf_assets.defs.resources import build_resources
-from dmf_assets.runs.sqlite_commits import flush_at_checkpoints
 from dmf_assets.settings import Settings, load_settings
 
 
@@ -45,6 +44,4 @@ def project(resources: Mapping[str, object] | None = None, settings: Settings | 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    # the code server and every run worker store events through this process (runs/sqlite_commits.py)
-    flush_at_checkpoints()
     return project()

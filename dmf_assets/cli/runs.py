@@ -141,9 +141,6 @@ def _resources(settings: Settings, faults: dict[str, str], base_url: str | None 
 def _instance() -> dg.DagsterInstance:
     import dagster as dg
 
-    from dmf_assets.runs.sqlite_commits import flush_at_checkpoints
-
-    flush_at_checkpoints()  # no disk flush per stored event (runs/sqlite_commits.py)
     return dg.DagsterInstance.get()
 
 
