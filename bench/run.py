@@ -48,6 +48,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = PROJECT_ROOT / "bench" / "results"
 #: the floor of `dmf diff`: polars' JSON reader, one hash over the nine fields, anti-joins both ways
 FLOOR_SCRIPT = BENCH_DIR / "floor.py"
+#: the floor of `dmf run` / `dmf backfill`: Dagster alone, the product's graph with steps that do nothing
+GRAPH_FLOOR_SCRIPT = BENCH_DIR / "dagster_floor.py"
 BENCH_SERVICE_KEY = "bench-emulator-key"  # the in-process emulator accepts any non-empty key
 
 #: `dmf diff` inputs: two real-size emulator days (archived like `dmf run` archives them) …
@@ -81,8 +83,9 @@ TARGETS: tuple[Target, ...] = (
         "daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"
     ),
     Target("graph.one_day.wall_s", "dmf run --date D (one day, whole graph), whole process", 15.0, "s"),
+    Target("graph.one_day.cpu_s", "dmf run --date D, CPU seconds (user + sys, whole process tree)", 3.0, "s"),
     Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
-    Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 300.0, "s"),
+    Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 45.0, "s"),
 )
 
 #: figures printed beside the previous result without a goal (what a change costs, not a promise)
@@ -90,8 +93,12 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("diff.9k.floor.wall_s", "floor (bench/floor.py), 9.2 k rows", "s"),
     ("diff.100k.floor.wall_s", "floor (bench/floor.py), 100 k rows", "s"),
     ("diff.1m.floor.wall_s", "floor (bench/floor.py), 1 M rows", "s"),
-    ("graph.one_day.cpu_s", "dmf run --date D, CPU seconds (user + sys, whole process tree)", "s"),
+    ("graph.floor.cpu_s", "Dagster's floor for one day (bench/dagster_floor.py), CPU seconds", "s"),
+    ("graph.one_day.floor_cpu_ratio", "dmf run --date D / Dagster's floor, CPU seconds", "x"),
     ("graph.events_per_run.one_day", "dmf run --date D, events stored in the Dagster event log per run", "rows"),
+    ("graph.events_per_run.floor", "Dagster's floor, events stored per run", "rows"),
+    ("backfill_30.floor.wall_s", "Dagster's floor for the 30 days (bench/dagster_floor.py), one process", "s"),
+    ("backfill_30.floor_ratio", "dmf backfill / Dagster's floor, wall", "x"),
 )
 
 
@@ -156,23 +163,6 @@ def run_process(
     }
 
 
-def measure_command(
-    args: Sequence[object],
-    *,
-    repeats: int,
-    warmup: bool = True,
-    env: dict | None = None,
-    timeout_s: float = 900,
-    log: Path | None = None,
-    script: Path | None = None,
-) -> dict:
-    """Median wall and CPU time and the largest peak RSS of `repeats` runs (after one untimed warm-up run)."""
-    if warmup:
-        run_process(args, env=env, timeout_s=timeout_s, log=log, script=script)
-    runs = [run_process(args, env=env, timeout_s=timeout_s, log=log, script=script) for _ in range(repeats)]
-    return _summary(args, runs, script)
-
-
 def measure_alternating(
     args: Sequence[object],
     other_args: Sequence[object],
@@ -182,7 +172,7 @@ def measure_alternating(
     warmup: bool = True,
     timeout_s: float = 900,
 ) -> tuple[dict, dict]:
-    """`measure_command` of two commands whose runs alternate (A B A B …), so both see the same machine load:
+    """Median wall and CPU time and the largest peak RSS of two commands whose runs alternate (A B A B …), so both see the same machine load:
     the ratio of their medians holds up on a busy machine better than either figure alone."""
     if warmup:
         run_process(args, timeout_s=timeout_s)
@@ -287,6 +277,24 @@ class Project:
         from dmf_assets.settings import Paths
 
         return self.root / getattr(Paths(), name)
+
+
+class GraphFloor:
+    """Dagster's floor for the product's graph (`bench/dagster_floor.py`) in an instance of its own: the
+    graph's shape is read once from the definitions, in a child (the parent stays small)."""
+
+    def __init__(self, root: Path, workdir: Path) -> None:
+        self.home = root / "dagster_home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", self.home / "dagster.yaml")
+        self.shape = workdir / "graph_shape.json"
+        if not self.shape.exists():
+            _child("graph_shape", {"path": str(self.shape)}, workdir)
+
+    def run(self, days: Sequence[date], *, log: Path) -> dict:
+        return run_process(
+            [self.shape, *days], env={"DAGSTER_HOME": str(self.home)}, log=log, script=GRAPH_FLOOR_SCRIPT
+        )
 
 
 def _runs_rows(db: Path) -> dict[str, dict]:
@@ -511,8 +519,24 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
         progress(f"   FAILED (exit {base['exit_code']}): graph figures skipped")
         return
     repeats = 1 if quick else 3
-    progress(f"… dmf run --date {GRAPH_DAY} ({repeats}×; a re-run replaces the day)")
-    one = measure_command(["run", "--date", GRAPH_DAY], repeats=repeats, warmup=False, env=proj.env, log=log)
+    floor = GraphFloor(workdir / "graph_floor", workdir)
+    floor.run([GRAPH_BASE_DAY], log=log)  # its baseline day too: both instances hold one earlier run
+    progress(
+        f"… dmf run --date {GRAPH_DAY} and Dagster's floor for the same graph, alternating ({repeats}× each; "
+        "a re-run replaces the day)"
+    )
+    day_runs, floor_runs = [], []
+    for _ in range(repeats):
+        day_runs.append(run_process(["run", "--date", GRAPH_DAY], env=proj.env, log=log))
+        floor_runs.append(floor.run([GRAPH_DAY], log=log))
+    one = _summary(["run", "--date", GRAPH_DAY], day_runs, None)
+    floor_one = _summary([floor.shape, GRAPH_DAY], floor_runs, GRAPH_FLOOR_SCRIPT)
+    usable = bool(floor_one["cpu_s"]) and not floor_one["error_tail"]
+    one["floor_ratio"] = _r(one["wall_s"] / floor_one["wall_s"], 2) if usable else None
+    one["floor_cpu_ratio"] = _r(one["cpu_s"] / floor_one["cpu_s"], 2) if usable else None
+    if floor_one["error_tail"]:
+        doc["errors"].append({"part": "graph floor", "error": "\n".join(floor_one["error_tail"])})
+    floor_events = _events_per_run(_dagster_runs(floor.home).get("runs", []), GRAPH_DAY)
     dagster_runs = _dagster_runs(proj.root / "dagster_home")
     steps = dagster_runs.get("steps", {})
     base_events = _events_per_run(dagster_runs.get("runs", []), GRAPH_BASE_DAY)
@@ -522,6 +546,7 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
     doc["graph"] = {
         "baseline_day": {**base, "day": GRAPH_BASE_DAY.isoformat(), **runs.get(GRAPH_BASE_DAY.isoformat(), {})},
         "one_day": {**one, "day": GRAPH_DAY.isoformat(), **runs.get(GRAPH_DAY.isoformat(), {})},
+        "floor": floor_one,
         # the steps of the timed runs: the baseline run is the first of each list
         "step_seconds": {k: (statistics.median(v[1:]) if len(v) > 1 else v[0]) for k, v in steps.items() if v},
         "workbook_s": _r(statistics.median(workbook_steps[1:] or workbook_steps)) if workbook_steps else None,
@@ -530,12 +555,15 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
         "events_per_run": {
             "baseline_day": base_events[0] if base_events else None,
             "one_day": _r(statistics.median(day_events), 1) if day_events else None,
+            "floor": _r(statistics.median(floor_events), 1) if floor_events else None,
         },
         "runs": dagster_runs.get("runs", []),
     }
     progress(
         f"   {one['wall_s']:.2f} s ({one['cpu_s']:.2f} s CPU), peak RSS {one['peak_rss_mb']:.0f} MB; workbook step "
-        f"{doc['graph']['workbook_s']} s; {doc['graph']['events_per_run']['one_day']} events stored per run"
+        f"{doc['graph']['workbook_s']} s; {doc['graph']['events_per_run']['one_day']} events stored per run; "
+        f"Dagster's floor {floor_one['wall_s']:.2f} s ({floor_one['cpu_s']:.2f} s CPU, "
+        f"{doc['graph']['events_per_run']['floor']} events) → CPU ratio {one['floor_cpu_ratio']}"
     )
     # the daily step, in-process, on a copy of this database (the day after GRAPH_DAY)
     db_copy = workdir / "daily_step.duckdb"
@@ -596,6 +624,16 @@ def bench_backfill(doc: dict, workdir: Path, *, progress: Callable[[str], None])
         f"   {res['wall_s']:.1f} s ({res['wall_s'] / BACKFILL_DAYS:.2f} s/day), peak RSS {res['peak_rss_mb']:.0f} MB, "
         f"{statuses}"
     )
+    progress(f"… Dagster's floor for the same {BACKFILL_DAYS} days (the graph with steps that do nothing, one process)")
+    days = [start + timedelta(days=i) for i in range(BACKFILL_DAYS)]
+    floor = GraphFloor(workdir / "backfill_floor", workdir).run(days, log=workdir / "backfill.log")
+    doc["backfill_30"]["floor"] = floor
+    if floor["error_tail"]:
+        doc["errors"].append({"part": "backfill floor", "error": "\n".join(floor["error_tail"])})
+    else:
+        doc["backfill_30"]["floor_ratio"] = _r(res["wall_s"] / floor["wall_s"], 2)
+        doc["backfill_30"]["floor_cpu_ratio"] = _r(res["cpu_s"] / floor["cpu_s"], 2)
+    progress(f"   {floor['wall_s']:.1f} s ({floor['cpu_s']:.1f} s CPU) → ratio {doc['backfill_30'].get('floor_ratio')}")
 
 
 # --- the document --------------------------------------------------------------------------------
@@ -769,7 +807,21 @@ def write_results(doc: dict, output_dir: Path, *, quick: bool, started: datetime
 
 # --- child entry point (inputs, the in-process daily step) --------------------------------------------------
 
-PARTS: dict[str, Callable[..., dict]] = {"daily_step": daily_step, "inputs": make_inputs}
+
+def graph_shape(path: str) -> dict:
+    """Child part: the daily job's shape for the Dagster floor (`bench/dagster_floor.py`)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dagster_floor", GRAPH_FLOOR_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc: dict = module.graph_shape()
+    Path(path).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return doc
+
+
+PARTS: dict[str, Callable[..., dict]] = {"daily_step": daily_step, "inputs": make_inputs, "graph_shape": graph_shape}
 
 
 def _child_main(argv: list[str] | None = None) -> int:

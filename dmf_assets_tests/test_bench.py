@@ -211,3 +211,42 @@ def test_a_process_is_measured_on_its_own(tmp_path):
     bad = run.run_process(["diff", str(missing), str(missing)])
     assert bad["exit_code"] == 2
     assert any(str(missing) in line for line in bad["error_tail"]), bad
+
+
+def test_dagster_floor_is_the_products_graph_with_no_work(quick):
+    # `dmf run` beside what Dagster alone costs for the same graph: the same assets, dependencies and checks
+    # (read from the definitions), every step doing nothing; runs alternating with dmf run's, in an instance
+    # of its own
+    _, _, workdir = quick
+    g = _doc(quick)["graph"]
+    one, floor = g["one_day"], g["floor"]
+    assert floor["command"] == f"python bench/dagster_floor.py {workdir / 'graph_shape.json'} {run.GRAPH_DAY}"
+    assert floor["exit_codes"] == [0] and floor["error_tail"] == [] and floor["cpu_s"] > 0
+    assert one["floor_cpu_ratio"] == pytest.approx(one["cpu_s"] / floor["cpu_s"], abs=0.006)
+    assert one["floor_ratio"] == pytest.approx(one["wall_s"] / floor["wall_s"], abs=0.006)
+    # the floor's run stored fewer events than the product's (no inputs loaded, no observations, no logs)
+    assert 20 < g["events_per_run"]["floor"] < g["events_per_run"]["one_day"]
+
+    from dmf_assets.definitions import project
+
+    graph = project().resolve_asset_graph()
+    shape = json.loads((workdir / "graph_shape.json").read_text(encoding="utf-8"))
+    assert {a["key"]: a["deps"] for s in shape["steps"] for a in s["assets"]} == {
+        k.to_user_string(): sorted(p.to_user_string() for p in graph.get(k).parent_keys)
+        for k in graph.get_all_asset_keys()
+    }
+    assert {(c["asset"], c["name"], c["blocking"]) for s in shape["steps"] for c in s["checks"]} == {
+        (k.asset_key.to_user_string(), k.name, graph.get(k).blocking) for k in graph.asset_check_keys
+    }
+    # … and the floor's instance holds the same partitions materialized and every check evaluated
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(workdir / "graph_floor" / "dagster_home")) as instance:
+        for key in graph.get_all_asset_keys():
+            assert instance.get_materialized_partitions(key) == {
+                run.GRAPH_BASE_DAY.isoformat(),
+                run.GRAPH_DAY.isoformat(),
+            }
+        (last,) = instance.get_runs(limit=1)
+        evaluations = instance.all_logs(last.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        assert len(evaluations) == len(graph.asset_check_keys)
