@@ -233,13 +233,34 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         [b.filter(pl.col("_size") > 1).get_column("group_key"), n.filter(pl.col("_size") > 1).get_column("group_key")]
     ).unique()
     if multi.len():
-        b_multi = b.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
-        n_multi = n.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
+        b_multi = b.filter(pl.col("group_key").is_in(multi.implode()))
+        n_multi = n.filter(pl.col("group_key").is_in(multi.implode()))
+        # `_greedy_match`'s first pass, for all groups at once: taking base rows in dmf_key order, each pairs
+        # with the first free new row of its content, i.e. the i-th base row of a (group, content) with the
+        # i-th new row of it (dmf_key order on both sides). Usually that pairs every row of every group.
+        twin_keys = ["group_key", "content_hash", "_twin"]
+        twin_rank = pl.col("dmf_key").rank("ordinal").over("group_key", "content_hash").alias("_twin")
+        twins = b_multi.select("group_key", "content_hash", twin_rank, base_dmf_key="dmf_key").join(
+            n_multi.select("group_key", "content_hash", twin_rank, "dmf_key"), on=twin_keys, nulls_equal=True
+        )
+        pairs.append(
+            twins.select(
+                "base_dmf_key",
+                "dmf_key",
+                pl.lit("duplicate_group").alias("match"),
+                pl.col("content_hash").alias("_b_hash"),
+                pl.col("content_hash").alias("_n_hash"),
+            )
+        )
+        # the rest of the greedy match (similarity) for the groups with rows left on both sides
+        b_rest = b_multi.join(twins.select(dmf_key="base_dmf_key"), on="dmf_key", how="anti")
+        n_rest = n_multi.join(twins.select("dmf_key"), on="dmf_key", how="anti")
+        both = b_rest.join(n_rest.select("group_key").unique(), on="group_key", how="semi", nulls_equal=True)
         group_pairs = []
-        for gk, b_rows in b_multi.items():
-            n_rows = n_multi.get(gk)
-            if n_rows is not None:
-                group_pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
+        if both.height:
+            n_groups = n_rest.partition_by("group_key", as_dict=True)
+            for gk, b_rows in both.partition_by("group_key", as_dict=True).items():
+                group_pairs += _greedy_match(b_rows.to_dicts(), n_groups[gk].to_dicts(), min_score=0.5)
         if group_pairs:
             pairs.append(_with_hashes(_pairs_frame(group_pairs, "duplicate_group"), b, n))
 
