@@ -202,8 +202,10 @@ def _group_size(snapshot: pl.DataFrame) -> pl.Expr:
     return (pl.col("dup_count") if "dup_count" in snapshot.columns else pl.len().over("group_key")).alias("_size")
 
 
-def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """All matched pairs as (base_dmf_key, dmf_key, match)."""
+def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """All matched pairs as (base_dmf_key, dmf_key, match, _b_hash, _n_hash), and the rows of each side left
+    unmatched (what becomes WITHDRAWN and NEW; the new rows with the group_key and identity_hash that say
+    whether they reappear)."""
     match_cols = [
         "dmf_key",
         "group_key",
@@ -215,7 +217,7 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     ]
     match_cols = list(dict.fromkeys(match_cols))
     b = base.select(*match_cols, _group_size(base))
-    n = new.select(*match_cols, _group_size(new))
+    n = new.select(*match_cols, "identity_hash", _group_size(new))
 
     # 1. one on each side
     # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
@@ -284,8 +286,11 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         if b_num.height and n_syn.height:
             pending_pairs += _pending_match(b_num, n_syn)
     if pending_pairs:
-        matched = pl.concat([matched, _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)])
-    return matched
+        pending = _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)
+        matched = pl.concat([matched, pending])
+        b_left = b_left.filter(~pl.col("dmf_key").is_in(pending.get_column("base_dmf_key").implode()))
+        n_left = n_left.filter(~pl.col("dmf_key").is_in(pending.get_column("dmf_key").implode()))
+    return matched, b_left, n_left
 
 
 def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tuple[str, str]]:
@@ -588,11 +593,11 @@ def diff_snapshots(
 
     # only DIFF_COLUMNS from here on (so the list stays complete: a missing one fails every test)
     base, new = (f.select([c for c in DIFF_COLUMNS if c in f.columns]) for f in (base, new))
-    pairs = _match(base, new)
+    pairs, base_left, new_left = _match(base, new)
     changed, changes = _compare_pairs(base, new, pairs)
 
     seen = pl.Series("seen", list(previously_seen), dtype=pl.Utf8)
-    new_rows = new.join(pairs.select("dmf_key"), on="dmf_key", how="anti").select(
+    new_rows = new_left.select(
         "dmf_key",
         base_dmf_key=pl.lit(None, dtype=pl.Utf8),
         event_type=pl.lit(EventType.NEW.value),
@@ -603,7 +608,7 @@ def diff_snapshots(
     new_rows = new_rows.with_columns(
         severity=pl.when(pl.col("is_reappearance")).then(pl.lit("HIGH")).otherwise(pl.lit("INFO"))
     )
-    withdrawn = base.join(pairs.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti").select(
+    withdrawn = base_left.select(
         "dmf_key",
         base_dmf_key=pl.col("dmf_key"),
         event_type=pl.lit(EventType.WITHDRAWN.value),
