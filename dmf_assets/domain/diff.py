@@ -222,10 +222,15 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     # 1. one on each side
     # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
     # and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
+    # (the three columns are selected before the filter: an eager filter copies every column it is given)
     direct = (
-        b.filter(pl.col("_size") == 1)
-        .select("group_key", base_dmf_key="dmf_key", _b_hash="content_hash")
-        .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key", _n_hash="content_hash"), on="group_key")
+        b.select("group_key", "_size", base_dmf_key="dmf_key", _b_hash="content_hash")
+        .filter(pl.col("_size") == 1)
+        .drop("_size")
+        .join(
+            n.select("group_key", "dmf_key", "_size", _n_hash="content_hash").filter(pl.col("_size") == 1).drop("_size"),
+            on="group_key",
+        )
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")
     )
     pairs = [direct]
