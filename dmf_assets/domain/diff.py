@@ -202,8 +202,10 @@ def _group_size(snapshot: pl.DataFrame) -> pl.Expr:
     return (pl.col("dup_count") if "dup_count" in snapshot.columns else pl.len().over("group_key")).alias("_size")
 
 
-def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """All matched pairs as (base_dmf_key, dmf_key, match)."""
+def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """All matched pairs as (base_dmf_key, dmf_key, match, _b_hash, _n_hash), and the rows of each side left
+    unmatched (what becomes WITHDRAWN and NEW; the new rows with the group_key and identity_hash that say
+    whether they reappear)."""
     match_cols = [
         "dmf_key",
         "group_key",
@@ -215,15 +217,20 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     ]
     match_cols = list(dict.fromkeys(match_cols))
     b = base.select(*match_cols, _group_size(base))
-    n = new.select(*match_cols, _group_size(new))
+    n = new.select(*match_cols, "identity_hash", _group_size(new))
 
     # 1. one on each side
     # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
     # and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
+    # (the three columns are selected before the filter: an eager filter copies every column it is given)
     direct = (
-        b.filter(pl.col("_size") == 1)
-        .select("group_key", base_dmf_key="dmf_key", _b_hash="content_hash")
-        .join(n.filter(pl.col("_size") == 1).select("group_key", "dmf_key", _n_hash="content_hash"), on="group_key")
+        b.select("group_key", "_size", base_dmf_key="dmf_key", _b_hash="content_hash")
+        .filter(pl.col("_size") == 1)
+        .drop("_size")
+        .join(
+            n.select("group_key", "dmf_key", "_size", _n_hash="content_hash").filter(pl.col("_size") == 1).drop("_size"),
+            on="group_key",
+        )
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")
     )
     pairs = [direct]
@@ -233,13 +240,34 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         [b.filter(pl.col("_size") > 1).get_column("group_key"), n.filter(pl.col("_size") > 1).get_column("group_key")]
     ).unique()
     if multi.len():
-        b_multi = b.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
-        n_multi = n.filter(pl.col("group_key").is_in(multi.implode())).partition_by("group_key", as_dict=True)
+        b_multi = b.filter(pl.col("group_key").is_in(multi.implode()))
+        n_multi = n.filter(pl.col("group_key").is_in(multi.implode()))
+        # `_greedy_match`'s first pass, for all groups at once: taking base rows in dmf_key order, each pairs
+        # with the first free new row of its content, i.e. the i-th base row of a (group, content) with the
+        # i-th new row of it (dmf_key order on both sides). Usually that pairs every row of every group.
+        twin_keys = ["group_key", "content_hash", "_twin"]
+        twin_rank = pl.col("dmf_key").rank("ordinal").over("group_key", "content_hash").alias("_twin")
+        twins = b_multi.select("group_key", "content_hash", twin_rank, base_dmf_key="dmf_key").join(
+            n_multi.select("group_key", "content_hash", twin_rank, "dmf_key"), on=twin_keys, nulls_equal=True
+        )
+        pairs.append(
+            twins.select(
+                "base_dmf_key",
+                "dmf_key",
+                pl.lit("duplicate_group").alias("match"),
+                pl.col("content_hash").alias("_b_hash"),
+                pl.col("content_hash").alias("_n_hash"),
+            )
+        )
+        # the rest of the greedy match (similarity) for the groups with rows left on both sides
+        b_rest = b_multi.join(twins.select(dmf_key="base_dmf_key"), on="dmf_key", how="anti")
+        n_rest = n_multi.join(twins.select("dmf_key"), on="dmf_key", how="anti")
+        both = b_rest.join(n_rest.select("group_key").unique(), on="group_key", how="semi", nulls_equal=True)
         group_pairs = []
-        for gk, b_rows in b_multi.items():
-            n_rows = n_multi.get(gk)
-            if n_rows is not None:
-                group_pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
+        if both.height:
+            n_groups = n_rest.partition_by("group_key", as_dict=True)
+            for gk, b_rows in both.partition_by("group_key", as_dict=True).items():
+                group_pairs += _greedy_match(b_rows.to_dicts(), n_groups[gk].to_dicts(), min_score=0.5)
         if group_pairs:
             pairs.append(_with_hashes(_pairs_frame(group_pairs, "duplicate_group"), b, n))
 
@@ -263,8 +291,11 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
         if b_num.height and n_syn.height:
             pending_pairs += _pending_match(b_num, n_syn)
     if pending_pairs:
-        matched = pl.concat([matched, _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)])
-    return matched
+        pending = _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)
+        matched = pl.concat([matched, pending])
+        b_left = b_left.filter(~pl.col("dmf_key").is_in(pending.get_column("base_dmf_key").implode()))
+        n_left = n_left.filter(~pl.col("dmf_key").is_in(pending.get_column("dmf_key").implode()))
+    return matched, b_left, n_left
 
 
 def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tuple[str, str]]:
@@ -567,11 +598,11 @@ def diff_snapshots(
 
     # only DIFF_COLUMNS from here on (so the list stays complete: a missing one fails every test)
     base, new = (f.select([c for c in DIFF_COLUMNS if c in f.columns]) for f in (base, new))
-    pairs = _match(base, new)
+    pairs, base_left, new_left = _match(base, new)
     changed, changes = _compare_pairs(base, new, pairs)
 
     seen = pl.Series("seen", list(previously_seen), dtype=pl.Utf8)
-    new_rows = new.join(pairs.select("dmf_key"), on="dmf_key", how="anti").select(
+    new_rows = new_left.select(
         "dmf_key",
         base_dmf_key=pl.lit(None, dtype=pl.Utf8),
         event_type=pl.lit(EventType.NEW.value),
@@ -582,7 +613,7 @@ def diff_snapshots(
     new_rows = new_rows.with_columns(
         severity=pl.when(pl.col("is_reappearance")).then(pl.lit("HIGH")).otherwise(pl.lit("INFO"))
     )
-    withdrawn = base.join(pairs.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti").select(
+    withdrawn = base_left.select(
         "dmf_key",
         base_dmf_key=pl.col("dmf_key"),
         event_type=pl.lit(EventType.WITHDRAWN.value),

@@ -88,6 +88,15 @@ def _frame_of_text_items(items: list) -> pl.DataFrame | None:
 
     if not items:
         return pl.DataFrame()
+    keys = dict.fromkeys(items[0])  # every item's keys, in first-seen order
+    for item in items:
+        if item.keys() != keys.keys():
+            keys.update(dict.fromkeys(item))
+    if keys:  # all text (the usual page): column by column, cheaper than polars reading the dicts
+        try:
+            return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String))
+        except Exception:  # noqa: BLE001 - any other value (or a lone surrogate): polars reads the dicts as before
+            pass
     try:
         frame = pl.DataFrame(items, infer_schema_length=None)
     except Exception:  # noqa: BLE001 - mixed types, non-dict items: the careful path decides
