@@ -228,7 +228,9 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
         .filter(pl.col("_size") == 1)
         .drop("_size")
         .join(
-            n.select("group_key", "dmf_key", "_size", _n_hash="content_hash").filter(pl.col("_size") == 1).drop("_size"),
+            n.select("group_key", "dmf_key", "_size", _n_hash="content_hash")
+            .filter(pl.col("_size") == 1)
+            .drop("_size"),
             on="group_key",
         )
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")

@@ -94,7 +94,9 @@ def _frame_of_text_items(items: list) -> pl.DataFrame | None:
             keys.update(dict.fromkeys(item))
     if keys:  # all text (the usual page): column by column, cheaper than polars reading the dicts
         try:
-            return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String))
+            return pl.DataFrame(
+                {k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String)
+            )
         except Exception:  # noqa: BLE001 - any other value (or a lone surrogate): polars reads the dicts as before
             pass
     try:
