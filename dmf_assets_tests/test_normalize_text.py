@@ -89,6 +89,7 @@ def test_every_fold_in_the_table_is_applied():
         ("하이플 유한책임회사", "company", "하이플"),
         ("주)하이플", "company", "하이플"),
         ("OLON S.p.A.", "company", "olon"),
+        (" OLON S- p A ", "company", "olon"),  # the dots re-typed as spaces, a dash after a letter (hypothesis)
         ("INDUSTRIALE CHIMICA s.r.l.", "company", "industrialechimica"),
         ("CZECH-GEN, A.S.", "company", "czechgen"),
         ("Bachem AG", "company", "bachem"),

@@ -97,8 +97,9 @@ def _spaced(word: str) -> str:
 def _dotted(letters: str) -> str:
     # "spa" matches SpA, S.p.A, S.p.A., S. p. A, S .p.A, S p A and S, p A: a re-typing that turns the dots
     # into spaces or commas ("S.R.L" -> "S R L", "S.p.A" -> "S, p A") is still the same legal form, so the
-    # spellings keep one key (found by the cosmetic-retyping property: "OLON S.p.A." / " OLON S, p A ")
-    return r"(?:[\s.,]*[.,][\s.,]*|\s+)?".join(re.escape(ch) for ch in letters)
+    # spellings keep one key (found by the cosmetic-retyping property: "OLON S.p.A." / " OLON S, p A "); so is a
+    # dash, apostrophe or middle dot typed after a letter ("S- p A", found the same way)
+    return r"(?:[\s.,\-–'’·]*[.,\-–'’·][\s.,\-–'’·]*|\s+)?".join(re.escape(ch) for ch in letters)
 
 
 #: Korean legal-form words (removed anywhere, whitespace-insensitive).
