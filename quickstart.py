@@ -2,7 +2,7 @@
 """Set up DMF Watch and run it — the README's two commands need nothing but Python ≥ 3.11 and pip.
 
     python3 quickstart.py demo    set up, then run the main job on the built-in MFDS emulator (30 days)
-    python3 quickstart.py test    set up, check the code (ruff, mypy), then run the whole test suite (what CI runs)
+    python3 quickstart.py test    set up, check the code (ruff; mypy beside the tests), run the whole test suite (what CI runs)
     python3 quickstart.py ui      set up, then start the Dagster UI and the workbook download server
 
 Set-up = a virtual environment in .venv with the exact versions pinned in requirements.lock, and this
@@ -16,9 +16,11 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 import venv
 from pathlib import Path
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -65,7 +67,7 @@ UV = "uv==0.13.9"
 
 
 def install_with_uv() -> bool:
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT}
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT}
     uv = [str(PYTHON), "-m", "uv", "pip", "install", "--quiet", "--python", str(PYTHON)]
     steps = (
         [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", UV],
@@ -86,35 +88,55 @@ def compile_project() -> None:
     run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets"), str(ROOT / "bench")])
 
 
-#: the guard rails `test` runs before pytest, configured in pyproject.toml: (what it checks, the tool's arguments,
-#: how a person sees the findings). ruff reads every Python file of the project (not .venv or git-ignored
-#: files); mypy the packages pyproject names (dmf_assets)
+#: the guard rails `test` runs, configured in pyproject.toml: (what it checks, the tool's arguments, how a person
+#: sees the findings). ruff reads every Python file of the project (not .venv or git-ignored files); mypy the
+#: packages pyproject names (dmf_assets). The ruff checks take a second and run first: when one finds something,
+#: no test runs. mypy takes 15–30 s of one core on a fresh clone, so it runs beside pytest (the suite's workers
+#: wait on servers and subprocesses part of the time) and its verdict is printed after the tests: a finding
+#: still fails the command, whatever the tests say.
 GUARD_RAILS = (
     ("ruff check (lint)", ["ruff", "check", "."], "ruff check ."),
     ("ruff format --check (formatting)", ["ruff", "format", "--check", "."], "ruff format --diff ."),
     ("mypy (types)", ["mypy"], "mypy"),
 )
+#: the guard rail that runs beside pytest (GUARD_RAILS' last); the others run before it
+BESIDE_PYTEST = GUARD_RAILS[-1]
 
 
-def guard_rails() -> None:
+def start_check(args: list[str]) -> tuple[subprocess.Popen, IO[str], float]:
+    """A guard rail started in the background, its output kept in a temporary file (a pipe nobody reads
+    while pytest runs could fill and stop it)."""
+    output = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed by finish_check
+    proc = subprocess.Popen([str(PYTHON), "-m", *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+    return proc, output, time.monotonic()
+
+
+def finish_check(rail: tuple[str, list[str], str], started: tuple[subprocess.Popen, IO[str], float]) -> str | None:
+    """Wait for a guard rail, print its line; its failure as one line (None when it passed)."""
+    what, _args, show = rail
+    proc, output, since = started
+    returncode = proc.wait()
+    took = f"{time.monotonic() - since:.1f} s"
+    output.seek(0)
+    text = output.read()
+    output.close()
+    print(f"==> 검사 / check: {what} … ", end="", flush=True)
+    if returncode == 0:
+        print(f"통과 / ok ({took})", flush=True)
+        return None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …"), else its last line
+    summary = next(
+        (ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
+        lines[-1] if lines else f"exit {returncode}",
+    )
+    print(f"실패 / failed ({took}): {summary}", flush=True)
+    return f"{what}: {summary} — 보기 / see them: {BIN.relative_to(ROOT) / show}"
+
+
+def guard_rails(rails: tuple[tuple[str, list[str], str], ...] = GUARD_RAILS) -> None:
     """Each check on one line; when any finds something, fail naming the tool and the command that shows it."""
-    failed = []
-    for what, args, show in GUARD_RAILS:
-        print(f"==> 검사 / check: {what} … ", end="", flush=True)
-        started = time.monotonic()
-        result = subprocess.run([str(PYTHON), "-m", *args], cwd=ROOT, capture_output=True, text=True)
-        took = f"{time.monotonic() - started:.1f} s"
-        if result.returncode == 0:
-            print(f"통과 / ok ({took})", flush=True)
-            continue
-        lines = [ln.strip() for ln in (result.stdout + result.stderr).splitlines() if ln.strip()]
-        # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …"), else its last line
-        summary = next(
-            (ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
-            lines[-1] if lines else f"exit {result.returncode}",
-        )
-        print(f"실패 / failed ({took}): {summary}", flush=True)
-        failed.append(f"{what}: {summary} — 보기 / see them: {BIN.relative_to(ROOT) / show}")
+    failed = [f for f in (finish_check(rail, start_check(rail[1])) for rail in rails) if f]
     if failed:
         fail(
             "코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (pytest not run):\n  "
@@ -122,7 +144,7 @@ def guard_rails() -> None:
         )
 
 
-def run(cmd: list[str], **kw) -> None:
+def run(cmd: list[str], **kw: Any) -> None:
     result = subprocess.run(cmd, cwd=ROOT, **kw)
     if result.returncode != 0:
         fail(f"명령 실패 (exit {result.returncode}): {' '.join(cmd)}")
@@ -157,16 +179,32 @@ def main(argv: list[str]) -> int:
             "--no-loadscope-reorder",
             "--durations=10",
         ]  # the longest files first (conftest.LONGEST_FIRST)
-    if argv[0] == "test":
-        guard_rails()
-    step(" ".join(cmd[2:]) if argv[0] != "test" else "pytest (전체 테스트 / whole suite)")
     os.chdir(ROOT)
     env = dict(os.environ)
-    if argv[0] == "test":
-        # pytest keeps its assertion-rewritten test modules as byte-code; with PYTHONDONTWRITEBYTECODE each
-        # worker would rewrite and compile all of them again (≈2.5 s of CPU per worker)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return subprocess.call(cmd, env=env)
+    if argv[0] != "test":
+        step(" ".join(cmd[2:]))
+        return subprocess.call(cmd, env=env)
+    guard_rails(tuple(rail for rail in GUARD_RAILS if rail is not BESIDE_PYTEST))
+    step(
+        f"검사 / check: {BESIDE_PYTEST[0]} — pytest와 함께 실행 / running beside pytest (결과는 테스트 뒤 / result after)"
+    )
+    types = start_check(BESIDE_PYTEST[1])
+    step("pytest (전체 테스트 / whole suite)")
+    # pytest keeps its assertion-rewritten test modules as byte-code; with PYTHONDONTWRITEBYTECODE each
+    # worker would rewrite and compile all of them again (≈2.5 s of CPU per worker)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        code = subprocess.call(cmd, env=env)
+    finally:
+        if types[0].poll() is None and sys.exc_info()[0] is not None:  # pytest interrupted: mypy goes too
+            types[0].kill()
+    failed = finish_check(BESIDE_PYTEST, types)
+    if failed:
+        fail(
+            "코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (the tests ran; this still fails):"
+            f"\n  {failed}"
+        )
+    return code
 
 
 if __name__ == "__main__":

@@ -80,32 +80,40 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # --- order ----------------------------------------------------------------------------------------
-#: the files that take longest (seconds each, measured on 2 cores with 3 workers), longest first: handed
-#: out first, so the workers finish together instead of one running a long file alone at the end.
+#: the files that take longest (seconds each, measured on 2 cores with 3 workers: a fresh-clone run's
+#: per-file totals, issue 25), longest first: handed out first, so the workers finish together instead of
+#: one running a long file alone at the end.
 #: quickstart passes --no-loadscope-reorder: otherwise pytest-xdist hands out the files with the most
 #: tests first, whatever their cost (test_load's single test of a minute came last).
 LONGEST_FIRST = (
     "test_graph_e2e.py",
-    "test_fault_matrix.py",
-    "test_ui_smoke.py",
-    "test_workbook_ledger.py",
-    "test_cli_runs.py",
-    "test_automation.py",
-    "test_load.py",
-    "test_bench.py",
     "test_rebuild.py",
+    "test_fault_matrix.py",
+    "test_load.py",
+    "test_ui_smoke.py",
     "test_crash_safety.py",
-    "test_concurrency.py",
-    "test_secrets.py",
+    "test_bench.py",
+    "test_automation.py",
+    "test_cli_runs.py",
     "test_notify_cli.py",
-    "test_postgres_instance.py",
     "test_cli_diff_gates.py",
-    "test_settings_contract.py",
-    "test_ops_doctor.py",
     "test_workbook_render.py",
-    "test_diff.py",
+    "test_secrets.py",
+    "test_workbook_ledger.py",
+    "test_disk_full.py",
+    "test_settings_contract.py",
+    "test_postgres_instance.py",
+    "test_emulator_cache.py",
     "test_detector_60_days.py",
+    "test_real_api_guard.py",
+    "test_emulator_registry.py",
+    "test_workbook.py",
+    "test_time_kst.py",
     "test_hostile_data.py",
+    "test_diff.py",
+    "test_watchdog.py",
+    "test_ops_doctor.py",
+    "test_history.py",
     "test_client.py",
     "test_workbook_forwardable.py",
     "test_analyst.py",

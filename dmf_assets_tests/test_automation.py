@@ -89,12 +89,20 @@ def _stop_at_gate(ws, defs, day: date) -> dg.ExecuteInProcessResult:
     return result
 
 
-@pytest.fixture()
-def stopped_day(tmp_path, after_d1):
-    """D1 accepted; D2 rejected by gate 2 with its run stopped there (no follow-up yet)."""
-    ws, defs = _ws(tmp_path, after_d1, {D2.isoformat(): "page_missing_rows"})
+@pytest.fixture(scope="module")
+def after_d2_stopped(tmp_path_factory: pytest.TempPathFactory, after_d1: Path) -> Path:
+    """D1 accepted; D2 rejected by gate 2 with its run stopped there (no follow-up yet) — run once, copied
+    by each test that starts from there."""
+    ws, defs = _ws(tmp_path_factory.mktemp("after_d2_stopped"), after_d1, {D2.isoformat(): "page_missing_rows"})
     _stop_at_gate(ws, defs, D2)
-    return ws, defs
+    ws.instance.dispose()
+    return ws.root
+
+
+@pytest.fixture()
+def stopped_day(tmp_path: Path, after_d2_stopped: Path) -> tuple:
+    """A copy of `after_d2_stopped`, with D2's fault still on."""
+    return _ws(tmp_path, after_d2_stopped, {D2.isoformat(): "page_missing_rows"})
 
 
 def test_sensor_completes_the_stopped_day_once(stopped_day):
@@ -177,10 +185,20 @@ def _rejected_at(ws, day: date) -> datetime:
     return datetime.fromtimestamp(state.rejection[0].timestamp, KST)
 
 
-def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_accepted(tmp_path, after_yesterday):
+@pytest.fixture(scope="module")
+def today_rejected(tmp_path_factory: pytest.TempPathFactory, after_yesterday: Path) -> tuple[Path, date, launch.DayRun]:
+    """Yesterday accepted, today's partition rejected by an outage this morning (gate 2) — run once, copied
+    by each test that starts from there; with that run's report."""
     today = _today_or_skip()
-    ws, _ = _ws(tmp_path, after_yesterday, {today.isoformat(): "page_missing_rows"})  # an outage this morning
+    ws, _ = _ws(tmp_path_factory.mktemp("today_rejected"), after_yesterday, {today.isoformat(): "page_missing_rows"})
     first = launch.run_day(today, instance=ws.instance, resources=ws.resources)
+    ws.instance.dispose()
+    return ws.root, today, first
+
+
+def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_accepted(tmp_path, today_rejected):
+    template, today, first = today_rejected
+    ws, _ = _ws(tmp_path, template, {today.isoformat(): "page_missing_rows"})  # an outage this morning
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
     assert runs_by_day(ws)[today]["status"] == "rejected"
     rejected = _rejected_at(ws, today)
@@ -195,10 +213,9 @@ def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_ac
     assert followups.plan_followups(ws.instance, rejected + timedelta(hours=2), retry=ALL_DAY) == []
 
 
-def test_retries_stop_after_the_configured_attempts(tmp_path, after_yesterday):
-    today = _today_or_skip()
-    ws, defs = _ws(tmp_path, after_yesterday, {today.isoformat(): "page_missing_rows"})
-    launch.run_day(today, instance=ws.instance, resources=ws.resources)
+def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
+    template, today, _ = today_rejected
+    ws, defs = _ws(tmp_path, template, {today.isoformat(): "page_missing_rows"})
     retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30), until=dt_time(23, 59))
     for n in (1, 2):
         later = _rejected_at(ws, today) + timedelta(minutes=31)
