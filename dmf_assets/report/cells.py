@@ -19,10 +19,12 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import polars as pl
-from openpyxl.cell.cell import Cell
+from openpyxl.cell.cell import Cell, MergedCell
+from openpyxl.styles import Border
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.hyperlink import Hyperlink
+from openpyxl.worksheet.merge import MergedCellRange
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.clock import KST  # the one declaration of Korean time
@@ -225,6 +227,56 @@ def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any) -> Cell:
     return put_cell(ws, row, col, cell_value(kind, value))
 
 
+# --- merged cells --------------------------------------------------------------------------------
+
+
+def merge_cells(ws: Worksheet, row: int, first_col: int, last_col: int) -> None:
+    """`ws.merge_cells(...)` over one row, with the same cells, borders and protection as a result.
+
+    openpyxl gives every edge cell of a merge the top-left cell's border side by side (`cell.border +=
+    Border(top=…)`) and every cell its protection: each is a new style object hashed into the
+    workbook's style tables, ≈0.2 ms a cell — a third of the daily workbook's time over its ≈60
+    merges. The result is a function of the style ids involved, so it is computed by openpyxl once
+    per (side, top-left border, cell border) in this workbook and then reused as an id."""
+    cr = MergedCellRange(ws, f"{get_column_letter(first_col)}{row}:{get_column_letter(last_col)}{row}")
+    ws.merged_cells.add(cr)
+    cells = ws._cells
+    for col in range(first_col + 1, last_col + 1):
+        cells[row, col] = MergedCell(ws, row, col)
+    start = cr.start_cell
+    memo: dict[tuple, int | None] = ws.parent.__dict__.setdefault("_dmf_merge_ids", {})
+    # MergedCellRange.format(), side by side in its order (top, left, right, bottom)
+    for side_name, edge in (("top", cr.top), ("left", cr.left), ("right", cr.right), ("bottom", cr.bottom)):
+        start_border = start._style.borderId if start._style else 0
+        for coord in edge:
+            cell = cells[coord]
+            key = (side_name, start_border, cell._style.borderId if cell._style else 0)
+            if key not in memo:
+                side = getattr(start.border, side_name)
+                if side and side.style is None:  # openpyxl skips a side without a line
+                    memo[key] = None
+                else:
+                    cell.border += Border(**{side_name: side})
+                    memo[key] = cell._style.borderId
+            border_id = memo[key]
+            if border_id is None:
+                break
+            _style_ids(cell).borderId = border_id
+    protection_key = ("protection", _style_ids(start).protectionId)
+    if protection_key not in memo:
+        start.protection = copy.copy(start.protection)
+        memo[protection_key] = start._style.protectionId
+    for col in range(first_col, last_col + 1):
+        _style_ids(cells[row, col]).protectionId = memo[protection_key]
+
+
+def _style_ids(cell: Cell | MergedCell) -> StyleArray:
+    """A cell's style ids, created as openpyxl's style descriptors create them on first use."""
+    if not cell._style:
+        cell._style = StyleArray()
+    return cell._style
+
+
 # --- long table bodies ---------------------------------------------------------------------------
 
 #: a hook-free table body of at least this many rows is rendered as XML (`xlsx_body`), not cell by cell
@@ -317,50 +369,74 @@ def _rendered_by_rule(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Ser
     return mapped if null_tail is None else mapped.fill_null(null_tail)
 
 
+class _ColumnTails(NamedTuple):
+    """One column's cells as the XML after their reference, as an expression over the table's columns
+    (`tail`) and the columns it reads beyond the values (`extra`: names → series)."""
+
+    tail: pl.Expr
+    extra: dict[str, pl.Series]
+
+
+_ESCAPED_CHARS, _ESCAPES = ["&", "<", ">"], ["&amp;", "&lt;", "&gt;"]
+
+
+def _plain_or_rule(
+    w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series, plain: pl.Series, fast: pl.Expr
+) -> _ColumnTails:
+    """`fast` where `plain`; every other value rendered by the rule (`_stream_cell`) once per distinct value."""
+    if plain.all():
+        return _ColumnTails(fast, {})
+    ruled = f"_ruled{j}"
+    rule = pl.Series(ruled, [None] * len(values), dtype=pl.Utf8).scatter(
+        (~plain).arg_true(), _rendered_by_rule(w, j, kind, values.filter(~plain))
+    )
+    return _ColumnTails(pl.when(pl.lit(plain)).then(fast).otherwise(pl.col(ruled)), {ruled: rule})
+
+
+def _column_tail_expr(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series, name: str) -> _ColumnTails:
+    """Each cell of column `name` (holding `values`) as the XML after its reference (` s="3" t="inlineStr">…</c>`).
+    Styles are registered in the order the cell-by-cell rule would register them."""
+    value = pl.col(name)
+    if kind == "date" and values.dtype == pl.Utf8:
+        # "YYYY-MM-DD" that is a real day from 1900-03-01 on is a date cell (its serial number); anything else
+        # goes by the rule (kept as text)
+        parsed = value.str.to_date("%Y-%m-%d", strict=False)
+        plain = (
+            values.to_frame(name)
+            .select((value.str.contains(r"^\d{4}-\d{2}-\d{2}$") & (parsed >= date(1900, 3, 1))).fill_null(False))
+            .to_series()
+        )
+        serial = (parsed.cast(pl.Int32) + (date(1970, 1, 1) - _EXCEL_DAY_ZERO).days).cast(pl.Utf8)  # days since 1970
+        sid = w.style_id(_KIND_STYLE["date"])
+        fast = pl.concat_str([pl.lit(f' s="{sid}" t="n"><v>'), serial, pl.lit("</v></c>")])
+        return _plain_or_rule(w, j, "date", values, plain, fast)
+    if kind not in ("text", "wrap") or values.dtype != pl.Utf8:
+        tails = f"_tails{j}"
+        return _ColumnTails(pl.col(tails), {tails: _rendered_by_rule(w, j, kind, values).alias(tails)})
+    # plain text (almost all of it): the same XML built column-wise
+    masks = values.to_frame(name).select(
+        plain=(value.str.len_chars().is_between(1, _PLAIN_MAX_CHARS) & ~value.str.contains(_NEEDS_THE_RULE)).fill_null(
+            False
+        ),
+        quoted=value.str.contains(r"^[=+\-@]"),  # formula triggers: \t and \r start with a space or are odd
+    )
+    plain, quoted = masks.get_column("plain"), masks.get_column("quoted")
+    style = _KIND_STYLE[kind]
+    style_attr = pl.lit(f' s="{w.style_id(style)}"')
+    if (quoted & plain).any():  # the quote-prefixed style is registered only when a cell needs it
+        style_attr = pl.when(pl.lit(quoted)).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(style_attr)
+    escaped = value.str.replace_many(_ESCAPED_CHARS, _ESCAPES)
+    fast = pl.concat_str([style_attr, pl.lit(' t="inlineStr"><is><t>'), escaped, pl.lit("</t></is></c>")])
+    return _plain_or_rule(w, j, kind, values, plain, fast)
+
+
 def _column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
     """Each cell of one column as the XML after its reference (` s="3" t="inlineStr">…</c>`)."""
-    if kind == "date" and values.dtype == pl.Utf8:
-        return _iso_date_tails(w, j, values)
-    if kind not in ("text", "wrap") or values.dtype != pl.Utf8:
-        return _rendered_by_rule(w, j, kind, values)
-    # plain text (almost all of it): the same XML built column-wise
-    plain = (values.str.len_chars().is_between(1, _PLAIN_MAX_CHARS) & ~values.str.contains(_NEEDS_THE_RULE)).fill_null(
-        False
-    )
-    escaped = (
-        values.str.replace_all("&", "&amp;", literal=True)
-        .str.replace_all("<", "&lt;", literal=True)
-        .str.replace_all(">", "&gt;", literal=True)
-    )
-    style = _KIND_STYLE[kind]
-    quoted = values.str.contains(r"^[=+\-@]")  # formula triggers: \t and \r start with a space or are odd
-    sid = pl.lit(f' s="{w.style_id(style)}"')
-    if (quoted & plain).any():  # the quote-prefixed style is registered only when a cell needs it
-        sid = pl.when(pl.lit(quoted)).then(pl.lit(f' s="{w.style_id(style, True)}"')).otherwise(sid)
-    fast = pl.select(
-        pl.concat_str([sid, pl.lit(' t="inlineStr"><is><t>'), pl.lit(escaped), pl.lit("</t></is></c>")])
-    ).to_series()
-    if plain.all():
-        return fast
-    return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, kind, values.filter(~plain)))
+    tails = _column_tail_expr(w, j, kind, values, "value")
+    return values.to_frame("value").with_columns(**tails.extra).select(tails.tail).to_series()
 
 
 _EXCEL_DAY_ZERO = date(1899, 12, 30)  # serial 0 of Excel's 1900 date system, valid from 1900-03-01 on
-
-
-def _iso_date_tails(w: xlsx_body.BodyWriter, j: int, values: pl.Series) -> pl.Series:
-    """A text column of dates: each "YYYY-MM-DD" that is a real day from 1900-03-01 on is a date cell
-    (its serial number), column-wise; anything else goes by the rule (kept as text)."""
-    parsed = values.str.to_date("%Y-%m-%d", strict=False)
-    plain = (values.str.contains(r"^\d{4}-\d{2}-\d{2}$") & (parsed >= date(1900, 3, 1))).fill_null(False)
-    serial = (parsed.cast(pl.Int32) + (date(1970, 1, 1) - _EXCEL_DAY_ZERO).days).cast(
-        pl.Utf8
-    )  # polars: days since 1970
-    sid = w.style_id(_KIND_STYLE["date"])
-    fast = pl.select(pl.concat_str([pl.lit(f' s="{sid}" t="n"><v>'), pl.lit(serial), pl.lit("</v></c>")])).to_series()
-    if plain.all():
-        return fast
-    return fast.scatter((~plain).arg_true(), _rendered_by_rule(w, j, "date", values.filter(~plain)))
 
 
 def _line_counts(values: pl.Series, width: float) -> pl.Series:
@@ -373,53 +449,58 @@ def _line_counts(values: pl.Series, width: float) -> pl.Series:
 def _stream_frame(
     ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool, wrapped: list[tuple[str, float]]
 ) -> int:
-    """`_stream_body` for a table given as columns: the same XML, built column by column (no row dicts)."""
+    """`_stream_body` for a table given as columns: the same XML, built column by column (no row dicts) as
+    one expression per column and then every row in one select (polars' per-call cost, not the strings,
+    was most of the 9k-row 전체현황)."""
     n, first = frame.height, top + 1
     if n == 0:
         return top
     w = xlsx_body.BodyWriter(ws, first, len(cols), _style_array)
-    refs = pl.int_range(first, first + n, eager=True).cast(pl.Utf8)
-    cells = []
+    table: dict[str, pl.Series] = {"_ref": pl.int_range(first, first + n, eager=True).cast(pl.Utf8).alias("_ref")}
+    ref = pl.col("_ref")
+    cells: list[pl.Expr] = []
     for j, col in enumerate(cols, 1):
+        name = f"_value{j}"
         values = frame.get_column(col.key) if col.key in frame.columns else pl.Series([None] * n)
-        letter = get_column_letter(j)
+        table[name] = values.alias(name)
         if col.kind == "sheetlink":  # an internal link differs per row (its target): the rule, row by row
-            xml = [
-                None if sparse and (v is None or v == "") else _stream_cell(w, r, j, col.kind, v)
-                for r, v in enumerate(values.to_list(), first)
+            # sparse: only rows with a link have a cell
+            rows = values.is_not_null().arg_true().to_list() if sparse else list(range(n))
+            links = values.gather(rows).to_list() if sparse else values.to_list()
+            xml = pl.Series([""] * n, dtype=pl.Utf8)
+            rendered = [
+                "" if sparse and v == "" else _stream_cell(w, first + i, j, col.kind, v)
+                for i, v in zip(rows, links, strict=True)
             ]
-            cells.append(pl.Series(xml, dtype=pl.Utf8).fill_null(""))
+            if rendered:
+                xml = xml.scatter(rows, rendered)
+            table[f"_xml{j}"] = xml.alias(f"_xml{j}")
+            cells.append(pl.col(f"_xml{j}"))
             continue
-        tails = _column_tails(w, j, col.kind, values)
-        cell = pl.concat_str([pl.lit(f'<c r="{letter}'), pl.lit(refs), pl.lit('"'), pl.lit(tails)])
+        tails = _column_tail_expr(w, j, col.kind, values, name)
+        table.update(tails.extra)
+        cell = pl.concat_str([pl.lit(f'<c r="{get_column_letter(j)}'), ref, pl.lit('"'), tails.tail])
         if sparse:
-            empty = values.is_null()
+            empty = pl.col(name).is_null()
             if values.dtype == pl.Utf8:
-                empty = empty | (values == "")
-            cell = pl.when(pl.lit(empty)).then(pl.lit("")).otherwise(cell)
-        cells.append(pl.select(cell).to_series())
-    heights = pl.Series([""] * n)
+                empty = empty | (pl.col(name) == "")
+            cell = pl.when(empty).then(pl.lit("")).otherwise(cell)
+        cells.append(cell)
+    height: pl.Expr = pl.lit("")
     if wrapped:
         lines = pl.select(
             pl.max_horizontal([pl.lit(_line_counts(frame.get_column(key), width)) for key, width in wrapped])
         ).to_series()
         distinct = lines.unique().to_list()
         attr = [xlsx_body.height_attr(_row_height(k)) for k in distinct]
-        heights = lines.replace_strict(distinct, attr, return_dtype=pl.Utf8)
-    rows = pl.select(
-        pl.concat_str(
-            [
-                pl.lit('<row r="'),
-                pl.lit(refs),
-                pl.lit('"'),
-                pl.lit(heights),
-                pl.lit(">"),
-                *[pl.lit(c) for c in cells],
-                pl.lit("</row>"),
-            ]
-        )
-    ).to_series()
-    w.add_rows(first, rows.to_list())
+        table["_height"] = lines.replace_strict(distinct, attr, return_dtype=pl.Utf8).alias("_height")
+        height = pl.col("_height")
+    rows_xml = (
+        pl.DataFrame(list(table.values()))
+        .select(pl.concat_str([pl.lit('<row r="'), ref, pl.lit('"'), height, pl.lit(">"), *cells, pl.lit("</row>")]))
+        .to_series()
+    )
+    w.add_rows(first, rows_xml.to_list())
     return first + n - 1
 
 

@@ -11,7 +11,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.report import styles as st
-from dmf_assets.report.cells import RowHook, fit_row_height, put_text, text_lines
+from dmf_assets.report.cells import RowHook, fit_row_height, merge_cells, put_text, text_lines
 
 ATTRIBUTION = "출처: 식품의약품안전처 원료의약품등록(DMF)현황, 공공데이터포털 오픈API"
 
@@ -42,14 +42,14 @@ def frame_sheet(
     banner.fill = st.banner_fill(status)
     banner.font = st.banner_font(status)
     banner.alignment = Alignment(wrap_text=True, vertical="center", indent=1)
-    ws.merge_cells(start_row=1, start_column=1, end_row=1, end_column=ncols)
+    merge_cells(ws, 1, 1, ncols)
     ws.row_dimensions[1].height = max(30.0, text_lines(banner_str, span / 1.25) * 17.0 + 8)
     put_text(ws, 2, 1, title, st.TITLE)
     ws.row_dimensions[2].height = 26
     if note:
         cell = put_text(ws, 3, 1, note, st.NOTE)
         cell.alignment = Alignment(wrap_text=True, vertical="top")
-        ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=ncols)
+        merge_cells(ws, 3, 1, ncols)
         fit_row_height(ws, 3, text_lines(note, span))
     _print_setup(ws, *print_header)
     return ws

@@ -52,6 +52,7 @@ from dmf_assets.report.cells import (
     column_widths,
     day_text,
     fit_row_height,
+    merge_cells,
     put_date,
     put_datetime,
     put_int,
@@ -262,7 +263,7 @@ def _rejected_table_sheet(wb: Workbook, name: str, report: DayReport, title: str
     cell.fill = st.solid(st.FAIL_FILL)
     cell.font = st.font(size=12, bold=True, color=st.FAIL_FONT)
     cell.alignment = Alignment(wrap_text=True, vertical="center", indent=1)
-    ws.merge_cells(start_row=3, start_column=1, end_row=3, end_column=len(_NOTICE_WIDTHS))
+    merge_cells(ws, 3, 1, len(_NOTICE_WIDTHS))
     ws.row_dimensions[3].height = max(36.0, text_lines(note, sum(_NOTICE_WIDTHS) / 1.25) * 17.0 + 8)
     ws.freeze_panes = "A4"
     ws.print_title_rows = "1:3"
@@ -305,7 +306,7 @@ class _Summary:
 
     def merged_text(self, col: int, text: str, last_col: int = 7, style: str = st.TEXT_WRAP) -> Cell:
         cell = put_text(self.ws, self.row, col, text, style)
-        self.ws.merge_cells(start_row=self.row, start_column=col, end_row=self.row, end_column=last_col)
+        merge_cells(self.ws, self.row, col, last_col)
         if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high
             fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1 : last_col])))
         return cell
@@ -315,7 +316,7 @@ class _Summary:
         for col, text in headers:
             self.ws.cell(row=self.row, column=col, value=text).style = st.HEADER
         for first, last in merges:
-            self.ws.merge_cells(start_row=self.row, start_column=first, end_row=self.row, end_column=last)
+            merge_cells(self.ws, self.row, first, last)
 
     def note(self, text: str) -> None:
         self.row += 1
@@ -450,10 +451,10 @@ class _Summary:
             cell.fill, cell.font = st.verdict_style(verdict)
             cell.alignment = Alignment(horizontal="center", vertical="top", wrap_text=False)  # never 「통/과」
             put_text(ws, self.row, 3, g.observed, st.TEXT_WRAP)
-            ws.merge_cells(start_row=self.row, start_column=3, end_row=self.row, end_column=4)
+            merge_cells(ws, self.row, 3, 4)
             put_text(ws, self.row, 5, g.threshold, st.TEXT_WRAP)
             put_text(ws, self.row, 6, g.detail, st.TEXT_WRAP)
-            ws.merge_cells(start_row=self.row, start_column=6, end_row=self.row, end_column=7)
+            merge_cells(ws, self.row, 6, 7)
             fit_row_height(
                 ws,
                 self.row,
@@ -501,7 +502,7 @@ class _Summary:
             put_text(ws, self.row, 4, ev.ingredient)
             put_text(ws, self.row, 5, ev.applicant)
             put_text(ws, self.row, 6, ", ".join(ev.watch_reasons))
-            ws.merge_cells(start_row=self.row, start_column=6, end_row=self.row, end_column=7)
+            merge_cells(ws, self.row, 6, 7)
         if len(hits) > 50:
             self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
 
@@ -823,7 +824,7 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
         r += 1
         for col, header in ((1, "심각도"), (2, kind), (3, "이벤트")):
             ws.cell(row=r, column=col, value=header).style = st.HEADER
-        ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=len(widths))
+        merge_cells(ws, r, 3, len(widths))
         shown = 0
         for company, evs in companies:
             for ev in evs:
@@ -836,7 +837,7 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
                 put_text(ws, r, 2, company, st.TEXT_WRAP)
                 sentence = event_sentence(ev)
                 put_text(ws, r, 3, sentence, st.TEXT_WRAP)
-                ws.merge_cells(start_row=r, start_column=3, end_row=r, end_column=len(widths))
+                merge_cells(ws, r, 3, len(widths))
                 fit_row_height(ws, r, max(text_lines(sentence, sum(widths[2:])), text_lines(company, widths[1])))
         if shown < n_events:
             r += 1
