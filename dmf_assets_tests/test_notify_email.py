@@ -173,24 +173,28 @@ def test_a_mail_that_never_gets_through_is_given_up_once_and_told_on_the_other_c
         for at in moments:
             with frozen_at(at):
                 notifier.flush()
-        [waiting] = [m for m in notifier.status() if m.kind == "request_cap"]
-        assert waiting.state == "pending" and waiting.sends[0].attempts == 1 + len(moments)
-        assert delivery_check(notifier).status == "WARN"
-        with frozen_at(T0 + timedelta(hours=24, minutes=1)):
+        # the outbox is read at the scenario's own moments: status() lists the last seven days of the clock
+        with frozen_at(moments[-1]):
+            [waiting] = [m for m in notifier.status() if m.kind == "request_cap"]
+            assert waiting.state == "pending" and waiting.sends[0].attempts == 1 + len(moments)
+            assert delivery_check(notifier).status == "WARN"
+        day_after = T0 + timedelta(hours=24, minutes=1)
+        with frozen_at(day_after):
             notifier.flush()
             notifier.flush()
         notice = hook.next()["json"]
         assert hook.received.empty()  # told once, on the webhook only
-    [given_up] = [m for m in notifier.status() if m.kind == "request_cap"]
+    with frozen_at(day_after):
+        [given_up] = [m for m in notifier.status() if m.kind == "request_cap"]
+        [told] = [m for m in notifier.status() if m.kind == "delivery_given_up"]
+        assert delivery_check(notifier).status == "FAIL"
     assert given_up.state == "given_up"
     assert (
         notice["kind"] == "delivery_given_up"
         and "요청 한도" in notice["text"]
         and "dmf notify flush --given-up" in notice["text"]
     )
-    [told] = [m for m in notifier.status() if m.kind == "delivery_given_up"]
     assert [s.channel for s in told.sends] == [given_up.sends[1].channel]  # not the e-mail that gave up
-    assert delivery_check(notifier).status == "FAIL"
     # the server comes back: the given-up mail can be sent again by hand
     with smtp_server(port=port) as smtp:
         outcomes = notifier.flush(force=True, given_up=True)
@@ -220,7 +224,8 @@ def test_a_held_mail_goes_out_once_when_its_day_is_decided(tmp_path):
         assert smtp.received.empty()
     assert held.state == "held" and sent.state == "delivered"
     assert "재시도 1회째 반영" in msg["Subject"] and "자동 재시도 1회째에 정상 반영되었습니다" in _body(msg)
-    assert {m.state for m in notifier.status()} == {"superseded", "delivered"}
+    with frozen_at(T0 + timedelta(minutes=31)):  # status() lists the last seven days of the clock
+        assert {m.state for m in notifier.status()} == {"superseded", "delivered"}
 
 
 def test_a_held_mail_whose_hold_ends_is_released_by_flush(tmp_path):
