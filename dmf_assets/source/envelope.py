@@ -66,7 +66,7 @@ def parse_page(body: bytes, content_type: str | None = None) -> Page:
 def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page, pl.DataFrame]:
     """`parse_page`, with the items as a polars frame (one String column per item key, in first-seen
     order) instead of dicts; the returned Page has `items=[]`. Same errors, same values as
-    `parse_page` + a frame of its items."""
+    `parse_page` + a frame of its items (a lone surrogate, which polars cannot hold, becomes U+FFFD)."""
 
     text = _decode(body, content_type)
     stripped = text.lstrip()
@@ -82,37 +82,51 @@ def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page
     return page, frame
 
 
+_TEXT_TYPES = {str, type(None)}
+
+
 def _frame_of_text_items(items: list) -> pl.DataFrame | None:
-    """Items whose values are all str/None as a frame; None if any value (or item) is something else."""
+    """Items whose values are all str/None as a frame; None if any value (or item) is something else: those
+    take `_clean_item`, like `parse_page` (polars would write a boolean as "true" where it writes "True")."""
     import polars as pl
 
     if not items:
         return pl.DataFrame()
+    if not all(isinstance(item, dict) for item in items):
+        return None
     keys = dict.fromkeys(items[0])  # every item's keys, in first-seen order
     for item in items:
         if item.keys() != keys.keys():
             keys.update(dict.fromkeys(item))
-    if keys:  # all text (the usual page): column by column, cheaper than polars reading the dicts
-        try:
-            return pl.DataFrame(
-                {k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String)
-            )
-        except Exception:  # noqa: BLE001 - any other value (or a lone surrogate): polars reads the dicts as before
-            pass
-    try:
-        frame = pl.DataFrame(items, infer_schema_length=None)
-    except Exception:  # noqa: BLE001 - mixed types, non-dict items: the careful path decides
+    columns = {k: [item.get(k) for item in items] for k in keys}
+    if not all(set(map(type, column)) <= _TEXT_TYPES for column in columns.values()):
         return None
-    if any(dtype not in (pl.String, pl.Null) for dtype in frame.dtypes):
+    try:  # column by column: cheaper than polars reading the dicts
+        return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
+    except UnicodeEncodeError:  # a lone surrogate: the careful path
         return None
-    return frame.with_columns(pl.col(c).cast(pl.String) for c in frame.columns if frame.schema[c] == pl.Null)
 
 
 def _frame_of_clean_items(items: list[dict[str, str | None]]) -> pl.DataFrame:
     import polars as pl
 
     keys = list(dict.fromkeys(k for item in items for k in item))
-    return pl.DataFrame({k: [item.get(k) for item in items] for k in keys}, schema=dict.fromkeys(keys, pl.String))
+    columns = {k: [item.get(k) for item in items] for k in keys}
+    try:
+        return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
+    except UnicodeEncodeError:  # lone surrogates from a broken JSON escape: U+FFFD, as items_to_frame writes them
+        visible = {
+            k: [v if v is None else _without_lone_surrogates(v) for v in column] for k, column in columns.items()
+        }
+        return pl.DataFrame(visible, schema=dict.fromkeys(keys, pl.String))
+
+
+def _without_lone_surrogates(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def body_format(body: bytes, content_type: str | None = None) -> str:
