@@ -65,10 +65,10 @@ def test_total_count_as_string_and_scalar_values_become_text():
     ids=["true", "false", "float", "int", "object", "list", "null", "empty", "lone surrogate", "emoji"],
 )
 def test_the_columnar_reader_gives_parse_pages_values(odd):
-    """`dmf diff` and archive replays read pages with `parse_page_frame`; the live fetch with `parse_page`. A value
-    the API should not send (a boolean on a page of text, a number, a nested object) must come out the same both
-    ways, or one registration would look changed between them. A lone surrogate cannot be held by polars: it
-    becomes U+FFFD, as the normalizer writes it from `parse_page`'s text."""
+    """`dmf diff` reads archived pages with `parse_page_frame`; the live fetch and `dmf rebuild` with
+    `parse_page`. A value the API should not send (a boolean on a page of text, a number, a nested object) must
+    come out the same both ways, or one registration would look changed between them. A lone surrogate cannot be
+    held by polars: it becomes U+FFFD, as the normalizer writes it from `parse_page`'s text."""
     from dmf_assets.domain.normalize import items_to_frame
     from dmf_assets.source.envelope import parse_page_frame
 
