@@ -66,11 +66,17 @@ def _to_text(value: object) -> str | None:
         text = str(value)
     else:
         text = json.dumps(value, ensure_ascii=False, default=str)
+    return without_lone_surrogates(text)
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` as UTF-8 can hold it: lone surrogates from a broken JSON escape (`\\ud800`) become U+FFFD, so they
+    stay visible instead of failing every later encode."""
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates from a broken JSON escape: keep them visible
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def items_to_frame(items: Iterable[Mapping[str, object]]) -> pl.DataFrame:

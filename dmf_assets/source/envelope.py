@@ -115,18 +115,10 @@ def _frame_of_clean_items(items: list[dict[str, str | None]]) -> pl.DataFrame:
     try:
         return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
     except UnicodeEncodeError:  # lone surrogates from a broken JSON escape: U+FFFD, as items_to_frame writes them
-        visible = {
-            k: [v if v is None else _without_lone_surrogates(v) for v in column] for k, column in columns.items()
-        }
+        from dmf_assets.domain.normalize import without_lone_surrogates
+
+        visible = {k: [v if v is None else without_lone_surrogates(v) for v in column] for k, column in columns.items()}
         return pl.DataFrame(visible, schema=dict.fromkeys(keys, pl.String))
-
-
-def _without_lone_surrogates(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def body_format(body: bytes, content_type: str | None = None) -> str:
