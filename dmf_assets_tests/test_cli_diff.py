@@ -43,8 +43,8 @@ def test_items_json_files(tmp_path, real_fixture_files):
 
     table = dmf("diff", str(old), str(path))
     assert table.returncode == 0, table.stderr
-    assert "신규 0 · 변경 1 · 취하 1 · 번호 부여 0 · 재등장 0 · 표기 변경 1 (별도)" in table.stdout
-    assert f"[심각] 취하 {gone['DMF_PERMIT_NO']}" in table.stdout
+    assert "신규 0 · 변경 1 · 삭제 1 · 번호 부여 0 · 번호 변경 0 · 재등장 0 · 표기 변경 1 (별도)" in table.stdout
+    assert f"[심각] 목록에서 삭제 {gone['DMF_PERMIT_NO']}" in table.stdout
     assert "제조소명: Glochem Industries Private Limited → Other Pharma Co., Ltd." in table.stdout
     assert "하이플생명과학 주식회사" not in table.stdout  # cosmetic rows only with --include-cosmetic
 

@@ -211,10 +211,8 @@ def test_event_sentences_are_whole_sentences_with_the_right_particles():
         "에이징생명과학(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(MSN Laboratories → Hetero Labs)과 "
         "제조국(인도 → 인도, 중국)이 바뀌었습니다."
     )
-    assert "등록(20110531-71-B-317-05 · 제조소" in texts[3] and texts[3].endswith(
-        "목록에서 사라져 취하로 기록했습니다."
-    )
-    assert texts[4].endswith("취하 후 다시 목록에 올랐습니다.")
+    assert "등록(20110531-71-B-317-05 · 제조소" in texts[3] and texts[3].endswith("목록에서 삭제되었습니다.")
+    assert texts[4].endswith("목록에서 삭제된 뒤 다시 목록에 올랐습니다.")
     assert texts[5] == "(주)파마피아의 신물질A 등록에 등록번호 수6580-16-ND(19)가 부여되었습니다."
     for t in texts:
         assert t.endswith("습니다.")
