@@ -336,7 +336,7 @@ def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFra
         return empty
     is_base = pl.col("_side") == "b"
     groups = (
-        pl.concat(left)
+        pl.concat(left, how="vertical_relaxed")  # a base read back from the history may type a column otherwise
         .group_by(SIMILARITY_KEYS)
         .agg(
             b_keys=pl.col("dmf_key").filter(is_base).sort(),

@@ -8,10 +8,11 @@ SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit
        v.countries, v.issue_date, v.target_class,
        e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
        bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
-       -- a reappearance: the first day it was missing (its latest disappearance before this day)
+       -- a reappearance: the first day it was missing under this key (its latest disappearance, or the day it
+       -- continued under another number, before this day)
        (SELECT max(w.day_id) FROM events w
-        WHERE e.is_reappearance AND w.event_type = 'WITHDRAWN' AND w.base_record_id = e.record_id
-          AND w.day_id < e.day_id) AS gone_since_day_id
+        WHERE e.is_reappearance AND w.base_record_id = e.record_id AND w.day_id < e.day_id
+          AND (w.event_type = 'WITHDRAWN' OR w.number_changed OR w.number_assigned)) AS gone_since_day_id
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
 LEFT JOIN record_versions bv ON bv.version_id = e.base_version_id
@@ -87,10 +88,11 @@ SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit
        v.countries, v.issue_date, v.target_class,
        e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
        bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
-       -- a reappearance: the first day it was missing (its latest disappearance before this day)
+       -- a reappearance: the first day it was missing under this key (its latest disappearance, or the day it
+       -- continued under another number, before this day)
        (SELECT max(w.day_id) FROM events w
-        WHERE e.is_reappearance AND w.event_type = 'WITHDRAWN' AND w.base_record_id = e.record_id
-          AND w.day_id < e.day_id) AS gone_since_day_id,
+        WHERE e.is_reappearance AND w.base_record_id = e.record_id AND w.day_id < e.day_id
+          AND (w.event_type = 'WITHDRAWN' OR w.number_changed OR w.number_assigned)) AS gone_since_day_id,
        e.record_id, e.base_record_id
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
