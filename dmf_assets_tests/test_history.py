@@ -182,6 +182,30 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
 
 
+def test_migration_0004_keeps_earlier_events_as_they_were(tmp_path, monkeypatch):
+    """A history written before re-numberings were recognised: its events read back as not re-numbered, with
+    no candidates, and every record is a registration of its own."""
+    earlier = tmp_path / "migrations"
+    earlier.mkdir()
+    for m in dbmod.MIGRATIONS_DIR.glob("000[123]_*.sql"):
+        shutil.copy(m, earlier / m.name)
+    monkeypatch.setattr(dbmod, "MIGRATIONS_DIR", earlier)
+    path = tmp_path / "h.duckdb"
+    with open_database(path) as conn:
+        conn.execute("INSERT INTO records (record_id, dmf_key, is_synthetic) VALUES (1, 'A', false), (2, 'B', false)")
+        conn.execute(
+            "INSERT INTO events (event_id, day_id, base_day_id, event_type, severity, base_record_id, dmf_key, "
+            "base_dmf_key, is_cosmetic, is_reappearance, number_assigned, is_transfer, is_rename, watchlist_hit) "
+            "VALUES (1, 20261008, 20261007, 'WITHDRAWN', 'CRITICAL', 1, 'A', 'A', false, false, false, false, "
+            "false, false)"
+        )
+    monkeypatch.undo()
+    with open_database(path) as conn:
+        assert conn.execute("SELECT number_changed, renumber_candidates FROM events").fetchall() == [(False, [])]
+        assert conn.execute("SELECT * FROM record_registrations ORDER BY 1").fetchall() == [(1, 1), (2, 2)]
+        assert conn.execute("SELECT renumbered_count FROM runs").fetchall() == []
+
+
 def test_migrations_are_recorded_checksummed_and_backed_up(tmp_path, monkeypatch):
     path = tmp_path / "h.duckdb"
     with open_database(path) as conn:
