@@ -39,6 +39,39 @@ def real_items(real_fixture_files) -> list[dict]:
     return items
 
 
+#: The re-numbered registration of issue 30, as two full dumps of getMdcDmfList01 13 days apart listed it:
+#: published on 2026-09-22 under a grant-style number, listed on 2026-10-08 under its own number with every
+#: other field identical. Written from the issue's description (the dumps are not in the repository): the
+#: ingredient, applicant, manufacturers, countries, date and numbers are the issue's; the addresses and the
+#: BIZRNO are realistic stand-ins, identical on both days as they were.
+RENUMBERED_BEFORE: dict[str, str] = {
+    "DMF_PERMIT_NO": "20130329-190-I-83-01(1)",
+    "INGR_KOR_NAME": "시롤리무스 분산용액",
+    "ENTP_NAME": "한국화이자제약(주)",
+    "MNFCTR_NAME": "Lonza AG,Pfizer Ireland Pharmaceuticals",
+    "MNFCTR_PLACE": "Lonzastrasse, 3930 Visp, Switzerland,Ringaskiddy, County Cork, Ireland",
+    "MANUF_COUNTRY_CODE_NM": "스위스,아일랜드",
+    "DMF_PERMIT_DATE": "2026-09-22",
+    "BIZRNO": "1048117406",
+    "NOTICE_CODE": "별표1",
+}
+RENUMBERED_AFTER: dict[str, str] = {**RENUMBERED_BEFORE, "DMF_PERMIT_NO": "20260922-190-I-769-04"}
+
+
+@pytest.fixture(scope="session")
+def renumbered_rows() -> tuple[dict[str, str], dict[str, str]]:
+    """(the row on 2026-09-25, the row on 2026-10-08) of the registration re-numbered in between (issue 30);
+    shared — copy a row before changing it (`renumbered_pair` does)."""
+    return RENUMBERED_BEFORE, RENUMBERED_AFTER
+
+
+@pytest.fixture
+def renumbered_pair(renumbered_rows) -> tuple[dict[str, str], dict[str, str]]:
+    """Copies of `renumbered_rows` a test may change."""
+    before, after = renumbered_rows
+    return dict(before), dict(after)
+
+
 # --- temporary folders in memory ------------------------------------------------------------------
 # A test day writes SQLite (Dagster's run and event storage: ~1,500 commits, each an fsync) and DuckDB.
 # On a disk each fsync costs milliseconds — seconds per day-run; on tmpfs nothing, and the files, the

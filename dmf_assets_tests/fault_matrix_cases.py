@@ -338,7 +338,7 @@ def _observed(kind: str, res: dict) -> str:
             f"악성 값 {len(res['hostile_numbers'])}행 변경 반영 후 다음 날 원복 / "
             f"{len(res['hostile_numbers'])} hostile rows CHANGED, changed back the next day"
         )
-    parts.append(f"신규 NEW {run['new']} · 변경 CHANGED {run['changed']} · 취하 WITHDRAWN {run['withdrawn']}")
+    parts.append(f"신규 NEW {run['new']} · 변경 CHANGED {run['changed']} · 삭제 WITHDRAWN {run['withdrawn']}")
     return ", ".join(parts)
 
 
@@ -399,7 +399,7 @@ def render_doc(results: dict[str, dict]) -> str:
         )
     lines += [
         "",
-        f"잘못된 취하(WITHDRAWN) 합계 / false WITHDRAWN across the matrix: **{total_withdrawn_fp}**",
+        f"잘못된 목록에서 삭제(WITHDRAWN) 합계 / false WITHDRAWN across the matrix: **{total_withdrawn_fp}**",
         "",
         f"조건 / settings: 읽기 제한 시간 read timeout {READ_TIMEOUT_S:g} s, 재시도 간격 기준 backoff base "
         f"{BACKOFF_BASE_S:g} s, 쪽당 500행 / 500 rows per page, 에뮬레이터 seed {SEED}.",

@@ -2,7 +2,8 @@
 
 An event and a truth entry agree when they have the same type and number (registrations without a
 number compare by type only) and — for CHANGED — the same substantive fields, the same cosmetic
-verdict and the same number-assigned / transfer flags; NEW also compares the reappearance flag.
+verdict and the same number-assigned / transfer flags; a re-numbering (one CHANGED, never WITHDRAWN +
+NEW) also the number it had before; NEW also compares the reappearance flag.
 Compared as multisets, so duplicate numbers count once per registration.
 """
 
@@ -24,6 +25,7 @@ def _signature_of_truth(t: TruthChange) -> tuple:
             not t.substantive_fields,
             t.number_assigned,
             t.is_transfer,
+            t.base_permit_no if t.number_changed else None,
         )
     if t.event_type is EventType.NEW:
         return ("NEW", t.permit_no, t.is_reappearance)
@@ -39,6 +41,8 @@ def _signature_of_event(e: Event) -> tuple:
             e.is_cosmetic,
             e.number_assigned,
             e.is_transfer,
+            # the key it had: its number, "#2" and on for a duplicate
+            (e.base_dmf_key or "").partition("#")[0] if e.number_changed else None,
         )
     if e.event_type is EventType.NEW:
         return ("NEW", e.permit_no, e.is_reappearance)

@@ -130,6 +130,22 @@ def edited(tmp_path_factory, real_items) -> Edited:
     return Edited(database, E_DAYS, twice, site, name, gone, items)
 
 
+R_DAYS = [date(2026, 9, 21) + timedelta(days=i) for i in range(5)]
+OLD_NO, NEW_NO = "20130329-190-I-83-01(1)", "20260922-190-I-769-04"
+
+
+@pytest.fixture(scope="module")
+def renumbered(tmp_path_factory, real_items, renumbered_rows) -> Path:
+    """The registration re-numbered in issue 30 among the real rows: listed under its grant-style number on
+    day 1, under its own number from day 2, gone on day 4, back on day 5."""
+    before, after = renumbered_rows
+    database = tmp_path_factory.mktemp("renumbered") / "h.duckdb"
+    with open_database(database) as conn:
+        for d, row in zip(R_DAYS, (before, after, after, None, after), strict=True):
+            commit_items(conn, d, [*copy.deepcopy(real_items), *([dict(row)] if row else [])])
+    return database
+
+
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -420,7 +436,7 @@ def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, ca
     original = next(i for i in edited.items[edited.days[0]] if i["DMF_PERMIT_NO"] == edited.twice)
     assert f"제조소 소재지: {display_text(original['MNFCTR_PLACE'])} → Plot 99, Phase III, Visakhapatnam, India" in text
     assert "Plot 1, Phase I" not in text  # the intermediate value is not a net change
-    withdrawn = {r["관리 키"] for r in rows if r["순변경"] == "취하"}
+    withdrawn = {r["관리 키"] for r in rows if r["순변경"] == "목록에서 삭제"}
     assert withdrawn == set(edited.withdrawn)
     site = next(r for r in rows if r["관리 키"] == edited.site_added)
     assert f"제조소 추가: {edited.site_name} (중국)" in site["순변경 내용 (기간 처음 전 → 마지막 후)"]
@@ -443,3 +459,73 @@ def test_history_follows_a_registration_that_received_its_number(emulated, capsy
     (assigned,) = [e for e in by_number if e["kind"] == "event" and "번호 부여" in e["flags"]]
     assert assigned["day"] == history.to_date(day).isoformat() and assigned["event_type"] == "CHANGED"
     assert not [e for e in by_number if e["kind"] == "event" and e["event_type"] == "WITHDRAWN"]
+
+
+# --- a registration re-numbered (issue 30, docs/DOMAIN.md §4) -----------------------------------------
+
+
+def test_history_by_the_old_and_by_the_new_number_is_one_history(renumbered, capsys):
+    """Versions under both numbers, the re-numbering as one MEDIUM CHANGED event, the later disappearance of
+    the new number and its return — whichever number is asked."""
+    by_old = jsonl(run_cli(capsys, "history", OLD_NO, "--format", "jsonl", "--database", str(renumbered))[1])
+    by_new = jsonl(run_cli(capsys, "history", NEW_NO, "--format", "jsonl", "--database", str(renumbered))[1])
+    assert by_old == by_new
+    assert {v["dmf_key"] for v in by_new if v["kind"] == "version"} == {OLD_NO, NEW_NO}
+    events = [e for e in by_new if e["kind"] == "event"]
+    assert [(e["day"], e["event_type"], e["permit_no"]) for e in events] == [
+        (R_DAYS[1].isoformat(), "CHANGED", NEW_NO),
+        (R_DAYS[3].isoformat(), "WITHDRAWN", NEW_NO),
+        (R_DAYS[4].isoformat(), "NEW", NEW_NO),
+    ]
+    renumbering, gone, back = events
+    assert renumbering["label"] == f"등록번호 변경 {OLD_NO} → {NEW_NO}" and renumbering["severity"] == "MEDIUM"
+    assert "번호 변경" in renumbering["flags"] and renumbering["base_dmf_key"] == OLD_NO
+    assert gone["label"] == "목록에서 삭제" and "재등장" in back["flags"] and back["severity"] == "HIGH"
+    spans = {(s["dmf_key"], s["first_day"]): s for s in by_new if s["kind"] == "span"}
+    moved = spans[(OLD_NO, R_DAYS[1].isoformat())]
+    assert moved["continued_as"] == NEW_NO and moved["renumbered"]
+    assert moved["text"] == f"{R_DAYS[1]}부터 {NEW_NO}로 이어짐 (등록번호 변경)"
+    returned = spans[(NEW_NO, R_DAYS[4].isoformat())]
+    assert returned["reappeared"] and returned["gone_since"] == R_DAYS[3].isoformat()
+    assert f"{R_DAYS[3]}부터 목록에 없다가 {R_DAYS[4]}에 다시 목록에 오름 (재등장)" in returned["text"]
+    # the table a person reads names the old number under the new one
+    table = run_cli(capsys, "history", NEW_NO, "--database", str(renumbered))[1]
+    assert (
+        f"등록번호 변경 {OLD_NO} → {NEW_NO}" in table
+        and f"→ {R_DAYS[1]}에 등록번호가 바뀌어 {NEW_NO}로 이어짐" in table
+    )
+    assert "[보통] 등록번호 변경" in table and "[심각] 목록에서 삭제" in table
+
+
+def test_asof_lists_the_old_number_before_the_renumbering_and_the_new_one_after(renumbered, capsys):
+    def rows_on(day: date) -> dict[str, dict]:
+        code, out, _ = run_cli(capsys, "asof", day.isoformat(), "--format", "jsonl", "--database", str(renumbered))
+        assert code == 0
+        return {r["dmf_key"]: r for r in jsonl(out)}
+
+    before, after = rows_on(R_DAYS[0]), rows_on(R_DAYS[1])
+    assert OLD_NO in before and NEW_NO not in before and before[OLD_NO]["previous_permit_no"] is None
+    assert NEW_NO in after and OLD_NO not in after and len(after) == len(before)
+    # one registration: first seen under its old number, which is its previous number
+    assert after[NEW_NO]["previous_permit_no"] == OLD_NO
+    assert after[NEW_NO]["first_seen"] == before[OLD_NO]["first_seen"] == R_DAYS[0].isoformat()
+    assert after[NEW_NO]["times_changed"] == 1 and after[NEW_NO]["last_changed"] == R_DAYS[1].isoformat()
+    assert rows_on(R_DAYS[4])[NEW_NO]["first_seen"] == R_DAYS[0].isoformat()
+
+
+def test_asof_shows_the_first_seen_day_of_a_registration_that_got_its_number_later(emulated, capsys):
+    """Before the day its number arrived, the registration is its synthetic key — first seen the day it was
+    published (was null: the lifecycle was grouped under the record the number went to)."""
+    with open_database(emulated) as conn:
+        syn, permit, day_id = conn.execute(
+            "SELECT base_dmf_key, dmf_key, day_id FROM events WHERE number_assigned ORDER BY day_id LIMIT 1"
+        ).fetchone()
+        published = conn.execute("SELECT first_day FROM records WHERE dmf_key = ?", [syn]).fetchone()[0]
+    day = history.to_date(day_id)
+    published_on = history.to_date(published).isoformat()
+    for asked, key in ((day - timedelta(days=1), syn), (day, permit)):
+        code, out, _ = run_cli(capsys, "asof", asked.isoformat(), "--format", "jsonl", "--database", str(emulated))
+        assert code == 0
+        (row,) = [r for r in jsonl(out) if r["dmf_key"] == key]
+        assert row["first_seen"] == published_on, (asked, key)
+        assert all(r["first_seen"] is not None for r in jsonl(out))

@@ -43,14 +43,40 @@ def test_items_json_files(tmp_path, real_fixture_files):
 
     table = dmf("diff", str(old), str(path))
     assert table.returncode == 0, table.stderr
-    assert "신규 0 · 변경 1 · 취하 1 · 번호 부여 0 · 재등장 0 · 표기 변경 1 (별도)" in table.stdout
-    assert f"[심각] 취하 {gone['DMF_PERMIT_NO']}" in table.stdout
+    assert "신규 0 · 변경 1 · 삭제 1 · 번호 부여 0 · 번호 변경 0 · 재등장 0 · 표기 변경 1 (별도)" in table.stdout
+    assert f"[심각] 목록에서 삭제 {gone['DMF_PERMIT_NO']}" in table.stdout
     assert "제조소명: Glochem Industries Private Limited → Other Pharma Co., Ltd." in table.stdout
     assert "하이플생명과학 주식회사" not in table.stdout  # cosmetic rows only with --include-cosmetic
 
     lines = dmf("diff", str(old), str(path), "--format", "jsonl").stdout.splitlines()
     kinds = sorted((json.loads(x)["event_type"], json.loads(x)["is_cosmetic"]) for x in lines)
     assert kinds == [("CHANGED", False), ("CHANGED", True), ("WITHDRAWN", False)]
+
+
+def test_the_real_renumbering_is_one_changed_event_in_dmf_diff(tmp_path, real_items, renumbered_pair):
+    """Issue 30's case through the command (the comparison-only snapshots `dmf diff` builds): one MEDIUM
+    CHANGED from the old number to the new one, no CRITICAL 목록에서 삭제, no 신규."""
+    before, after = renumbered_pair
+    paths = {}
+    for name, rows in (("old", [*real_items, before]), ("new", [*real_items, after])):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps({"totalCount": len(rows), "items": rows}, ensure_ascii=False), "utf-8")
+    result = dmf("diff", str(paths["old"]), str(paths["new"]), "--format", "jsonl", "--no-watchlist")
+    assert result.returncode == 0, result.stderr
+    (e,) = parse_events(result.stdout)
+    assert (e.event_type.value, e.severity.value, e.number_changed) == ("CHANGED", "MEDIUM", True)
+    assert (e.base_dmf_key, e.permit_no) == (before["DMF_PERMIT_NO"], after["DMF_PERMIT_NO"])
+    table = dmf("diff", str(paths["old"]), str(paths["new"]), "--no-watchlist").stdout
+    assert "신규 0 · 변경 0 · 삭제 0 · 번호 부여 0 · 번호 변경 1 · 재등장 0" in table
+    assert f"[보통] 등록번호 변경 {before['DMF_PERMIT_NO']} → {after['DMF_PERMIT_NO']}" in table
+    assert "목록에서 삭제" not in table and "[정보] 신규" not in table
+    # a second row alike in everything but its number: no unique pairing, said as a possibility
+    twin = {**after, "DMF_PERMIT_NO": "20260922-190-I-769-05"}
+    rows = [*real_items, after, twin]
+    paths["new"].write_text(json.dumps({"totalCount": len(rows), "items": rows}, ensure_ascii=False), "utf-8")
+    table = dmf("diff", str(paths["old"]), str(paths["new"]), "--no-watchlist").stdout
+    assert f"[심각] 목록에서 삭제 {before['DMF_PERMIT_NO']}" in table and table.count("[정보] 신규") == 2
+    assert f"등록번호 변경 가능성: {before['DMF_PERMIT_NO']} ↔ 20260922-190-I-769-04, 20260922-190-I-769-05" in table
 
 
 def test_api_pages_and_archived_days_scored_against_truth(tmp_path):

@@ -63,7 +63,7 @@ def write_items(path: Path, items: list[dict], total_count: int | None = None) -
 
 
 def withdrawn_lines(stdout: str) -> int:
-    return sum(1 for line in stdout.splitlines() if "] 취하 " in line)
+    return sum(1 for line in stdout.splitlines() if "] 목록에서 삭제 " in line)
 
 
 def assert_clean(result: subprocess.CompletedProcess) -> None:
@@ -195,7 +195,7 @@ def test_without_totalcount_a_few_withdrawals_are_listed_under_the_warning(days)
     result = dmf(days, "diff", days["old"], new)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("⚠ 완전성 미확인") and "취하" in lines[0] and lines[1].startswith("이전 ")
+    assert lines[0].startswith("⚠ 완전성 미확인") and "목록에서 삭제" in lines[0] and lines[1].startswith("이전 ")
     assert withdrawn_lines(result.stdout) >= 5
 
 

@@ -1,6 +1,7 @@
 """The detector against the emulator's ground truth over 60 consecutive days (pure domain, no Dagster):
 precision and recall 1.0 for NEW, CHANGED and WITHDRAWN, every cosmetic edit classified COSMETIC,
-zero false WITHDRAWN. Includes number assignments, transfers, reappearances and cosmetic re-typings."""
+zero false WITHDRAWN. Includes number assignments, re-numberings (one CHANGED each, never WITHDRAWN + NEW),
+transfers, reappearances and cosmetic re-typings."""
 
 from __future__ import annotations
 
@@ -33,7 +34,11 @@ def test_sixty_consecutive_days_score_perfectly():
             kinds.add(
                 "cosmetic" if t.event_type.value == "CHANGED" and not t.substantive_fields else t.event_type.value
             )
-            kinds |= {flag for flag in ("number_assigned", "is_transfer", "is_reappearance") if getattr(t, flag)}
+            kinds |= {
+                flag
+                for flag in ("number_assigned", "number_changed", "is_transfer", "is_reappearance")
+                if getattr(t, flag)
+            }
         ever_seen |= seen_markers(current)
         previous = current
         days.append(day)
@@ -41,5 +46,5 @@ def test_sixty_consecutive_days_score_perfectly():
         assert total.precision(kind) == 1.0 and total.recall(kind) == 1.0
     assert total.false_positive["WITHDRAWN"] == 0
     # the window really contains every hard case
-    assert {"NEW", "CHANGED", "WITHDRAWN", "cosmetic", "number_assigned", "is_transfer"} <= kinds
+    assert {"NEW", "CHANGED", "WITHDRAWN", "cosmetic", "number_assigned", "number_changed", "is_transfer"} <= kinds
     assert sum(total.true_positive.values()) >= 100

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dmf_assets.domain.diff import Watchlist, diff_snapshots
-from dmf_assets.domain.model import EventType, Severity
+from dmf_assets.domain.model import EventType, Severity, possible_renumbering_text, substantive_changes
 from dmf_assets.domain.snapshot import build_snapshot, seen_markers
 
 
@@ -133,6 +133,95 @@ def test_number_assignment_is_one_changed_event(base_items):
     assert e.number_assigned and e.base_dmf_key.startswith("SYN-") and e.dmf_key == base_items[3]["DMF_PERMIT_NO"]
     assert set(e.changed_fields) == {"permit_no", "issue_date"}
     assert not any(x.event_type is EventType.WITHDRAWN for x in events)
+
+
+# --- a published number corrected (issue 30, docs/DOMAIN.md §4) -------------------------------------
+
+
+def test_the_real_renumbering_is_one_medium_changed_event(base_items, renumbered_pair):
+    """시롤리무스 분산용액 / 한국화이자제약: listed under its own number instead of the grant-style one, every
+    other field identical — one registration re-numbered, never a CRITICAL withdrawal plus a NEW one."""
+    before, after = renumbered_pair
+    diff = diff_snapshots(build_snapshot([*base_items, before]), build_snapshot([*base_items, after]))
+    (e,) = diff.to_events()
+    assert e.event_type is EventType.CHANGED and e.number_changed and not e.number_assigned
+    assert (e.base_dmf_key, e.dmf_key, e.permit_no) == (
+        "20130329-190-I-83-01(1)",
+        "20260922-190-I-769-04",
+        "20260922-190-I-769-04",
+    )
+    assert e.severity is Severity.MEDIUM and not e.is_cosmetic and e.changed_fields == ("permit_no",)
+    (change,) = e.changes
+    assert (change.before, change.after, change.severity) == (
+        "20130329-190-I-83-01(1)",
+        "20260922-190-I-769-04",
+        Severity.MEDIUM,
+    )
+    assert e.label_ko == "등록번호 변경 20130329-190-I-83-01(1) → 20260922-190-I-769-04"
+    # counted apart: never a withdrawal, never a new registration, not in 변경 (실질 변경)
+    c = diff.counts
+    assert (c["NEW"], c["WITHDRAWN"], c["CHANGED"], c["NUMBER_CHANGED"], c["NUMBER_ASSIGNED"]) == (0, 0, 1, 1, 0)
+    assert substantive_changes(c["CHANGED"], c["NUMBER_ASSIGNED"], c["NUMBER_CHANGED"]) == 0
+
+
+def test_a_renumbering_that_also_retypes_a_field_is_one_event(base_items, renumbered_pair):
+    before, after = renumbered_pair
+    after["ENTP_NAME"] = "한국화이자제약 주식회사"  # the legal form re-typed the same day
+    e = only(events_of([*base_items, before], [*base_items, after]), EventType.CHANGED)
+    assert e.number_changed and e.changed_fields == ("permit_no",) and e.cosmetic_fields == ("applicant",)
+    assert e.severity is Severity.MEDIUM and len(events_of([*base_items, before], [*base_items, after])) == 1
+
+
+def test_a_renumbering_is_raised_by_the_watchlist_like_any_change(base_items, renumbered_pair):
+    before, after = renumbered_pair
+    e = only(
+        events_of([*base_items, before], [*base_items, after], watchlist=Watchlist(ingredients=("시롤리무스",))),
+        EventType.CHANGED,
+    )
+    assert e.number_changed and e.watchlist_hit and e.severity is Severity.HIGH
+
+
+def test_a_new_number_with_another_substantive_change_is_not_a_renumbering(base_items, renumbered_pair):
+    before, after = renumbered_pair
+    after["MANUF_COUNTRY_CODE_NM"] = (
+        "스위스,미국"  # a different site country: not the same registration as far as we can tell
+    )
+    events = events_of([*base_items, before], [*base_items, after])
+    assert sorted(e.event_type.value for e in events) == ["NEW", "WITHDRAWN"]
+    assert all(not e.number_changed and e.renumber_candidates == () for e in events)
+
+
+@pytest.mark.parametrize("twin_side", ["new", "base"])
+def test_an_ambiguous_renumbering_stays_withdrawn_and_new_and_says_it_may_be_one(
+    base_items, renumbered_pair, twin_side
+):
+    """Two rows alike in everything but the number on one side and one on the other: no pairing is unique."""
+    before, after = renumbered_pair
+    old, new = [*base_items, before], [*base_items, after]
+    if twin_side == "new":
+        new.append({**after, "DMF_PERMIT_NO": "20260922-190-I-769-05"})
+    else:
+        old.append({**before, "DMF_PERMIT_NO": "20130329-190-I-83-01(2)"})
+    diff = diff_snapshots(build_snapshot(old), build_snapshot(new))
+    events = diff.to_events()
+    assert not any(e.number_changed for e in events) and diff.counts["NUMBER_CHANGED"] == 0
+    gone = [e for e in events if e.event_type is EventType.WITHDRAWN]
+    added = [e for e in events if e.event_type is EventType.NEW]
+    assert len(gone) + len(added) == 3 and gone and added
+    for e in gone:
+        assert e.renumber_candidates == tuple(sorted(a.permit_no for a in added))
+    for e in added:
+        assert e.renumber_candidates == tuple(sorted(g.permit_no for g in gone))
+    assert possible_renumbering_text(gone[0].permit_no, gone[0].renumber_candidates).startswith(
+        f"등록번호 변경 가능성: {gone[0].permit_no} ↔ "
+    )
+
+
+def test_unrelated_withdrawals_and_new_registrations_name_no_candidates(base_items):
+    new = copy.deepcopy(base_items)
+    new.pop(7)
+    new.append(dict(base_items[8], DMF_PERMIT_NO="20261130-209-J-9999", INGR_KOR_NAME="새성분"))
+    assert all(e.renumber_candidates == () for e in events_of(base_items, new))
 
 
 def test_synthetic_key_survives_cosmetic_edit(base_items):

@@ -470,6 +470,7 @@ def _check_truth_against_items(sim, old: date, new: date) -> GroundTruth:
                 assert _keys.field_display(fld, before) == _keys.field_display(fld, after)
         assert c.is_transfer == ("bizrno" in c.substantive_fields)
         assert c.number_assigned == (old_row["DMF_PERMIT_NO"] is None and new_row["DMF_PERMIT_NO"] is not None)
+        assert c.number_changed == (None not in (c.base_permit_no, c.permit_no) and c.base_permit_no != c.permit_no)
         assert c.substantive_fields or c.cosmetic_fields
     return truth
 
@@ -533,6 +534,8 @@ def _categories(truth: GroundTruth) -> set[str]:
                 cats.add("rename")
             if c.number_assigned:
                 cats.add("number assignment")
+            if c.number_changed:
+                cats.add("re-numbering")
     return cats
 
 
@@ -550,6 +553,7 @@ def test_every_kind_of_change_happens_within_60_days(sim, start):
         "rename",
         "cosmetic only",
         "number assignment",
+        "re-numbering",
         "withdrawal",
         "reappearance",
     } | {f"substantive {f}" for f in COMPARED_FIELDS}
@@ -563,6 +567,55 @@ def test_null_numbers_are_few_and_get_assigned(sim):
     assert max(pending) <= 12 and sum(pending) > 0
     assigned = [c for c in sim.truth("2026-01-05", "2026-03-31").changes if c.number_assigned]
     assert assigned and all("permit_no" in c.substantive_fields and c.base_permit_no is None for c in assigned)
+
+
+def _renumbering_days(sim) -> list[date]:
+    return [d for d in _days(FIRST_DATE, LAST_DATE) if any(x.startswith("RENUMBERED #") for x in sim.day_log(d))]
+
+
+def test_renumberings_are_rare_and_every_30_days_hold_one(sim):
+    """A published number corrected (docs/DOMAIN.md §4): about one every two to three weeks — one among ≈9,200
+    registrations in 13 days in the real dumps — so every 30-day window (the demo's) meets one after its
+    baseline day, and one on 2026-10-07 (the fault matrix's faulty day, the analyst tests' week)."""
+    days = _renumbering_days(sim)
+    assert 50 <= len(days) <= 100, len(days)
+    assert date(2026, 10, 7) in days
+    # (none in the first three weeks: a re-numbered registration was listed, untouched, three weeks before)
+    assert days[0] < FIRST_DATE + timedelta(days=60)
+    assert max((b - a).days for a, b in itertools.pairwise(days)) < 29
+    assert all(len(sim.truth(d - timedelta(days=1), d).changes) < 40 for d in days[:3])
+
+
+@pytest.mark.parametrize("day", ["2026-10-07", "2026-11-17", "2026-12-04"])
+def test_a_renumbering_is_one_changed_number_with_nothing_else_around_it(sim, day):
+    d = date.fromisoformat(day)
+    (c,) = [c for c in sim.truth(d - timedelta(days=1), d).changes if c.number_changed]
+    assert c.event_type is EventType.CHANGED and c.substantive_fields == {"permit_no"} and not c.cosmetic_fields
+    assert c.base_permit_no and c.permit_no and c.base_permit_no != c.permit_no
+    # the registration is otherwise untouched three weeks either side: any comparison that long sees the number alone
+    (wide,) = [
+        x for x in sim.truth(d - timedelta(days=21), d + timedelta(days=20)).changes if x.entity_id == c.entity_id
+    ]
+    assert (wide.substantive_fields, wide.cosmetic_fields, wide.base_permit_no) == (
+        {"permit_no"},
+        set(),
+        c.base_permit_no,
+    )
+    row = sim.entities(d)[c.entity_id]
+    assert {k: v for k, v in sim.entities(d - timedelta(days=1))[c.entity_id].items() if k != "DMF_PERMIT_NO"} == {
+        k: v for k, v in row.items() if k != "DMF_PERMIT_NO"
+    }
+    if re.search(r"\((\d{1,2}|[A-Z])\)$", c.base_permit_no):  # grant-style → its own number, as in the real case
+        issue = row["DMF_PERMIT_DATE"].replace("-", "")
+        assert c.permit_no.startswith(issue + "-" + c.base_permit_no.split("-")[1] + "-"), (
+            c.base_permit_no,
+            c.permit_no,
+        )
+        assert not re.search(r"\)$", c.permit_no)
+    else:  # a corrected serial: everything but the serial kept
+        old, new = c.base_permit_no.split("-"), c.permit_no.split("-")
+        assert [p for i, p in enumerate(old) if i != 3] == [p for i, p in enumerate(new) if i != 3] and old[3] != new[3]
+    assert any(x.startswith(f"RENUMBERED #{c.entity_id} ") for x in sim.day_log(d))
 
 
 def test_day_log_tells_what_happened(sim):

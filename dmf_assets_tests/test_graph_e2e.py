@@ -71,7 +71,7 @@ def _event_rows(ws):
     with ws.connect() as conn:
         return conn.execute(
             "SELECT e.event_id, e.day_id, e.base_day_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, "
-            "e.is_cosmetic, e.changed_fields FROM events e ORDER BY e.event_id"
+            "e.is_cosmetic, e.number_changed, e.changed_fields FROM events e ORDER BY e.event_id"
         ).fetchall()
 
 
@@ -175,7 +175,9 @@ def test_workbook_events_table_reads_back_exactly_as_stored(per_day):
 
 def test_every_count_people_read_follows_one_definition_of_changed(per_day):
     """실질 변경 once: the UI's metadata (snapshot_diff, xlsx_report), the workbook's KPI row and the mail
-    count a number assignment as 번호 부여, never as 변경 — on the days that had one."""
+    count a number assignment as 번호 부여 and a re-numbering as 번호 변경, never as 변경 (nor the re-numbering
+    as 삭제) — on the days that had one (the emulator re-numbers one on 10-07, and on 10-16, the day that
+    covers two rejected days)."""
     import dagster as dg
 
     from dmf_assets.notify import messages
@@ -192,20 +194,27 @@ def test_every_count_people_read_follows_one_definition_of_changed(per_day):
         ).records
         return {k: v.value for k, v in records[0].asset_materialization.metadata.items()}
 
-    assigned_days = [d for d, r in runs.items() if r["status"] == "accepted" and r["assigned_count"]]
-    assert len(assigned_days) >= 3  # the emulator numbers a registration now and then
-    for day in assigned_days:
-        run = runs[day]
-        changed = run["changed_count"] - run["assigned_count"]
+    accepted = {d: r for d, r in runs.items() if r["status"] == "accepted"}
+    assert len([d for d, r in accepted.items() if r["assigned_count"]]) >= 3  # a number now and then
+    assert [d for d, r in accepted.items() if r["renumbered_count"]] == [date(2026, 10, 7), date(2026, 10, 16)]
+    for day, run in accepted.items():
+        if not (run["assigned_count"] or run["renumbered_count"]):
+            continue
+        numbers = (run["assigned_count"], run["renumbered_count"])
+        changed = run["changed_count"] - sum(numbers)
         diff = metadata("snapshot_diff", day)
-        assert (diff["changed"], diff["number_assigned"]) == (changed, run["assigned_count"]), day
+        assert (diff["changed"], diff["number_assigned"], diff["number_changed"]) == (changed, *numbers), day
         with ws.connect() as conn:
             report = build_day_report(conn, day, load_settings())
+            withdrawn = conn.execute(
+                "SELECT count(*) FROM events WHERE day_id = ? AND event_type = 'WITHDRAWN'", [history.day_id(day)]
+            ).fetchone()[0]
         k = report.kpis
-        assert (k.changed, k.number_assigned) == (changed, run["assigned_count"]), day
+        assert (k.changed, k.number_assigned, k.number_changed, k.withdrawn) == (changed, *numbers, withdrawn), day
         assert f"| {k.registry_size} | {k.new} | {changed} | {k.withdrawn} |" in metadata("xlsx_report", day)["summary"]
         counts = headline_counts(k)
         assert counts in messages.report_subject(messages.ReportDelivery.from_day_report(report, None)), day
+        assert ("번호 변경" in counts) == bool(run["renumbered_count"]), day
 
 
 # --- several runs at once on one history database ----------------------------------------------------

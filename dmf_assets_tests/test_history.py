@@ -48,7 +48,7 @@ def commit(conn, day, snapshots):
 def event_table(conn) -> list[tuple]:
     return conn.execute(
         "SELECT day_id, base_day_id, event_id, event_type, severity, dmf_key, base_dmf_key, is_cosmetic, "
-        "number_assigned, changed_fields FROM events ORDER BY event_id"
+        "number_assigned, number_changed, changed_fields, renumber_candidates FROM events ORDER BY event_id"
     ).fetchall()
 
 
@@ -93,6 +93,53 @@ def test_any_commit_order_ends_like_date_order(tmp_path, snapshots):
         assert [s for (s,) in statuses] == ["baseline"] + ["accepted"] * 4
 
 
+@pytest.fixture(scope="module")
+def renumbered_days(real_items, renumbered_rows) -> dict[date, object]:
+    """Five days of the real rows and the registration re-numbered in issue 30: listed under its grant-style
+    number, re-numbered, re-typed, gone, back under its new number."""
+    before, after = renumbered_rows
+    retyped = {**after, "ENTP_NAME": "한국화이자제약 주식회사"}
+    rows = [before, after, retyped, None, retyped]
+    return {d: build_snapshot([*real_items, *([r] if r else [])]) for d, r in zip(DAYS, rows, strict=True)}
+
+
+def registrations(conn) -> list[tuple]:
+    """Per key of the re-numbered registration: every key of its registration (record_registrations), the key
+    it continued as and its status — by key, never by record id (ids follow the commit order)."""
+    return conn.execute(
+        "SELECT r.dmf_key, list(o.dmf_key ORDER BY o.dmf_key), any_value(c.dmf_key), any_value(r.status) "
+        "FROM records r JOIN record_registrations rg ON rg.record_id = r.record_id "
+        "JOIN record_registrations og ON og.registration_id = rg.registration_id "
+        "JOIN records o ON o.record_id = og.record_id LEFT JOIN records c ON c.record_id = r.numbered_as "
+        "WHERE r.dmf_key IN ('20130329-190-I-83-01(1)', '20260922-190-I-769-04') GROUP BY r.dmf_key ORDER BY 1"
+    ).fetchall()
+
+
+@pytest.mark.parametrize("order", [(4, 0, 2, 1, 3), (1, 3, 0, 4, 2), (3, 2, 1, 0, 4)])
+def test_a_renumbering_committed_in_any_order_ends_like_date_order(tmp_path, renumbered_days, order):
+    """Backfill and schedule in any order: the re-numbering is one CHANGED event, the later disappearance one
+    WITHDRAWN of the new number, the return a reappearance — and one registration under both numbers."""
+    with open_database(tmp_path / "ordered.duckdb") as conn:
+        for d in DAYS:
+            commit(conn, d, renumbered_days)
+        expected = (event_table(conn), change_table(conn), snapshot_contents(conn), registrations(conn))
+    old, new = "20130329-190-I-83-01(1)", "20260922-190-I-769-04"
+    events = [(e[0], e[3], e[5], e[6], e[9]) for e in expected[0]]
+    assert events == [
+        (history.day_id(DAYS[1]), "CHANGED", new, old, True),
+        (history.day_id(DAYS[2]), "CHANGED", new, new, False),  # the re-typing: cosmetic
+        (history.day_id(DAYS[3]), "WITHDRAWN", new, new, False),
+        (history.day_id(DAYS[4]), "NEW", new, None, False),
+    ]
+    assert expected[3] == [(old, [old, new], new, "numbered"), (new, [old, new], None, "active")]
+    with open_database(tmp_path / "shuffled.duckdb") as conn:
+        for i in order:
+            commit(conn, DAYS[i], renumbered_days)
+        assert (event_table(conn), change_table(conn), snapshot_contents(conn), registrations(conn)) == expected
+        (reappeared,) = conn.execute("SELECT is_reappearance, severity FROM events WHERE event_type = 'NEW'").fetchall()
+        assert reappeared == (True, "HIGH")
+
+
 def test_rejecting_an_accepted_day_removes_it_and_rederives_the_next(tmp_path, snapshots):
     with open_database(tmp_path / "h.duckdb") as conn:
         for d in DAYS[:4]:
@@ -133,6 +180,30 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
                 churn=_churn_ok(),
             )
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
+
+
+def test_migration_0004_keeps_earlier_events_as_they_were(tmp_path, monkeypatch):
+    """A history written before re-numberings were recognised: its events read back as not re-numbered, with
+    no candidates, and every record is a registration of its own."""
+    earlier = tmp_path / "migrations"
+    earlier.mkdir()
+    for m in dbmod.MIGRATIONS_DIR.glob("000[123]_*.sql"):
+        shutil.copy(m, earlier / m.name)
+    monkeypatch.setattr(dbmod, "MIGRATIONS_DIR", earlier)
+    path = tmp_path / "h.duckdb"
+    with open_database(path) as conn:
+        conn.execute("INSERT INTO records (record_id, dmf_key, is_synthetic) VALUES (1, 'A', false), (2, 'B', false)")
+        conn.execute(
+            "INSERT INTO events (event_id, day_id, base_day_id, event_type, severity, base_record_id, dmf_key, "
+            "base_dmf_key, is_cosmetic, is_reappearance, number_assigned, is_transfer, is_rename, watchlist_hit) "
+            "VALUES (1, 20261008, 20261007, 'WITHDRAWN', 'CRITICAL', 1, 'A', 'A', false, false, false, false, "
+            "false, false)"
+        )
+    monkeypatch.undo()
+    with open_database(path) as conn:
+        assert conn.execute("SELECT number_changed, renumber_candidates FROM events").fetchall() == [(False, [])]
+        assert conn.execute("SELECT * FROM record_registrations ORDER BY 1").fetchall() == [(1, 1), (2, 2)]
+        assert conn.execute("SELECT renumbered_count FROM runs").fetchall() == []
 
 
 def test_migrations_are_recorded_checksummed_and_backed_up(tmp_path, monkeypatch):

@@ -94,7 +94,7 @@ def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_
 
     assert outcome.state == "delivered" and outcome.stored.sends[0].attempts == 1
     assert rcpts == ["ra-team@example.co.kr", "sourcing@example.co.kr"]
-    assert msg["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
+    assert msg["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 삭제 0 · 관심목록 1"
     assert msg["Date"].endswith("+0900")  # Korea time, as every timestamp the project writes
     body = _body(msg)
     assert_readable(body)

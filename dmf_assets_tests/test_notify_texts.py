@@ -4,6 +4,7 @@ particle left open, no sheet that the workbook does not have, no promise the cod
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import date, datetime, time
 
 import pytest
@@ -211,14 +212,42 @@ def test_event_sentences_are_whole_sentences_with_the_right_particles():
         "에이징생명과학(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(MSN Laboratories → Hetero Labs)과 "
         "제조국(인도 → 인도, 중국)이 바뀌었습니다."
     )
-    assert "등록(20110531-71-B-317-05 · 제조소" in texts[3] and texts[3].endswith(
-        "목록에서 사라져 취하로 기록했습니다."
-    )
-    assert texts[4].endswith("취하 후 다시 목록에 올랐습니다.")
+    assert "등록(20110531-71-B-317-05 · 제조소" in texts[3] and texts[3].endswith("목록에서 삭제되었습니다.")
+    assert texts[4].endswith("목록에서 삭제된 뒤 다시 목록에 올랐습니다.")
     assert texts[5] == "(주)파마피아의 신물질A 등록에 등록번호 수6580-16-ND(19)가 부여되었습니다."
     for t in texts:
         assert t.endswith("습니다.")
         assert_readable(t)
+
+
+def test_a_renumbering_and_a_possible_one_are_said_as_such():
+    """Issue 30: one registration under a corrected number is said as that, never as a disappearance; a
+    disappearance that may be one half of a re-numbering says between which numbers."""
+    old, new = "20130329-190-I-83-01(1)", "20260922-190-I-769-04"
+    renumbered = replace(
+        _event("CHANGED", new, "시롤리무스 분산용액", "한국화이자제약(주)", severity="MEDIUM"),
+        base_dmf_key=old,
+        number_changed=True,
+        changes=(FieldChangeRow(new, new, "i", "a", "permit_no", old, new, False, "MEDIUM"),),
+        changed_fields=("permit_no",),
+    )
+    assert event_sentence(renumbered) == (
+        "한국화이자제약(주)의 시롤리무스 분산용액 등록(제조소 Zhejiang Huahai Pharmaceutical Co., Ltd., 중국)의 "
+        f"등록번호가 {old}에서 {new}로 바뀌었습니다."
+    )
+    assert renumbered.label == f"등록번호 변경 {old} → {new}" and renumbered.previous_permit_no == old
+    assert not renumbered.is_substantive_change
+    gone = replace(
+        _event("WITHDRAWN", old, "시롤리무스 분산용액", "한국화이자제약(주)", severity="CRITICAL"),
+        renumber_candidates=(new, "20260922-190-I-769-05"),
+    )
+    text = event_sentence(gone)
+    assert text.endswith(f"목록에서 삭제되었습니다. 등록번호 변경 가능성: {old} ↔ {new}, 20260922-190-I-769-05.")
+    for t in (event_sentence(renumbered), text):
+        assert_readable(t)
+    # neither is grouped with alike events: each names its own numbers
+    sentences, _ = summary_sentences([gone, *(replace(gone, dmf_key=f"k{i}", permit_no=f"p{i}") for i in range(3))])
+    assert any("등록번호 변경 가능성" in x.text for x in sentences) and len(sentences) == 4
 
 
 def test_alike_events_become_one_sentence():

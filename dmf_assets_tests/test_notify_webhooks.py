@@ -223,7 +223,7 @@ def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
         ("alert", "withdrawal_share", "2026-11-28"),
         ("report", "report", "2026-11-29"),
     ]
-    assert got[0]["subject"] == "[DMF] 2026-11-27 — 신규 1 · 변경 0 · 취하 0 · 관심목록 1"
+    assert got[0]["subject"] == "[DMF] 2026-11-27 — 신규 1 · 변경 0 · 삭제 0 · 관심목록 1"
     assert (
         "(주)파마피아가 메트포르민염산염(20261127-3 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
         in got[1]["text"]

@@ -428,7 +428,7 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
     k = report.kpis
     for name in SHEET_NAMES:
         banner = wb[name]["A1"].value
-        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10"), (
+        assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 삭제 10 · 번호 부여 10"), (
             name,
             banner,
         )
@@ -691,7 +691,7 @@ def test_rejected_day_shows_the_failed_gates_sample_rows_under_korean_headers(tm
     assert md.splitlines()[0] == "| 등록번호 | 성분명 | 신청인 |" and "dmf_key" not in md
     assert (
         samples_md(({"event_type": "WITHDRAWN", "severity": "CRITICAL", "dmf_key": "SYN-1"},)).splitlines()[2]
-        == "| 취하 | 심각 | SYN-1 |"
+        == "| 목록에서 삭제 | 심각 | SYN-1 |"
     )
 
 
@@ -791,10 +791,10 @@ def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted
     report, _, wb = accepted_book
     ws = wb[SHEET_SUMMARY]
     header = next(r[0].row for r in ws.iter_rows(max_col=2) if (r[0].value, r[1].value) == ("날짜", "상태"))
-    assert ws.auto_filter.ref == f"A{header}:H{header + len(report.history)}"
+    assert ws.auto_filter.ref == f"A{header}:I{header + len(report.history)}"  # 날짜 … 번호 부여, 번호 변경, 표기 변경
     table = [
         [c.value for c in row]
-        for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=8)
+        for row in ws.iter_rows(min_row=header + 1, max_row=header + len(report.history), max_col=9)
     ]
     days = [row[0].date() for row in table]
     assert days == sorted((h.day for h in report.history), reverse=True)
@@ -802,11 +802,11 @@ def test_history_table_is_newest_first_and_rejected_days_have_no_counts(accepted
     by_day = {h.day: h for h in report.history}
     rejected = [row for row in table if by_day[row[0].date()].status == "rejected"]
     assert len(rejected) == 1
-    assert rejected[0][1] == "거부" and rejected[0][2:] == [None] * 6  # a word, and blank counts: not zero
+    assert rejected[0][1] == "거부" and rejected[0][2:] == [None] * 7  # a word, and blank counts: not zero
     assert all(isinstance(row[1], str) for row in table)  # the status column holds words only
     ok = next(row for row in table if by_day[row[0].date()].status == "accepted")
     h = by_day[ok[0].date()]
-    assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.number_assigned, h.cosmetic]
+    assert ok[2:] == [h.registry_size, h.new, h.changed, h.withdrawn, h.number_assigned, h.number_changed, h.cosmetic]
 
 
 def test_rejected_churn_day_does_not_show_its_unapplied_diff():

@@ -143,7 +143,7 @@ def test_counts_agree_on_the_page_in_the_mail_and_with_the_stored_events(books):
     gate6 = next(row[2] for row in summary.iter_rows(values_only=True) if str(row[0]).startswith("6. 변동률"))
     assert gate6.startswith(counts)
     trend = _trend(summary)
-    assert [trend[NEWEST][k] for k in ("신규", "변경", "취하", "번호 부여")] == [
+    assert [trend[NEWEST][k] for k in ("신규", "변경", "삭제", "번호 부여")] == [
         report.kpis.new,
         changed,
         report.kpis.withdrawn,
@@ -173,7 +173,7 @@ def test_trend_status_is_a_word_and_history_counts_its_days_from_the_runs(books)
     assert all(isinstance(row["상태"], str) for row in trend.values())
     assert trend[REJECTED]["상태"] == "거부" and trend[REJECTED]["변경"] is None  # no count on a rejected day
     hidden = [col for col, dim in wb[SHEET_SUMMARY].column_dimensions.items() if dim.hidden]
-    assert hidden == ["I"]  # the chart's rejected-day series, outside the table
+    assert hidden == ["J"]  # the chart's rejected-day series, outside the table
     note = wb[SHEET_RECENT]["A3"].value
     accepted = sum(1 for r in runs.values() if r["status"] in ("accepted", "baseline"))
     window = reports[NEWEST].recent_days
@@ -345,10 +345,10 @@ def test_history_shows_a_withdrawal_and_the_reappearance_as_spans(real_items, tm
     assert code == 0
     lines = [ln.strip() for ln in out.splitlines()]
     assert "버전 1: 2026-09-01 ~ 2026-09-01 (정상 반영일 1일 목록에 있음)" in lines
-    assert "취하: 2026-09-02 ~ 2026-09-03 목록에 없음 (정상 반영일 2일)" in lines
+    assert "목록에서 삭제: 2026-09-02 ~ 2026-09-03 목록에 없음 (정상 반영일 2일)" in lines
     assert (
-        "버전 1: 2026-09-04 ~ 2026-09-05 (정상 반영일 2일 목록에 있음) — 2026-09-04에 다시 목록에 오름 (재등장)"
-        in lines
+        "버전 1: 2026-09-04 ~ 2026-09-05 (정상 반영일 2일 목록에 있음) — 2026-09-02부터 목록에 없다가 2026-09-04에 "
+        "다시 목록에 오름 (재등장)" in lines
     )
     # a range that holds only the withdrawal: its one event, nothing else
     code = main(

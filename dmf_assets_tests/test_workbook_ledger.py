@@ -15,6 +15,7 @@ from openpyxl import load_workbook
 
 from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets.report.model import EventRow, FieldChangeRow
+from dmf_assets.report.rows import LEDGER_COLUMNS
 from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
 from dmf_assets.report.workbook import (
     KPI_LABELS,
@@ -156,7 +157,7 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
         run = history.run_row(conn, date(2026, 10, 8))
         base = history.run_row(conn, date(2026, 10, 7))
     counts = headline_counts_of_run(
-        run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"]
+        run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"], run["renumbered_count"]
     )
     assert gate_rows["6. 변동률 (churn)"][0].startswith(f"{counts} / {base['population']:,}건")
     assert "비교 기준 2026-10-07" in summary["A1"].value
@@ -229,8 +230,9 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
         assert _cells(streamed[name]) == _cells(plain[name]), name
     ledger = streamed[SHEET_LEDGER]
     last = ledger.max_row
-    assert ledger.cell(row=last, column=12).value == '=HYPERLINK("http://evil")'
-    assert ledger.cell(row=last, column=12).quotePrefix and ledger.cell(row=last, column=12).data_type == "s"
+    column = next(i for i, c in enumerate(LEDGER_COLUMNS, 1) if c.key == "ingredient")
+    assert ledger.cell(row=last, column=column).value == '=HYPERLINK("http://evil")'
+    assert ledger.cell(row=last, column=column).quotePrefix and ledger.cell(row=last, column=column).data_type == "s"
     assert ledger.row_dimensions[last].height > 15  # two sites on two lines
 
 
@@ -309,9 +311,9 @@ def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path
     report = report_for(edited.database, E_DAYS[4])
     assert report.kpis.withdrawn == 5 and report.withdrawal_share == pytest.approx(5 / 151)
     wb = load_workbook(write_workbook(report, tmp_path).path)
-    assert "취하 비율 3.3 % (> 2 %)" in wb[SHEET_SUMMARY]["A1"].value
+    assert "목록에서 삭제 비율 3.3 % (> 2 %)" in wb[SHEET_SUMMARY]["A1"].value
     quiet = report_for(edited.database, E_DAYS[3])
-    assert not any("취하 비율" in w for w in quiet.warnings)
+    assert not any("삭제 비율" in w for w in quiet.warnings)
     # the banner warns at the share the alert uses: [alerts] withdrawal_share_max, not a number of its own
     settings = load_settings()
 
@@ -320,8 +322,11 @@ def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path
             update={"alerts": settings.alerts.model_copy(update={"withdrawal_share_max": value})}
         )
 
-    assert not any("취하 비율" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.05)).warnings)
-    assert any("취하 비율 3.3 % (> 3 %)" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.03)).warnings)
+    assert not any("삭제 비율" in w for w in report_for(edited.database, E_DAYS[4], share_max(0.05)).warnings)
+    assert any(
+        "목록에서 삭제 비율 3.3 % (> 3 %)" in w
+        for w in report_for(edited.database, E_DAYS[4], share_max(0.03)).warnings
+    )
 
 
 def test_change_rate_estimator_and_burst_flag(tmp_path):

@@ -38,7 +38,7 @@ def test_first_pages_render_with_ink_and_banner_text(rendered):
         assert r.pages is not None and r.pages >= 9  # every sheet printed at least once
         assert r.width > 400 and r.height > 250  # A4 landscape at 50 dpi
         assert not r.blank, f"{r.png}: ink {r.ink_ratio:.2%} < {MIN_INK_RATIO:.2%}"
-    assert _squash("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 취하 10 · 번호 부여 10") in _squash(
+    assert _squash("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 삭제 10 · 번호 부여 10") in _squash(
         accepted.first_page_text
     )
     assert _squash(f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})") in _squash(

@@ -18,7 +18,15 @@ from datetime import date
 import duckdb
 
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
-from dmf_assets.domain.model import FIELD_LABEL_KO, SITES_FIELD
+from dmf_assets.domain.model import (
+    FIELD_LABEL_KO,
+    NUMBER_ASSIGNED_LABEL_KO,
+    NUMBER_CHANGED_LABEL_KO,
+    SITES_FIELD,
+    event_label,
+    possible_renumbering_text,
+    renumbering_text,
+)
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
@@ -128,6 +136,23 @@ class HistoryEvent:
     manufacturer: str | None
     countries: str | None
     changes: tuple[HistoryChange, ...] = ()
+    number_assigned: bool = False
+    number_changed: bool = False
+    renumber_candidates: tuple[str, ...] = ()  # NEW / WITHDRAWN: a re-numbering with these is possible
+
+    @property
+    def label(self) -> str:
+        """The event's name as people read it: 「등록번호 변경 A → B」, 「신규」, 「변경」, 「목록에서 삭제」."""
+        if self.number_changed:
+            return renumbering_text(self.base_dmf_key, self.permit_no)
+        return event_label(self.event_type)
+
+    @property
+    def note(self) -> str | None:
+        """「등록번호 변경 가능성: A ↔ B」 when this NEW or WITHDRAWN may be one half of a re-numbering."""
+        if not self.renumber_candidates:
+            return None
+        return possible_renumbering_text(self.permit_no, self.renumber_candidates)
 
 
 @dataclass(frozen=True)
@@ -143,8 +168,9 @@ class HistoryVersion:
 @dataclass(frozen=True)
 class ListedSpan:
     """A stretch of consecutive accepted days in which one registration was listed as one version — or,
-    with `version_no` None, was not listed at all (withdrawn; `continued_as` when it received its number
-    and lives on under that key). Rejected and unprocessed days neither start nor end a span."""
+    with `version_no` None, was not listed at all (gone from the list; `continued_as` when it received its
+    number, or was listed under another number — `renumbered` — and lives on under that key). Rejected and
+    unprocessed days neither start nor end a span."""
 
     dmf_key: str
     version_no: int | None
@@ -153,16 +179,28 @@ class ListedSpan:
     accepted_days: int
     continued_as: str | None = None
     reappeared: bool = False  # listed again after a span in which it was not
+    renumbered: bool = False  # `continued_as` is a corrected number, not the number received
+    gone_since: date | None = None  # reappeared: the first accepted day it was missing from the list
+
+    @property
+    def state(self) -> str:
+        """What the span's registration was in it: 「버전 N」, 「등록번호 변경」/「등록번호 부여」, or 「목록에 없음」."""
+        if self.version_no is not None:
+            return f"버전 {self.version_no}"
+        if self.continued_as:
+            return NUMBER_CHANGED_LABEL_KO if self.renumbered else NUMBER_ASSIGNED_LABEL_KO
+        return "목록에 없음"
 
     @property
     def text(self) -> str:
         days = f"정상 반영일 {self.accepted_days:,}일"
         if self.version_no is not None:
-            again = f" — {self.first_day}에 다시 목록에 오름 (재등장)" if self.reappeared else ""
+            since = f" {self.gone_since}부터 목록에 없다가" if self.gone_since else ""
+            again = f" —{since} {self.first_day}에 다시 목록에 오름 (재등장)" if self.reappeared else ""
             return f"버전 {self.version_no}: {self.first_day} ~ {self.last_day} ({days} 목록에 있음){again}"
         if self.continued_as:
-            return f"{self.first_day}부터 {josa(self.continued_as, '으로/로')} 이어짐 (등록번호 부여)"
-        return f"취하: {self.first_day} ~ {self.last_day} 목록에 없음 ({days})"
+            return f"{self.first_day}부터 {josa(self.continued_as, '으로/로')} 이어짐 ({self.state})"
+        return f"목록에서 삭제: {self.first_day} ~ {self.last_day} 목록에 없음 ({days})"
 
 
 @dataclass(frozen=True)
@@ -176,6 +214,7 @@ class RegistrationHistory:
 _FLAGS = (
     ("is_reappearance", "재등장"),
     ("number_assigned", "번호 부여"),
+    ("number_changed", "번호 변경"),
     ("is_transfer", "양도양수"),
     ("is_rename", "명칭 변경"),
     ("watchlist_hit", "관심목록"),
@@ -245,20 +284,30 @@ def registration_history(
             manufacturer=e["manufacturer"],
             countries=e["countries"],
             changes=tuple(changes.get(e["event_id"], ())),
+            number_assigned=e["number_assigned"],
+            number_changed=e["number_changed"],
+            renumber_candidates=tuple(e["renumber_candidates"] or ()),
         )
         for e in events_raw
     )
-    spans = _listed_spans(conn, record_ids, version_no, _numbered_keys(conn, record_ids))
+    spans = _listed_spans(conn, record_ids, version_no, _number_links(conn, record_ids))
     return RegistrationHistory(tuple(record_ids), tuple(versions), events, spans)
 
 
-def _numbered_keys(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> dict[str, str]:
-    """synthetic key -> the key it continued as, for the registrations that received their number."""
-    return dict(storage.number_assignments(conn, record_ids))
+def _number_links(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> dict[tuple[str, date], tuple[str, bool]]:
+    """(key, day) -> (the key it continued as that day, re-numbered?) for the registrations that received their
+    number or were listed under another number."""
+    return {
+        (key, history.to_date(day)): (to, renumbered)
+        for key, to, day, renumbered in storage.number_links(conn, record_ids)
+    }
 
 
 def _listed_spans(
-    conn: duckdb.DuckDBPyConnection, record_ids: list[int], version_no: dict[int, int], numbered: dict[str, str]
+    conn: duckdb.DuckDBPyConnection,
+    record_ids: list[int],
+    version_no: dict[int, int],
+    links: dict[tuple[str, date], tuple[str, bool]],
 ) -> tuple[ListedSpan, ...]:
     """Walk the accepted days from each registration's first listing to the last accepted day: a run of
     days with the same version (or with none) is one span, so a withdrawal between two listings shows."""
@@ -276,21 +325,29 @@ def _listed_spans(
                 current[2], current[3] = day_id, current[3] + 1
                 continue
             if current:
-                mine.append(_span(key, current, numbered, mine))
+                mine.append(_span(key, current, links, mine))
             current = [version, day_id, day_id, 1]
-        mine.append(_span(key, current, numbered, mine))
+        mine.append(_span(key, current, links, mine))
         spans += mine
     return tuple(spans)
 
 
-def _span(key: str, current: list, numbered: dict[str, str], before: list[ListedSpan]) -> ListedSpan:
+def _span(
+    key: str, current: list, links: dict[tuple[str, date], tuple[str, bool]], before: list[ListedSpan]
+) -> ListedSpan:
     version, first, last, n = current
+    first_day = history.to_date(first)
+    # a span off the list starts on the day the registration was gone — or continued under another key
+    continued_as, renumbered = links.get((key, first_day), (None, False)) if version is None else (None, False)
+    gone = bool(before) and before[-1].version_no is None and before[-1].continued_as is None
     return ListedSpan(
         key,
         version,
-        history.to_date(first),
+        first_day,
         history.to_date(last),
         n,
-        numbered.get(key) if version is None else None,
-        reappeared=version is not None and bool(before) and before[-1].version_no is None,
+        continued_as,
+        reappeared=version is not None and gone,
+        renumbered=renumbered,
+        gone_since=before[-1].first_day if version is not None and gone else None,
     )

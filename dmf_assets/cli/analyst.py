@@ -242,14 +242,16 @@ class _HistoryView:
                 "last_day": _iso(s.last_day),
                 "accepted_days": s.accepted_days,
                 "continued_as": s.continued_as,
+                "renumbered": s.renumbered,
                 "reappeared": s.reappeared,
+                "gone_since": _iso(s.gone_since),
                 "text": s.text,
             }
         for e in self.events:
             yield _event_json(e)
 
     def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
-        from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
+        from dmf_assets.domain.model import SEVERITY_LABEL_KO
         from dmf_assets.korean import josa
 
         print(self.summary, file=out)
@@ -260,9 +262,10 @@ class _HistoryView:
                 for f, label in (("ingredient", "성분명"), ("applicant", "신청인"), ("countries", "제조국"))
             )
             print(f"\n■ {key} — {about}", file=out)
-            numbered = next((e.dmf_key for e in self.hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
-            if numbered:
-                print(f"  → 등록번호를 받아 {josa(numbered, '으로/로')} 이어짐", file=out)
+            continued = next((e for e in self.hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
+            if continued:
+                how = "등록번호가 바뀌어" if continued.number_changed else "등록번호를 받아"
+                print(f"  → {continued.day}에 {how} {josa(continued.dmf_key, '으로/로')} 이어짐", file=out)
             if last.get("base_permit_no") or last.get("cohort"):
                 grant = " · ".join(
                     f"{label}: {last[f]}"
@@ -284,11 +287,9 @@ class _HistoryView:
                 shown += 1
                 base = f" (기준 {e.base_day})" if e.base_day else ""
                 flags = f" [{', '.join(e.flags)}]" if e.flags else ""
-                print(
-                    f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {EVENT_LABEL_KO.get(e.event_type, e.event_type)}"
-                    f"{base}{flags}",
-                    file=out,
-                )
+                print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {e.label}{base}{flags}", file=out)
+                if e.note:
+                    print(f"      {e.note}", file=out)
                 for c in e.changes:
                     if c.is_cosmetic and not include_cosmetic:
                         continue
@@ -305,12 +306,15 @@ def _event_json(e: HistoryEvent) -> dict[str, Any]:
         "day": _iso(e.day),
         "base_day": _iso(e.base_day),
         "event_type": e.event_type,
+        "label": e.label,
         "severity": e.severity,
         "dmf_key": e.dmf_key,
         "base_dmf_key": e.base_dmf_key,
         "permit_no": e.permit_no,
         "is_cosmetic": e.is_cosmetic,
         "flags": list(e.flags),
+        "renumber_candidates": list(e.renumber_candidates),
+        "note": e.note,
         "watch_reasons": list(e.watch_reasons),
         "ingredient": e.ingredient,
         "applicant": e.applicant,
@@ -333,6 +337,7 @@ HISTORY_CSV_COLUMNS = (
     "day",
     "base_day",
     "event_type",
+    "label",
     "severity",
     "permit_no",
     "dmf_key",
@@ -352,6 +357,7 @@ def _event_csv(e: HistoryEvent) -> list[object]:
         _iso(e.day),
         _iso(e.base_day),
         e.event_type,
+        e.label,
         e.severity,
         e.permit_no,
         e.dmf_key,
@@ -362,12 +368,12 @@ def _event_csv(e: HistoryEvent) -> list[object]:
         e.countries,
         e.is_cosmetic,
         ", ".join(e.flags),
-        "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes),
+        "\n".join([c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes] + ([e.note] if e.note else [])),
     ]
 
 
 def _history_xlsx(view: _HistoryView, path: Path) -> None:
-    from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
+    from dmf_assets.domain.model import SEVERITY_LABEL_KO
     from dmf_assets.report.cells import Col
     from dmf_assets.report.rows import PERMIT_WIDTH, TARGET_CLASS_WIDTH
     from dmf_assets.report.tables import TableSheet, write_tables_workbook
@@ -376,7 +382,7 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
         Col("day", "관측일", 11, "date"),
         Col("base_day", "비교 기준일", 11, "date"),
         Col("severity", "심각도", 9),
-        Col("event_type", "이벤트", 7),
+        Col("event_type", "이벤트", 14, "wrap"),
         Col("permit_no", "등록번호", PERMIT_WIDTH),
         Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
         Col("flags", "표시", 12, "wrap"),
@@ -390,9 +396,12 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
             "day": e.day,
             "base_day": e.base_day,
             "severity": SEVERITY_LABEL_KO.get(e.severity, e.severity),
-            "event_type": EVENT_LABEL_KO.get(e.event_type, e.event_type),
+            "event_type": e.label,
             "permit_no": e.permit_no,
-            "changes": "\n".join(c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes) or None,
+            "changes": "\n".join(
+                [c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes] + ([e.note] if e.note else [])
+            )
+            or None,
             "flags": ", ".join(e.flags) or None,
             "ingredient": e.ingredient,
             "applicant": e.applicant,
@@ -457,11 +466,7 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
                 "dmf_key": s.dmf_key,
                 "first_day": s.first_day,
                 "last_day": s.last_day,
-                "state": f"버전 {s.version_no}"
-                if s.version_no is not None
-                else "등록번호 부여"
-                if s.continued_as
-                else "없음 (취하)",
+                "state": s.state,
                 "accepted_days": s.accepted_days,
                 "text": s.text,
             }
@@ -478,7 +483,8 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
             TableSheet(
                 "목록 기간",
                 f"목록에 있던 기간 · {what}",
-                "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(취하)과 재등장 — 거부·미수집일은 기간을 끊지 않습니다.",
+                "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(목록에서 삭제, 취하 등)과 재등장 — "
+                "거부·미수집일은 기간을 끊지 않습니다.",
                 span_cols,
                 span_rows,
             ),
@@ -491,6 +497,7 @@ def _history_xlsx(view: _HistoryView, path: Path) -> None:
 #: flat columns of `dmf asof` (csv / table); jsonl adds the per-site list
 ASOF_COLUMNS = (
     "permit_no",
+    "previous_permit_no",
     "dmf_key",
     "permit_fmt",
     "permit_accept_date",
@@ -571,13 +578,16 @@ def _asof(args: argparse.Namespace) -> int:
             for r in rows:
                 w.writerow([_iso(r[c]) for c in ASOF_COLUMNS] + [_sites_line(r["sites"])])
         return 0
-    print("\t".join(("등록번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경")))
+    print(
+        "\t".join(("등록번호", "이전 번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경"))
+    )
     for r in rows:
         print(
             "\t".join(
                 str(_iso(r[c]) or "-")
                 for c in (
                     "permit_no",
+                    "previous_permit_no",
                     "ingredient",
                     "applicant",
                     "countries",

@@ -37,16 +37,16 @@ _EPILOG = """\
   2  읽을 수 없는 입력 또는 설정 오류 (빈 파일, [], {"items": []}, 실패한 수집 폴더, API 오류 응답 …)
      / an input that is not a usable registry dump, or a configuration error
   3  게이트 거부: 새 덤프가 완전성·감소율·결측·중복·변동률 게이트 중 하나를 통과하지 못함, 또는
-     totalCount가 없는 새 덤프의 취하가 한도([diff])를 넘음 — 이벤트를 표시하지 않음 (--force로 표시 가능)
+     totalCount가 없는 새 덤프의 목록에서 삭제가 한도([diff])를 넘음 — 이벤트를 표시하지 않음 (--force로 표시 가능)
      / rejected by an acceptance gate, or too many withdrawals in a NEW without totalCount; nothing is listed
-게이트 기준값은 config의 [gates] (docs/DOMAIN.md §6), totalCount 없는 덤프의 취하 한도는 [diff]를 따릅니다
+게이트 기준값은 config의 [gates] (docs/DOMAIN.md §6), totalCount 없는 덤프의 삭제 한도는 [diff]를 따릅니다
 / thresholds come from the [gates] and [diff] settings."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "diff",
-        help="두 등록 현황 덤프를 비교해 신규·변경·취하 이벤트를 출력 (items JSON, API 응답 쪽, 보관된 날짜 폴더)",
+        help="두 등록 현황 덤프를 비교해 신규·변경·목록에서 삭제 이벤트를 출력 (items JSON, API 응답 쪽, 보관된 날짜 폴더)",
         description="두 등록 현황 덤프를 파이프라인과 같은 게이트로 검사한 뒤 비교합니다 / compare two registry "
         "dumps after the pipeline's acceptance gates.",
         epilog=_EPILOG,
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="게이트에 실패하거나 totalCount 없는 덤프의 취하가 한도를 넘어도 이벤트를 표시 (경고 표시와 함께) "
+        help="게이트에 실패하거나 totalCount 없는 덤프의 목록에서 삭제가 한도를 넘어도 이벤트를 표시 (경고 표시와 함께) "
         "/ list the events even if a gate or the unproven-completeness bound refuses them",
     )
     p.set_defaults(handler=_diff)
@@ -81,7 +81,7 @@ def _refusal(failed: list) -> str:
     keys = (GATE_BY_NUMBER[n].setting_key for n in sorted(numbers))  # where each threshold is set (None: exact)
     settings_hint = ", ".join(k for k in keys if k)
     hint = (
-        "불완전하거나 의심스러운 목록이므로 이벤트(특히 취하)를 표시하지 않습니다. 실제 대규모 변경이면 "
+        "불완전하거나 의심스러운 목록이므로 이벤트(특히 목록에서 삭제)를 표시하지 않습니다. 실제 대규모 변경이면 "
         + (f"config의 {settings_hint}를 조정하거나 " if settings_hint else "")
         + "--force로 표시하세요 / rejected by an acceptance gate: nothing listed (use --force to list anyway)"
     )
@@ -91,13 +91,13 @@ def _refusal(failed: list) -> str:
 def _unproven_note(new: str, unproven: UnprovenCompleteness) -> list[str]:
     """What the output says first when NEW cannot prove it is complete."""
     lines = [
-        f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 취하 "
-        f"{unproven.withdrawn:,}건은 목록에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
+        f"⚠ 완전성 미확인: 새 덤프({new})에 totalCount가 없어 목록 전체인지 증명할 수 없습니다 — 목록에서 "
+        f"삭제 {unproven.withdrawn:,}건은 수집에서 빠진 행일 수 있습니다 / completeness unproven: NEW carries no "
         "totalCount, so a withdrawal may be a missing row"
     ]
     if unproven.exceeded:
         lines.append(
-            f"  취하 {unproven.withdrawn:,}건이 한도 {unproven.bound:,}건을 넘지만 --force로 표시합니다 / "
+            f"  목록에서 삭제 {unproven.withdrawn:,}건이 한도 {unproven.bound:,}건을 넘지만 --force로 표시합니다 / "
             f"{unproven.withdrawn:,} withdrawals exceed the bound of {unproven.bound:,}; listed because of --force"
         )
     return lines
@@ -105,7 +105,7 @@ def _unproven_note(new: str, unproven: UnprovenCompleteness) -> list[str]:
 
 def _unproven_refusal(new: str, unproven: UnprovenCompleteness, old_rows: int, limits: DiffSettings) -> str:
     return (
-        f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 취하가 {unproven.withdrawn:,}건으로 한도 "
+        f"완전성 미확인: 새 덤프({new})에 totalCount가 없는데 목록에서 삭제가 {unproven.withdrawn:,}건으로 한도 "
         f"{unproven.bound:,}건(이전 {old_rows:,}건의 {limits.unproven_max_withdrawn_ratio * 100:g} % 또는 "
         f"{limits.unproven_max_withdrawn_rows:,}건 중 큰 값, config [diff])을 넘어 아무것도 표시하지 않습니다. totalCount가 "
         "있는 덤프(API 응답 쪽, data/raw/YYYY-MM-DD 폴더)로 비교하거나 --force로 표시하세요 / completeness unproven "
@@ -167,13 +167,22 @@ def _diff(args: argparse.Namespace) -> int:
 def _print_table(
     result: DiffResult, events: list[Event], old_rows: int, new_rows: int, include_cosmetic: bool, out: TextIO
 ) -> None:
-    from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
+    from dmf_assets.domain.model import (
+        COUNT_LABEL_KO,
+        EVENT_LABEL_KO,
+        FIELD_LABEL_KO,
+        SEVERITY_LABEL_KO,
+        possible_renumbering_text,
+        substantive_changes,
+    )
 
-    c = result.counts
+    c, w = result.counts, COUNT_LABEL_KO
+    changed = substantive_changes(c["CHANGED"], c["NUMBER_ASSIGNED"], c["NUMBER_CHANGED"])
     print(
-        f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | 신규 {c['NEW']:,} · "
-        f"변경 {substantive_changes(c['CHANGED'], c['NUMBER_ASSIGNED']):,} · 취하 {c['WITHDRAWN']:,} · "
-        f"번호 부여 {c['NUMBER_ASSIGNED']:,} · 재등장 {c['REAPPEARED']:,} · 표기 변경 {c['COSMETIC']:,} (별도)",
+        f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | {w['NEW']} {c['NEW']:,} · {w['CHANGED']} {changed:,} · "
+        f"{w['WITHDRAWN']} {c['WITHDRAWN']:,} · {w['NUMBER_ASSIGNED']} {c['NUMBER_ASSIGNED']:,} · "
+        f"{w['NUMBER_CHANGED']} {c['NUMBER_CHANGED']:,} · {w['REAPPEARED']} {c['REAPPEARED']:,} · "
+        f"{w['COSMETIC']} {c['COSMETIC']:,} (별도)",
         file=out,
     )
     shown = [e for e in events if include_cosmetic or not e.is_cosmetic]
@@ -192,11 +201,13 @@ def _print_table(
             if flag
         ]
         key = e.dmf_key if not e.base_dmf_key or e.base_dmf_key == e.dmf_key else f"{e.base_dmf_key} → {e.dmf_key}"
+        what = e.label_ko if e.number_changed else f"{EVENT_LABEL_KO[e.event_type.value]} {key}"
         print(
-            f"\n[{SEVERITY_LABEL_KO[e.severity.value]}] {EVENT_LABEL_KO[e.event_type.value]} {key}"
-            + (f" ({', '.join(flags)})" if flags else ""),
+            f"\n[{SEVERITY_LABEL_KO[e.severity.value]}] {what}" + (f" ({', '.join(flags)})" if flags else ""),
             file=out,
         )
+        if e.renumber_candidates:
+            print(f"    {possible_renumbering_text(e.permit_no, e.renumber_candidates)}", file=out)
         for ch in e.changes:
             mark = " (표기)" if ch.is_cosmetic else ""
             before, after = ("(없음)" if v is None else v for v in (ch.before, ch.after))  # a site added / removed
@@ -212,6 +223,8 @@ def _event_json(e: Event) -> dict:
         "permit_no": e.permit_no,
         "is_cosmetic": e.is_cosmetic,
         "number_assigned": e.number_assigned,
+        "number_changed": e.number_changed,
+        "renumber_candidates": list(e.renumber_candidates),
         "is_reappearance": e.is_reappearance,
         "is_transfer": e.is_transfer,
         "is_rename": e.is_rename,

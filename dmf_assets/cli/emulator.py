@@ -151,7 +151,9 @@ def truth(args: argparse.Namespace) -> int:
             "base_permit_no": c.base_permit_no,
             "substantive": sorted(c.substantive_fields),
             "cosmetic": sorted(c.cosmetic_fields),
-            "flags": [n for n in ("is_reappearance", "number_assigned", "is_transfer") if getattr(c, n)],
+            "flags": [
+                n for n in ("is_reappearance", "number_assigned", "number_changed", "is_transfer") if getattr(c, n)
+            ],
             "entity_id": c.entity_id,
         }
         for c in gt.changes
@@ -163,6 +165,6 @@ def truth(args: argparse.Namespace) -> int:
     print(f"ground truth {gt.old_date} → {gt.new_date}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for r in rows:
         detail = ",".join(r["substantive"]) or ("cosmetic: " + ",".join(r["cosmetic"]) if r["cosmetic"] else "")
-        flags = " ".join(r["flags"])
+        flags = " ".join(r["flags"]) + (f" (was {r['base_permit_no']})" if "number_changed" in r["flags"] else "")
         print(f"  {r['event']:<9} {r['permit_no'] or '(번호 없음)':<28} {detail} {flags}".rstrip())
     return 0

@@ -208,7 +208,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         c = out.counts
         gate = f" (게이트 {out.rejected_gate})" if out.rejected_gate else ""
         counts = (
-            f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 취하 "
+            f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 삭제 "
             f"{c.get('WITHDRAWN', 0)}"
             if out.status == "accepted"
             else ""

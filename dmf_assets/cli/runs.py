@@ -199,10 +199,10 @@ def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
 
 
 def _changed(row: dict) -> int:
-    """실질 변경, as the workbook and the mail count it (a number assignment is its own figure)."""
+    """실질 변경, as the workbook and the mail count it (a number assigned or changed is its own figure)."""
     from dmf_assets.domain.model import substantive_changes
 
-    return substantive_changes(row.get("changed_count"), row.get("assigned_count"))
+    return substantive_changes(row.get("changed_count"), row.get("assigned_count"), row.get("renumbered_count"))
 
 
 def _day_line(row: dict) -> str:
@@ -210,10 +210,17 @@ def _day_line(row: dict) -> str:
     if status == "rejected":
         return f"거부 — {shorten(row.get('reason') or '', 90)}"
     if status in ("accepted", "baseline"):
-        assigned = f" · 번호 부여 {row['assigned_count']}" if row.get("assigned_count") else ""
+        from dmf_assets.domain.model import COUNT_LABEL_KO as w
+
+        numbers = "".join(
+            f" · {w[kind]} {row[column]}"
+            for kind, column in (("NUMBER_ASSIGNED", "assigned_count"), ("NUMBER_CHANGED", "renumbered_count"))
+            if row.get(column)
+        )
         return (
-            f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · 신규 {row.get('new_count') or 0} · "
-            f"변경 {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · 취하 {row.get('withdrawn_count') or 0}{assigned}"
+            f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · {w['NEW']} {row.get('new_count') or 0} · "
+            f"{w['CHANGED']} {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · "
+            f"{w['WITHDRAWN']} {row.get('withdrawn_count') or 0}{numbers}"
         )
     return STATUS_KO.get(status, str(status))
 
@@ -235,7 +242,8 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     rows = _summary_rows(settings, days)
     print()
     print(
-        f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'취하':>4} {'번호':>4}  비고 / reason"
+        f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'삭제':>4} {'번호':>4} {'번호변경':>4}"
+        "  비고 / reason"
     )
     print("-" * 100)
     for r in rows:
@@ -249,14 +257,14 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
         print(
             f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
             f"{r.get('new_count') or 0:>4} {_changed(r):>4} {r.get('cosmetic_count') or 0:>4} "
-            f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4}  {note}"
+            f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4} {r.get('renumbered_count') or 0:>8}  {note}"
         )
     accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
     rejected = sum(1 for r in rows if r.get("status") == "rejected")
     print("-" * 100)
     print(
-        f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 번호 = 번호 부여, "
-        "표기 = 표기만 바뀐 변경(별도)"
+        f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 삭제 = "
+        "목록에서 삭제(취하 등), 번호 = 번호 부여, 번호변경 = 등록번호 변경, 표기 = 표기만 바뀐 변경(별도)"
     )
     return rows
 

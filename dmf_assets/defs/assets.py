@@ -49,7 +49,13 @@ from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import GATE_BY_NUMBER, GateOutcome, Rejection
-from dmf_assets.domain.model import EVENT_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, substantive_changes
+from dmf_assets.domain.model import (
+    COUNT_LABEL_KO,
+    NORMALIZED_COLUMNS,
+    SEVERITY_LABEL_KO,
+    event_label,
+    substantive_changes,
+)
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
@@ -261,7 +267,7 @@ def integrity_verdict(
             group_name="history",
             kinds={"duckdb"},
             description=(
-                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·취하를 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
+                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
                 "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
                 "파티션이 실패(빨간색)로 표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 "
                 "평가하지 않습니다(Skipped). Diff against the latest accepted day; commit the day atomically only if all six "
@@ -304,7 +310,9 @@ def snapshot_diff(
                 allow_retries=False,
             ) from None
     c = out.counts
-    counts_text = headline_counts_of_run(c.get("NEW"), c.get("CHANGED"), c.get("WITHDRAWN"), c.get("NUMBER_ASSIGNED"))
+    counts_text = headline_counts_of_run(
+        c.get("NEW"), c.get("CHANGED"), c.get("WITHDRAWN"), c.get("NUMBER_ASSIGNED"), c.get("NUMBER_CHANGED")
+    )
     base = str(out.base_day) if out.base_day else verdict.NO_BASE
     if out.status == "rejected":
         context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
@@ -329,9 +337,11 @@ def snapshot_diff(
         "status_ko": STATUS_KO[out.status],
         "comparison_base": base,
         "new": c.get("NEW", 0),
-        "changed": substantive_changes(c.get("CHANGED"), c.get("NUMBER_ASSIGNED")),  # 실질 변경, as on 요약
+        # 실질 변경, as on 요약
+        "changed": substantive_changes(c.get("CHANGED"), c.get("NUMBER_ASSIGNED"), c.get("NUMBER_CHANGED")),
         "withdrawn": c.get("WITHDRAWN", 0),
         "number_assigned": c.get("NUMBER_ASSIGNED", 0),
+        "number_changed": c.get("NUMBER_CHANGED", 0),
         "cosmetic": c.get("COSMETIC", 0),
         "rederived_day": str(out.rederived_day) if out.rederived_day else "",
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
@@ -370,7 +380,7 @@ def _not_evaluated_churn(out: pipeline.DayOutcome) -> GateOutcome:
         )
     ],
     description=(
-        "그날 반영된 변경 이벤트(신규·변경·취하, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
+        "그날 반영된 변경 이벤트(신규·변경·목록에서 삭제·등록번호 부여/변경, 필드별 전후 값, 심각도)를 공개합니다: data/events/YYYY-MM-DD.jsonl. "
         "The day's published events (JSON Lines for other systems)."
     ),
 )
@@ -403,18 +413,24 @@ def events(
         summary = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {history.to_date(run['base_day_id']) or '없음'}으로 유지됩니다."
         preview = "-"
     else:
-        counts = frame.group_by("event_type", "severity").len().sort("event_type", "severity") if frame.height else None
+        labels = [event_label(r["event_type"], number_changed=r["number_changed"]) for r in frame.iter_rows(named=True)]
+        frame_labels = frame.with_columns(label=pl.Series(labels, dtype=pl.Utf8)) if frame.height else frame
+        counts = (
+            frame_labels.group_by("event_type", "label", "severity").len().sort("event_type", "label", "severity")
+            if frame.height
+            else None
+        )
         summary = md_table(
             ["유형", "심각도", "건수"],
-            [[EVENT_LABEL_KO[t], SEVERITY_LABEL_KO[s], n] for t, s, n in counts.rows()] if counts is not None else [],
+            [[label, SEVERITY_LABEL_KO[s], n] for _, label, s, n in counts.rows()] if counts is not None else [],
         )
-        top = frame.filter(~pl.col("is_cosmetic")).head(15) if frame.height else frame
+        top = frame_labels.filter(~pl.col("is_cosmetic")).head(15) if frame.height else frame
         preview = (
             md_table(
                 ["유형", "심각도", "등록번호", "성분", "신청인", "변경 필드"],
                 [
                     [
-                        EVENT_LABEL_KO[r["event_type"]],
+                        r["label"],
                         SEVERITY_LABEL_KO[r["severity"]],
                         r["dmf_key"],
                         r["ingredient"],
@@ -486,7 +502,7 @@ def xlsx_report(
     delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
     k = report.kpis
     summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
-        ["등록 수", "신규", "변경", "취하", "재등장", "번호 부여", "표기 변경(별도)", "관심목록"],
+        ["등록 수", *(COUNT_LABEL_KO[c] for c in _SUMMARY_COUNTS), "표기 변경(별도)", "관심목록"],
         [
             [
                 k.registry_size,
@@ -495,6 +511,7 @@ def xlsx_report(
                 k.withdrawn,
                 k.reappeared,
                 k.number_assigned,
+                k.number_changed,
                 k.cosmetic,
                 k.watchlist_hits,
             ]
@@ -515,6 +532,10 @@ def xlsx_report(
             **delivery,
         }
     )
+
+
+#: the headline figures of the workbook step's summary, in its columns' order
+_SUMMARY_COUNTS = ("NEW", "CHANGED", "WITHDRAWN", "REAPPEARED", "NUMBER_ASSIGNED", "NUMBER_CHANGED")
 
 
 def _bulk_run(context: dg.AssetExecutionContext) -> bool:

@@ -7,7 +7,12 @@ Matching, in order — each step only sees what earlier steps left unmatched:
 3. registrations without a number (synthetic keys) on either side: the same registration if its
    ingredient and applicant agree and most other fields do — a registration receiving its number is
    one CHANGED event (`number_assigned`), never WITHDRAWN + NEW;
-4. whatever is left: NEW (a reappearance if the number was seen on an earlier accepted day) or
+4. re-numbering: a numbered registration left on the base side and a numbered one left today whose
+   eight other fields have equal matching keys, when each is the other's only such candidate, are one
+   registration listed under a corrected number — one CHANGED event (`number_changed`, MEDIUM), never
+   WITHDRAWN + NEW. Candidates that do not pair up uniquely stay WITHDRAWN and NEW, each naming the
+   numbers it may have been re-numbered from or to (`renumber_candidates`);
+5. whatever is left: NEW (a reappearance if the number was seen on an earlier accepted day) or
    WITHDRAWN.
 A pair differs per field: equal matching keys with different display values = COSMETIC — except for
 the manufacturer / address / country fields when the number of sites changed: a site added in a
@@ -27,6 +32,7 @@ import polars as pl
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     FIELD_COLUMNS,
+    RENUMBERED_SEVERITY,
     SEVERITY_RANK,
     SITE_FIELDS,
     SITES_FIELD,
@@ -38,7 +44,8 @@ from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
 from dmf_assets.domain.text import Kind, company_key_expr, text_key_expr
 
-#: fields scored when matching inside duplicate groups / pending registrations
+#: fields scored when matching inside duplicate groups / pending registrations; all equal (every field but
+#: the number) when pairing a re-numbered registration
 SIMILARITY_KEYS: tuple[str, ...] = tuple(key for name, (_, key) in FIELD_COLUMNS.items() if name != "permit_no")
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "permit_no",
@@ -85,12 +92,14 @@ EVENT_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "is_cosmetic": pl.Boolean,
     "is_reappearance": pl.Boolean,
     "number_assigned": pl.Boolean,
+    "number_changed": pl.Boolean,
     "is_transfer": pl.Boolean,
     "is_rename": pl.Boolean,
     "watchlist_hit": pl.Boolean,
     "watch_reasons": pl.List(pl.Utf8),
     "changed_fields": pl.List(pl.Utf8),
     "cosmetic_fields": pl.List(pl.Utf8),
+    "renumber_candidates": pl.List(pl.Utf8),
     **{f"{c}_summary": pl.Utf8 for c in SUMMARY_COLUMNS if c != "permit_no"},
 }
 CHANGE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -202,10 +211,10 @@ def _group_size(snapshot: pl.DataFrame) -> pl.Expr:
     return (pl.col("dup_count") if "dup_count" in snapshot.columns else pl.len().over("group_key")).alias("_size")
 
 
-def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """All matched pairs as (base_dmf_key, dmf_key, match, _b_hash, _n_hash), and the rows of each side left
+def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """All matched pairs as (base_dmf_key, dmf_key, match, _b_hash, _n_hash), the rows of each side left
     unmatched (what becomes WITHDRAWN and NEW; the new rows with the group_key and identity_hash that say
-    whether they reappear)."""
+    whether they reappear), and the possible re-numberings among those (_side, dmf_key, renumber_candidates)."""
     match_cols = [
         "dmf_key",
         "group_key",
@@ -297,7 +306,61 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
         matched = pl.concat([matched, pending])
         b_left = b_left.filter(~pl.col("dmf_key").is_in(pending.get_column("base_dmf_key").implode()))
         n_left = n_left.filter(~pl.col("dmf_key").is_in(pending.get_column("dmf_key").implode()))
-    return matched, b_left, n_left
+
+    # 4. numbered registrations listed under another number
+    renumbered, candidates = _renumbering(b_left, n_left)
+    if renumbered.height:
+        matched = pl.concat([matched, _with_hashes(renumbered, b, n)])
+        b_left = b_left.filter(~pl.col("dmf_key").is_in(renumbered.get_column("base_dmf_key").implode()))
+        n_left = n_left.filter(~pl.col("dmf_key").is_in(renumbered.get_column("dmf_key").implode()))
+    return matched, b_left, n_left, candidates
+
+
+def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(pairs re-numbered, possible re-numberings by side "b"/"n") among the numbered rows left on both sides
+    (docs/DOMAIN.md §4).
+
+    Rows are grouped by the matching keys of every field but the number (equal keys: cosmetic differences
+    allowed, nulls equal). A group with one row on each side is one registration re-numbered; a group with
+    more on either side is ambiguous: each of its rows names the other side's numbers as candidates. Only the
+    few unmatched rows are grouped — one group_by, no pairwise comparison."""
+    empty = (
+        pl.DataFrame(schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8}),
+        pl.DataFrame(schema={"_side": pl.Utf8, "dmf_key": pl.Utf8, "renumber_candidates": pl.List(pl.Utf8)}),
+    )
+    left = [
+        side.filter(~pl.col("is_synthetic")).select("dmf_key", "group_key", *SIMILARITY_KEYS, _side=pl.lit(name))
+        for name, side in (("b", b_left), ("n", n_left))
+    ]
+    if not (left[0].height and left[1].height):
+        return empty
+    is_base = pl.col("_side") == "b"
+    groups = (
+        pl.concat(left, how="vertical_relaxed")  # a base read back from the history may type a column otherwise
+        .group_by(SIMILARITY_KEYS)
+        .agg(
+            b_keys=pl.col("dmf_key").filter(is_base).sort(),
+            n_keys=pl.col("dmf_key").filter(~is_base).sort(),
+            b_numbers=pl.col("group_key").filter(is_base).unique().sort(),
+            n_numbers=pl.col("group_key").filter(~is_base).unique().sort(),
+        )
+        .filter((pl.col("b_keys").list.len() > 0) & (pl.col("n_keys").list.len() > 0))
+        .drop(SIMILARITY_KEYS)
+    )
+    if not groups.height:
+        return empty
+    unique = (pl.col("b_keys").list.len() == 1) & (pl.col("n_keys").list.len() == 1)
+    pairs = groups.filter(unique).select(
+        base_dmf_key=pl.col("b_keys").list.first(), dmf_key=pl.col("n_keys").list.first(), match=pl.lit("renumbered")
+    )
+    ambiguous = groups.filter(~unique)
+    candidates = pl.concat(
+        [
+            ambiguous.select(_side=pl.lit("b"), dmf_key="b_keys", renumber_candidates="n_numbers").explode("dmf_key"),
+            ambiguous.select(_side=pl.lit("n"), dmf_key="n_keys", renumber_candidates="b_numbers").explode("dmf_key"),
+        ]
+    )
+    return pairs, candidates
 
 
 def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tuple[str, str]]:
@@ -447,12 +510,20 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
     ).join(new.select("dmf_key", *n_cols).rename({c: f"n.{c}" for c in n_cols}), on="dmf_key")
 
     sites_differ = ~pl.col("b.site_count").eq_missing(pl.col("n.site_count"))
+    renumbered = (
+        pl.col("b.permit_no").is_not_null()
+        & pl.col("n.permit_no").is_not_null()
+        & (pl.col("b.permit_no") != pl.col("n.permit_no"))
+    )
     change_frames = []
     for name, (display, key) in FIELD_COLUMNS.items():
         display_changed = ~pl.col(f"b.{display}").eq_missing(pl.col(f"n.{display}"))
         key_changed = ~pl.col(f"b.{key}").eq_missing(pl.col(f"n.{key}"))
         if name in SITE_FIELDS:  # a different number of sites is never a re-typing
             key_changed = key_changed | sites_differ
+        severity = pl.lit(COMPARED_FIELDS[name].value)
+        if name == "permit_no":  # a published number corrected, not one received (docs/DOMAIN.md §4)
+            severity = pl.when(renumbered).then(pl.lit(RENUMBERED_SEVERITY.value)).otherwise(severity)
         change_frames.append(
             joined.filter(display_changed).select(
                 "dmf_key",
@@ -461,10 +532,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
                 pl.col(f"b.{display}").alias("before"),
                 pl.col(f"n.{display}").alias("after"),
                 (~key_changed).alias("is_cosmetic"),
-                pl.when(key_changed)
-                .then(pl.lit(COMPARED_FIELDS[name].value))
-                .otherwise(pl.lit(Severity.COSMETIC.value))
-                .alias("severity"),
+                pl.when(key_changed).then(severity).otherwise(pl.lit(Severity.COSMETIC.value)).alias("severity"),
             )
         )
     change_frames.append(_site_rows(joined))
@@ -481,6 +549,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
         "dmf_key",
         "base_dmf_key",
         number_assigned=pl.col("b.permit_no").is_null() & pl.col("n.permit_no").is_not_null(),
+        number_changed=renumbered,
         is_transfer=pl.col("b.bizrno").is_not_null()
         & pl.col("n.bizrno").is_not_null()
         & (pl.col("b.bizrno") != pl.col("n.bizrno")),
@@ -600,7 +669,7 @@ def diff_snapshots(
 
     # only DIFF_COLUMNS from here on (so the list stays complete: a missing one fails every test)
     base, new = (f.select([c for c in DIFF_COLUMNS if c in f.columns]) for f in (base, new))
-    pairs, base_left, new_left = _match(base, new)
+    pairs, base_left, new_left, candidates = _match(base, new)
     changed, changes = _compare_pairs(base, new, pairs)
 
     seen = pl.Series("seen", list(previously_seen), dtype=pl.Utf8)
@@ -626,16 +695,24 @@ def diff_snapshots(
     plain = {
         "is_cosmetic": pl.lit(False),
         "number_assigned": pl.lit(False),
+        "number_changed": pl.lit(False),
         "is_transfer": pl.lit(False),
         "is_rename": pl.lit(False),
         "changed_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
         "cosmetic_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
     }
+    no_candidates = pl.lit([], dtype=pl.List(pl.Utf8))
+    columns = sorted([*changed.columns, "renumber_candidates"])
     events = pl.concat(
         [
-            changed.select(sorted(changed.columns)),
-            new_rows.with_columns(**plain).select(sorted(changed.columns)),
-            withdrawn.with_columns(**plain).select(sorted(changed.columns)),
+            changed.with_columns(renumber_candidates=no_candidates).select(columns),
+            *(
+                rows.with_columns(**plain)
+                .join(candidates.filter(pl.col("_side") == side).drop("_side"), on="dmf_key", how="left")
+                .with_columns(pl.col("renumber_candidates").fill_null(no_candidates))
+                .select(columns)
+                for side, rows in (("n", new_rows), ("b", withdrawn))
+            ),
         ]
     )
     events = _attach_summary(events, base, new)
@@ -660,6 +737,7 @@ def diff_snapshots(
         "COSMETIC": int(events["is_cosmetic"].sum()),
         "REAPPEARED": int(events["is_reappearance"].sum()),
         "NUMBER_ASSIGNED": int(events["number_assigned"].sum()),
+        "NUMBER_CHANGED": int(events["number_changed"].sum()),
         "population": max(base.height, 1),
     }
     counts["substantive"] = counts["NEW"] + counts["CHANGED"] + counts["WITHDRAWN"]

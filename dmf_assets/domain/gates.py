@@ -15,7 +15,7 @@ from typing import Protocol
 
 import polars as pl
 
-from dmf_assets.domain.model import substantive_changes
+from dmf_assets.domain.model import COUNT_LABEL_KO, substantive_changes
 from dmf_assets.domain.sites import oversize_expr
 
 
@@ -163,7 +163,7 @@ CHURN = Gate(
     "churn",
     "변동률",
     "churn",
-    "(신규+변경+취하)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
+    "(신규+변경+삭제)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
     "churn_max_ratio",
     True,
     False,
@@ -455,16 +455,19 @@ def gate_churn(
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
     ratio = changed / max(population, 1)
     passed = ratio <= threshold
-    # the churn counts a number assignment as a change; the text names it apart, as every headline does
-    assigned = counts.get("NUMBER_ASSIGNED", 0)
+    # the churn counts a number event as a change; the text names it apart, as every headline does
+    assigned, renumbered = counts.get("NUMBER_ASSIGNED", 0), counts.get("NUMBER_CHANGED", 0)
+    w = COUNT_LABEL_KO
     return GateOutcome(
         CHURN.number,
         passed,
         ratio,
         threshold,
-        f"신규 {counts.get('NEW', 0):,} · 변경 {substantive_changes(counts.get('CHANGED'), assigned):,} · "
-        f"취하 {counts.get('WITHDRAWN', 0):,}"
-        + (f" · 번호 부여 {assigned:,}" if assigned else "")
+        f"{w['NEW']} {counts.get('NEW', 0):,} · "
+        f"{w['CHANGED']} {substantive_changes(counts.get('CHANGED'), assigned, renumbered):,} · "
+        f"{w['WITHDRAWN']} {counts.get('WITHDRAWN', 0):,}"
+        + (f" · {w['NUMBER_ASSIGNED']} {assigned:,}" if assigned else "")
+        + (f" · {w['NUMBER_CHANGED']} {renumbered:,}" if renumbered else "")
         + f" / {population:,}건 ({_pct(ratio)})",
         f"≤ {_pct(threshold)}",
         "변동이 허용 범위 안입니다."

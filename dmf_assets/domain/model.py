@@ -93,24 +93,65 @@ class EventType(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
         return EVENT_LABEL_KO[self.value]
 
 
-EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
+#: What people read for an event. A registration gone from the list is said as observed: the registry does not
+#: say whether the applicant withdrew it (취하) or MFDS cancelled it (docs/DOMAIN.md §5).
+EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "목록에서 삭제"}
+#: the first mention of a disappearance in a text (a legend, a definition) may say what it usually is
+WITHDRAWN_FIRST_MENTION_KO = "목록에서 삭제 (취하 등)"
+#: the two number events (docs/DOMAIN.md §4), each CHANGED and each counted apart from 변경
+NUMBER_ASSIGNED_LABEL_KO = "등록번호 부여"
+NUMBER_CHANGED_LABEL_KO = "등록번호 변경"
+
+#: The short words of the headline figures (mail subject, 요약, the UI, CLI lines): 「신규 2 · 변경 1 · 삭제 0」,
+#: with 「번호 부여 N」 and 「번호 변경 N」 only on a day that has one (`domain.diff` counts, runs table columns).
+COUNT_LABEL_KO: dict[str, str] = {
+    "NEW": "신규",
+    "CHANGED": "변경",
+    "WITHDRAWN": "삭제",
+    "NUMBER_ASSIGNED": "번호 부여",
+    "NUMBER_CHANGED": "번호 변경",
+    "REAPPEARED": "재등장",
+    "COSMETIC": "표기 변경",
+}
+
+
+def event_label(event_type: str, *, number_changed: bool = False) -> str:
+    """An event's own name: 「등록번호 변경」 for a re-numbering (a CHANGED event, but neither a change of the
+    registration nor a withdrawal), else EVENT_LABEL_KO (a number assignment is a 변경 flagged 번호 부여)."""
+    if event_type == EventType.CHANGED.value and number_changed:
+        return NUMBER_CHANGED_LABEL_KO
+    return EVENT_LABEL_KO.get(event_type, event_type)
+
+
+def renumbering_text(before: str | None, after: str | None) -> str:
+    """「등록번호 변경 A → B」: one registration, its published number corrected (docs/DOMAIN.md §4)."""
+    return f"{NUMBER_CHANGED_LABEL_KO} {before} → {after}"
+
+
+def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | list[str]) -> str:
+    """「등록번호 변경 가능성: A ↔ B, C」 — a disappearance and a new registration alike in everything but the
+    number, not paired because the pairing was not unique (docs/DOMAIN.md §4)."""
+    return f"{NUMBER_CHANGED_LABEL_KO} 가능성: {number} ↔ {', '.join(candidates)}"
+
 
 #: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
 RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
 
 
-def substantive_changes(changed: int | None, number_assigned: int | None) -> int:
-    """실질 변경 (the headline 「변경」): CHANGED events that are neither cosmetic nor a number assignment.
+def substantive_changes(changed: int | None, number_assigned: int | None, number_changed: int | None) -> int:
+    """실질 변경 (the headline 「변경」): CHANGED events that are neither cosmetic nor a number event.
 
     The one definition every count people read follows — the workbook, the mail, the UI's metadata and
-    gate 6's observed text. A number assignment (번호 부여) is a headline figure of its own. The stored
-    `changed_count` (and the diff's `counts["CHANGED"]`) counts every non-cosmetic CHANGED event, number
-    assignments included; sql/queries/report.sql subtracts `assigned_count` the same way."""
-    return (changed or 0) - (number_assigned or 0)
+    gate 6's observed text. A number assignment (번호 부여) and a number change (번호 변경) are headline
+    figures of their own. The stored `changed_count` (and the diff's `counts["CHANGED"]`) counts every
+    non-cosmetic CHANGED event, number events included; sql/queries/report.sql subtracts `assigned_count`
+    and `renumbered_count` the same way."""
+    return (changed or 0) - (number_assigned or 0) - (number_changed or 0)
 
 
 #: Fields compared by the diff, in display order, with the severity of a substantive change
-#: (docs/DOMAIN.md §5). `permit_no` only changes when a registration receives its number.
+#: (docs/DOMAIN.md §5). `permit_no` changes when a registration receives its number (INFO) or when its
+#: published number is corrected (`RENUMBERED_SEVERITY`).
 COMPARED_FIELDS: dict[str, Severity] = {
     "permit_no": Severity.INFO,
     "ingredient": Severity.HIGH,
@@ -122,6 +163,9 @@ COMPARED_FIELDS: dict[str, Severity] = {
     "issue_date": Severity.MEDIUM,
     "target_class": Severity.MEDIUM,
 }
+
+#: a registration re-numbered: a record the team must copy into its documents, not a supply risk (§4)
+RENUMBERED_SEVERITY = Severity.MEDIUM
 
 FIELD_LABEL_KO: dict[str, str] = {
     "permit_no": "등록번호",
@@ -226,11 +270,14 @@ class Event:
     is_cosmetic: bool = False  # CHANGED where every field change is cosmetic
     is_reappearance: bool = False  # NEW that was withdrawn before
     number_assigned: bool = False  # CHANGED: a synthetic-key registration received its number
+    number_changed: bool = False  # CHANGED: a numbered registration listed under another number (re-numbered)
     is_transfer: bool = False  # BIZRNO changed (양도양수)
     is_rename: bool = False  # applicant name changed, BIZRNO unchanged
     watchlist_hit: bool = False
     watch_reasons: tuple[str, ...] = ()
     changes: tuple[FieldChange, ...] = ()
+    #: NEW / WITHDRAWN: the numbers a re-numbering with this one is possible with (not paired: not unique)
+    renumber_candidates: tuple[str, ...] = ()
 
     @classmethod
     def from_row(cls, row: dict, changes: tuple[dict, ...] | list[dict] = ()) -> Event:
@@ -244,10 +291,12 @@ class Event:
             is_cosmetic=row["is_cosmetic"],
             is_reappearance=row["is_reappearance"],
             number_assigned=row["number_assigned"],
+            number_changed=row["number_changed"],
             is_transfer=row["is_transfer"],
             is_rename=row["is_rename"],
             watchlist_hit=row["watchlist_hit"],
             watch_reasons=tuple(row["watch_reasons"] or ()),
+            renumber_candidates=tuple(row["renumber_candidates"] or ()),
             changes=tuple(
                 FieldChange(c["field"], c["before"], c["after"], c["is_cosmetic"], Severity(c["severity"]))
                 for c in changes
@@ -265,6 +314,14 @@ class Event:
     @property
     def cosmetic_fields(self) -> tuple[str, ...]:
         return tuple(c.field for c in self.changes if c.is_cosmetic)
+
+    @property
+    def label_ko(self) -> str:
+        """「등록번호 변경 A → B」 for a re-numbering, else the event's name (`event_label`)."""
+        if self.number_changed:
+            before = next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
+            return renumbering_text(before, self.permit_no)
+        return event_label(self.event_type.value)
 
 
 # --- ground truth (emulator) ---------------------------------------------------------------------
@@ -286,6 +343,7 @@ class TruthChange:
     cosmetic_fields: frozenset[str] = frozenset()  # re-typed only (same matching key)
     is_reappearance: bool = False
     number_assigned: bool = False
+    number_changed: bool = False  # listed under another number, everything else the same registration
     is_transfer: bool = False
 
 

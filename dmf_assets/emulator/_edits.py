@@ -94,6 +94,7 @@ def truth_change(eid: int, old: Row | None, new: Row | None, reappeared: bool = 
         substantive_fields=subst,
         cosmetic_fields=cosm,
         number_assigned=old[P] is None and new[P] is not None,
+        number_changed=old[P] is not None and new[P] is not None and "permit_no" in subst,
         is_transfer="bizrno" in subst,
     )
 

@@ -463,6 +463,46 @@ class Factory:
         )
 
 
+# --- numbers corrected after publication (re-numbering, docs/DOMAIN.md §4) ------------------------------
+
+
+def _serial_at(group: str, accept: date, rng: random.Random) -> int | None:
+    """A serial the group would be handing out on `accept` (None: a group without a running serial)."""
+    if group == "J":
+        return int(_interp(_J_ANCHORS, accept)) + rng.randint(0, 6)
+    if group not in _GROUP_SERIAL_MAX:
+        return None
+    gd = GROUP_DATES[group]
+    frac = max(0.0, (accept - gd).days / max(1, (_SERIAL_REF - gd).days))
+    return max(1, int(_GROUP_SERIAL_MAX[group] * frac) + rng.randint(-3, 3))
+
+
+def own_number(number: str, issue: date, rng: random.Random) -> str | None:
+    """The registration's own standard number for a grant-style one, as in the real case
+    20130329-190-I-83-01(1) → 20260922-190-I-769-04: its issue date, the same ingredient number and group, the
+    group's serial on that date and a same-ingredient sequence. None for a number of another shape."""
+    base, suffix = split_grant(number)
+    m = _STD_RE.match(base)
+    if suffix is None or m is None:
+        return None
+    _, ingr, group, _, seq = m.groups()
+    serial = _serial_at(group, issue, rng)
+    if serial is None:
+        return None
+    return f"{issue:%Y%m%d}-{ingr}-{group}-{serial}" + ("" if seq is None else f"-{rng.randint(1, 99):02d}")
+
+
+def corrected_serial(number: str, rng: random.Random) -> str | None:
+    """A standard number with its serial corrected by a few (None for a number of another shape)."""
+    m = _STD_RE.match(number)
+    if m is None:
+        return None
+    accept, ingr, group, serial, seq = m.groups()
+    fixed = int(serial) + rng.choice((-3, -2, -1, 1, 2, 3))
+    fixed = fixed if fixed >= 1 else int(serial) + 1
+    return f"{accept}-{ingr}-{group}-{fixed}" + ("" if seq is None else f"-{seq}")
+
+
 def _group_for(no: int, rng: random.Random) -> str:
     if no <= 88:
         return rng.choice("ABCD")

@@ -3,7 +3,8 @@
 `RegistrySimulator(seed)` builds, once per instance, a compact event log for 2025-01-01..2027-12-31:
 an initial registry of ≈8,600 rows (the 151 real seed rows among them) and, day by day, new
 registrations on Korean business days, grant-derived copies, numbers assigned to registrations
-published without one, substantive changes, cosmetic re-typings, withdrawals and reappearances.
+published without one, substantive changes, cosmetic re-typings, withdrawals and reappearances —
+and, drawn afterwards, numbers corrected after publication (re-numberings).
 Each registration is an *entity* with a list of (first day, row) versions, so `items(day)` is a
 replay (one bisect per entity) and `truth(old, new)` compares the two rendered states directly.
 
@@ -59,9 +60,11 @@ from dmf_assets.emulator._records import (
     Factory,
     P,
     Row,
+    corrected_serial,
     cosmetic_edit,
     group_date,
     malform_number,
+    own_number,
     split_grant,
 )
 from dmf_assets.emulator._sampling import allocate, cumulative, pick, poisson
@@ -73,6 +76,16 @@ SEED_DATE = date.fromisoformat(_vocab.SEED_OBSERVED_ON)
 INITIAL_SIZE = 8600
 #: registry size the simulation steers towards (docs/DOMAIN.md §2: 9,167 on 2026-10-08)
 SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
+#: Re-numberings (docs/DOMAIN.md §4): the registry lists a registration under a corrected number — a grant-style
+#: "(n)" number replaced by the registration's own standard number (the real case, seen between 2026-09-25 and
+#: 10-08), or a standard number's serial corrected; the two kinds alternate. Rare, as in the real registry
+#: (one among ≈9,200 registrations in 13 days): one every RENUMBER_GAP business days, so any 30 days hold at
+#: least one, and one on RENUMBER_ANCHOR, the emulated day of the real case.
+RENUMBER_GAP = (8, 15)
+RENUMBER_ANCHOR = date(2026, 10, 7)
+#: a re-numbered registration is otherwise untouched (and listed) this many days before and after: any
+#: comparison up to that long sees the number change alone, as the real dumps did
+RENUMBER_QUIET_DAYS = 21
 
 
 # --- the simulation ----------------------------------------------------------------------------------
@@ -146,6 +159,7 @@ class _Timeline:
         self._subst_cycle: list[str] = []
         self._build_initial()
         self._evolve()
+        self._renumber(random.Random(f"renumber-{seed}"))
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _new_entity(self, day: int, row: Row | None, draft: Draft | None = None, **kw: bool) -> _Entity:
@@ -549,6 +563,50 @@ class _Timeline:
             f"(#{', #'.join(map(str, members))})",
         )
         return True
+
+    # --- re-numberings ------------------------------------------------------------------------------
+    def _renumber(self, rng: random.Random) -> None:
+        """Re-number a registration on each planned day, after the rest of the history is built and with a
+        generator of its own: nothing else in the timeline moves."""
+        days: set[date] = {RENUMBER_ANCHOR}
+        d = add_business_days(FIRST_DATE, rng.randint(*RENUMBER_GAP))
+        while d <= LAST_DATE:
+            days.add(d)
+            d = add_business_days(d, rng.randint(*RENUMBER_GAP))
+        owners: dict[str, set[int]] = {}  # every number ever listed -> the registrations listed under it
+        for e in self.entities:
+            for row in e.rows:
+                if row is not None and row[P] is not None:
+                    owners.setdefault(_keys.permit_key(row[P]) or "", set()).add(e.eid)
+        for i, d in enumerate(sorted(days)):
+            self._renumber_one(rng, d, "grant" if d == RENUMBER_ANCHOR or i % 2 == 0 else "serial", owners)
+
+    def _renumber_one(self, rng: random.Random, d: date, kind: str, owners: dict[str, set[int]]) -> None:
+        di = (d - FIRST_DATE).days
+        lo, hi = di - RENUMBER_QUIET_DAYS, di + RENUMBER_QUIET_DAYS
+        for _ in range(3000):
+            e = self.entities[rng.randrange(len(self.entities))]
+            row = e.row_at(di)
+            if e.is_seed or row is None or row[P] is None or row[DATE] is None or lo < 0:
+                continue
+            if e.row_at(lo) is not row or any(lo < s <= hi for s in e.starts):  # listed, untouched, all along
+                continue
+            old = _keys.permit_key(row[P]) or ""
+            if len(owners.get(old, ())) != 1:  # a duplicate number: which one was corrected is not clear
+                continue
+            new = own_number(old, date.fromisoformat(row[DATE]), rng) if kind == "grant" else corrected_serial(old, rng)
+            if new is None or new in owners:
+                continue
+            owners[new] = {e.eid}
+            k = bisect.bisect_right(e.starts, di) - 1
+            e.starts.insert(k + 1, di)
+            e.rows.insert(k + 1, (new,) + row[1:])
+            for j in range(k + 2, len(e.rows)):  # later versions (a reappearance too) carry the new number
+                later = e.rows[j]
+                if later is not None and _keys.permit_key(later[P]) == old:
+                    e.rows[j] = (new,) + later[1:]
+            self._log(di, f"RENUMBERED #{e.eid} {row[P]} -> {new} ({kind}) {row[ING]} / {row[APP]}")
+            return
 
 
 class _History:

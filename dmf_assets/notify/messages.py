@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.domain.model import COUNT_LABEL_KO, WITHDRAWN_FIRST_MENTION_KO
 from dmf_assets.korean import josa
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
 from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
@@ -517,7 +518,7 @@ class SlowRun(Alert):
 @dataclass(frozen=True, kw_only=True)
 class WithdrawalShare(Alert):
     kind: ClassVar[str] = "withdrawal_share"
-    label_ko, label_en, level = "대량 취하", "withdrawals above threshold", CRITICAL
+    label_ko, label_en, level = "대량 목록 삭제", "withdrawals above threshold", CRITICAL
     withdrawn: int
     registry_size: int
     threshold: float
@@ -525,16 +526,21 @@ class WithdrawalShare(Alert):
     def parts(self, ctx: MessageContext) -> Parts:
         share = self.withdrawn / self.registry_size
         what = (
-            f"{self.day}에 반영된 결과에서 취하(withdrawn)가 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
+            f"{self.day}에 반영된 결과에서 목록에서 삭제된 등록(withdrawn)이 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
             f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과)."
         )
-        why = "모든 게이트는 통과했지만 취하는 드물어야 합니다. 원천이 목록 일부만 돌려주면 대량의 허위 취하가 생길 수 있습니다."
+        why = (
+            "모든 게이트는 통과했지만 목록에서 삭제(취하 등)는 드물어야 합니다. 원천이 목록 일부만 돌려주면 "
+            "대량의 허위 삭제가 생길 수 있습니다."
+        )
         todo = (
             f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
-            f"허위 취하라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
+            f"허위 삭제라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
             f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요."
         )
-        return Parts(f"{self.day} 대량 취하 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo)
+        return Parts(
+            f"{self.day} 대량 목록 삭제 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -692,6 +698,7 @@ class ReportDelivery:
     retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
     number_assigned: int = 0  # its own headline figure, never in `changed`
+    number_changed: int = 0  # 번호 변경: its own headline figure, never in `changed` nor `withdrawn`
 
     @property
     def counts(self) -> str:
@@ -732,6 +739,7 @@ class ReportDelivery:
             retries_failed=retries_failed,
             run_id=run_id,
             number_assigned=k.number_assigned,
+            number_changed=k.number_changed,
         )
 
 
@@ -772,7 +780,7 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
         )
     elif d.status == "baseline":
         title = f"{d.day} 첫 수집으로 기준일(baseline)이 만들어졌습니다. 비교할 이전 날이 없어 이벤트는 없습니다."
-    elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn or d.number_assigned):
+    elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn or d.number_assigned or d.number_changed):
         title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다(no change)."
     else:
         title = f"{d.day} 등록 현황: {base} 대비 {d.counts}."
@@ -807,9 +815,16 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
     if d.registry_size is not None:
         facts.append(("등록 수 / registry size", _n(d.registry_size)))
     if d.status not in ("rejected", "baseline"):
-        facts += [("신규 / new", _n(d.new)), ("변경 / changed", _n(d.changed)), ("취하 / withdrawn", _n(d.withdrawn))]
+        w = COUNT_LABEL_KO
+        facts += [
+            (f"{w['NEW']} / new", _n(d.new)),
+            (f"{w['CHANGED']} / changed", _n(d.changed)),
+            (f"{WITHDRAWN_FIRST_MENTION_KO} / removed from the list", _n(d.withdrawn)),
+        ]
         if d.number_assigned:
-            facts.append(("번호 부여 / number assigned", _n(d.number_assigned)))
+            facts.append((f"{w['NUMBER_ASSIGNED']} / number assigned", _n(d.number_assigned)))
+        if d.number_changed:
+            facts.append((f"{w['NUMBER_CHANGED']} / number changed", _n(d.number_changed)))
         if d.cosmetic:
             facts.append(("표기 변경(별도) / cosmetic", _n(d.cosmetic)))
     level = WARNING if d.status == "rejected" or watched else INFO

@@ -119,6 +119,7 @@ def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[
                 is_cosmetic=e["is_cosmetic"],
                 is_reappearance=e["is_reappearance"],
                 number_assigned=e["number_assigned"],
+                number_changed=e["number_changed"],
                 is_transfer=e["is_transfer"],
                 is_rename=e["is_rename"],
                 watchlist_hit=e["watchlist_hit"],
@@ -127,6 +128,8 @@ def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[
                 product_hits=hit,
                 day=history.to_date(e.get("day_id")),
                 base_day=history.to_date(e.get("base_day_id")),
+                renumber_candidates=tuple(e["renumber_candidates"] or ()),
+                gone_since=history.to_date(e.get("gone_since_day_id")),
             )
         )
     return tuple(rows)
@@ -173,6 +176,7 @@ def _gates(
                 "CHANGED": run["changed_count"] or 0,
                 "WITHDRAWN": run["withdrawn_count"] or 0,
                 "NUMBER_ASSIGNED": run["assigned_count"] or 0,
+                "NUMBER_CHANGED": run["renumbered_count"] or 0,
             }
             restated[CHURN.number] = churn_against(counts, base, settings.gates, population=run["population"] or 0)
         else:
@@ -295,11 +299,12 @@ def build_day_report(
     kpis = Kpis(
         registry_size=population,
         new=run["new_count"] or 0,
-        changed=substantive_changes(run["changed_count"], run["assigned_count"]),
+        changed=substantive_changes(run["changed_count"], run["assigned_count"], run["renumbered_count"]),
         changed_by_severity=dict(by_severity),
         withdrawn=run["withdrawn_count"] or 0,
         reappeared=run["reappeared_count"] or 0,
         number_assigned=run["assigned_count"] or 0,
+        number_changed=run["renumbered_count"] or 0,
         cosmetic=run["cosmetic_count"] or 0,
         watchlist_hits=sum(1 for e in event_rows if e.watchlist_hit and not e.is_cosmetic),
         product_hits=sum(1 for e in event_rows if e.product_hits and not e.is_cosmetic),
@@ -333,7 +338,9 @@ def build_day_report(
         withdrawal_share = kpis.withdrawn / base_population
         share_max = settings.alerts.withdrawal_share_max  # the banner warns where the alert does (docs/DOMAIN.md §9)
         if withdrawal_share > share_max:
-            warnings.append(f"취하 비율 {withdrawal_share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요")
+            warnings.append(
+                f"목록에서 삭제 비율 {withdrawal_share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요"
+            )
     if rate is not None and rate.burst:
         warnings.append(
             f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상"
@@ -563,7 +570,7 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
 
     runs = reports.period_runs(conn, *params)
-    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7], r[9]) for r in runs)
+    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7], r[9], r[10]) for r in runs)
     reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == "rejected" and r[8]}
     first_accepted = next((r for r in runs if r[1] in ("accepted", "baseline")), None)
     warnings = []

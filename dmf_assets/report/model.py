@@ -12,12 +12,14 @@ from enum import Enum
 
 import polars as pl
 
+from dmf_assets.domain.model import event_label, possible_renumbering_text, renumbering_text
+
 # --- the daily workbook's sheets (messages name them from this list only) ------------------------
 
 SHEET_SUMMARY = "요약"
 SHEET_EVENTS = "변경 이벤트"
 SHEET_FIELDS = "필드 변경"
-SHEET_NEW_WITHDRAWN = "신규·취하"  # '/' is not allowed in Excel sheet names
+SHEET_NEW_WITHDRAWN = "신규·삭제"  # '/' is not allowed in Excel sheet names
 SHEET_BY_INGREDIENT = "성분별"
 SHEET_BY_APPLICANT = "업체별"
 SHEET_BY_COUNTRY = "제조국"
@@ -121,6 +123,7 @@ class EventRow:
     is_cosmetic: bool = False
     is_reappearance: bool = False
     number_assigned: bool = False
+    number_changed: bool = False  # re-numbered: listed under another number (docs/DOMAIN.md §4)
     is_transfer: bool = False
     is_rename: bool = False
     watchlist_hit: bool = False
@@ -129,11 +132,39 @@ class EventRow:
     product_hits: tuple[str, ...] = ()  # the team's products this event touches (config/products.csv)
     day: date | None = None  # the accepted day the event was observed (이력 sheet, period report)
     base_day: date | None = None  # its comparison base
+    renumber_candidates: tuple[str, ...] = ()  # NEW / WITHDRAWN: a re-numbering with these is possible
+    gone_since: date | None = None  # a reappearance: the first accepted day it was missing from the list
 
     @property
     def is_substantive_change(self) -> bool:
         """Counted in the headline 「변경」 (실질 변경, `domain.model.substantive_changes`)."""
-        return self.event_type == "CHANGED" and not self.is_cosmetic and not self.number_assigned
+        return (
+            self.event_type == "CHANGED"
+            and not self.is_cosmetic
+            and not self.number_assigned
+            and not self.number_changed
+        )
+
+    @property
+    def previous_permit_no(self) -> str | None:
+        """The number a re-numbered registration was listed under before (its 이전 번호)."""
+        if not self.number_changed:
+            return None
+        return next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
+
+    @property
+    def label(self) -> str:
+        """The event's name: 「등록번호 변경 A → B」 for a re-numbering, else 「신규」, 「변경」, 「목록에서 삭제」."""
+        if self.number_changed:
+            return renumbering_text(self.previous_permit_no, self.permit_no)
+        return event_label(self.event_type)
+
+    @property
+    def note(self) -> str | None:
+        """「등록번호 변경 가능성: A ↔ B」 on a NEW or a disappearance that may be one half of a re-numbering."""
+        if not self.renumber_candidates:
+            return None
+        return possible_renumbering_text(self.permit_no or self.dmf_key, self.renumber_candidates)
 
 
 @dataclass(frozen=True)
@@ -146,6 +177,7 @@ class HistoryPoint:
     withdrawn: int
     cosmetic: int
     number_assigned: int = 0
+    number_changed: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,11 +213,12 @@ class AggregateRow:
 class Kpis:
     registry_size: int | None  # size of the day's accepted snapshot (or the base's on a rejected day)
     new: int = 0
-    changed: int = 0  # 실질 변경: neither cosmetic nor a number assignment (`domain.model.substantive_changes`)
+    changed: int = 0  # 실질 변경: neither cosmetic nor a number event (`domain.model.substantive_changes`)
     changed_by_severity: dict[str, int] = field(default_factory=dict)  # of `changed`: CRITICAL/HIGH/MEDIUM
     withdrawn: int = 0
     reappeared: int = 0
     number_assigned: int = 0
+    number_changed: int = 0  # 번호 변경: registrations re-numbered, never in `withdrawn` nor `new`
     cosmetic: int = 0  # CHANGED events that are cosmetic only (shown apart, not in headline counts)
     watchlist_hits: int = 0
     product_hits: int = 0  # headline events touching the team's products
@@ -262,9 +295,9 @@ class DayReport:
 NET_LABEL_KO: dict[str, str] = {
     "NEW": "신규",
     "CHANGED": "변경",
-    "WITHDRAWN": "취하",
-    "NEW_WITHDRAWN": "신규 후 취하",
-    "REAPPEARED": "취하 후 재등장",
+    "WITHDRAWN": "목록에서 삭제",
+    "NEW_WITHDRAWN": "신규 후 삭제",
+    "REAPPEARED": "삭제 후 재등장",
     "REVERTED": "변경 후 원복",
     "COSMETIC": "표기 변경만",
 }

@@ -8,7 +8,7 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import COUNT_LABEL_KO, RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
@@ -26,6 +26,7 @@ from dmf_assets.report.rows import (
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     NUMBER_ASSIGNED_DEFINITION,
+    NUMBER_CHANGED_DEFINITION,
     headline_counts,
     summary_sentences,
 )
@@ -59,9 +60,9 @@ PERIOD_FIELD_COLUMNS: tuple[Col, ...] = (Col("day", "관측일", 11, "date"), *F
 NET_DEFINITIONS: dict[str, str] = {
     "신규": "기간 중 새로 나타난 등록 (이후 변경이 있었다면 마지막 상태로 표시)",
     "변경": "기간 처음의 값과 마지막 값이 다른 항목이 있는 등록 — 두 번 바뀌었으면 처음 전 → 마지막 후 한 행",
-    "취하": "기간 중 목록에서 사라진 등록",
-    "신규 후 취하": "기간 안에서 나타났다가 사라진 등록",
-    "취하 후 재등장": "기간 안에서 사라졌다가 다시 나타난 등록",
+    "목록에서 삭제": "기간 중 목록에서 사라진 등록 (취하 등 — 목록은 취하인지 취소인지 알려 주지 않음)",
+    "신규 후 삭제": "기간 안에서 나타났다가 목록에서 사라진 등록",
+    "삭제 후 재등장": "기간 안에서 목록에서 사라졌다가 다시 나타난 등록",
     "변경 후 원복": "바뀌었다가 기간 안에 원래 값으로 돌아온 등록 (순변경 없음, 이벤트는 '전체 이벤트' 시트)",
     "표기 변경만": "띄어쓰기·문장부호 등 표기만 달라진 등록",
 }
@@ -124,7 +125,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
                     None,
                     **{
                         k: sum(getattr(d, k) for d in headline)
-                        for k in ("new", "changed", "withdrawn", "number_assigned")
+                        for k in ("new", "changed", "withdrawn", "number_assigned", "number_changed")
                     },
                 )
             )
@@ -177,7 +178,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
         Col("registry_size", "등록 현황", 24, "int"),
         Col("new", "신규", 16, "int"),
         Col("changed", "변경", 18, "int"),
-        Col("withdrawn", "취하", 14, "int"),
+        Col("withdrawn", COUNT_LABEL_KO["WITHDRAWN"], 14, "int"),
         Col("reason", "표기 변경 / 실패 사유", 40, "wrap"),
     )
     day_rows = [
@@ -190,7 +191,9 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
             "withdrawn": d.withdrawn if d.status == "accepted" else None,
             "reason": period.reasons.get(d.day)
             or (
-                f"표기 변경 {d.cosmetic:,}" + (f" · 번호 부여 {d.number_assigned:,}" if d.number_assigned else "")
+                f"표기 변경 {d.cosmetic:,}"
+                + (f" · {COUNT_LABEL_KO['NUMBER_ASSIGNED']} {d.number_assigned:,}" if d.number_assigned else "")
+                + (f" · {COUNT_LABEL_KO['NUMBER_CHANGED']} {d.number_changed:,}" if d.number_changed else "")
                 if d.status == "accepted"
                 else None
             ),
@@ -270,7 +273,8 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     meta = [{"group": "출처", "item": "출처 표시", "value": ATTRIBUTION}]
     meta += [
         {"group": "건수", "item": "변경", "value": CHANGED_DEFINITION},
-        {"group": "건수", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION},
+        {"group": "건수", "item": COUNT_LABEL_KO["NUMBER_ASSIGNED"], "value": NUMBER_ASSIGNED_DEFINITION},
+        {"group": "건수", "item": COUNT_LABEL_KO["NUMBER_CHANGED"], "value": NUMBER_CHANGED_DEFINITION},
     ]
     meta += [{"group": "순변경", "item": k, "value": v} for k, v in NET_DEFINITIONS.items()]
     meta += [{"group": "제품 목록", "item": f"제품 {i}", "value": p} for i, p in enumerate(period.products, 1)]

@@ -9,11 +9,13 @@ import polars as pl
 
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
+    COUNT_LABEL_KO,
     EVENT_LABEL_KO,
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     SITES_FIELD,
+    event_label,
 )
 from dmf_assets.domain.sites import describe_site_change, split_sites
 from dmf_assets.report.columns import Col
@@ -21,8 +23,9 @@ from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, NetChan
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 
 FLAG_LABELS: dict[str, str] = {
-    "is_reappearance": "재등장",
-    "number_assigned": "번호 부여",
+    "is_reappearance": COUNT_LABEL_KO["REAPPEARED"],
+    "number_assigned": COUNT_LABEL_KO["NUMBER_ASSIGNED"],
+    "number_changed": COUNT_LABEL_KO["NUMBER_CHANGED"],
     "is_transfer": "양도양수",
     "is_rename": "명칭 변경",
     "watchlist_hit": "관심목록",
@@ -79,10 +82,14 @@ def _change_summary(ev: EventRow) -> str | None:
     lines = change_lines(ev)
     if ev.cosmetic_fields:
         lines.append("표기 변경: " + ", ".join(field_label(f) for f in ev.cosmetic_fields))
+    if ev.gone_since:
+        lines.append(f"{ev.gone_since}부터 목록에 없다가 다시 오름")
+    if ev.note:
+        lines.append(ev.note)
     return "\n".join(lines) or None
 
 
-# --- 변경 이벤트 / 신규·취하 / 이력 ---------------------------------------------------------------------
+# --- 변경 이벤트 / 신규·삭제 / 이력 ---------------------------------------------------------------------
 
 #: the longest real number, 「20121220-144-I-186-02(10)」, fits on one line; so does 「인태반 유래」
 PERMIT_WIDTH = 25
@@ -91,7 +98,7 @@ TARGET_CLASS_WIDTH = 11
 
 EVENT_COLUMNS: tuple[Col, ...] = (
     Col("severity", "심각도", 9),
-    Col("event_type", "이벤트", 7),
+    Col("event_type", "이벤트", 11, "wrap"),
     Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 24, "wrap"),
     Col("applicant", "신청인", 20, "wrap"),
@@ -115,8 +122,9 @@ EVENT_COLUMNS: tuple[Col, ...] = (
 def event_row(ev: EventRow, base_url: str) -> dict:
     return {
         "severity": SEVERITY_LABEL_KO.get(ev.severity, ev.severity),
-        "event_type": EVENT_LABEL_KO.get(ev.event_type, ev.event_type),
+        "event_type": event_label(ev.event_type, number_changed=ev.number_changed),
         "permit_no": ev.permit_no,
+        "previous_permit_no": ev.previous_permit_no,
         "ingredient": ev.ingredient,
         "applicant": ev.applicant,
         "manufacturer": ev.manufacturer,
@@ -139,7 +147,7 @@ def event_row(ev: EventRow, base_url: str) -> dict:
 
 
 NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
-    Col("event_type", "구분", 7),
+    Col("event_type", "구분", 11, "wrap"),
     Col("severity", "심각도", 9),
     Col("permit_no", "등록번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 24, "wrap"),
@@ -173,8 +181,9 @@ RECENT_COLUMNS: tuple[Col, ...] = (
     Col("day", "관측일", 11, "date"),
     Col("base_day", "비교 기준일", 11, "date"),
     Col("severity", "심각도", 9),
-    Col("event_type", "이벤트", 7),
+    Col("event_type", "이벤트", 11, "wrap"),
     Col("permit_no", "등록번호", PERMIT_WIDTH),
+    Col("previous_permit_no", "이전 번호", PERMIT_WIDTH),
     Col("ingredient", "성분명", 22, "wrap"),
     Col("applicant", "신청인", 18, "wrap"),
     Col("manufacturer", "제조소명", 26, "wrap"),
@@ -335,6 +344,7 @@ PERMIT_FMT_LABEL_KO: dict[str, str] = {
 
 LEDGER_COLUMNS: tuple[Col, ...] = (
     Col("permit_no", "등록번호", PERMIT_WIDTH),
+    Col("previous_permit_no", "이전 번호", PERMIT_WIDTH),
     Col("permit_fmt", "번호 형식", 8),
     Col("permit_accept_date", "접수일", 11, "date"),
     Col("permit_ingr_no", "성분 번호", 7),

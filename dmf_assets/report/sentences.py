@@ -4,8 +4,8 @@ watchlist alert: one builder for all of them.
 - Events: each a whole Korean sentence (who, what, which registration, before → after) ending in
   「습니다.」; alike events (one change on many registrations, many new or withdrawn registrations of one
   applicant) become one sentence; the team's products and watchlist hits come first.
-- The day's headline figures (`headline_counts`): 신규 · 변경 · 취하, and 번호 부여 apart — 변경 is 실질 변경
-  (`domain.model.substantive_changes`) wherever a count is shown.
+- The day's headline figures (`headline_counts`): 신규 · 변경 · 삭제, and 번호 부여 / 번호 변경 apart — 변경 is
+  실질 변경 (`domain.model.substantive_changes`) wherever a count is shown; the words are `COUNT_LABEL_KO`.
 - The change rate in words (`change_rate_text`): registrations changed per day, and how that compares
   with the whole history — never λ̂, never scientific notation, never −0.
 """
@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, SITES_FIELD, substantive_changes
+from dmf_assets.domain.model import (
+    COUNT_LABEL_KO,
+    NUMBER_CHANGED_LABEL_KO,
+    SEVERITY_LABEL_KO,
+    SEVERITY_RANK,
+    SITES_FIELD,
+    WITHDRAWN_FIRST_MENTION_KO,
+    substantive_changes,
+)
 from dmf_assets.korean import josa, particle, shorten
 from dmf_assets.report.model import EventRow, FieldChangeRow, Kpis
 from dmf_assets.report.rows import field_label, sorted_events
@@ -108,15 +116,29 @@ def _listed(clauses: list[tuple[str, str]]) -> str:
     return f"{head} {texts[-1]}{particle(labels[-1], '이/가')}"
 
 
+def _maybe_renumbered(ev: EventRow) -> str:
+    """「 등록번호 변경 가능성: A ↔ B.」 after the sentence of a NEW or a disappearance that may be one."""
+    return f" {ev.note}." if ev.note else ""
+
+
 def event_sentence(ev: EventRow) -> str:
     """One event as the sentence an analyst forwards as it is."""
     number, who, what = _number(ev), _who(ev), _what(ev)
     if ev.event_type == "NEW":
         if ev.is_reappearance:
-            return f"{who}의 {what} 등록({number} · {_site(ev)})이 취하 후 다시 목록에 올랐습니다."
-        return f"{josa(who, '이/가')} {what}({number} · {_site(ev)}){particle(what, '을/를')} 신규 등록했습니다."
+            since = f" {ev.gone_since}부터 목록에 없다가" if ev.gone_since else " 목록에서 삭제된 뒤"
+            return f"{who}의 {what} 등록({number} · {_site(ev)})이{since} 다시 목록에 올랐습니다."
+        added = f"{josa(who, '이/가')} {what}({number} · {_site(ev)}){particle(what, '을/를')} 신규 등록했습니다."
+        return added + _maybe_renumbered(ev)
     if ev.event_type == "WITHDRAWN":
-        return f"{who}의 {what} 등록({number} · {_site(ev)})이 목록에서 사라져 취하로 기록했습니다."
+        return f"{who}의 {what} 등록({number} · {_site(ev)})이 목록에서 삭제되었습니다." + _maybe_renumbered(ev)
+    if ev.number_changed:
+        renumbered = (
+            f"{who}의 {what} 등록({_site(ev)})의 등록번호가 {ev.previous_permit_no}에서 "
+            f"{josa(number, '으로/로')} 바뀌었"
+        )
+        others = _clauses(ev.changes, skip=("permit_no",))
+        return f"{renumbered}고, {_listed(others)} 바뀌었습니다." if others else f"{renumbered}습니다."
     if ev.number_assigned:
         assigned = f"{who}의 {what} 등록에 등록번호 {josa(number, '이/가')} 부여되었"
         others = _clauses(ev.changes, skip=("permit_no",))
@@ -137,7 +159,7 @@ def _group_sentence(kind: str, evs: list[EventRow]) -> str:
     detail = f"성분 {ingredients} · {_examples(evs)}"
     if kind == "NEW":
         return f"{josa(_who(evs[0]), '이/가')} {n}({detail})을 신규 등록했습니다."
-    return f"{_who(evs[0])}의 등록 {n}({detail})이 목록에서 사라져 취하로 기록했습니다."
+    return f"{_who(evs[0])}의 등록 {n}({detail})이 목록에서 삭제되었습니다."
 
 
 def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) -> tuple[list[Sentence], int]:
@@ -146,9 +168,9 @@ def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) ->
     headline = [e for e in events if not e.is_cosmetic]
     groups: dict[tuple, list[EventRow]] = {}
     for ev in headline:
-        if ev.event_type == "CHANGED" and not ev.number_assigned:
+        if ev.event_type == "CHANGED" and not (ev.number_assigned or ev.number_changed):
             key: tuple = ("CHANGED", tuple((c.field, c.before, c.after) for c in ev.changes if not c.is_cosmetic))
-        elif ev.event_type == "CHANGED" or ev.is_reappearance:
+        elif ev.event_type == "CHANGED" or ev.is_reappearance or ev.renumber_candidates:
             key = ("ONE", ev.dmf_key)
         else:
             key = (ev.event_type, ev.applicant)
@@ -170,11 +192,20 @@ def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) ->
 
 #: 실질 변경, said once: the KPI row, 메타's definitions and the period report use this text
 CHANGED_DEFINITION = (
-    "실질 변경: 같은 등록의 내용이 실질적으로 달라짐 — 표기만 바뀐 변경(표기 변경)과 등록번호를 새로 받은 것"
-    "(번호 부여)은 제외"
+    "실질 변경: 같은 등록의 내용이 실질적으로 달라짐 — 표기만 바뀐 변경(표기 변경)과 등록번호를 새로 받거나"
+    "(번호 부여) 다른 번호로 바뀐 것(번호 변경)은 제외"
 )
 NUMBER_ASSIGNED_DEFINITION = (
-    "번호 없이 공개됐던 등록이 등록번호를 받음 — 취하+신규가 아니며 변경 건수에도 넣지 않는 별도 건수"
+    "번호 없이 공개됐던 등록이 등록번호를 받음 — 삭제+신규가 아니며 변경 건수에도 넣지 않는 별도 건수"
+)
+NUMBER_CHANGED_DEFINITION = (
+    f"{NUMBER_CHANGED_LABEL_KO}: 다른 항목이 모두 같은 등록이 다른 등록번호로 목록에 오름 (예: 허여 번호 (1)이 "
+    "자체 번호로) — 삭제+신규가 아닌 한 등록이며, 변경·삭제 건수에 넣지 않는 별도 건수. 문서의 등록번호를 고쳐야 "
+    "하므로 보통(MEDIUM). 짝이 하나로 정해지지 않으면 삭제와 신규로 두고 '등록번호 변경 가능성'을 적음"
+)
+WITHDRAWN_DEFINITION = (
+    f"{WITHDRAWN_FIRST_MENTION_KO}: 비교 기준일 목록에 있던 등록이 오늘 목록에 없음 — 목록은 신청인의 취하인지 "
+    "식약처의 취소인지 알려 주지 않으므로 관측한 대로 적음"
 )
 
 
@@ -190,26 +221,35 @@ class HeadlineFigures(Protocol):
     def withdrawn(self) -> int: ...
     @property
     def number_assigned(self) -> int: ...
+    @property
+    def number_changed(self) -> int: ...
 
 
 def headline_counts(c: HeadlineFigures) -> str:
-    """「신규 5 · 변경 6 · 취하 0」, with 「· 번호 부여 1」 when a number was assigned. `changed` is 실질
-    변경 (`domain.model.substantive_changes`): a number assignment is its own figure, never in 변경."""
-    text = f"신규 {c.new:,} · 변경 {c.changed:,} · 취하 {c.withdrawn:,}"
-    return text + (f" · 번호 부여 {c.number_assigned:,}" if c.number_assigned else "")
+    """「신규 5 · 변경 6 · 삭제 0」, with 「· 번호 부여 1」 / 「· 번호 변경 1」 on a day that has one. `changed` is
+    실질 변경 (`domain.model.substantive_changes`): a number event is its own figure, never in 변경 or 삭제."""
+    w = COUNT_LABEL_KO
+    text = f"{w['NEW']} {c.new:,} · {w['CHANGED']} {c.changed:,} · {w['WITHDRAWN']} {c.withdrawn:,}"
+    text += f" · {w['NUMBER_ASSIGNED']} {c.number_assigned:,}" if c.number_assigned else ""
+    return text + (f" · {w['NUMBER_CHANGED']} {c.number_changed:,}" if c.number_changed else "")
 
 
 def headline_counts_of_run(
-    new: int | None, changed_count: int | None, withdrawn: int | None, assigned_count: int | None
+    new: int | None,
+    changed_count: int | None,
+    withdrawn: int | None,
+    assigned_count: int | None,
+    renumbered_count: int | None,
 ) -> str:
-    """`headline_counts` from the stored counts (`changed_count` includes number assignments)."""
+    """`headline_counts` from the stored counts (`changed_count` includes the number events)."""
     return headline_counts(
         Kpis(
             None,
             new=new or 0,
-            changed=substantive_changes(changed_count, assigned_count),
+            changed=substantive_changes(changed_count, assigned_count, renumbered_count),
             withdrawn=withdrawn or 0,
             number_assigned=assigned_count or 0,
+            number_changed=renumbered_count or 0,
         )
     )
 

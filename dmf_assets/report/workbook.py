@@ -38,11 +38,13 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dmf_assets.domain.gates import GATES
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
+    COUNT_LABEL_KO,
     EVENT_LABEL_KO,
     FIELD_LABEL_KO,
     RUN_STATUS_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
+    WITHDRAWN_FIRST_MENTION_KO,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
@@ -101,6 +103,8 @@ from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     LOCAL_CONFIG_FILE,
     NUMBER_ASSIGNED_DEFINITION,
+    NUMBER_CHANGED_DEFINITION,
+    WITHDRAWN_DEFINITION,
     event_sentence,
     headline_counts,
     products_hint,
@@ -113,17 +117,18 @@ from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame
 NOT_REFLECTED = "이 날짜의 변경 내역은 반영되지 않았습니다"
 _WEEKDAYS_KO = "월화수목금토일"
 
-#: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels). The four
-#: headline figures come first — 신규 · 변경 (실질 변경) · 취하 · 번호 부여 — as in the banner and the mail.
+#: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels). The headline
+#: figures come first — 신규 · 변경 (실질 변경) · 삭제 · 번호 부여 · 번호 변경 — as in the banner and the mail.
 KPI_LABELS: dict[str, str] = {
     "registry_size": "등록 현황 (건)",
-    "new": "신규",
+    "new": COUNT_LABEL_KO["NEW"],
     "changed": "변경 (실질 변경)",
     "changed_CRITICAL": "  · 심각",
     "changed_HIGH": "  · 높음",
     "changed_MEDIUM": "  · 보통",
-    "withdrawn": "취하",
-    "number_assigned": "번호 부여",
+    "withdrawn": WITHDRAWN_FIRST_MENTION_KO,
+    "number_assigned": COUNT_LABEL_KO["NUMBER_ASSIGNED"],
+    "number_changed": COUNT_LABEL_KO["NUMBER_CHANGED"],
     "reappeared": "재등장 (신규 중)",
     "watchlist_hits": "관심목록 해당",
     "product_hits": "자사 제품 해당",
@@ -135,9 +140,10 @@ _KPI_NOTES: dict[str, str] = {
     "changed_CRITICAL": "제조소명·제조소 소재지·제조국 변경",
     "changed_HIGH": "성분명·신청인·사업자등록번호 변경, 관심목록 해당",
     "changed_MEDIUM": "발급일자·대상의약품 변경",
-    "withdrawn": "비교 기준일에 있었으나 오늘 목록에서 사라진 등록",
+    "withdrawn": "비교 기준일에 있었으나 오늘 목록에 없는 등록 — 취하인지 취소인지는 목록이 알려 주지 않음",
     "number_assigned": NUMBER_ASSIGNED_DEFINITION,
-    "reappeared": "과거에 취하된 뒤 다시 나타난 등록 (신규에 포함)",
+    "number_changed": NUMBER_CHANGED_DEFINITION,
+    "reappeared": "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
     "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
     "cosmetic": "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
@@ -273,7 +279,7 @@ def _rejected_table_sheet(wb: Workbook, name: str, report: DayReport, title: str
 
 
 SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
-#: the trend table's last column (번호 부여), beyond the 요약 grid; the chart's hidden helper column after it
+#: the trend table's last columns (번호 변경, 표기 변경), beyond the 요약 grid; the chart's hidden helper column after them
 _TREND_EXTRA_WIDTH = 12.0
 _SUMMARY_SPAN = sum(SUMMARY_WIDTHS[1:])  # a value merged over B:G
 
@@ -289,7 +295,7 @@ class _Summary:
             report,
             widths=SUMMARY_WIDTHS,
             title=f"DMF 일일 리포트 · {_day_label(report.day)}",
-            note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·취하 요약",
+            note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약",
         )
         self.row = 3
 
@@ -403,6 +409,7 @@ class _Summary:
             **{f"changed_{s}": k.changed_by_severity.get(s, 0) for s in ("CRITICAL", "HIGH", "MEDIUM")},
             "withdrawn": k.withdrawn,
             "number_assigned": k.number_assigned,
+            "number_changed": k.number_changed,
             "reappeared": k.reappeared,
             "watchlist_hits": k.watchlist_hits,
             "product_hits": k.product_hits,
@@ -498,7 +505,7 @@ class _Summary:
             put_text(ws, self.row, 1, ev.permit_no or ev.dmf_key)
             cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
             cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
-            put_text(ws, self.row, 3, EVENT_LABEL_KO.get(ev.event_type, ev.event_type))
+            put_text(ws, self.row, 3, ev.label)
             put_text(ws, self.row, 4, ev.ingredient)
             put_text(ws, self.row, 5, ev.applicant)
             put_text(ws, self.row, 6, ", ".join(ev.watch_reasons))
@@ -528,6 +535,7 @@ class _Summary:
                         "changed": h.changed,
                         "withdrawn": h.withdrawn,
                         "number_assigned": h.number_assigned,
+                        "number_changed": h.number_changed,
                         "cosmetic": h.cosmetic,
                     }
                     if h.status == DayStatus.ACCEPTED.value
@@ -546,7 +554,8 @@ class _Summary:
                 cell = ws.cell(row=row_no, column=2)
                 cell.fill, cell.font = st.verdict_style("fail")
 
-        ws.column_dimensions[get_column_letter(len(TREND_COLUMNS))].width = _TREND_EXTRA_WIDTH
+        for extra in range(len(SUMMARY_WIDTHS) + 1, len(TREND_COLUMNS) + 1):
+            ws.column_dimensions[get_column_letter(extra)].width = _TREND_EXTRA_WIDTH
         last = write_table(ws, top, TREND_COLUMNS, rows, row_hook=hook, set_widths=False)
         # the chart's rejected-day series reads a hidden column beside the table (outside it and its filter)
         marker_col = len(TREND_COLUMNS) + 1
@@ -571,9 +580,10 @@ TREND_COLUMNS: tuple[Col, ...] = (
     Col("registry_size", "등록 현황", 24, "int"),
     Col("new", "신규", 16, "int"),
     Col("changed", "변경", 18, "int"),
-    Col("withdrawn", "취하", 14, "int"),
-    Col("number_assigned", "번호 부여", 40, "int"),
-    Col("cosmetic", "표기 변경", _TREND_EXTRA_WIDTH, "int"),
+    Col("withdrawn", COUNT_LABEL_KO["WITHDRAWN"], 14, "int"),
+    Col("number_assigned", COUNT_LABEL_KO["NUMBER_ASSIGNED"], 40, "int"),
+    Col("number_changed", COUNT_LABEL_KO["NUMBER_CHANGED"], _TREND_EXTRA_WIDTH, "int"),
+    Col("cosmetic", COUNT_LABEL_KO["COSMETIC"], _TREND_EXTRA_WIDTH, "int"),
 )
 GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
 
@@ -608,7 +618,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
     chart.type = "col"
     chart.grouping = "stacked"
     chart.overlap = 100
-    chart.title = f"일별 신규·변경·취하 (최근 {last - top}일)"
+    chart.title = f"일별 신규·변경·삭제 (최근 {last - top}일)"
     chart.y_axis.title = "건수"
     chart.y_axis.majorGridlines = None
     chart.x_axis.number_format = "mm-dd"
@@ -763,7 +773,7 @@ def _fields_sheet(wb: Workbook, report: DayReport) -> int:
 
 def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
     cols = NEW_WITHDRAWN_COLUMNS
-    title = f"신규 · 취하 · {report.day.isoformat()}"
+    title = f"신규 · 목록에서 삭제 · {report.day.isoformat()}"
     if report.is_rejected:
         _rejected_table_sheet(wb, SHEET_NEW_WITHDRAWN, report, title)
         return 0
@@ -772,7 +782,10 @@ def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
         note = _event_sheet_note(report)
     else:
         new = sum(1 for e in report.events if e.event_type == "NEW")
-        note = f"신규 {new:,}건, 취하 {len(rows) - new:,}건 — 등록 전체 정보. 비교 기준 {day_text(report.comparison_base)}."
+        note = (
+            f"신규 {new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {len(rows) - new:,}건 — 등록 전체 정보. "
+            f"비교 기준 {day_text(report.comparison_base)}."
+        )
     ws = _frame(wb, SHEET_NEW_WITHDRAWN, report, column_widths(cols), title, note)
     write_table(ws, 4, cols, rows, row_hook=severity_hook(2))
     finish_table_sheet(ws, 4)
@@ -974,22 +987,23 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
 
 
 SEVERITY_DEFINITIONS: dict[str, str] = {
-    "CRITICAL": "제조소명·제조소 소재지·제조국의 실질 변경, 취하(목록에서 사라짐)",
-    "HIGH": "성분명·신청인·사업자등록번호 변경(양도양수 포함), 취하 후 재등장한 신규, 관심목록 해당(최소 높음)",
-    "MEDIUM": "발급일자·대상의약품 변경",
+    "CRITICAL": f"제조소명·제조소 소재지·제조국의 실질 변경, {WITHDRAWN_FIRST_MENTION_KO}",
+    "HIGH": "성분명·신청인·사업자등록번호 변경(양도양수 포함), 목록에서 삭제된 뒤 재등장한 신규, 관심목록 해당(최소 높음)",
+    "MEDIUM": "발급일자·대상의약품 변경, 등록번호 변경",
     "INFO": "신규 등록, 등록번호 부여",
     "COSMETIC": "띄어쓰기·문장부호·대소문자·법인격 표기((주), 주식회사 등)만 달라진 변경 — 헤드라인 건수에서 제외하고 '필드 변경' 시트에 회색으로 표시",
 }
 EVENT_DEFINITIONS: dict[str, str] = {
-    "NEW": "오늘 목록에만 있는 등록. 과거에 취하됐다 다시 나타나면 '재등장'(높음)",
+    "NEW": "오늘 목록에만 있는 등록. 과거에 목록에서 삭제됐다 다시 나타나면 '재등장'(높음)",
     "CHANGED": "비교 기준일과 오늘 모두 있으나 내용이 달라진 등록. 가장 심각한 항목의 심각도를 따름. 건수의 '변경'은 "
     + CHANGED_DEFINITION
-    + "; 번호 부여는 '번호 부여' 건수로 따로 셈",
-    "WITHDRAWN": "비교 기준일 목록에 있었으나 오늘 목록에 없는 등록 (완전성이 증명된 수집분에서만 판정)",
+    + "; 번호 부여와 번호 변경은 각각의 건수로 따로 셈",
+    "WITHDRAWN": WITHDRAWN_DEFINITION + " (완전성이 증명된 수집분에서만 판정)",
 }
 FLAG_DEFINITIONS: dict[str, str] = {
-    "is_reappearance": "과거 취하 이력이 있는 등록이 다시 나타남",
-    "number_assigned": "등록번호 없이 공개됐던 등록이 번호를 받음 — 취하+신규가 아닌 한 건의 변경",
+    "is_reappearance": "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남",
+    "number_assigned": "등록번호 없이 공개됐던 등록이 번호를 받음 — 삭제+신규가 아닌 한 건의 변경",
+    "number_changed": "다른 항목이 모두 같은 등록이 다른 등록번호로 목록에 오름 — 삭제+신규가 아닌 한 건의 변경",
     "is_transfer": "사업자등록번호가 바뀜 (등록의 양도양수)",
     "is_rename": "사업자등록번호는 같고 신청인 이름만 바뀜 (상호 변경)",
     "watchlist_hit": "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'",
@@ -997,7 +1011,7 @@ FLAG_DEFINITIONS: dict[str, str] = {
 NOTES: tuple[str, ...] = (
     "출처 API는 현재 상태만 제공하므로, 변경은 매일 전체 목록을 받아 직전 정상 수집일과 비교해 판정합니다.",
     f"수용 게이트 {len(GATES)}개({'·'.join(g.label_ko for g in GATES)})를 모두 통과한 수집분만 반영합니다. 실패한 날은 비교 기준이 그대로이며, 다음 정상 수집일의 비교가 그 사이 변경을 모두 포함합니다.",
-    "표기 변경(COSMETIC)은 헤드라인 건수(신규·변경·취하)에 포함하지 않습니다.",
+    "표기 변경(COSMETIC)은 헤드라인 건수(신규·변경·삭제)에 포함하지 않습니다.",
     "제조국은 제조소별로 하나씩 기록되므로 제조국별 집계의 합은 등록 수보다 클 수 있습니다.",
     f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",
     "원문 텍스트는 모두 문자열로 저장되며 수식으로 해석되지 않습니다. XML에 쓸 수 없는 제어 문자는 U+FFFD(�)로 바꾸고, 32,767자를 넘는 값은 잘라 '…(잘림)'으로 표시합니다.",
@@ -1037,7 +1051,8 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
         {"group": "이벤트", "item": f"{EVENT_LABEL_KO[t]} ({t})", "value": text}
         for t, text in EVENT_DEFINITIONS.items()
     ]
-    rows.append({"group": "이벤트", "item": "번호 부여", "value": NUMBER_ASSIGNED_DEFINITION})
+    rows.append({"group": "이벤트", "item": COUNT_LABEL_KO["NUMBER_ASSIGNED"], "value": NUMBER_ASSIGNED_DEFINITION})
+    rows.append({"group": "이벤트", "item": COUNT_LABEL_KO["NUMBER_CHANGED"], "value": NUMBER_CHANGED_DEFINITION})
     rows += [{"group": "표시", "item": FLAG_LABELS[f], "value": text} for f, text in FLAG_DEFINITIONS.items()]
     rows += [
         {

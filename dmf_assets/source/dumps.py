@@ -325,7 +325,7 @@ def _from_archive(directory: Path) -> Dump:
         )
         raise DumpError(
             f"{directory}: 이 날짜의 수집 상태가 '{status}'입니다 — {what}. 불완전한 목록은 비교하지 않습니다 "
-            f"(이 목록으로는 취하를 판단할 수 없습니다) / the fetch of this day did not complete (status {status!r}); "
+            f"(이 목록으로는 목록에서 삭제된 등록을 판단할 수 없습니다) / the fetch of this day did not complete (status {status!r}); "
             "an incomplete list is not compared"
         )
     frames: list[pl.DataFrame] = []
@@ -357,7 +357,7 @@ def load_dump(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> Dump:
         dump = _from_file(path, block_bytes)
     if dump.rows == 0:
         raise DumpError(
-            f"{path}: 등록 현황이 0건입니다 — 빈 목록은 비교하지 않습니다 (모든 등록이 취하된 것으로 보일 수 있습니다) / "
+            f"{path}: 등록 현황이 0건입니다 — 빈 목록은 비교하지 않습니다 (모든 등록이 목록에서 삭제된 것으로 보일 수 있습니다) / "
             "the dump has no rows; an empty list is never compared"
         )
     return dump

@@ -46,9 +46,10 @@ def event_changes(conn: duckdb.DuckDBPyConnection, event_ids: list[int]) -> list
     return _dicts(conn.execute(query("analyst.event_changes_of"), [event_ids]))
 
 
-def number_assignments(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> list[tuple]:
-    """(synthetic key, the key it continued as) of the registrations that received their number."""
-    return conn.execute(query("analyst.number_assignments"), [record_ids, record_ids]).fetchall()
+def number_links(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> list[tuple]:
+    """(key, the key it continued as, day_id, re-numbered?) of the registrations that received their number
+    or were listed under another number, oldest first."""
+    return conn.execute(query("analyst.number_links"), [record_ids, record_ids]).fetchall()
 
 
 def accepted_days(conn: duckdb.DuckDBPyConnection) -> list[int]:

@@ -158,7 +158,7 @@ class HistoryContent:
     """What a history says, without run ids, event ids or times: each day's outcome and its events (with
     their field changes) — two histories that say the same have equal contents."""
 
-    outcomes: dict[date, tuple]  # day -> (status, rejected gate, base day, population, the six counts)
+    outcomes: dict[date, tuple]  # day -> (status, rejected gate, base day, population, the seven counts)
     events: dict[date, Counter]  # day -> its events, each a tuple of every column but the id, changes last
 
 
@@ -251,6 +251,7 @@ def _counts_params(counts: dict[str, int]) -> list[int]:
         counts.get("COSMETIC", 0),
         counts.get("REAPPEARED", 0),
         counts.get("NUMBER_ASSIGNED", 0),
+        counts.get("NUMBER_CHANGED", 0),
     ]
 
 
@@ -334,12 +335,7 @@ def write_rejection(
             reason,
             day_id(base.day) if base.day else None,
             None,
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
+            *_counts_params({}),
             time.monotonic() - started,
             run_id,
             d,

@@ -84,8 +84,8 @@ SELECT ?::BIGINT * 1000000 + e.ordinal AS event_id,
        s.version_id,
        bs.version_id AS base_version_id,
        e.dmf_key, e.base_dmf_key, e.permit_no,
-       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
-       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.number_changed, e.is_transfer, e.is_rename,
+       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields, e.renumber_candidates
 FROM day_events e
 LEFT JOIN records r ON r.dmf_key = e.dmf_key AND e.event_type <> 'WITHDRAWN'
 LEFT JOIN records br ON br.dmf_key = e.base_dmf_key
@@ -123,8 +123,10 @@ FROM (
     LEFT JOIN (SELECT record_id, min(day_id) AS first_day, max(day_id) AS last_day,
                       arg_max(version_id, day_id) AS current_version_id
                FROM snapshots GROUP BY record_id) s ON s.record_id = r.record_id
+    -- the record it continues as: its number received, or listed under another number (docs/DOMAIN.md §4)
     LEFT JOIN (SELECT base_record_id, arg_max(record_id, day_id) AS numbered_as
-               FROM events WHERE number_assigned GROUP BY base_record_id) na ON na.base_record_id = r.record_id
+               FROM events WHERE number_assigned OR number_changed GROUP BY base_record_id) na
+           ON na.base_record_id = r.record_id
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events
                WHERE event_type = 'CHANGED' AND NOT is_cosmetic GROUP BY record_id) ch ON ch.record_id = r.record_id
     LEFT JOIN (SELECT base_record_id, count(*) AS n FROM events
@@ -174,14 +176,15 @@ ON CONFLICT (day_id) DO UPDATE SET
 UPDATE runs SET
     status = ?, rejected_gate = ?, reason = ?, base_day_id = ?, population = ?,
     new_count = ?, changed_count = ?, withdrawn_count = ?, cosmetic_count = ?,
-    reappeared_count = ?, assigned_count = ?, process_seconds = ?, dagster_run_id = coalesce(?, dagster_run_id),
+    reappeared_count = ?, assigned_count = ?, renumbered_count = ?, process_seconds = ?,
+    dagster_run_id = coalesce(?, dagster_run_id),
     committed_at = now()::TIMESTAMP, rederived_at = NULL, rederived_by = NULL
 WHERE day_id = ?;
 
 -- name: set_rederived
 UPDATE runs SET
     status = ?, base_day_id = ?, new_count = ?, changed_count = ?, withdrawn_count = ?, cosmetic_count = ?,
-    reappeared_count = ?, assigned_count = ?, rederived_at = now()::TIMESTAMP, rederived_by = ?
+    reappeared_count = ?, assigned_count = ?, renumbered_count = ?, rederived_at = now()::TIMESTAMP, rederived_by = ?
 WHERE day_id = ?;
 
 -- name: delete_gate
@@ -229,15 +232,15 @@ LIMIT ?;
 -- name: run_outcomes
 -- Every judged day's outcome, without run ids or times: what a rebuilt history must reproduce.
 SELECT day_id, status, rejected_gate, base_day_id, population, new_count, changed_count, withdrawn_count,
-       cosmetic_count, reappeared_count, assigned_count
+       cosmetic_count, reappeared_count, assigned_count, renumbered_count
 FROM runs
 ORDER BY day_id;
 
 -- name: event_contents
 -- Every stored event without its ids (a rebuild may number them otherwise); its changes are read apart.
 SELECT event_id, day_id, base_day_id, event_type, severity, dmf_key, base_dmf_key, permit_no, is_cosmetic,
-       is_reappearance, number_assigned, is_transfer, is_rename, watchlist_hit, watch_reasons, changed_fields,
-       cosmetic_fields
+       is_reappearance, number_assigned, number_changed, is_transfer, is_rename, watchlist_hit, watch_reasons,
+       changed_fields, cosmetic_fields, renumber_candidates
 FROM events;
 
 -- name: change_contents

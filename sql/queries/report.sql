@@ -2,12 +2,17 @@
 
 -- name: day_events
 SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
-       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
-       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.number_changed, e.is_transfer, e.is_rename,
+       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields, e.renumber_candidates,
        v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
        v.countries, v.issue_date, v.target_class,
        e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
-       bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key
+       bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
+       -- a reappearance: the first day it was missing under this key (its latest disappearance, or the day it
+       -- continued under another number, before this day)
+       (SELECT max(w.day_id) FROM events w
+        WHERE e.is_reappearance AND w.base_record_id = e.record_id AND w.day_id < e.day_id
+          AND (w.event_type = 'WITHDRAWN' OR w.number_changed OR w.number_assigned)) AS gone_since_day_id
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
 LEFT JOIN record_versions bv ON bv.version_id = e.base_version_id
@@ -21,10 +26,11 @@ WHERE day_id = ?
 ORDER BY event_id;
 
 -- name: history_points
--- 변경 = 실질 변경: changed_count counts number assignments too (domain.model.substantive_changes)
+-- 변경 = 실질 변경: changed_count counts number assignments and changes too (domain.model.substantive_changes)
 SELECT day_id, status, population, coalesce(new_count, 0),
-       coalesce(changed_count, 0) - coalesce(assigned_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), coalesce(assigned_count, 0)
+       coalesce(changed_count, 0) - coalesce(assigned_count, 0) - coalesce(renumbered_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), coalesce(assigned_count, 0),
+       coalesce(renumbered_count, 0)
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
@@ -76,12 +82,17 @@ SELECT count(*), sum(attempts), sum(bytes), sum(elapsed_ms) FROM fetch_stats WHE
 -- name: recent_events
 -- every event of the accepted days in [from, to] (the 이력 sheet), same columns as day_events
 SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
-       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.is_transfer, e.is_rename,
-       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields,
+       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.number_changed, e.is_transfer, e.is_rename,
+       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields, e.renumber_candidates,
        v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
        v.countries, v.issue_date, v.target_class,
        e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
        bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
+       -- a reappearance: the first day it was missing under this key (its latest disappearance, or the day it
+       -- continued under another number, before this day)
+       (SELECT max(w.day_id) FROM events w
+        WHERE e.is_reappearance AND w.base_record_id = e.record_id AND w.day_id < e.day_id
+          AND (w.event_type = 'WITHDRAWN' OR w.number_changed OR w.number_assigned)) AS gone_since_day_id,
        e.record_id, e.base_record_id
 FROM events e
 LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
@@ -97,7 +108,8 @@ ORDER BY event_id;
 
 -- name: rate_runs
 -- accepted comparisons up to a day: changed registrations (실질 변경), the base's population, the interval
-SELECT r.day_id, r.base_day_id, coalesce(r.changed_count, 0) - coalesce(r.assigned_count, 0), b.population
+SELECT r.day_id, r.base_day_id,
+       coalesce(r.changed_count, 0) - coalesce(r.assigned_count, 0) - coalesce(r.renumbered_count, 0), b.population
 FROM runs r JOIN runs b ON b.day_id = r.base_day_id
 WHERE r.status = 'accepted' AND r.day_id <= ?
 ORDER BY r.day_id;
@@ -107,8 +119,9 @@ SELECT population FROM runs WHERE status IN ('accepted', 'baseline') AND day_id 
 
 -- name: period_runs
 SELECT day_id, status, base_day_id, population, coalesce(new_count, 0),
-       coalesce(changed_count, 0) - coalesce(assigned_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason, coalesce(assigned_count, 0)
+       coalesce(changed_count, 0) - coalesce(assigned_count, 0) - coalesce(renumbered_count, 0),
+       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason, coalesce(assigned_count, 0),
+       coalesce(renumbered_count, 0)
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
