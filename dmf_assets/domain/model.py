@@ -95,8 +95,16 @@ class EventType(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
 
 EVENT_LABEL_KO: dict[str, str] = {"NEW": "신규", "CHANGED": "변경", "WITHDRAWN": "취하"}
 
+#: a day no run recorded at all (no row in `runs`): the calendar's word for it
+NOT_RUN = "not_run"
 #: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
-RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
+RUN_STATUS_KO: dict[str, str] = {
+    "accepted": "반영",
+    "baseline": "기준일",
+    "rejected": "거부",
+    "pending": "판정만",
+    NOT_RUN: "미실행",
+}
 
 
 def substantive_changes(changed: int | None, number_assigned: int | None) -> int:
