@@ -59,7 +59,7 @@ from dmf_assets.storage.db import DatabaseBusy, DatabaseDamaged, DatabaseOutdate
 from dmf_assets.storage.registry import NoHistory
 from dmf_assets.web import data
 from dmf_assets.web.files import XLSX, is_report_name, listed_workbooks, requested_name, servable
-from dmf_assets.web.server import DEADLINE_EXTENSION, MIN_DOWNLOAD_RATE, REQUEST_DEADLINE_S, log
+from dmf_assets.web.server import DEADLINE_EXTENSION, log
 
 TOKEN_COOKIE = "dmf_web_token"
 MAX_TEXT = 200  # characters of a search box or filter: longer is no registration's value
@@ -332,9 +332,8 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
         target = servable(site.reports_dir, name)
         if target is None:
             return PlainTextResponse("파일이 없습니다 / not found\n", status_code=404)
-        size = target.stat().st_size
-        if allow := request.scope.get("extensions", {}).get(DEADLINE_EXTENSION):
-            allow["allow"](REQUEST_DEADLINE_S + size / MIN_DOWNLOAD_RATE)
+        if deadline := request.scope.get("extensions", {}).get(DEADLINE_EXTENSION):
+            deadline["download"](target.stat().st_size)
         return FileResponse(target, media_type=XLSX, headers=_attachment(name))
 
     @endpoint

@@ -262,11 +262,13 @@ def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
     matching keys (spacing, (주)/주식회사/㈜, case and punctuation do not matter), and the filters."""
     conditions: list[pl.Expr] = []
     if sq.q:
-        keys = {k for k in (match_key(sq.q, "text"), match_key(sq.q, "company")) if k}
+        # the company key: the text key without legal forms (or the text key when nothing else is left) — so
+        # "아세트 아미노펜 ㈜" looks for what "아세트아미노펜" does, and "(주)삼오 제약" for "삼오제약"
+        key = match_key(sq.q, "company")
         either = [
-            pl.col(column).str.contains(k, literal=True).fill_null(False)
-            for k in sorted(keys)
+            pl.col(column).str.contains(key, literal=True).fill_null(False)
             for column in ("ingredient_key", "applicant_key", "manufacturer_key")
+            if key
         ]
         if compact := analyst.compact_key(sq.q):
             either.append(pl.col("permit_compact").str.contains(compact, literal=True).fill_null(False))

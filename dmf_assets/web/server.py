@@ -4,7 +4,7 @@
     REQUEST_DEADLINE_S (a client trickling one byte every few seconds is cut off), the answer is given within
     the same time again — a workbook download within that plus its size at MIN_DOWNLOAD_RATE — and a
     kept-alive connection's next request starts a new deadline;
-  * at most MAX_CONNECTIONS are open at once: the next one gets a quick 503 with Retry-After, unread;
+  * at most MAX_CONNECTIONS are served at once: the next one gets a quick 503 with Retry-After;
   * the socket is bound here, so a port in use is one line naming the program that holds it;
   * on any address but loopback it does not start without an access token (`access_rule`).
 
@@ -18,6 +18,7 @@ import asyncio
 import errno
 import ipaddress
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -35,7 +36,8 @@ REQUEST_DEADLINE_S = 5.0  # request line + headers arrive within this, and the a
 MIN_DOWNLOAD_RATE = 64 * 1024  # bytes/s a download may not fall below (a 3 MB workbook: 5 s + 47 s at most)
 #: a team opening the morning's page, beside a few stuck clients; beyond: 503, not unbounded connections
 MAX_CONNECTIONS = 64
-#: scope["extensions"][DEADLINE_EXTENSION]["allow"](seconds): from now on, `seconds` more for this request
+#: scope["extensions"][DEADLINE_EXTENSION]["download"](size): the answer about to be sent is `size` bytes long —
+#: its deadline becomes the request deadline plus that size at the minimum download rate
 DEADLINE_EXTENSION = "dmf.deadline"
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
@@ -45,19 +47,19 @@ _BUSY_BODY = "바쁩니다, 잠시 후 다시 / busy, retry shortly\n".encode()
 log = logging.getLogger("dmf.web")
 
 
-def guarded_protocol(request_deadline_s: float, max_connections: int) -> type[HttpToolsProtocol]:
+def guarded_protocol(
+    request_deadline_s: float, max_connections: int, min_download_rate: float
+) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol with per-request deadlines and a connection limit (module docstring)."""
 
     class GuardedProtocol(HttpToolsProtocol):
         _deadline: asyncio.TimerHandle | None = None
+        _over = False  # one connection more than the limit: answered 503 as soon as its request is read
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > max_connections:
-                transport.write(_BUSY + f"Content-Length: {len(_BUSY_BODY)}\r\n\r\n".encode() + _BUSY_BODY)
-                transport.close()
-                return
-            self._allow(request_deadline_s)
+            self._over = len(self.connections) > max_connections
+            self._allow(min(request_deadline_s, 2.0) if self._over else request_deadline_s)
 
         def _allow(self, seconds: float) -> None:
             if self._deadline is not None:
@@ -69,13 +71,28 @@ def guarded_protocol(request_deadline_s: float, max_connections: int) -> type[Ht
                 # a client that stopped reading would keep close() waiting for its buffer: drop that at once
                 (self.transport.abort if self.transport.get_write_buffer_size() else self.transport.close)()
 
+        def _download(self, size: int) -> None:
+            self._allow(request_deadline_s + size / min_download_rate)
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self.scope["extensions"] = {DEADLINE_EXTENSION: {"allow": self._allow}}
+            self.scope["extensions"] = {DEADLINE_EXTENSION: {"download": self._download}}
 
         def on_headers_complete(self) -> None:
+            if self._over:  # read first, then answered: closing on unread bytes would reset the connection
+                self.transport.write(_BUSY + f"Content-Length: {len(_BUSY_BODY)}\r\n\r\n".encode() + _BUSY_BODY)
+                self.transport.close()
+                return
             self._allow(request_deadline_s)  # the request has arrived: now the time to answer
             super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self._over:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if not self._over:
+                super().on_message_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -167,12 +184,13 @@ class WebServer:
         *,
         request_deadline_s: float = REQUEST_DEADLINE_S,
         max_connections: int = MAX_CONNECTIONS,
+        min_download_rate: float = MIN_DOWNLOAD_RATE,
     ) -> None:
         _quiet_logs()
         self.sock = sock
         config = uvicorn.Config(
             app,
-            http=guarded_protocol(request_deadline_s, max_connections),
+            http=guarded_protocol(request_deadline_s, max_connections, min_download_rate),
             lifespan="off",
             log_config=None,
             access_log=False,
@@ -188,11 +206,25 @@ class WebServer:
         return int(self.sock.getsockname()[1])
 
     def serve(self) -> None:
-        """Until Ctrl-C or SIGTERM (uvicorn's own signal handling, in the main thread)."""
-        self.server.run(sockets=[self.sock])
+        """In the foreground until Ctrl-C, SIGTERM or SIGHUP — then a clean stop and a normal return (uvicorn's
+        own handling would end the process by the signal again)."""
+        stop = threading.Event()
+        signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in signals}
+        try:
+            self.start()
+            while not stop.wait(0.5) and self._thread is not None and self._thread.is_alive():
+                pass
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def start(self, timeout_s: float = 30.0) -> None:
-        self._thread = threading.Thread(target=self.serve, name="dmf-web", daemon=True)
+        """Serving in a thread of this process (uvicorn leaves the signals to the main thread)."""
+        self._thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, name="dmf-web", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
