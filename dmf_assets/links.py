@@ -2,8 +2,8 @@
 `[web] public_base_url`, never from the port a server happens to listen on at the moment: a port or host
 change then needs no re-run, and an old day's link keeps working once the page is reachable again.
 
-The paths are the routes of the team's page (`web/app.py`): `/day/YYYY-MM-DD`, `/reports/<workbook>`,
-`/dmf/<number or key>`, `/search?…`. Foundation layer: importable without Starlette (notify, defs).
+The paths are routes of the team's page (`web/app.py`): `/day/YYYY-MM-DD`, `/reports/<workbook>` (and, through
+`link`, any other: `/dmf/<number>`, `/search?q=…`). Foundation layer: importable without Starlette (notify, defs).
 """
 
 from __future__ import annotations
@@ -32,12 +32,3 @@ def day_link(base: str, day: date) -> str:
 def workbook_link(base: str, name: str) -> str:
     """A workbook of reports/ by its file name (`DMF_리포트_YYYY-MM-DD.xlsx`)."""
     return link(base, f"reports/{quote(name)}")
-
-
-def registration_link(base: str, key: str) -> str:
-    """One registration's page, by its permit number or key."""
-    return link(base, f"dmf/{quote(key, safe='')}")
-
-
-def search_link(base: str, text: str) -> str:
-    return link(base, "search", {"q": text})

@@ -265,3 +265,26 @@ def test_refuses_to_serve_the_project_or_an_empty_folder():
         with pytest.raises(UserError, match="reports_dir"):
             check_reports_dir(bad)
     assert not is_report_name(".env") and is_report_name(DAY) and is_report_name(PERIOD)
+
+
+def test_every_written_link_starts_with_the_configured_address_not_the_port_of_the_moment(tmp_path):
+    """Dagster metadata, mail and webhook links come from [web] public_base_url through `links.link`: with it set,
+    a different port changes no link; without it, the configured port on this machine."""
+    from datetime import date
+
+    from dmf_assets import links
+    from dmf_assets.settings import load_settings
+
+    config = tmp_path / "dmf.toml"
+    config.write_text('[web]\nport = 8810\npublic_base_url = "https://intra.example.kr/dmf/"\n', encoding="utf-8")
+    web = load_settings(config).web
+    base = links.base_url(web)
+    assert base == "https://intra.example.kr/dmf"
+    assert links.day_link(base, date(2026, 11, 6)) == "https://intra.example.kr/dmf/day/2026-11-06"
+    assert links.workbook_link(base, DAY) == f"https://intra.example.kr/dmf/reports/{quote(DAY)}"
+    assert (
+        links.link(base, "search", {"q": "㈜ 삼오"})
+        == "https://intra.example.kr/dmf/search?q=%E3%88%9C%20%EC%82%BC%EC%98%A4"
+    )
+    config.write_text("[web]\nport = 8810\n", encoding="utf-8")
+    assert links.base_url(load_settings(config).web) == "http://127.0.0.1:8810"

@@ -50,7 +50,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.nedrug import NEDRUG_LINK_TEXT, SOURCE_BASE_FALLBACK, nedrug_search
-from dmf_assets.report.retention import LATEST_NAME
+from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
 from dmf_assets.report.sentences import summary_sentences
 from dmf_assets.report.sheet_frame import ATTRIBUTION
@@ -207,12 +207,12 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
         run.__name__ = fn.__name__
         return run
 
-    def read(key: Any, build: Callable[[Any], Any]) -> Any:
-        return site.reader.read(key, build)
+    def read(key: Any, build: Callable[[Any], Any], *, big: bool = False) -> Any:
+        return site.reader.read(key, build, big=big)
 
     def registry_of(day: date | None) -> data.Registry:
         try:
-            return read(("registry", day), lambda conn: data.registry_of(conn, day))
+            return read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
         except NoHistory:
             raise Problem(
                 404,
@@ -300,13 +300,15 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
     @endpoint
     def day_page(request: Request) -> Response:
         day = _day(request.path_params["day"], "날짜")
-        view = read(("day", day), lambda conn: data.day_page(conn, day, site.settings, site.reports_dir))
+        view = read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
+        workbook = dated_workbook_name(day)  # written after the day's commit: looked for now, not remembered
         sentences = summary_sentences(view.report.events, limit=10_000)[0] if view.report else []
         events = sorted_events(view.report.headline_events) if view.report else []
         return page(
             request,
             "day.html",
             view=view,
+            workbook=workbook if servable(site.reports_dir, workbook) else None,
             sentences=sentences,
             events=events,
             change_lines=change_lines,
@@ -332,8 +334,6 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
         target = servable(site.reports_dir, name)
         if target is None:
             return PlainTextResponse("파일이 없습니다 / not found\n", status_code=404)
-        if deadline := request.scope.get("extensions", {}).get(DEADLINE_EXTENSION):
-            deadline["download"](target.stat().st_size)
         return FileResponse(target, media_type=XLSX, headers=_attachment(name))
 
     @endpoint
@@ -443,9 +443,15 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
 
+        deadline = scope.get("extensions", {}).get(DEADLINE_EXTENSION)
+
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                headers = list(message.get("headers", []))
+                message["headers"] = [*headers, *SECURITY_HEADERS]
+                if deadline is not None:  # the answer's size sets how long its delivery may take
+                    size = next((int(v) for k, v in headers if k.lower() == b"content-length"), 0)
+                    deadline["download"](size)
             await send(message)
 
         if not self.token:

@@ -33,7 +33,6 @@ from dmf_assets.domain.text import company_key_expr, display_expr, match_key
 from dmf_assets.report.columns import Col
 from dmf_assets.report.day_data import DayNotReady, build_day_report
 from dmf_assets.report.model import DayReport
-from dmf_assets.report.retention import dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, ledger_frame
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, registry, reports
@@ -46,16 +45,20 @@ T = TypeVar("T")
 LAST_DAY = date(9999, 12, 31)
 PAGE_SIZE = 50
 TOP_N = 10
+#: answers kept while the database is unchanged: whole registries (the latest day's, and an as_of day's or
+#: two), and small answers (pages of one day or registration)
+REMEMBER_BIG = 3
+REMEMBER = 64
 
 
 class Reader:
     """The page's one way to the history database (see the module's docstring)."""
 
-    def __init__(self, database: Path, *, wait_s: float = 2.0, remember: int = 8) -> None:
+    def __init__(self, database: Path, *, wait_s: float = 2.0) -> None:
         self.database = Path(database)
         self.wait_s = wait_s
-        self._remember = remember
-        self._memory: OrderedDict[tuple, Any] = OrderedDict()
+        # a whole registry (megabytes) is kept apart from the small answers, so many of those never push it out
+        self._memory: dict[bool, OrderedDict[tuple, Any]] = {True: OrderedDict(), False: OrderedDict()}
         self._lock = threading.Lock()
 
     def _stamp(self) -> tuple:
@@ -69,21 +72,22 @@ class Reader:
                 parts.append(None)
         return tuple(parts)
 
-    def read(self, key: Hashable, build: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    def read(self, key: Hashable, build: Callable[[duckdb.DuckDBPyConnection], T], *, big: bool = False) -> T:
         """`build(conn)` on a brief read-only connection — or what it returned last time for `key`, while the
-        database files are unchanged. Raises FileNotFoundError (no database yet), DatabaseBusy, DatabaseOutdated,
-        DatabaseDamaged."""
+        database files are unchanged (`big`: a whole registry, of which only a few are kept). Raises
+        FileNotFoundError (no database yet), DatabaseBusy, DatabaseOutdated, DatabaseDamaged."""
         stamp = self._stamp()
+        memory = self._memory[big]
         with self._lock:
-            if (stamp, key) in self._memory:
-                self._memory.move_to_end((stamp, key))
-                return self._memory[(stamp, key)]
+            if (stamp, key) in memory:
+                memory.move_to_end((stamp, key))
+                return memory[(stamp, key)]
         with read_only_database(self.database, wait_s=self.wait_s) as conn:
             value = build(conn)
         with self._lock:
-            self._memory[(stamp, key)] = value
-            while len(self._memory) > self._remember:
-                self._memory.popitem(last=False)
+            memory[(stamp, key)] = value
+            while len(memory) > (REMEMBER_BIG if big else REMEMBER):
+                memory.popitem(last=False)
         return value
 
 
@@ -382,20 +386,17 @@ class Day:
     day: date
     status: str | None  # the runs row's status; None: no run that day
     report: DayReport | None  # None while not judged and committed (or never run)
-    workbook: str | None  # its workbook's file name, when there is one
 
 
-def day_page(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, reports_dir: Path) -> Day:
+def day_page(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> Day:
     run = history.run_row(conn, day)
-    name = dated_workbook_name(day)
-    workbook = name if (reports_dir / name).is_file() else None
     if run is None:
-        return Day(day, None, None, workbook)
+        return Day(day, None, None)
     try:
         report = build_day_report(conn, day, settings)
     except DayNotReady:
         report = None
-    return Day(day, run["status"], report, workbook)
+    return Day(day, run["status"], report)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Serving the page: uvicorn, bound by us, with the guarantees the old download server had.
 
   * each request has a deadline, not a timeout per receive: its request line and headers must arrive within
-    REQUEST_DEADLINE_S (a client trickling one byte every few seconds is cut off), the answer is given within
-    the same time again — a workbook download within that plus its size at MIN_DOWNLOAD_RATE — and a
-    kept-alive connection's next request starts a new deadline;
+    REQUEST_DEADLINE_S (a client trickling one byte every few seconds is cut off); once the page starts its
+    answer, the answer must be delivered within the same time plus its size at MIN_DOWNLOAD_RATE (a client
+    that stops reading is cut off); a kept-alive connection's next request starts a new deadline;
   * at most MAX_CONNECTIONS are served at once: the next one gets a quick 503 with Retry-After;
   * the socket is bound here, so a port in use is one line naming the program that holds it;
   * on any address but loopback it does not start without an access token (`access_rule`).
@@ -37,7 +37,8 @@ MIN_DOWNLOAD_RATE = 64 * 1024  # bytes/s a download may not fall below (a 3 MB w
 #: a team opening the morning's page, beside a few stuck clients; beyond: 503, not unbounded connections
 MAX_CONNECTIONS = 64
 #: scope["extensions"][DEADLINE_EXTENSION]["download"](size): the answer about to be sent is `size` bytes long —
-#: its deadline becomes the request deadline plus that size at the minimum download rate
+#: its deadline becomes the request deadline plus that size at the minimum download rate (`app.Guard` calls it
+#: for every answer)
 DEADLINE_EXTENSION = "dmf.deadline"
 _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n"
@@ -83,7 +84,9 @@ def guarded_protocol(
                 self.transport.write(_BUSY + f"Content-Length: {len(_BUSY_BODY)}\r\n\r\n".encode() + _BUSY_BODY)
                 self.transport.close()
                 return
-            self._allow(request_deadline_s)  # the request has arrived: now the time to answer
+            if self._deadline is not None:  # the request has arrived: the page works (its own limits), then
+                self._deadline.cancel()  # its answer is timed as it goes out (`_download`)
+                self._deadline = None
             super().on_headers_complete()
 
         def on_body(self, body: bytes) -> None:
