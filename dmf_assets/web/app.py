@@ -49,7 +49,7 @@ from dmf_assets.domain.model import (
     TARGET_CLASSES,
 )
 from dmf_assets.domain.sites import describe_site_change
-from dmf_assets.report.nedrug import NEDRUG_LINK_TEXT, SOURCE_BASE_FALLBACK, nedrug_search
+from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
 from dmf_assets.report.sentences import summary_sentences
@@ -293,7 +293,6 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
             "dmf.html",
             reg=reg,
             nedrug=(text, url),
-            nedrug_note=NEDRUG_LINK_TEXT,
             change_rows=_change_rows,
         )
 
