@@ -3,7 +3,7 @@
 
     python3 quickstart.py demo    set up, then run the main job on the built-in MFDS emulator (30 days)
     python3 quickstart.py test    set up, check the code (ruff; mypy beside the tests), run the whole test suite (what CI runs)
-    python3 quickstart.py ui      set up, then start the Dagster UI and the workbook download server
+    python3 quickstart.py ui      set up, then start the Dagster UI and the team's page 「DMF 조회」 (workbook downloads)
 
 Set-up = a virtual environment in .venv with the exact versions pinned in requirements.lock, and this
 project installed into it (editable). It is skipped when the lock file has not changed since.

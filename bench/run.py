@@ -1,8 +1,8 @@
 """The benchmark: what a user waits for, measured whole-process — `dmf diff` at 9.2 k / 100 k / 1 M rows
 (and beside it the floor, `bench/floor.py`: the same comparison with polars alone, as a ratio), one day
 through the whole graph (`dmf run --date D`: wall, CPU seconds, events stored per Dagster run), a 30-day
-`dmf backfill`, the daily workbook, and the daily step (the pipeline's normalize + judge + diff_and_commit
-against yesterday in DuckDB).
+`dmf backfill`, the daily workbook, the daily step (the pipeline's normalize + judge + diff_and_commit
+against yesterday in DuckDB), and the team's page's search (`dmf web`, 9.2 k and 100 k registrations).
 
 Not part of the product package: `dmf bench` loads this file (`cli/bench.py`), and its child parts run
 it as a script (`python bench/run.py PART`).
@@ -27,7 +27,9 @@ import json
 import logging
 import os
 import platform
+import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +62,22 @@ DIFF_SIZES_QUICK: tuple[int, ...] = (100_000,)
 # the graph: a baseline day, the timed day, and the day the daily-step figure commits in-process
 GRAPH_BASE_DAY, GRAPH_DAY, STEP_DAY = date(2026, 9, 28), date(2026, 9, 29), date(2026, 9, 30)
 BACKFILL_END, BACKFILL_DAYS = date(2026, 11, 28), 30
+#: the searches `dmf web` is timed with (as typed: spacing, legal forms), each asked WEB_ROUNDS times
+WEB_QUERIES: tuple[dict[str, str], ...] = (
+    {"q": "아세트아미노펜"},
+    {"q": "  이부 프로펜 "},
+    {"q": "㈜ 삼오 제약"},
+    {"q": "인도"},
+    {"q": "Unimark Biotech"},
+    {"q": "20110531"},
+    {"q": "나프록센", "country": "중국"},
+    {"applicant": "(주)파마피아", "sort": "issued"},
+    {"q": "디클로페낙", "page": "2"},
+    {"target_class": "신물질"},
+)
+WEB_ROUNDS = 5
+WEB_SYNTHETIC_ROWS = 100_000
+WEB_SYNTHETIC_DAY = date(2026, 10, 7)
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,11 @@ TARGETS: tuple[Target, ...] = (
     Target("graph.one_day.cpu_s", "dmf run --date D, CPU seconds (user + sys, whole process tree)", 3.0, "s"),
     Target("graph.workbook_s", "daily workbook step (xlsx_report)", 5.0, "s"),
     Target("backfill_30.wall_s", "dmf backfill, 30 days, whole process", 45.0, "s"),
+    Target(
+        "web.search_9k.median_ms", "dmf web: /search on the 9.2 k registry, median of 50 loopback requests", 50.0, "ms"
+    ),
+    Target("web.search_9k.p95_ms", "dmf web: /search on the 9.2 k registry, 95th percentile of the 50", 150.0, "ms"),
+    Target("web.search_100k.median_ms", "dmf web: /search on a 100 k-row registry, median of 50 requests", 300.0, "ms"),
 )
 
 #: figures printed beside the previous result without a goal (what a change costs, not a promise)
@@ -99,6 +122,8 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("graph.events_per_run.floor", "Dagster's floor, events stored per run", "rows"),
     ("backfill_30.floor.wall_s", "Dagster's floor for the 30 days (bench/dagster_floor.py), one process", "s"),
     ("backfill_30.floor_ratio", "dmf backfill / Dagster's floor, wall", "x"),
+    ("web.search_9k.first_ms", "dmf web: first search after start (its registry read from DuckDB), 9.2 k", "ms"),
+    ("web.search_100k.first_ms", "dmf web: first search after start, 100 k rows", "ms"),
 )
 
 
@@ -595,6 +620,119 @@ def bench_graph(doc: dict, workdir: Path, *, quick: bool, progress: Callable[[st
         progress(f"   FAILED: {exc}")
 
 
+def _web_searches(env: dict[str, str], log: Path) -> dict:
+    """`dmf web --port P` in a process of its own, asked every WEB_QUERIES search WEB_ROUNDS times over loopback
+    (one keep-alive client, as a browser): per request the wall time from sending to the last byte. The first
+    request (its registry read from DuckDB into the page's memory) is timed apart."""
+    import httpx
+
+    with contextlib.closing(socket.socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dmf_assets", "web", "--port", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=out,
+            env={**os.environ, **env},
+            cwd=PROJECT_ROOT,
+        )
+    try:
+        assert proc.stdout is not None
+        if f":{port}/".encode() not in proc.stdout.readline():
+            raise RuntimeError(f"dmf web did not start (see {log})")
+        base = f"http://127.0.0.1:{port}"
+        with httpx.Client(timeout=60) as client:
+            t = time.perf_counter()
+            first = client.get(f"{base}/search", params={"q": "세파"})
+            cold = time.perf_counter() - t
+            times, statuses, found = [], [], []
+            for _ in range(WEB_ROUNDS):
+                for params in WEB_QUERIES:
+                    t = time.perf_counter()
+                    r = client.get(f"{base}/search", params=params)
+                    times.append(time.perf_counter() - t)
+                    statuses.append(r.status_code)
+                    m = re.search(r"<strong>([\d,]+)건</strong>", r.text)
+                    found.append(int(m.group(1).replace(",", "")) if m else None)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    ms = sorted(x * 1000 for x in times)
+    return {
+        "requests": len(ms),
+        "median_ms": _r(statistics.median(ms), 1),
+        "p95_ms": _r(ms[max(0, round(0.95 * len(ms)) - 1)], 1),
+        "max_ms": _r(ms[-1], 1),
+        "first_ms": _r(cold * 1000, 1),
+        "first_status": first.status_code,
+        "statuses": sorted(set(statuses)),
+        "found": {json.dumps(q, ensure_ascii=False): n for q, n in zip(WEB_QUERIES, found, strict=False)},
+    }
+
+
+def web_registry(db: str, rows: int, day: str) -> dict:
+    """Child part: a history database holding one accepted day of a `synthetic_registry(rows)` — committed with
+    the pipeline's own steps (build the snapshot, diff against nothing, one commit) — for `dmf web` to search."""
+    from dmf_assets.cli.bench import load_bench
+    from dmf_assets.domain.diff import diff_snapshots
+    from dmf_assets.domain.gates import GateOutcome
+    from dmf_assets.domain.snapshot import build_snapshot
+    from dmf_assets.orchestration import commit
+    from dmf_assets.storage import history
+    from dmf_assets.storage.db import open_database
+
+    d = date.fromisoformat(day)
+    items = load_bench("synthetic").synthetic_registry(rows).to_dicts()
+    keyed = build_snapshot(items)
+    with open_database(Path(db), purpose="dmf bench") as conn:
+        conn.execute(
+            "INSERT INTO runs (day_id, status, total_count, rows_received) VALUES (?, 'pending', ?, ?)",
+            [history.day_id(d), len(items), len(items)],
+        )
+        commit.commit_day(
+            conn,
+            d,
+            keyed,
+            diff_snapshots(None, keyed),
+            base=history.comparison_base(conn, d),
+            churn=GateOutcome(6, True, 0.0, 0.1, "기준일", "≤ 10 %", "bench"),
+        )
+    return {"rows": len(items), "day": day}
+
+
+def bench_web(doc: dict, workdir: Path, *, progress: Callable[[str], None]) -> None:
+    """`dmf web`'s search, as people wait for it: on the 9.2 k registry the graph figures committed, and on a
+    100 k-row synthetic registry."""
+    graph = Project(workdir / "graph")
+    if not graph.path("database").is_file():
+        doc["web"] = {"skipped": "no history database: the graph part did not run"}
+        return
+    doc["web"] = {}
+    progress(f"… dmf web: {len(WEB_QUERIES) * WEB_ROUNDS} searches on the 9.2 k registry (one keep-alive client)")
+    res = doc["web"]["search_9k"] = _web_searches(graph.env, workdir / "web.log")
+    progress(
+        f"   median {res['median_ms']} ms, p95 {res['p95_ms']} ms, max {res['max_ms']} ms (first {res['first_ms']} ms)"
+    )
+    big = Project(workdir / "web_100k")
+    progress(f"… a history of one {WEB_SYNTHETIC_ROWS:,}-row synthetic registry (not timed)")
+    _child(
+        "web_registry",
+        {"db": str(big.path("database")), "rows": WEB_SYNTHETIC_ROWS, "day": WEB_SYNTHETIC_DAY.isoformat()},
+        workdir,
+        env=big.env,
+    )
+    progress(f"… dmf web: {len(WEB_QUERIES) * WEB_ROUNDS} searches on the {WEB_SYNTHETIC_ROWS:,}-row registry")
+    res = doc["web"]["search_100k"] = _web_searches(big.env, workdir / "web.log")
+    progress(
+        f"   median {res['median_ms']} ms, p95 {res['p95_ms']} ms, max {res['max_ms']} ms (first {res['first_ms']} ms)"
+    )
+
+
 def bench_backfill(doc: dict, workdir: Path, *, progress: Callable[[str], None]) -> None:
     proj = Project(workdir / "backfill")
     start = BACKFILL_END - timedelta(days=BACKFILL_DAYS - 1)
@@ -777,6 +915,7 @@ def run_benchmark(
         for label, part in (
             ("diff", lambda: bench_diff(doc, workdir, quick=quick, progress=progress)),
             ("graph", lambda: bench_graph(doc, workdir, quick=quick, progress=progress)),
+            ("web", lambda: bench_web(doc, workdir, progress=progress)),
             ("backfill", None if quick else lambda: bench_backfill(doc, workdir, progress=progress)),
         ):
             if part is None:
@@ -832,7 +971,12 @@ def graph_shape(path: str) -> dict:
     return doc
 
 
-PARTS: dict[str, Callable[..., dict]] = {"daily_step": daily_step, "inputs": make_inputs, "graph_shape": graph_shape}
+PARTS: dict[str, Callable[..., dict]] = {
+    "daily_step": daily_step,
+    "inputs": make_inputs,
+    "graph_shape": graph_shape,
+    "web_registry": web_registry,
+}
 
 
 def _child_main(argv: list[str] | None = None) -> int:

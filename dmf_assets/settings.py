@@ -38,6 +38,8 @@ EMULATOR_URL = "emulator://local"
 REAL_API_URL = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"
 API_OPERATION = "getMdcDmfList01"
 SMTP_PASSWORD_ENV = "DMF_SMTP_PASSWORD"
+#: the web page's access token from the environment (wins over `[web] token`)
+WEB_TOKEN_ENV = "DMF_WEB_TOKEN"
 
 
 def resolve_path(root: str | Path, value: str | Path) -> Path:
@@ -212,14 +214,38 @@ class Watchlist(_Section):
 
 
 class Report(_Section):
-    file_server_host: Annotated[str, AfterValidator(_not_blank)] = "127.0.0.1"
-    file_server_port: Port = 8765
-    public_base_url: Annotated[str, AfterValidator(_http_url_or_empty)] = ""
     history_days: int = Field(90, ge=1, le=MAX_DAYS)
 
-    @property
-    def base_url(self) -> str:
-        return self.public_base_url.rstrip("/") or f"http://{self.file_server_host}:{self.file_server_port}"
+
+def _web_token(value: str) -> str:
+    """Empty (no token) or at least 16 URL-safe characters: it travels in a cookie and a `?token=` address."""
+    if value and not re.fullmatch(r"[A-Za-z0-9._~\-]{16,256}", value):
+        raise ValueError(
+            "토큰은 비우거나 16–256자의 영문·숫자·'-._~'여야 합니다 / a token is empty or 16–256 characters of "
+            "letters, digits and -._~ (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+        )
+    return value
+
+
+class Web(_Section):
+    """The team's page 「DMF 조회」 (`dmf web`, beside Dagster in `dmf ui`) and every link the product writes."""
+
+    host: Annotated[str, AfterValidator(_not_blank)] = "127.0.0.1"
+    port: Port = 8765
+    #: where people reach the page (a reverse proxy, the server's name); empty = http://127.0.0.1:<port>
+    public_base_url: Annotated[str, AfterValidator(_http_url_or_empty)] = ""
+    #: required on any address but loopback; env DMF_WEB_TOKEN wins
+    token: Annotated[str, AfterValidator(_web_token)] = ""
+
+    def access_token(self) -> str:
+        """The token every request must carry: DMF_WEB_TOKEN, else `[web] token`; empty = none."""
+        from_env = os.environ.get(WEB_TOKEN_ENV, "").strip()
+        try:
+            return _web_token(from_env) or self.token
+        except ValueError as exc:
+            raise ConfigError(
+                [Problem(None, WEB_TOKEN_ENV, None, f"환경 변수 / environment variable: {exc}")]
+            ) from None
 
 
 class Retention(_Section):
@@ -297,6 +323,7 @@ class Settings(_Section):
     quality: Quality = Field(default_factory=Quality)
     watchlist: Watchlist = Field(default_factory=Watchlist)
     report: Report = Field(default_factory=Report)
+    web: Web = Field(default_factory=Web)
     retention: Retention = Field(default_factory=Retention)
     demo: Demo = Field(default_factory=Demo)
     alerts: Alerts = Field(default_factory=Alerts)
@@ -436,6 +463,15 @@ _SECRET_HINTS = {
 }
 
 
+#: keys that moved to another section: refused with one line naming the new key (the old ones would be
+#: a second way to say the same thing)
+MOVED_KEYS: dict[tuple[str, ...], str] = {
+    ("report", "file_server_host"): "web.host",
+    ("report", "file_server_port"): "web.port",
+    ("report", "public_base_url"): "web.public_base_url",
+}
+
+
 def _secret_hint(name: str) -> str | None:
     lowered = name.lower().replace("-", "_")
     if "password" in lowered or "passwd" in lowered:
@@ -459,6 +495,12 @@ def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
     if kind == "extra_forbidden":
         if hint := _secret_hint(name):
             return loc, hint
+        if moved := MOVED_KEYS.get(loc):
+            section, key = moved.split(".")
+            return loc, (
+                f"이 키는 [{section}] {key}로 옮겨졌습니다 / this key moved to [{section}] {key} — "
+                f"[{section}] 섹션에 {key} = …로 쓰세요 / write {key} = … under [{section}]"
+            )
         known = list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
         close = difflib.get_close_matches(name, known, n=1)
         guess = f" — {josa(repr(close[0]), '을/를')} 뜻했나요? / did you mean '{close[0]}'?" if close else ""

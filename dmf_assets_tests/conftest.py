@@ -124,6 +124,7 @@ LONGEST_FIRST = (
     "test_fault_matrix.py",
     "test_load.py",
     "test_ui_smoke.py",
+    "test_web.py",
     "test_crash_safety.py",
     "test_bench.py",
     "test_automation.py",

@@ -163,7 +163,7 @@ def settings_for(
             "timeout_s": 10.0,
         },
     }
-    data = {"alerts": alerts, "paths": {"alerts_dir": str(alerts_dir)}, "report": {"public_base_url": public_base_url}}
+    data = {"alerts": alerts, "paths": {"alerts_dir": str(alerts_dir)}, "web": {"public_base_url": public_base_url}}
     for name, values in sections.items():
         data[name] = {**data.get(name, {}), **values}
     return Settings.model_validate(data)

@@ -250,3 +250,14 @@ def test_dagster_floor_is_the_products_graph_with_no_work(quick):
         (last,) = instance.get_runs(limit=1)
         evaluations = instance.all_logs(last.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
         assert len(evaluations) == len(graph.asset_check_keys)
+
+
+@pytest.mark.parametrize("size", ["9k", "100k"])
+def test_web_search_figures_are_loopback_requests_to_a_real_dmf_web(quick, size):
+    m = _doc(quick)["web"][f"search_{size}"]
+    assert m["requests"] == len(run.WEB_QUERIES) * run.WEB_ROUNDS == 50
+    assert m["statuses"] == [200] and m["first_status"] == 200
+    assert 0 < m["median_ms"] <= m["p95_ms"] <= m["max_ms"]
+    found = m["found"]
+    assert found['{"q": "아세트아미노펜"}'] > 0 and found['{"q": "㈜ 삼오 제약"}'] > 0  # searches that find something
+    assert found['{"q": "인도"}'] > found['{"q": "나프록센", "country": "중국"}']

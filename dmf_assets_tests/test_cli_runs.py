@@ -54,7 +54,7 @@ def _dmf(env, *args, timeout=600) -> subprocess.CompletedProcess:
         (["demo", "--days", "-3"], "1–366"),
         (["demo", "--days", "0"], "1–366"),
         (["run", "--fault", "2026-11-01=no_such_fault"], "unknown fault kind"),
-        (["ui", "--report-port", "70000"], "1–65535"),
+        (["ui", "--web-port", "70000"], "1–65535"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
@@ -175,9 +175,9 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             return s.getsockname()[1]
 
     env = _project(tmp_path)
-    port, report_port = free_port(), free_port()
+    port, web_port = free_port(), free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--report-port", str(report_port)],
+        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--web-port", str(web_port)],
         env=env,
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
@@ -196,7 +196,8 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             time.sleep(1)
         tree = _descendants(proc.pid)
         assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
-        assert httpx.get(f"http://127.0.0.1:{report_port}/", timeout=5).status_code == 200  # the report server
+        # the team's page and its workbook downloads, in the same process tree
+        assert httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=5).status_code == 200
         first = time.monotonic()
         for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGHUP):
             proc.send_signal(sig)
@@ -206,7 +207,7 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             time.sleep(0.5)
         assert not [p for p in tree if _alive(p)], f"left after {time.monotonic() - first:.0f} s"
         with pytest.raises(httpx.TransportError):
-            httpx.get(f"http://127.0.0.1:{report_port}/", timeout=2)
+            httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=2)
     finally:
         if proc.poll() is None:
             proc.kill()

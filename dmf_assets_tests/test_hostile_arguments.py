@@ -34,8 +34,8 @@ from dmf_assets.storage.db import open_database
 HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--port": ("99999", "0", "-1", "x", "{busy}"),
     ("emulator serve", "--port"): ("99999", "-1", "x", "{busy}"),  # 0 = any free port, on purpose
-    "--report-port": ("99999", "0", "x", "{busy}"),
     "--web-port": ("99999", "0", "x"),
+    ("ui", "--web-port"): ("99999", "0", "x", "{busy}"),
     "--host": ("192.0.2.1", ""),  # TEST-NET-1: not an address of this machine
     "--web-host": ("192.0.2.1", ""),
     "--date": ("2026-02-30", "0001-01-01", "x"),
@@ -104,6 +104,9 @@ MUST_SAY = {
     ("asof", "2026-10-05", "--out", "{dir}"): "폴더입니다",
     ("report", "--from", "2026-10-05", "--to", "2026-10-06", "--out", "/nonexistent/dir/x.xlsx"): "없습니다",
     ("ui", "--port", "{busy}"): "이미 다른 프로그램이 쓰고 있습니다",
+    ("ui", "--web-port", "{busy}"): "이미 다른 프로그램이 쓰고 있습니다",
+    ("web", "--port", "{busy}"): "이미 다른 프로그램이 쓰고 있습니다",
+    ("web", "--host", "192.0.2.1"): "192.0.2.1",
     ("doctor", "--config", "{bad_config}"): "source.read_timeout_s",
 }
 

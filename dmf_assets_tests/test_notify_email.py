@@ -108,7 +108,7 @@ def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_
         "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이 바뀌었습니다."
         in body
     )
-    assert "https://dmf.example.kr/r/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in body
+    assert "https://dmf.example.kr/r/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in body
 
     [attachment] = list(msg.iter_attachments())
     assert attachment.get_filename() == "DMF_리포트_2026-11-26.xlsx"

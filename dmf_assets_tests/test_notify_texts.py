@@ -288,7 +288,7 @@ def test_every_workbook_mail_is_readable(case, tmp_path):
         m = notify.compose_report(d, ctx)
         assert_readable(m.text())
         assert_readable(m.subject)
-        assert (m.link == "https://dmf.example.kr/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-27.xlsx") == bool(
+        assert (m.link == "https://dmf.example.kr/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-27.xlsx") == bool(
             ctx.public_base_url
         )
     text = notify.compose_report(d, CONTEXTS[0]).text()

@@ -1,5 +1,5 @@
-"""`dmf service install | uninstall` (systemd units, checked by systemd-analyze) and `dmf serve-reports`
-as the real process that dmf-reports.service runs."""
+"""`dmf service install | uninstall` (systemd units, checked by systemd-analyze) and `dmf web` (or its former
+name `dmf serve-reports`) as the real process that dmf-web.service runs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from dmf_assets.cli import main
-from dmf_assets.service.units import ALL_UNITS, MARKER, default_options, render_units
+from dmf_assets.service.units import ALL_UNITS, MARKER, SERVICES, TIMERS, default_options, render_units
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.notify_servers import free_port
 
@@ -31,9 +31,9 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
     assert main(["service", "install", "--user", "--unit-dir", str(target)]) == 0
     out = capsys.readouterr().out
     units = _units(target)
-    assert set(units) == set(ALL_UNITS)
+    assert set(units) == set(SERVICES + TIMERS)
     root = PROJECT_ROOT
-    for name in ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service"):
+    for name in ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-web.service"):
         text = units[name]
         assert text.startswith(MARKER)
         for line in (
@@ -53,7 +53,7 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
         f"ExecStart={VENV_BIN / 'dagster-webserver'} -w {root / 'workspace.yaml'} -h 127.0.0.1 -p 3000"
         in units["dmf-dagster-webserver.service"]
     )
-    assert f"ExecStart={VENV_BIN / 'dmf'} serve-reports" in units["dmf-reports.service"]
+    assert f"ExecStart={VENV_BIN / 'dmf'} web" in units["dmf-web.service"].splitlines()
     watchdog = units["dmf-watchdog.service"]
     assert "Type=oneshot" in watchdog and f"ExecStart={VENV_BIN / 'dmf'} doctor --alert" in watchdog
     assert "Restart=" not in watchdog and "SuccessExitStatus=1 2" in watchdog
@@ -64,7 +64,7 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
     assert "loginctl enable-linger" in out
     assert (
         "systemctl --user enable --now dmf-dagster-webserver.service dmf-dagster-daemon.service "
-        "dmf-reports.service dmf-watchdog.timer"
+        "dmf-web.service dmf-watchdog.timer"
     ) in out
 
 
@@ -86,7 +86,7 @@ def test_dry_run_prints_the_files_and_writes_nothing(tmp_path, capsys):
     assert main(["service", "install", "--user", "--dry-run", "--unit-dir", str(target)]) == 0
     out = capsys.readouterr().out
     assert not target.exists()
-    for name in ALL_UNITS:
+    for name in SERVICES + TIMERS:
         assert f"# ---- {target / name}" in out
     assert "Restart=on-failure" in out and "systemctl --user daemon-reload" in out
 
@@ -112,6 +112,8 @@ def test_uninstall_removes_only_our_units(tmp_path, capsys):
     wants.mkdir()
     (wants / "dmf-dagster-daemon.service").symlink_to(target / "dmf-dagster-daemon.service")
     (target / "other.service").write_text("[Service]\nExecStart=/bin/true\n", encoding="utf-8")
+    # the download server an earlier version installed goes too
+    (target / "dmf-reports.service").write_text(f"{MARKER}\n[Service]\nExecStart=/x/dmf serve-reports\n")
     capsys.readouterr()
     assert main(["service", "uninstall", "--user", "--dry-run", "--unit-dir", str(target)]) == 0
     assert len(_units(target)) == len(ALL_UNITS) + 1
@@ -127,24 +129,44 @@ def test_install_refuses_a_folder_that_is_not_the_project(tmp_path, capsys):
     assert "workspace.yaml" in capsys.readouterr().err
 
 
-def test_serve_reports_is_a_real_server_that_stops_on_sigterm(tmp_path):
+def test_install_over_an_earlier_version_replaces_the_download_server_with_the_page(tmp_path, capsys):
+    target = tmp_path / "units"
+    target.mkdir()
+    former = target / "dmf-reports.service"
+    former.write_text(f"{MARKER}\n[Service]\nExecStart=/x/dmf serve-reports\n", encoding="utf-8")
+    assert main(["service", "install", "--user", "--unit-dir", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert not former.exists() and (target / "dmf-web.service").is_file()
+    assert "systemctl --user disable --now dmf-reports.service" in out  # it is still running until then
+    assert out.index("disable --now dmf-reports.service") < out.index("enable --now")
+
+
+@pytest.mark.parametrize("command", ["web", "serve-reports"])
+def test_the_page_is_a_real_server_that_stops_on_sigterm(tmp_path, command):
+    """What dmf-web.service runs (`dmf web`; an earlier version's unit runs `dmf serve-reports`, the same)."""
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "DMF_리포트_2026-11-26.xlsx").write_bytes(b"PK\x03\x04 workbook bytes")
+    config = tmp_path / "dmf.toml"
+    config.write_text(f'[paths]\nreports_dir = "{reports}"\ndatabase = "{tmp_path / "dmf.duckdb"}"\n', encoding="utf-8")
     port = free_port()
     proc = subprocess.Popen(
-        [str(VENV_BIN / "dmf"), "serve-reports", "--host", "127.0.0.1", "--port", str(port), "--dir", str(reports)],
+        [str(VENV_BIN / "dmf"), command, "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=PROJECT_ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "DMF_CONFIG": str(config)},
     )
     try:
         first = proc.stdout.readline()  # printed once the socket is listening
         assert f"http://127.0.0.1:{port}/" in first, (first, proc.stderr.read() if proc.poll() is not None else "")
-        response = httpx.get(f"http://127.0.0.1:{port}/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx", timeout=10)
+        response = httpx.get(
+            f"http://127.0.0.1:{port}/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx", timeout=10
+        )
         assert response.status_code == 200 and response.content == b"PK\x03\x04 workbook bytes"
+        home = httpx.get(f"http://127.0.0.1:{port}/", timeout=10)  # no history yet: said, not a failure
+        assert home.status_code == 200 and "아직 수집된 날이 없습니다" in home.text
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:

@@ -165,6 +165,7 @@ def test_malformed_local_config_of_a_fresh_project(tmp_path):
 
 def test_new_sections_have_the_documented_defaults():
     s = load_settings(PROJECT_ROOT / "config" / "dmf.toml")
+    assert (s.web.host, s.web.port, s.web.public_base_url, s.web.token) == ("127.0.0.1", 8765, "", "")
     assert s.alerts.webhook_urls == [] and s.alerts.slow_run_factor == 3.0
     assert (
         s.alerts.withdrawal_share_max == 0.02
@@ -194,7 +195,14 @@ def test_new_sections_have_the_documented_defaults():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[report]\nfile_server_port = 70000\n", "1 ≤ x ≤ 65535"),
+        ("[web]\nport = 70000\n", "1 ≤ x ≤ 65535"),
+        ('[web]\npublic_base_url = "dmf.example.kr"\n', "http:// or https://"),
+        ('[web]\ntoken = "short"\n', "16–256 characters"),
+        ('[web]\ntoken = "has spaces but is long enough"\n', "16–256 characters"),
+        # the keys that moved from [report] to [web]: one line naming the new key, never a silent default
+        ("[report]\nfile_server_port = 8765\n", "this key moved to [web] port"),
+        ('[report]\nfile_server_host = "0.0.0.0"\n', "this key moved to [web] host"),
+        ('[report]\npublic_base_url = "https://dmf.example.kr"\n', "this key moved to [web] public_base_url"),
         ("[alerts.email]\nsmtp_port = 0\n", "alerts.email.smtp_port"),
         ("[alerts.email]\ntimeout_s = 0\n", "0 < x"),
         ('[alerts.email]\nrecipients = ["ra@example.com", "ra-team"]\n', 'recipients[1] = "ra-team"'),

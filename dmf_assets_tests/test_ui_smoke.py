@@ -10,8 +10,8 @@ sensor completes its "collection failed" workbook after the backfill (one follow
 day after compares with the last accepted day, with one xlsx_report materialization per day; the
 rejected day is red only on the gate's asset, and gate 6 reads "skipped" there. Then today's
 partition is rejected the way the 06:00 schedule would meet it and accepted on the same morning's
-retry: the team receives one alert and one workbook mail. The workbook behind `xlsx_report`'s
-`download` link is served by the report file server.
+retry: the team receives one alert and one workbook mail. The day page and the workbook behind
+`xlsx_report`'s `day_page` and `download` links are served by the team's page (`dmf web`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from urllib.parse import quote, unquote
 import httpx
 import pytest
 
-from dmf_assets.report.fileserver import XLSX, serve_reports
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
+from dmf_assets.web.files import XLSX
+from dmf_assets_tests.web_support import serving
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +98,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_config(folder: Path, report_port: int, smtp_port: int, faults: dict[str, str]) -> Path:
+def _write_config(folder: Path, web_port: int, smtp_port: int, faults: dict[str, str]) -> Path:
     """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root. A run
     of `dagster dev` loads the code location anew, so a rewritten config reaches the next run."""
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
@@ -106,9 +107,8 @@ def _write_config(folder: Path, report_port: int, smtp_port: int, faults: dict[s
     lines += [f'"{day}" = "{kind}"' for day, kind in faults.items()]
     lines += [
         "",
-        "[report]",
-        'file_server_host = "127.0.0.1"',
-        f"file_server_port = {report_port}",
+        "[web]",
+        f"port = {web_port}",
         'public_base_url = ""',
         "",
         "[runs]",
@@ -139,7 +139,7 @@ class Dagit:
     def __init__(self, tmp: Path, smtp_port: int):
         self.tmp = tmp
         self.port = _free_port()
-        self.report_port = _free_port()
+        self.web_port = _free_port()
         self.smtp_port = smtp_port
         self.base = f"http://127.0.0.1:{self.port}"
         home = tmp / "dagster_home"
@@ -158,7 +158,7 @@ class Dagit:
         self.client = httpx.Client(timeout=30.0)
 
     def configure(self, faults: dict[str, str]) -> Path:
-        return _write_config(self.tmp, self.report_port, self.smtp_port, faults)
+        return _write_config(self.tmp, self.web_port, self.smtp_port, faults)
 
     def start(self) -> None:
         cmd = [
@@ -461,21 +461,24 @@ def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagi
     from dmf_assets.clock import today_kst
 
     # runs after the backfill and the retried-morning tests above: the latest xlsx_report materialization
-    # (one of the backfilled days, or today's) links the workbook through the report file server
+    # (one of the backfilled days, or today's) links its day page and its workbook on the team's page
     data = dagit.tmp / "data"
     asset = dagit.gql(Q_REPORT)["assetOrError"]
     latest = asset["assetMaterializations"][0]
     entries = {e["label"]: e for e in latest["metadataEntries"]}
-    assert entries["download"]["__typename"] == "UrlMetadataEntry", entries.get("download")
-    url = entries["download"]["url"]
+    for label in ("download", "day_page"):
+        assert entries[label]["__typename"] == "UrlMetadataEntry", entries.get(label)
+    url, page_url = entries["download"]["url"], entries["day_page"]["url"]
     name = f"DMF_리포트_{latest['partition']}.xlsx"
     assert latest["partition"] in {d.isoformat() for d in DAYS} | {today_kst().isoformat()}
-    assert url == f"http://127.0.0.1:{dagit.report_port}/{quote(name)}"
+    # from [web] port (no public_base_url): the configured address, not a port of the moment
+    assert url == f"http://127.0.0.1:{dagit.web_port}/reports/{quote(name)}"
+    assert page_url == f"http://127.0.0.1:{dagit.web_port}/day/{latest['partition']}"
     reports = data / "reports_dir"
     assert (reports / name).is_file()
 
-    with serve_reports(reports, port=dagit.report_port) as base:
-        assert base == f"http://127.0.0.1:{dagit.report_port}"
+    with serving(reports, data / "database", port=dagit.web_port) as (base, _):
+        assert base == f"http://127.0.0.1:{dagit.web_port}"
         response = httpx.get(url, timeout=10)
         assert response.status_code == 200
         assert response.headers["content-type"] == XLSX
@@ -484,16 +487,18 @@ def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagi
         assert unquote(disposition.split("''", 1)[1]) == name  # Korean name intact
         assert response.content == (reports / name).read_bytes()
         assert response.content[:2] == b"PK"  # a zip container, i.e. a real .xlsx
+        day_page = httpx.get(page_url, timeout=30)
+        assert day_page.status_code == 200 and latest["partition"] in day_page.text
         # path tricks never leave the reports folder (raw request line: clients would normalise "..")
         (dagit.tmp / "data" / "secret.txt").write_text("not for download", encoding="utf-8")
         for path in (
-            "/../secret.txt",
-            "/%2e%2e/secret.txt",
-            "/..%2fsecret.txt",
-            "/../../dmf.smoke.toml",
-            "/%2E%2E%2F%2E%2E%2Fdmf.smoke.toml",
+            "/reports/../secret.txt",
+            "/reports/%2e%2e/secret.txt",
+            "/reports/..%2fsecret.txt",
+            "/reports/../../dmf.smoke.toml",
+            "/reports/%2E%2E%2F%2E%2E%2Fdmf.smoke.toml",
         ):
-            conn = http.client.HTTPConnection("127.0.0.1", dagit.report_port, timeout=10)
+            conn = http.client.HTTPConnection("127.0.0.1", dagit.web_port, timeout=10)
             conn.request("GET", path)
             reply = conn.getresponse()
             body = reply.read()

@@ -33,7 +33,8 @@ COMMAND_MODULES = (
     "dmf_assets.cli.diff",  # dmf diff
     "dmf_assets.cli.runs",  # dmf demo | run | backfill | ui
     "dmf_assets.cli.ops",  # dmf doctor | prune | backup
-    "dmf_assets.cli.service",  # dmf service install | uninstall, dmf serve-reports
+    "dmf_assets.cli.web",  # dmf web (and its former name dmf serve-reports)
+    "dmf_assets.cli.service",  # dmf service install | uninstall
     "dmf_assets.cli.notify",  # dmf notify test | flush | status
     "dmf_assets.cli.bench",  # dmf bench
     "dmf_assets.cli.analyst",  # dmf history | asof | report

@@ -1,5 +1,5 @@
 """`dmf bench` — what users wait for, whole-process: `dmf diff` (9.2 k / 100 k / 1 M rows), `dmf run`, `dmf backfill`,
-the daily workbook and the daily step; each figure beside the previous result."""
+the daily workbook, the daily step and the team's page's search (`dmf web`); each figure beside the previous result."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dmf_assets.cli.arguments import out_folder
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bench",
-        help="성능 측정 (프로세스 전체): dmf diff 9.2k/100k/1M행, dmf run 하루, 30일 백필, 엑셀, 일일 처리 단계",
+        help="성능 측정 (프로세스 전체): dmf diff 9.2k/100k/1M행, dmf run 하루, 30일 백필, 엑셀, 일일 처리 단계, 조회 페이지 검색",
         description=(
             "Benchmark on this machine, every figure a real `dmf` process (wall time, peak RSS); results as JSON in "
             "bench/results/ (see bench/README.md), printed beside the previous result. Full run ≈ 3 min on 2 cores "
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="9.2k·100k행 diff + dmf run 하루 + 일일 처리 단계만 (1M행·백필 제외). Writes latest-quick.json",
+        help="9.2k·100k행 diff + dmf run 하루 + 일일 처리 단계 + 조회 페이지 검색만 (1M행·백필 제외). Writes latest-quick.json",
     )
     p.add_argument(
         "--output", type=out_folder, default=None, metavar="DIR", help="결과 JSON 폴더 (기본: bench/results/)"

@@ -65,8 +65,8 @@ def serve(args: argparse.Namespace) -> int:
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.emulator.server import EmulatorServer
     from dmf_assets.errors import UserError
-    from dmf_assets.report.fileserver import busy_port_text
     from dmf_assets.settings import settings
+    from dmf_assets.web.ports import busy_port_text
 
     s = settings()
     try:

@@ -66,12 +66,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND")
     p.set_defaults(handler=_backfill)
 
-    p = sub.add_parser("ui", help="Dagster UI(dagster dev)와 리포트 다운로드 서버를 함께 시작")
-    p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
-    p.add_argument("--host", type=listen_host, default="127.0.0.1")
-    p.add_argument(
-        "--report-port", type=port, default=None, help="리포트 다운로드 포트 (기본: config report.file_server_port)"
+    p = sub.add_parser(
+        "ui", help="Dagster UI(dagster dev)와 팀 조회 페이지 「DMF 조회」(리포트 내려받기 포함)를 함께 시작"
     )
+    p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
+    p.add_argument("--host", type=listen_host, default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
+    p.add_argument("--web-port", type=port, default=None, help="조회 페이지 포트 (기본: config web.port, 8765)")
     p.set_defaults(handler=_ui)
 
 
@@ -356,6 +356,7 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from dmf_assets import links
     from dmf_assets.clock import today_kst
     from dmf_assets.settings import EMULATOR_URL
 
@@ -390,14 +391,14 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"최신 리포트 / latest workbook: {reports_dir / 'DMF_리포트_최신.xlsx'}")
     print(f"날짜별 리포트 / daily workbooks: {reports_dir}/DMF_리포트_YYYY-MM-DD.xlsx")
     print(
-        f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (리포트 다운로드: {settings.report.base_url})"
+        f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (조회 페이지·리포트: {links.base_url(settings.web)})"
     )
     return _exit_code(settings, reports, rows, frozenset(date.fromisoformat(d) for d in faults))
 
 
 def _ui_port_must_be_free(host: str, port: int) -> None:
     """`dagster dev` whose webserver cannot bind keeps running with no UI: find out before starting it."""
-    from dmf_assets.report.fileserver import busy_port_text
+    from dmf_assets.web.ports import busy_port_text
 
     try:
         family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
@@ -462,25 +463,20 @@ def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    from dmf_assets.report.fileserver import FileServerError, start_file_server
+    from dmf_assets.cli.web import start_web
     from dmf_assets.settings import PROJECT_ROOT
 
     settings, home = _prepare()
-    report_port = args.report_port or settings.report.file_server_port
-    if report_port == args.port:
+    web_port = args.web_port or settings.web.port
+    if web_port == args.port:
         other = args.port + 1 if args.port < 65535 else args.port - 1
         raise UserError(
-            f"UI 포트와 리포트 다운로드 포트가 같습니다 ({args.port}) / the UI and the report download port "
-            f"must differ: dmf ui --port {args.port} --report-port {other}"
+            f"Dagster UI 포트와 조회 페이지 포트가 같습니다 ({args.port}) / the UI and the web page port "
+            f"must differ: dmf ui --port {args.port} --web-port {other}"
         )
     _ui_port_must_be_free(args.host, args.port)
-    try:
-        server, _ = start_file_server(
-            settings.paths.resolve("reports_dir"), settings.report.file_server_host, report_port
-        )
-    except FileServerError as exc:
-        raise UserError(str(exc)) from None
-    base_url = settings.report.public_base_url.rstrip("/") or f"http://{settings.report.file_server_host}:{report_port}"
+    web, lines = start_web(settings, None, web_port, fix="dmf ui --web-port {port}")
+    web.start()  # in this process: one process tree, stopped with it
     cmd = [
         sys.executable,
         "-m",
@@ -494,8 +490,8 @@ def _ui(args: argparse.Namespace) -> int:
         str(args.port),
     ]
     print(f"Dagster UI: http://{args.host}:{args.port}   (DAGSTER_HOME={home})")
-    print(f"리포트 다운로드 / workbook downloads: {base_url}")
-    env = dict(os.environ, DMF_REPORT_BASE_URL=base_url)
+    for line in lines:
+        print(line, flush=True)
     # Ctrl-C, a service manager's stop, a closed terminal — once or many times: each only marks the stop,
     # so a second signal can never cut the stop short and leave the webserver or the daemon behind
     received: list[int] = []
@@ -503,7 +499,7 @@ def _ui(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
         # dagster dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
-        proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True, env=env)
+        proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
         try:
             while not received and proc.poll() is None:
                 time.sleep(0.2)
@@ -512,8 +508,7 @@ def _ui(args: argparse.Namespace) -> int:
         finally:
             _stop_tree(proc)
     finally:
-        server.shutdown()
-        server.server_close()
+        web.stop()
     if received or proc.returncode == 0:
         return 0
     print(

@@ -1,10 +1,10 @@
-"""`dmf service install | uninstall` and `dmf serve-reports` — running DMF Watch unattended on a server.
+"""`dmf service install | uninstall` — running DMF Watch unattended on a server.
 
     dmf service install --user --dry-run   # print the unit files, write nothing
     dmf service install --user             # write ~/.config/systemd/user/dmf-*.{service,timer}, print systemctl lines
     sudo .venv/bin/dmf service install --run-as dmf   # /etc/systemd/system, units run as user "dmf"
     dmf service uninstall --user
-    dmf serve-reports                      # the workbook download server (what dmf-reports.service runs)
+    dmf web                                # the team's page and the workbook downloads (what dmf-web.service runs)
 
 Nothing here runs systemctl: it prints the commands, so a server's administrator sees what happens.
 """
@@ -12,7 +12,6 @@ Nothing here runs systemctl: it prints the commands, so a server's administrator
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from dmf_assets.cli.arguments import existing_folder, listen_host, out_folder, port, whole
@@ -22,7 +21,7 @@ from dmf_assets.korean import josa
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "service", help="서버 무인 운영: systemd 유닛 설치/제거 (webserver, daemon, 다운로드 서버, watchdog timer)"
+        "service", help="서버 무인 운영: systemd 유닛 설치/제거 (webserver, daemon, 조회 페이지, watchdog timer)"
     )
     ss = p.add_subparsers(dest="service_command", metavar="ACTION")
     for name, help_ in (
@@ -58,12 +57,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         else:
             q.set_defaults(handler=_uninstall)
     p.set_defaults(handler=lambda args, parser=p: (parser.print_help(), 2)[1])
-
-    p = sub.add_parser("serve-reports", help="리포트(xlsx) 다운로드 서버만 실행 (dmf-reports.service가 사용)")
-    p.add_argument("--host", type=listen_host, default=None, help="주소 (기본: config report.file_server_host)")
-    p.add_argument("--port", type=port, default=None, help="포트 (기본: config report.file_server_port)")
-    p.add_argument("--dir", type=existing_folder, default=None, help="리포트 폴더 (기본: config paths.reports_dir)")
-    p.set_defaults(handler=_serve_reports)
 
 
 def _account(name: str) -> str:
@@ -129,15 +122,29 @@ def _install(args: argparse.Namespace) -> int:
     print(f"유닛 {len(units)}개를 썼습니다 / wrote {len(units)} units to {target}:")
     for name in units:
         print(f"  {target / name}")
+    former = _former_units(target)
+    for path in former:  # the download server an earlier version installed: the page serves the downloads now
+        path.unlink()
+        print(f"  삭제 (이전 버전의 유닛) / removed (an earlier version's unit): {path}")
     if not options.env_file.exists():
         print(
             f"참고: {options.env_file}이 없습니다 — MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD 등 비밀 값을 그 파일에 두세요 "
             "(KEY=value 한 줄씩, 권한 600)."
         )
     print("이제 실행하세요 / now run:")
-    for cmd in install_commands(options):
+    for cmd in install_commands(options, stop=[p.name for p in former]):
         print(f"  {cmd}")
     return 0
+
+
+def _former_units(target: Path) -> list[Path]:
+    from dmf_assets.service.units import FORMER_UNITS, MARKER
+
+    return [
+        target / n
+        for n in FORMER_UNITS
+        if (target / n).is_file() and MARKER in (target / n).read_text(encoding="utf-8", errors="replace")
+    ]
 
 
 def _uninstall(args: argparse.Namespace) -> int:
@@ -169,36 +176,4 @@ def _uninstall(args: argparse.Namespace) -> int:
     print("이제 실행하세요 / now run:" if not args.dry_run else "지운 뒤 실행할 명령 / after removing, run:")
     for cmd in uninstall_commands(args.user):
         print(f"  {cmd}")
-    return 0
-
-
-def _serve_reports(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
-    from dmf_assets.report.fileserver import FileServerError, start_file_server
-    from dmf_assets.settings import load_settings
-
-    settings = load_settings()
-    host = args.host or settings.report.file_server_host
-    port = args.port if args.port is not None else settings.report.file_server_port
-    reports_dir = args.dir.resolve() if args.dir else settings.paths.resolve("reports_dir")
-    try:
-        server, _ = start_file_server(reports_dir, host, port)
-    except FileServerError as exc:
-        raise UserError(str(exc)) from None
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    print(
-        f"리포트 다운로드 서버 / serving {reports_dir} at http://{host}:{server.server_address[1]}/ (pid {os.getpid()})",
-        flush=True,
-    )
-    try:
-        while not stop.wait(1.0):
-            pass
-    finally:
-        server.shutdown()
-        server.server_close()
-    print("중지됨 / stopped", flush=True)
     return 0

@@ -22,18 +22,16 @@ queued), and a day committed out of order re-derives the next accepted day in th
 """
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import dagster as dg
 import polars as pl
 
-from dmf_assets import notify
+from dmf_assets import links, notify
 from dmf_assets.clock import now_kst
 from dmf_assets.defs.checks import (
     gate_result,
@@ -497,8 +495,8 @@ def xlsx_report(
 
     result = write_workbook(report, workspace.path("reports_dir"))  # no database lock needed for the file
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
-    # `dmf ui --report-port N` tells the code location where its file server listens
-    url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
+    # from [web] public_base_url (`links`), never the port a server listens on now: old days' links keep working
+    base = links.base_url(settings.web)
     delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
     k = report.kpis
     summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
@@ -519,8 +517,8 @@ def xlsx_report(
     )
     return dg.MaterializeResult(
         metadata={
-            # `dmf ui --report-port N` tells the code location where its file server listens
-            "download": dg.MetadataValue.url(url),
+            "day_page": dg.MetadataValue.url(links.day_link(base, report.day)),
+            "download": dg.MetadataValue.url(links.workbook_link(base, result.path.name)),
             "path": dg.MetadataValue.path(str(result.path)),
             "file_size_bytes": dg.MetadataValue.int(result.bytes),
             "status": report.status.value,

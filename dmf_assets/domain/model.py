@@ -134,8 +134,16 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
     return f"{NUMBER_CHANGED_LABEL_KO} 가능성: {number} ↔ {', '.join(candidates)}"
 
 
+#: a day no run recorded at all (no row in `runs`): the calendar's word for it
+NOT_RUN = "not_run"
 #: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
-RUN_STATUS_KO: dict[str, str] = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만"}
+RUN_STATUS_KO: dict[str, str] = {
+    "accepted": "반영",
+    "baseline": "기준일",
+    "rejected": "거부",
+    "pending": "판정만",
+    NOT_RUN: "미실행",
+}
 
 
 def substantive_changes(changed: int | None, number_assigned: int | None, number_changed: int | None) -> int:

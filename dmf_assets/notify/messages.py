@@ -75,7 +75,7 @@ class Message:
     level: str  # info | warning | critical
     sections: tuple[tuple[str, str], ...] = ()  # (heading, paragraph) in order
     facts: tuple[tuple[str, str], ...] = ()  # label -> value, shown as a table / card facts
-    link: str = ""  # the workbook's public download link ([report] public_base_url), or none
+    link: str = ""  # the workbook's public download link ([web] public_base_url, `links`), or none
     kind: str = ""  # alert kind, "report" or "test"
     day: str = ""
 
@@ -140,7 +140,7 @@ class MessageContext:
             emulator=resolve_endpoint(settings.source.base_url).local,
             config_file=config_file or "config/dmf.local.toml",
             retry_until=settings.retry.until,
-            public_base_url=settings.report.public_base_url.rstrip("/"),
+            public_base_url=settings.web.public_base_url.rstrip("/"),
         )
 
     def source_advice(self) -> str:
@@ -757,12 +757,12 @@ def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
 
 
 def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
-    """The workbook's address for people outside this machine — only with [report] public_base_url."""
-    from urllib.parse import quote
+    """The workbook's address for people outside this machine — only with [web] public_base_url."""
+    from dmf_assets.links import workbook_link
 
     if not (ctx.public_base_url and d.workbook is not None):
         return ""
-    return f"{ctx.public_base_url}/{quote(d.workbook.name)}"
+    return workbook_link(ctx.public_base_url, d.workbook.name)
 
 
 def retries_failed_note(n: int) -> str:

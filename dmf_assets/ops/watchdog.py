@@ -215,9 +215,9 @@ def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
             "deliveries",
             WARN,
             label,
-            "메일은 보내지만 [report] public_base_url이 비어 있어 메일에 리포트 링크가 "
+            "메일은 보내지만 [web] public_base_url이 비어 있어 메일에 리포트 링크가 "
             "없습니다(첨부만) — 받는 사람이 열 수 있는 주소를 설정하세요",
-            "e-mail is configured without [report] public_base_url: mails carry no link to the workbook",
+            "e-mail is configured without [web] public_base_url: mails carry no link to the workbook",
         )
     names = ", ".join(dict.fromkeys(c.kind for c in chans))
     return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")

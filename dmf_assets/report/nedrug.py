@@ -19,8 +19,13 @@ NEDRUG_LINK_TEXT = "성분 검색"
 
 def nedrug_link(ev: EventRow, base_url: str) -> tuple[str, str]:
     """(cell text, URL) of the 의약품안전나라 DMF search for one registration."""
+    return nedrug_search(ev.ingredient, ev.ingredient_base, base_url)
+
+
+def nedrug_search(ingredient: str | None, ingredient_base: str | None, base_url: str) -> tuple[str, str]:
+    """(link text, URL) of the 의약품안전나라 DMF search for a registration's ingredient (or its base name)."""
     base = base_url.rstrip("/") + NEDRUG_DMF_SEARCH_PATH
-    for term in (ev.ingredient, ev.ingredient_base):
+    for term in (ingredient, ingredient_base):
         if term:
             url = f"{base}?{urlencode({NEDRUG_INGREDIENT_PARAM: term}, quote_via=quote)}"
             if len(url) <= _MAX_URL:

@@ -2,7 +2,7 @@
 
   dmf-dagster-webserver.service   the Dagster UI (dagster-webserver), restarted on failure
   dmf-dagster-daemon.service      the Dagster daemon: the 06:00 KST schedule, sensors, run queue, run monitoring
-  dmf-reports.service             the workbook download server (`dmf serve-reports`)
+  dmf-web.service                 the team's page 「DMF 조회」 with the workbook downloads (`dmf web`)
   dmf-watchdog.service + .timer   the outside watchdog (`dmf doctor --alert`) every 10 minutes
 
 Every service: WorkingDirectory = the project, DAGSTER_HOME = the project's dagster_home/, the
@@ -15,6 +15,7 @@ from __future__ import annotations
 import getpass
 import shlex
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypedDict, Unpack
@@ -25,13 +26,15 @@ MARKER = "# Written by `dmf service install` (DMF Watch). Re-run it to update; `
 SERVICES = (
     "dmf-dagster-webserver.service",
     "dmf-dagster-daemon.service",
-    "dmf-reports.service",
+    "dmf-web.service",
     "dmf-watchdog.service",
 )
 TIMERS = ("dmf-watchdog.timer",)
-ALL_UNITS = SERVICES + TIMERS
+#: units earlier versions wrote (the download server became the page): `uninstall` removes them too
+FORMER_UNITS = ("dmf-reports.service",)
+ALL_UNITS = SERVICES + TIMERS + FORMER_UNITS
 #: started and enabled by the printed commands (the watchdog service is started by its timer)
-ENABLE = ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-reports.service", "dmf-watchdog.timer")
+ENABLE = ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service", "dmf-web.service", "dmf-watchdog.timer")
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,8 @@ def render_units(o: UnitOptions) -> dict[str, str]:
         )
         + _service_section(o, f"{_q(o.venv_bin / 'dagster-daemon')} run -w {workspace}")
         + _install_section(o),
-        "dmf-reports.service": _unit_section(o, "DMF Watch — workbook download server (reports/)")
-        + _service_section(o, f"{dmf} serve-reports")
+        "dmf-web.service": _unit_section(o, "DMF Watch — the team's page DMF 조회 and the workbook downloads")
+        + _service_section(o, f"{dmf} web")
         + _install_section(o),
         # oneshot, run by the timer; exit 1/2 mean "problems found and alerted", not a broken unit
         "dmf-watchdog.service": _unit_section(o, "DMF Watch — outside watchdog (dmf doctor --alert)")
@@ -189,9 +192,11 @@ def systemctl(user_mode: bool) -> str:
     return "systemctl --user" if user_mode else "sudo systemctl"
 
 
-def install_commands(o: UnitOptions) -> list[str]:
+def install_commands(o: UnitOptions, stop: Sequence[str] = ()) -> list[str]:
+    """What to run after installing; `stop`: units of an earlier version that were removed (still running)."""
     sc = systemctl(o.user_mode)
-    cmds = [f"{sc} daemon-reload", f"{sc} enable --now {' '.join(ENABLE)}"]
+    cmds = [f"{sc} disable --now {' '.join(stop)}"] if stop else []
+    cmds += [f"{sc} daemon-reload", f"{sc} enable --now {' '.join(ENABLE)}"]
     if o.user_mode:
         # without lingering, user services stop at logout and do not start at boot
         cmds.insert(0, f"loginctl enable-linger {shlex.quote(getpass.getuser())}")

@@ -88,6 +88,10 @@ class DatabaseDamaged(DatabaseUnusable):
         )
 
 
+class DatabaseOutdated(RuntimeError):
+    """The database's schema is older than this release's migrations: only a writer may migrate it."""
+
+
 class DatabaseDiskFull(OSError):
     """A write to the history database found no space left; DuckDB rolled the transaction back."""
 
@@ -524,3 +528,52 @@ def open_database(
             raise
         finally:
             conn.close()
+
+
+@contextlib.contextmanager
+def read_only_database(path: str | Path, *, wait_s: float = 2.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A brief read-only connection, for a reader that must never hold a run up for long (the web page).
+
+    The lock beside the database is taken shared — readers do not wait for each other, a writer waits until
+    the last one is done — and waited for at most `wait_s`, then `DatabaseBusy` (a run is writing: say so,
+    rather than hang). Nothing is created or migrated: `FileNotFoundError` when there is no database yet,
+    `DatabaseOutdated` when migrations are pending (the next run applies them), `DatabaseDamaged` for a
+    file DuckDB cannot read. Open it per question and close it at once: an open connection blocks writers.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "no history database yet", str(path))
+    with open(lock_path(path), "a+") as fh:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise DatabaseBusy(f"the history database is being written ({_holder_text(fh)})") from None
+                time.sleep(0.05)
+        try:
+            try:
+                conn = duckdb.connect(str(path), read_only=True)
+            except duckdb.Error as exc:
+                if _damaged(exc):
+                    raise DatabaseDamaged(path, _first_line(exc)) from exc
+                if "lock" in str(exc).lower():  # another program (a DuckDB CLI) holds the file
+                    raise DatabaseBusy(_first_line(exc)) from exc
+                raise
+            try:
+                _check_length(conn, path)
+                pending, problems = check_migrations(conn)
+                if problems or pending:
+                    raise DatabaseOutdated("; ".join(problems) or f"{len(pending)} migration(s) pending")
+                conn.execute("SET TimeZone = ?", [TIMEZONE_NAME])
+                yield conn
+            except duckdb.Error as exc:
+                if _damaged(exc):
+                    raise DatabaseDamaged(path, _first_line(exc)) from exc
+                raise
+            finally:
+                conn.close()
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

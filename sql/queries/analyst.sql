@@ -115,7 +115,7 @@ SELECT r.dmf_key, v.permit_no, previous.previous_permit_no, v.permit_no_raw, v.p
        v.base_permit_no, v.cohort,
        v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address, v.countries,
        v.country_list, v.site_count, v.sites, v.issue_date, v.target_class,
-       v.ingredient_key, v.manufacturer_key,
+       v.ingredient_key, v.applicant_key, v.manufacturer_key,
        seen.first_day, changed.last_changed_day, coalesce(changed.times_changed, 0) AS times_changed,
        s.record_id
 FROM snapshots s

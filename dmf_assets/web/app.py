@@ -1,0 +1,488 @@
+"""The routes of 「DMF 조회」: one module over `web/data.py` (which alone reads the database), rendered with the
+templates in `templates/`. Read-only: GET and HEAD only (405 otherwise).
+
+    /                     the registry today: the latest accepted day, its headline counts, the last rejected
+                          day, registrations · applicants · manufacturers · countries, top-10 lists
+    /search               one box over 등록번호 · 성분명 · 신청인 · 제조소 · 제조국 (matching keys), filters, sort,
+                          paging, as_of=YYYY-MM-DD; /search.csv (UTF-8 with BOM) and /search.xlsx export it
+    /dmf/{number or key}  one registration: current values, versions, listed spans, events before → after
+    /day/{YYYY-MM-DD}     a day's verdict, gates, events as the workbook's sentences, its workbook
+    /days                 the calendar: accepted · rejected · not run
+    /reports/             the workbooks; /reports/{name} downloads one (`files`: names, no traversal)
+
+With a token (`[web] token`, DMF_WEB_TOKEN) every request carries it — once as ?token=… (then a cookie) or as
+`Authorization: Bearer …` — or gets 401. Pages hold no command, no configuration key, no local path and never the
+service key: a failure is a sentence for the team, the details go to the terminal (one line).
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from dmf_assets.clock import today_kst
+from dmf_assets.domain.gates import GATE_BY_NUMBER
+from dmf_assets.domain.model import (
+    EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
+    RUN_STATUS_KO,
+    SEVERITY_LABEL_KO,
+    SITES_FIELD,
+    TARGET_CLASSES,
+)
+from dmf_assets.domain.sites import describe_site_change
+from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
+from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
+from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
+from dmf_assets.report.sentences import summary_sentences
+from dmf_assets.report.sheet_frame import ATTRIBUTION
+from dmf_assets.settings import Settings
+from dmf_assets.storage.db import DatabaseBusy, DatabaseDamaged, DatabaseOutdated
+from dmf_assets.storage.registry import NoHistory
+from dmf_assets.web import data
+from dmf_assets.web.files import XLSX, is_report_name, listed_workbooks, requested_name, servable
+from dmf_assets.web.server import DEADLINE_EXTENSION, log
+
+TOKEN_COOKIE = "dmf_web_token"
+MAX_TEXT = 200  # characters of a search box or filter: longer is no registration's value
+SECURITY_HEADERS = [
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),  # a ?token= address never leaves in a Referer
+    (
+        b"content-security-policy",
+        b"default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+        b"base-uri 'none'; frame-ancestors 'none'",
+    ),
+]
+#: labels of the ledger's own columns (base permit, cohort, first seen …), said once in report/rows.py
+COLUMN_LABEL = {c.key: c.header for c in LEDGER_COLUMNS}
+
+
+class Problem(Exception):
+    """A request the page answers with a sentence (bad input, nothing found)."""
+
+    def __init__(self, status: int, title: str, text: str) -> None:
+        super().__init__(title)
+        self.status, self.title, self.text = status, title, text
+
+
+@dataclass(frozen=True)
+class Site:
+    """What the routes need: the settings read once, the database reader, the reports folder."""
+
+    settings: Settings
+    reader: data.Reader
+    reports_dir: Path
+
+
+# --- reading the query -----------------------------------------------------------------------------
+
+
+def _text(request: Request, name: str) -> str:
+    value = request.query_params.get(name, "").strip()
+    if len(value) > MAX_TEXT:
+        raise Problem(400, "검색어가 너무 깁니다", f"{MAX_TEXT}자 이내로 입력하십시오.")
+    return value
+
+
+def _day(text: str, what: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise Problem(400, "날짜 형식이 아닙니다", f"{what}은 2026-11-30처럼 YYYY-MM-DD로 입력하십시오.") from None
+
+
+def _optional_day(request: Request, name: str, what: str) -> date | None:
+    value = _text(request, name)
+    return _day(value, what) if value else None
+
+
+def search_query(request: Request) -> data.SearchQuery:
+    sort = request.query_params.get("sort") or "permit"
+    if sort not in data.SORTS:
+        raise Problem(400, "정렬 방식을 알 수 없습니다", "목록에서 정렬 방식을 고르십시오.")
+    target = _text(request, "target_class")
+    if target and target not in TARGET_CLASSES:
+        raise Problem(400, "대상의약품 구분을 알 수 없습니다", f"{', '.join(TARGET_CLASSES)} 가운데 고르십시오.")
+    try:
+        page = int(request.query_params.get("page") or 1)
+    except ValueError:
+        page = 0
+    if not 1 <= page <= 100_000:
+        raise Problem(400, "쪽 번호가 올바르지 않습니다", "1 이상의 쪽 번호를 쓰십시오.")
+    return data.SearchQuery(
+        q=_text(request, "q"),
+        country=_text(request, "country"),
+        applicant=_text(request, "applicant"),
+        target_class=target,
+        issued_from=_optional_day(request, "from", "발급일자 시작"),
+        issued_to=_optional_day(request, "to", "발급일자 끝"),
+        cohort=_text(request, "cohort"),
+        as_of=_optional_day(request, "as_of", "기준일"),
+        sort=sort,
+        page=page,
+    )
+
+
+def href(path: str, params: dict[str, str] | None = None) -> str:
+    """A link inside the page (relative to the host: it works behind any address)."""
+    return path + (f"?{urlencode(params, quote_via=quote)}" if params else "")
+
+
+def registration_href(key: str) -> str:
+    return "/dmf/" + quote(key, safe="")
+
+
+# --- the pages -------------------------------------------------------------------------------------
+
+
+def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: str = "") -> ASGIApp:
+    """The whole page as an ASGI app: the routes, behind the token rule and the security headers."""
+    site = Site(settings, data.Reader(database), reports_dir)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("dmf_assets.web", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = lambda n: f"{n:,}" if isinstance(n, int) else ("" if n is None else n)
+    env.globals.update(
+        href=href,
+        registration_href=registration_href,
+        FIELD=FIELD_LABEL_KO,
+        COLUMN=COLUMN_LABEL,
+        EVENT=EVENT_LABEL_KO,
+        SEVERITY=SEVERITY_LABEL_KO,
+        STATUS=RUN_STATUS_KO,
+        FLAG=FLAG_LABELS,
+        GATE=GATE_BY_NUMBER,
+        ATTRIBUTION=ATTRIBUTION,
+        LATEST_NAME=LATEST_NAME,
+    )
+    templates = Jinja2Templates(env=env)
+
+    def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return templates.TemplateResponse(request, name, {"today": today_kst(), **context}, status_code=status)
+
+    def endpoint(fn: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """A route run in a worker thread (its database reads never stall the server), whose unexpected fault
+        is a page for the team and one line on the terminal — never a traceback."""
+
+        def run(request: Request) -> Response:
+            try:
+                return fn(request)
+            except (Problem, HTTPException, FileNotFoundError, DatabaseBusy, DatabaseOutdated, DatabaseDamaged):
+                raise  # answered by the handlers below
+            except Exception as exc:  # noqa: BLE001 - the page says it failed; the terminal says why
+                log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+                return page(
+                    request,
+                    "message.html",
+                    500,
+                    title="페이지를 만들지 못했습니다",
+                    text="담당 엔지니어에게 알려 주십시오.",
+                )
+
+        run.__name__ = fn.__name__
+        return run
+
+    def read(key: Any, build: Callable[[Any], Any], *, big: bool = False) -> Any:
+        return site.reader.read(key, build, big=big)
+
+    def registry_of(day: date | None) -> data.Registry:
+        try:
+            return read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
+        except NoHistory:
+            raise Problem(
+                404,
+                "그날까지 정상 수집된 날이 없습니다",
+                f"{day or '지금'}까지 반영된 등록 현황이 없습니다. 날짜별 현황에서 수집된 날을 확인하십시오.",
+            ) from None
+
+    @endpoint
+    def home(request: Request) -> Response:
+        return page(request, "home.html", home=read("home", data.home))
+
+    @endpoint
+    def search(request: Request) -> Response:
+        sq = search_query(request)
+        result = data.search(registry_of(sq.as_of), sq)
+        return page(
+            request,
+            "search.html",
+            sq=sq,
+            result=result,
+            sorts={k: v[0] for k, v in data.SORTS.items()},
+            target_classes=TARGET_CLASSES,
+        )
+
+    @endpoint
+    def export(request: Request) -> Response:
+        sq = search_query(request)
+        registry = registry_of(sq.as_of)
+        frame = data.export_frame(registry, sq)
+        stem = f"DMF_검색_{registry.day}"
+        if request.url.path.endswith(".csv"):
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow([c.header for c in data.EXPORT_COLUMNS])
+            writer.writerows(frame.iter_rows())
+            body = ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM: Excel reads the Hangul
+            return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
+        from dmf_assets.report.tables import TableSheet, write_tables_workbook
+
+        what = sq.q or "전체"
+        with tempfile.TemporaryDirectory(prefix="dmf-web-") as folder:
+            path = write_tables_workbook(
+                Path(folder) / "export.xlsx",
+                [
+                    TableSheet(
+                        "검색 결과",
+                        f"검색 결과 · {registry.day} 기준",
+                        f"검색: {what} — 등록 {frame.height:,}건",
+                        data.EXPORT_COLUMNS,
+                        frame,
+                    )
+                ],
+                banner=f"{registry.day} 기준 등록 현황 검색 — {what}: {frame.height:,}건",
+                doc_title=f"DMF 검색 {registry.day}",
+            )
+            body = path.read_bytes()
+        return Response(body, media_type=XLSX, headers=_attachment(f"{stem}.xlsx"))
+
+    @endpoint
+    def registration(request: Request) -> Response:
+        key = request.path_params["key"].strip()
+        if not key or len(key) > MAX_TEXT:
+            raise Problem(404, "등록을 찾을 수 없습니다", "등록번호를 확인하십시오.")
+        try:
+            latest: data.Registry | None = registry_of(None)
+        except Problem:
+            latest = None
+        reg = read(("dmf", key), lambda conn: data.registration(conn, key, latest))
+        if reg is None:
+            raise Problem(
+                404,
+                "등록을 찾을 수 없습니다",
+                f"이력에 {key!r} 등록이 없습니다. 띄어쓰기·문장부호는 상관없으니 번호를 확인하거나 검색을 이용하십시오.",
+            )
+        text, url = nedrug_search(reg.current.get("ingredient"), None, SOURCE_BASE_FALLBACK)
+        return page(
+            request,
+            "dmf.html",
+            reg=reg,
+            nedrug=(text, url),
+            change_rows=_change_rows,
+        )
+
+    @endpoint
+    def day_page(request: Request) -> Response:
+        day = _day(request.path_params["day"], "날짜")
+        view = read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
+        workbook = dated_workbook_name(day)  # written after the day's commit: looked for now, not remembered
+        sentences = summary_sentences(view.report.events, limit=10_000)[0] if view.report else []
+        events = sorted_events(view.report.headline_events) if view.report else []
+        return page(
+            request,
+            "day.html",
+            view=view,
+            workbook=workbook if servable(site.reports_dir, workbook) else None,
+            sentences=sentences,
+            events=events,
+            change_lines=change_lines,
+            sample_table=sample_table,
+        )
+
+    @endpoint
+    def days(request: Request) -> Response:
+        return page(
+            request, "days.html", cal=read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
+        )
+
+    @endpoint
+    def reports_index(request: Request) -> Response:
+        return page(request, "reports.html", workbooks=listed_workbooks(site.reports_dir))
+
+    @endpoint
+    def download(request: Request) -> Response:
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        name = requested_name(raw.split(b"?", 1)[0][len(b"/reports/") :])
+        if isinstance(name, tuple):
+            return PlainTextResponse(name[1] + "\n", status_code=name[0])
+        target = servable(site.reports_dir, name)
+        if target is None:
+            return PlainTextResponse("파일이 없습니다 / not found\n", status_code=404)
+        return FileResponse(target, media_type=XLSX, headers=_attachment(name))
+
+    @endpoint
+    def former_link(request: Request) -> Response:
+        """A workbook link of the former download server (`http://host:8765/DMF_리포트_….xlsx`): same port by
+        default, so an old day's Dagster link keeps working."""
+        name = request.path_params["name"]
+        if not is_report_name(name):
+            raise HTTPException(404)
+        return RedirectResponse("/reports/" + quote(name), status_code=308)
+
+    routes = [
+        Route("/", home),
+        Route("/search", search),
+        Route("/search.csv", export),
+        Route("/search.xlsx", export),
+        Route("/dmf/{key}", registration),
+        Route("/day/{day}", day_page),
+        Route("/days", days),
+        Route("/reports/", reports_index),
+        Route("/reports", endpoint(lambda r: RedirectResponse("/reports/", status_code=308))),
+        Route("/reports/{rest:path}", download),
+        Route("/{name}", former_link),
+    ]
+
+    async def problem(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, Problem)
+        return page(request, "message.html", exc.status, title=exc.title, text=exc.text)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            return PlainTextResponse(
+                "읽기 전용입니다 / read-only: GET or HEAD\n", status_code=405, headers={"Allow": "GET, HEAD"}
+            )
+        title = "페이지가 없습니다" if exc.status_code == 404 else HTTPStatus(exc.status_code).phrase
+        return page(request, "message.html", exc.status_code, title=title, text="주소를 확인하십시오.")
+
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, FileNotFoundError):
+            return page(
+                request,
+                "message.html",
+                200,
+                title="아직 수집된 날이 없습니다",
+                text="첫 수집이 끝나면 여기에 보입니다.",
+            )
+        log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        if isinstance(exc, DatabaseBusy):
+            title, text = "지금 수집 결과를 기록하는 중입니다", "몇 초 뒤에 자동으로 다시 불러옵니다."
+        elif isinstance(exc, DatabaseOutdated):
+            title, text = "프로그램이 갱신되었습니다", "갱신 뒤 첫 수집이 끝나면 다시 보입니다."
+        else:
+            title, text = (
+                "이력을 읽을 수 없습니다",
+                "담당 엔지니어에게 알려 주십시오. 리포트 파일은 그대로 받을 수 있습니다.",
+            )
+        response = page(request, "message.html", 503, title=title, text=text, refresh=isinstance(exc, DatabaseBusy))
+        response.headers["Retry-After"] = "5"
+        return response
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            Problem: problem,
+            HTTPException: http_error,
+            FileNotFoundError: unavailable,
+            DatabaseBusy: unavailable,
+            DatabaseOutdated: unavailable,
+            DatabaseDamaged: unavailable,
+        },
+    )
+    return Guard(app, token)
+
+
+def _attachment(name: str) -> dict[str, str]:
+    # RFC 6266 + RFC 5987: the Korean name survives every browser
+    return {"Content-Disposition": f"attachment; filename*=UTF-8''{quote(name)}"}
+
+
+def _change_rows(changes: Any) -> list[tuple[str, str | None, str | None, bool, str | None]]:
+    """(label, before, after, cosmetic, site line) per field change of an event: a site row as one line
+    ('제조소 추가: Name (country)'), every other field before → after."""
+    rows: list[tuple[str, str | None, str | None, bool, str | None]] = []
+    for c in changes:
+        if c.field == SITES_FIELD:
+            rows.append(
+                (FIELD_LABEL_KO[SITES_FIELD], None, None, c.is_cosmetic, describe_site_change(c.before, c.after))
+            )
+        else:
+            rows.append((FIELD_LABEL_KO.get(c.field, c.field), c.before, c.after, c.is_cosmetic, None))
+    return rows
+
+
+# --- who may look ----------------------------------------------------------------------------------
+
+
+class Guard:
+    """Every response with the security headers; with a token, every request must carry it: `?token=` once
+    (answered with a cookie and the same address without it), the cookie, or `Authorization: Bearer` — 401
+    otherwise."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        deadline = scope.get("extensions", {}).get(DEADLINE_EXTENSION)
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                message["headers"] = [*headers, *SECURITY_HEADERS]
+                if deadline is not None:  # the answer's size sets how long its delivery may take
+                    size = next((int(v) for k, v in headers if k.lower() == b"content-length"), 0)
+                    deadline["download"](size)
+            await send(message)
+
+        if not self.token:
+            return await self.app(scope, receive, with_headers)
+        request = Request(scope)
+        given = request.query_params.get("token")
+        if given is not None:
+            if not self._same(given):
+                return await _unauthorized(scope, receive, with_headers)
+            rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+            target = quote(scope["path"]) + (f"?{urlencode(rest)}" if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/")
+            return await response(scope, receive, with_headers)
+        bearer = request.headers.get("authorization", "")
+        carried = bearer[7:].strip() if bearer.lower().startswith("bearer ") else request.cookies.get(TOKEN_COOKIE, "")
+        if not self._same(carried):
+            return await _unauthorized(scope, receive, with_headers)
+        await self.app(scope, receive, with_headers)
+
+    def _same(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode("utf-8", "replace"), self.token.encode())
+
+
+async def _unauthorized(scope: Scope, receive: Receive, send: Send) -> None:
+    body = (
+        "<!doctype html><html lang='ko'><meta charset='utf-8'><title>DMF 조회 — 접근 권한 필요</title>"
+        "<body style='font-family:sans-serif;margin:3rem'><h1>접근 권한이 필요합니다</h1>"
+        "<p>이 페이지는 팀에서 받은 주소(접근 토큰이 붙은 링크)로 여십시오. 한 번 열면 이 브라우저가 기억합니다.</p>"
+        "</body></html>"
+    )
+    response = Response(
+        body, status_code=401, media_type="text/html; charset=utf-8", headers={"WWW-Authenticate": "Bearer"}
+    )
+    await response(scope, receive, send)

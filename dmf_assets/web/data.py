@@ -1,0 +1,442 @@
+"""What each page of 「DMF 조회」 shows, read from the history database — no Starlette here.
+
+Every read goes through one `Reader`: a brief read-only connection (`storage.db.read_only_database`: the lock
+shared, waited for at most a moment, then `DatabaseBusy`), closed before the page is rendered. What was read is
+remembered while the database files are unchanged (their inode, size and modification time — a commit, a
+checkpoint, a rebuild or a restore changes one of them), so a repeated search costs no database open and a
+run writing meanwhile is not held up.
+
+The figures are the product's own: the headline counts of the `runs` row (`domain.model.substantive_changes`),
+the workbook's aggregates (sql/queries/report.sql), one registration's history (`analyst.queries`), the registry
+as of a day (`storage.registry.registry_asof`), matching keys (`domain.text`) for search and for counting
+manufacturers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import polars as pl
+
+from dmf_assets.analyst import queries as analyst
+from dmf_assets.domain.countries import canonical_country
+from dmf_assets.domain.gates import GATE_BY_NUMBER
+from dmf_assets.domain.model import EVENT_LABEL_KO, NOT_RUN, substantive_changes
+from dmf_assets.domain.text import company_key_expr, display_expr, match_key
+from dmf_assets.report.columns import Col
+from dmf_assets.report.day_data import DayNotReady, build_day_report
+from dmf_assets.report.model import DayReport
+from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, ledger_frame
+from dmf_assets.settings import Settings
+from dmf_assets.storage import history, registry, reports
+from dmf_assets.storage import web as storage
+from dmf_assets.storage.db import read_only_database
+from dmf_assets.storage.history import ACCEPTED_STATUSES
+
+T = TypeVar("T")
+#: the last day any date arithmetic of the page reaches (the analyst queries' own upper bound)
+LAST_DAY = date(9999, 12, 31)
+PAGE_SIZE = 50
+TOP_N = 10
+#: answers kept while the database is unchanged: whole registries (the latest day's, and an as_of day's or
+#: two), and small answers (pages of one day or registration)
+REMEMBER_BIG = 3
+REMEMBER = 64
+
+
+class Reader:
+    """The page's one way to the history database (see the module's docstring)."""
+
+    def __init__(self, database: Path, *, wait_s: float = 2.0) -> None:
+        self.database = Path(database)
+        self.wait_s = wait_s
+        # a whole registry (megabytes) is kept apart from the small answers, so many of those never push it out
+        self._memory: dict[bool, OrderedDict[tuple, Any]] = {True: OrderedDict(), False: OrderedDict()}
+        self._lock = threading.Lock()
+
+    def _stamp(self) -> tuple:
+        """What changes whenever DuckDB writes: the database file's and its WAL's identity, size and time."""
+        parts: list[tuple[int, int, int] | None] = []
+        for path in (self.database, self.database.with_name(self.database.name + ".wal")):
+            try:
+                st = path.stat()
+                parts.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                parts.append(None)
+        return tuple(parts)
+
+    def read(self, key: Hashable, build: Callable[[duckdb.DuckDBPyConnection], T], *, big: bool = False) -> T:
+        """`build(conn)` on a brief read-only connection — or what it returned last time for `key`, while the
+        database files are unchanged (`big`: a whole registry, of which only a few are kept). Raises
+        FileNotFoundError (no database yet), DatabaseBusy, DatabaseOutdated, DatabaseDamaged."""
+        stamp = self._stamp()
+        memory = self._memory[big]
+        with self._lock:
+            if (stamp, key) in memory:
+                memory.move_to_end((stamp, key))
+                return memory[(stamp, key)]
+        with read_only_database(self.database, wait_s=self.wait_s) as conn:
+            value = build(conn)
+        with self._lock:
+            memory[(stamp, key)] = value
+            while len(memory) > (REMEMBER_BIG if big else REMEMBER):
+                memory.popitem(last=False)
+        return value
+
+
+def latest_accepted(conn: duckdb.DuckDBPyConnection) -> date | None:
+    return storage.last_day_with_status(conn, ACCEPTED_STATUSES)
+
+
+# --- / : the registry today -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ranked:
+    label: str
+    registrations: int
+    query: dict[str, str]  # the search that lists them
+
+
+@dataclass(frozen=True)
+class Home:
+    latest: date | None  # the latest accepted day
+    base_day: date | None
+    figures: tuple[tuple[str, int], ...]  # 신규 · 변경 · 목록에서 삭제 · 번호 부여, the runs row's
+    cosmetic: int
+    totals: tuple[tuple[str, int], ...]  # 등록 · 신청인 · 제조소 · 제조국, by matching keys
+    tops: tuple[tuple[str, tuple[Ranked, ...]], ...]
+    last_day: date | None  # the latest day any run recorded, and what became of it
+    last_status: str | None
+    rejected_day: date | None
+    rejected_reason: str | None
+    rejected_gate: str | None
+
+
+def headline_figures(run: dict) -> tuple[tuple[str, int], ...]:
+    """신규 · 변경 · 목록에서 삭제 · 번호 부여 of a `runs` row — the workbook's and the mail's figures."""
+    return (
+        (EVENT_LABEL_KO["NEW"], run["new_count"] or 0),
+        (EVENT_LABEL_KO["CHANGED"], substantive_changes(run["changed_count"], run["assigned_count"])),
+        (EVENT_LABEL_KO["WITHDRAWN"], run["withdrawn_count"] or 0),
+        (FLAG_LABELS["number_assigned"], run["assigned_count"] or 0),
+    )
+
+
+def _manufacturers(sites: pl.DataFrame) -> pl.DataFrame:
+    """(label, registrations) per manufacturer, told apart by the company matching key of each site's name."""
+    keyed = sites.with_columns(key=company_key_expr(display_expr(pl.col("name")))).filter(pl.col("key").is_not_null())
+    return (
+        keyed.group_by("key")
+        .agg(label=pl.col("name").mode().sort().first(), registrations=pl.col("record_id").n_unique())
+        .sort(["registrations", "label"], descending=[True, False])
+    )
+
+
+def home(conn: duckdb.DuckDBPyConnection) -> Home:
+    latest = latest_accepted(conn)
+    span = storage.processed_span(conn)
+    last_day = span[1] if span else None
+    last_run = history.run_row(conn, last_day) if last_day else None
+    rejected = storage.last_day_with_status(conn, ("rejected",))
+    rejected_run = history.run_row(conn, rejected) if rejected else None
+    gate = rejected_run.get("rejected_gate") if rejected_run else None
+    empty = Home(latest, None, (), 0, (), (), last_day, last_run["status"] if last_run else None, rejected, None, None)
+    if latest is None:
+        return empty
+    run = history.run_row(conn, latest)
+    assert run is not None  # the day was just found in runs
+    d = history.day_id(latest)
+    ingredients = reports.aggregate_rows(conn, "by_ingredient", d)
+    applicants = reports.aggregate_rows(conn, "by_applicant", d)
+    countries = reports.aggregate_rows(conn, "by_country", d)
+    manufacturers = _manufacturers(storage.day_site_names(conn, latest))
+    tops = (
+        ("성분 (기준명)", tuple(Ranked(r[0], r[1], {"q": r[0]}) for r in ingredients[:TOP_N])),
+        ("신청인", tuple(Ranked(r[0], r[1], {"applicant": r[0]}) for r in applicants[:TOP_N])),
+        (
+            "제조소",
+            tuple(
+                Ranked(r["label"], r["registrations"], {"q": r["label"]}) for r in manufacturers.head(TOP_N).to_dicts()
+            ),
+        ),
+        ("제조국", tuple(Ranked(r[0], r[1], {"country": r[0]}) for r in countries[:TOP_N])),
+    )
+    return Home(
+        latest=latest,
+        base_day=history.to_date(run["base_day_id"]),
+        figures=headline_figures(run),
+        cosmetic=run["cosmetic_count"] or 0,
+        totals=(
+            ("등록", run["population"] or 0),
+            ("신청인", len(applicants)),
+            ("제조소", manufacturers.height),
+            ("제조국", len(countries)),
+        ),
+        tops=tops,
+        last_day=last_day,
+        last_status=last_run["status"] if last_run else None,
+        rejected_day=rejected,
+        rejected_reason=rejected_run["reason"] if rejected_run else None,
+        rejected_gate=GATE_BY_NUMBER[gate].title if gate in GATE_BY_NUMBER else None,
+    )
+
+
+# --- /search ---------------------------------------------------------------------------------------
+
+#: sort key -> (label, columns, descending)
+SORTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
+    "permit": ("등록번호순", ("permit_no", "dmf_key"), False),
+    "ingredient": ("성분명순", ("ingredient", "permit_no"), False),
+    "applicant": ("신청인순", ("applicant", "permit_no"), False),
+    "issued": ("발급일자 최신순", ("issue_date", "permit_no"), True),
+    "first_seen": ("최초 관측 최신순", ("first_seen", "permit_no"), True),
+    "changed": ("최근 실질 변경 최신순", ("last_changed", "permit_no"), True),
+}
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """One search, as the form and its links carry it (every value checked by the route)."""
+
+    q: str = ""
+    country: str = ""
+    applicant: str = ""
+    target_class: str = ""
+    issued_from: date | None = None
+    issued_to: date | None = None
+    cohort: str = ""
+    as_of: date | None = None
+    sort: str = "permit"
+    page: int = 1
+
+    def params(self, **changes: object) -> dict[str, str]:
+        """The query string of this search (with `changes`), empty values left out."""
+        values: dict[str, object] = {
+            "q": self.q,
+            "country": self.country,
+            "applicant": self.applicant,
+            "target_class": self.target_class,
+            "from": self.issued_from,
+            "to": self.issued_to,
+            "cohort": self.cohort,
+            "as_of": self.as_of,
+            "sort": "" if self.sort == "permit" else self.sort,
+            "page": "" if self.page == 1 else self.page,
+        }
+        values.update(changes)
+        if values["page"] == 1:
+            values["page"] = ""
+        return {k: str(v) for k, v in values.items() if v not in ("", None)}
+
+    @property
+    def is_empty(self) -> bool:
+        return (
+            not (self.q or self.country or self.applicant or self.target_class or self.issued_from or self.issued_to)
+            and not self.cohort
+        )
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The registry as of an accepted day, with the columns search compares (kept in the reader's memory)."""
+
+    day: date
+    frame: pl.DataFrame
+    countries: tuple[str, ...]  # the canonical countries listed that day, for the filter
+
+
+def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
+    """The registry as accepted on `day` (None: the latest accepted day). Raises registry.NoHistory."""
+    accepted, frame = registry.registry_asof(conn, day or LAST_DAY)
+    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(r"[^0-9A-Z가-힣]", ""))
+    countries = frame.select(pl.col("country_list").explode().drop_nulls().unique().sort()).to_series().to_list()
+    return Registry(accepted, frame, tuple(countries))
+
+
+def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
+    """The registrations the search finds: the box over 등록번호, 성분명, 신청인, 제조소 and 제조국 by their
+    matching keys (spacing, (주)/주식회사/㈜, case and punctuation do not matter), and the filters."""
+    conditions: list[pl.Expr] = []
+    if sq.q:
+        # the company key: the text key without legal forms (or the text key when nothing else is left) — so
+        # "아세트 아미노펜 ㈜" looks for what "아세트아미노펜" does, and "(주)삼오 제약" for "삼오제약"
+        key = match_key(sq.q, "company")
+        either = [
+            pl.col(column).str.contains(key, literal=True).fill_null(False)
+            for column in ("ingredient_key", "applicant_key", "manufacturer_key")
+            if key
+        ]
+        if compact := analyst.compact_key(sq.q):
+            either.append(pl.col("permit_compact").str.contains(compact, literal=True).fill_null(False))
+        if country := canonical_country(sq.q):
+            either.append(pl.col("country_list").list.contains(country).fill_null(False))
+        conditions.append(pl.any_horizontal(either) if either else pl.lit(False))
+    if sq.country:
+        conditions.append(pl.col("country_list").list.contains(sq.country).fill_null(False))
+    if sq.applicant:
+        key = match_key(sq.applicant, "company") or ""
+        conditions.append(pl.col("applicant_key").str.contains(key, literal=True).fill_null(False))
+    if sq.target_class:
+        conditions.append(pl.col("target_class") == sq.target_class)
+    if sq.issued_from:
+        conditions.append(pl.col("issue_date") >= sq.issued_from.isoformat())
+    if sq.issued_to:
+        conditions.append(pl.col("issue_date") <= sq.issued_to.isoformat())
+    if sq.cohort:
+        conditions.append(pl.col("cohort") == sq.cohort)
+    found = frame.filter(pl.all_horizontal(conditions)) if conditions else frame
+    _, columns, descending = SORTS[sq.sort]
+    return found.sort(list(columns), descending=descending, nulls_last=True)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    day: date  # the accepted day searched
+    total: int
+    rows: tuple[dict[str, Any], ...]  # this page's, with the ledger's display columns
+    page: int
+    pages: int
+    countries: tuple[str, ...]
+
+
+def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
+    found = matching(registry_.frame, sq)
+    pages = max(1, -(-found.height // PAGE_SIZE))
+    page = min(sq.page, pages)
+    shown = ledger_frame(found.slice((page - 1) * PAGE_SIZE, PAGE_SIZE))
+    return SearchResult(registry_.day, found.height, tuple(shown.to_dicts()), page, pages, registry_.countries)
+
+
+#: the columns of an exported search: the workbook's ledger (전체현황) without its link into the 이력 sheet
+EXPORT_COLUMNS: tuple[Col, ...] = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
+
+
+def export_frame(registry_: Registry, sq: SearchQuery) -> pl.DataFrame:
+    """Every registration the search finds, with the ledger's display columns (CSV and XLSX)."""
+    return ledger_frame(matching(registry_.frame, sq)).select([c.key for c in EXPORT_COLUMNS])
+
+
+# --- /dmf/{key} ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Registration:
+    key: str  # as asked
+    history: analyst.RegistrationHistory
+    latest: date | None  # the latest accepted day
+    current: dict[str, Any]  # the values of the version listed last
+    listed_now: bool
+    last_listed: date | None
+    derived: tuple[tuple[str, str], ...] = ()  # (permit_no, applicant) of grants whose original this is
+    cohort_size: int = 0
+    keys: tuple[str, ...] = field(default_factory=tuple)
+
+
+def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry | None) -> Registration | None:
+    """One registration: found like `dmf history KEY` (any spelling of the number, '…#2', 'SYN-…'); None if unknown."""
+    ids = analyst.find_records(conn, key)
+    if not ids:
+        return None
+    hist = analyst.registration_history(conn, ids)
+    latest = latest_accepted(conn)
+    listed = [s for s in hist.spans if s.version_no is not None]
+    last = max(listed, key=lambda s: s.last_day, default=None)
+    versions: dict[tuple[str, int | None], analyst.HistoryVersion] = {
+        (v.dmf_key, v.version_no): v for v in hist.versions
+    }
+    shown = versions.get((last.dmf_key, last.version_no)) if last else None
+    current = (shown or hist.versions[-1]).values if hist.versions else {}
+    derived: tuple[tuple[str, str], ...] = ()
+    cohort_size = 0
+    if registry_ is not None:
+        frame = registry_.frame
+        if current.get("permit_no"):
+            grants = frame.filter(pl.col("base_permit_no") == current["permit_no"]).sort("permit_no")
+            derived = tuple(
+                (r["permit_no"], r["applicant"] or "") for r in grants.select("permit_no", "applicant").to_dicts()
+            )
+        if current.get("cohort"):
+            cohort_size = frame.filter(pl.col("cohort") == current["cohort"]).height
+    return Registration(
+        key=key,
+        history=hist,
+        latest=latest,
+        current=current,
+        listed_now=bool(last and latest and last.last_day == latest),
+        last_listed=last.last_day if last else None,
+        derived=derived,
+        cohort_size=cohort_size,
+        keys=tuple(dict.fromkeys(v.dmf_key for v in hist.versions)),
+    )
+
+
+# --- /day/{D} and /days ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Day:
+    day: date
+    status: str | None  # the runs row's status; None: no run that day
+    report: DayReport | None  # None while not judged and committed (or never run)
+
+
+def day_page(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> Day:
+    run = history.run_row(conn, day)
+    if run is None:
+        return Day(day, None, None)
+    try:
+        report = build_day_report(conn, day, settings)
+    except DayNotReady:
+        report = None
+    return Day(day, run["status"], report)
+
+
+@dataclass(frozen=True)
+class Month:
+    first: date
+    weeks: tuple[tuple[tuple[date, str | None] | None, ...], ...]  # Sunday first; None = outside the month
+
+
+@dataclass(frozen=True)
+class Calendar:
+    months: tuple[Month, ...]  # newest first
+    counts: dict[str, int]  # status -> days (and "not run")
+
+
+def calendar(conn: duckdb.DuckDBPyConnection, today: date) -> Calendar:
+    """Every month from the first processed day to `today`: each day accepted, baseline, rejected, judged only —
+    or not run (no row in runs)."""
+    span = storage.processed_span(conn)
+    if span is None:
+        return Calendar((), {})
+    first, last = span[0].replace(day=1), max(span[1], today)
+    statuses = {
+        history.to_date(r[0]): r[1] for r in reports.period_runs(conn, history.day_id(first), history.day_id(last))
+    }
+    months = []
+    start = first
+    while start <= last:
+        nxt = (start.replace(day=28) + timedelta(days=4)).replace(day=1)
+        cells: list[tuple[date, str | None] | None] = [None] * ((start.weekday() + 1) % 7)
+        d = start
+        while d < nxt:
+            cells.append((d, statuses.get(d, NOT_RUN if span[0] <= d <= last else None)))
+            d += timedelta(days=1)
+        cells += [None] * (-len(cells) % 7)
+        months.append(Month(start, tuple(tuple(cells[i : i + 7]) for i in range(0, len(cells), 7))))
+        start = nxt
+    counts: dict[str, int] = {}
+    for m in months:
+        for week in m.weeks:
+            for cell in week:
+                if cell is not None and cell[1] is not None:
+                    counts[cell[1]] = counts.get(cell[1], 0) + 1
+    return Calendar(tuple(reversed(months)), counts)

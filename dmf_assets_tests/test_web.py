@@ -1,0 +1,410 @@
+"""「DMF 조회」 as the team meets it (issue 32's "Must show"): a 10-day emulator backfill with one rejected day made by
+the real `dmf backfill`, then the real `dmf web --port P` in its own process, asked over loopback HTTP — and driven
+by a real browser (Playwright on Debian's chromium).
+
+The figures are checked against the database itself (the `runs` row, the snapshot), the search against the exact
+spelling, the downloads byte for byte, the traversals as raw request lines, the token rule with the real command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import html
+import io
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from openpyxl import load_workbook
+
+from dmf_assets.domain.gates import GATE_BY_NUMBER
+from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, RUN_STATUS_KO
+from dmf_assets.domain.text import match_key
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage.db import database_lock, lock_path, read_only_database
+
+pytestmark = pytest.mark.slow
+
+START, END, REJECTED = date(2026, 11, 1), date(2026, 11, 10), date(2026, 11, 6)
+SERVICE_KEY = "web-test-service-key-must-never-show"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    env: dict[str, str]
+
+    @property
+    def database(self) -> Path:
+        return self.root / "data" / "database"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "data" / "reports_dir"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Project:
+    """What `dmf backfill` leaves behind: 10 emulator days, the sixth rejected by the completeness gate."""
+    root = tmp_path_factory.mktemp("web")
+    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
+    config = root / "dmf.toml"
+    config.write_text(
+        "[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names), encoding="utf-8"
+    )
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
+    env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home), MFDS_SERVICE_KEY=SERVICE_KEY, PYTHONUNBUFFERED="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "backfill", "--start", str(START), "--end", str(END)]
+        + ["--fault", f"{REJECTED}=page_missing_rows"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=PROJECT_ROOT,
+    )
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]  # one day rejected by a gate
+    return Project(root, env)
+
+
+@contextlib.contextmanager
+def _dmf_web(env: dict[str, str], *args: str) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dmf_assets", "web", "--port", str(port), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT_ROOT,
+    )
+    try:
+        first = proc.stdout.readline()  # printed once the socket is listening
+        assert f":{port}/" in first, (first, proc.stderr.read() if proc.poll() is not None else "")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        assert "Traceback" not in err, err
+
+
+@pytest.fixture(scope="module")
+def web(project) -> Iterator[str]:
+    with _dmf_web(project.env) as base:
+        yield base
+
+
+def _get(url: str, **kw) -> httpx.Response:
+    return httpx.get(url, timeout=60, **kw)
+
+
+def _tiles(page: str) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for value, label in re.findall(r'<div class="v">([\d,]+)</div><div class="k">([^<]+)</div>', page):
+        found.setdefault(label, []).append(int(value.replace(",", "")))
+    return found
+
+
+def _csv(response: httpx.Response) -> list[dict[str, str]]:
+    assert response.status_code == 200, response.text[:500]
+    assert response.content.startswith("\ufeff".encode()), "no BOM: Excel would misread the Hangul"
+    return list(csv.DictReader(io.StringIO(response.content.decode("utf-8-sig"))))
+
+
+# --- the figures -----------------------------------------------------------------------------------
+
+
+def test_home_shows_the_latest_accepted_day_with_the_database_figures(project, web):
+    with read_only_database(project.database) as conn:
+        run = dict(
+            zip(
+                ("day_id", "population", "new", "changed", "withdrawn", "assigned"),
+                conn.execute(
+                    "SELECT day_id, population, new_count, changed_count, withdrawn_count, assigned_count FROM runs "
+                    "WHERE status IN ('accepted', 'baseline') ORDER BY day_id DESC LIMIT 1"
+                ).fetchone(),
+                strict=True,
+            )
+        )
+        d = run["day_id"]
+        registrations, applicants = conn.execute(
+            "SELECT count(*), count(DISTINCT coalesce(v.bizrno, v.applicant_key)) FROM snapshots s "
+            "JOIN record_versions v USING (version_id) WHERE s.day_id = ?",
+            [d],
+        ).fetchone()
+        countries = conn.execute(
+            "SELECT count(DISTINCT c) FROM (SELECT unnest(v.country_list) AS c FROM snapshots s "
+            "JOIN record_versions v USING (version_id) WHERE s.day_id = ?) WHERE c IS NOT NULL",
+            [d],
+        ).fetchone()[0]
+        sites = conn.execute(
+            "SELECT v.sites, v.manufacturer FROM snapshots s JOIN record_versions v USING (version_id) WHERE s.day_id = ?",
+            [d],
+        ).fetchall()
+    names = [s["name"] for row, manufacturer in sites for s in row] + [m for row, m in sites if not row]
+    manufacturers = len({k for n in names if n and (k := match_key(n, "company"))})
+    page = _get(f"{web}/").text
+    tiles = _tiles(page)
+    assert f"{END}" in page and d == int(END.strftime("%Y%m%d"))  # the latest accepted day
+    assert tiles["등록"] == [registrations] and registrations == run["population"]
+    assert tiles["신청인"] == [applicants] and tiles["제조국"] == [countries] and tiles["제조소"] == [manufacturers]
+    assert manufacturers < len({n for n in names if n})  # spellings of one company counted once
+    assert tiles[EVENT_LABEL_KO["NEW"]] == [run["new"]]
+    assert tiles[EVENT_LABEL_KO["CHANGED"]] == [run["changed"] - run["assigned"]]  # 실질 변경, as the workbook
+    assert tiles[EVENT_LABEL_KO["WITHDRAWN"]] == [run["withdrawn"]]
+    assert tiles["번호 부여"] == [run["assigned"]]
+    assert sum(tiles[EVENT_LABEL_KO[k]][0] for k in ("NEW", "CHANGED")) > 0  # a day with changes, not an empty page
+    # the last rejected day and why, and the day's workbook
+    assert f'<a href="/day/{REJECTED}">{REJECTED}</a>' in page and GATE_BY_NUMBER[2].title in page
+    assert f"/reports/DMF_리포트_{END}.xlsx" in page
+
+
+def test_search_ignores_spacing_legal_forms_case_and_punctuation(web):
+    exact = _csv(_get(f"{web}/search.csv", params={"q": "아세트아미노펜"}))
+    typed = _csv(_get(f"{web}/search.csv", params={"q": "  아세트  아미노펜 ㈜ "}))
+    assert len(exact) > 20 and {r["등록번호"] for r in typed} == {r["등록번호"] for r in exact}
+    assert all("아세트아미노펜" in r["성분명"].replace(" ", "") for r in exact)
+    company = {
+        frozenset(r["등록번호"] for r in _csv(_get(f"{web}/search.csv", params={"q": q})))
+        for q in ("(주)삼오제약", "㈜ 삼오 제약", "삼오제약 주식회사", "삼오 제약")
+    }
+    assert len(company) == 1 and len(next(iter(company))) > 100  # one company, however it is typed
+    # the on-screen page agrees with the export and says how many
+    page = _get(f"{web}/search", params={"q": "  아세트  아미노펜 ㈜ "}).text
+    assert f"<strong>{len(exact):,}건</strong>" in page
+    # a permit number typed with spaces, a country, the filters
+    number = exact[0]["등록번호"]
+    spaced = " ".join(re.split(r"[-()]", number)).strip()
+    assert number in {r["등록번호"] for r in _csv(_get(f"{web}/search.csv", params={"q": spaced}))}
+    india = _csv(_get(f"{web}/search.csv", params={"q": "아세트아미노펜", "country": "인도"}))
+    assert 0 < len(india) < len(exact) and all("인도" in r["제조국 (국가 목록)"] for r in india)
+    # the XLSX export: the same rows, through the house table writer
+    xlsx = _get(f"{web}/search.xlsx", params={"q": "아세트아미노펜"})
+    assert xlsx.status_code == 200 and xlsx.content[:2] == b"PK"
+    sheet = load_workbook(io.BytesIO(xlsx.content), read_only=True).worksheets[0]
+    cells = {str(c) for row in sheet.iter_rows(values_only=True) for c in row if c}
+    assert {r["등록번호"] for r in exact} <= cells
+
+
+def test_as_of_a_rejected_day_searches_the_registry_of_the_day_before(project, web):
+    page = _get(f"{web}/search", params={"as_of": str(REJECTED), "q": "아세트아미노펜"}).text
+    assert f"{date(2026, 11, 5)} 정상 수집분 기준" in page and "반영되지 않은 날" in page
+    before = _get(f"{web}/search", params={"as_of": "2026-10-01"})
+    assert before.status_code == 404 and "정상 수집된 날이 없습니다" in before.text
+
+
+# --- one registration, one day ---------------------------------------------------------------------
+
+
+def test_a_registration_lists_its_events_before_and_after(project, web):
+    with read_only_database(project.database) as conn:
+        permit, field, before, after, day_id = conn.execute(
+            "SELECT e.permit_no, c.field, c.before, c.after, e.day_id FROM events e JOIN event_changes c USING (event_id) "
+            "WHERE e.event_type = 'CHANGED' AND NOT c.is_cosmetic AND c.field <> 'sites' AND e.permit_no IS NOT NULL "
+            "AND c.before IS NOT NULL AND c.after IS NOT NULL ORDER BY e.event_id LIMIT 1"
+        ).fetchone()
+    spaced = permit.replace("-", " ")  # any spelling of the number finds it
+    for key in (permit, spaced):
+        r = _get(f"{web}/dmf/{quote(key, safe='')}")
+        assert r.status_code == 200, r.text[:300]
+        page = r.text
+        box = page[page.index(f'<a href="/day/{date(day_id // 10000, day_id // 100 % 100, day_id % 100)}">') :]
+        assert EVENT_LABEL_KO["CHANGED"] in box and FIELD_LABEL_KO[field] in box
+        b, a = box.index(html.escape(before)), box.index(html.escape(after))
+        assert b < a, "before comes before after"
+        assert "변경 전" in page and "변경 후" in page and "목록에 있던 기간" in page
+        assert "nedrug.mfds.go.kr" in page  # the official lookup (a search by ingredient, and it says so)
+    missing = _get(f"{web}/dmf/{quote('99999999-1-A-1-01')}")
+    assert missing.status_code == 404 and "등록을 찾을 수 없습니다" in missing.text
+
+
+def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project, web):
+    with read_only_database(project.database) as conn:
+        observed, threshold = conn.execute(
+            "SELECT observed, threshold FROM gate_results WHERE day_id = ? AND NOT passed", [20261106]
+        ).fetchone()
+    page = _get(f"{web}/day/{REJECTED}").text
+    assert RUN_STATUS_KO["rejected"] == "거부" and "거부" in page
+    assert GATE_BY_NUMBER[2].title in page
+    assert html.escape(observed) in page and html.escape(threshold) in page
+    assert "표본" in page and "480" in page  # the short page: 480 of 500 rows
+    assert f'<a href="/day/{date(2026, 11, 5)}">' in page  # its comparison base
+    accepted = _get(f"{web}/day/{END}").text
+    assert "무엇이 바뀌었나" in accepted and "습니다." in accepted  # the workbook's sentences
+    calendar = _get(f"{web}/days").text
+    assert f'class="rejected"><a href="/day/{REJECTED}"' in calendar
+    assert f'class="accepted"><a href="/day/{END}"' in calendar
+    assert f"{RUN_STATUS_KO['rejected']} 1일" in calendar and f"{RUN_STATUS_KO['accepted']} 8일" in calendar
+    assert _get(f"{web}/day/2026-02-30").status_code == 400
+
+
+# --- files and who may look --------------------------------------------------------------------------
+
+
+def test_the_workbook_downloads_byte_for_byte_and_nothing_outside(project, web):
+    name = f"DMF_리포트_{END}.xlsx"
+    r = _get(f"{web}/reports/{quote(name)}")
+    assert r.status_code == 200 and r.content == (project.reports / name).read_bytes()
+    port = int(web.rsplit(":", 1)[1])
+    for path in (
+        b"/reports/../pyproject.toml",
+        b"/reports/%2e%2e/pyproject.toml",
+        b"/reports/%2E%2E%2Fpyproject.toml",
+        b"/reports/..%2fpyproject.toml",
+        b"/reports/%252e%252e%252fpyproject.toml",
+        b"/reports/..%5cpyproject.toml",
+        b"/../pyproject.toml",
+        b"/%2e%2e/pyproject.toml",
+    ):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        status = int(data.split(b" ", 2)[1])
+        assert 400 <= status < 500, (path, data[:200])
+        assert b"[project]" not in data and b"dmf-watch" not in data
+
+
+def test_no_page_shows_a_local_path_or_the_service_key(project, web):
+    with read_only_database(project.database) as conn:
+        permit = conn.execute("SELECT permit_no FROM records WHERE permit_no IS NOT NULL LIMIT 1").fetchone()[0]
+    for path in (
+        "/",
+        "/search?q=%EC%9D%B8%EB%8F%84",
+        f"/dmf/{quote(permit)}",
+        f"/day/{REJECTED}",
+        f"/day/{END}",
+        "/day/2026-10-01",
+        "/days",
+        "/reports/",
+        "/no/such/page",
+        "/search?page=x",
+    ):
+        r = _get(f"{web}{path}")
+        assert r.status_code < 500, (path, r.status_code)
+        for secret in (SERVICE_KEY, str(project.root), str(PROJECT_ROOT), "Traceback"):
+            assert secret not in r.text, (path, secret)
+        assert (
+            r.headers["x-content-type-options"] == "nosniff"
+            and "default-src 'none'" in r.headers["content-security-policy"]
+        )
+
+
+def test_a_page_asked_while_a_run_writes_says_busy_instead_of_hanging(project, web):
+    """A run holds the database lock (here: the test holds it, as every writer does): an uncached page answers 503
+    with the reason within seconds; once the lock is free the same page is there."""
+    path = f"/day/{date(2026, 11, 3)}"
+    with database_lock(lock_path(project.database), 10, "test: a run writing"):
+        started = time.monotonic()
+        r = _get(f"{web}{path}")
+        assert r.status_code == 503 and "기록하는 중" in r.text and r.headers["retry-after"] == "5"
+        assert time.monotonic() - started < 10
+    assert _get(f"{web}{path}").status_code == 200
+
+
+def test_another_address_needs_a_token_and_then_every_request_carries_it(project):
+    refused = subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "web", "--host", "0.0.0.0", "--port", str(_free_port())],
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=PROJECT_ROOT,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and refused.stderr.startswith("dmf: ") and "DMF_WEB_TOKEN" in refused.stderr
+    token = "team-token-0123456789abcdef"
+    with _dmf_web({**project.env, "DMF_WEB_TOKEN": token}, "--host", "0.0.0.0") as base:
+        assert _get(f"{base}/").status_code == 401
+        assert _get(f"{base}/reports/{quote(f'DMF_리포트_{END}.xlsx')}").status_code == 401
+        assert _get(f"{base}/", headers={"Authorization": "Bearer wrong-token-0123456789"}).status_code == 401
+        assert _get(f"{base}/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        with httpx.Client(timeout=60) as browser:  # one visit with ?token=, then the cookie
+            first = browser.get(f"{base}/search?q=%EC%9D%B8%EB%8F%84&token={token}")
+            assert first.status_code == 303 and "token" not in first.headers["location"]
+            assert first.headers["location"].startswith("/search?q=")
+            assert "httponly" in first.headers["set-cookie"].lower()
+            assert browser.get(f"{base}/search?q=%EC%9D%B8%EB%8F%84").status_code == 200
+            assert token not in browser.get(f"{base}/").text
+        assert _get(f"{base}/?token=wrong-token-0123456789").status_code == 401
+
+
+# --- in a browser ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_in_a_browser_a_query_a_registration_and_a_workbook(project, web, tmp_path):
+    """Playwright driving Debian's chromium: type a query, open a registration from the results, download a
+    workbook. Screenshots of the three pages go to tmp_path (or DMF_WEB_SCREENSHOTS when set)."""
+    from playwright.sync_api import sync_playwright
+
+    shots = Path(os.environ.get("DMF_WEB_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(locale="ko-KR", viewport={"width": 1280, "height": 900}, accept_downloads=True)
+            page.goto(f"{web}/")
+            assert page.title().startswith("오늘의 현황")
+            page.screenshot(path=str(shots / "web_home.png"), full_page=True)
+            box = page.locator("main form.search input[name=q]")
+            box.fill("  아세트  아미노펜 ㈜ ")
+            box.press("Enter")
+            page.wait_for_url("**/search?**")
+            assert "찾음" in page.locator("main p.sub").inner_text()
+            page.screenshot(path=str(shots / "web_search.png"), full_page=True)
+            first = page.locator("main table a").first
+            permit = first.inner_text()
+            first.click()
+            page.wait_for_url("**/dmf/**")
+            assert permit in page.locator("h1").inner_text() and "현재 내용" in page.content()
+            page.screenshot(path=str(shots / "web_registration.png"), full_page=True)
+            page.goto(f"{web}/reports/")
+            name = f"DMF_리포트_{END}.xlsx"
+            with page.expect_download() as download:
+                page.locator(f"a:text-is('{name}')").click()
+            saved = tmp_path / "downloaded.xlsx"
+            download.value.save_as(saved)
+            assert download.value.suggested_filename == name
+            assert saved.read_bytes() == (project.reports / name).read_bytes()
+        finally:
+            browser.close()
+    for shot in ("web_home.png", "web_search.png", "web_registration.png"):
+        assert (shots / shot).stat().st_size > 20_000  # a page, not a blank
