@@ -121,12 +121,16 @@ class Home:
 
 
 def headline_figures(run: dict) -> tuple[tuple[str, int], ...]:
-    """신규 · 변경 · 목록에서 삭제 · 번호 부여 of a `runs` row — the workbook's and the mail's figures."""
+    """신규 · 변경 · 목록에서 삭제 · 번호 부여 · 번호 변경 of a `runs` row — the workbook's and the mail's figures."""
     return (
         (EVENT_LABEL_KO["NEW"], run["new_count"] or 0),
-        (EVENT_LABEL_KO["CHANGED"], substantive_changes(run["changed_count"], run["assigned_count"])),
+        (
+            EVENT_LABEL_KO["CHANGED"],
+            substantive_changes(run["changed_count"], run["assigned_count"], run["renumbered_count"]),
+        ),
         (EVENT_LABEL_KO["WITHDRAWN"], run["withdrawn_count"] or 0),
         (FLAG_LABELS["number_assigned"], run["assigned_count"] or 0),
+        (FLAG_LABELS["number_changed"], run["renumbered_count"] or 0),
     )
 
 
