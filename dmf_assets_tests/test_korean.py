@@ -14,11 +14,49 @@ import pytest
 from dmf_assets.korean import josa, particle
 
 #: each digit read in Sino-Korean, and each letter by its name, as Korean writes them
-DIGIT_READ = {"0": "영", "1": "일", "2": "이", "3": "삼", "4": "사", "5": "오", "6": "육", "7": "칠", "8": "팔", "9": "구"}
+DIGIT_READ = {
+    "0": "영",
+    "1": "일",
+    "2": "이",
+    "3": "삼",
+    "4": "사",
+    "5": "오",
+    "6": "육",
+    "7": "칠",
+    "8": "팔",
+    "9": "구",
+}
 LETTER_READ = dict(
     zip(
         string.ascii_uppercase,
-        "에이 비 씨 디 이 에프 지 에이치 아이 제이 케이 엘 엠 엔 오 피 큐 알 에스 티 유 브이 더블유 엑스 와이 지".split(),
+        [
+            "에이",
+            "비",
+            "씨",
+            "디",
+            "이",
+            "에프",
+            "지",
+            "에이치",
+            "아이",
+            "제이",
+            "케이",
+            "엘",
+            "엠",
+            "엔",
+            "오",
+            "피",
+            "큐",
+            "알",
+            "에스",
+            "티",
+            "유",
+            "브이",
+            "더블유",
+            "엑스",
+            "와이",
+            "지",
+        ],
         strict=True,
     )
 )
@@ -40,7 +78,14 @@ def _after(reading: str, pair: str) -> str:
 @pytest.mark.parametrize("pair", PAIRS)
 def test_every_digit_takes_the_particle_of_its_reading(digit, pair):
     want = _after(DIGIT_READ[digit], pair)
-    for word in (digit, f"1{digit}건"[:-1], f"2026-12-0{digit}", f"20{digit}", f"9,2{digit}{digit}", f"수6580-16-ND(1{digit})"):
+    for word in (
+        digit,
+        f"1{digit}건"[:-1],
+        f"2026-12-0{digit}",
+        f"20{digit}",
+        f"9,2{digit}{digit}",
+        f"수6580-16-ND(1{digit})",
+    ):
         if word.endswith("00"):  # a number ending in zeros is read by its place (이백): checked below
             continue
         assert particle(word, pair) == want, (word, pair)

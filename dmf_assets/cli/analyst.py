@@ -251,6 +251,7 @@ class _HistoryView:
     def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
         from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO
         from dmf_assets.korean import josa
+        from dmf_assets.report.sentences import change_lines
 
         print(self.summary, file=out)
         for key in self.keys:
@@ -289,10 +290,8 @@ class _HistoryView:
                     f"{base}{flags}",
                     file=out,
                 )
-                for c in e.changes:
-                    if c.is_cosmetic and not include_cosmetic:
-                        continue
-                    print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
+                for line in change_lines(e.changes, cosmetic=include_cosmetic):  # the workbook's wording
+                    print(f"      {line}", file=out)
             if hidden:
                 print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
             elif not shown and (self.args.start or self.args.end):

@@ -167,7 +167,8 @@ def _diff(args: argparse.Namespace) -> int:
 def _print_table(
     result: DiffResult, events: list[Event], old_rows: int, new_rows: int, include_cosmetic: bool, out: TextIO
 ) -> None:
-    from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
+    from dmf_assets.domain.model import EVENT_LABEL_KO, SEVERITY_LABEL_KO, substantive_changes
+    from dmf_assets.report.sentences import change_lines
 
     c = result.counts
     print(
@@ -197,10 +198,8 @@ def _print_table(
             + (f" ({', '.join(flags)})" if flags else ""),
             file=out,
         )
-        for ch in e.changes:
-            mark = " (표기)" if ch.is_cosmetic else ""
-            before, after = ("(없음)" if v is None else v for v in (ch.before, ch.after))  # a site added / removed
-            print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {before} → {after}", file=out)
+        for line in change_lines(e.changes, cosmetic=True):  # the wording of `dmf history` and the workbook
+            print(f"    {line}", file=out)
 
 
 def _event_json(e: Event) -> dict:

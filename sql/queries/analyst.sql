@@ -92,9 +92,10 @@ WITH seen AS (
     WHERE s.day_id <= ?
     GROUP BY 1
 ), changed AS (
+    -- 실질 변경 only: a number assignment (번호 부여) is not a change of the registration's content
     SELECT record_id, max(day_id) AS last_changed_day, count(*) AS times_changed
     FROM events
-    WHERE event_type = 'CHANGED' AND NOT is_cosmetic AND day_id <= ?
+    WHERE event_type = 'CHANGED' AND NOT is_cosmetic AND NOT number_assigned AND day_id <= ?
     GROUP BY 1
 )
 SELECT r.dmf_key, v.permit_no, v.permit_no_raw, v.permit_fmt, v.permit_accept_date, v.permit_ingr_no, v.permit_group,

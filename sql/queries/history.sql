@@ -126,7 +126,8 @@ FROM (
     LEFT JOIN (SELECT base_record_id, arg_max(record_id, day_id) AS numbered_as
                FROM events WHERE number_assigned GROUP BY base_record_id) na ON na.base_record_id = r.record_id
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events
-               WHERE event_type = 'CHANGED' AND NOT is_cosmetic GROUP BY record_id) ch ON ch.record_id = r.record_id
+               WHERE event_type = 'CHANGED' AND NOT is_cosmetic AND NOT number_assigned  -- 실질 변경 only
+               GROUP BY record_id) ch ON ch.record_id = r.record_id
     LEFT JOIN (SELECT base_record_id, count(*) AS n FROM events
                WHERE event_type = 'WITHDRAWN' GROUP BY base_record_id) wd ON wd.base_record_id = r.record_id
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events
