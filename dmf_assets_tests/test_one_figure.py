@@ -427,3 +427,23 @@ def test_the_sentences_the_issue_quotes_now_read_as_korean(backfill):
     unnumbered = [t for t in texts if "등록번호 없음" in t]
     assert unnumbered and all("제조소 " in t and "SYN" not in t for t in unnumbered), unnumbered
     assert josa("2026-12-04", "과/와").endswith("와")
+
+
+def test_stored_counts_that_disagree_with_the_events_are_said_on_meta(backfill, tmp_path):
+    """The `runs` counts are written with the events in one transaction; if they ever disagree, the workbook shows
+    what the events say and 메타 names the difference — never two figures for one thing without a word."""
+    import shutil
+
+    from dmf_assets.report.day_data import build_day_report
+    from dmf_assets.settings import load_settings
+
+    copy = tmp_path / "dmf.duckdb"
+    shutil.copy(backfill.database, copy)
+    day = date(2026, 11, 25)
+    with open_database(copy, purpose="test") as conn:
+        conn.execute("UPDATE runs SET new_count = new_count + 7 WHERE day_id = ?", [history.day_id(day)])
+        report = build_day_report(conn, day, load_settings())
+    s = backfill.summaries[day]
+    assert report.summary == s  # the figures are the events'
+    said = report.run_info["저장된 건수"]
+    assert said.startswith(f"실행 기록의 건수(신규 {s.new + 7:,} · ") and f"이벤트로 센 건수({s.counts_text}" in said

@@ -30,7 +30,7 @@ from dmf_assets.report.model import (
     QualityRow,
 )
 from dmf_assets.report.sentences import change_rate_text
-from dmf_assets.report.summary import DaySummary, summarize
+from dmf_assets.report.summary import DaySummary, headline_text, summarize
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, reports
 
@@ -118,16 +118,18 @@ def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequen
 def _stored_counts_problem(run: dict, summary: DaySummary) -> str | None:
     """The `runs` row's counts, written in the same transaction as the events, must say what the events say."""
     stored = (
-        run["new_count"] or 0,
-        substantive_changes(run["changed_count"], run["assigned_count"]),
-        run["withdrawn_count"] or 0,
-        run["assigned_count"] or 0,
-        run["cosmetic_count"] or 0,
+        headline_text(
+            new=run["new_count"] or 0,
+            changed=substantive_changes(run["changed_count"], run["assigned_count"]),
+            withdrawn=run["withdrawn_count"] or 0,
+            number_assigned=run["assigned_count"] or 0,
+        )
+        + f" · 표기 변경 {run['cosmetic_count'] or 0:,}"
     )
-    counted = (summary.new, summary.changed, summary.withdrawn, summary.number_assigned, summary.cosmetic)
+    counted = f"{summary.counts_text} · 표기 변경 {summary.cosmetic:,}"
     if summary.is_rejected or stored == counted:
         return None
-    return f"저장된 건수 {stored}와 이벤트 {counted}가 다릅니다 — 리포트는 이벤트로 센 값을 표시합니다"
+    return f"실행 기록의 건수({stored})와 이벤트로 센 건수({counted})가 다릅니다 — 리포트는 이벤트로 센 값을 표시합니다"
 
 
 def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
