@@ -187,7 +187,8 @@ def test_every_sheet_says_the_summarys_figures(backfill):
         else:
             assert banner.startswith("변경 없음 — ") and not s.events, day
         trend = {r["날짜"]: r for r in table_rows(summary, "날짜")}[day.isoformat()]
-        assert [trend[h] for h in ("신규", "변경", "취하", "번호 부여", "표기 변경")] == [
+        headers = [EVENT_KIND_LABEL_KO[k] for k in ("NEW", "CHANGED", "WITHDRAWN", "NUMBER_ASSIGNED", "COSMETIC")]
+        assert [trend[h] for h in headers] == [
             s.new,
             s.changed,
             s.withdrawn,
@@ -247,10 +248,11 @@ def _fields_sheet(book: Path, s: DaySummary) -> None:
 
 def _new_withdrawn_sheet(book: Path, s: DaySummary) -> None:
     rows = sheet_values(book, SHEET_NEW_WITHDRAWN)
+    new, gone = EVENT_KIND_LABEL_KO["NEW"], EVENT_KIND_LABEL_KO["WITHDRAWN"]
     if s.new or s.withdrawn:
-        assert f"신규 {s.new:,}건, 취하 {s.withdrawn:,}건" in rows[2][0]
+        assert f"{new} {s.new:,}건, {gone} {s.withdrawn:,}건" in rows[2][0]
     table = table_rows(rows, "구분")
-    assert Counter(r["구분"] for r in table) == Counter({"신규": s.new, "취하": s.withdrawn}) - Counter()
+    assert Counter(r["구분"] for r in table) == Counter({new: s.new, gone: s.withdrawn}) - Counter()
 
 
 def _company_sheet(book: Path, s: DaySummary) -> None:

@@ -107,7 +107,7 @@ from dmf_assets.report.sentences import (
     summary_sentences,
 )
 from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame_sheet, severity_hook
-from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, HEADLINE_SEVERITIES
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
 
 # --- names and fixed texts -----------------------------------------------------------------------
 
@@ -121,16 +121,16 @@ _WEEKDAYS_KO = "월화수목금토일"
 KPI_LABELS: dict[str, str] = {
     "registry_size": "등록 현황 (건)",
     "received": "받은 목록 (건)",
-    "new": "신규",
-    "changed": "변경 (실질 변경)",
-    "withdrawn": "취하",
-    "number_assigned": "번호 부여",
+    "new": EVENT_KIND_LABEL_KO["NEW"],
+    "changed": f"{EVENT_KIND_LABEL_KO['CHANGED']} (실질 변경)",
+    "withdrawn": EVENT_KIND_LABEL_KO["WITHDRAWN"],
+    "number_assigned": EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"],
     "reappeared": "재등장 (신규 중)",
     "headline_events": "이벤트 (표기 변경 제외)",
     **{f"severity_{s}": f"  · {SEVERITY_LABEL_KO[s]}" for s in HEADLINE_SEVERITIES},
     "watchlist_hits": "관심목록 해당",
     "product_hits": "자사 제품 해당",
-    "cosmetic": "표기 변경 (별도 집계)",
+    "cosmetic": f"{EVENT_KIND_LABEL_KO['COSMETIC']} (별도 집계)",
 }
 _KPI_NOTES: dict[str, str] = {
     "new": "비교 기준일에 없던 등록 (재등장 포함)",
@@ -569,11 +569,11 @@ TREND_COLUMNS: tuple[Col, ...] = (
     Col("day", "날짜", 28, "date"),
     Col("status", "상태", 14),
     Col("registry_size", "등록 현황", 24, "int"),
-    Col("new", "신규", 16, "int"),
-    Col("changed", "변경", 18, "int"),
-    Col("withdrawn", "취하", 14, "int"),
-    Col("number_assigned", "번호 부여", 40, "int"),
-    Col("cosmetic", "표기 변경", _TREND_EXTRA_WIDTH, "int"),
+    Col("new", EVENT_KIND_LABEL_KO["NEW"], 16, "int"),
+    Col("changed", EVENT_KIND_LABEL_KO["CHANGED"], 18, "int"),
+    Col("withdrawn", EVENT_KIND_LABEL_KO["WITHDRAWN"], 14, "int"),
+    Col("number_assigned", EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"], 40, "int"),
+    Col("cosmetic", EVENT_KIND_LABEL_KO["COSMETIC"], _TREND_EXTRA_WIDTH, "int"),
 )
 GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
 
@@ -781,9 +781,8 @@ def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
         note = _event_sheet_note(report)
     else:
         k = report.summary
-        note = (
-            f"신규 {k.new:,}건, 취하 {k.withdrawn:,}건 — 등록 전체 정보. 비교 기준 {day_text(report.comparison_base)}."
-        )
+        new, gone = EVENT_KIND_LABEL_KO["NEW"], EVENT_KIND_LABEL_KO["WITHDRAWN"]
+        note = f"{new} {k.new:,}건, {gone} {k.withdrawn:,}건 — 등록 전체 정보. 비교 기준 {day_text(report.comparison_base)}."
     ws = _frame(wb, SHEET_NEW_WITHDRAWN, report, column_widths(cols), title, note)
     write_table(ws, 4, cols, rows, row_hook=severity_hook(2))
     finish_table_sheet(ws, 4)
