@@ -2,9 +2,12 @@
 
 A particle follows the sound of the word's last syllable: 이/을/은/과/으로 after a final consonant
 (받침), 가/를/는/와/로 after a vowel, and 로 (not 으로) after ㄹ. Digits and Latin letters are read as
-spoken (1 일, 3 삼, 10 십; "M" 엠, "Ltd" …드; a date YYYY-MM-DD ends in 일), so "3건", "2026-11-20" and
-"Pharm Ltd" take the right particle too.
-A trailing "(주)" is read (대신무약(주)가), other closing punctuation is skipped.
+spoken: a number by its last digit or, ending in zeros, by its place (1 일, 4 사, 10 십, 9,200 이백; a date
+2026-12-04 ends in 사 and takes 와), a letter by its name ("M" 엠), a word as Korean writes it ("Ltd" …드), so
+"3건", "2026-12-04" and "Pharm Ltd" take the right particle too.
+A bracket that holds Korean words is an aside: the particle follows the word before it (「아세클로페낙(미분화)을」,
+「Yichang Ltd. (중국)가」), as Korean spelling wants; a trailing "(주)" is read (대신무약(주)가), and a bracket of
+letters or digits is part of a code and read ("…-ND(19)가"). Other closing punctuation is skipped.
 """
 
 from __future__ import annotations
@@ -35,23 +38,27 @@ _WORD_FINAL = (("ng", 21), ("l", 8), ("m", 16), ("n", 4))
 _SKIP_END = " \t\n.,;:!?'\"’”」』)]}>…·-–—/"
 
 
+#: a closing aside in brackets that holds Hangul: 「(미분화)」, 「(중국)」, 「(없음)」 — never "(주)" (read) or "(19)" (a code)
+_ASIDE = re.compile(r"\s*\((?!주\))[^()]*[가-힣][^()]*\)$")
+
+
 def _final(word: str) -> int | None:
     """The final consonant index (0 = a vowel) of how `word` ends when read aloud; None if unreadable."""
     text = word.rstrip()
+    while (aside := _ASIDE.search(text)) and aside.start() > 0:  # the particle follows the word before an aside
+        text = text[: aside.start()].rstrip()
     if text.endswith(("(주)", "㈜")):  # 대신무약(주): the abbreviation is read (주)
         return 0
     text = text.rstrip(_SKIP_END)
     if not text:
         return None
-    if re.search(r"\d{4}-\d{2}-\d{2}$", text):  # a date is read with its day: 2026-11-20 = …이십일
-        return _RIEUL
     last = text[-1]
     if "가" <= last <= "힣":
         return (ord(last) - 0xAC00) % 28
     if last.isdigit():
-        number = re.search(r"\d+$", text)
+        number = re.search(r"\d[\d,]*$", text)  # 9,200 is one number (이백), 2026-12-04 ends in 04 (사)
         assert number is not None  # the last character is a digit
-        digits = number[0].lstrip("0") or "0"
+        digits = number[0].replace(",", "").lstrip("0") or "0"
         zeros = len(digits) - len(digits.rstrip("0"))
         if digits != "0" and zeros:
             return _PLACE_FINAL.get(zeros if zeros < 4 else 4, 4)

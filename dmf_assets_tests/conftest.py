@@ -129,6 +129,7 @@ LONGEST_FIRST = (
     "test_bench.py",
     "test_automation.py",
     "test_cli_runs.py",
+    "test_one_figure.py",
     "test_notify_cli.py",
     "test_cli_diff_gates.py",
     "test_workbook_render.py",

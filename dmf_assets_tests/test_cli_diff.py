@@ -99,8 +99,12 @@ def test_api_pages_and_archived_days_scored_against_truth(tmp_path):
     assert gzip.decompress(page.read_bytes())  # really the archived bytes
 
 
-def test_table_says_none_where_a_site_was_added(tmp_path):
-    """An added site is "(없음) → site", never Python's "None" (the emulator adds one between these days)."""
+def test_an_added_site_is_worded_as_history_and_the_workbook_word_it(tmp_path):
+    """An added site reads 「제조소 추가: Name (중국)」 — the line `dmf history` and the workbook's 변경 내용 print
+    (issue 31: `dmf diff` said 「제조소(사이트): (없음) → X」), never Python's "None" (the emulator adds one
+    between these days)."""
+    import re
+
     raw = tmp_path / "raw"
     config = mfds_client_from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
     days = (date(2026, 11, 18), date(2026, 11, 20))
@@ -108,9 +112,9 @@ def test_table_says_none_where_a_site_was_added(tmp_path):
         assert fetch_day(config, d).status == "complete"
     result = dmf("diff", *(str(raw / d.isoformat()) for d in days), "--no-watchlist")
     assert result.returncode == 0, result.stderr
-    site_lines = [line for line in result.stdout.splitlines() if "(사이트)" in line]
-    assert site_lines and any("(없음) → " in line for line in site_lines), site_lines
-    assert "None" not in result.stdout
+    site_lines = [line.strip() for line in result.stdout.splitlines() if "제조소 추가" in line]
+    assert site_lines and all(re.fullmatch(r"제조소 추가: .+ \(.+\)", line) for line in site_lines), site_lines
+    assert "(사이트)" not in result.stdout and "None" not in result.stdout
 
 
 @pytest.mark.parametrize("bad", ["missing.json", "notjson.txt"])

@@ -5,7 +5,6 @@ the database lock held by another process is visible. Real CLI in a subprocess o
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -15,33 +14,10 @@ import pytest
 
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
+from dmf_assets_tests.project_support import dmf as _dmf
+from dmf_assets_tests.project_support import temp_project as _project
 
 pytestmark = pytest.mark.slow
-
-
-def _project(root: Path, extra: str = "") -> dict[str, str]:
-    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
-    root.mkdir(parents=True, exist_ok=True)
-    config = root / "dmf.toml"
-    config.write_text(
-        "[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names) + extra, encoding="utf-8"
-    )
-    home = root / "dagster_home"
-    home.mkdir(parents=True, exist_ok=True)
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
-    return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(home)}
-
-
-def _dmf(env, *args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=PROJECT_ROOT,
-    )
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ from openpyxl import load_workbook
 from dmf_assets import notify
 from dmf_assets.clock import frozen_at
 from dmf_assets.ops.watchdog import delivery_check
-from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, Kpis
+from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow
+from dmf_assets.report.summary import summarize
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
 from dmf_assets_tests.test_notify_texts import assert_readable
@@ -70,11 +71,10 @@ EVENTS = (
 
 def _report(status=DayStatus.ACCEPTED, events=EVENTS) -> DayReport:
     if status is DayStatus.REJECTED:
-        return DayReport(
-            DAY, status, "게이트 2 완전성(completeness): 263건이 누락되었습니다", BASE, BASE, Kpis(registry_size=9_167)
-        )
-    kpis = Kpis(registry_size=9_169, new=2, changed=1, withdrawn=0, watchlist_hits=1)
-    return DayReport(DAY, status, "6개 게이트 모두 통과", BASE, DAY, kpis, events=events)
+        rejected = summarize(DAY, status, (), comparison_base=BASE, base_registry_size=9_167, rejected_gate=2)
+        return DayReport.of(rejected, "게이트 2 완전성(completeness): 263건이 누락되었습니다")
+    summary = summarize(DAY, status, events, comparison_base=BASE, registry_size=9_169, base_registry_size=9_167)
+    return DayReport.of(summary, "6개 게이트 모두 통과", events=events)
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_
         in body[watch_at:top_at]
     )
     assert (
-        "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이 바뀌었습니다."
+        "대신무약(주)의 아토르바스타틴칼슘 등록 20190101-5의 제조소명이 Hetero Labs에서 MSN Laboratories로 바뀌었습니다."
         in body
     )
     assert "https://dmf.example.kr/r/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in body

@@ -13,8 +13,9 @@ from dmf_assets import notify
 from dmf_assets.domain.gates import GATES, Rejection
 from dmf_assets.korean import josa, particle, shorten
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.report.model import SHEET_NAMES, DayReport, DayStatus, EventRow, FieldChangeRow, Kpis
+from dmf_assets.report.model import SHEET_NAMES, DayReport, DayStatus, EventRow, FieldChangeRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
+from dmf_assets.report.summary import summarize
 
 KST_NOON = datetime.fromisoformat("2026-11-27T06:30:00+09:00")
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
@@ -209,8 +210,8 @@ def test_event_sentences_are_whole_sentences_with_the_right_particles():
     )
     assert texts[1].startswith("대신무약(주)가 메트포르민염산염(")
     assert texts[2] == (
-        "에이징생명과학(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(MSN Laboratories → Hetero Labs)과 "
-        "제조국(인도 → 인도, 중국)이 바뀌었습니다."
+        "에이징생명과학(주)의 아토르바스타틴칼슘 등록 20190101-5의 제조소명이 MSN Laboratories에서 Hetero Labs로, "
+        "제조국이 인도에서 인도·중국으로 바뀌었습니다."
     )
     assert "등록(20110531-71-B-317-05 · 제조소" in texts[3] and texts[3].endswith("목록에서 삭제되었습니다.")
     assert texts[4].endswith("목록에서 삭제된 뒤 다시 목록에 올랐습니다.")
@@ -261,11 +262,10 @@ def test_alike_events_become_one_sentence():
 
 def _report(status=DayStatus.ACCEPTED, events=EVENTS):
     if status is DayStatus.REJECTED:
-        return DayReport(
-            DAY, status, "게이트 2 완전성(completeness): 320건이 누락되었습니다.", BASE, BASE, Kpis(registry_size=9_167)
-        )
-    kpis = Kpis(registry_size=9_169, new=3, changed=2, withdrawn=1, watchlist_hits=1)
-    return DayReport(DAY, status, "6개 게이트 모두 통과", BASE, DAY, kpis, events=events)
+        rejected = summarize(DAY, status, (), comparison_base=BASE, base_registry_size=9_167, rejected_gate=2)
+        return DayReport.of(rejected, "게이트 2 완전성(completeness): 320건이 누락되었습니다.")
+    summary = summarize(DAY, status, events, comparison_base=BASE, registry_size=9_169, base_registry_size=9_167)
+    return DayReport.of(summary, "6개 게이트 모두 통과", events=events)
 
 
 @pytest.mark.parametrize("case", ["accepted", "rejected", "retried", "retries_failed", "baseline", "unchanged"])
@@ -298,7 +298,7 @@ def test_every_workbook_mail_is_readable(case, tmp_path):
     if case == "retries_failed":
         assert "자동 재시도 3회도 모두 거부되었습니다" in text
     if case == "accepted":
-        assert "제조소명(MSN Laboratories → Hetero Labs)" in text
+        assert "제조소명이 MSN Laboratories에서 Hetero Labs로" in text
 
 
 def test_the_digest_ignores_the_run_and_the_hour_it_was_written():
@@ -327,7 +327,7 @@ def test_the_digest_ignores_the_run_and_the_hour_it_was_written():
         ("2", "이/가", "가"),
         ("10", "은/는", "은"),
         ("2026-11-20", "을/를", "을"),
-        ("2026-11-20", "으로/로", "로"),
+        ("2026-11-20", "으로/로", "으로"),  # 이십 (issue 31: a date is read by its last number)
         ("Hetero Labs", "으로/로", "로"),
         ("Biocon Pharm", "으로/로", "으로"),
         ("Cipla Ltd.", "이/가", "가"),

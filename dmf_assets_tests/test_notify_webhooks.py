@@ -184,7 +184,10 @@ def test_rules_the_sensor_uses():
 
 
 def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
-    from dmf_assets.report.model import DayReport, DayStatus, EventRow, Kpis
+    from dataclasses import replace
+
+    from dmf_assets.report.model import DayReport, DayStatus, EventRow
+    from dmf_assets.report.summary import summarize
 
     watched = EventRow(
         "NEW",
@@ -204,9 +207,21 @@ def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
         watchlist_hit=True,
         watch_reasons=("성분: 메트포르민",),
     )
-    quiet = DayReport(DAY, DayStatus.ACCEPTED, "", BASE, DAY, Kpis(9_170, new=1, watchlist_hits=1), events=(watched,))
-    heavy = DayReport(date(2026, 11, 28), DayStatus.ACCEPTED, "", DAY, date(2026, 11, 28), Kpis(9_000, withdrawn=200))
-    rejected = DayReport(date(2026, 11, 29), DayStatus.REJECTED, "거부", DAY, DAY, Kpis(9_000))
+    gone = tuple(
+        replace(watched, event_type="WITHDRAWN", severity="CRITICAL", dmf_key=f"g{i}", watchlist_hit=False)
+        for i in range(200)
+    )
+    heavy_day = date(2026, 11, 28)
+    quiet = DayReport.of(
+        summarize(DAY, DayStatus.ACCEPTED, (watched,), comparison_base=BASE, registry_size=9_170), "", events=(watched,)
+    )
+    heavy = DayReport.of(
+        summarize(heavy_day, DayStatus.ACCEPTED, gone, comparison_base=DAY, registry_size=9_000), "", events=gone
+    )
+    rejected = DayReport.of(
+        summarize(date(2026, 11, 29), DayStatus.REJECTED, (), comparison_base=heavy_day, base_registry_size=9_000),
+        "거부",
+    )
     with webhook_receiver() as hook:
         notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()])
         got, kinds = [], []

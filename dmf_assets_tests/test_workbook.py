@@ -27,14 +27,15 @@ from dmf_assets.report.model import (
     FieldChangeRow,
     GateRow,
     HistoryPoint,
-    Kpis,
     QualityRow,
 )
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import EVENT_COLUMNS
+from dmf_assets.report.sentences import change_line, countries_text
 from dmf_assets.report.sheet_frame import ATTRIBUTION
+from dmf_assets.report.summary import DaySummary, summarize
 from dmf_assets.report.workbook import (
     KPI_LABELS,
     NOT_REFLECTED,
@@ -215,19 +216,15 @@ def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[E
     return tuple(events)
 
 
-def kpis_for(events: tuple[EventRow, ...], registry_size: int) -> Kpis:
-    headline = [e for e in events if not e.is_cosmetic]
-    changed = [e for e in headline if e.is_substantive_change]  # 실질 변경: number assignments apart
-    return Kpis(
+def summary_for(events: tuple[EventRow, ...], registry_size: int, day: date = DAY) -> DaySummary:
+    """An accepted day's figures, counted from its events as the product counts them."""
+    return summarize(
+        day,
+        DayStatus.ACCEPTED,
+        events,
+        comparison_base=day - timedelta(days=1),
         registry_size=registry_size,
-        new=sum(e.event_type == "NEW" for e in headline),
-        changed=len(changed),
-        changed_by_severity={s: sum(e.severity == s for e in changed) for s in ("CRITICAL", "HIGH", "MEDIUM")},
-        withdrawn=sum(e.event_type == "WITHDRAWN" for e in headline),
-        reappeared=sum(e.is_reappearance for e in headline),
-        number_assigned=sum(e.number_assigned for e in headline),
-        cosmetic=sum(e.is_cosmetic for e in events),
-        watchlist_hits=sum(e.watchlist_hit for e in headline),
+        base_registry_size=registry_size,
     )
 
 
@@ -298,13 +295,9 @@ QUALITY = (
 
 def accepted_report(n_events: int = 100, *, registry: int = 9_203, hostile: bool = True, day: date = DAY) -> DayReport:
     events = make_events(n_events, hostile=hostile)
-    return DayReport(
-        day=day,
-        status=DayStatus.ACCEPTED,
-        status_reason="6개 게이트 모두 통과",
-        comparison_base=day - timedelta(days=1),
-        last_accepted_day=day,
-        kpis=kpis_for(events, registry),
+    return DayReport.of(
+        summary_for(events, registry, day),
+        "6개 게이트 모두 통과",
         events=events,
         history=history(day),
         by_ingredient=aggregates(registry, 3000, "성분", 1),
@@ -322,13 +315,19 @@ REJECT_REASON = "완전성 게이트 실패: 8,940 / 9,203행 수신 (97.1 %)"
 
 
 def rejected_report(day: date = DAY, base: date = BASE, base_size: int = 9_167) -> DayReport:
-    return DayReport(
-        day=day,
-        status=DayStatus.REJECTED,
-        status_reason=REJECT_REASON,
+    summary = summarize(
+        day,
+        DayStatus.REJECTED,
+        (),
         comparison_base=base,
-        last_accepted_day=base,
-        kpis=Kpis(registry_size=base_size),
+        base_registry_size=base_size,
+        received=8_940,
+        total_count=9_203,
+        rejected_gate=2,
+    )
+    return DayReport.of(
+        summary,
+        REJECT_REASON,
         history=history(day),
         by_ingredient=aggregates(base_size, 300, "성분", 1),
         by_applicant=aggregates(base_size, 45, "업체", 2),
@@ -340,13 +339,9 @@ def rejected_report(day: date = DAY, base: date = BASE, base_size: int = 9_167) 
 
 
 def baseline_report(day: date = DAY) -> DayReport:
-    return DayReport(
-        day=day,
-        status=DayStatus.BASELINE,
-        status_reason="최초 정상 수집일 — 비교 대상 없음",
-        comparison_base=None,
-        last_accepted_day=day,
-        kpis=Kpis(registry_size=9_167),
+    return DayReport.of(
+        summarize(day, DayStatus.BASELINE, (), registry_size=9_167),
+        "최초 정상 수집일 — 비교 대상 없음",
         by_ingredient=aggregates(9_167, 100, "성분", 1),
         by_applicant=aggregates(9_167, 40, "업체", 2),
         by_country=aggregates(9_167, 10, "국가", 3),
@@ -355,13 +350,9 @@ def baseline_report(day: date = DAY) -> DayReport:
 
 
 def unchanged_report(day: date = DAY, base: date = BASE) -> DayReport:
-    return DayReport(
-        day=day,
-        status=DayStatus.UNCHANGED,
-        status_reason="변경 없음",
-        comparison_base=base,
-        last_accepted_day=day,
-        kpis=Kpis(registry_size=9_167, changed_by_severity={"CRITICAL": 0, "HIGH": 0, "MEDIUM": 0, "INFO": 0}),
+    return DayReport.of(
+        summarize(day, DayStatus.UNCHANGED, (), comparison_base=base, registry_size=9_167, base_registry_size=9_167),
+        "변경 없음",
         history=history(day, n=30),
         by_ingredient=aggregates(9_167, 100, "성분", 1),
         by_applicant=aggregates(9_167, 40, "업체", 2),
@@ -433,16 +424,21 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
             banner,
         )
     ws = wb[SHEET_SUMMARY]
+    # every headline event by severity, withdrawals included (issue 31: 요약 left them out of its breakdown):
+    # 심각 = 20 site/address changes + 10 withdrawals; 높음 = 20 applicant changes + 5 reappearances;
+    # 보통 = 10 issue-date changes; 정보 = 15 new + 10 number assignments
     expected = {
         "registry_size": 9_203,
         "new": 20,
         "changed": 50,
-        "changed_CRITICAL": 20,
-        "changed_HIGH": 20,
-        "changed_MEDIUM": 10,
         "withdrawn": 10,
         "reappeared": 5,
         "number_assigned": 10,
+        "headline_events": 90,
+        "severity_CRITICAL": 30,
+        "severity_HIGH": 25,
+        "severity_MEDIUM": 10,
+        "severity_INFO": 25,
         "watchlist_hits": 10,
         "cosmetic": 10,
     }
@@ -451,9 +447,10 @@ def test_accepted_banner_and_kpi_cells(accepted_book):
     for key, value in expected.items():
         cell_value = kpi_value(ws, key)
         assert cell_value == value, key
+    assert "심각 30 · 높음 25 · 보통 10 · 정보 25" in wb[SHEET_EVENTS]["A3"].value  # the same breakdown
     # severity-coloured KPI value cells
-    for sev in ("CRITICAL", "HIGH", "MEDIUM"):
-        row = next(r for r in ws.iter_rows(max_col=2) if r[0].value == KPI_LABELS[f"changed_{sev}"])
+    for sev in ("CRITICAL", "HIGH", "MEDIUM", "INFO"):
+        row = next(r for r in ws.iter_rows(max_col=2) if r[0].value == KPI_LABELS[f"severity_{sev}"])
         assert row[1].fill.fgColor.rgb.endswith(st.SEVERITY_COLOURS[sev][0])
         assert row[1].number_format == st.FMT_INT
     # gates table on the summary: six rows, all passed
@@ -520,8 +517,11 @@ def test_round_trip_of_events_table_including_hostile_text(accepted_book):
             assert got[flag] == getattr(ev, flag), flag
         if ev.event_type == "CHANGED":
             for ch in ev.changes:
-                if not ch.is_cosmetic:
-                    assert f"{ch.after}" in (got["change_summary"] or "") or len(ch.after or "") > 1000
+                if ch.field == "countries" and countries_text(ch.before) == countries_text(ch.after):
+                    continue  # a country repeated for another site is no change: no line
+                if not ch.is_cosmetic:  # the line every table and command prints (report.sentences.change_line)
+                    line = change_line(ch.field, ch.before, ch.after)
+                    assert line in (got["change_summary"] or "") or len(ch.after or "") > 1000
     # every hostile value that landed in a headline event was checked
     headline_values = {
         getattr(e, f) for e in report.headline_events for f in ("ingredient", "applicant", "manufacturer", "address")
@@ -603,7 +603,7 @@ def test_hyperlinks_search_the_registration_on_nedrug(accepted_book):
         assert len(r["link"]) <= 2000
     # the 100 k ingredient falls back to its base name, still a valid short link
     ws = wb[SHEET_NEW_WITHDRAWN]
-    links = [c.hyperlink.target for c in ws["P"][4:] if c.hyperlink]  # 자사 영향 sits before the link
+    links = [c.hyperlink.target for c in ws["O"][4:] if c.hyperlink]  # 자사 영향 sits before the link
     assert len(links) == 30
 
 
@@ -627,7 +627,10 @@ def test_frozen_panes_filters_print_setup_and_charts(accepted_book):
 
 def test_rejected_day_says_so_on_every_sheet(rejected_book):
     _report, result, wb = rejected_book
-    expected_banner = f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})"
+    expected_banner = (
+        "수집 실패 — 비교 기준은 여전히 2026-10-07입니다. 완전성 검사에서 거부되어 이 날 받은 목록을 반영하지 "
+        "않았습니다 (받은 목록 8,940건 · 원천이 밝힌 전체 9,203건 · 비교 기준일 2026-10-07 등록 9,167건)."
+    )
     for ws in wb.worksheets:
         assert ws["A1"].value == expected_banner, ws.title
         assert ws["A1"].fill.fgColor.rgb.endswith(st.BANNER_COLOURS["rejected"][0]), ws.title
@@ -640,6 +643,7 @@ def test_rejected_day_says_so_on_every_sheet(rejected_book):
         read_events_sheet(result.path)
     summary = wb[SHEET_SUMMARY]
     assert kpi_value(summary, "registry_size") == 9_167  # the last accepted state
+    assert kpi_value(summary, "received") == 8_940  # what came that day, apart from it (issue 31)
     for key in ("new", "changed", "withdrawn", "cosmetic"):
         assert kpi_value(summary, key) == "미반영"  # never a zero that reads as "nothing changed"
     verdicts = {
@@ -647,11 +651,16 @@ def test_rejected_day_says_so_on_every_sheet(rejected_book):
         for r in summary.iter_rows(max_col=2)
         if isinstance(r[0].value, str) and r[0].value[:1].isdigit()
     }
-    assert verdicts["2. 완전성 (completeness)"] == "실패"
-    assert verdicts["1. 전송 (transport)"] == "통과"
-    assert verdicts["6. 변동률 (churn)"] == "미평가"
-    observed = [r[2].value for r in summary.iter_rows(max_col=3) if r[0].value == "2. 완전성 (completeness)"]
-    assert observed == ["8,940 / 9,203 (97.1 %)"]
+    assert verdicts["2. 완전성"] == "실패"
+    assert verdicts["1. 전송"] == "통과"
+    assert verdicts["6. 변동률"] == "미평가"
+    # 요약 says the failed gate in the reader's words; the observed value (API words) is on 품질
+    said = [r[2].value for r in summary.iter_rows(max_col=3) if r[0].value == "2. 완전성"]
+    assert said == [
+        "이 검사에서 거부되었습니다 (받은 목록 8,940건 · 원천이 밝힌 전체 9,203건 · 비교 기준일 2026-10-07 등록 9,167건). 값과 기준은 '품질' 시트."
+    ]
+    quality = [r[4].value for r in wb["품질"].iter_rows(min_row=5, max_col=5) if r[2].value == "완전성 (completeness)"]
+    assert quality == ["8,940 / 9,203 (97.1 %)"]
     assert "마지막 정상 수집일 2026-10-07 기준" in wb["성분별"]["A3"].value
     assert result.sheet_rows[SHEET_EVENTS] == 0
 
@@ -676,7 +685,7 @@ def test_rejected_day_shows_the_failed_gates_sample_rows_under_korean_headers(tm
     ws = load_workbook(write_workbook(report, tmp_path).path)[SHEET_SUMMARY]
     rows = [[c.value for c in r] for r in ws.iter_rows()]
     at = next(i for i, r in enumerate(rows) if str(r[0]).startswith("거부 근거 — 2. 완전성 게이트의 표본 1행"))
-    assert rows[at + 1][:6] == ["쪽 번호", "받은 행", "받아야 할 행", "상태", "그 쪽의 totalCount", "오류"]
+    assert rows[at + 1][:6] == ["쪽 번호", "받은 행", "받아야 할 행", "상태", "그 쪽이 밝힌 전체 건수", "오류"]
     assert rows[at + 2][:5] == [10, 480, 500, "정상", 9_203]
     # gate 3's samples name a registration by its number: the key that repeats it is left out
     missing = (
@@ -696,7 +705,7 @@ def test_rejected_day_shows_the_failed_gates_sample_rows_under_korean_headers(tm
 
 
 def test_rejected_day_without_any_accepted_day(tmp_path):
-    report = replace(rejected_report(), comparison_base=None, last_accepted_day=None, kpis=Kpis(registry_size=None))
+    report = DayReport.of(summarize(DAY, DayStatus.REJECTED, (), rejected_gate=2), REJECT_REASON)
     wb, _ = build_workbook(report)
     assert wb[SHEET_EVENTS]["A1"].value.startswith("수집 실패 — 아직 정상 수집된 비교 기준일이 없습니다 (사유: ")
 
@@ -718,7 +727,7 @@ def test_baseline_and_unchanged_days_say_why_there_are_no_events(tmp_path):
     assert wb[SHEET_EVENTS]["A3"].value.startswith("변경 없음 — 비교 기준 2026-10-07")
     assert read_events_sheet(unch.path) == []
     summary = wb[SHEET_SUMMARY]
-    for key in ("new", "changed", "withdrawn", "changed_CRITICAL"):
+    for key in ("new", "changed", "withdrawn", "severity_CRITICAL"):
         assert kpi_value(summary, key) == 0  # a real, explained zero
 
 
@@ -840,7 +849,7 @@ def test_missing_values_and_unnumbered_registrations(tmp_path):
         issue_date="2026-02-30",  # invalid date stays text, never a crash
         target_class=None,
     )
-    report = replace(accepted_report(0), events=(ev,), kpis=kpis_for((ev,), 9_000))
+    report = replace(accepted_report(0), events=(ev,), summary=summary_for((ev,), 9_000))
     result = write_workbook(report, tmp_path)
     (row,) = read_events_sheet(result.path)
     assert row["dmf_key"] == "SYN-0badc0de" and row["permit_no"] is None and row["applicant"] is None
@@ -870,7 +879,7 @@ def test_real_registry_rows_round_trip(real_items, tmp_path):
         )
         for i, item in enumerate(real_items)
     )
-    report = replace(accepted_report(0), events=events, kpis=kpis_for(events, 9_167))
+    report = replace(accepted_report(0), events=events, summary=summary_for(events, 9_167))
     result = write_workbook(report, tmp_path)
     rows = read_events_sheet(result.path)
     assert len(rows) == len(real_items) == 151

@@ -32,11 +32,10 @@ from dmf_assets.report.model import (
     SHEET_META,
     SHEET_RECENT,
     SHEET_SUMMARY,
-    Kpis,
 )
 from dmf_assets.report.nedrug import NEDRUG_LINK_TEXT
 from dmf_assets.report.period_workbook import write_period_workbook
-from dmf_assets.report.sentences import headline_counts
+from dmf_assets.report.summary import headline_text
 from dmf_assets.report.workbook import KPI_LABELS, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
@@ -109,7 +108,9 @@ def test_summary_tells_the_events_as_sentences_without_scientific_notation(books
         assert not any(bad in t for t in texts), bad
     events = [row[1] for row in _section_rows(summary, "주요 이벤트") if row[1]]
     assert len([t for t in events if t.endswith("습니다.")]) >= 3, events
-    assert any("→" in t and t.endswith("바뀌었습니다.") for t in events), events
+    # a change says what it became: 「…의 신청인이 A에서 B로 바뀌었습니다」, never 「신청인(A → B)이」 (brackets nest)
+    assert any(re.search(r"[이가] .+에서 .+로 바뀌었습니다\.$", t) for t in events), events
+    assert not any("→" in t or "((" in t for t in events), events
     rate = next(row[1] for row in summary.iter_rows(values_only=True) if row[0] == "변경률")
     assert re.fullmatch(
         r"최근 14일 하루 평균 \d+\.\d건 변경 — 평소\(전체 기간\)의 \d+\.\d배 \(전체 기간 하루 평균 \d+\.\d건\)", rate
@@ -128,19 +129,13 @@ def test_counts_agree_on_the_page_in_the_mail_and_with_the_stored_events(books):
     assigned = sum(e.number_assigned for e in report.events)
     assert (kpi[KPI_LABELS["changed"]], kpi[KPI_LABELS["number_assigned"]]) == (changed, assigned)
     assert changed + assigned == run["changed_count"]  # the stored count holds both
-    counts = headline_counts(
-        Kpis(
-            None,
-            new=kpi[KPI_LABELS["new"]],
-            changed=changed,
-            withdrawn=kpi[KPI_LABELS["withdrawn"]],
-            number_assigned=assigned,
-        )
+    counts = headline_text(
+        new=kpi[KPI_LABELS["new"]], changed=changed, withdrawn=kpi[KPI_LABELS["withdrawn"]], number_assigned=assigned
     )
     assert counts in summary["A1"].value
     heading = next(v for v in _texts(summary) if v.startswith("주요 이벤트"))
     assert heading.startswith(f"주요 이벤트 {len(report.headline_events):,}건 ({counts})")
-    gate6 = next(row[2] for row in summary.iter_rows(values_only=True) if str(row[0]).startswith("6. 변동률"))
+    gate6 = next(row[4] for row in wb["품질"].iter_rows(values_only=True) if row[2] == "변동률 (churn)")
     assert gate6.startswith(counts)
     trend = _trend(summary)
     assert [trend[NEWEST][k] for k in ("신규", "변경", "삭제", "번호 부여")] == [
@@ -177,7 +172,8 @@ def test_trend_status_is_a_word_and_history_counts_its_days_from_the_runs(books)
     note = wb[SHEET_RECENT]["A3"].value
     accepted = sum(1 for r in runs.values() if r["status"] in ("accepted", "baseline"))
     window = reports[NEWEST].recent_days
-    assert f"정상 반영 {accepted}일 · 거부 1일 · 실행 기록 없음 {window - len(DAYS)}일." in note
+    # the days before the first run are no missing runs (issue 31: 「실행 기록 없음 80일」 read as an outage)
+    assert f"정상 반영 {accepted}일 · 거부 1일 · 실행 기록 없음 0일 (감시 시작 전 {window - len(DAYS)}일)." in note
 
 
 def test_every_date_is_a_date_in_both_workbooks(books):
@@ -275,7 +271,10 @@ def test_rejected_and_quiet_days_say_what_they_are(books):
     texts = [v for row in quiet.iter_rows(values_only=True) for v in row if isinstance(v, str)]
     assert "주요 이벤트 — 없음" in texts and "-0.0" not in " ".join(texts) and "과(와)" not in " ".join(texts)
     assert reports[QUIET].change_rate.text_ko.startswith("최근 14일 하루 평균 ")
-    hint = next(row[1] for row in quiet.iter_rows(values_only=True) if row[0] == "자사 제품")
+    # setting up a product list is the administrator's: on 메타, never on 요약 (issue 31)
+    assert not any("products" in t or "자사 제품 목록을 설정하면" in t for t in texts)
+    meta = load_workbook(paths[QUIET], read_only=True)[SHEET_META]
+    hint = next(row[2] for row in meta.iter_rows(values_only=True) if row[0] == "자사 제품")
     assert (
         "config/products.example.csv를 config/products.csv로 복사" in hint
         and '[products] file = "config/products.csv"' in hint

@@ -13,10 +13,12 @@ import polars as pl
 import pytest
 from openpyxl import load_workbook
 
+from dmf_assets.korean import josa
 from dmf_assets.report.day_data import BURST_FACTOR, build_day_report, change_rate
 from dmf_assets.report.model import EventRow, FieldChangeRow
 from dmf_assets.report.rows import LEDGER_COLUMNS
-from dmf_assets.report.sentences import headline_counts_of_run, summary_sentences
+from dmf_assets.report.sentences import summary_sentences
+from dmf_assets.report.summary import headline_text
 from dmf_assets.report.workbook import (
     KPI_LABELS,
     SHEET_EVENTS,
@@ -77,7 +79,7 @@ def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_100
     assert ws.auto_filter.ref == f"A4:{ws.cell(row=4, column=ws.max_column).column_letter}{4 + population}"
     grants = [r for r in ledger if r["허여"]]
     assert grants and all(r["등록번호"] == f"{r['원 등록번호 (허여 원본)']}({r['허여']})" for r in grants)
-    assert all(r["코호트 (성분번호-그룹)"] == f"{int(r['성분 번호'])}-{r['그룹']}" for r in ledger if r["그룹"])
+    assert all(r["성분번호-그룹"] == f"{int(r['성분 번호'])}-{r['그룹']}" for r in ledger if r["그룹"])
     multi = [r for r in ledger if (r["제조소 수"] or 0) > 1]
     assert multi and all(r["제조소 (사이트별: 이름·국가)"].count("\n") == r["제조소 수"] - 1 for r in multi)
     # the event link of a registration jumps to its first row on the 이력 sheet
@@ -146,20 +148,29 @@ def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated
     report = report_for(copy, date(2026, 10, 8))
     wb = load_workbook(write_workbook(report, tmp_path / "out").path, read_only=True)
     summary = wb[SHEET_SUMMARY]
-    gate_rows = {
-        r[0].value: (r[2].value, r[5].value)
-        for r in summary.iter_rows(max_col=6)
+    said = {
+        r[0].value: r[2].value
+        for r in summary.iter_rows(max_col=3)
         if isinstance(r[0].value, str) and r[0].value[:2] in ("3.", "6.")
     }
+    assert "비교 기준 없음" not in str(said)
+    assert "기준일 2026-10-07" in said["3. 감소율"]
+    # the observed values (restated against the base) are on 품질, beside the thresholds
+    gate_rows = {r[2]: (r[4], r[6]) for r in wb["품질"].iter_rows(min_row=5, values_only=True) if r[0] == "수용 게이트"}
     assert "비교 기준 없음" not in str(gate_rows)
-    assert "기준일 2026-10-07" in gate_rows["3. 감소율 (drop)"][1]
+    assert "기준일 2026-10-07" in gate_rows["감소율 (drop)"][1]
     with open_database(copy) as conn:
         run = history.run_row(conn, date(2026, 10, 8))
         base = history.run_row(conn, date(2026, 10, 7))
-    counts = headline_counts_of_run(
-        run["new_count"], run["changed_count"], run["withdrawn_count"], run["assigned_count"], run["renumbered_count"]
+    counts = headline_text(
+        new=run["new_count"],
+        changed=run["changed_count"] - run["assigned_count"] - run["renumbered_count"],
+        withdrawn=run["withdrawn_count"],
+        number_assigned=run["assigned_count"],
+        number_changed=run["renumbered_count"],
     )
-    assert gate_rows["6. 변동률 (churn)"][0].startswith(f"{counts} / {base['population']:,}건")
+    assert counts == report.summary.counts_text
+    assert gate_rows["변동률 (churn)"][0].startswith(f"{counts} / {base['population']:,}건")
     assert "비교 기준 2026-10-07" in summary["A1"].value
     meta = {r[1]: r[2] for r in wb["메타"].iter_rows(min_row=5, values_only=True)}
     assert "저장값이 현재 비교 기준과 다름" in meta["게이트 저장값"]
@@ -304,7 +315,9 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
     assert cosmetic_events == report.kpis.cosmetic == sum(e.is_cosmetic for e in report.events)
     assert f"표기만 바뀐 이벤트 {cosmetic_events:,}건" in wb[SHEET_FIELDS]["A3"].value
     sentence = next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == "심각")
-    assert f"제조소(추가 {edited.site_name} (중국))" in sentence and sentence.endswith("바뀌었습니다.")
+    # a site added reads as one: no 「제조소(추가 …)와 제조국(인도,중국 → 인도,중국,중국)이 바뀌었습니다」 (issue 31)
+    assert sentence.endswith(f"에 중국 제조소 {josa(edited.site_name, '이/가')} 추가되었습니다."), sentence
+    assert "제조국" not in sentence and "((" not in sentence
 
 
 def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
@@ -417,8 +430,8 @@ def test_sentences_group_mass_changes_and_put_products_first():
     )
     sentences, total = summary_sentences([*mass, single, ours])
     assert total == 8 and len(sentences) == 3
-    assert sentences[0].products and "발급일자(2020-01-01 → 2020-02-02)가 바뀌었습니다." in sentences[0].text
-    assert sentences[1].severity == "CRITICAL" and "제조소 소재지(old → new)가 바뀌었습니다." in sentences[1].text
+    assert sentences[0].products and "의 발급일자가 2020-01-01에서 2020-02-02로 바뀌었습니다." in sentences[0].text
+    assert sentences[1].severity == "CRITICAL" and "의 제조소 소재지가 old에서 new로 바뀌었습니다." in sentences[1].text
     assert sentences[2].count == 6
     assert sentences[2].text.startswith("등록 6건(20200100-1-A-1-01, ")
-    assert sentences[2].text.endswith(" 등)에서 신청인((주)옛이름 → (주)새이름)이 똑같이 바뀌었습니다.")
+    assert sentences[2].text.endswith(" 등)에서 모두 신청인이 (주)옛이름에서 (주)새이름으로 바뀌었습니다.")

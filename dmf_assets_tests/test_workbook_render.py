@@ -12,7 +12,7 @@ import pytest
 
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
-from dmf_assets_tests.test_workbook import REJECT_REASON, accepted_report, rejected_report
+from dmf_assets_tests.test_workbook import accepted_report, rejected_report
 
 
 def _squash(text: str | None) -> str:
@@ -41,7 +41,7 @@ def test_first_pages_render_with_ink_and_banner_text(rendered):
     assert _squash("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 삭제 10 · 번호 부여 10") in _squash(
         accepted.first_page_text
     )
-    assert _squash(f"수집 실패 — 비교 기준은 여전히 2026-10-07입니다 (사유: {REJECT_REASON})") in _squash(
+    assert _squash("수집 실패 — 비교 기준은 여전히 2026-10-07입니다. 완전성 검사에서 거부되어") in _squash(
         rejected.first_page_text
     )
     assert _squash("DMF 일일 리포트 · 2026-10-08 (목)") in _squash(rejected.first_page_text)

@@ -152,3 +152,43 @@ def read_events_sheet(path: Path) -> list[dict]:
         )
         out.append(values)
     return out
+
+
+# --- any sheet, as values ---------------------------------------------------------------------------
+
+
+def sheet_values(path: Path, name: str, max_row: int | None = None) -> list[list[Any]]:
+    """Every row of one sheet as values (1-based row r is index r - 1), read-only: other sheets are not parsed.
+    Dates read as ISO text, as in `read_events_sheet`; `max_row` stops early (the 9k-row 전체현황)."""
+    wb = load_workbook(path, read_only=True)
+    try:
+        ws = wb[name]
+        ws.reset_dimensions()
+        return [[_read_value(v) for v in row] for row in ws.iter_rows(max_row=max_row, values_only=True)]
+    finally:
+        wb.close()
+
+
+def hidden_columns(path: Path, name: str) -> set[int]:
+    """The 1-based columns of a sheet hidden from its reader (`<col hidden="1">`)."""
+    hidden: set[int] = set()
+    with zipfile.ZipFile(path) as zf, zf.open(_sheet_path(zf, name)) as src:
+        for event, elem in ElementTree.iterparse(src, events=("start", "end")):
+            if event == "start" and elem.tag == f"{_MAIN}sheetData":
+                break  # the columns are declared before the cells
+            if event == "end" and elem.tag == f"{_MAIN}col" and elem.get("hidden") in ("1", "true"):
+                hidden.update(range(int(elem.get("min")), int(elem.get("max")) + 1))
+    return hidden
+
+
+def table_rows(rows: list[list[Any]], first_header: str, start: int = 0) -> list[dict[str, Any]]:
+    """The table whose header row starts with `first_header` (at or after row index `start`), as dicts keyed
+    by header, up to its first empty row."""
+    top = next(i for i, r in enumerate(rows) if i >= start and r and r[0] == first_header)
+    header = rows[top]
+    out = []
+    for r in rows[top + 1 :]:
+        if not any(v is not None for v in r):
+            break
+        out.append({h: v for h, v in zip(header, r, strict=False) if h is not None})
+    return out

@@ -19,18 +19,16 @@ import duckdb
 
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import (
-    FIELD_LABEL_KO,
     NUMBER_ASSIGNED_LABEL_KO,
     NUMBER_CHANGED_LABEL_KO,
-    SITES_FIELD,
     event_label,
     possible_renumbering_text,
     renumbering_text,
 )
 from dmf_assets.domain.permit import parse_permit
-from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.domain.text import match_key
 from dmf_assets.korean import josa
+from dmf_assets.report.sentences import change_line
 from dmf_assets.storage import analyst as storage
 from dmf_assets.storage import history
 
@@ -98,14 +96,6 @@ def sites_text(sites: Sequence[Mapping[str, str | None]] | None) -> str | None:
     return "\n".join(lines)
 
 
-def change_text(field_name: str, before: str | None, after: str | None) -> str:
-    """One change row as people read it: '제조소명: A → B' or '제조소 추가: Name (중국)'."""
-    if field_name == SITES_FIELD:
-        return describe_site_change(before, after)
-    label = FIELD_LABEL_KO.get(field_name, field_name)
-    return f"{label}: {before if before not in (None, '') else '(없음)'} → {after if after not in (None, '') else '(없음)'}"
-
-
 @dataclass(frozen=True)
 class HistoryChange:
     field: str
@@ -116,7 +106,7 @@ class HistoryChange:
 
     @property
     def text(self) -> str:
-        return change_text(self.field, self.before, self.after)
+        return change_line(self.field, self.before, self.after)
 
 
 @dataclass(frozen=True)

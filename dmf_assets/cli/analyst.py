@@ -253,6 +253,7 @@ class _HistoryView:
     def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
         from dmf_assets.domain.model import SEVERITY_LABEL_KO
         from dmf_assets.korean import josa
+        from dmf_assets.report.sentences import change_lines
 
         print(self.summary, file=out)
         for key in self.keys:
@@ -290,10 +291,8 @@ class _HistoryView:
                 print(f"  {e.day} [{SEVERITY_LABEL_KO.get(e.severity, e.severity)}] {e.label}{base}{flags}", file=out)
                 if e.note:
                     print(f"      {e.note}", file=out)
-                for c in e.changes:
-                    if c.is_cosmetic and not include_cosmetic:
-                        continue
-                    print(f"      {c.text}{' (표기)' if c.is_cosmetic else ''}", file=out)
+                for line in change_lines(e.changes, cosmetic=include_cosmetic):  # the workbook's wording
+                    print(f"      {line}", file=out)
             if hidden:
                 print(f"  (표기 변경 {hidden}건 생략 — --include-cosmetic으로 표시)", file=out)
             elif not shown and (self.args.start or self.args.end):

@@ -170,11 +170,11 @@ def _print_table(
     from dmf_assets.domain.model import (
         COUNT_LABEL_KO,
         EVENT_LABEL_KO,
-        FIELD_LABEL_KO,
         SEVERITY_LABEL_KO,
         possible_renumbering_text,
         substantive_changes,
     )
+    from dmf_assets.report.sentences import change_lines
 
     c, w = result.counts, COUNT_LABEL_KO
     changed = substantive_changes(c["CHANGED"], c["NUMBER_ASSIGNED"], c["NUMBER_CHANGED"])
@@ -208,10 +208,8 @@ def _print_table(
         )
         if e.renumber_candidates:
             print(f"    {possible_renumbering_text(e.permit_no, e.renumber_candidates)}", file=out)
-        for ch in e.changes:
-            mark = " (표기)" if ch.is_cosmetic else ""
-            before, after = ("(없음)" if v is None else v for v in (ch.before, ch.after))  # a site added / removed
-            print(f"    {FIELD_LABEL_KO.get(ch.field, ch.field)}{mark}: {before} → {after}", file=out)
+        for line in change_lines(e.changes, cosmetic=True):  # the wording of `dmf history` and the workbook
+            print(f"    {line}", file=out)
 
 
 def _event_json(e: Event) -> dict:

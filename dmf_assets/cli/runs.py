@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # for annotations only: each command imports what it needs wh
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
-STATUS_KO = {"accepted": "반영", "baseline": "기준일", "rejected": "거부", "pending": "판정만", "not run": "미실행"}
+#: a day without a judged run has no `DayStatus`: these are its words (a judged day says `DayStatus.word_ko`)
+NOT_JUDGED_KO = {"pending": "판정만", "not run": "미실행"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -189,40 +190,35 @@ def _check_history(settings: Settings, days: list[date]) -> None:
 
 
 def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
+    """Each day's run row with its figures: `summary`, the `DaySummary` the workbook and the mail read (None for
+    a day not judged)."""
+    from dmf_assets.report.day_data import day_summary
     from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
 
     with open_database(
         settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"), purpose="dmf summary"
     ) as conn:
-        return [{"day": d, **(history.run_row(conn, d) or {"status": "not run"})} for d in days]
+        return [
+            {"day": d, **(history.run_row(conn, d) or {"status": "not run"}), "summary": day_summary(conn, d)}
+            for d in days
+        ]
 
 
-def _changed(row: dict) -> int:
-    """실질 변경, as the workbook and the mail count it (a number assigned or changed is its own figure)."""
-    from dmf_assets.domain.model import substantive_changes
-
-    return substantive_changes(row.get("changed_count"), row.get("assigned_count"), row.get("renumbered_count"))
+def _status_word(row: dict) -> str:
+    summary = row["summary"]
+    return summary.status.word_ko if summary is not None else NOT_JUDGED_KO.get(row["status"], str(row["status"]))
 
 
 def _day_line(row: dict) -> str:
-    status = str(row.get("status"))
-    if status == "rejected":
-        return f"거부 — {shorten(row.get('reason') or '', 90)}"
-    if status in ("accepted", "baseline"):
-        from dmf_assets.domain.model import COUNT_LABEL_KO as w
-
-        numbers = "".join(
-            f" · {w[kind]} {row[column]}"
-            for kind, column in (("NUMBER_ASSIGNED", "assigned_count"), ("NUMBER_CHANGED", "renumbered_count"))
-            if row.get(column)
-        )
-        return (
-            f"{STATUS_KO[status]} · 등록 {row.get('population') or 0:,} · {w['NEW']} {row.get('new_count') or 0} · "
-            f"{w['CHANGED']} {_changed(row)} · 표기 {row.get('cosmetic_count') or 0} · "
-            f"{w['WITHDRAWN']} {row.get('withdrawn_count') or 0}{numbers}"
-        )
-    return STATUS_KO.get(status, str(status))
+    """One day as `dmf run / backfill / demo` print it: the figures of its `DaySummary`, as 요약 says them."""
+    summary = row["summary"]
+    if summary is None:
+        return _status_word(row)
+    if summary.is_rejected:
+        return f"{summary.status.word_ko} — {shorten(row.get('reason') or '', 90)}"
+    size = f"{summary.registry_size:,}" if summary.registry_size is not None else "-"
+    return f"{summary.status.word_ko} · 등록 {size} · {summary.counts_text} · 표기 {summary.cosmetic:,}"
 
 
 def _progress(settings: Settings, report: DayRun, seconds: float) -> None:
@@ -247,17 +243,23 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     )
     print("-" * 100)
     for r in rows:
-        status, size = str(r.get("status")), r.get("population")
+        status, k = str(r.get("status")), r["summary"]
         note = {
             "rejected": shorten(r.get("reason") or "", 90),
             "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)",
         }.get(status, "")
         if status == "accepted" and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
+        size = k.registry_size if k is not None else None
+        figures = (
+            (k.new, k.changed, k.cosmetic, k.withdrawn, k.number_assigned, k.number_changed)
+            if k is not None
+            else (0,) * 6
+        )
         print(
-            f"{r['day'].isoformat():<11} {STATUS_KO.get(status, status):<5} {(f'{size:,}' if size else '-'):>7} "
-            f"{r.get('new_count') or 0:>4} {_changed(r):>4} {r.get('cosmetic_count') or 0:>4} "
-            f"{r.get('withdrawn_count') or 0:>4} {r.get('assigned_count') or 0:>4} {r.get('renumbered_count') or 0:>8}  {note}"
+            f"{r['day'].isoformat():<11} {_status_word(r):<5} {(f'{size:,}' if size else '-'):>7} "
+            + " ".join(f"{n:>4}" for n in figures[:-1])
+            + f" {figures[-1]:>8}  {note}"
         )
     accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
     rejected = sum(1 for r in rows if r.get("status") == "rejected")

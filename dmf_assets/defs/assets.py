@@ -47,13 +47,7 @@ from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import GATE_BY_NUMBER, GateOutcome, Rejection
-from dmf_assets.domain.model import (
-    COUNT_LABEL_KO,
-    NORMALIZED_COLUMNS,
-    SEVERITY_LABEL_KO,
-    event_label,
-    substantive_changes,
-)
+from dmf_assets.domain.model import NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
@@ -65,16 +59,16 @@ from dmf_assets.report.day_data import (
     DayNotReady,
     build_day_report,
     change_rate,
+    day_event_rows,
     day_events_frame,
+    day_summary,
 )
 from dmf_assets.report.model import DayReport
-from dmf_assets.report.sentences import headline_counts_of_run
+from dmf_assets.report.sentences import field_label
+from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
-from dmf_assets.storage import history
-
-STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
 
 
 def _day(context: dg.AssetExecutionContext) -> date:
@@ -289,6 +283,7 @@ def snapshot_diff(
                 out = pipeline.carry_forward(conn, _day(context))
             else:
                 out = pipeline.diff_and_commit(conn, integrity_verdict, workspace.settings(), run_id=context.run_id)
+            summary = day_summary(conn, out.day) if out.failed_gate is None else None  # what it committed
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
         except pipeline.NotTheJudgedFrame as exc:
@@ -307,16 +302,13 @@ def snapshot_diff(
                 },
                 allow_retries=False,
             ) from None
-    c = out.counts
-    counts_text = headline_counts_of_run(
-        c.get("NEW"), c.get("CHANGED"), c.get("WITHDRAWN"), c.get("NUMBER_ASSIGNED"), c.get("NUMBER_CHANGED")
-    )
     base = str(out.base_day) if out.base_day else verdict.NO_BASE
     if out.status == "rejected":
         context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
-    else:
+    elif summary is not None:
         context.log.info(
-            f"{out.day}: {out.status} (기준일 {base}) {counts_text} · 표기 {c.get('COSMETIC', 0)} ({out.seconds:.2f}초)"
+            f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
+            f"({out.seconds:.2f}초)"
         )
     if out.rederived_day:
         context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
@@ -330,17 +322,11 @@ def snapshot_diff(
                 allow_retries=False,
             )
         return
+    assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
     metadata: dict[str, Any] = {
-        "status": out.status,
-        "status_ko": STATUS_KO[out.status],
+        "status": summary.status.label_ko_en,
         "comparison_base": base,
-        "new": c.get("NEW", 0),
-        # 실질 변경, as on 요약
-        "changed": substantive_changes(c.get("CHANGED"), c.get("NUMBER_ASSIGNED"), c.get("NUMBER_CHANGED")),
-        "withdrawn": c.get("WITHDRAWN", 0),
-        "number_assigned": c.get("NUMBER_ASSIGNED", 0),
-        "number_changed": c.get("NUMBER_CHANGED", 0),
-        "cosmetic": c.get("COSMETIC", 0),
+        **_figures(summary),
         "rederived_day": str(out.rederived_day) if out.rederived_day else "",
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
     }
@@ -352,6 +338,18 @@ def snapshot_diff(
     yield dg.MaterializeResult(metadata=metadata)
     if out.churn is not None:  # a day rejected before the diff has no gate 6: Dagster shows it as skipped
         yield gate_result(out.churn, "snapshot_diff")
+
+
+def _figures(summary: DaySummary) -> dict[str, int]:
+    """The day's headline figures as the UI shows them — the `DaySummary` every sheet and mail reads."""
+    return {
+        "new": summary.new,
+        "changed": summary.changed,  # 실질 변경, as on 요약
+        "withdrawn": summary.withdrawn,
+        "number_assigned": summary.number_assigned,
+        "number_changed": summary.number_changed,
+        "cosmetic": summary.cosmetic,
+    }
 
 
 def _not_evaluated_churn(out: pipeline.DayOutcome) -> GateOutcome:
@@ -387,19 +385,20 @@ def events(
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     day = _day(context)
     with duckdb.get_connection() as conn:
-        run = history.run_row(conn, day)
-        if run is None or run["status"] == "pending":
+        summary = day_summary(conn, day)
+        if summary is None:
             raise dg.Failure(
                 description=f"{day}: snapshot_diff가 아직 이 날짜를 처리하지 않았습니다. Run snapshot_diff first."
             )
-        frame = day_events_frame(conn, day) if run["status"] != "rejected" else pl.DataFrame()
+        frame = day_events_frame(conn, day) if not summary.is_rejected else pl.DataFrame()
+        shown = day_event_rows(conn, day)
         rate = change_rate(conn, day)
     path = workspace.path("events_dir") / f"{day.isoformat()}.jsonl"
     atomic_write_text(
         path,
         "".join(
             json.dumps(
-                {**row, "day": str(day), "comparison_base": str(history.to_date(run["base_day_id"]))},
+                {**row, "day": str(day), "comparison_base": str(summary.comparison_base)},
                 ensure_ascii=False,
                 default=str,
             )
@@ -407,47 +406,49 @@ def events(
             for row in frame.iter_rows(named=True)
         ),
     )
-    if run["status"] == "rejected":
-        summary = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {history.to_date(run['base_day_id']) or '없음'}으로 유지됩니다."
+    if summary.is_rejected:
+        base_text = str(summary.comparison_base or "없음")
+        table = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {josa(base_text, '으로/로')} 유지됩니다."
         preview = "-"
     else:
-        labels = [event_label(r["event_type"], number_changed=r["number_changed"]) for r in frame.iter_rows(named=True)]
-        frame_labels = frame.with_columns(label=pl.Series(labels, dtype=pl.Utf8)) if frame.height else frame
-        counts = (
-            frame_labels.group_by("event_type", "label", "severity").len().sort("event_type", "label", "severity")
-            if frame.height
-            else None
-        )
-        summary = md_table(
+        table = md_table(
             ["유형", "심각도", "건수"],
-            [[label, SEVERITY_LABEL_KO[s], n] for _, label, s, n in counts.rows()] if counts is not None else [],
+            [
+                [EVENT_KIND_LABEL_KO[kind], SEVERITY_LABEL_KO[severity], n]
+                for (kind, severity), n in sorted(
+                    summary.by_kind_severity.items(),
+                    key=lambda item: (list(EVENT_KIND_LABEL_KO).index(item[0][0]), item[0][1]),
+                )
+            ],
         )
-        top = frame_labels.filter(~pl.col("is_cosmetic")).head(15) if frame.height else frame
+        top = [e for e in shown if not e.is_cosmetic][:15]
         preview = (
             md_table(
-                ["유형", "심각도", "등록번호", "성분", "신청인", "변경 필드"],
+                ["유형", "심각도", "등록번호", "성분", "신청인", "변경 항목"],
                 [
                     [
-                        r["label"],
-                        SEVERITY_LABEL_KO[r["severity"]],
-                        r["dmf_key"],
-                        r["ingredient"],
-                        r["applicant"],
-                        ", ".join(r["changed_fields"] or []),
+                        e.label,
+                        SEVERITY_LABEL_KO[e.severity],
+                        e.dmf_key,
+                        e.ingredient,
+                        e.applicant,
+                        ", ".join(field_label(f) for f in e.changed_fields),
                     ]
-                    for r in top.iter_rows(named=True)
+                    for e in top
                 ],
             )
-            if top.height
+            if top
             else "변경 없음"
         )
     yield dg.MaterializeResult(
         metadata={
-            "dagster/row_count": dg.MetadataValue.int(frame.height),
-            "status": run["status"],
-            "headline_events": int((~frame["is_cosmetic"]).sum()) if frame.height else 0,
-            "cosmetic_events": int(frame["is_cosmetic"].sum()) if frame.height else 0,
-            "summary": dg.MetadataValue.md(summary),
+            "dagster/row_count": dg.MetadataValue.int(summary.events),
+            "status": summary.status.label_ko_en,
+            "headline_events": summary.headline_events,
+            "cosmetic_events": summary.cosmetic,
+            **_figures(summary),
+            "by_severity": summary.severity_text,
+            "summary": dg.MetadataValue.md(table),
             "preview": dg.MetadataValue.md(preview),
             "jsonl": dg.MetadataValue.path(str(path)),
         }
@@ -498,30 +499,32 @@ def xlsx_report(
     # from [web] public_base_url (`links`), never the port a server listens on now: old days' links keep working
     base = links.base_url(settings.web)
     delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
-    k = report.kpis
-    summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
-        ["등록 수", *(COUNT_LABEL_KO[c] for c in _SUMMARY_COUNTS), "표기 변경(별도)", "관심목록"],
-        [
+    k = report.summary
+    if k.is_rejected:  # what came that day and the registry still in force, apart
+        table = md_table(
+            ["받은 목록", "원천이 밝힌 전체", "비교 기준일 등록"], [[k.received, k.total_count, k.base_registry_size]]
+        )
+    else:
+        table = md_table(
+            ["등록 수", *(EVENT_KIND_LABEL_KO[c] for c in HEADLINE_KINDS), "재등장", "표기 변경(별도)", "관심목록"],
             [
-                k.registry_size,
-                k.new,
-                k.changed,
-                k.withdrawn,
-                k.reappeared,
-                k.number_assigned,
-                k.number_changed,
-                k.cosmetic,
-                k.watchlist_hits,
-            ]
-        ],
-    )
+                [
+                    k.registry_size,
+                    *(k.by_kind.get(c, 0) for c in HEADLINE_KINDS),
+                    k.reappeared,
+                    k.cosmetic,
+                    k.watchlist_hits,
+                ]
+            ],
+        ) + (f"\n\n심각도별 이벤트: {k.severity_text}" if k.headline_events else "")
+    summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n{table}"
     return dg.MaterializeResult(
         metadata={
             "day_page": dg.MetadataValue.url(links.day_link(base, report.day)),
             "download": dg.MetadataValue.url(links.workbook_link(base, result.path.name)),
             "path": dg.MetadataValue.path(str(result.path)),
             "file_size_bytes": dg.MetadataValue.int(result.bytes),
-            "status": report.status.value,
+            "status": report.status.label_ko_en,
             "comparison_base": str(report.comparison_base or "-"),
             "summary": dg.MetadataValue.md(summary),
             "latest_updated": bool(result.latest_updated),
@@ -533,9 +536,6 @@ def xlsx_report(
 
 
 #: the headline figures of the workbook step's summary, in its columns' order
-_SUMMARY_COUNTS = ("NEW", "CHANGED", "WITHDRAWN", "REAPPEARED", "NUMBER_ASSIGNED", "NUMBER_CHANGED")
-
-
 def _bulk_run(context: dg.AssetExecutionContext) -> bool:
     """A backfill of old days, or the sensor's follow-up of one, does not fill inboxes."""
     return followups.is_bulk(context.run.tags)

@@ -567,6 +567,8 @@ def write_table(
         cell.style = st.HEADER
         if set_widths:
             ws.column_dimensions[get_column_letter(j)].width = col.width
+        if col.hidden:
+            ws.column_dimensions[get_column_letter(j)].hidden = True
     fit_row_height(ws, top, max(text_lines(c.header, c.width) for c in cols))
     wrapped = [(col.key, col.width) for col in cols if col.kind == "wrap"]
     r = top

@@ -13,3 +13,4 @@ class Col:
     header: str
     width: float
     kind: str = "text"  # text | wrap | int | pct | date | datetime | link
+    hidden: bool = False  # kept for filters and the audit trail, not shown to the reader (an internal key)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
@@ -26,12 +25,12 @@ from dmf_assets.report.model import (
     FieldChangeRow,
     GateRow,
     HistoryPoint,
-    Kpis,
     NetChange,
     PeriodReport,
     QualityRow,
 )
-from dmf_assets.report.sentences import change_rate_text, headline_counts
+from dmf_assets.report.sentences import change_rate_text
+from dmf_assets.report.summary import DaySummary, headline_text, summarize
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, reports
 
@@ -69,12 +68,69 @@ def _events_frame(events: pl.DataFrame, changes: pl.DataFrame) -> pl.DataFrame:
 
 
 def _status(run: dict) -> DayStatus:
+    events = sum(run.get(k) or 0 for k in ("new_count", "changed_count", "withdrawn_count", "cosmetic_count"))
+    return DayStatus.of_run(run["status"], events)
+
+
+def _summary(conn: duckdb.DuckDBPyConnection, run: dict, events: Sequence[EventRow]) -> DaySummary:
+    """The day's figures (report/summary.py) from its run row and its stored events."""
+    day = history.to_date(run["day_id"])
+    assert day is not None  # a run row always has its day
+    base_day = history.to_date(run["base_day_id"])
+    base_run = history.run_row(conn, base_day) if base_day else None
+    assert base_day is None or base_run is not None  # a base day is a stored, accepted day
+    return summarize(
+        day,
+        _status(run),
+        events,
+        comparison_base=base_day,
+        registry_size=run["population"],
+        base_registry_size=base_run["population"] if base_run else None,
+        received=run["rows_received"],
+        total_count=run["total_count"],
+        rejected_gate=run["rejected_gate"],
+    )
+
+
+def day_summary(conn: duckdb.DuckDBPyConnection, day: date, products: Sequence[Product] = ()) -> DaySummary | None:
+    """The figures of one judged day (report/summary.py), read from the database: its `runs` row and its stored
+    events. None for a day that was never run or is still being judged. What the CLI's per-day line and the
+    Dagster metadata read; the day's report builds its own `summary` with the same function."""
+    run = history.run_row(conn, day)
+    if run is None or run["status"] == "pending":
+        return None
+    return _summary(conn, run, _day_event_rows(conn, run, products))
+
+
+def day_event_rows(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[EventRow, ...]:
+    """The day's stored events as report rows (none on a rejected or unjudged day)."""
+    run = history.run_row(conn, day)
+    return _day_event_rows(conn, run, ()) if run is not None and run["status"] != "pending" else ()
+
+
+def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequence[Product]) -> tuple[EventRow, ...]:
     if run["status"] == "rejected":
-        return DayStatus.REJECTED
-    if run["status"] == "baseline":
-        return DayStatus.BASELINE
-    total = sum(run.get(k) or 0 for k in ("new_count", "changed_count", "withdrawn_count", "cosmetic_count"))
-    return DayStatus.UNCHANGED if total == 0 else DayStatus.ACCEPTED
+        return ()
+    events = _events_frame(*reports.day_events(conn, run["day_id"]))
+    return _event_rows(events, products) if not events.is_empty() else ()
+
+
+def _stored_counts_problem(run: dict, summary: DaySummary) -> str | None:
+    """The `runs` row's counts, written in the same transaction as the events, must say what the events say."""
+    stored = (
+        headline_text(
+            new=run["new_count"] or 0,
+            changed=substantive_changes(run["changed_count"], run["assigned_count"], run["renumbered_count"]),
+            withdrawn=run["withdrawn_count"] or 0,
+            number_assigned=run["assigned_count"] or 0,
+            number_changed=run["renumbered_count"] or 0,
+        )
+        + f" · 표기 변경 {run['cosmetic_count'] or 0:,}"
+    )
+    counted = f"{summary.counts_text} · 표기 변경 {summary.cosmetic:,}"
+    if summary.is_rejected or stored == counted:
+        return None
+    return f"실행 기록의 건수({stored})와 이벤트로 센 건수({counted})가 다릅니다 — 리포트는 이벤트로 센 값을 표시합니다"
 
 
 def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
@@ -256,6 +312,14 @@ def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
     return reports.population_on_or_before(conn, history.day_id(day))
 
 
+#: where a day's rows came from (runs.source: the endpoint kind, or a replay of the raw archive), for 메타
+SOURCE_LABEL_KO: dict[str, str] = {
+    "emulator": "내장 에뮬레이터 (emulator)",
+    "http": "식약처 오픈API (http)",
+    "archive": "보관된 원본 재처리 (archive)",
+}
+
+
 def _products(settings: Settings) -> tuple[tuple, str | None]:
     """(products, problem): a broken product list never stops the daily workbook — it is reported."""
     from dmf_assets.report.products import ProductsError, products_of
@@ -276,51 +340,24 @@ def build_day_report(
         raise DayNotReady(
             f"{day}: 아직 판정·반영되지 않은 날짜입니다 (snapshot_diff 미실행). Run snapshot_diff for this day first."
         )
-    status = _status(run)
     d = history.day_id(day)
-    base_day = history.to_date(run["base_day_id"])
-    last_accepted = base_day if status is DayStatus.REJECTED else day
-    shown_id = history.day_id(last_accepted) if last_accepted else None
     products, products_problem = _products(settings)
-
-    events = day_events_frame(conn, day) if status is not DayStatus.REJECTED else pl.DataFrame()
-    event_rows = _event_rows(events, products) if not events.is_empty() else ()
-    by_severity: dict[str, int] = defaultdict(int)
-    for e in event_rows:
-        if e.is_substantive_change:
-            by_severity[e.severity] += 1
-
-    population = run["population"]
-    base_run = history.run_row(conn, base_day) if base_day else None
-    assert base_day is None or base_run is not None  # a base day is a stored, accepted day
-    base_population = base_run["population"] if base_run else None
-    if status is DayStatus.REJECTED and shown_id is not None:
-        population = base_population
-    kpis = Kpis(
-        registry_size=population,
-        new=run["new_count"] or 0,
-        changed=substantive_changes(run["changed_count"], run["assigned_count"], run["renumbered_count"]),
-        changed_by_severity=dict(by_severity),
-        withdrawn=run["withdrawn_count"] or 0,
-        reappeared=run["reappeared_count"] or 0,
-        number_assigned=run["assigned_count"] or 0,
-        number_changed=run["renumbered_count"] or 0,
-        cosmetic=run["cosmetic_count"] or 0,
-        watchlist_hits=sum(1 for e in event_rows if e.watchlist_hit and not e.is_cosmetic),
-        product_hits=sum(1 for e in event_rows if e.product_hits and not e.is_cosmetic),
-    )
+    event_rows = _day_event_rows(conn, run, products)
+    summary = _summary(conn, run, event_rows)
+    status, base_day, last_accepted = summary.status, summary.comparison_base, summary.last_accepted_day
+    shown_id = history.day_id(last_accepted) if last_accepted else None
 
     gap = (day - base_day).days if base_day and status is not DayStatus.REJECTED else 0
     covers = f" ({gap}일치 변경)" if gap > 1 else ""
     if status is DayStatus.REJECTED:
-        reason = run["reason"] or "수집 실패"
+        reason = summary.rejection_text
     elif status is DayStatus.BASELINE:
         reason = "첫 수집일입니다. 오늘의 등록 현황이 이후 비교의 기준이 되며, 이 날은 변경 이벤트가 없습니다."
     elif status is DayStatus.UNCHANGED:
         reason = f"기준일 {base_day} 대비 변경이 없습니다{covers}."
     else:
-        reason = f"기준일 {base_day} 대비{covers} {headline_counts(kpis)}" + (
-            f" (표기만 바뀐 {kpis.cosmetic:,}건은 별도)" if kpis.cosmetic else ""
+        reason = f"기준일 {base_day} 대비{covers} {summary.counts_text}" + (
+            f" (표기만 바뀐 {summary.cosmetic:,}건은 별도)" if summary.cosmetic else ""
         )
 
     points = _history_points(conn, day - timedelta(days=settings.report.history_days - 1), day)
@@ -334,8 +371,8 @@ def build_day_report(
     rate = change_rate(conn, last_accepted) if last_accepted else None
     withdrawal_share = None
     warnings: list[str] = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
-    if status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and base_population:
-        withdrawal_share = kpis.withdrawn / base_population
+    if status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and summary.base_registry_size:
+        withdrawal_share = summary.withdrawn / summary.base_registry_size
         share_max = settings.alerts.withdrawal_share_max  # the banner warns where the alert does (docs/DOMAIN.md §9)
         if withdrawal_share > share_max:
             warnings.append(
@@ -354,27 +391,37 @@ def build_day_report(
     recent_start = day - timedelta(days=recent_days - 1)
     recent = recent_events_frame(conn, recent_start, day)
     recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()
-    recent_counts = DayCounts.of(recent_start, day, [p.status for p in _history_points(conn, recent_start, day)])
+    recent_counts = DayCounts.of(
+        recent_start,
+        day,
+        [p.status for p in _history_points(conn, recent_start, day)],
+        history.to_date(reports.first_run_day(conn)),
+    )
 
     pages = reports.day_fetch_pages(conn, d)
     info: dict[str, object] = {
         "날짜": day,
         "판정": status.label_ko,
         "비교 기준일": base_day or "없음 (첫 수집일)",
-        "수집 출처": run["source"],
-        "totalCount": f"{run['total_count']:,}" if run["total_count"] is not None else None,
-        "수신 건수": f"{run['rows_received']:,}" if run["rows_received"] is not None else None,
+        "수집 출처": SOURCE_LABEL_KO.get(run["source"], run["source"]),
+        "원천이 밝힌 전체 건수 (totalCount)": f"{run['total_count']:,}" if run["total_count"] is not None else None,
+        "받은 건수": f"{run['rows_received']:,}" if run["rows_received"] is not None else None,
         "요청 쪽수 / 시도": f"{pages[0] or 0} / {pages[1] or 0}",
         "수집 시간(초)": f"{run['fetch_seconds']:.1f}" if run["fetch_seconds"] is not None else None,
         "처리 시간(초)": f"{run['process_seconds']:.2f}" if run["process_seconds"] is not None else None,
         "판정 시각": run["judged_at"],
-        "반영 시각": run["committed_at"] or ("반영하지 않음 (거부된 날)" if status is DayStatus.REJECTED else None),
+        # a rejected day committed nothing: its run row's time is when the rejection was recorded
+        "반영 시각": "반영하지 않음 (거부된 날)" if status is DayStatus.REJECTED else run["committed_at"],
+        "거부 기록 시각": run["committed_at"] if status is DayStatus.REJECTED else None,
+        "거부 사유 (기술)": run["reason"] if status is DayStatus.REJECTED else None,
         "Dagster run": run["dagster_run_id"],
     }
     if run.get("rederived_at"):
         info["재계산"] = (
             f"{history.to_date(run['rederived_by'])} 처리로 {run['rederived_at']:%Y-%m-%d %H:%M}에 이벤트를 다시 계산함"
         )
+    if counts_problem := _stored_counts_problem(run, summary):
+        info["저장된 건수"] = counts_problem
     if gate_problems:
         info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
     if rate is not None:
@@ -382,13 +429,9 @@ def build_day_report(
     info.update(run_info or {})
     info = {k: v for k, v in info.items() if v is not None}  # a fact not recorded is left out, never shown as '-'
     w = settings.watchlist
-    return DayReport(
-        day=day,
-        status=status,
-        status_reason=reason,
-        comparison_base=base_day,
-        last_accepted_day=last_accepted,
-        kpis=kpis,
+    return DayReport.of(
+        summary,
+        reason,
         events=event_rows,
         history=points,
         by_ingredient=_aggregates(conn, "by_ingredient", shown_id, "ingredient") if shown_id else (),

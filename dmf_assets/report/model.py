@@ -6,13 +6,18 @@ with a report built in memory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dmf_assets.domain.model import event_label, possible_renumbering_text, renumbering_text
+from dmf_assets.domain.model import SEVERITY_RANK, event_label, possible_renumbering_text, renumbering_text
+
+if TYPE_CHECKING:  # summary.py builds on this module's rows
+    from dmf_assets.report.summary import DaySummary
 
 # --- the daily workbook's sheets (messages name them from this list only) ------------------------
 
@@ -52,19 +57,41 @@ def sheet_ref(name: str) -> str:
 
 
 class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("DayStatus.X" -> "X")
-    ACCEPTED = "accepted"  # all six gates passed; events are against the comparison base
-    BASELINE = "baseline"  # first accepted day: the history starts here, no events by design
-    UNCHANGED = "unchanged"  # accepted, and the registry is identical to the comparison base
-    REJECTED = "rejected"  # a gate failed: nothing written, the comparison base did not move
+    """What became of a day, declared once with everything people read of it: the stored value (also the English
+    term), the short Korean word, and the sentence of 요약's 상태 row. `label_ko_en` — 「거부 (rejected)」 — is how
+    the Dagster UI's metadata says it (Korean, the English in brackets)."""
+
+    word_ko: str
+    label_ko: str
+
+    ACCEPTED = ("accepted", "반영", "정상 수집 · 비교 완료")  # all six gates passed; events against the base
+    BASELINE = ("baseline", "기준일", "기준일 (최초 수집 — 비교 대상 없음)")  # first accepted day: no events by design
+    UNCHANGED = ("unchanged", "변경 없음", "정상 수집 · 변경 없음")  # accepted, identical to the comparison base
+    REJECTED = ("rejected", "거부", "수집 실패 — 결과 미반영")  # a gate failed: nothing written, the base did not move
+
+    def __new__(cls, value: str, word_ko: str, label_ko: str) -> DayStatus:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.word_ko = word_ko
+        member.label_ko = label_ko
+        return member
 
     @property
-    def label_ko(self) -> str:
-        return {
-            "accepted": "정상 수집 · 비교 완료",
-            "baseline": "기준일 (최초 수집 — 비교 대상 없음)",
-            "unchanged": "정상 수집 · 변경 없음",
-            "rejected": "수집 실패 — 결과 미반영",
-        }[self.value]
+    def label_en(self) -> str:
+        return self.value
+
+    @property
+    def label_ko_en(self) -> str:
+        """「거부 (rejected)」: the Korean word with the English term in brackets (the UI's metadata)."""
+        return f"{self.word_ko} ({self.label_en})"
+
+    @classmethod
+    def of_run(cls, status: str, events: int) -> DayStatus:
+        """The day's status from its stored run status ('accepted' | 'baseline' | 'rejected') and how many
+        events (cosmetic included) it recorded: an accepted day without any is UNCHANGED."""
+        if status == "accepted" and events == 0:
+            return cls.UNCHANGED
+        return next(member for member in cls if member.value == status)
 
 
 @dataclass(frozen=True)
@@ -167,6 +194,11 @@ class EventRow:
         return possible_renumbering_text(self.permit_no or self.dmf_key, self.renumber_candidates)
 
 
+def sorted_events(events: Sequence[EventRow]) -> list[EventRow]:
+    """The order events are listed in everywhere: the most severe first, then by key."""
+    return sorted(events, key=lambda e: (-SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
+
+
 @dataclass(frozen=True)
 class HistoryPoint:
     day: date
@@ -182,21 +214,27 @@ class HistoryPoint:
 
 @dataclass(frozen=True)
 class DayCounts:
-    """How the days of a window were processed, from the `runs` table (not from the events they had)."""
+    """How the days of a window were processed, from the `runs` table (not from the events they had). Days
+    before monitoring began (the first run of the history) are no missing runs: they are counted apart."""
 
     first: date
     last: date
     accepted: int  # accepted, unchanged and baseline days
     rejected: int
     pending: int  # a run started but not judged yet
-    not_run: int  # no run at all
+    not_run: int  # no run at all, since monitoring began
+    before_start: int = 0  # days of the window before monitoring began
 
     @classmethod
-    def of(cls, first: date, last: date, statuses: list[str]) -> DayCounts:
+    def of(cls, first: date, last: date, statuses: list[str], started: date | None = None) -> DayCounts:
+        """`started`: the first day of the history (None: nothing was ever run — every day is before it)."""
         accepted = sum(1 for s in statuses if s in ("accepted", "baseline"))
         rejected = sum(1 for s in statuses if s == "rejected")
         pending = len(statuses) - accepted - rejected
-        return cls(first, last, accepted, rejected, pending, (last - first).days + 1 - len(statuses))
+        watched_from = max(first, started) if started is not None else last + timedelta(days=1)
+        before = (watched_from - first).days
+        window = (last - first).days + 1
+        return cls(first, last, accepted, rejected, pending, window - before - len(statuses), before)
 
 
 @dataclass(frozen=True)
@@ -207,21 +245,6 @@ class AggregateRow:
     applicants: int = 0
     countries: int = 0
     ingredients: int = 0
-
-
-@dataclass(frozen=True)
-class Kpis:
-    registry_size: int | None  # size of the day's accepted snapshot (or the base's on a rejected day)
-    new: int = 0
-    changed: int = 0  # 실질 변경: neither cosmetic nor a number event (`domain.model.substantive_changes`)
-    changed_by_severity: dict[str, int] = field(default_factory=dict)  # of `changed`: CRITICAL/HIGH/MEDIUM
-    withdrawn: int = 0
-    reappeared: int = 0
-    number_assigned: int = 0
-    number_changed: int = 0  # 번호 변경: registrations re-numbered, never in `withdrawn` nor `new`
-    cosmetic: int = 0  # CHANGED events that are cosmetic only (shown apart, not in headline counts)
-    watchlist_hits: int = 0
-    product_hits: int = 0  # headline events touching the team's products
 
 
 @dataclass(frozen=True)
@@ -245,12 +268,16 @@ class ChangeRate:
 
 @dataclass(frozen=True)
 class DayReport:
+    """One day's workbook. Its figures are `summary` (report/summary.py), the one `DaySummary` every sheet, the
+    xlsx_report metadata, the mail and the webhook read; the day, status and comparison base are said once
+    there too — the fields here must agree with it (checked)."""
+
     day: date
     status: DayStatus
-    status_reason: str  # Korean sentence: why rejected / "변경 없음" / baseline explanation
+    status_reason: str  # Korean sentence in analyst words: why rejected / "변경 없음" / baseline explanation
     comparison_base: date | None  # the latest accepted day before `day` (None on the baseline day)
     last_accepted_day: date | None  # equals `day` when accepted; the base when rejected
-    kpis: Kpis
+    summary: DaySummary
     events: tuple[EventRow, ...] = ()  # every event incl. cosmetic (the writer filters per sheet)
     history: tuple[HistoryPoint, ...] = ()  # last N days for the chart, ascending
     by_ingredient: tuple[AggregateRow, ...] = ()  # active registry of last_accepted_day
@@ -272,6 +299,34 @@ class DayReport:
     withdrawal_share: float | None = None  # withdrawn / base population (accepted days)
     products: tuple[str, ...] = ()  # labels of the configured products (empty = no product list)
     products_configured: bool = False  # `[products] file` is set (an empty or broken list is still configured)
+
+    @classmethod
+    def of(cls, summary: DaySummary, status_reason: str, **rest: Any) -> DayReport:
+        """The report of `summary`'s day: its day, status and comparison base are the summary's."""
+        return cls(
+            summary.day,
+            summary.status,
+            status_reason,
+            summary.comparison_base,
+            summary.last_accepted_day,
+            summary,
+            **rest,
+        )
+
+    def __post_init__(self) -> None:
+        s = self.summary
+        if (s.day, s.status, s.comparison_base, s.last_accepted_day) != (
+            self.day,
+            self.status,
+            self.comparison_base,
+            self.last_accepted_day,
+        ):
+            raise ValueError(f"the report of {self.day} and its summary disagree: {s}")
+
+    @property
+    def kpis(self) -> DaySummary:
+        """`summary`, by the name the mail reads it (notify/messages.py) until it reads `summary`."""
+        return self.summary
 
     @property
     def is_rejected(self) -> bool:

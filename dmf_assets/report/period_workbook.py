@@ -12,14 +12,13 @@ from dmf_assets.domain.model import COUNT_LABEL_KO, RUN_STATUS_KO, SEVERITY_LABE
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
-from dmf_assets.report.model import Kpis, PeriodReport
+from dmf_assets.report.model import PeriodReport
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK
 from dmf_assets.report.output import atomic_write, ensure_dir
 from dmf_assets.report.rows import (
     FIELD_COLUMNS,
     PERMIT_WIDTH,
     RECENT_COLUMNS,
-    change_lines,
     change_row,
     event_row,
 )
@@ -27,10 +26,11 @@ from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     NUMBER_ASSIGNED_DEFINITION,
     NUMBER_CHANGED_DEFINITION,
-    headline_counts,
+    change_lines,
     summary_sentences,
 )
 from dmf_assets.report.sheet_frame import ATTRIBUTION, frame_sheet
+from dmf_assets.report.summary import headline_text
 from dmf_assets.report.tables import TableSheet, add_table_sheet
 from dmf_assets.report.workbook import NOTES, SHEET_META, SHEET_SUMMARY, SUMMARY_WIDTHS
 
@@ -53,7 +53,7 @@ NET_COLUMNS: tuple[Col, ...] = (
     Col("last_day", "마지막 관측일", 11, "date"),
     Col("product_hits", "자사 영향", 16, "wrap"),
     Col("watch", "관심목록", 8),
-    Col("dmf_key", "관리 키", 22),
+    Col("dmf_key", "관리 키", 22, hidden=True),
     *REVIEW_COLUMNS,
 )
 PERIOD_FIELD_COLUMNS: tuple[Col, ...] = (Col("day", "관측일", 11, "date"), *FIELD_COLUMNS)
@@ -120,14 +120,11 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
         ("첫 비교 기준일", period.first_base or "없음 (기간 안에 정상 반영일이 없음)"),
         (
             "건수 (정상 반영일 합계)",
-            headline_counts(
-                Kpis(
-                    None,
-                    **{
-                        k: sum(getattr(d, k) for d in headline)
-                        for k in ("new", "changed", "withdrawn", "number_assigned", "number_changed")
-                    },
-                )
+            headline_text(
+                **{
+                    k: sum(getattr(d, k) for d in headline)
+                    for k in ("new", "changed", "withdrawn", "number_assigned", "number_changed")
+                }
             )
             + f" · 표기 변경 {sum(d.cosmetic for d in headline):,}",
         ),
@@ -220,7 +217,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
             "applicant": n.applicant,
             "manufacturer": n.manufacturer,
             "countries": n.countries,
-            "change_summary": "\n".join(change_lines(n)) or None,
+            "change_summary": "\n".join(change_lines(n.changes)) or None,
             "n_events": n.n_events,
             "first_day": n.first_day,
             "last_day": n.last_day,
@@ -239,7 +236,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
         row = event_row(e, SOURCE_BASE_FALLBACK)
         row.update(day=e.day, base_day=e.base_day, reviewer="", reviewed_on="", comment="")
         event_rows.append(row)
-    field_rows = [{"day": e.day, **change_row(c)} for e in period.events for c in e.changes]
+    field_rows = [{"day": e.day, **change_row(e, c)} for e in period.events for c in e.changes]
     sheets = [
         TableSheet(
             "순변경",

@@ -11,16 +11,17 @@ from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     COUNT_LABEL_KO,
     EVENT_LABEL_KO,
-    FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     SITES_FIELD,
     event_label,
 )
-from dmf_assets.domain.sites import describe_site_change, split_sites
+from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.columns import Col
-from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, NetChange
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, sorted_events
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
+from dmf_assets.report.sentences import change_lines, field_label
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, change_kind, companies
 
 FLAG_LABELS: dict[str, str] = {
     "is_reappearance": COUNT_LABEL_KO["REAPPEARED"],
@@ -35,51 +36,12 @@ FLAG_LABELS: dict[str, str] = {
 # --- event texts ---------------------------------------------------------------------------------
 
 
-def sorted_events(events: Sequence[EventRow]) -> list[EventRow]:
-    return sorted(events, key=lambda e: (-SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
-
-
-def field_label(name: str) -> str:
-    return FIELD_LABEL_KO.get(name, name)
-
-
 def flags_text(ev: EventRow) -> str | None:
     return ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None
 
 
-def value_text(v: str | None) -> str:
-    return v if v not in (None, "") else "(없음)"
-
-
-def change_lines(ev: EventRow | NetChange, *, max_value: int | None = None) -> list[str]:
-    """Substantive changes as lines; sites as '제조소 추가: Name (country)' instead of whole lists.
-
-    When an event has site rows, the manufacturer/address before → after (often hundreds of
-    characters) is replaced by the site lines; the full values stay on the '필드 변경' sheet.
-    """
-
-    def short(v: str | None) -> str:
-        v = value_text(v)
-        return v if max_value is None or len(v) <= max_value else v[: max_value - 1] + "…"
-
-    site_rows = [c for c in ev.changes if c.field == SITES_FIELD]
-    lines = [
-        describe_site_change(c.before, c.after)
-        if max_value is None
-        else describe_site_change(c.before and short(c.before), c.after and short(c.after))
-        for c in site_rows
-    ]
-    for c in ev.changes:
-        if c.is_cosmetic or c.field == SITES_FIELD:
-            continue
-        if site_rows and c.field in ("manufacturer", "address"):
-            continue
-        lines.append(f"{field_label(c.field)}: {short(c.before)} → {short(c.after)}")
-    return lines
-
-
 def _change_summary(ev: EventRow) -> str | None:
-    lines = change_lines(ev)
+    lines = change_lines(ev.changes)
     if ev.cosmetic_fields:
         lines.append("표기 변경: " + ", ".join(field_label(f) for f in ev.cosmetic_fields))
     if ev.gone_since:
@@ -113,9 +75,10 @@ EVENT_COLUMNS: tuple[Col, ...] = (
     Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
     Col("bizrno", "사업자등록번호", 13),
     Col("address", "제조소 소재지", 40, "wrap"),
-    Col("dmf_key", "관리 키", 24),
-    Col("base_dmf_key", "이전 관리 키", 24),
     Col("link", "의약품안전나라", 13, "link"),
+    # internal keys: kept (hidden) for the audit trail and to match rows across sheets, never shown to a reader
+    Col("dmf_key", "관리 키", 24, hidden=True),
+    Col("base_dmf_key", "이전 관리 키", 24, hidden=True),
 )
 
 
@@ -161,8 +124,8 @@ NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
     Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
     Col("flags", "표시", 12, "wrap"),
     Col("product_hits", "자사 영향", 18, "wrap"),
-    Col("dmf_key", "관리 키", 24),
     Col("link", "의약품안전나라", 13, "link"),
+    Col("dmf_key", "관리 키", 24, hidden=True),
 )
 
 
@@ -192,7 +155,7 @@ RECENT_COLUMNS: tuple[Col, ...] = (
     Col("flags", "표시", 11, "wrap"),
     Col("product_hits", "자사 영향", 16, "wrap"),
     Col("watch_reasons", "관심목록 사유", 16, "wrap"),
-    Col("dmf_key", "관리 키", 22),
+    Col("dmf_key", "관리 키", 22, hidden=True),
 )
 
 
@@ -221,28 +184,34 @@ FIELD_COLUMNS: tuple[Col, ...] = (
     Col("field", "항목", 13),
     Col("before", "변경 전", 45, "wrap"),
     Col("after", "변경 후", 45, "wrap"),
-    Col("dmf_key", "관리 키", 24),
+    Col("dmf_key", "관리 키", 24, hidden=True),
 )
 _FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
 
 
 def site_kind(c: FieldChangeRow) -> str:
+    """「제조소 추가」 | 「제조소 삭제」 | 「제조소 변경」 — the label of a site row (the line's head)."""
     return describe_site_change(c.before, c.after).split(":", 1)[0]  # 제조소 추가 | 제조소 삭제 | 제조소 변경
 
 
 def field_rows(report: DayReport) -> list[dict]:
-    changes: list[FieldChangeRow] = [c for ev in report.events for c in ev.changes]
+    changes: list[tuple[EventRow, FieldChangeRow]] = [(ev, c) for ev in report.events for c in ev.changes]
     changes.sort(
-        key=lambda c: (c.is_cosmetic, -SEVERITY_RANK.get(c.severity, -1), c.dmf_key, _FIELD_ORDER.get(c.field, 99))
+        key=lambda p: (
+            p[1].is_cosmetic,
+            -SEVERITY_RANK.get(p[1].severity, -1),
+            p[1].dmf_key,
+            _FIELD_ORDER.get(p[1].field, 99),
+        )
     )
-    return [change_row(c) for c in changes]
+    return [change_row(ev, c) for ev, c in changes]
 
 
-def change_row(c: FieldChangeRow) -> dict:
-    """One field change as the 필드 변경 sheets show it (the day's workbook and the period report)."""
+def change_row(ev: EventRow, c: FieldChangeRow) -> dict:
+    """One field change `c` of event `ev` as the 필드 변경 sheets show it (the day's workbook and the period report)."""
     return {
         "severity": SEVERITY_LABEL_KO.get(c.severity, c.severity),
-        "kind": "표기 변경" if c.is_cosmetic else "실질 변경",
+        "kind": CHANGE_KIND_LABEL_KO[change_kind(ev, c)],
         "permit_no": c.permit_no,
         "ingredient": c.ingredient,
         "applicant": c.applicant,
@@ -258,23 +227,18 @@ def change_row(c: FieldChangeRow) -> dict:
 # --- 업체별: the day's events per applicant and per manufacturer ------------------------------------
 
 
-def _site_names(ev: EventRow) -> list[str]:
-    """The manufacturer of each site (a multi-site registration names several), or the field as published."""
-    names = [site.name for site in split_sites(ev.manufacturer, ev.address, ev.countries).sites if site.name]
-    return list(dict.fromkeys(names)) or ([ev.manufacturer] if ev.manufacturer else [])
-
-
 def events_by_company(events: Sequence[EventRow]) -> dict[str, list[tuple[str, list[EventRow]]]]:
     """{"신청인": [(name, events)…], "제조소": […]}: the headline events of each applicant and of each
-    manufacturer, the company with the most severe event first (then the most events, then the name);
-    inside a company, by severity. Cosmetic events are left out, as from every headline."""
-    groups: dict[str, dict[str, list[EventRow]]] = {"신청인": {}, "제조소": {}}
+    manufacturer (`summary.companies`: the names the day's figures count), the company with the most severe
+    event first (then the most events, then the name); inside a company, by severity. Cosmetic events are
+    left out, as from every headline."""
+    groups: dict[str, dict[str, list[EventRow]]] = {kind: {} for kind in COMPANY_KINDS}
     for ev in events:
         if ev.is_cosmetic:
             continue
-        groups["신청인"].setdefault(ev.applicant or "(신청인 없음)", []).append(ev)
-        for name in _site_names(ev) or ["(제조소명 없음)"]:
-            groups["제조소"].setdefault(name, []).append(ev)
+        for kind, names in companies(ev).items():
+            for name in names:
+                groups[kind].setdefault(name, []).append(ev)
 
     def order(item: tuple[str, list[EventRow]]) -> tuple:
         name, evs = item
@@ -294,7 +258,7 @@ SAMPLE_LABELS_KO: dict[str, str] = {
     "rows": "받은 행",
     "expected_rows": "받아야 할 행",
     "status": "상태",
-    "page_total_count": "그 쪽의 totalCount",
+    "page_total_count": "그 쪽이 밝힌 전체 건수",
     "error": "오류",
     "row_no": "행 번호",
     "permit_no_raw": "등록번호 (원문)",
@@ -354,7 +318,7 @@ LEDGER_COLUMNS: tuple[Col, ...] = (
     Col("permit_grant", "허여", 6),
     Col("permit_table", "별표", 9),
     Col("base_permit_no", "원 등록번호 (허여 원본)", 22),
-    Col("cohort", "코호트 (성분번호-그룹)", 11),
+    Col("cohort", "성분번호-그룹", 11),
     Col("ingredient", "성분명", 26, "wrap"),
     Col("ingredient_base", "성분 기준명", 18, "wrap"),
     Col("applicant", "신청인", 22, "wrap"),
@@ -369,7 +333,7 @@ LEDGER_COLUMNS: tuple[Col, ...] = (
     Col("last_changed", "최근 실질 변경일", 11, "date"),
     Col("times_changed", "변경 횟수", 7, "int"),
     Col("events_link", "이벤트 (이력 시트)", 14, "sheetlink"),
-    Col("dmf_key", "관리 키", 24),
+    Col("dmf_key", "관리 키", 24, hidden=True),
 )
 
 

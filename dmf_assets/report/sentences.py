@@ -1,43 +1,64 @@
-"""The sentences people read — on 요약 (daily and period workbook), in the morning mail and in the
-watchlist alert: one builder for all of them.
+"""The words people read of an event — on 요약 (daily and period workbook), on 업체별, in the morning mail and
+the watchlist alert, and the change lines of the workbook's tables, `dmf history` and `dmf diff`: one builder
+for all of them.
 
-- Events: each a whole Korean sentence (who, what, which registration, before → after) ending in
-  「습니다.」; alike events (one change on many registrations, many new or withdrawn registrations of one
-  applicant) become one sentence; the team's products and watchlist hits come first.
-- The day's headline figures (`headline_counts`): 신규 · 변경 · 삭제, and 번호 부여 / 번호 변경 apart — 변경 is
-  실질 변경 (`domain.model.substantive_changes`) wherever a count is shown; the words are `COUNT_LABEL_KO`.
+- A change as a line (`change_line`, `change_lines`): 「제조국: 인도 → 일본」, 「제조소 추가: Name (중국)」 — the same
+  wording for one kind of change in every table and command.
+- An event as a whole Korean sentence (`event_sentence`: who, what, which registration, what happened) ending in
+  「습니다.」: 「…에 중국 제조소 Yichang …가 추가되었습니다」, 「…의 제조국이 인도에서 일본으로 바뀌었습니다」, 「…의
+  등록번호가 A에서 B로 바뀌었습니다」 — no value in nested brackets; a registration without a number is named by its
+  applicant, ingredient and manufacturer, never by its internal key; countries are named once each. Alike events
+  (one change on many registrations, many new or withdrawn registrations of one applicant) become one sentence;
+  the team's products and watchlist hits come first.
+- The day's headline figures: `summary.headline_counts` (신규 · 변경 · 삭제, 번호 부여 and 번호 변경 apart — 변경 is
+  실질 변경 wherever a count is shown; the words are `domain.model.COUNT_LABEL_KO`).
 - The change rate in words (`change_rate_text`): registrations changed per day, and how that compares
   with the whole history — never λ̂, never scientific notation, never −0.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from dmf_assets.domain.model import (
-    COUNT_LABEL_KO,
+    FIELD_LABEL_KO,
     NUMBER_CHANGED_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
+    SITE_FIELDS,
     SITES_FIELD,
     WITHDRAWN_FIRST_MENTION_KO,
-    substantive_changes,
 )
+from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.korean import josa, particle, shorten
-from dmf_assets.report.model import EventRow, FieldChangeRow, Kpis
-from dmf_assets.report.rows import field_label, sorted_events
+from dmf_assets.report.model import EventRow, sorted_events
+from dmf_assets.report.summary import headline_counts  # noqa: F401 - the mail imports the headline from here
 
-#: the file a user edits for local settings (README; the alerts name the same one)
-LOCAL_CONFIG_FILE = "config/dmf.local.toml"
 #: sentences on 요약 and in the mail; a group of at least this many alike events is one sentence
 TOP_SENTENCES = 15
 MASS_GROUP_MIN = 3
 #: a value inside a sentence is cut at a word after this many characters (the full value is on '필드 변경');
-#: a site ("name (country)") gets more room so its country is never cut off
+#: a site's name gets more room
 VALUE_WIDTH = 40
 SITE_WIDTH = 90
+#: what a sentence calls a registration published without a number (its key is internal)
+NO_NUMBER = "등록번호 없음"
+
+
+class ChangeLike(Protocol):
+    """One field change: `FieldChangeRow` (the workbook), `domain.model.FieldChange` (`dmf diff`), a history row."""
+
+    @property
+    def field(self) -> str: ...
+    @property
+    def before(self) -> str | None: ...
+    @property
+    def after(self) -> str | None: ...
+    @property
+    def is_cosmetic(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -60,6 +81,52 @@ class Sentence:
         return f"{star}[{SEVERITY_LABEL_KO.get(self.severity, self.severity)}] {self.full_text}"
 
 
+# --- a change as a line ----------------------------------------------------------------------------
+
+
+def field_label(name: str) -> str:
+    return FIELD_LABEL_KO.get(name, name)
+
+
+def value_text(v: str | None) -> str:
+    return v if v not in (None, "") else "(없음)"
+
+
+def countries_text(value: str | None, sep: str = ", ") -> str | None:
+    """A countries value with each country once, in order: 「인도,인도,중국」 -> 「인도, 중국」 (the source has one per
+    site; people read each country once). A sentence joins them with 「·」: 「인도·중국으로」."""
+    if not value:
+        return value
+    return sep.join(dict.fromkeys(c.strip() for c in value.split(",") if c.strip()))
+
+
+def change_line(field_name: str, before: str | None, after: str | None) -> str:
+    """One change as a line: 「제조국: 인도 → 일본」, 「제조소 추가: Name (중국)」 — what every table and command prints."""
+    if field_name == SITES_FIELD:
+        return describe_site_change(before, after)
+    if field_name == "countries":
+        before, after = countries_text(before), countries_text(after)
+    return f"{field_label(field_name)}: {value_text(before)} → {value_text(after)}"
+
+
+def change_lines(changes: Sequence[ChangeLike], *, cosmetic: bool = False) -> list[str]:
+    """The substantive changes of one event as lines — the site lines first, standing for the manufacturer,
+    address and country values they detail (often hundreds of characters; the full values are on 필드 변경). A
+    country list that only repeats a country is no change. `cosmetic`: also the cosmetic ones, marked 「(표기)」."""
+    sites = [c for c in changes if c.field == SITES_FIELD]
+    lines = [change_line(c.field, c.before, c.after) for c in sites]
+    for c in changes:
+        if c.field == SITES_FIELD or (sites and c.field in SITE_FIELDS) or (c.is_cosmetic and not cosmetic):
+            continue
+        if c.field == "countries" and countries_text(c.before) == countries_text(c.after) and not c.is_cosmetic:
+            continue
+        lines.append(change_line(c.field, c.before, c.after) + (" (표기)" if c.is_cosmetic else ""))
+    return lines
+
+
+# --- an event as a sentence ------------------------------------------------------------------------
+
+
 def _v(value: str | None) -> str:
     return shorten(value, VALUE_WIDTH) if value not in (None, "") else "(없음)"
 
@@ -73,47 +140,110 @@ def _what(ev: EventRow) -> str:
 
 
 def _number(ev: EventRow) -> str:
-    return ev.permit_no or f"등록번호 없음, 키 {ev.dmf_key}"
+    return ev.permit_no or NO_NUMBER
 
 
 def _site(ev: EventRow) -> str:
-    countries = f", {_v(ev.countries)}" if ev.countries else ""
+    countries = f", {countries_text(ev.countries, '·')}" if ev.countries else ""
     return f"제조소 {_v(ev.manufacturer)}{countries}"
 
 
-def _clauses(changes: Sequence[FieldChangeRow], *, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """(label, before → after) per substantive change (fields in `skip` left out); the site rows of an
-    event as one '제조소' clause (they replace the long joined manufacturer/address values)."""
-    changes = [c for c in changes if c.field not in skip]
-    sites = [c for c in changes if c.field == SITES_FIELD and not c.is_cosmetic]
-    out: list[tuple[str, str]] = []
-    if sites:
-        parts = []
-        for c in sites:
-            if c.before is None:
-                parts.append(f"추가 {shorten(c.after or '', SITE_WIDTH)}")
-            elif c.after is None:
-                parts.append(f"삭제 {shorten(c.before, SITE_WIDTH)}")
-            else:
-                parts.append(f"{shorten(c.before, SITE_WIDTH)} → {shorten(c.after, SITE_WIDTH)}")
-        out.append(("제조소", "; ".join(parts)))
+def _registration(ev: EventRow) -> str:
+    """「(주)삼오제약의 타목시펜 등록 20220117-211-J-952」 (a number may hold brackets of its own: none around it);
+    without a number, its manufacturer names it: 「…등록(등록번호 없음 · 제조소 Name, 인도)」."""
+    if ev.permit_no:
+        return f"{_who(ev)}의 {_what(ev)} 등록 {ev.permit_no}"
+    return f"{_who(ev)}의 {_what(ev)} 등록({NO_NUMBER} · {_site(ev)})"
+
+
+_SITE = re.compile(r"^(?:\[(?P<role>[^\]]*)\] )?(?P<name>.*?)(?: \((?P<country>[^()]*)\))?$")
+
+
+def _site_phrase(label: str) -> str:
+    """A stored site label 「[역할] Name (중국)」 as 「중국 제조소 Name(역할)」."""
+    m = _SITE.match(label)
+    assert m is not None  # every text matches: the role and the country are optional
+    name = shorten(m["name"], SITE_WIDTH)
+    role = f"({m['role']})" if m["role"] else ""
+    country = m["country"] if m["country"] and m["country"] != "국가 미상" else None
+    return f"{country} 제조소 {name}{role}" if country else f"제조소 {name}{role}"
+
+
+#: a clause's verb: (the stem before 「고」 when another clause follows, the past form before 「습니다」)
+_VERBS = {
+    "changed": ("바뀌", "바뀌었"),
+    "added": ("추가되", "추가되었"),
+    "removed": ("삭제되", "삭제되었"),
+    "filled": ("새로 기재되", "새로 기재되었"),
+    "emptied": ("지워지", "지워졌"),
+    "assigned": ("부여되", "부여되었"),
+}
+
+
+@dataclass(frozen=True)
+class _Clause:
+    text: str  # the subject and what it became: 「제조국이 인도에서 일본으로」
+    verb: str  # a _VERBS key
+
+
+def _site_clause(before: str | None, after: str | None) -> _Clause:
+    if before is None:
+        return _Clause(josa(_site_phrase(after or ""), "이/가"), "added")
+    if after is None:
+        return _Clause(josa(_site_phrase(before), "이/가"), "removed")
+    if before == after:  # the same name and country: the address moved
+        return _Clause(f"{_site_phrase(before)}의 {josa('소재지', '이/가')}", "changed")
+    return _Clause(f"{josa(_site_phrase(before), '이/가')} {josa(_site_phrase(after), '으로/로')}", "changed")
+
+
+def _field_clause(name: str, before: str | None, after: str | None) -> _Clause:
+    label = field_label(name)
+    if before in (None, ""):
+        return _Clause(f"{label} {josa(_v(after), '이/가')}", "filled")
+    if after in (None, ""):
+        return _Clause(f"{label} {josa(_v(before), '이/가')}", "emptied")
+    return _Clause(f"{josa(label, '이/가')} {_v(before)}에서 {josa(_v(after), '으로/로')}", "changed")
+
+
+def _clauses(changes: Sequence[ChangeLike], *, skip: tuple[str, ...] = ()) -> list[_Clause]:
+    """The substantive changes as clauses; the site rows stand for the manufacturer, address and countries."""
+    changes = [c for c in changes if c.field not in skip and not c.is_cosmetic]
+    sites = [c for c in changes if c.field == SITES_FIELD]
+    out = [_site_clause(c.before, c.after) for c in sites]
     for c in changes:
-        if c.is_cosmetic or c.field == SITES_FIELD or (sites and c.field in ("manufacturer", "address")):
+        if c.field == SITES_FIELD or (sites and c.field in SITE_FIELDS):
             continue
-        out.append((field_label(c.field), f"{_v(c.before)} → {_v(c.after)}"))
+        before, after = c.before, c.after
+        if c.field == "countries":
+            before, after = countries_text(before, "·"), countries_text(after, "·")
+            if before == after:
+                continue
+        out.append(_field_clause(c.field, before, after))
     return out
 
 
-def _listed(clauses: list[tuple[str, str]]) -> str:
-    """'제조소명(A → B)과 제조국(인도 → 중국)이' — the particle follows each label, not its aside."""
+def _predicate(clauses: list[_Clause]) -> str:
+    """「A가 추가되고, B가 X에서 Y로, C가 Z에서 W로 바뀌었습니다.」 — clauses of one verb share it."""
+    groups: list[tuple[str, list[str]]] = []
+    for c in clauses:
+        if groups and groups[-1][0] == c.verb == "changed":
+            groups[-1][1].append(c.text)
+        else:
+            groups.append((c.verb, [c.text]))
+    parts = [
+        ", ".join(texts) + " " + (_VERBS[verb][1] + "습니다." if i == len(groups) - 1 else _VERBS[verb][0] + "고")
+        for i, (verb, texts) in enumerate(groups)
+    ]
+    return ", ".join(parts)
+
+
+def _linked(registration: str, clauses: list[_Clause]) -> str:
+    """The registration and what happened to it: 「…등록(…)에 A가 추가되었습니다」 / 「…에서 A가 삭제되었습니다」 /
+    「…의 A가 X에서 Y로 바뀌었습니다」 — the particle the first clause asks for."""
     if not clauses:
-        return "내용이"
-    texts = [f"{label}({aside})" for label, aside in clauses]
-    labels = [label for label, _ in clauses]
-    if len(texts) == 1:
-        return texts[0] + particle(labels[0], "이/가")
-    head = ", ".join(texts[:-2] + [texts[-2] + particle(labels[-2], "과/와")])
-    return f"{head} {texts[-1]}{particle(labels[-1], '이/가')}"
+        return f"{registration}의 내용이 바뀌었습니다."
+    link = {"added": "에", "removed": "에서", "assigned": "에"}.get(clauses[0].verb, "의")
+    return f"{registration}{link} {_predicate(clauses)}"
 
 
 def _maybe_renumbered(ev: EventRow) -> str:
@@ -123,38 +253,35 @@ def _maybe_renumbered(ev: EventRow) -> str:
 
 def event_sentence(ev: EventRow) -> str:
     """One event as the sentence an analyst forwards as it is."""
-    number, who, what = _number(ev), _who(ev), _what(ev)
+    who, what = _who(ev), _what(ev)
     if ev.event_type == "NEW":
+        aside = f"{_number(ev)} · {_site(ev)}"
         if ev.is_reappearance:
             since = f" {ev.gone_since}부터 목록에 없다가" if ev.gone_since else " 목록에서 삭제된 뒤"
-            return f"{who}의 {what} 등록({number} · {_site(ev)})이{since} 다시 목록에 올랐습니다."
-        added = f"{josa(who, '이/가')} {what}({number} · {_site(ev)}){particle(what, '을/를')} 신규 등록했습니다."
+            return f"{who}의 {what} 등록({aside})이{since} 다시 목록에 올랐습니다."
+        added = f"{josa(who, '이/가')} {what}({aside}){particle(what, '을/를')} 신규 등록했습니다."
         return added + _maybe_renumbered(ev)
     if ev.event_type == "WITHDRAWN":
-        return f"{who}의 {what} 등록({number} · {_site(ev)})이 목록에서 삭제되었습니다." + _maybe_renumbered(ev)
-    if ev.number_changed:
-        renumbered = (
-            f"{who}의 {what} 등록({_site(ev)})의 등록번호가 {ev.previous_permit_no}에서 "
-            f"{josa(number, '으로/로')} 바뀌었"
-        )
+        return f"{who}의 {what} 등록({_number(ev)} · {_site(ev)})이 목록에서 삭제되었습니다." + _maybe_renumbered(ev)
+    if ev.number_changed:  # named by its applicant, ingredient and site: both numbers are in the clause
+        renumbered = _field_clause("permit_no", ev.previous_permit_no, ev.permit_no)
         others = _clauses(ev.changes, skip=("permit_no",))
-        return f"{renumbered}고, {_listed(others)} 바뀌었습니다." if others else f"{renumbered}습니다."
+        return _linked(f"{who}의 {what} 등록({_site(ev)})", [renumbered, *others])
     if ev.number_assigned:
-        assigned = f"{who}의 {what} 등록에 등록번호 {josa(number, '이/가')} 부여되었"
-        others = _clauses(ev.changes, skip=("permit_no",))
-        return f"{assigned}고, {_listed(others)} 바뀌었습니다." if others else f"{assigned}습니다."
-    return f"{who}의 {what} 등록({number})에서 {_listed(_clauses(ev.changes))} 바뀌었습니다."
+        assigned = _Clause(f"등록번호 {josa(_number(ev), '이/가')}", "assigned")
+        return f"{who}의 {what} 등록에 {_predicate([assigned, *_clauses(ev.changes, skip=('permit_no',))])}"
+    return _linked(_registration(ev), _clauses(ev.changes))
 
 
 def _examples(evs: Sequence[EventRow]) -> str:
-    return ", ".join(e.permit_no or e.dmf_key for e in evs[:3]) + (" 등" if len(evs) > 3 else "")
+    return ", ".join(_number(e) for e in evs[:3]) + (" 등" if len(evs) > 3 else "")
 
 
 def _group_sentence(kind: str, evs: list[EventRow]) -> str:
     """One sentence for alike events, ending in 「습니다.」 like every other: the examples go inside it."""
     n = f"{len(evs):,}건"
     if kind == "CHANGED":
-        return f"등록 {n}({_examples(evs)})에서 {_listed(_clauses(evs[0].changes))} 똑같이 바뀌었습니다."
+        return f"등록 {n}({_examples(evs)})에서 모두 {_predicate(_clauses(evs[0].changes))}"
     ingredients = ", ".join(dict.fromkeys(_v(e.ingredient) for e in evs[:5])) + (" 등" if len(evs) > 5 else "")
     detail = f"성분 {ingredients} · {_examples(evs)}"
     if kind == "NEW":
@@ -188,7 +315,7 @@ def summary_sentences(events: Sequence[EventRow], limit: int = TOP_SENTENCES) ->
     return items[:limit], len(headline)
 
 
-# --- the day's headline figures and its change rate ------------------------------------------------
+# --- definitions and the change rate ------------------------------------------------
 
 #: 실질 변경, said once: the KPI row, 메타's definitions and the period report use this text
 CHANGED_DEFINITION = (
@@ -207,51 +334,6 @@ WITHDRAWN_DEFINITION = (
     f"{WITHDRAWN_FIRST_MENTION_KO}: 비교 기준일 목록에 있던 등록이 오늘 목록에 없음 — 목록은 신청인의 취하인지 "
     "식약처의 취소인지 알려 주지 않으므로 관측한 대로 적음"
 )
-
-
-class HeadlineFigures(Protocol):
-    """What has the day's headline figures: `Kpis`, a trend `HistoryPoint`, the mail's `ReportDelivery`."""
-
-    # read-only members: a frozen dataclass (`Kpis`) has them too
-    @property
-    def new(self) -> int: ...
-    @property
-    def changed(self) -> int: ...  # 실질 변경
-    @property
-    def withdrawn(self) -> int: ...
-    @property
-    def number_assigned(self) -> int: ...
-    @property
-    def number_changed(self) -> int: ...
-
-
-def headline_counts(c: HeadlineFigures) -> str:
-    """「신규 5 · 변경 6 · 삭제 0」, with 「· 번호 부여 1」 / 「· 번호 변경 1」 on a day that has one. `changed` is
-    실질 변경 (`domain.model.substantive_changes`): a number event is its own figure, never in 변경 or 삭제."""
-    w = COUNT_LABEL_KO
-    text = f"{w['NEW']} {c.new:,} · {w['CHANGED']} {c.changed:,} · {w['WITHDRAWN']} {c.withdrawn:,}"
-    text += f" · {w['NUMBER_ASSIGNED']} {c.number_assigned:,}" if c.number_assigned else ""
-    return text + (f" · {w['NUMBER_CHANGED']} {c.number_changed:,}" if c.number_changed else "")
-
-
-def headline_counts_of_run(
-    new: int | None,
-    changed_count: int | None,
-    withdrawn: int | None,
-    assigned_count: int | None,
-    renumbered_count: int | None,
-) -> str:
-    """`headline_counts` from the stored counts (`changed_count` includes the number events)."""
-    return headline_counts(
-        Kpis(
-            None,
-            new=new or 0,
-            changed=substantive_changes(changed_count, assigned_count, renumbered_count),
-            withdrawn=withdrawn or 0,
-            number_assigned=assigned_count or 0,
-            number_changed=renumbered_count or 0,
-        )
-    )
 
 
 def _per_day(value: float) -> str:
@@ -274,8 +356,14 @@ def change_rate_text(
     return text + (f" · 급증: 평소의 {burst_factor:g}배 이상" if burst else "")
 
 
+# --- the administrator's texts (메타, never an analyst's sheet) -------------------------------------------
+
+#: the file a user edits for local settings (README; the alerts name the same one)
+LOCAL_CONFIG_FILE = "config/dmf.local.toml"
+
+
 def products_hint() -> str:
-    """요약's one-line hint while no product list is configured (`[products] file` empty)."""
+    """메타's setup hint for the administrator while no product list is configured (`[products] file` empty)."""
     from dmf_assets.report.products import EXAMPLE_FILE, SUGGESTED_FILE
 
     setting = f'[products] file = "{SUGGESTED_FILE}"'

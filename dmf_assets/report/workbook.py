@@ -35,7 +35,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.gates import GATES
+from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     COUNT_LABEL_KO,
@@ -79,6 +79,7 @@ from dmf_assets.report.model import (  # noqa: F401 - the sheet names are re-exp
     DayCounts,
     DayReport,
     DayStatus,
+    sorted_events,
 )
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
 from dmf_assets.report.output import WorkbookError, atomic_write, ensure_dir
@@ -97,20 +98,20 @@ from dmf_assets.report.rows import (
     new_withdrawn_rows,
     recent_rows,
     sample_table,
-    sorted_events,
 )
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     LOCAL_CONFIG_FILE,
+    NO_NUMBER,
     NUMBER_ASSIGNED_DEFINITION,
     NUMBER_CHANGED_DEFINITION,
     WITHDRAWN_DEFINITION,
     event_sentence,
-    headline_counts,
     products_hint,
     summary_sentences,
 )
 from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame_sheet, severity_hook
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
 
 # --- names and fixed texts -----------------------------------------------------------------------
 
@@ -118,32 +119,36 @@ NOT_REFLECTED = "이 날짜의 변경 내역은 반영되지 않았습니다"
 _WEEKDAYS_KO = "월화수목금토일"
 
 #: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels). The headline
-#: figures come first — 신규 · 변경 (실질 변경) · 삭제 · 번호 부여 · 번호 변경 — as in the banner and the mail.
+#: figures come first — 신규 · 변경 (실질 변경) · 목록에서 삭제 · 번호 부여 · 번호 변경 — as in the banner and the
+#: mail; then their sum, 이벤트, split by severity (withdrawals included), as 변경 이벤트 counts them. Every value
+#: is a figure of the day's `DaySummary`.
 KPI_LABELS: dict[str, str] = {
     "registry_size": "등록 현황 (건)",
-    "new": COUNT_LABEL_KO["NEW"],
-    "changed": "변경 (실질 변경)",
-    "changed_CRITICAL": "  · 심각",
-    "changed_HIGH": "  · 높음",
-    "changed_MEDIUM": "  · 보통",
+    "received": "받은 목록 (건)",
+    "new": EVENT_KIND_LABEL_KO["NEW"],
+    "changed": f"{EVENT_KIND_LABEL_KO['CHANGED']} (실질 변경)",
     "withdrawn": WITHDRAWN_FIRST_MENTION_KO,
-    "number_assigned": COUNT_LABEL_KO["NUMBER_ASSIGNED"],
-    "number_changed": COUNT_LABEL_KO["NUMBER_CHANGED"],
+    "number_assigned": EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"],
+    "number_changed": EVENT_KIND_LABEL_KO["NUMBER_CHANGED"],
     "reappeared": "재등장 (신규 중)",
+    "headline_events": "이벤트 (표기 변경 제외)",
+    **{f"severity_{s}": f"  · {SEVERITY_LABEL_KO[s]}" for s in HEADLINE_SEVERITIES},
     "watchlist_hits": "관심목록 해당",
     "product_hits": "자사 제품 해당",
-    "cosmetic": "표기 변경 (별도 집계)",
+    "cosmetic": f"{EVENT_KIND_LABEL_KO['COSMETIC']} (별도 집계)",
 }
 _KPI_NOTES: dict[str, str] = {
     "new": "비교 기준일에 없던 등록 (재등장 포함)",
     "changed": CHANGED_DEFINITION,
-    "changed_CRITICAL": "제조소명·제조소 소재지·제조국 변경",
-    "changed_HIGH": "성분명·신청인·사업자등록번호 변경, 관심목록 해당",
-    "changed_MEDIUM": "발급일자·대상의약품 변경",
     "withdrawn": "비교 기준일에 있었으나 오늘 목록에 없는 등록 — 취하인지 취소인지는 목록이 알려 주지 않음",
     "number_assigned": NUMBER_ASSIGNED_DEFINITION,
     "number_changed": NUMBER_CHANGED_DEFINITION,
     "reappeared": "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)",
+    "headline_events": "신규·변경·목록에서 삭제·번호 부여·번호 변경의 합 — 아래는 심각도별 ('변경 이벤트' 시트의 행)",
+    "severity_CRITICAL": "제조소명·제조소 소재지·제조국 변경, 목록에서 삭제된 등록",
+    "severity_HIGH": "성분명·신청인·사업자등록번호 변경, 재등장, 관심목록 해당",
+    "severity_MEDIUM": "발급일자·대상의약품 변경, 번호 변경",
+    "severity_INFO": "신규 등록, 번호 부여",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
     "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
     "cosmetic": "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
@@ -182,14 +187,14 @@ def banner_text(report: DayReport) -> str:
 
 
 def _banner_core(report: DayReport) -> str:
-    k = report.kpis
+    k = report.summary
     size = f"{k.registry_size:,}건" if k.registry_size is not None else "미상"
     if report.status is DayStatus.REJECTED:
-        reason = (report.status_reason or "").strip() or "사유 미상"
+        reason = k.rejection_text  # the team's words, from the day's figures
         base = _base_day(report)
         if base is None:
             return f"수집 실패 — 아직 정상 수집된 비교 기준일이 없습니다 (사유: {reason})"
-        return f"수집 실패 — 비교 기준은 여전히 {base.isoformat()}입니다 (사유: {reason})"
+        return f"수집 실패 — 비교 기준은 여전히 {base.isoformat()}입니다. {reason}"
     if report.status is DayStatus.BASELINE:
         return (
             f"기준일 — {josa(report.day.isoformat(), '은/는')} 최초 정상 수집일입니다. 비교할 이전 자료가 없으므로 "
@@ -200,7 +205,7 @@ def _banner_core(report: DayReport) -> str:
             f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {josa(day_text(report.comparison_base), '과/와')} "
             f"동일합니다{_covers(report)}. 등록 현황 {size}"
         )
-    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {headline_counts(k)}{_covers(report)}"
+    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {k.counts_text}{_covers(report)}"
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
     if k.product_hits:
@@ -209,21 +214,16 @@ def _banner_core(report: DayReport) -> str:
 
 
 def _event_sheet_note(report: DayReport) -> str:
-    k = report.kpis
+    k = report.summary
     if report.status is DayStatus.BASELINE:
         return "기준일 — 최초 수집일이므로 변경 이벤트가 없습니다 (설계상). 다음 정상 수집일부터 비교합니다."
     if report.status is DayStatus.UNCHANGED:
         return f"변경 없음 — 비교 기준 {day_text(report.comparison_base)} 대비 달라진 등록이 없습니다."
-    headline = len(report.headline_events)
-    if headline == 0:
+    if k.headline_events == 0:
         return f"실질 이벤트 없음 — 표기 변경 {k.cosmetic:,}건만 있습니다 ('{SHEET_FIELDS}' 시트 참고)."
-    by_sev = " · ".join(
-        f"{SEVERITY_LABEL_KO[s]} {sum(1 for e in report.headline_events if e.severity == s):,}"
-        for s in ("CRITICAL", "HIGH", "MEDIUM", "INFO")
-    )
     return (
-        f"이벤트 {headline:,}건 ({headline_counts(k)}; {by_sev}) — "
-        f"심각도, 관리 키 순. 비교 기준 {day_text(report.comparison_base)}. 표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트에 표시."
+        f"이벤트 {k.headline_events:,}건 ({k.counts_text}; {k.severity_text}) — "
+        f"심각도, 등록번호 순. 비교 기준 {day_text(report.comparison_base)}. 표기 변경 {k.cosmetic:,}건은 '{SHEET_FIELDS}' 시트에 표시."
     )
 
 
@@ -365,8 +365,6 @@ class _Summary:
             )
         if report.change_rate is not None:
             extra.append(("변경률", report.change_rate.text_ko, report.change_rate.burst))
-        if not report.products_configured:
-            extra.append(("자사 제품", products_hint(), False))
         if report.warnings:
             extra.append(("경고", "\n".join(report.warnings), True))
         for name, text, alarm in extra:
@@ -377,16 +375,15 @@ class _Summary:
 
     def top_events(self) -> None:
         """The day's events as the sentences the morning mail has (accepted days only)."""
-        report, k = self.report, self.report.kpis
-        sentences, total = summary_sentences(report.events)
+        report, k = self.report, self.report.summary
+        sentences, _ = summary_sentences(report.events)
         if not sentences:
             self.section("주요 이벤트 — 없음")
             self.note(_event_sheet_note(report))
             return
-        shown = sum(x.count for x in sentences)
-        counts = headline_counts(k)
+        shown, total = sum(x.count for x in sentences), k.headline_events
         scope = "모두 표시" if shown >= total else f"{shown:,}건 표시"
-        self.section(f"주요 이벤트 {total:,}건 ({counts}) — 자사 제품·관심목록 우선, 심각도 순, {scope}")
+        self.section(f"주요 이벤트 {total:,}건 ({k.counts_text}) — 자사 제품·관심목록 우선, 심각도 순, {scope}")
         for x in sentences:
             self.row += 1
             tag = SEVERITY_LABEL_KO.get(x.severity, x.severity) + (
@@ -399,29 +396,37 @@ class _Summary:
             self.note(f"… 나머지 {total - shown:,}건은 '{SHEET_EVENTS}' 시트 (전체 내용·전 → 후)")
 
     def kpis(self) -> None:
-        report, ws, k = self.report, self.ws, self.report.kpis
+        report, ws, k = self.report, self.ws, self.report.summary
         rejected = report.is_rejected
         self.section("핵심 지표")
         self.header([(1, "지표"), (2, "건수"), (3, "설명")], merges=[(3, 7)])
         values: dict[str, int | None] = {
             "new": k.new,
             "changed": k.changed,
-            **{f"changed_{s}": k.changed_by_severity.get(s, 0) for s in ("CRITICAL", "HIGH", "MEDIUM")},
             "withdrawn": k.withdrawn,
             "number_assigned": k.number_assigned,
             "number_changed": k.number_changed,
             "reappeared": k.reappeared,
+            "headline_events": k.headline_events,
+            **{f"severity_{s}": k.by_severity.get(s, 0) for s in HEADLINE_SEVERITIES},
             "watchlist_hits": k.watchlist_hits,
             "product_hits": k.product_hits,
             "cosmetic": k.cosmetic,
         }
         self.label(KPI_LABELS["registry_size"])
-        put_int(ws, self.row, 2, k.registry_size)
+        put_int(ws, self.row, 2, k.shown_registry_size)
         if rejected:
-            size_note = f"마지막 정상 수집일 {day_text(_base_day(report))} 기준 (오늘 수집분 미반영)"
+            size_note = f"마지막 정상 수집일 {day_text(_base_day(report))}의 등록 (이 날 받은 목록은 반영하지 않음)"
         else:
             size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
         self.merged_text(3, size_note, style=st.TEXT)
+        if rejected and k.received is not None:  # what came that day, apart from the base's registry
+            self.label(KPI_LABELS["received"])
+            put_int(ws, self.row, 2, k.received)
+            announced = f"원천이 밝힌 전체 {k.total_count:,}건 중 " if k.total_count is not None else ""
+            self.merged_text(
+                3, f"{report.day.isoformat()}에 받은 목록: {announced}{k.received:,}건 — 반영하지 않음", style=st.TEXT
+            )
         for key, value in values.items():
             if key == "cosmetic":
                 self.row += 1  # shown apart: not part of the headline counts
@@ -437,40 +442,35 @@ class _Summary:
             else:
                 value_cell = put_int(ws, self.row, 2, value)
             self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
-            sev = key.removeprefix("changed_")
+            sev = key.removeprefix("severity_")
             if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
                 value_cell.fill, value_cell.font = st.severity_fill(sev), st.severity_font(sev)
             if key == "cosmetic":
                 label_cell.fill, label_cell.font = st.severity_fill("COSMETIC"), st.severity_font("COSMETIC")
 
     def gates(self) -> None:
-        """수용 게이트 — observed values and thresholds wrap in wide cells: never cut on screen or paper."""
+        """수용 게이트 in the reader's words: each gate's verdict and what it means. The observed values and
+        thresholds (API field names, settings) are the administrator's: they are on the 품질 sheet."""
         report, ws = self.report, self.ws
         self.section(f"수용 게이트 ({len(GATES)}개 모두 통과해야 반영)")
-        self.header([(1, "게이트"), (2, "결과"), (3, "관측값"), (5, "기준"), (6, "설명")], merges=[(3, 4), (6, 7)])
+        self.header([(1, "게이트"), (2, "결과"), (3, "설명")], merges=[(3, 7)])
         if not report.gates:
             self.note("게이트 결과 없음")
-        w_obs, w_thr, w_det = sum(SUMMARY_WIDTHS[2:4]), SUMMARY_WIDTHS[4], sum(SUMMARY_WIDTHS[5:7])
         for g in report.gates:
-            self.label(f"{g.number}. {g.label_ko} ({g.name})")
+            self.label(f"{g.number}. {g.label_ko}")
             verdict = _verdict(g.passed)
             cell = put_text(ws, self.row, 2, GATE_VERDICT_KO[verdict])
             cell.fill, cell.font = st.verdict_style(verdict)
             cell.alignment = Alignment(horizontal="center", vertical="top", wrap_text=False)  # never 「통/과」
-            put_text(ws, self.row, 3, g.observed, st.TEXT_WRAP)
-            merge_cells(ws, self.row, 3, 4)
-            put_text(ws, self.row, 5, g.threshold, st.TEXT_WRAP)
-            put_text(ws, self.row, 6, g.detail, st.TEXT_WRAP)
-            merge_cells(ws, self.row, 6, 7)
-            fit_row_height(
-                ws,
-                self.row,
-                max(
-                    text_lines(g.observed or "", w_obs),
-                    text_lines(g.threshold or "", w_thr),
-                    text_lines(g.detail or "", w_det),
-                ),
-            )
+            # a failed gate in the team's words (its technical detail may name a setting); the rest say what held
+            if g.passed is False:
+                sizes = report.summary.sizes_text
+                detail = (
+                    f"이 검사에서 거부되었습니다{f' ({sizes})' if sizes else ''}. 값과 기준은 '{SHEET_QUALITY}' 시트."
+                )
+            else:
+                detail = g.detail
+            self.merged_text(3, detail)
 
     def rejection_samples(self) -> None:
         """The evidence of the gate that refused the day: its sample rows, under Korean headers."""
@@ -502,7 +502,7 @@ class _Summary:
         self.header(list(enumerate(("등록번호", "심각도", "이벤트", "성분명", "신청인", "사유"), 1)), merges=[(6, 7)])
         for ev in hits[:50]:
             self.row += 1
-            put_text(ws, self.row, 1, ev.permit_no or ev.dmf_key)
+            put_text(ws, self.row, 1, ev.permit_no or NO_NUMBER)
             cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
             cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
             put_text(ws, self.row, 3, ev.label)
@@ -578,12 +578,12 @@ TREND_COLUMNS: tuple[Col, ...] = (
     Col("day", "날짜", 28, "date"),
     Col("status", "상태", 14),
     Col("registry_size", "등록 현황", 24, "int"),
-    Col("new", "신규", 16, "int"),
-    Col("changed", "변경", 18, "int"),
-    Col("withdrawn", COUNT_LABEL_KO["WITHDRAWN"], 14, "int"),
-    Col("number_assigned", COUNT_LABEL_KO["NUMBER_ASSIGNED"], 40, "int"),
-    Col("number_changed", COUNT_LABEL_KO["NUMBER_CHANGED"], _TREND_EXTRA_WIDTH, "int"),
-    Col("cosmetic", COUNT_LABEL_KO["COSMETIC"], _TREND_EXTRA_WIDTH, "int"),
+    Col("new", EVENT_KIND_LABEL_KO["NEW"], 16, "int"),
+    Col("changed", EVENT_KIND_LABEL_KO["CHANGED"], 18, "int"),
+    Col("withdrawn", EVENT_KIND_LABEL_KO["WITHDRAWN"], 14, "int"),
+    Col("number_assigned", EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"], 40, "int"),
+    Col("number_changed", EVENT_KIND_LABEL_KO["NUMBER_CHANGED"], _TREND_EXTRA_WIDTH, "int"),
+    Col("cosmetic", EVENT_KIND_LABEL_KO["COSMETIC"], _TREND_EXTRA_WIDTH, "int"),
 )
 GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
 
@@ -681,14 +681,16 @@ def _events_sheet(wb: Workbook, report: DayReport) -> int:
 
 
 def _days_processed(counts: DayCounts | None) -> str:
-    """「이 기간: 정상 반영 9일 · 거부 1일 · 실행 기록 없음 80일.」 — counted from the runs, not the events."""
+    """「이 기간: 정상 반영 9일 · 거부 1일 · 실행 기록 없음 0일 (감시 시작 전 80일).」 — counted from the runs, not
+    the events; days before monitoring began are no missing runs."""
     if counts is None:
         return ""
     parts = [f"정상 반영 {counts.accepted:,}일", f"거부 {counts.rejected:,}일"]
     if counts.pending:
         parts.append(f"{RUN_STATUS_KO['pending']} {counts.pending:,}일")
     parts.append(f"실행 기록 없음 {counts.not_run:,}일")
-    return f"이 기간: {' · '.join(parts)}."
+    before = f" (감시 시작 전 {counts.before_start:,}일)" if counts.before_start else ""
+    return f"이 기간: {' · '.join(parts)}{before}."
 
 
 def _recent_sheet(wb: Workbook, report: DayReport, rows: list[dict]) -> int:
@@ -728,7 +730,7 @@ def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> i
     else:
         note = f"{day_text(day)} 정상 수집분의 전체 등록 {len(rows):,}건."
     note += (
-        " 머리글의 필터로 성분·업체·제조국·코호트를 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
+        " 머리글의 필터로 성분·업체·제조국·성분번호-그룹을 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
         f"'이벤트' 링크는 최근 {report.recent_days}일 '{SHEET_RECENT}' 시트로 갑니다."
     )
     ws = _frame(wb, SHEET_LEDGER, report, column_widths(LEDGER_COLUMNS), f"전체현황 · {day_text(day)}", note)
@@ -748,15 +750,22 @@ def _fields_sheet(wb: Workbook, report: DayReport) -> int:
         _rejected_table_sheet(wb, SHEET_FIELDS, report, title)
         return 0
     rows = field_rows(report)
-    cosmetic = sum(1 for row in rows if row["_cosmetic"])
+    k = report.summary
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
+        cosmetic = k.field_rows.get("COSMETIC", 0)
         inside = cosmetic - sum(len(e.changes) for e in report.events if e.is_cosmetic)
+        kinds = ", ".join(
+            f"{label} {k.field_rows.get(kind, 0):,}행"
+            for kind, label in CHANGE_KIND_LABEL_KO.items()
+            if kind != "COSMETIC"
+        )
         note = (
-            f"바뀐 항목별 1행 — 실질 변경 {len(rows) - cosmetic:,}행, 표기 변경 {cosmetic:,}행 (회색, 헤드라인 건수 제외): "
-            f"표기만 바뀐 이벤트 {report.kpis.cosmetic:,}건(요약의 '표기 변경' 건수)의 행과, 실질 변경 이벤트 안의 표기 항목 "
-            f"{inside:,}행. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. 비교 기준 {day_text(report.comparison_base)}{_covers(report)}."
+            f"바뀐 항목별 1행 — {kinds}, {CHANGE_KIND_LABEL_KO['COSMETIC']} {cosmetic:,}행 (회색, 헤드라인 건수 제외): "
+            f"표기만 바뀐 이벤트 {k.cosmetic:,}건(요약의 '표기 변경' 건수)의 행과, 실질 변경 이벤트 안의 표기 항목 "
+            f"{inside:,}행. 번호 부여는 실질 변경이 아닙니다. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. "
+            f"비교 기준 {day_text(report.comparison_base)}{_covers(report)}."
         )
     ws = _frame(wb, SHEET_FIELDS, report, column_widths(cols), title, note)
 
@@ -781,9 +790,9 @@ def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
-        new = sum(1 for e in report.events if e.event_type == "NEW")
+        k = report.summary
         note = (
-            f"신규 {new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {len(rows) - new:,}건 — 등록 전체 정보. "
+            f"{EVENT_KIND_LABEL_KO['NEW']} {k.new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {k.withdrawn:,}건 — 등록 전체 정보. "
             f"비교 기준 {day_text(report.comparison_base)}."
         )
     ws = _frame(wb, SHEET_NEW_WITHDRAWN, report, column_widths(cols), title, note)
@@ -824,14 +833,16 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
     if text is not None:
         put_text(ws, r + 2, 1, text, st.NOTE)
         return r + 2
+    k = report.summary
+    counted = {"신청인": k.applicants, "제조소": k.manufacturers}
     for kind, companies in events_by_company(report.events).items():
-        n_events = sum(len(evs) for _, evs in companies)
+        # 건 = the day's events: an event of a registration with three sites is listed under each, counted once
         r += 2
         put_text(
             ws,
             r,
             1,
-            f"오늘의 이벤트 — {kind}별 ({len(companies):,}곳, {n_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
+            f"오늘의 이벤트 — {kind}별 ({counted[kind]:,}곳, {k.headline_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
             st.SECTION,
         )
         r += 1
@@ -852,10 +863,11 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
                 put_text(ws, r, 3, sentence, st.TEXT_WRAP)
                 merge_cells(ws, r, 3, len(widths))
                 fit_row_height(ws, r, max(text_lines(sentence, sum(widths[2:])), text_lines(company, widths[1])))
-        if shown < n_events:
+        n_rows = sum(len(evs) for _, evs in companies)
+        if shown < n_rows:
             r += 1
             column = {"신청인": "신청인", "제조소": "제조소명"}[kind]
-            put_text(ws, r, 1, f"… 외 {n_events - shown:,}건 — '{SHEET_EVENTS}' 시트에서 '{column}' 열로 필터", st.NOTE)
+            put_text(ws, r, 1, f"… 외 {n_rows - shown:,}행 — '{SHEET_EVENTS}' 시트에서 '{column}' 열로 필터", st.NOTE)
     return r
 
 
@@ -869,7 +881,7 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
         *(Col(attr, header, 14 if by_company else 11, "int") for attr, header in _AGG_EXTRA[name]),
     )
     base = _base_day(report)
-    size = report.kpis.registry_size
+    size = report.summary.shown_registry_size
     if report.is_rejected:
         note = f"마지막 정상 수집일 {day_text(base)} 기준 현황 (오늘 수집분 미반영)."
     else:
@@ -953,7 +965,7 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
             {
                 "kind": "수용 게이트",
                 "number": g.number,
-                "name": f"{g.label_ko} ({g.name})",
+                "name": f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
                 "result": GATE_VERDICT_KO[verdict],
                 "observed": g.observed,
                 "threshold": g.threshold,
@@ -966,7 +978,7 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
             {
                 "kind": "품질 지표",
                 "number": i,
-                "name": f"{q.label_ko} ({q.name})",
+                "name": q.label_ko,
                 "result": "정상" if q.ok else "경고",
                 "observed": q.value,
                 "threshold": q.expected,
@@ -1002,8 +1014,8 @@ EVENT_DEFINITIONS: dict[str, str] = {
 }
 FLAG_DEFINITIONS: dict[str, str] = {
     "is_reappearance": "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남",
-    "number_assigned": "등록번호 없이 공개됐던 등록이 번호를 받음 — 삭제+신규가 아닌 한 건의 변경",
-    "number_changed": "다른 항목이 모두 같은 등록이 다른 등록번호로 목록에 오름 — 삭제+신규가 아닌 한 건의 변경",
+    "number_assigned": NUMBER_ASSIGNED_DEFINITION,
+    "number_changed": NUMBER_CHANGED_DEFINITION,
     "is_transfer": "사업자등록번호가 바뀜 (등록의 양도양수)",
     "is_rename": "사업자등록번호는 같고 신청인 이름만 바뀜 (상호 변경)",
     "watchlist_hit": "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'",
@@ -1035,7 +1047,7 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
             "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)",
         },
         {"group": "보고서", "item": "보고일", "value": report.day},
-        {"group": "보고서", "item": "상태", "value": f"{report.status.label_ko} ({report.status.value})"},
+        {"group": "보고서", "item": "상태", "value": f"{report.status.label_ko} ({report.status.label_en})"},
         {"group": "보고서", "item": "상태 설명", "value": report.status_reason},
         {"group": "보고서", "item": "비교 기준일", "value": report.comparison_base or "없음 (첫 수집일)"},
         {"group": "보고서", "item": "마지막 정상 수집일", "value": report.last_accepted_day or "없음"},
@@ -1058,7 +1070,9 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
         {
             "group": "항목",
             "item": f"{label} ({name})",
-            "value": f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}",
+            "value": f"비교 항목 — 번호 없이 공개됐던 등록이 번호를 받을 때만 바뀜: '{FLAG_LABELS['number_assigned']}' (실질 변경 아님)"
+            if name == "permit_no"
+            else f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}",
         }
         for name, label in FIELD_LABEL_KO.items()
         if name in COMPARED_FIELDS
@@ -1074,6 +1088,8 @@ def _meta_sheet(wb: Workbook, report: DayReport) -> int:
                 "value": f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 '높음' 이상으로 올립니다",
             }
         )
+    if not report.products_configured:  # setup is the administrator's: never on an analyst's sheet
+        rows.append({"group": "자사 제품", "item": "설정 (관리자)", "value": products_hint()})
     rows += [{"group": "참고", "item": f"참고 {i}", "value": text} for i, text in enumerate(NOTES, 1)]
 
     def hook(ws: Worksheet, r: int, row: dict) -> None:

@@ -62,3 +62,8 @@ def history_points(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) 
 def period_runs(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> list[tuple]:
     """The runs of [start_id, end_id] a period report lists (report.period_runs)."""
     return conn.execute(query("report.period_runs"), [start_id, end_id]).fetchall()
+
+
+def first_run_day(conn: duckdb.DuckDBPyConnection) -> int | None:
+    """The first day the history holds a run of: monitoring began then (report.first_run_day)."""
+    return one_row(conn, query("report.first_run_day"))[0]

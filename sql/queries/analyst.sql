@@ -96,9 +96,11 @@ WITH listed AS (
 ), seen AS (
     SELECT registration_id, min(first_day) AS first_day FROM listed GROUP BY 1
 ), changed AS (
+    -- 실질 변경 only: a number assigned (번호 부여) or changed (번호 변경) is not a change of the content
     SELECT g.registration_id, max(e.day_id) AS last_changed_day, count(*) AS times_changed
     FROM events e JOIN record_registrations g ON g.record_id = e.record_id
-    WHERE e.event_type = 'CHANGED' AND NOT e.is_cosmetic AND e.day_id <= ?
+    WHERE e.event_type = 'CHANGED' AND NOT e.is_cosmetic AND NOT e.number_assigned AND NOT e.number_changed
+      AND e.day_id <= ?
     GROUP BY 1
 ), previous AS (
     -- the number each record of a registration listed under several numbers was listed under last before it

@@ -128,7 +128,8 @@ FROM (
                FROM events WHERE number_assigned OR number_changed GROUP BY base_record_id) na
            ON na.base_record_id = r.record_id
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events
-               WHERE event_type = 'CHANGED' AND NOT is_cosmetic GROUP BY record_id) ch ON ch.record_id = r.record_id
+               WHERE event_type = 'CHANGED' AND NOT is_cosmetic AND NOT number_assigned AND NOT number_changed  -- 실질 변경 only
+               GROUP BY record_id) ch ON ch.record_id = r.record_id
     LEFT JOIN (SELECT base_record_id, count(*) AS n FROM events
                WHERE event_type = 'WITHDRAWN' GROUP BY base_record_id) wd ON wd.base_record_id = r.record_id
     LEFT JOIN (SELECT record_id, count(*) AS n FROM events

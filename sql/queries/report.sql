@@ -125,3 +125,7 @@ SELECT day_id, status, base_day_id, population, coalesce(new_count, 0),
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
+
+-- name: first_run_day
+-- monitoring began on the first day anything was run: earlier days are no missing runs
+SELECT min(day_id) FROM runs;
