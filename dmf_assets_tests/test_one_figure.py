@@ -20,7 +20,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from dmf_assets.domain.model import SEVERITY_LABEL_KO
+from dmf_assets.domain.model import (
+    EVENT_LABEL_KO,
+    NUMBER_CHANGED_LABEL_KO,
+    SEVERITY_LABEL_KO,
+    WITHDRAWN_FIRST_MENTION_KO,
+)
 from dmf_assets.korean import josa
 from dmf_assets.report.day_data import day_summary
 from dmf_assets.report.model import (
@@ -113,7 +118,8 @@ def test_the_summary_is_what_the_database_holds(backfill):
         d = history.day_id(day)
         kinds = backfill.sql(
             "SELECT CASE WHEN is_cosmetic THEN 'COSMETIC' WHEN event_type = 'CHANGED' AND number_assigned "
-            "THEN 'NUMBER_ASSIGNED' ELSE event_type END, severity, count(*) FROM events WHERE day_id = ? GROUP BY ALL",
+            "THEN 'NUMBER_ASSIGNED' WHEN event_type = 'CHANGED' AND number_changed THEN 'NUMBER_CHANGED' "
+            "ELSE event_type END, severity, count(*) FROM events WHERE day_id = ? GROUP BY ALL",
             [d],
         )
         assert dict(s.by_kind_severity) == {(k, sev): n for k, sev, n in kinds}, day
@@ -124,8 +130,9 @@ def test_the_summary_is_what_the_database_holds(backfill):
         assert dict(s.by_severity) == dict(by_severity) and sum(by_severity.values()) == s.headline_events, day
         rows = dict(
             backfill.sql(
-                "SELECT CASE WHEN c.is_cosmetic THEN 'COSMETIC' WHEN c.field = 'permit_no' THEN 'NUMBER_ASSIGNED' "
-                "ELSE 'SUBSTANTIVE' END, count(*) FROM event_changes c WHERE c.day_id = ? GROUP BY ALL",
+                "SELECT CASE WHEN c.is_cosmetic THEN 'COSMETIC' WHEN c.field <> 'permit_no' THEN 'SUBSTANTIVE' "
+                "WHEN e.number_changed THEN 'NUMBER_CHANGED' ELSE 'NUMBER_ASSIGNED' END, count(*) "
+                "FROM event_changes c JOIN events e USING (event_id) WHERE c.day_id = ? GROUP BY ALL",
                 [d],
             )
         )
@@ -137,11 +144,13 @@ def test_the_summary_is_what_the_database_holds(backfill):
             assert s.base_registry_size == backfill.runs[s.comparison_base]["population"]
             continue
         assert s.registry_size == run["population"], day
-        assert (s.new, s.changed, s.withdrawn, s.number_assigned, s.cosmetic) == (
+        assert (s.new, s.changed, s.withdrawn, s.number_assigned, s.number_changed, s.cosmetic) == (
             run["new_count"],
-            run["changed_count"] - run["assigned_count"],  # the stored count holds the number assignments
+            # the stored count holds the number assignments and changes
+            run["changed_count"] - run["assigned_count"] - run["renumbered_count"],
             run["withdrawn_count"],
             run["assigned_count"],
+            run["renumbered_count"],
             run["cosmetic_count"],
         ), day
 
@@ -219,9 +228,10 @@ def _events_sheet(book: Path, s: DaySummary) -> None:
         kinds
         == Counter(
             {
-                EVENT_KIND_LABEL_KO["NEW"]: s.new,
-                EVENT_KIND_LABEL_KO["WITHDRAWN"]: s.withdrawn,
-                EVENT_KIND_LABEL_KO["CHANGED"]: s.changed + s.number_assigned,  # both are CHANGED events …
+                EVENT_LABEL_KO["NEW"]: s.new,
+                EVENT_LABEL_KO["WITHDRAWN"]: s.withdrawn,
+                EVENT_LABEL_KO["CHANGED"]: s.changed + s.number_assigned,  # both are CHANGED events …
+                NUMBER_CHANGED_LABEL_KO: s.number_changed,  # … a re-numbering has its own name
             }
         )
         - Counter()
@@ -242,17 +252,19 @@ def _fields_sheet(book: Path, s: DaySummary) -> None:
         by_kind
         == Counter({label: s.field_rows.get(kind, 0) for kind, label in CHANGE_KIND_LABEL_KO.items()}) - Counter()
     )
-    # a number assignment's 등록번호 row is 번호 부여, never among the 실질 변경 rows (issue 31)
-    assert all(r["구분"] == CHANGE_KIND_LABEL_KO["NUMBER_ASSIGNED"] for r in table if r["항목"] == "등록번호")
+    # a number event's 등록번호 row is 번호 부여 or 번호 변경, never among the 실질 변경 rows (issue 31)
+    numbers = (CHANGE_KIND_LABEL_KO["NUMBER_ASSIGNED"], CHANGE_KIND_LABEL_KO["NUMBER_CHANGED"])
+    assert all(r["구분"] in numbers for r in table if r["항목"] == "등록번호")
 
 
 def _new_withdrawn_sheet(book: Path, s: DaySummary) -> None:
     rows = sheet_values(book, SHEET_NEW_WITHDRAWN)
-    new, gone = EVENT_KIND_LABEL_KO["NEW"], EVENT_KIND_LABEL_KO["WITHDRAWN"]
+    new, gone = EVENT_KIND_LABEL_KO["NEW"], WITHDRAWN_FIRST_MENTION_KO
     if s.new or s.withdrawn:
         assert f"{new} {s.new:,}건, {gone} {s.withdrawn:,}건" in rows[2][0]
     table = table_rows(rows, "구분")
-    assert Counter(r["구분"] for r in table) == Counter({new: s.new, gone: s.withdrawn}) - Counter()
+    listed = Counter({EVENT_LABEL_KO["NEW"]: s.new, EVENT_LABEL_KO["WITHDRAWN"]: s.withdrawn})
+    assert Counter(r["구분"] for r in table) == listed - Counter()
 
 
 def _company_sheet(book: Path, s: DaySummary) -> None:
@@ -327,11 +339,19 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
         assert lines[day].startswith(
             f"{s.status.word_ko} · 등록 {s.registry_size:,} · {s.counts_text} · 표기 {s.cosmetic}"
         )
-        # 날짜 판정 등록 수 신규 변경 표기 취하 번호, then the note (a status word may hold a space)
+        # 날짜 판정 등록 수 신규 변경 표기 삭제 번호 번호변경, then the note (a status word may hold a space)
         row = table[day]
         assert " ".join(row).startswith(s.status.word_ko)
         numbers = [int(v.replace(",", "")) for v in row if re.fullmatch(r"[\d,]+", v)]
-        assert numbers[:6] == [s.registry_size, s.new, s.changed, s.cosmetic, s.withdrawn, s.number_assigned], row
+        assert numbers[:7] == [
+            s.registry_size,
+            s.new,
+            s.changed,
+            s.cosmetic,
+            s.withdrawn,
+            s.number_assigned,
+            s.number_changed,
+        ], row
 
 
 def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(backfill):
@@ -349,6 +369,7 @@ def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(back
             "changed": s.changed,
             "withdrawn": s.withdrawn,
             "number_assigned": s.number_assigned,
+            "number_changed": s.number_changed,
             "cosmetic": s.cosmetic,
         }
         events = metadata("events", day)
@@ -365,8 +386,8 @@ def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(back
             assert f"| {s.received} | {s.total_count} | {s.base_registry_size} |" in report
         else:
             assert (
-                f"| {s.registry_size} | {s.new} | {s.changed} | {s.withdrawn} | {s.reappeared} | {s.number_assigned} |"
-                in report
+                f"| {s.registry_size} | {s.new} | {s.changed} | {s.withdrawn} | {s.number_assigned} | "
+                f"{s.number_changed} | {s.reappeared} |" in report
             )
     assert metadata("events", REJECTED)["status"] == "거부 (rejected)"
     assert {metadata("xlsx_report", d)["status"] for d in DAYS} >= {

@@ -148,11 +148,18 @@ def test_the_summary_counts_each_event_once_in_one_kind(registry):
     assigned = _event(
         row, severity="INFO", number_assigned=True, changes=(_change(row, "permit_no", None, row["permit_no"], "INFO"),)
     )
+    renumbered = _event(
+        row,
+        severity="MEDIUM",
+        number_changed=True,
+        changes=(_change(row, "permit_no", "20050831-33-A-81-08(1)", row["permit_no"], "MEDIUM"),),
+    )
     gone = _event(row, event_type="WITHDRAWN")
     site = _event(row, changes=(_change(row, "sites", None, "X (중국)"),))
-    s = summarize(date(2026, 12, 4), DayStatus.ACCEPTED, (assigned, gone, site))
-    assert (s.changed, s.number_assigned, s.withdrawn, s.headline_events) == (1, 1, 1, 3)
-    assert s.by_severity == {"CRITICAL": 2, "INFO": 1} and s.severity_text == "심각 2 · 높음 0 · 보통 0 · 정보 1"
-    assert s.field_rows == {"NUMBER_ASSIGNED": 1, "SUBSTANTIVE": 1}
-    assert s.counts_text == "신규 0 · 변경 1 · 취하 1 · 번호 부여 1"
+    s = summarize(date(2026, 12, 4), DayStatus.ACCEPTED, (assigned, renumbered, gone, site))
+    assert (s.changed, s.number_assigned, s.number_changed, s.withdrawn, s.headline_events) == (1, 1, 1, 1, 4)
+    assert s.by_severity == {"CRITICAL": 2, "MEDIUM": 1, "INFO": 1}
+    assert s.severity_text == "심각 2 · 높음 0 · 보통 1 · 정보 1"
+    assert s.field_rows == {"NUMBER_ASSIGNED": 1, "NUMBER_CHANGED": 1, "SUBSTANTIVE": 1}
+    assert s.counts_text == "신규 0 · 변경 1 · 삭제 1 · 번호 부여 1 · 번호 변경 1"
     assert s.manufacturers == 1 and s.applicants == 1  # one registration's two sites of one name

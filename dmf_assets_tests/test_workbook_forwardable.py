@@ -128,9 +128,14 @@ def test_counts_agree_on_the_page_in_the_mail_and_with_the_stored_events(books):
     changed = sum(e.is_substantive_change for e in report.events)
     assigned = sum(e.number_assigned for e in report.events)
     assert (kpi[KPI_LABELS["changed"]], kpi[KPI_LABELS["number_assigned"]]) == (changed, assigned)
-    assert changed + assigned == run["changed_count"]  # the stored count holds both
+    renumbered = sum(e.number_changed for e in report.events)
+    assert changed + assigned + renumbered == run["changed_count"]  # the stored count holds all three
     counts = headline_text(
-        new=kpi[KPI_LABELS["new"]], changed=changed, withdrawn=kpi[KPI_LABELS["withdrawn"]], number_assigned=assigned
+        new=kpi[KPI_LABELS["new"]],
+        changed=changed,
+        withdrawn=kpi[KPI_LABELS["withdrawn"]],
+        number_assigned=assigned,
+        number_changed=renumbered,
     )
     assert counts in summary["A1"].value
     heading = next(v for v in _texts(summary) if v.startswith("주요 이벤트"))

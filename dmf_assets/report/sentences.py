@@ -328,7 +328,7 @@ NUMBER_ASSIGNED_DEFINITION = (
 NUMBER_CHANGED_DEFINITION = (
     f"{NUMBER_CHANGED_LABEL_KO}: 다른 항목이 모두 같은 등록이 다른 등록번호로 목록에 오름 (예: 허여 번호 (1)이 "
     "자체 번호로) — 삭제+신규가 아닌 한 등록이며, 변경·삭제 건수에 넣지 않는 별도 건수. 문서의 등록번호를 고쳐야 "
-    "하므로 보통(MEDIUM). 짝이 하나로 정해지지 않으면 삭제와 신규로 두고 '등록번호 변경 가능성'을 적음"
+    "하므로 심각도 '보통'. 짝이 하나로 정해지지 않으면 삭제와 신규로 두고 '등록번호 변경 가능성'을 적음"
 )
 WITHDRAWN_DEFINITION = (
     f"{WITHDRAWN_FIRST_MENTION_KO}: 비교 기준일 목록에 있던 등록이 오늘 목록에 없음 — 목록은 신청인의 취하인지 "

@@ -312,6 +312,7 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
             events=events,
             change_lines=change_lines,
             sample_table=sample_table,
+            headline=data.headline_figures,
         )
 
     @endpoint

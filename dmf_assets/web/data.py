@@ -6,7 +6,8 @@ remembered while the database files are unchanged (their inode, size and modific
 checkpoint, a rebuild or a restore changes one of them), so a repeated search costs no database open and a
 run writing meanwhile is not held up.
 
-The figures are the product's own: the headline counts of the `runs` row (`domain.model.substantive_changes`),
+The figures are the product's own: a day's headline counts are its `DaySummary` (report/summary.py, as in the
+workbook and the mail),
 the workbook's aggregates (sql/queries/report.sql), one registration's history (`analyst.queries`), the registry
 as of a day (`storage.registry.registry_asof`), matching keys (`domain.text`) for search and for counting
 manufacturers.
@@ -28,12 +29,13 @@ import polars as pl
 from dmf_assets.analyst import queries as analyst
 from dmf_assets.domain.countries import canonical_country
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import EVENT_LABEL_KO, NOT_RUN, substantive_changes
+from dmf_assets.domain.model import EVENT_LABEL_KO, NOT_RUN
 from dmf_assets.domain.text import company_key_expr, display_expr, match_key
 from dmf_assets.report.columns import Col
-from dmf_assets.report.day_data import DayNotReady, build_day_report
+from dmf_assets.report.day_data import DayNotReady, build_day_report, day_summary
 from dmf_assets.report.model import DayReport
-from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, ledger_frame
+from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
+from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, registry, reports
 from dmf_assets.storage import web as storage
@@ -120,17 +122,11 @@ class Home:
     rejected_gate: str | None
 
 
-def headline_figures(run: dict) -> tuple[tuple[str, int], ...]:
-    """신규 · 변경 · 목록에서 삭제 · 번호 부여 · 번호 변경 of a `runs` row — the workbook's and the mail's figures."""
-    return (
-        (EVENT_LABEL_KO["NEW"], run["new_count"] or 0),
-        (
-            EVENT_LABEL_KO["CHANGED"],
-            substantive_changes(run["changed_count"], run["assigned_count"], run["renumbered_count"]),
-        ),
-        (EVENT_LABEL_KO["WITHDRAWN"], run["withdrawn_count"] or 0),
-        (FLAG_LABELS["number_assigned"], run["assigned_count"] or 0),
-        (FLAG_LABELS["number_changed"], run["renumbered_count"] or 0),
+def headline_figures(summary: DaySummary) -> tuple[tuple[str, int], ...]:
+    """신규 · 변경 · 목록에서 삭제 · 번호 부여 · 번호 변경 of a day — its `DaySummary`, the workbook's and the mail's
+    figures (the page spells the event names out: it has the room)."""
+    return tuple(
+        (EVENT_LABEL_KO.get(kind, EVENT_KIND_LABEL_KO[kind]), summary.by_kind.get(kind, 0)) for kind in HEADLINE_KINDS
     )
 
 
@@ -157,6 +153,8 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         return empty
     run = history.run_row(conn, latest)
     assert run is not None  # the day was just found in runs
+    summary = day_summary(conn, latest)
+    assert summary is not None  # an accepted day has its figures
     d = history.day_id(latest)
     ingredients = reports.aggregate_rows(conn, "by_ingredient", d)
     applicants = reports.aggregate_rows(conn, "by_applicant", d)
@@ -176,8 +174,8 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     return Home(
         latest=latest,
         base_day=history.to_date(run["base_day_id"]),
-        figures=headline_figures(run),
-        cosmetic=run["cosmetic_count"] or 0,
+        figures=headline_figures(summary),
+        cosmetic=summary.cosmetic,
         totals=(
             ("등록", run["population"] or 0),
             ("신청인", len(applicants)),
