@@ -483,7 +483,7 @@ def xlsx_report(
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # `dmf ui --report-port N` tells the code location where its file server listens
     url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
-    delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
+    delivery = _deliver(context, settings, workspace, report, result.path)
     k = report.kpis
     summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
         ["등록 수", "신규", "변경", "취하", "재등장", "번호 부여", "표기 변경(별도)", "관심목록"],
@@ -517,17 +517,27 @@ def xlsx_report(
     )
 
 
-def _bulk_run(context: dg.AssetExecutionContext) -> bool:
-    """A backfill of old days, or the sensor's follow-up of one, does not fill inboxes."""
-    return followups.is_bulk(context.run.tags)
-
-
 def _deliver(
     context: dg.AssetExecutionContext, settings: Settings, workspace: DmfWorkspace, report: DayReport, path: Path
 ) -> dict[str, Any]:
     """The day's one workbook mail — held while a same-morning retry may still change the day — and the
-    alerts the day raises by itself. Returns what the UI shows of the delivery."""
+    alerts the day raises by itself. A backfill of old days, or the sensor's follow-up of one, fills no inbox:
+    it sends only the correction (정정) of a mail that went out and now reads differently. Returns what the UI
+    shows of the delivery."""
     day, now = context.partition_key, now_kst()
+    notifier = notify.Notifier(
+        settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
+    )
+    if followups.is_bulk(context.run.tags):
+        correction, _ = notifier.deliver_day(
+            notify.ReportDelivery.from_day_report(report, path, run_id=context.run_id), corrections_only=True
+        )
+        if correction is None:
+            return {}
+        context.log.info(
+            f"{day}: 정정 메일 {notify.STATE_KO.get(correction.state, correction.state)} — {correction.line}"
+        )
+        return correction.metadata()
     policy = followups.RetryPolicy.of(settings)
     state = followups.day_states(context.instance, [day])[day]
     outlook = followups.retry_outlook(
@@ -543,9 +553,6 @@ def _deliver(
     )
     # the last retry starts before [retry] until and ends within [runs] max_minutes: the hold ends then at the latest
     hold_until = policy.window_end(day) + timedelta(minutes=settings.runs.max_minutes) if held else None
-    notifier = notify.Notifier(
-        settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
-    )
     mail, raised = notifier.deliver_day(delivery, hold_until=hold_until)
     if mail is None:
         context.log.info(f"{day}: 리포트 내용이 이미 보낸 메일과 같아 다시 보내지 않습니다 (unchanged, not re-sent)")

@@ -303,6 +303,8 @@ def build_day_report(
         cosmetic=run["cosmetic_count"] or 0,
         watchlist_hits=sum(1 for e in event_rows if e.watchlist_hit and not e.is_cosmetic),
         product_hits=sum(1 for e in event_rows if e.product_hits and not e.is_cosmetic),
+        received=run["judged_rows"] if run.get("judged_rows") is not None else run["rows_received"],
+        announced=run["total_count"],
     )
 
     gap = (day - base_day).days if base_day and status is not DayStatus.REJECTED else 0

@@ -189,6 +189,8 @@ class Kpis:
     cosmetic: int = 0  # CHANGED events that are cosmetic only (shown apart, not in headline counts)
     watchlist_hits: int = 0
     product_hits: int = 0  # headline events touching the team's products
+    received: int | None = None  # registrations the day's fetch received (a rejected day's too)
+    announced: int | None = None  # the registry size the source announced that day (its totalCount)
 
 
 @dataclass(frozen=True)
