@@ -18,7 +18,7 @@ from dagster._daemon.types import DaemonHeartbeat
 from dagster._utils.schedules import cron_string_iterator
 
 from dmf_assets.clock import KST, frozen_at, today_kst
-from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst
+from dmf_assets.defs.automation import SCHEDULE_TRIGGER, _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.notify.messages import NoRetry
@@ -271,9 +271,16 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
     ws, _ = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
-    settings = load_settings()
-    assert _overdue_evaluation(ws.instance, before, settings) is None
     after = datetime(2026, 10, 6, 9, 1, tzinfo=KST)
+    settings = load_settings()
+    defs = launch.definitions_with(ws.resources)
+    # no run of D2 had the chance to write its workbook: a new project, a demo or a backfill on its way to today
+    assert _overdue_evaluation(ws.instance, after, settings) is None
+    launch.execute_day(defs, ws.instance, D2.isoformat(), assets=("raw_pages",), tags={"dmf/trigger": "demo"})
+    assert _overdue_evaluation(ws.instance, after, settings) is None
+    # the 06:00 schedule ran D2 and its run stopped before the workbook: late after 09:00
+    launch.execute_day(defs, ws.instance, D2.isoformat(), assets=("raw_pages",), tags={"dmf/trigger": SCHEDULE_TRIGGER})
+    assert _overdue_evaluation(ws.instance, before, settings) is None
     evaluation = _overdue_evaluation(ws.instance, after, settings)
     assert evaluation is not None and evaluation.partition == D2.isoformat() and evaluation.passed is False
     ws.instance.report_runless_asset_event(evaluation)

@@ -572,9 +572,10 @@ ON_TIME_CHECK = "report_by_0900_kst"
     name=ON_TIME_CHECK,
     partitions_def=daily_partitions,
     description=(
-        "그날의 리포트가 마감 시각([alerts] overdue_at, KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 마감이 "
-        "지나도 없으면 dmf_watch_sensor가 그 날짜 파티션에 실패(지연)로 기록합니다. Is the expected day's workbook there "
-        "by the deadline ([alerts] overdue_at, KST)?"
+        "그날의 리포트가 마감 시각([alerts] overdue_at, KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 06:00 "
+        "일정(daily_0600_kst)이 그 날을 실행했는데 마감이 지나도 리포트가 없으면 dmf_watch_sensor가 그 날짜 파티션에 "
+        "실패(지연)로 기록합니다 — 일정이 아직 실행하지 않은 날(새 프로젝트, 데모·백필 진행 중)은 지연이 아닙니다. "
+        "Is the expected day's workbook there by the deadline ([alerts] overdue_at, KST), once the schedule ran it?"
     ),
 )
 def report_by_0900_kst(context: dg.AssetCheckExecutionContext, workspace: DmfWorkspace) -> dg.AssetCheckResult:
