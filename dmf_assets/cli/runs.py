@@ -305,6 +305,85 @@ def _what_next(settings: Settings, days: list[date]) -> list[tuple[date, str]]:
     return out
 
 
+# --- Ctrl-C: one line, and nothing left running ----------------------------------------------------
+
+#: set in the child process that does the work of `run`, `backfill` and `demo` (`_in_a_session_of_its_own`)
+WORKER_ENV = "DMF_WORKER"
+#: how long the work may take to stop after Ctrl-C before whatever is left of it is killed
+STOP_GRACE_S = 30.0
+
+
+def _in_a_session_of_its_own(args: argparse.Namespace) -> int | None:
+    """Run this command's work again in a child process of a session of its own, and wait for it.
+
+    Dagster starts helper processes for every step it executes (a `tail` and its Python watcher). In the
+    terminal's process group they received Ctrl-C too, and each watcher printed a KeyboardInterrupt traceback.
+    In a session of its own the work receives only what this process forwards: the first Ctrl-C, SIGTERM or
+    SIGHUP, as one SIGINT to the child alone. The child stops after the step it is in, says so in one line and
+    exits 130; whatever is left in its group is then stopped (SIGTERM, then SIGKILL after `STOP_GRACE_S`).
+    None: this is that child — or the output is not the terminal's (an in-process call capturing it)."""
+    if os.environ.get(WORKER_ENV):
+        return None
+    try:
+        sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    received: list[int] = []
+    child: list[subprocess.Popen] = []
+
+    def forward(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1 and child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child[0].pid, signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        sys.stdout.flush()
+        cmd = [sys.executable, "-m", "dmf_assets", *args.argv]
+        child.append(subprocess.Popen(cmd, env={**os.environ, WORKER_ENV: "1"}, start_new_session=True))
+        proc = child[0]
+        if received:  # a signal came before the child existed
+            os.kill(proc.pid, signal.SIGINT)
+        deadline = None
+        while proc.poll() is None:
+            if received and deadline is None:
+                deadline = time.monotonic() + STOP_GRACE_S
+            if deadline is not None and time.monotonic() > deadline:  # asked to stop and still running
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child:
+            _stop_group(child[0].pid)
+    if child[0].returncode < 0:  # killed: the child could not say it
+        print("dmf: interrupted", file=sys.stderr)
+        return 130
+    return child[0].returncode
+
+
+def _stop_group(pgid: int, grace_s: float = 5.0) -> None:
+    """SIGTERM to what is left of a process group (helpers of a child that has exited), SIGKILL after `grace_s`."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 # --- the commands --------------------------------------------------------------------------------
 
 
@@ -318,6 +397,8 @@ def _run(args: argparse.Namespace) -> int:
     _check_days(day)
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, [day])
+    if (code := _in_a_session_of_its_own(args)) is not None:
+        return code
     started = time.monotonic()
     with _days_running():
         report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
@@ -335,6 +416,8 @@ def _backfill(args: argparse.Namespace) -> int:
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days)
+    if (code := _in_a_session_of_its_own(args)) is not None:
+        return code
     with _days_running():
         reports = launch.run_days(
             days,
@@ -361,6 +444,8 @@ def _demo(args: argparse.Namespace) -> int:
     _check_history(settings, days)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
+    if (code := _in_a_session_of_its_own(args)) is not None:
+        return code
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
     print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
     if faults:

@@ -68,6 +68,18 @@ def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
     return refused_write_in_texts(chain) or (chain[-1] if chain else "")
 
 
+def interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """Ctrl-C reached a step: Dagster records it as that step's failure (DagsterExecutionInterruptedError) and
+    returns, as if the run had merely failed."""
+    return any(
+        e.is_step_failure
+        and e.step_failure_data is not None
+        and e.step_failure_data.error is not None
+        and e.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for e in result.all_events
+    )
+
+
 def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
     verdicts = rejecting_steps(
@@ -117,7 +129,7 @@ def execute_day(
     run_config: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
     job = defs.resolve_job_def(dmf_daily_job.name)
-    return job.execute_in_process(
+    result = job.execute_in_process(
         partition_key=day,
         instance=instance,
         raise_on_error=False,
@@ -125,6 +137,9 @@ def execute_day(
         run_config=run_config or {},
         asset_selection=None if tuple(assets) == CHAIN else [dg.AssetKey(x) for x in assets],
     )
+    if interrupted(result):  # the person stopped the command: no further day, no follow-up
+        raise KeyboardInterrupt
+    return result
 
 
 def _workspace(defs: dg.Definitions) -> DmfWorkspace:
