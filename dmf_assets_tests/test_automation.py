@@ -81,7 +81,7 @@ def _ws(tmp_path, after_d1: Path, faults: dict[str, str] | None = None):
     return ws, launch.definitions_with(ws.resources)
 
 
-def _stop_at_gate(ws, defs, day: date) -> dg.ExecuteInProcessResult:
+def _stop_at_gate(ws, defs, day: date) -> dg.JobExecutionResult:
     """What a run of a rejected day leaves behind before any sensor tick: the chain stopped at the gate."""
     result = launch.execute_day(defs, ws.instance, day.isoformat())
     assert not result.success
@@ -121,6 +121,32 @@ def test_sensor_completes_the_stopped_day_once(stopped_day):
     assert followups.plan_followups(ws.instance, NOW) == []
     assert (ws.root / "reports" / f"DMF_리포트_{D2.isoformat()}.xlsx").exists()
     assert runs_by_day(ws)[D2]["status"] == "rejected"
+
+
+def test_every_run_of_the_dmf_commands_is_on_the_control_plane(stopped_day):
+    """dmf run/backfill/demo runs carried no code-location origin: the UI's Overview timeline and the Runs tab of
+    dmf_daily_job (which filter on it) showed none of them. Each run — the day's and the sensor's follow-up —
+    is now dmf_daily_job of the workspace's code location, and the rejected day's run says why in a tag."""
+    ws, defs = stopped_day
+    launch.follow_up(defs, ws.instance)
+    runs = [r.dagster_run for r in ws.instance.get_run_records()]
+    assert len(runs) == 3  # D1; D2 stopped at its gate; D2's follow-up
+    for run in runs:
+        origin = run.remote_job_origin
+        assert origin is not None, run.tags
+        assert (origin.location_name, origin.repository_origin.repository_name, origin.job_name) == (
+            "dmf_assets",
+            "__repository__",
+            "dmf_daily_job",
+        )
+    # what the Runs tab of dmf_daily_job asks for
+    label = dg.RunsFilter(job_name="dmf_daily_job", tags={".dagster/repository": "__repository__@dmf_assets"})
+    assert len(ws.instance.get_run_records(filters=label)) == 3
+    [rejected] = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE]
+    assert rejected.tags["dagster/partition"] == D2.isoformat()
+    assert rejected.tags["dmf/rejected"].startswith("게이트 2 완전성(completeness): ")
+    assert "관측값: 수신 " in rejected.tags["dmf/rejected"]
+    assert sum("dmf/rejected" in r.tags for r in runs) == 1
 
 
 def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
@@ -255,7 +281,7 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(today.isoformat(), f"{today}#1")]
     alerts = ws.root / "data" / "alerts"
     old_text = json.loads((alerts / f"{old}-rejected.json").read_text(encoding="utf-8"))["text"]
-    assert "자동으로 다시 수집합니다" not in old_text and "자동 재시도하지 않습니다" in old_text
+    assert "자동으로 다시 수집합니다" not in old_text and "자동으로 다시 수집하지 않습니다" in old_text
     assert f"`dmf run --date {old}`" in old_text
 
 

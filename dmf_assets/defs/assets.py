@@ -89,6 +89,8 @@ def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection)
     metadata = verdict.rejection_metadata(rejection, next_step)
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
+    # the reason where the on-call engineer first sees the run: the Runs list and the run's header
+    context.instance.add_run_tags(context.run_id, {verdict.REJECTED_TAG: verdict.rejection_tag(rejection)})
     yield dg.AssetObservation(asset_key=asset, partition=context.partition_key, metadata=metadata)
 
 

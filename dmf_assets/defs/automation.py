@@ -199,7 +199,8 @@ def watch_sensor(interval_s: int) -> dg.SensorDefinition:
     location loads — not when this module is imported)."""
     return dg.sensor(
         name=WATCH_SENSOR,
-        target=dg.AssetSelection.assets(*followups.CHAIN),
+        # its runs are dmf_daily_job's (of the assets each needs), like the schedule's and the dmf commands'
+        job=dmf_daily_job,
         minimum_interval_seconds=interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
