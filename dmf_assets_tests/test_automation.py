@@ -144,7 +144,7 @@ def test_every_run_of_the_dmf_commands_is_on_the_control_plane(stopped_day):
     assert len(ws.instance.get_run_records(filters=label)) == 3
     [rejected] = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE]
     assert rejected.tags["dagster/partition"] == D2.isoformat()
-    assert rejected.tags["dmf/rejected"].startswith("게이트 2 완전성(completeness): ")
+    assert rejected.tags["dmf/rejected"].startswith("게이트 2 완전성: ")
     assert "관측값: 수신 " in rejected.tags["dmf/rejected"]
     assert sum("dmf/rejected" in r.tags for r in runs) == 1
 

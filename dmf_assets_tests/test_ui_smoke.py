@@ -538,4 +538,4 @@ def test_dmf_backfill_runs_are_on_the_control_plane_with_their_origin_and_reason
         assert run["repositoryOrigin"] == {"repositoryName": "__repository__", "repositoryLocationName": "dmf_assets"}
     [failed] = [r for r in runs if r["status"] == "FAILURE"]
     assert _tag(failed, "dagster/partition") == rejected
-    assert _tag(failed, "dmf/rejected").startswith("게이트 2 완전성(completeness): ")
+    assert _tag(failed, "dmf/rejected").startswith("게이트 2 완전성: ")

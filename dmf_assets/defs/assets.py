@@ -207,10 +207,11 @@ def normalized_records(
     ],
     description=(
         "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
-        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유는 그 파티션 "
-        "패널의 'View logs' 한 번으로 보이는 '판정' 관측(게이트·관측값·기준·비교 기준일·표본 행)에 있고, 실패한 게이트는 "
-        "Checks 탭 → 해당 게이트 → Partitions에서도 빨간색입니다. Gates 1–5; a failure rejects the day in the database "
-        "itself (reason: the partition panel's View logs → the verdict observation)."
+        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유(게이트·관측값·"
+        "기준)는 Runs 목록에서 그 날 실행의 dmf/rejected 태그에 있고, 이 파티션 패널의 'View all historical events'에서 "
+        "'판정' 관측을 펼치면 비교 기준일과 표본 행까지 보입니다. 실패한 게이트는 Checks 탭 → 해당 게이트 → Partitions에서도 "
+        "빨간색입니다. Gates 1–5; a failure rejects the day in the database itself (reason: the run's dmf/rejected "
+        "tag in the Runs list; the partition panel's View all historical events → the verdict observation)."
     ),
 )
 def integrity_verdict(

@@ -48,8 +48,9 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
 
 
 def rejection_tag(r: Rejection) -> str:
-    """The value of `REJECTED_TAG`: '게이트 2 완전성(completeness): 20건이 누락되었습니다 (관측값: … · 기준: …).'"""
-    return shorten(r.sentence, 250)
+    """The value of `REJECTED_TAG`: '게이트 2 완전성: 20건이 누락되었습니다 (관측값: … · 기준: …).' — what the gate saw
+    first, since the Runs list shows a tag's first 40 characters or so."""
+    return shorten(f"게이트 {r.gate} {r.spec.label_ko}: {r.evidence}", 250)
 
 
 def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:
