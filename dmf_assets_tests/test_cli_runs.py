@@ -215,9 +215,10 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             os.kill(p, signal.SIGKILL)
 
 
-def _interrupt_after_first_day(cmd: list[str], env: dict[str, str]) -> tuple[int, str, set[int]]:
+def _interrupt_after_first_day(cmd: list[str], env: dict[str, str], *, kill: bool = False) -> tuple[int, str, set[int]]:
     """Start `cmd` as a terminal does (a process group of its own), wait for its first day's line, then press
-    Ctrl-C: SIGINT to the whole group. Returns (exit code, everything it printed, the tree it had then)."""
+    Ctrl-C: SIGINT to the whole group (with `kill`: SIGKILL to the command's process alone). Returns (exit code,
+    everything it printed, the tree it had then)."""
     import signal
 
     proc = subprocess.Popen(
@@ -240,7 +241,10 @@ def _interrupt_after_first_day(cmd: list[str], env: dict[str, str]) -> tuple[int
         else:
             raise AssertionError("".join(lines))
         tree = _descendants(proc.pid)
-        os.killpg(proc.pid, signal.SIGINT)
+        if kill:
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         rest, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -265,3 +269,17 @@ def test_ctrl_c_ends_quietly_in_one_line_and_stops_the_whole_tree(tmp_path, cmd)
     assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
     assert output.count("dmf: interrupted") == 1 and output.rstrip().endswith("dmf: interrupted"), output
     assert tree and not [p for p in tree if _alive(p)]
+
+
+def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
+    """The work runs in a child of a session of its own (for Ctrl-C): SIGKILL to the command, which cannot be
+    forwarded, must still stop that child and Dagster's helpers, as it stopped the one process of before."""
+    import signal
+
+    cmd = [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"]
+    code, _output, tree = _interrupt_after_first_day(cmd, _project(tmp_path), kill=True)
+    assert code == -signal.SIGKILL and tree
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in tree):
+        time.sleep(0.2)
+    assert not [p for p in tree if _alive(p)]

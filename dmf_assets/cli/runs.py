@@ -321,8 +321,11 @@ def _in_a_session_of_its_own(args: argparse.Namespace) -> int | None:
     In a session of its own the work receives only what this process forwards: the first Ctrl-C, SIGTERM or
     SIGHUP, as one SIGINT to the child alone. The child stops after the step it is in, says so in one line and
     exits 130; whatever is left in its group is then stopped (SIGTERM, then SIGKILL after `STOP_GRACE_S`).
-    None: this is that child — or the output is not the terminal's (an in-process call capturing it)."""
+    None: this is that child — or the output is not the terminal's (an in-process call capturing it). A child
+    ended by a signal nobody asked for (SIGKILL) ends this process the same way; a child whose parent is killed
+    kills itself and its helpers (`_die_with_parent`)."""
     if os.environ.get(WORKER_ENV):
+        _die_with_parent()
         return None
     try:
         sys.stdout.fileno(), sys.stderr.fileno()
@@ -361,10 +364,32 @@ def _in_a_session_of_its_own(args: argparse.Namespace) -> int | None:
             signal.signal(sig, handler)
         if child:
             _stop_group(child[0].pid)
-    if child[0].returncode < 0:  # killed: the child could not say it
+    code = child[0].returncode
+    if code < 0 and not received:  # killed from outside (a crash, `kill -9`): end the same way
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    if code < 0:  # stopped after Ctrl-C by the kill that ends the grace: the child could not say it
         print("dmf: interrupted", file=sys.stderr)
         return 130
-    return child[0].returncode
+    return code
+
+
+def _die_with_parent() -> None:
+    """In the child of `_in_a_session_of_its_own`: when the parent is killed (SIGKILL cannot be forwarded), stop
+    this process and its helpers at once, as the one process of before would have been stopped."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        if os.getpgrp() == os.getpid():  # the group of its own the parent started it in
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="dmf-die-with-parent", daemon=True).start()
 
 
 def _stop_group(pgid: int, grace_s: float = 5.0) -> None:
