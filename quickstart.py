@@ -11,9 +11,11 @@ project installed into it (editable). It is skipped when the lock file has not c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,7 +109,9 @@ def start_check(args: list[str]) -> tuple[subprocess.Popen, IO[str], float]:
     """A guard rail started in the background, its output kept in a temporary file (a pipe nobody reads
     while pytest runs could fill and stop it)."""
     output = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed by finish_check
-    proc = subprocess.Popen([str(PYTHON), "-m", *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(  # a session of its own: a Ctrl-C meant for pytest does not make it print
+        [str(PYTHON), "-m", *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     return proc, output, time.monotonic()
 
 
@@ -142,6 +146,29 @@ def guard_rails(rails: tuple[tuple[str, list[str], str], ...] = GUARD_RAILS) -> 
             "코드 검사에서 지적 사항이 나왔습니다 / the guard rails found problems (pytest not run):\n  "
             + "\n  ".join(failed)
         )
+
+
+def run_child(cmd: list[str], env: dict[str, str]) -> int:
+    """Run a command to its end. It runs in a session of its own, so Ctrl-C reaches it once, through here: the
+    first Ctrl-C, SIGTERM or SIGHUP is forwarded to it as SIGINT, and this waits until it has stopped (it says in
+    one line that it was interrupted; `dmf ui` first stops the Dagster processes it started). Returns its exit
+    code — 130 when a signal ended it."""
+    received: list[int] = []
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+
+    def forward(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 130 if code < 0 else code
 
 
 def run(cmd: list[str], **kw: Any) -> None:
@@ -183,7 +210,7 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ)
     if argv[0] != "test":
         step(" ".join(cmd[2:]))
-        return subprocess.call(cmd, env=env)
+        return run_child(cmd, env)
     guard_rails(tuple(rail for rail in GUARD_RAILS if rail is not BESIDE_PYTEST))
     step(
         f"검사 / check: {BESIDE_PYTEST[0]} — pytest와 함께 실행 / running beside pytest (결과는 테스트 뒤 / result after)"
@@ -193,11 +220,12 @@ def main(argv: list[str]) -> int:
     # pytest keeps its assertion-rewritten test modules as byte-code; with PYTHONDONTWRITEBYTECODE each
     # worker would rewrite and compile all of them again (≈2.5 s of CPU per worker)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    try:
-        code = subprocess.call(cmd, env=env)
-    finally:
-        if types[0].poll() is None and sys.exc_info()[0] is not None:  # pytest interrupted: mypy goes too
-            types[0].kill()
+    code = run_child(cmd, env)
+    if code == 130:  # pytest interrupted (it said so): mypy goes too, its verdict is not wanted now
+        types[0].kill()
+        types[0].wait()
+        types[1].close()
+        return code
     failed = finish_check(BESIDE_PYTEST, types)
     if failed:
         fail(
@@ -208,4 +236,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # Ctrl-C during the set-up (pip or uv said so on its own line)
+        print("quickstart: interrupted", file=sys.stderr)
+        sys.exit(130)

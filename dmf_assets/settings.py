@@ -263,7 +263,10 @@ class Demo(_Section):
 
 
 class AlertEmail(_Section):
-    """SMTP delivery of alerts and the daily workbook. The password: env DMF_SMTP_PASSWORD only."""
+    """SMTP delivery of the daily workbook and the alerts, to two audiences (docs/DOMAIN.md §9): the team
+    (`recipients`: the workbook mail, in analyst words) and the on-call engineer(s) (`oncall_recipients`: the
+    alerts, with the gate, the run and the command to run). Without `oncall_recipients` the alerts go to
+    `recipients`. The password: env DMF_SMTP_PASSWORD only."""
 
     smtp_host: str = ""  # empty = no e-mail
     smtp_port: Port = 25
@@ -271,6 +274,7 @@ class AlertEmail(_Section):
     username: str = ""
     sender: Annotated[str, AfterValidator(_email_or_empty)] = ""
     recipients: list[Annotated[str, AfterValidator(_email)]] = Field(default_factory=list)
+    oncall_recipients: list[Annotated[str, AfterValidator(_email)]] = Field(default_factory=list)
     timeout_s: Seconds = 30.0
 
 

@@ -35,15 +35,22 @@ class SmtpServer:
     refuse_first: int = 0
     refused: int = 0
     logins: list = field(default_factory=list)
+    raw: dict[str, bytes] = field(default_factory=dict)  # Message-ID -> the bytes as they arrived
 
     def next_message(self, timeout: float = WAIT_S) -> tuple[list[str], EmailMessage]:
         return self.received.get(timeout=timeout)
+
+    def raw_of(self, msg: EmailMessage) -> bytes:
+        """The message exactly as the server received it (headers unparsed)."""
+        return self.raw[msg["Message-ID"]]
 
     async def handle_DATA(self, server, session, envelope):
         if self.refused < self.refuse_first:
             self.refused += 1
             return "451 4.3.0 temporary failure, try again"
-        msg = message_from_bytes(envelope.original_content or envelope.content, policy=policy.default)
+        data = envelope.original_content or envelope.content
+        msg = message_from_bytes(data, policy=policy.default)
+        self.raw[msg["Message-ID"]] = data
         self.received.put((list(envelope.rcpt_tos), msg))
         return "250 OK"
 
@@ -143,6 +150,7 @@ def settings_for(
     smtp_port: int | None = None,
     username: str = "",
     recipients=("ra-team@example.co.kr", "sourcing@example.co.kr"),
+    oncall_recipients=(),
     starttls: bool = False,
     public_base_url: str = "",
     **sections,
@@ -160,6 +168,7 @@ def settings_for(
             "username": username,
             "sender": "dmf-watch@example.co.kr",
             "recipients": list(recipients),
+            "oncall_recipients": list(oncall_recipients),
             "timeout_s": 10.0,
         },
     }

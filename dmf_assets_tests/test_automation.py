@@ -18,7 +18,7 @@ from dagster._daemon.types import DaemonHeartbeat
 from dagster._utils.schedules import cron_string_iterator
 
 from dmf_assets.clock import KST, frozen_at, today_kst
-from dmf_assets.defs.automation import _overdue_evaluation, daily_0600_kst
+from dmf_assets.defs.automation import SCHEDULE_TRIGGER, _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.notify.messages import NoRetry
@@ -81,7 +81,7 @@ def _ws(tmp_path, after_d1: Path, faults: dict[str, str] | None = None):
     return ws, launch.definitions_with(ws.resources)
 
 
-def _stop_at_gate(ws, defs, day: date) -> dg.ExecuteInProcessResult:
+def _stop_at_gate(ws, defs, day: date) -> dg.JobExecutionResult:
     """What a run of a rejected day leaves behind before any sensor tick: the chain stopped at the gate."""
     result = launch.execute_day(defs, ws.instance, day.isoformat())
     assert not result.success
@@ -121,6 +121,32 @@ def test_sensor_completes_the_stopped_day_once(stopped_day):
     assert followups.plan_followups(ws.instance, NOW) == []
     assert (ws.root / "reports" / f"DMF_리포트_{D2.isoformat()}.xlsx").exists()
     assert runs_by_day(ws)[D2]["status"] == "rejected"
+
+
+def test_every_run_of_the_dmf_commands_is_on_the_control_plane(stopped_day):
+    """dmf run/backfill/demo runs carried no code-location origin: the UI's Overview timeline and the Runs tab of
+    dmf_daily_job (which filter on it) showed none of them. Each run — the day's and the sensor's follow-up —
+    is now dmf_daily_job of the workspace's code location, and the rejected day's run says why in a tag."""
+    ws, defs = stopped_day
+    launch.follow_up(defs, ws.instance)
+    runs = [r.dagster_run for r in ws.instance.get_run_records()]
+    assert len(runs) == 3  # D1; D2 stopped at its gate; D2's follow-up
+    for run in runs:
+        origin = run.remote_job_origin
+        assert origin is not None, run.tags
+        assert (origin.location_name, origin.repository_origin.repository_name, origin.job_name) == (
+            "dmf_assets",
+            "__repository__",
+            "dmf_daily_job",
+        )
+    # what the Runs tab of dmf_daily_job asks for
+    label = dg.RunsFilter(job_name="dmf_daily_job", tags={".dagster/repository": "__repository__@dmf_assets"})
+    assert len(ws.instance.get_run_records(filters=label)) == 3
+    [rejected] = [r for r in runs if r.status == dg.DagsterRunStatus.FAILURE]
+    assert rejected.tags["dagster/partition"] == D2.isoformat()
+    assert rejected.tags["dmf/rejected"].startswith("게이트 2 완전성: ")
+    assert "관측값: 수신 " in rejected.tags["dmf/rejected"]
+    assert sum("dmf/rejected" in r.tags for r in runs) == 1
 
 
 def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
@@ -255,7 +281,7 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(today.isoformat(), f"{today}#1")]
     alerts = ws.root / "data" / "alerts"
     old_text = json.loads((alerts / f"{old}-rejected.json").read_text(encoding="utf-8"))["text"]
-    assert "자동으로 다시 수집합니다" not in old_text and "자동 재시도하지 않습니다" in old_text
+    assert "자동으로 다시 수집합니다" not in old_text and "자동으로 다시 수집하지 않습니다" in old_text
     assert f"`dmf run --date {old}`" in old_text
 
 
@@ -271,9 +297,16 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
     ws, _ = _ws(tmp_path, after_d1)
     before = datetime(2026, 10, 6, 8, 59, tzinfo=KST)
-    settings = load_settings()
-    assert _overdue_evaluation(ws.instance, before, settings) is None
     after = datetime(2026, 10, 6, 9, 1, tzinfo=KST)
+    settings = load_settings()
+    defs = launch.definitions_with(ws.resources)
+    # no run of D2 had the chance to write its workbook: a new project, a demo or a backfill on its way to today
+    assert _overdue_evaluation(ws.instance, after, settings) is None
+    launch.execute_day(defs, ws.instance, D2.isoformat(), assets=("raw_pages",), tags={"dmf/trigger": "demo"})
+    assert _overdue_evaluation(ws.instance, after, settings) is None
+    # the 06:00 schedule ran D2 and its run stopped before the workbook: late after 09:00
+    launch.execute_day(defs, ws.instance, D2.isoformat(), assets=("raw_pages",), tags={"dmf/trigger": SCHEDULE_TRIGGER})
+    assert _overdue_evaluation(ws.instance, before, settings) is None
     evaluation = _overdue_evaluation(ws.instance, after, settings)
     assert evaluation is not None and evaluation.partition == D2.isoformat() and evaluation.passed is False
     ws.instance.report_runless_asset_event(evaluation)

@@ -5,6 +5,7 @@ the database lock held by another process is visible. Real CLI in a subprocess o
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -189,3 +190,73 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             proc.kill()
         for p in _descendants(proc.pid):
             os.kill(p, signal.SIGKILL)
+
+
+def _interrupt_after_first_day(cmd: list[str], env: dict[str, str], *, kill: bool = False) -> tuple[int, str, set[int]]:
+    """Start `cmd` as a terminal does (a process group of its own), wait for its first day's line, then press
+    Ctrl-C: SIGINT to the whole group (with `kill`: SIGKILL to the command's process alone). Returns (exit code,
+    everything it printed, the tree it had then)."""
+    import signal
+
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,  # the terminal's foreground process group
+    )
+    assert proc.stdout is not None
+    lines = []
+    try:
+        for line in proc.stdout:  # the demo prints one line per day; the next day is running when it comes
+            lines.append(line)
+            if re.match(r"  \d{4}-\d{2}-\d{2} ", line):
+                break
+        else:
+            raise AssertionError("".join(lines))
+        tree = _descendants(proc.pid)
+        if kill:
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, "".join(lines) + rest, tree
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        [sys.executable, str(PROJECT_ROOT / "quickstart.py"), "demo"],
+        [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"],
+    ],
+    ids=["quickstart-demo", "dmf-backfill"],
+)
+def test_ctrl_c_ends_quietly_in_one_line_and_stops_the_whole_tree(tmp_path, cmd):
+    """Ctrl-C on `python3 quickstart.py demo` printed three KeyboardInterrupt tracebacks (quickstart's own and
+    those of Dagster's log-mirroring helpers, which share the terminal's process group), and the demo went on
+    with the next day. Now: one line, exit 130, no day after it, and no process of the tree left."""
+    code, output, tree = _interrupt_after_first_day(cmd, _project(tmp_path))
+    assert code == 130, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    assert output.count("dmf: interrupted") == 1 and output.rstrip().endswith("dmf: interrupted"), output
+    assert tree and not [p for p in tree if _alive(p)]
+
+
+def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
+    """The work runs in a child of a session of its own (for Ctrl-C): SIGKILL to the command, which cannot be
+    forwarded, must still stop that child and Dagster's helpers, as it stopped the one process of before."""
+    import signal
+
+    cmd = [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"]
+    code, _output, tree = _interrupt_after_first_day(cmd, _project(tmp_path), kill=True)
+    assert code == -signal.SIGKILL and tree
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in tree):
+        time.sleep(0.2)
+    assert not [p for p in tree if _alive(p)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets_tests.message_rules import assert_team_words
 from dmf_assets_tests.notify_servers import free_port, smtp_server, webhook_receiver
 
 pytestmark = pytest.mark.slow
@@ -22,7 +24,7 @@ pytestmark = pytest.mark.slow
 GOOD, BAD = "2026-11-26", "2026-11-27"
 
 
-def _project(root: Path, smtp_port: int, hook: str) -> dict[str, str]:
+def _project(root: Path, smtp_port: int, hook: str, *, oncall: str = "") -> dict[str, str]:
     names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     lines = ["[paths]"] + [f'{n} = "{(root / "data" / n).as_posix()}"' for n in names]
     lines += [
@@ -35,7 +37,7 @@ def _project(root: Path, smtp_port: int, hook: str) -> dict[str, str]:
         f"smtp_port = {smtp_port}",
         'sender = "dmf-watch@example.co.kr"',
         'recipients = ["ra-team@example.co.kr"]',
-    ]
+    ] + ([f'oncall_recipients = ["{oncall}"]'] if oncall else [])
     config = root / "dmf.toml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     home = root / "dagster_home"
@@ -125,3 +127,55 @@ def test_smtp_down_the_workbook_mail_waits_and_dmf_notify_flush_delivers_it(tmp_
     assert [a.get_filename() for a in reports[0].iter_attachments()] == [f"DMF_리포트_{GOOD}.xlsx"]
     lines = [line for line in after.stdout.splitlines() if f"{GOOD} report" in line]
     assert lines and all("발송됨" in line for line in lines), after.stdout
+
+
+def test_a_day_accepted_rerun_rejected_rerun_accepted_mails_the_team_three_times_the_last_a_correction(tmp_path):
+    """Issue 31's sequence on one day, through `dmf run` as a user types it, with the team and the on-call engineer
+    set apart: the team gets three workbook mails (the last 정정, naming the rejected one) in analyst words, the
+    engineer the rejection alert with the command and the gate's observed value; once more sends nothing."""
+    base, day = "2026-11-25", "2026-11-26"
+    with smtp_server() as smtp, webhook_receiver() as hook:
+        env = _project(tmp_path, smtp.port, hook.url("/hook"), oncall="oncall@example.co.kr")
+        assert _dmf(env, "run", "--date", base).returncode == 0
+        _drain(smtp.next_message), _drain(hook.next)
+        config = Path(env["DMF_CONFIG"])
+        settings = config.read_text(encoding="utf-8")
+        runs = [_dmf(env, "run", "--date", day)]
+        # a person re-runs the day with a threshold set too low by mistake (the day replays from its archive,
+        # so only the settings can change its verdict), then puts it back and re-runs it, as the alert advises
+        config.write_text(settings + "\n[gates]\nchurn_max_ratio = 0.00001\n", encoding="utf-8")
+        runs.append(_dmf(env, "run", "--date", day))
+        config.write_text(settings, encoding="utf-8")
+        runs.append(_dmf(env, "run", "--date", day))
+        assert [r.returncode for r in runs] == [0, 3, 0], [r.stderr[-1500:] for r in runs]
+        mails = _drain(smtp.next_message)
+        posts = [p["json"] for p in _drain(hook.next)]
+        again = _dmf(env, "run", "--date", day)
+        assert again.returncode == 0 and _drain(smtp.next_message) == [] and _drain(hook.next) == []
+    team = [m for to, m in mails if to == ["ra-team@example.co.kr"]]
+    oncall = [m for to, m in mails if to == ["oncall@example.co.kr"]]
+    assert len(team) + len(oncall) == len(mails)
+    subjects = [m["Subject"] for m in team]
+    assert subjects[0] == f"[DMF] {day} — " + subjects[2].split(" — ", 1)[1]
+    assert subjects[1] == f"[DMF 정정] {day} — 수집 실패 (비교 기준 {base})"
+    assert subjects[2].startswith(f"[DMF 정정] {day} — 신규 ") and len(subjects) == 3
+    bodies = [m.get_body(("plain",)).get_content() for m in team]
+    assert (
+        f"에 보낸 「{subjects[1]}」 메일을 바로잡습니다. 그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다."
+        in bodies[2]
+    )
+    for mail, body in zip(team, bodies, strict=True):  # the accepted and the rejected day, in the team's words
+        assert_team_words(mail["Subject"])
+        assert_team_words(body)
+        assert [a.get_filename() for a in mail.iter_attachments()] == [f"DMF_리포트_{day}.xlsx"]
+    assert (
+        "하루 사이 바뀐 등록이 너무 많았습니다" in bodies[1] and "앞서 알린 이 날의 변경은 취소되었습니다" in bodies[1]
+    )
+    assert re.search(r"받은 등록은 9,\d{3}건, 식약처가 알린 전체는 9,\d{3}건입니다", bodies[1])
+    [alert] = [m for m in oncall if "수집 거부" in m["Subject"]]
+    text = alert.get_body(("plain",)).get_content()
+    assert f"`dmf run --date {day}`" in text and "Dagster run: " in text
+    assert "관측값 / observed: " in text and "[gates] churn_max_ratio" in text
+    assert not any("수집 거부" in m["Subject"] for m in team)  # the alert went to the engineer only
+    reports = [p for p in posts if p["type"] == "report"]
+    assert [p["subject"] for p in reports] == subjects  # the same three in chat

@@ -5,10 +5,13 @@ until it gets through or is given up after [alerts] give_up_hours."""
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import ssl
 import subprocess
 from datetime import date, datetime, timedelta
+from email import message_from_bytes, policy
+from email.header import decode_header, make_header
 from pathlib import Path
 
 import pytest
@@ -16,12 +19,14 @@ from openpyxl import load_workbook
 
 from dmf_assets import notify
 from dmf_assets.clock import frozen_at
+from dmf_assets.domain.gates import Rejection
+from dmf_assets.notify.messages import NoRetry, RetryOutlook
 from dmf_assets.ops.watchdog import delivery_check
-from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow
+from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, GateRow
 from dmf_assets.report.summary import summarize
 from dmf_assets.report.workbook import write_workbook
+from dmf_assets_tests.message_rules import assert_team_words
 from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
-from dmf_assets_tests.test_notify_texts import assert_readable
 
 DAY, BASE = date(2026, 11, 26), date(2026, 11, 25)
 T0 = datetime.fromisoformat("2026-11-26T06:20:00+09:00")
@@ -69,12 +74,26 @@ EVENTS = (
 )
 
 
+GATE_2 = GateRow(2, "completeness", "완전성", False, "수신 8,904건 / totalCount 9,167건", "수신 건수 = totalCount")
+
+
 def _report(status=DayStatus.ACCEPTED, events=EVENTS) -> DayReport:
+    """A day as `report.day_data` builds it: the verdict's reason (the engineer's words, as recorded) and figures."""
     if status is DayStatus.REJECTED:
-        rejected = summarize(DAY, status, (), comparison_base=BASE, base_registry_size=9_167, rejected_gate=2)
-        return DayReport.of(rejected, "게이트 2 완전성(completeness): 263건이 누락되었습니다")
+        rejected = summarize(
+            DAY,
+            status,
+            (),
+            comparison_base=BASE,
+            base_registry_size=9_167,
+            received=8_904,
+            total_count=9_167,
+            rejected_gate=2,
+        )
+        reason = "게이트 2 완전성(completeness): 263건이 누락되었습니다 (관측값: 수신 8,904건 / totalCount 9,167건)"
+        return DayReport.of(rejected, reason, gates=(GATE_2,))
     summary = summarize(DAY, status, events, comparison_base=BASE, registry_size=9_169, base_registry_size=9_167)
-    return DayReport.of(summary, "6개 게이트 모두 통과", events=events)
+    return DayReport.of(summary, f"기준일 {BASE} 대비 신규 2 · 변경 1 · 삭제 0", events=events)
 
 
 @pytest.fixture
@@ -97,8 +116,8 @@ def test_the_daily_workbook_is_mailed_with_subject_sentences_and_attachment(tmp_
     assert msg["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 삭제 0 · 관심목록 1"
     assert msg["Date"].endswith("+0900")  # Korea time, as every timestamp the project writes
     body = _body(msg)
-    assert_readable(body)
-    watch_at, top_at = body.index("관심목록 해당 / Watchlist hits"), body.index("주요 이벤트 / Top events")
+    assert_team_words(body)
+    watch_at, top_at = body.index("■ 관심목록 해당 (1건)"), body.index("■ 주요 변경")
     assert watch_at < top_at
     assert (
         "(주)파마피아가 메트포르민염산염(20261126-2 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
@@ -128,11 +147,11 @@ def test_without_a_public_address_the_mail_has_no_link_and_doctor_says_so(tmp_pa
     assert check.status == "WARN" and "public_base_url" in check.message_ko
 
 
-def test_an_identical_report_is_not_sent_again_and_a_changed_one_is_marked_updated(tmp_path, workbook):
+def test_an_identical_report_is_not_sent_again_and_a_changed_one_is_a_correction(tmp_path, workbook):
     with smtp_server() as smtp:
         notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port)
         first = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
-        smtp.next_message()
+        _, original = smtp.next_message()
         # the same day re-run: the same content (another run id, another hour) sends nothing
         again = DayReport(**{**_report().__dict__, "run_info": {"리포트 생성 run": "other"}})
         assert notifier.deliver_report(notify.ReportDelivery.from_day_report(again, workbook)) is None
@@ -140,7 +159,8 @@ def test_an_identical_report_is_not_sent_again_and_a_changed_one_is_marked_updat
         _, msg = smtp.next_message()
         assert smtp.received.empty()
     assert first.state == changed.state == "delivered"
-    assert msg["Subject"].endswith("(갱신 / updated)")
+    assert msg["Subject"].startswith("[DMF 정정] 2026-11-26 — ")
+    assert f"「{original['Subject']}」 메일을 바로잡습니다" in _body(msg)
 
 
 def test_smtp_down_the_mail_waits_in_the_outbox_and_goes_out_when_it_is_back(tmp_path, workbook):
@@ -223,7 +243,8 @@ def test_a_held_mail_goes_out_once_when_its_day_is_decided(tmp_path):
         _, msg = smtp.next_message()
         assert smtp.received.empty()
     assert held.state == "held" and sent.state == "delivered"
-    assert "재시도 1회째 반영" in msg["Subject"] and "자동 재시도 1회째에 정상 반영되었습니다" in _body(msg)
+    assert "재시도 1회째 반영" in msg["Subject"] and "오늘 아침 1번째로 다시 받아 정상으로 반영했습니다" in _body(msg)
+    assert "정정" not in msg["Subject"]  # the held mail never went out: nothing to correct
     with frozen_at(T0 + timedelta(minutes=31)):  # status() lists the last seven days of the clock
         assert {m.state for m in notifier.status()} == {"superseded", "delivered"}
 
@@ -318,4 +339,136 @@ def test_a_missing_workbook_is_said_in_the_mail_not_a_crash(tmp_path):
         outcome = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), gone))
         _, msg = smtp.next_message()
     assert outcome.state == "delivered" and list(msg.iter_attachments()) == []
-    assert "첨부 없음" in _body(msg)
+    assert "첨부 없음 — 리포트 파일을 찾을 수 없습니다." in _body(msg)
+
+
+# --- two audiences, corrections, and what a mail program shows ---------------------------------------
+
+TEAM = ["ra-team@example.co.kr", "sourcing@example.co.kr"]
+ONCALL = ["oncall@example.co.kr"]
+REJECTION = Rejection(2, "수신 8,904건 / totalCount 9,167건", "수신 건수 = totalCount", "263건이 누락되었습니다.", BASE)
+
+
+def _rejected_alert() -> notify.Rejected:
+    outlook = RetryOutlook(attempt=1, of=3, why_not=NoRetry.OLD_DAY)
+    return notify.Rejected(day=DAY, rejection=REJECTION, retry=outlook, run_id="0f2dc668-7a41-4c1e-9a55-1b2c3d4e5f60")
+
+
+def _html(msg) -> str:
+    return msg.get_body(("html",)).get_content()
+
+
+def test_the_team_gets_the_workbook_mails_and_the_oncall_engineer_the_alerts(tmp_path, workbook):
+    rejected = _report(DayStatus.REJECTED)
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, recipients=TEAM, oncall_recipients=ONCALL)
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+        accepted_to, accepted = smtp.next_message()
+        notifier.send_alert(_rejected_alert())
+        alert_to, alert = smtp.next_message()
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(rejected, workbook))
+        rejected_to, rejected_mail = smtp.next_message()
+        assert smtp.received.empty()
+    assert accepted_to == rejected_to == TEAM and alert_to == ONCALL
+    for mail in (accepted, rejected_mail):  # the team's words only, in both parts
+        assert_team_words(mail["Subject"])
+        assert_team_words(_body(mail))
+        assert_team_words(re.sub(r"<[^>]+>", " ", _html(mail)))
+    assert "받은 등록은 8,904건, 식약처가 알린 전체는 9,167건입니다" in _body(rejected_mail)
+    text = _body(alert)
+    assert alert["Subject"] == "[DMF 경보] 2026-11-26 수집 거부 (rejected) — 게이트 2 완전성(completeness)"
+    assert "`dmf run --date 2026-11-26`" in text and "관측값 / observed: 수신 8,904건 / totalCount 9,167건" in text
+    assert "Dagster run: 0f2dc668-7a41-4c1e-9a55-1b2c3d4e5f60" in text
+
+
+def test_without_oncall_recipients_the_alerts_go_to_the_team(tmp_path):
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, recipients=TEAM)
+        notifier.send_alert(_rejected_alert())
+        to, alert = smtp.next_message()
+    assert to == TEAM and "수집 거부" in alert["Subject"]
+    assert [(c.key, sorted(a.value for a in c.audiences)) for c in notifier.channels] == [("email", ["oncall", "team"])]
+
+
+def test_the_raw_mail_names_its_attachment_for_outlook_and_has_an_html_alternative(tmp_path, workbook):
+    with smtp_server() as smtp:
+        notifier = notifier_for(tmp_path / "alerts", smtp_port=smtp.port, public_base_url="https://dmf.example.kr/r")
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+        _, msg = smtp.next_message()
+        raw = smtp.raw_of(msg)
+    # read the raw bytes with the old parser, which leaves every header parameter as it was written
+    old = message_from_bytes(raw, policy=policy.compat32)
+    assert old.get_content_type() == "multipart/mixed"
+    [alternative, attachment] = old.get_payload()
+    assert [p.get_content_type() for p in alternative.get_payload()] == ["text/plain", "text/html"]
+    name = attachment.get_param("name")  # Content-Type: …; name="=?utf-8?b?…?=" (RFC 2047, what Outlook reads)
+    assert name.startswith("=?utf-8?b?") and str(make_header(decode_header(name))) == "DMF_리포트_2026-11-26.xlsx"
+    disposition = attachment["Content-Disposition"]  # attachment; filename*=utf-8''DMF_%EB%A6… (RFC 2231)
+    assert "filename*=utf-8''DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx" in disposition
+    assert attachment.get_filename() == "DMF_리포트_2026-11-26.xlsx"
+    assert attachment.get_payload(decode=True) == workbook.read_bytes()
+    html = _html(msg)  # the headline table and the top events
+    assert "<table>" in html and ">신규</th><td" in html and ">2</td>" in html
+    assert "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이" in html
+    assert '<a href="https://dmf.example.kr/r/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx">' in html
+
+
+def test_accepted_then_rejected_then_accepted_is_three_mails_the_last_a_correction(tmp_path, workbook):
+    """A mail is skipped only when it equals the LAST one sent: the inbox never ends on 수집 실패. The mail
+    server is down when the correction is made and comes back: it waits in the outbox and goes out."""
+    accepted = notify.ReportDelivery.from_day_report(_report(), workbook)
+    rejected = notify.ReportDelivery.from_day_report(_report(DayStatus.REJECTED), workbook)
+    port = free_port()
+    notifier = notifier_for(tmp_path / "alerts", smtp_port=port, recipients=TEAM, oncall_recipients=ONCALL)
+    with smtp_server(port=port) as smtp, frozen_at(T0):
+        notifier.deliver_report(accepted)
+        _, first = smtp.next_message()
+    with smtp_server(port=port) as smtp, frozen_at(T0 + timedelta(minutes=40)):
+        notifier.deliver_report(rejected)
+        _, second = smtp.next_message()
+    with frozen_at(T0 + timedelta(minutes=80)):  # nothing listens: the correction waits
+        waiting = notifier.deliver_report(accepted)
+    assert waiting is not None and waiting.state == "pending"
+    with smtp_server(port=port) as smtp, frozen_at(T0 + timedelta(minutes=82)):
+        [sent] = notifier.flush()
+        _, third = smtp.next_message()
+        assert notifier.deliver_report(accepted) is None  # once more: the inbox already says this
+        assert notifier.flush() == [] and smtp.received.empty()
+    assert sent.state == "delivered"
+    assert first["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
+    assert second["Subject"] == "[DMF 정정] 2026-11-26 — 수집 실패 (비교 기준 2026-11-25)"
+    assert third["Subject"] == "[DMF 정정] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
+    assert (
+        f"이 메일은 2026-11-26 07:00 KST에 보낸 「{second['Subject']}」 메일을 바로잡습니다. 그 뒤 이 날의 목록을 다시 "
+        "받아 정상으로 반영했습니다." in _body(third)
+    )
+    assert "앞서 알린 이 날의 변경은 취소되었습니다" in _body(second)
+    for mail in (first, second, third):
+        assert_team_words(_body(mail))
+
+
+def test_a_correction_not_yet_sent_is_dropped_when_the_day_reads_as_the_mail_people_have(tmp_path, workbook):
+    accepted = notify.ReportDelivery.from_day_report(_report(), workbook)
+    rejected = notify.ReportDelivery.from_day_report(_report(DayStatus.REJECTED), workbook)
+    port = free_port()
+    notifier = notifier_for(tmp_path / "alerts", smtp_port=port)
+    with smtp_server(port=port) as smtp, frozen_at(T0):
+        notifier.deliver_report(accepted)
+        smtp.next_message()
+    with frozen_at(T0 + timedelta(minutes=10)):
+        assert notifier.deliver_report(rejected).state == "pending"  # the server is down
+        assert notifier.deliver_report(accepted) is None  # the day reads as the mail people have again
+    with smtp_server(port=port) as smtp, frozen_at(T0 + timedelta(minutes=30)):
+        assert notifier.flush(force=True) == [] and smtp.received.empty()
+        assert [m.state for m in notifier.status()] == ["delivered", "superseded"]
+
+
+def test_dmf_notify_status_lists_one_line_per_message_when_no_channel_is_set(tmp_path, workbook):
+    """Without a channel a report is recorded; re-running the day recorded it again with the same digest, and
+    `dmf notify status` listed the one report twice."""
+    notifier = notifier_for(tmp_path / "alerts")
+    assert notifier.channels == []
+    first = notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook))
+    assert first is not None and first.state == "recorded"
+    assert notifier.deliver_report(notify.ReportDelivery.from_day_report(_report(), workbook)) is None
+    assert [m.line() for m in notifier.status()] == [first.line]

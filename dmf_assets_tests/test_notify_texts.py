@@ -3,7 +3,6 @@ particle left open, no sheet that the workbook does not have, no promise the cod
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from datetime import date, datetime, time
 
@@ -13,36 +12,13 @@ from dmf_assets import notify
 from dmf_assets.domain.gates import GATES, Rejection
 from dmf_assets.korean import josa, particle, shorten
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.report.model import SHEET_NAMES, DayReport, DayStatus, EventRow, FieldChangeRow
+from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, GateRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
 from dmf_assets.report.summary import summarize
+from dmf_assets_tests.message_rules import assert_readable, assert_team_words
 
 KST_NOON = datetime.fromisoformat("2026-11-27T06:30:00+09:00")
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
-#: what a finished text never contains: open particles, missing values, unformatted code
-FORBIDDEN = (
-    "이(가)",
-    "을(를)",
-    "은(는)",
-    "와(과)",
-    "(으)로",
-    "None",
-    "nan",
-    " - — ",
-    "{",
-    "}",
-    "관측값 -",
-    "기준 -",
-    "--date …",
-    "상태를, ",
-)
-
-
-def assert_readable(text: str) -> None:
-    for bad in FORBIDDEN:
-        assert bad not in text, (bad, text)
-    for sheet in re.findall(r"'([^']+)' 시트", text):
-        assert sheet in SHEET_NAMES, (sheet, text)
 
 
 def _rejection(gate: int) -> Rejection:
@@ -260,16 +236,41 @@ def test_alike_events_become_one_sentence():
     assert_readable(one.text)
 
 
+#: what the day's verdict recorded for a rejected day (as `report.day_data` reads it from the database)
+REJECTED_REASON = "게이트 2 완전성(completeness): 20건이 누락되었습니다 (관측값: 수신 9,197건 / totalCount 9,217건 · 기준: 수신 건수 = totalCount)."
+GATE_2 = GateRow(2, "completeness", "완전성", False, "수신 9,197건 / totalCount 9,217건", "수신 건수 = totalCount")
+
+
 def _report(status=DayStatus.ACCEPTED, events=EVENTS):
-    if status is DayStatus.REJECTED:
-        rejected = summarize(DAY, status, (), comparison_base=BASE, base_registry_size=9_167, rejected_gate=2)
-        return DayReport.of(rejected, "게이트 2 완전성(completeness): 320건이 누락되었습니다.")
-    summary = summarize(DAY, status, events, comparison_base=BASE, registry_size=9_169, base_registry_size=9_167)
-    return DayReport.of(summary, "6개 게이트 모두 통과", events=events)
+    if status is DayStatus.REJECTED:  # the base day had 9,217 registrations; this day's fetch received 9,197
+        rejected = summarize(
+            DAY,
+            status,
+            (),
+            comparison_base=BASE,
+            base_registry_size=9_217,
+            received=9_197,
+            total_count=9_217,
+            rejected_gate=2,
+        )
+        return DayReport.of(rejected, REJECTED_REASON, gates=(GATE_2,))
+    summary = summarize(
+        DAY,
+        status,
+        events,
+        comparison_base=BASE,
+        registry_size=9_169,
+        base_registry_size=9_167,
+        received=9_169,
+        total_count=9_169,
+    )
+    return DayReport.of(summary, f"기준일 {BASE} 대비 {summary.counts_text}", events=events)
 
 
-@pytest.mark.parametrize("case", ["accepted", "rejected", "retried", "retries_failed", "baseline", "unchanged"])
-def test_every_workbook_mail_is_readable(case, tmp_path):
+CASES = ["accepted", "rejected", "retried", "retries_failed", "baseline", "unchanged"]
+
+
+def _delivery(case: str, workbook) -> notify.ReportDelivery:
     status = {
         "rejected": DayStatus.REJECTED,
         "retries_failed": DayStatus.REJECTED,
@@ -277,28 +278,93 @@ def test_every_workbook_mail_is_readable(case, tmp_path):
         "unchanged": DayStatus.UNCHANGED,
     }.get(case, DayStatus.ACCEPTED)
     report = _report(status, events=() if case in ("baseline", "unchanged") else EVENTS)
-    workbook = tmp_path / "DMF_리포트_2026-11-27.xlsx"
-    d = notify.ReportDelivery.from_day_report(
+    return notify.ReportDelivery.from_day_report(
         report,
         workbook,
         retry_attempt=2 if case == "retried" else 0,
         retries_failed=3 if case == "retries_failed" else 0,
+        run_id="0f2dc668-7a41-4c1e-9a55-1b2c3d4e5f60",
     )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_workbook_mail_speaks_to_the_team_in_analyst_words(case, tmp_path):
+    d = _delivery(case, tmp_path / "DMF_리포트_2026-11-27.xlsx")
+    replaced = notify.Replaced("[DMF] 2026-11-27 — 수집 실패 (비교 기준 2026-11-26)", KST_NOON, DayStatus.REJECTED)
     for ctx in CONTEXTS:
-        m = notify.compose_report(d, ctx)
-        assert_readable(m.text())
-        assert_readable(m.subject)
-        assert (m.link == "https://dmf.example.kr/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-27.xlsx") == bool(
-            ctx.public_base_url
-        )
+        for replaces in (None, replaced):
+            m = notify.compose_report(d, ctx, replaces=replaces)
+            for attached in (None, True, False):  # a webhook, an e-mail with and without its workbook
+                assert_team_words(m.text(attached=attached))
+            assert_team_words(m.subject)
+            assert m.audience is notify.Audience.TEAM
+            assert (m.link == "https://dmf.example.kr/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-27.xlsx") == bool(
+                ctx.public_base_url
+            )
     text = notify.compose_report(d, CONTEXTS[0]).text()
     if case == "retried":
-        assert "자동 재시도 2회째에 정상 반영되었습니다" in text
+        assert "오늘 아침 2번째로 다시 받아 정상으로 반영했습니다" in text
         assert "재시도 2회째 반영" in notify.compose_report(d, CONTEXTS[0]).subject
     if case == "retries_failed":
-        assert "자동 재시도 3회도 모두 거부되었습니다" in text
+        assert "오늘 아침 자동으로 3번 더 받아 보았지만 모두 반영하지 못했습니다" in text
     if case == "accepted":
         assert "제조소명이 MSN Laboratories에서 Hetero Labs로" in text
+    if case in ("rejected", "retries_failed"):
+        assert "따로 하실 일은 없습니다" in text and "정정 메일을 보내 드립니다" in text
+
+
+def test_a_rejected_days_mail_says_the_size_received_and_the_base_days_apart(tmp_path):
+    """The base day's 9,217 was shown as the day's 「등록 수 / registry size」 while the run received 9,197."""
+    text = notify.compose_report(_delivery("rejected", tmp_path / "x.xlsx"), CONTEXTS[0]).text(attached=True)
+    assert "  - 이번에 받은 등록 수: 9,197건" in text
+    assert "  - 식약처가 알린 전체 등록 수: 9,217건" in text
+    assert "  - 기준일(2026-11-26) 등록 수: 9,217건" in text
+    assert "받은 목록이 식약처가 알린 전체 건수와 맞지 않았습니다(일부 누락)" in text
+    assert "  - 등록 수:" not in text and "registry size" not in text
+    assert "첨부: x.xlsx" in text
+
+
+def test_the_engineers_rejection_alert_says_gate_observed_threshold_run_setting_and_command():
+    alert = notify.Rejected(
+        day=DAY,
+        rejection=_rejection(3),
+        retry=RetryOutlook(attempt=1, of=3, why_not=NoRetry.NOT_TRANSIENT),
+        run_id="0f2dc668-7a41-4c1e-9a55-1b2c3d4e5f60",
+    )
+    m = notify.compose_alert(alert, CONTEXTS[0])
+    facts = dict(m.facts)
+    assert m.audience is notify.Audience.ONCALL
+    assert facts["게이트 / gate"] == "게이트 3 감소율(drop)"
+    assert facts["관측값 / observed"] == "수신 8,893건 / totalCount 9,213건"
+    assert facts["기준 / threshold"] == "수신 건수 = totalCount"
+    assert facts["Dagster run"] == "0f2dc668-7a41-4c1e-9a55-1b2c3d4e5f60"
+    assert facts["설정 / setting"] == "config/dmf.local.toml [gates] drop_max_ratio"
+    assert facts["다시 실행 / re-run"] == "`dmf run --date 2026-11-27`"
+    assert "`dmf run --date 2026-11-27`" in dict(m.sections)["조치 / What to do next"]
+
+
+@pytest.mark.parametrize(
+    "before, after, says",
+    [
+        ("rejected", "accepted", "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다"),
+        (
+            "accepted",
+            "rejected",
+            "앞서 알린 이 날의 변경은 취소되었습니다. 등록 현황은 2026-11-26 기준으로 돌아갔습니다",
+        ),
+        ("accepted", "accepted", "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다"),
+        ("rejected", "rejected", "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다"),
+    ],
+)
+def test_a_correction_names_the_mail_it_replaces_and_says_what_changed(before, after, says, tmp_path):
+    old = notify.compose_report(_delivery(before, tmp_path / "w.xlsx"), CONTEXTS[0])
+    replaced = notify.Replaced(old.subject, KST_NOON, DayStatus.of_value(before))
+    new = notify.compose_report(_delivery(after, tmp_path / "w.xlsx"), CONTEXTS[0], replaces=replaced)
+    assert new.subject.startswith("[DMF 정정] 2026-11-27 — ")
+    heading, first = new.sections[0]
+    assert heading == "정정"
+    assert first.startswith(f"이 메일은 2026-11-27 06:30 KST에 보낸 「{old.subject}」 메일을 바로잡습니다. ")
+    assert says in first
 
 
 def test_the_digest_ignores_the_run_and_the_hour_it_was_written():

@@ -17,6 +17,7 @@ from dmf_assets.clock import frozen_at
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.notify import channels
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
+from dmf_assets.report.model import DayStatus
 from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
 
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
@@ -283,3 +284,70 @@ def test_a_time_budget_bounds_a_round_and_the_rest_is_sent_later(tmp_path):
         silent.close()
     assert again.state == "pending"
     assert {s.channel.split(":")[0]: s.state for s in again.stored.sends} == {"webhook": "sent", "email": "pending"}
+
+
+# --- the workbook in chat: a link that downloads it, or no word about a file -------------------------
+
+
+def _workbook_report(tmp_path):
+    from dmf_assets.report.model import DayReport, Kpis
+    from dmf_assets.report.workbook import write_workbook
+
+    report = DayReport(DAY, DayStatus.ACCEPTED, f"기준일 {BASE} 대비 신규 1", BASE, DAY, Kpis(9_170, new=1))
+    return report, write_workbook(report, tmp_path / "reports").path
+
+
+def test_the_report_post_links_the_workbook_on_the_download_server_and_the_link_downloads_it(tmp_path):
+    import httpx
+
+    from dmf_assets.report.fileserver import serve_reports
+
+    report, workbook = _workbook_report(tmp_path)
+    with serve_reports(workbook.parent) as base_url, webhook_receiver() as hook:
+        notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()], public_base_url=base_url)
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(report, workbook))
+        post = hook.next()["json"]
+        download = httpx.get(post["link"], timeout=10)
+    assert post["type"] == "report" and post["link"].startswith(base_url + "/DMF_")
+    assert download.status_code == 200 and download.content == workbook.read_bytes()
+    assert "첨부" not in post["text"] and f"리포트 내려받기: {post['link']}" in post["text"]
+
+
+def test_without_a_public_address_the_report_post_claims_no_attachment(tmp_path):
+    report, workbook = _workbook_report(tmp_path)
+    with webhook_receiver() as hook:
+        notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url(), f"slack+{hook.url('/slack')}"])
+        notifier.deliver_report(notify.ReportDelivery.from_day_report(report, workbook))
+        posts = {p["path"]: p["json"] for p in (hook.next(), hook.next())}
+    generic, slack = posts["/hook"], posts["/slack"]
+    assert generic["link"] is None and "첨부" not in generic["text"] and workbook.name not in generic["text"]
+    assert "첨부" not in json.dumps(slack, ensure_ascii=False)
+
+
+def test_a_correction_reaches_a_webhook_that_was_down_when_it_was_made(tmp_path):
+    """Same for webhooks: accepted, re-run rejected, re-run accepted → three posts, the last 정정."""
+    from dataclasses import replace
+
+    report, workbook = _workbook_report(tmp_path)
+    accepted = notify.ReportDelivery.from_day_report(report, workbook)
+    rejected = replace(accepted, status=DayStatus.REJECTED, digest="another", received=9_150, announced=9_170)
+    with webhook_receiver() as hook:
+        notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()])
+        with frozen_at(T0):
+            notifier.deliver_report(accepted)
+            notifier.deliver_report(rejected)
+            first, second = hook.next()["json"], hook.next()["json"]
+            hook.fail_first = 1  # down (HTTP 500) when the correction is made
+            assert notifier.deliver_report(accepted).state == "pending"
+        with frozen_at(T0 + timedelta(minutes=2)):
+            [sent] = notifier.flush()
+            third = hook.next()["json"]
+            assert notifier.deliver_report(accepted) is None
+        assert hook.received.empty()
+    assert sent.state == "delivered"
+    assert [p["subject"].split(" — ")[0] for p in (first, second, third)] == [
+        "[DMF] 2026-11-27",
+        "[DMF 정정] 2026-11-27",
+        "[DMF 정정] 2026-11-27",
+    ]
+    assert f"「{second['subject']}」 메일을 바로잡습니다" in third["text"]

@@ -183,6 +183,7 @@ def test_new_sections_have_the_documented_defaults():
         [],
         30.0,
     )
+    assert e.oncall_recipients == []  # the alerts then go to `recipients`
     assert (s.retry.transient_attempts, s.retry.interval_minutes, s.runs.max_minutes, s.products.file) == (
         3,
         30,

@@ -439,7 +439,7 @@ def test_a_morning_rejected_then_accepted_on_retry_sends_one_alert_and_one_workb
     assert alert["Subject"] == f"[DMF 경보] {today} 수집 거부 (rejected) — 게이트 2 완전성(completeness)"
     assert "자동으로 다시 수집합니다(재시도 1/3, Dagster 데몬 실행 중)" in alert.get_body(("plain",)).get_content()
     assert "재시도 1회째 반영" in report["Subject"] and list(report.iter_attachments())
-    assert "앞서 보낸 수집 거부 알림은 해소되었습니다" in report.get_body(("plain",)).get_content()
+    assert "오늘 아침 1번째로 다시 받아 정상으로 반영했습니다" in report.get_body(("plain",)).get_content()
     retry = [r for r in runs if _tag(r, "dmf/retry")]
     assert [_tag(r, "dmf/retry") for r in retry] == [f"{today}#1"]
 
@@ -505,3 +505,42 @@ def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagi
             conn.close()
             assert reply.status == 404, (path, reply.status, body[:80])
             assert b"not for download" not in body
+
+
+Q_JOB_RUNS = """
+query($filter: RunsFilter) { runsOrError(filter: $filter) { __typename
+  ... on Runs { results { runId pipelineName status tags { key value }
+    repositoryOrigin { repositoryName repositoryLocationName } } } ... on PythonError { message } } }
+"""
+
+
+def test_dmf_backfill_runs_are_on_the_control_plane_with_their_origin_and_reason(dagit):
+    """Runs of the `dmf` commands carried no code-location origin: the UI's Overview timeline (which skips a run
+    without `repositoryOrigin`) and the Runs tab of dmf_daily_job (which filters on `.dagster/repository`)
+    showed none of them. Asked the way those pages ask: every run of `dmf backfill` is there, and the rejected
+    day's run carries its Korean reason as a tag. (Last in this module: its days re-derive the backfilled ones.)"""
+    first, rejected = (DAYS[0] - timedelta(days=2)).isoformat(), (DAYS[0] - timedelta(days=1)).isoformat()
+    done = subprocess.run(
+        [sys.executable, "-m", "dmf_assets", "backfill", "--start", first, "--end", rejected]
+        + ["--fault", f"{rejected}=page_missing_rows"],
+        env=dagit.env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    job_page = {
+        "pipelineName": "dmf_daily_job",
+        "tags": [
+            {"key": ".dagster/repository", "value": "__repository__@dmf_assets"},
+            {"key": "dmf/trigger", "value": "cli-backfill"},
+        ],
+    }
+    runs = dagit.gql(Q_JOB_RUNS, filter=job_page)["runsOrError"]["results"]
+    assert sorted(_tag(r, "dagster/partition") for r in runs) == [first, rejected]
+    for run in runs:
+        assert run["repositoryOrigin"] == {"repositoryName": "__repository__", "repositoryLocationName": "dmf_assets"}
+    [failed] = [r for r in runs if r["status"] == "FAILURE"]
+    assert _tag(failed, "dagster/partition") == rejected
+    assert _tag(failed, "dmf/rejected").startswith("게이트 2 완전성: ")

@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()  # command modules may read the settings while importing
         args = parser.parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # a command that runs its work in a child repeats it
         handler = getattr(args, "handler", None)
         if handler is None:
             parser.print_help()

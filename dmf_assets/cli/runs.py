@@ -315,10 +315,116 @@ def _what_next(settings: Settings, days: list[date]) -> list[tuple[date, str]]:
     return out
 
 
+# --- Ctrl-C: one line, and nothing left running ----------------------------------------------------
+
+#: set in the child process that does the work of `run`, `backfill` and `demo` (`_in_a_session_of_its_own`)
+WORKER_ENV = "DMF_WORKER"
+#: how long the work may take to stop after Ctrl-C before whatever is left of it is killed
+STOP_GRACE_S = 30.0
+
+
+def _in_a_session_of_its_own(args: argparse.Namespace) -> int | None:
+    """Run this command's work again in a child process of a session of its own, and wait for it.
+
+    Dagster starts helper processes for every step it executes (a `tail` and its Python watcher). In the
+    terminal's process group they received Ctrl-C too, and each watcher printed a KeyboardInterrupt traceback.
+    In a session of its own the work receives only what this process forwards: the first Ctrl-C, SIGTERM or
+    SIGHUP, as one SIGINT to the child alone. The child stops after the step it is in, says so in one line and
+    exits 130; whatever is left in its group is then stopped (SIGTERM, then SIGKILL after `STOP_GRACE_S`).
+    None: this is that child — or the output is not the terminal's (an in-process call capturing it). A child
+    ended by a signal nobody asked for (SIGKILL) ends this process the same way; a child whose parent is killed
+    kills itself and its helpers (`_die_with_parent`)."""
+    if os.environ.get(WORKER_ENV):
+        _die_with_parent()
+        return None
+    try:
+        sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    received: list[int] = []
+    child: list[subprocess.Popen] = []
+
+    def forward(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1 and child:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child[0].pid, signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        sys.stdout.flush()
+        cmd = [sys.executable, "-m", "dmf_assets", *args.argv]
+        child.append(subprocess.Popen(cmd, env={**os.environ, WORKER_ENV: "1"}, start_new_session=True))
+        proc = child[0]
+        if received:  # a signal came before the child existed
+            os.kill(proc.pid, signal.SIGINT)
+        deadline = None
+        while proc.poll() is None:
+            if received and deadline is None:
+                deadline = time.monotonic() + STOP_GRACE_S
+            if deadline is not None and time.monotonic() > deadline:  # asked to stop and still running
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.2)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if child:
+            _stop_group(child[0].pid)
+    code = child[0].returncode
+    if code < 0 and not received:  # killed from outside (a crash, `kill -9`): end the same way
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    if code < 0:  # stopped after Ctrl-C by the kill that ends the grace: the child could not say it
+        print("dmf: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+def _die_with_parent() -> None:
+    """In the child of `_in_a_session_of_its_own`: when the parent is killed (SIGKILL cannot be forwarded), stop
+    this process and its helpers at once, as the one process of before would have been stopped."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        if os.getpgrp() == os.getpid():  # the group of its own the parent started it in
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="dmf-die-with-parent", daemon=True).start()
+
+
+def _stop_group(pgid: int, grace_s: float = 5.0) -> None:
+    """SIGTERM to what is left of a process group (helpers of a child that has exited), SIGKILL after `grace_s`."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 # --- the commands --------------------------------------------------------------------------------
 
 
 def _run(args: argparse.Namespace) -> int:
+    if (code := _in_a_session_of_its_own(args)) is not None:  # before anything heavy: the child does it all
+        return code
     from dmf_assets.clock import today_kst
 
     settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
@@ -336,6 +442,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _backfill(args: argparse.Namespace) -> int:
+    if (code := _in_a_session_of_its_own(args)) is not None:
+        return code
     if args.end < args.start:
         raise UserError(f"--end({args.end})가 --start({args.start})보다 앞입니다 (--end is before --start)")
     settings, _ = _prepare()
@@ -358,6 +466,8 @@ def _backfill(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if (code := _in_a_session_of_its_own(args)) is not None:
+        return code
     from dmf_assets import links
     from dmf_assets.clock import today_kst
     from dmf_assets.settings import EMULATOR_URL

@@ -87,6 +87,8 @@ def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection)
     metadata = verdict.rejection_metadata(rejection, next_step)
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
+    # the reason where the on-call engineer first sees the run: the Runs list and the run's header
+    context.instance.add_run_tags(context.run_id, {verdict.REJECTED_TAG: verdict.rejection_tag(rejection)})
     yield dg.AssetObservation(asset_key=asset, partition=context.partition_key, metadata=metadata)
 
 
@@ -203,10 +205,11 @@ def normalized_records(
     ],
     description=(
         "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
-        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유는 그 파티션 "
-        "패널의 'View logs' 한 번으로 보이는 '판정' 관측(게이트·관측값·기준·비교 기준일·표본 행)에 있고, 실패한 게이트는 "
-        "Checks 탭 → 해당 게이트 → Partitions에서도 빨간색입니다. Gates 1–5; a failure rejects the day in the database "
-        "itself (reason: the partition panel's View logs → the verdict observation)."
+        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유(게이트·관측값·"
+        "기준)는 Runs 목록에서 그 날 실행의 dmf/rejected 태그에 있고, 이 파티션 패널의 'View all historical events'에서 "
+        "'판정' 관측을 펼치면 비교 기준일과 표본 행까지 보입니다. 실패한 게이트는 Checks 탭 → 해당 게이트 → Partitions에서도 "
+        "빨간색입니다. Gates 1–5; a failure rejects the day in the database itself (reason: the run's dmf/rejected "
+        "tag in the Runs list; the partition panel's View all historical events → the verdict observation)."
     ),
 )
 def integrity_verdict(
@@ -498,7 +501,7 @@ def xlsx_report(
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # from [web] public_base_url (`links`), never the port a server listens on now: old days' links keep working
     base = links.base_url(settings.web)
-    delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
+    delivery = _deliver(context, settings, workspace, report, result.path)
     k = report.summary
     if k.is_rejected:  # what came that day and the registry still in force, apart
         table = md_table(
@@ -535,18 +538,27 @@ def xlsx_report(
     )
 
 
-#: the headline figures of the workbook step's summary, in its columns' order
-def _bulk_run(context: dg.AssetExecutionContext) -> bool:
-    """A backfill of old days, or the sensor's follow-up of one, does not fill inboxes."""
-    return followups.is_bulk(context.run.tags)
-
-
 def _deliver(
     context: dg.AssetExecutionContext, settings: Settings, workspace: DmfWorkspace, report: DayReport, path: Path
 ) -> dict[str, Any]:
     """The day's one workbook mail — held while a same-morning retry may still change the day — and the
-    alerts the day raises by itself. Returns what the UI shows of the delivery."""
+    alerts the day raises by itself. A backfill of old days, or the sensor's follow-up of one, fills no inbox:
+    it sends only the correction (정정) of a mail that went out and now reads differently. Returns what the UI
+    shows of the delivery."""
     day, now = context.partition_key, now_kst()
+    notifier = notify.Notifier(
+        settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
+    )
+    if followups.is_bulk(context.run.tags):
+        correction, _ = notifier.deliver_day(
+            notify.ReportDelivery.from_day_report(report, path, run_id=context.run_id), corrections_only=True
+        )
+        if correction is None:
+            return {}
+        context.log.info(
+            f"{day}: 정정 메일 {notify.STATE_KO.get(correction.state, correction.state)} — {correction.line}"
+        )
+        return correction.metadata()
     policy = followups.RetryPolicy.of(settings)
     state = followups.day_states(context.instance, [day])[day]
     outlook = followups.retry_outlook(
@@ -562,9 +574,6 @@ def _deliver(
     )
     # the last retry starts before [retry] until and ends within [runs] max_minutes: the hold ends then at the latest
     hold_until = policy.window_end(day) + timedelta(minutes=settings.runs.max_minutes) if held else None
-    notifier = notify.Notifier(
-        settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
-    )
     mail, raised = notifier.deliver_day(delivery, hold_until=hold_until)
     if mail is None:
         context.log.info(f"{day}: 리포트 내용이 이미 보낸 메일과 같아 다시 보내지 않습니다 (unchanged, not re-sent)")
@@ -584,9 +593,10 @@ ON_TIME_CHECK = "report_by_0900_kst"
     name=ON_TIME_CHECK,
     partitions_def=daily_partitions,
     description=(
-        "그날의 리포트가 마감 시각([alerts] overdue_at, KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 마감이 "
-        "지나도 없으면 dmf_watch_sensor가 그 날짜 파티션에 실패(지연)로 기록합니다. Is the expected day's workbook there "
-        "by the deadline ([alerts] overdue_at, KST)?"
+        "그날의 리포트가 마감 시각([alerts] overdue_at, KST)까지 있는지. 리포트를 만든 실행에서 통과로 기록되고, 06:00 "
+        "일정(daily_0600_kst)이 그 날을 실행했는데 마감이 지나도 리포트가 없으면 dmf_watch_sensor가 그 날짜 파티션에 "
+        "실패(지연)로 기록합니다 — 일정이 아직 실행하지 않은 날(새 프로젝트, 데모·백필 진행 중)은 지연이 아닙니다. "
+        "Is the expected day's workbook there by the deadline ([alerts] overdue_at, KST), once the schedule ran it?"
     ),
 )
 def report_by_0900_kst(context: dg.AssetCheckExecutionContext, workspace: DmfWorkspace) -> dg.AssetCheckResult:

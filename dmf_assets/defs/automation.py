@@ -31,6 +31,10 @@ dmf_daily_job = dg.define_asset_job(
 )
 
 
+#: the `dmf/trigger` of the 06:00 schedule's runs: the only runs that promise a day's workbook by the deadline
+SCHEDULE_TRIGGER = "schedule"
+
+
 def run_tags(trigger: str, settings: Settings) -> dict[str, str]:
     """Tags every run the product launches carries: who started it, and the whole-run time limit
     (enforced by Dagster's run monitoring; `[runs] max_minutes`)."""
@@ -46,18 +50,25 @@ def run_tags(trigger: str, settings: Settings) -> dict[str, str]:
 )
 def daily_0600_kst(context: dg.ScheduleEvaluationContext, workspace: DmfWorkspace) -> dg.RunRequest:
     day = context.scheduled_execution_time.astimezone(KST).date().isoformat()
-    return dg.RunRequest(run_key=f"schedule:{day}", partition_key=day, tags=run_tags("schedule", workspace.settings()))
+    return dg.RunRequest(
+        run_key=f"schedule:{day}", partition_key=day, tags=run_tags(SCHEDULE_TRIGGER, workspace.settings())
+    )
 
 
 def _overdue_evaluation(
     instance: dg.DagsterInstance, now: datetime, settings: Settings
 ) -> dg.AssetCheckEvaluation | None:
-    """After 09:00 KST with no workbook for today's partition: record the on-time check as failed on it."""
+    """After 09:00 KST with no workbook for today's partition, which the 06:00 schedule did run: record the
+    on-time check as failed on it. A day no scheduled run has had the chance to produce — a new project, the demo
+    or a backfill still on its way to today, `dmf run` of an earlier day — is not late."""
     local = now.astimezone(KST)
     day = local.date().isoformat()
     if local.time() < settings.alerts.overdue_at:
         return None
     if followups.latest_by_partition(instance, "xlsx_report", [day]).get(day) is not None:
+        return None
+    runs = followups.runs_by_day(instance, [day])[day]
+    if not any(r.dagster_run.tags.get("dmf/trigger") == SCHEDULE_TRIGGER for r in runs):
         return None
     check = dg.AssetCheckKey(dg.AssetKey("xlsx_report"), ON_TIME_CHECK)
     # the sensor's own records are the runless check evaluations (a run's planned or passed check does not
@@ -188,13 +199,14 @@ def watch_sensor(interval_s: int) -> dg.SensorDefinition:
     location loads — not when this module is imported)."""
     return dg.sensor(
         name=WATCH_SENSOR,
-        target=dg.AssetSelection.assets(*followups.CHAIN),
+        # its runs are dmf_daily_job's (of the assets each needs), like the schedule's and the dmf commands'
+        job=dmf_daily_job,
         minimum_interval_seconds=interval_s,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "차단 게이트로 멈춘 날의 나머지(거부 리포트 포함)를 마저 실행하고, 다시 계산된 날의 리포트를 새로 만들고, "
             "전송·완전성 게이트로 거부된 날은 같은 아침에 [retry] interval_minutes 간격으로 다시 수집하며, 마감 시각([alerts] "
-            "overdue_at, KST)까지 리포트가 없으면 "
-            "report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
+            "overdue_at, KST)까지 06:00 일정이 실행한 "
+            "오늘의 리포트가 없으면 report_by_0900_kst 검사를 실패로 기록합니다. 실행 중이거나 backfill이 처리 중인 날은 건드리지 않습니다."
         ),
     )(watch)

@@ -72,6 +72,11 @@ class Gate:
     transient: bool  # a source hiccup: retried the same morning; otherwise a person decides
     check_ko: str  # what to look at before raising the threshold or re-running
     faults: tuple[str, ...] = ()  # the emulator fault kinds (emulator/faults.py) this gate must refuse
+    reader_ko: str = ""  # why the day was not used, for the team's mail: no setting, no API field, no gate number
+
+    def __post_init__(self) -> None:
+        if not self.reader_ko:
+            raise ValueError(f"gate {self.number} needs the sentence its rejection says to the team (reader_ko)")
 
     @property
     def check_name(self) -> str:
@@ -110,6 +115,7 @@ TRANSPORT = Gate(
     True,
     "원천 API가 오류를 돌려주었습니다",
     ("truncated_json", "xml_key_error", "xml_quota_error", "outage"),
+    "식약처 서버가 오류를 돌려주어 목록을 끝까지 받지 못했습니다",
 )
 COMPLETENESS = Gate(
     2,
@@ -122,6 +128,7 @@ COMPLETENESS = Gate(
     True,
     "원천이 목록 일부만 돌려주었습니다",
     ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable", "empty_page"),
+    "받은 목록이 식약처가 알린 전체 건수와 맞지 않았습니다(일부 누락)",
 )
 DROP = Gate(
     3,
@@ -134,6 +141,7 @@ DROP = Gate(
     False,
     "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
     ("mass_disappearance",),
+    "전체 등록 수가 기준일보다 크게 줄었습니다 — 목록 일부만 왔을 수 있습니다",
 )
 NULLS = Gate(
     4,
@@ -146,6 +154,7 @@ NULLS = Gate(
     False,
     "응답 형식이 바뀌어 필드가 비어 온 것인지",
     ("schema_drift_renamed",),
+    "등록번호·성분명·신청인이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
 )
 DUPLICATES = Gate(
     5,
@@ -157,6 +166,7 @@ DUPLICATES = Gate(
     False,
     False,
     "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지",
+    reader_ko="같은 등록번호가 너무 많이 겹쳤습니다 — 같은 목록이 되풀이되어 왔을 수 있습니다",
 )
 CHURN = Gate(
     6,
@@ -169,6 +179,7 @@ CHURN = Gate(
     False,
     "원천 데이터 이상인지, 실제 대규모 변경인지",
     ("schema_drift_missing", "garbled_text"),
+    "하루 사이 바뀐 등록이 너무 많았습니다 — 원천 데이터 이상일 수 있습니다",
 )
 
 GATES: tuple[Gate, ...] = (TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN)

@@ -13,12 +13,18 @@ Slack's format; a Teams relay behind a proxy): `slack+https://chat.example.co.kr
 
 from __future__ import annotations
 
+import html
 import mimetypes
 import os
 import re
 import smtplib
 import ssl
-from email.message import EmailMessage
+from email import encoders
+from email.header import Header
+from email.message import Message as Message_
+from email.mime.base import MIMEBase
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -26,7 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from dmf_assets.clock import now_kst
-from dmf_assets.notify.messages import CRITICAL, INFO, Message
+from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, Message
 from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -71,7 +77,17 @@ def scrub(text: str, *secrets: str | None) -> str:
 
 
 def email_enabled(email: AlertEmail) -> bool:
-    return bool(email.smtp_host and email.recipients)
+    return bool(email.smtp_host and (email.recipients or email.oncall_recipients))
+
+
+def team_recipients(email: AlertEmail) -> list[str]:
+    """Who gets the daily workbook mail: the team."""
+    return list(email.recipients) if email.smtp_host else []
+
+
+def oncall_recipients(email: AlertEmail) -> list[str]:
+    """Who gets the alerts: the on-call engineer(s), or the team when none is named (README, Telling people)."""
+    return list(email.oncall_recipients or email.recipients) if email.smtp_host else []
 
 
 def from_address(email: AlertEmail) -> str:
@@ -83,18 +99,19 @@ def smtp_password(email: AlertEmail) -> str | None:
     return os.environ.get(SMTP_PASSWORD_ENV, "") if email.username else None
 
 
-def build_email(cfg: AlertEmail, message: Message, attachment: Path | None = None) -> EmailMessage:
-    msg = EmailMessage()
-    msg["Subject"] = message.subject
-    msg["From"] = from_address(cfg)
-    msg["To"] = ", ".join(cfg.recipients)
-    msg["Date"] = format_datetime(now_kst())  # Korea time, +0900, as every timestamp the project writes
-    domain = from_address(cfg).rpartition("@")[2] or "localhost"
-    msg["Message-ID"] = make_msgid("dmf", domain=domain)
-    if message.level == CRITICAL:
-        msg["X-Priority"] = "1"
-        msg["Importance"] = "high"
-    msg.set_content(message.text(), charset="utf-8")
+def build_email(
+    cfg: AlertEmail, message: Message, attachment: Path | None = None, *, to: list[str] | None = None
+) -> Message_:
+    """The e-mail: plain text and, beside it, HTML (multipart/alternative), the workbook attached under a name
+    every mail program shows — RFC 2231 `filename*` on Content-Disposition for the standards, and an RFC 2047
+    `name=` on Content-Type for Outlook, which otherwise shows a Korean file name as "ATT00001". Built with
+    the `email.mime` classes, which write these parameters as given (the default policy would re-encode the
+    RFC 2047 word as RFC 2231)."""
+    attached = None if not message.workbook else attachment is not None
+    body = MIMEMultipart("alternative")
+    body.attach(MIMEText(message.text(attached=attached), "plain", "utf-8"))
+    body.attach(MIMEText(message_html(message, attached=attached), "html", "utf-8"))
+    msg: Message_ = body
     if attachment is not None:
         data = attachment.read_bytes()
         ctype = (
@@ -103,15 +120,64 @@ def build_email(cfg: AlertEmail, message: Message, attachment: Path | None = Non
             else (mimetypes.guess_type(attachment.name)[0] or "application/octet-stream")
         )
         maintype, _, subtype = ctype.partition("/")
-        msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=attachment.name)
+        part = MIMEBase(maintype, subtype, name=Header(attachment.name, "utf-8").encode())
+        part.set_payload(data)
+        encoders.encode_base64(part)
+        part.add_header("Content-Disposition", "attachment", filename=("utf-8", "", attachment.name))
+        msg = MIMEMultipart("mixed")
+        msg.attach(body)
+        msg.attach(part)
+    msg["Subject"] = Header(message.subject, "utf-8")  # type: ignore[assignment]  # compat32 encodes a Header
+    msg["From"] = from_address(cfg)
+    msg["To"] = ", ".join(cfg.recipients if to is None else to)
+    msg["Date"] = format_datetime(now_kst())  # Korea time, +0900, as every timestamp the project writes
+    domain = from_address(cfg).rpartition("@")[2] or "localhost"
+    msg["Message-ID"] = make_msgid("dmf", domain=domain)
+    if message.level == CRITICAL:
+        msg["X-Priority"] = "1"
+        msg["Importance"] = "high"
     return msg
 
 
-def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None, *, timeout_s: float = 30.0) -> str:
-    """Send once; returns a short note (the accepted recipients). Raises DeliveryError."""
+def message_html(message: Message, *, attached: bool | None) -> str:
+    """The HTML alternative: the headline table (the facts) and the sections (the top events) as the text says
+    them, escaped; the link clickable."""
+    e = html.escape
+    parts = [f"<p><b>{e(message.title)}</b></p>"]
+    sections = (
+        message.sections[1:] if message.sections and message.sections[0][1] == message.title else message.sections
+    )
+    for heading, text in sections:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        body = "<br>".join(e(line) for line in lines)
+        parts.append(f'<h3 style="margin:14px 0 4px">{e(heading)}</h3><p style="margin:0">{body}</p>')
+    if message.facts:
+        rows = "".join(
+            f'<tr><th style="text-align:left;padding:2px 12px 2px 0;font-weight:normal;color:#555">{e(k)}</th>'
+            f'<td style="text-align:right;padding:2px 0">{e(v)}</td></tr>'
+            for k, v in message.facts
+        )
+        heading = "세부 정보" if message.for_team else "세부 정보 / Details"
+        parts.append(f'<h3 style="margin:14px 0 4px">{e(heading)}</h3><table>{rows}</table>')
+    if workbook := message.workbook_line(attached):
+        parts.append(f"<p>{e(workbook)}</p>")
+    if message.link:
+        parts.append(f'<p><a href="{e(message.link, quote=True)}">{e(message.link_label)}</a></p>')
+    parts.append(f'<p style="color:#777;font-size:smaller">{e(FOOTER)}</p>')
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html><html lang="ko"><head><meta charset="utf-8"></head>'
+        f'<body style="font-family:sans-serif">{body}</body></html>'
+    )
+
+
+def send_email(
+    cfg: AlertEmail, message: Message, attachment: Path | None = None, *, to: list[str], timeout_s: float = 30.0
+) -> str:
+    """Send once to `to`; returns a short note (the accepted recipients). Raises DeliveryError."""
     password = smtp_password(cfg)
     try:
-        email = build_email(cfg, message, attachment)
+        email = build_email(cfg, message, attachment, to=to)
     except OSError as exc:
         raise DeliveryError(
             f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True
@@ -149,7 +215,7 @@ def send_email(cfg: AlertEmail, message: Message, attachment: Path | None = None
         raise DeliveryError(
             f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}"
         ) from None
-    accepted = [r for r in cfg.recipients if r not in (refused or {})]
+    accepted = [r for r in to if r not in (refused or {})]
     return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
 
 
@@ -194,7 +260,7 @@ def generic_payload(message: Message) -> dict:
         "level": message.level,
         "subject": message.subject,
         "title": message.title,
-        "text": message.text(),
+        "text": message.text(),  # a webhook carries no file: only the link, when there is one
         "sections": [{"heading": h, "text": t} for h, t in message.sections],
         "facts": dict(message.facts),
         "link": message.link or None,
@@ -216,7 +282,8 @@ def slack_payload(message: Message) -> dict:
             }
         )
     if message.link:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{message.link}|리포트 / open>"}})
+        label = "리포트 내려받기" if message.for_team else "리포트 / open"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{message.link}|{label}>"}})
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": "DMF Watch"}]})
     return {"text": f"{_EMOJI.get(message.level, '')} {message.subject}".strip(), "blocks": blocks}
 
@@ -246,7 +313,8 @@ def teams_payload(message: Message) -> dict:
         "msteams": {"width": "Full"},
     }
     if message.link:
-        card["actions"] = [{"type": "Action.OpenUrl", "title": "리포트 열기 / Open", "url": message.link}]
+        title = "리포트 내려받기" if message.for_team else "리포트 열기 / Open"
+        card["actions"] = [{"type": "Action.OpenUrl", "title": title, "url": message.link}]
     return {
         "type": "message",
         "summary": message.subject,

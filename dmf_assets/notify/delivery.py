@@ -28,18 +28,23 @@ from dmf_assets.notify.channels import (
     WEBHOOK_TIMEOUT_S,
     DeliveryError,
     email_enabled,
+    oncall_recipients,
     redact_url,
     scrub,
     send_email,
     send_webhook,
     smtp_password,
+    team_recipients,
     webhook_flavour,
 )
 from dmf_assets.notify.messages import (
+    RETRIES_FAILED_HEADING,
     Alert,
+    Audience,
     DeliveryGivenUp,
     Message,
     MessageContext,
+    Replaced,
     ReportDelivery,
     alerts_for_day,
     compose_alert,
@@ -59,7 +64,8 @@ from dmf_assets.notify.outbox import (
     OutboxError,
     Stored,
 )
-from dmf_assets.settings import Settings
+from dmf_assets.report.model import DayStatus
+from dmf_assets.settings import AlertEmail, Settings
 
 log = logging.getLogger("dmf_assets.notify")
 
@@ -68,27 +74,46 @@ ALERT_LOG = "alerts.log"
 
 @dataclass(frozen=True)
 class Channel:
-    key: str  # "email" | "webhook:<hash>" — what a stored send is matched to
+    key: str  # "email" | "email:oncall" | "webhook:<hash>" — what a stored send is matched to
     kind: str  # email | webhook | slack | teams
     target: str  # secret-free
     send: Callable[[Message, Path | None, float], str]  # one attempt within the time given; raises DeliveryError
+    audiences: frozenset[Audience] = frozenset(Audience)  # whose messages it carries
+
+    def carries(self, audience: Audience) -> bool:
+        return audience is Audience.EVERYONE or audience in self.audiences
 
 
 def configured_channels(settings: Settings) -> list[Channel]:
-    """The channels the settings name now ([alerts.email], [alerts] webhook_urls)."""
+    """The channels the settings name now ([alerts.email], [alerts] webhook_urls): the team's e-mail
+    (`recipients`: the workbook mail; the alerts too when no on-call engineer is named), the on-call e-mail
+    (`oncall_recipients`: the alerts), and every webhook (both)."""
     out: list[Channel] = []
     email = settings.alerts.email
     if email_enabled(email):
-        target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(email.recipients)}"
-        out.append(
-            Channel(
-                "email", "email", target, lambda m, a, t: send_email(email, m, a, timeout_s=min(email.timeout_s, t))
-            )
-        )
+        team, oncall = team_recipients(email), oncall_recipients(email)
+
+        def channel(key: str, to: list[str], audiences: set[Audience]) -> Channel:
+            target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(to)}"
+            return Channel(key, "email", target, _email_sender(email, to), frozenset(audiences))
+
+        if team:  # the alerts too when the on-call list is the same (or empty: then it is the team's)
+            out.append(channel("email", team, {Audience.TEAM} | ({Audience.ONCALL} if oncall == team else set())))
+        if oncall and oncall != team:
+            out.append(channel("email:oncall", oncall, {Audience.ONCALL}))
     for url in settings.alerts.webhook_urls:
         key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
         out.append(Channel(key, webhook_flavour(url), redact_url(url), _webhook_sender(url)))
     return out
+
+
+def _email_sender(email: AlertEmail, to: list[str]) -> Callable[[Message, Path | None, float], str]:
+    """`Channel.send` for one list of recipients."""
+
+    def send(message: Message, attachment: Path | None, timeout_s: float) -> str:
+        return send_email(email, message, attachment, to=to, timeout_s=min(email.timeout_s, timeout_s))
+
+    return send
 
 
 def _webhook_sender(url: str) -> Callable[[Message, Path | None, float], str]:
@@ -140,6 +165,9 @@ class Notifier:
     def channels(self) -> list[Channel]:
         return configured_channels(self.settings)
 
+    def channels_for(self, audience: Audience) -> list[Channel]:
+        return [c for c in self.channels if c.carries(audience)]
+
     # --- alerts --------------------------------------------------------------------------------
 
     def send_alert(self, alert: Alert, *, only: set[str] | None = None) -> Outcome | None:
@@ -147,7 +175,7 @@ class Notifier:
         keys to use (a given-up message is reported on the other channels)."""
         message = compose_alert(alert, self.context)
         now = self.clock()
-        chans = [c for c in self.channels if only is None or c.key in only]
+        chans = [c for c in self.channels_for(message.audience) if only is None or c.key in only]
         try:
             message_id = self.outbox.add(
                 type="alert",
@@ -189,9 +217,14 @@ class Notifier:
 
     # --- the workbook mail -----------------------------------------------------------------------
 
-    def deliver_report(self, delivery: ReportDelivery, *, hold_until: datetime | None = None) -> Outcome | None:
+    def deliver_report(
+        self, delivery: ReportDelivery, *, hold_until: datetime | None = None, corrections_only: bool = False
+    ) -> Outcome | None:
         """Store the day's workbook mail and send it — or hold it until `hold_until` while a same-morning
-        retry may still change the day. None: the day's mail already says exactly this (same digest)."""
+        retry may still change the day. None: nothing to send — the day's last mail already says exactly this
+        (same digest), or one that does is on its way. A mail that reads differently from one that already
+        reached people is a correction (정정) naming it (docs/DOMAIN.md §9). `corrections_only` (a backfill, the
+        demo: they fill no inbox): send only such a correction."""
         day = delivery.day.isoformat()
         try:
             previous = self.outbox.day_reports(day)
@@ -199,22 +232,29 @@ class Notifier:
             previous, problem = [], str(exc)
         else:
             problem = ""
-        same = [r for r in previous if r.digest == delivery.digest and r.state in (HELD, PENDING, DELIVERED)]
-        if same:
-            if hold_until is None and same[-1].state == HELD:  # the day is decided: the held mail goes out as it is
+        told = [r for r in previous if _told(r)]
+        waiting = [r for r in previous if r.state in (HELD, PENDING) and r not in told]
+        same = next((r for r in reversed(waiting) if r.digest == delivery.digest), None)
+        if same is not None:  # on its way already
+            if hold_until is None and same.state == HELD:  # the day is decided: the held mail goes out as it is
                 note = retries_failed_note(delivery.retries_failed) if delivery.retries_failed else None
-                self.outbox.release(same[-1].id, now=self.clock(), note=note)
-                return self._settle(same[-1].id)
+                self.outbox.release(same.id, now=self.clock(), note=note)
+                return self._settle(same.id)
             return None
-        revision = any(r.state in (DELIVERED, GIVEN_UP) or any(s.state == SENT for s in r.sends) for r in previous)
-        if delivery.workbook is not None and not delivery.workbook.is_file():
-            log.warning(
-                "리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", delivery.workbook
-            )
-            delivery = replace(delivery, workbook=None)
-        message = compose_report(delivery, self.context, revision=revision)
+        if told and told[-1].digest == delivery.digest:
+            if waiting:  # they would replace the mail people have, which is right again, with a stale one
+                self.outbox.supersede_day_reports(day, now=self.clock())
+            return None
+        reached = next((r for r in reversed(told) if _reached(r)), None)
+        if corrections_only and reached is None:
+            return None
+        message = compose_report(delivery, self.context, replaces=_replaced(reached) if reached else None)
+        attachment = delivery.workbook
+        if attachment is not None and not attachment.is_file():  # the mail says so; no link to a missing file
+            log.warning("리포트 파일이 없어 첨부 없이 보냅니다 / workbook missing, sending without it: %s", attachment)
+            attachment, message = None, replace(message, link="")
         if problem:
-            return self._unstored(message, problem, delivery.workbook)
+            return self._unstored(message, problem, attachment)
         try:
             message_id = self.outbox.add(
                 type="report",
@@ -222,25 +262,28 @@ class Notifier:
                 day=day,
                 subject=message.subject,
                 message=message.to_dict(),
-                channels=[(c.key, c.target) for c in self.channels],
+                channels=[(c.key, c.target) for c in self.channels_for(message.audience)],
                 now=self.clock(),
                 give_up_after=self.give_up_after,
                 digest=delivery.digest,
-                attachment=str(delivery.workbook) if delivery.workbook else None,
+                attachment=str(attachment) if attachment else None,
                 hold_until=hold_until,
                 run_id=delivery.run_id,
                 supersede_day_reports=True,
             )
         except OutboxError as exc:
-            return self._unstored(message, str(exc), delivery.workbook)
+            return self._unstored(message, str(exc), attachment)
         assert message_id is not None
         return self._settle(message_id)
 
     def deliver_day(
-        self, delivery: ReportDelivery, *, hold_until: datetime | None = None
+        self, delivery: ReportDelivery, *, hold_until: datetime | None = None, corrections_only: bool = False
     ) -> tuple[Outcome | None, list[Outcome]]:
-        """The workbook mail, then the alerts the day raises by itself (watchlist hit, withdrawal share)."""
-        report = self.deliver_report(delivery, hold_until=hold_until)
+        """The workbook mail, then the alerts the day raises by itself (watchlist hit, withdrawal share) —
+        with `corrections_only` (a backfill), only the correction of a mail that went out, and no alert."""
+        report = self.deliver_report(delivery, hold_until=hold_until, corrections_only=corrections_only)
+        if corrections_only:
+            return report, []
         alerts = alerts_for_day(delivery, withdrawal_share_max=self.settings.alerts.withdrawal_share_max)
         raised = [o for o in (self.send_alert(a) for a in alerts) if o is not None]
         return report, raised
@@ -299,7 +342,7 @@ class Notifier:
             else:
                 message = Message.from_dict(stored.message)
                 if stored.note:
-                    message = message.with_section("재시도 / Retries", stored.note)
+                    message = message.with_section(RETRIES_FAILED_HEADING, stored.note)
                 attachment = Path(stored.attachment) if stored.attachment else None
                 if attachment is not None and not attachment.is_file():
                     attachment = None
@@ -322,7 +365,7 @@ class Notifier:
 
     def _given_up(self, stored: Stored) -> None:
         failed = [s for s in stored.sends if s.state == "given_up"]
-        others = {c.key for c in self.channels} - {s.channel for s in failed}
+        others = {c.key for c in self.channels_for(Audience.ONCALL)} - {s.channel for s in failed}
         alert = DeliveryGivenUp(
             day=date.fromisoformat(stored.day),
             subject=stored.subject,
@@ -338,7 +381,7 @@ class Notifier:
         """The outbox cannot be written: still try every channel once, so people are told anyway."""
         log.warning("%s — 저장하지 못한 채 한 번만 보냅니다 / sending once without storing", problem)
         results = []
-        for channel in self.channels:
+        for channel in self.channels_for(message.audience):
             try:
                 channel.send(message, attachment, 30.0)
                 results.append(f"{channel.target} sent")
@@ -367,6 +410,23 @@ class Notifier:
             except Exception as exc:  # noqa: BLE001 - every channel's answer is reported, whatever went wrong
                 out.append((channel, scrub(str(exc))))
         return out
+
+
+def _told(stored: Stored) -> bool:
+    """The mail went out (to some channel at least), or was recorded where no channel is configured."""
+    return stored.state in (DELIVERED, RECORDED) or any(s.state == SENT for s in stored.sends)
+
+
+def _reached(stored: Stored) -> bool:
+    """The mail reached people: some channel accepted it."""
+    return any(s.state == SENT for s in stored.sends)
+
+
+def _replaced(stored: Stored) -> Replaced:
+    """A mail that reached people, as a correction names it."""
+    sent = max((s.sent_at for s in stored.sends if s.sent_at), default=stored.updated_at)
+    status = stored.message.get("status")
+    return Replaced(stored.subject, datetime.fromisoformat(sent), DayStatus.of_value(status) if status else None)
 
 
 __all__ = [

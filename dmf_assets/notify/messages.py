@@ -21,19 +21,30 @@ from typing import Any, ClassVar
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
-from dmf_assets.domain.model import COUNT_LABEL_KO, WITHDRAWN_FIRST_MENTION_KO
+from dmf_assets.domain.model import COUNT_LABEL_KO, EventType
 from dmf_assets.korean import josa
-from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
+from dmf_assets.links import workbook_link
+from dmf_assets.report.model import (
+    SHEET_EVENTS,
+    SHEET_NEW_WITHDRAWN,
+    SHEET_QUALITY,
+    SHEET_SUMMARY,
+    DayStatus,
+    sheet_ref,
+)
 from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
-STATUS_LABEL = {
-    "accepted": "정상 수집 · 비교 완료 (accepted)",
-    "unchanged": "정상 수집 · 변경 없음 (accepted, no change)",
-    "baseline": "기준일 — 최초 수집, 비교 대상 없음 (baseline)",
-    "rejected": "수집 실패 — 결과 미반영 (rejected)",
-}
 FOOTER = "— DMF Watch (MFDS 원료의약품 등록 현황 일일 감시). 이 메일은 자동 발송되었습니다."
+
+
+class Audience(str, Enum):  # noqa: UP042 - a StrEnum would change str() and format() of a stored value
+    """Who a message is for (docs/DOMAIN.md §9): the team reads the workbook mail in analyst words; the on-call
+    engineer reads the alerts (gate, observed value, run, the command to run). `dmf notify test` goes to both."""
+
+    TEAM = "team"
+    ONCALL = "oncall"
+    EVERYONE = "everyone"
 
 
 # --- small formatters (values are always present: optional facts are left out, never shown as '-') --
@@ -68,7 +79,8 @@ def _rerun(day: date) -> str:
 
 @dataclass(frozen=True)
 class Message:
-    """One notification, channel-neutral."""
+    """One notification, channel-neutral. A channel adds what only it has: the e-mail the attached workbook,
+    a webhook nothing (it carries the `link`, or no word about a file when there is none)."""
 
     subject: str
     title: str  # one line: what happened
@@ -78,20 +90,40 @@ class Message:
     link: str = ""  # the workbook's public download link ([web] public_base_url, `links`), or none
     kind: str = ""  # alert kind, "report" or "test"
     day: str = ""
+    audience: Audience = Audience.ONCALL
+    workbook: str = ""  # the workbook's file name, when the message is about one (an e-mail attaches it)
+    status: str = ""  # a workbook mail: the day's `DayStatus` value (what a correction compares)
 
-    def text(self) -> str:
-        """The plain-text body (e-mail, generic webhook)."""
+    @property
+    def for_team(self) -> bool:
+        return self.audience is Audience.TEAM
+
+    def text(self, *, attached: bool | None = None) -> str:
+        """The plain-text body. `attached`: None on a channel that carries no file (a webhook: the workbook
+        is only the link), True / False for an e-mail with / without its workbook attached."""
         lines = [] if self.sections and self.sections[0][1] == self.title else [self.title, ""]
         for heading, paragraph in self.sections:
             lines += [f"■ {heading}", paragraph, ""]
         if self.facts:
-            lines.append("■ 세부 정보 / Details")
+            lines.append("■ 세부 정보" if self.for_team else "■ 세부 정보 / Details")
             lines += [f"  - {k}: {v}" for k, v in self.facts]
             lines.append("")
+        if workbook := self.workbook_line(attached):
+            lines += ["■ 리포트" if self.for_team else "■ 리포트 / Workbook", workbook, ""]
         if self.link:
-            lines += [f"링크 / Link: {self.link}", ""]
+            lines += [f"{self.link_label}: {self.link}", ""]
         lines.append(FOOTER)
         return "\n".join(lines)
+
+    @property
+    def link_label(self) -> str:
+        return "리포트 내려받기" if self.for_team else "링크 / Link"
+
+    def workbook_line(self, attached: bool | None) -> str:
+        """What the message says about its workbook file: only an e-mail says it is (or is not) attached."""
+        if not self.workbook or attached is None:
+            return ""
+        return f"첨부: {self.workbook}" if attached else "첨부 없음 — 리포트 파일을 찾을 수 없습니다."
 
     def with_section(self, heading: str, paragraph: str) -> Message:
         return dataclasses.replace(self, sections=(*self.sections, (heading, paragraph)))
@@ -106,6 +138,9 @@ class Message:
             "sections": [list(s) for s in self.sections],
             "facts": [list(f) for f in self.facts],
             "link": self.link,
+            "audience": self.audience.value,
+            "workbook": self.workbook,
+            "status": self.status,
         }
 
     @classmethod
@@ -119,6 +154,10 @@ class Message:
             link=data.get("link", ""),
             kind=data.get("kind", ""),
             day=data.get("day", ""),
+            # a message stored before the two audiences: a workbook mail was the team's, anything else an alert
+            audience=Audience(data.get("audience") or (Audience.TEAM if data.get("kind") == "report" else "oncall")),
+            workbook=data.get("workbook", ""),
+            status=data.get("status", ""),
         )
 
 
@@ -140,7 +179,7 @@ class MessageContext:
             emulator=resolve_endpoint(settings.source.base_url).local,
             config_file=config_file or "config/dmf.local.toml",
             retry_until=settings.retry.until,
-            public_base_url=settings.web.public_base_url.rstrip("/"),
+            public_base_url=public_base_url(settings),
         )
 
     def source_advice(self) -> str:
@@ -150,6 +189,13 @@ class MessageContext:
                 "거부된 날이면 고장 없이 다시 실행하면 반영됩니다."
             )
         return "data.go.kr의 서비스 공지와 서비스키(MFDS_SERVICE_KEY)의 일일 호출 한도를 확인하세요."
+
+
+def public_base_url(settings: Any) -> str:
+    """Where people outside this machine open the team's page and download the workbooks (the links in mail and
+    webhook): `[web] public_base_url`; empty when none is configured — 127.0.0.1 would be each reader's own
+    computer, so a message then carries no link."""
+    return str(settings.web.public_base_url).rstrip("/")
 
 
 # --- what a message may say about an automatic retry ------------------------------------------------
@@ -196,8 +242,8 @@ class RetryOutlook:
             NoRetry.OFF: "자동 재시도는 꺼져 있습니다([retry] transient_attempts = 0).",
             NoRetry.NOT_TRANSIENT: "이 실패는 다시 수집해도 풀리지 않으므로 자동 재시도하지 않습니다.",
             NoRetry.OLD_DAY: (
-                "같은 아침의 자동 재시도는 오늘(KST) 거부된 오늘 날짜에만 합니다 — 이 날은 그렇지 않으므로 "
-                "자동 재시도하지 않습니다."
+                "지난 날짜이거나 오늘 아침에 거부된 것이 아니어서 자동으로 다시 수집하지 않습니다(자동 재시도는 "
+                "오늘 아침에 거부된 오늘 날짜만 합니다)."
             ),
             NoRetry.USED: f"오늘 아침의 자동 재시도 {self.of}회를 모두 썼습니다.",
             NoRetry.WINDOW: f"자동 재시도 시간({until}까지)이 지나 더 이상 다시 수집하지 않습니다.",
@@ -320,8 +366,12 @@ class Rejected(Alert):
             ("기준 / threshold", r.threshold),
             ("비교 기준 / comparison base", r.base_day.isoformat() if r.base_day else "없음 (첫 반영 전)"),
         ]
+        if r.spec.setting is not None:
+            facts.append(("설정 / setting", f"{ctx.config_file} [gates] {r.spec.setting}"))
         if self.retry.at is not None and r.spec.transient:
             facts.append(("자동 재시도 / retry at", _when(self.retry.at)))
+        else:
+            facts.append(("다시 실행 / re-run", _rerun(day)))
         return Parts(f"{day} 수집 거부 (rejected) — {title}", what, why, todo, tuple(facts))
 
 
@@ -665,7 +715,7 @@ def report_digest(report: Any) -> str:
         report.status,
         report.status_reason,
         report.comparison_base,
-        report.kpis,
+        report.summary,
         report.events,
         report.gates,
         report.quality,
@@ -677,13 +727,14 @@ def report_digest(report: Any) -> str:
 
 @dataclass(frozen=True)
 class ReportDelivery:
-    """One day's workbook and what its mail says (built from the `DayReport` xlsx_report has in hand)."""
+    """One day's workbook and what its mail says — every figure the mail and the webhook show comes from here,
+    read from the `DayReport` xlsx_report has in hand (`from_day_report`, the one place)."""
 
     day: date
-    status: str  # accepted | unchanged | baseline | rejected
+    status: DayStatus
     workbook: Path | None
     comparison_base: date | None
-    registry_size: int | None
+    registry_size: int | None  # the day's accepted registry; on a rejected day the comparison base's
     new: int
     changed: int  # 실질 변경 (`domain.model.substantive_changes`), as on 요약
     withdrawn: int
@@ -699,6 +750,10 @@ class ReportDelivery:
     run_id: str | None = None
     number_assigned: int = 0  # its own headline figure, never in `changed`
     number_changed: int = 0  # 번호 변경: its own headline figure, never in `changed` nor `withdrawn`
+    received: int | None = None  # registrations the day's fetch received (a rejected day's too)
+    announced: int | None = None  # the registry size the source announced that day
+    base_registry_size: int | None = None  # the comparison base's registry (what stays in force on a rejected day)
+    rejected_gate: int | None = None  # the gate that refused a rejected day
 
     @property
     def counts(self) -> str:
@@ -716,12 +771,12 @@ class ReportDelivery:
         run_id: str | None = None,
         top: int = 10,
     ) -> ReportDelivery:
-        k = report.kpis
+        k = report.summary
         sentences, total = summary_sentences(report.events, limit=top)
         watched, _ = summary_sentences([e for e in report.events if e.watchlist_hit], limit=10_000)
         return cls(
             day=report.day,
-            status=getattr(report.status, "value", report.status),
+            status=report.status,
             workbook=Path(workbook) if workbook else None,
             comparison_base=report.comparison_base,
             registry_size=k.registry_size,
@@ -740,96 +795,173 @@ class ReportDelivery:
             run_id=run_id,
             number_assigned=k.number_assigned,
             number_changed=k.number_changed,
+            received=k.received,
+            announced=k.total_count,
+            base_registry_size=k.base_registry_size,
+            rejected_gate=k.rejected_gate,
         )
 
 
-def report_subject(d: ReportDelivery, *, revision: bool = False) -> str:
-    again = " (갱신 / updated)" if revision else ""
-    if d.status == "rejected":
+@dataclass(frozen=True)
+class Replaced:
+    """The day's mail that went out before and that a correction (정정) replaces."""
+
+    subject: str
+    sent_at: datetime
+    status: DayStatus | None  # None: a mail stored before the outbox kept the day's status
+
+
+#: the subject's prefix of a correction (docs/DOMAIN.md §9)
+CORRECTION = "정정"
+
+
+def report_subject(d: ReportDelivery, *, correction: bool = False) -> str:
+    prefix = f"[DMF {CORRECTION}]" if correction else "[DMF]"
+    if d.status is DayStatus.REJECTED:
         base = f"비교 기준 {d.comparison_base}" if d.comparison_base else "비교 기준 없음"
-        return f"[DMF] {d.day} — 수집 실패 ({base}){again}"
-    if d.status == "baseline":
+        return f"{prefix} {d.day} — 수집 실패 ({base})"
+    if d.status is DayStatus.BASELINE:
         size = f" · 등록 {d.registry_size:,}" if d.registry_size is not None else ""
-        return f"[DMF] {d.day} — 기준일 수집 (baseline){size}{again}"
+        return f"{prefix} {d.day} — 첫 수집(기준일){size}"
     watch = f" · 관심목록 {d.watchlist_hits}" if d.watchlist_hits else ""
     retry = f" · 재시도 {d.retry_attempt}회째 반영" if d.retry_attempt else ""
-    return f"[DMF] {d.day} — {d.counts}{watch}{retry}{again}"
+    return f"{prefix} {d.day} — {d.counts}{watch}{retry}"
 
 
 def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
-    """The workbook's address for people outside this machine — only with [web] public_base_url."""
-    from dmf_assets.links import workbook_link
+    """The workbook's address for people outside this machine — only with a public base URL."""
+    return workbook_link(ctx.public_base_url, d.workbook.name) if d.workbook is not None and ctx.public_base_url else ""
 
-    if not (ctx.public_base_url and d.workbook is not None):
-        return ""
-    return workbook_link(ctx.public_base_url, d.workbook.name)
+
+#: the heading under which a team mail says the morning's automatic retries did not help
+RETRIES_FAILED_HEADING = "다시 받아 본 결과"
 
 
 def retries_failed_note(n: int) -> str:
-    return f"같은 아침의 자동 재시도 {n}회도 모두 거부되었습니다. 무엇을 할지는 같은 날의 거부·재시도 종료 알림에 있습니다."
+    """Said to the team on a day still rejected after the morning's automatic retries."""
+    return f"오늘 아침 자동으로 {n}번 더 받아 보았지만 모두 반영하지 못했습니다."
 
 
-def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = False) -> Message:
-    """The workbook mail."""
+def _correction_text(d: ReportDelivery, replaced: Replaced) -> str:
+    """What the correction says first: which mail it replaces, and what changed since, in the reader's words."""
+    before = replaced.status is DayStatus.REJECTED
+    now = d.status is DayStatus.REJECTED
     base = d.comparison_base.isoformat() if d.comparison_base else None
-    if d.status == "rejected":
-        title = (
-            f"{d.day} 수집이 거부되어 결과가 반영되지 않았습니다. "
-            + (f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다.")
-            + " (collection failed — comparison base unchanged)"
+    if replaced.status is None:
+        why = "그 뒤 이 날의 결과가 바뀌었습니다. 아래가 바로잡은 내용입니다."
+    elif before and not now:
+        why = "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다. 아래가 이 날의 내용입니다."
+    elif now and not before:
+        back = f"등록 현황은 {base} 기준으로 돌아갔습니다." if base else "반영된 날이 없는 상태로 돌아갔습니다."
+        why = f"그 뒤 이 날을 다시 수집했지만 반영하지 못해, 앞서 알린 이 날의 변경은 취소되었습니다. {back}"
+    elif now:
+        why = "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다. 아래가 새 내용입니다."
+    else:
+        why = "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다. 아래가 바로잡은 내용입니다."
+    return f"이 메일은 {_when(replaced.sent_at)}에 보낸 「{replaced.subject}」 메일을 바로잡습니다. {why}"
+
+
+def _rejected_sections(d: ReportDelivery) -> list[tuple[str, str]]:
+    """A rejected day, for the team: what happened, what it means, and that nothing is needed from them."""
+    base = d.comparison_base.isoformat() if d.comparison_base else None
+    gate = GATE_BY_NUMBER[d.rejected_gate] if d.rejected_gate is not None else None
+    happened = f"{d.day}에 식약처에서 받은 목록을 쓰지 않았습니다" + (f": {gate.reader_ko}." if gate else ".")
+    if d.received is not None:
+        announced = f", 식약처가 알린 전체는 {d.announced:,}건" if d.announced is not None else ""
+        happened += f" 받은 등록은 {d.received:,}건{announced}입니다."
+    withdrawn = EventType.WITHDRAWN.label_ko
+    means = (
+        f"불완전하거나 이상한 목록으로 비교하면 그대로인 등록도 {withdrawn}된 것처럼 보일 수 있어, 이 날의 신규·변경·"
+        f"{josa(withdrawn, '은/는')} 반영하지 않았습니다. "
+        + (
+            f"첨부한 리포트의 등록 현황은 {base} 기준 그대로이고, 다음에 정상으로 받은 날의 비교가 그 사이의 변경을 "
+            "모두 담습니다."
+            if base
+            else "아직 반영된 날이 없어 비교할 현황도 없습니다."
         )
-    elif d.status == "baseline":
-        title = f"{d.day} 첫 수집으로 기준일(baseline)이 만들어졌습니다. 비교할 이전 날이 없어 이벤트는 없습니다."
-    elif d.status == "unchanged" or not (d.new or d.changed or d.withdrawn or d.number_assigned or d.number_changed):
-        title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다(no change)."
+    )
+    todo = "따로 하실 일은 없습니다. 이 날을 다시 받아 반영하면 정정 메일을 보내 드립니다."
+    return [("무슨 일이 있었나", happened), ("무엇을 뜻하나", means), ("하실 일", todo)]
+
+
+def compose_report(d: ReportDelivery, ctx: MessageContext, *, replaces: Replaced | None = None) -> Message:
+    """The workbook mail, for the team: what happened, what it means for the reader, whether anything is needed
+    from them — in analyst words (no command, run, setting or API field). `replaces`: the mail of the same day
+    that went out before and now reads differently — this one is then a correction (정정) naming it."""
+    base = d.comparison_base.isoformat() if d.comparison_base else None
+    rejected = d.status is DayStatus.REJECTED
+    if rejected:
+        title = f"{d.day} 수집 결과를 반영하지 못했습니다. " + (
+            f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다."
+        )
+    elif d.status is DayStatus.BASELINE:
+        title = f"{d.day} 첫 수집으로 기준일이 만들어졌습니다. 비교할 이전 날이 없어 변경 내용은 없습니다."
+    elif d.status is DayStatus.UNCHANGED or not (
+        d.new or d.changed or d.withdrawn or d.number_assigned or d.number_changed
+    ):
+        title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다."
     else:
         title = f"{d.day} 등록 현황: {base} 대비 {d.counts}."
-    status = STATUS_LABEL[d.status] + (f" — {d.status_reason}" if d.status_reason else "")
-    sections = [("상태 / Status", status)]
+    sections: list[tuple[str, str]] = []
+    if replaces is not None:
+        sections.append((CORRECTION, _correction_text(d, replaces)))
+    if rejected:
+        sections += _rejected_sections(d)
+        if d.retries_failed:
+            sections.append((RETRIES_FAILED_HEADING, retries_failed_note(d.retries_failed)))
+    else:
+        sections.append(("상태", d.status.label_ko + (f" — {d.status_reason}" if d.status_reason else "")))
     if d.retry_attempt:
         sections.append(
             (
-                "재시도 / Retry",
-                f"같은 아침의 자동 재시도 {d.retry_attempt}회째에 정상 반영되었습니다. "
-                "앞서 보낸 수집 거부 알림은 해소되었습니다(resolved).",
+                "다시 받아 반영",
+                f"처음 받은 목록은 반영하지 못해, 오늘 아침 {d.retry_attempt}번째로 다시 받아 정상으로 반영했습니다.",
             )
         )
-    if d.retries_failed:
-        sections.append(("재시도 / Retries", retries_failed_note(d.retries_failed)))
     watched = [s for s in d.sentences if s.watch]
     others = [s for s in d.sentences if not s.watch]
     if watched:
-        sections.append(
-            (f"관심목록 해당 / Watchlist hits ({d.watchlist_hits:,})", "\n".join(f"  {s.marked}" for s in watched))
-        )
+        sections.append((f"관심목록 해당 ({d.watchlist_hits:,}건)", "\n".join(f"  {s.marked}" for s in watched)))
     if others:
         text = "\n".join(f"  {i}. {s.marked}" for i, s in enumerate(others, 1))
         shown = sum(s.count for s in d.sentences)
         if d.headline_total > shown:
-            text += f"\n  … 외 {d.headline_total - shown:,}건은 첨부한 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."
-        sections.append(("주요 이벤트 / Top events", text))
-    sections.append(
-        ("리포트 / Workbook", f"첨부: {d.workbook.name}" if d.workbook else "첨부 없음 (리포트 파일을 찾을 수 없음)")
-    )
-    facts = [("날짜 / day", d.day.isoformat()), ("비교 기준 / comparison base", base or "없음 (첫 반영 전)")]
-    if d.registry_size is not None:
-        facts.append(("등록 수 / registry size", _n(d.registry_size)))
-    if d.status not in ("rejected", "baseline"):
-        w = COUNT_LABEL_KO
-        facts += [
-            (f"{w['NEW']} / new", _n(d.new)),
-            (f"{w['CHANGED']} / changed", _n(d.changed)),
-            (f"{WITHDRAWN_FIRST_MENTION_KO} / removed from the list", _n(d.withdrawn)),
-        ]
-        if d.number_assigned:
-            facts.append((f"{w['NUMBER_ASSIGNED']} / number assigned", _n(d.number_assigned)))
-        if d.number_changed:
-            facts.append((f"{w['NUMBER_CHANGED']} / number changed", _n(d.number_changed)))
-        if d.cosmetic:
-            facts.append(("표기 변경(별도) / cosmetic", _n(d.cosmetic)))
-    level = WARNING if d.status == "rejected" or watched else INFO
+            text += f"\n  … 외 {d.headline_total - shown:,}건은 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."
+        sections.append(("주요 변경", text))
+    if not rejected and (d.sentences or d.cosmetic):
+        sections.append(
+            (
+                "하실 일",
+                (f"관심목록에 해당하는 변경 {d.watchlist_hits:,}건을 먼저 확인하세요. " if watched else "")
+                + f"변경마다의 전후 내용은 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다.",
+            )
+        )
+    facts = [("날짜", d.day.isoformat()), ("비교 기준일", base or "없음 (첫 반영 전)")]
+    if rejected:
+        if d.received is not None:
+            facts.append(("이번에 받은 등록 수", f"{d.received:,}건"))
+        if d.announced is not None:
+            facts.append(("식약처가 알린 전체 등록 수", f"{d.announced:,}건"))
+        if base and d.base_registry_size is not None:
+            facts.append((f"기준일({base}) 등록 수", f"{d.base_registry_size:,}건"))
+    else:
+        if d.registry_size is not None:
+            facts.append(("등록 수", f"{d.registry_size:,}건"))
+        if d.status is not DayStatus.BASELINE:
+            facts += [
+                (EventType.NEW.label_ko, _n(d.new)),
+                (EventType.CHANGED.label_ko, _n(d.changed)),
+                (EventType.WITHDRAWN.label_ko, _n(d.withdrawn)),
+            ]
+            if d.number_assigned:
+                facts.append((COUNT_LABEL_KO["NUMBER_ASSIGNED"], _n(d.number_assigned)))
+            if d.number_changed:
+                facts.append((COUNT_LABEL_KO["NUMBER_CHANGED"], _n(d.number_changed)))
+            if d.cosmetic:
+                facts.append(("표기만 바뀐 등록(별도)", _n(d.cosmetic)))
+    level = WARNING if rejected or watched or replaces is not None else INFO
     return Message(
-        subject=report_subject(d, revision=revision),
+        subject=report_subject(d, correction=replaces is not None),
         title=title,
         level=level,
         sections=tuple(sections),
@@ -837,6 +969,9 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, revision: bool = F
         link=report_link(d, ctx),
         kind="report",
         day=d.day.isoformat(),
+        audience=Audience.TEAM,
+        workbook=d.workbook.name if d.workbook is not None else "",
+        status=d.status.value,
     )
 
 
@@ -844,6 +979,7 @@ def test_message(now: datetime) -> Message:
     """`dmf notify test`: one message to every channel."""
     what = "DMF Watch 알림 채널 시험 발송입니다(test message)."
     return Message(
+        audience=Audience.EVERYONE,
         subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST",
         title=what,
         level=INFO,
@@ -886,9 +1022,9 @@ def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Al
     """The alerts a finished day raises by itself: watchlist hits (always, quiet day or not) and
     withdrawals above `withdrawal_share_max` of the registry on an accepted day."""
     out: list[Alert] = []
-    if d.status != "rejected" and d.watch_hits:
+    if d.status is not DayStatus.REJECTED and d.watch_hits:
         out.append(WatchlistHit(day=d.day, hits=d.watch_hits, run_id=d.run_id))
-    if d.status == "accepted" and d.registry_size and d.withdrawn / d.registry_size > withdrawal_share_max:
+    if d.status is DayStatus.ACCEPTED and d.registry_size and d.withdrawn / d.registry_size > withdrawal_share_max:
         out.append(
             WithdrawalShare(
                 day=d.day,

@@ -163,6 +163,11 @@ class Outbox:
             db.insert_sends(conn, message_id, channels, state=SEND_PENDING, stamp=stamp)
         return message_id
 
+    def supersede_day_reports(self, day: str, *, now: datetime) -> None:
+        """The day's workbook mails that have not gone out yet are dropped (superseded): what people have is right."""
+        with db.transaction(self.path) as conn:
+            db.supersede_day_reports(conn, day, state=SUPERSEDED, stamp=_iso(now), of_states=(HELD, PENDING))
+
     def day_reports(self, day: str) -> list[Stored]:
         """The workbook mails of `day`, oldest first."""
         return self._load("day_reports", (day,))

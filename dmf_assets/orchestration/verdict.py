@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.korean import shorten
 
 VERDICT = "판정 / verdict"
 GATE = "게이트 / gate"
@@ -23,6 +24,9 @@ REASON = "사유 / reason"
 BASE = "비교 기준일 / comparison base"
 SAMPLES = "표본 행 / sample rows"
 WHAT_NEXT = "다음 / what happens next"
+
+#: the run tag a rejected day's run carries: the Korean reason, in the Runs list beside the run
+REJECTED_TAG = "dmf/rejected"
 
 PASSED_TEXT = "통과 (pass)"
 REJECTED_TEXT = "거부 (rejected)"
@@ -41,6 +45,12 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
         BASE: r.base_day.isoformat() if r.base_day else NO_BASE,
         WHAT_NEXT: next_step,
     }
+
+
+def rejection_tag(r: Rejection) -> str:
+    """The value of `REJECTED_TAG`: '게이트 2 완전성: 20건이 누락되었습니다 (관측값: … · 기준: …).' — what the gate saw
+    first, since the Runs list shows a tag's first 40 characters or so."""
+    return shorten(f"게이트 {r.gate} {r.spec.label_ko}: {r.evidence}", 250)
 
 
 def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:

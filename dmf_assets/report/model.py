@@ -86,12 +86,17 @@ class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
         return f"{self.word_ko} ({self.label_en})"
 
     @classmethod
+    def of_value(cls, value: str) -> DayStatus:
+        """The member stored as `value` ('accepted' | 'baseline' | 'unchanged' | 'rejected')."""
+        return next(member for member in cls if member.value == value)
+
+    @classmethod
     def of_run(cls, status: str, events: int) -> DayStatus:
         """The day's status from its stored run status ('accepted' | 'baseline' | 'rejected') and how many
         events (cosmetic included) it recorded: an accepted day without any is UNCHANGED."""
         if status == "accepted" and events == 0:
             return cls.UNCHANGED
-        return next(member for member in cls if member.value == status)
+        return cls.of_value(status)
 
 
 @dataclass(frozen=True)
@@ -322,11 +327,6 @@ class DayReport:
             self.last_accepted_day,
         ):
             raise ValueError(f"the report of {self.day} and its summary disagree: {s}")
-
-    @property
-    def kpis(self) -> DaySummary:
-        """`summary`, by the name the mail reads it (notify/messages.py) until it reads `summary`."""
-        return self.summary
 
     @property
     def is_rejected(self) -> bool:

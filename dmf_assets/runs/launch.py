@@ -12,6 +12,7 @@ Retries that the sensor would launch later (30 minutes on) are left to the daemo
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -68,7 +69,19 @@ def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
     return refused_write_in_texts(chain) or (chain[-1] if chain else "")
 
 
-def failure_of(result: dg.ExecuteInProcessResult) -> str | None:
+def interrupted(result: dg.JobExecutionResult) -> bool:
+    """Ctrl-C reached a step: Dagster records it as that step's failure (DagsterExecutionInterruptedError) and
+    returns, as if the run had merely failed."""
+    return any(
+        e.is_step_failure
+        and e.step_failure_data is not None
+        and e.step_failure_data.error is not None
+        and e.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        for e in result.all_events
+    )
+
+
+def failure_of(result: dg.JobExecutionResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
     verdicts = rejecting_steps(
         (e.step_key, e.asset_observation_data.asset_observation.metadata)
@@ -107,6 +120,23 @@ def definitions_with(resources: Mapping[str, object]) -> dg.Definitions:
     return project(resources)
 
 
+@functools.cache
+def code_location_origin() -> Any:
+    """Where `dagster dev` loads `dmf_daily_job` from: the code location of the project's workspace.yaml, its
+    repository and the job — a `RemoteJobOrigin`. Dagster records it on every run it launches; the UI's Overview
+    timeline and the job's Runs tab list only runs that carry it (dagster-io/dagster#17707: runs of
+    `execute_in_process` / `dagster job execute` carry none). No public API creates an in-process run with an
+    origin, so the few private names needed are here, and only here."""
+    from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+    from dagster._core.remote_origin import RemoteJobOrigin, RemoteRepositoryOrigin
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
+
+    from dmf_assets.settings import PROJECT_ROOT
+
+    [location] = location_origins_from_yaml_paths([str(PROJECT_ROOT / "workspace.yaml")])
+    return RemoteJobOrigin(RemoteRepositoryOrigin(location, SINGLETON_REPOSITORY_NAME), dmf_daily_job.name)
+
+
 def execute_day(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
@@ -115,16 +145,31 @@ def execute_day(
     assets: tuple[str, ...] = CHAIN,
     tags: dict | None = None,
     run_config: dict | None = None,
-) -> dg.ExecuteInProcessResult:
+) -> dg.JobExecutionResult:
+    """One run of `dmf_daily_job` for `day` (of `assets` only, when given), executed here in this process, as
+    `execute_in_process` would — but created with the code location's origin (`code_location_origin`), so it
+    shows in the UI beside the schedule's runs, and the UI can re-execute it."""
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.execution.api import execute_run
+    from dagster._core.execution.execute_in_process import merge_run_tags
+
     job = defs.resolve_job_def(dmf_daily_job.name)
-    return job.execute_in_process(
-        partition_key=day,
-        instance=instance,
-        raise_on_error=False,
-        tags=tags or {},
-        run_config=run_config or {},
-        asset_selection=None if tuple(assets) == CHAIN else [dg.AssetKey(x) for x in assets],
+    selection = None if tuple(assets) == CHAIN else [dg.AssetKey(x) for x in assets]
+    config = run_config or (
+        job.partitioned_config.get_run_config_for_partition_key(day) if job.partitioned_config else {}
     )
+    run = instance.create_run_for_job(
+        job_def=job,
+        run_config=config,
+        # the partition's tags as execute_in_process adds them (dagster/partition, its partition set), then ours
+        tags=merge_run_tags(job, day, tags, selection, instance, config),
+        asset_selection=frozenset(selection) if selection else None,
+        remote_job_origin=code_location_origin(),
+    )
+    result = execute_run(InMemoryJob(job), run, instance)
+    if interrupted(result):  # the person stopped the command: no further day, no follow-up
+        raise KeyboardInterrupt
+    return result
 
 
 def _workspace(defs: dg.Definitions) -> DmfWorkspace:
@@ -145,7 +190,7 @@ def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
 
 def follow_up(
     defs: dg.Definitions, instance: dg.DagsterInstance, *, run_config: dict | None = None, max_rounds: int = 6
-) -> list[dg.ExecuteInProcessResult]:
+) -> list[dg.JobExecutionResult]:
     """Evaluate `dmf_watch_sensor` and execute what it requests now, until it requests nothing new."""
     done: set[str] = set()
     results = []
