@@ -409,8 +409,8 @@ def test_the_raw_mail_names_its_attachment_for_outlook_and_has_an_html_alternati
     assert attachment.get_payload(decode=True) == workbook.read_bytes()
     html = _html(msg)  # the headline table and the top events
     assert "<table>" in html and ">신규</th><td" in html and ">2</td>" in html
-    assert "대신무약(주)의 아토르바스타틴칼슘 등록(20190101-5)에서 제조소명(Hetero Labs → MSN Laboratories)이" in html
-    assert '<a href="https://dmf.example.kr/r/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx">' in html
+    assert "대신무약(주)의 아토르바스타틴칼슘 등록 20190101-5의 제조소명이 Hetero Labs에서 MSN Laboratories로" in html
+    assert '<a href="https://dmf.example.kr/r/reports/DMF_%EB%A6%AC%ED%8F%AC%ED%8A%B8_2026-11-26.xlsx">' in html
 
 
 def test_accepted_then_rejected_then_accepted_is_three_mails_the_last_a_correction(tmp_path, workbook):
@@ -435,9 +435,9 @@ def test_accepted_then_rejected_then_accepted_is_three_mails_the_last_a_correcti
         assert notifier.deliver_report(accepted) is None  # once more: the inbox already says this
         assert notifier.flush() == [] and smtp.received.empty()
     assert sent.state == "delivered"
-    assert first["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
+    assert first["Subject"] == "[DMF] 2026-11-26 — 신규 2 · 변경 1 · 삭제 0 · 관심목록 1"
     assert second["Subject"] == "[DMF 정정] 2026-11-26 — 수집 실패 (비교 기준 2026-11-25)"
-    assert third["Subject"] == "[DMF 정정] 2026-11-26 — 신규 2 · 변경 1 · 취하 0 · 관심목록 1"
+    assert third["Subject"] == "[DMF 정정] 2026-11-26 — 신규 2 · 변경 1 · 삭제 0 · 관심목록 1"
     assert (
         f"이 메일은 2026-11-26 07:00 KST에 보낸 「{second['Subject']}」 메일을 바로잡습니다. 그 뒤 이 날의 목록을 다시 "
         "받아 정상으로 반영했습니다." in _body(third)

@@ -290,25 +290,27 @@ def test_a_time_budget_bounds_a_round_and_the_rest_is_sent_later(tmp_path):
 
 
 def _workbook_report(tmp_path):
-    from dmf_assets.report.model import DayReport, Kpis
+    from dmf_assets.report.model import DayReport
+    from dmf_assets.report.summary import summarize
     from dmf_assets.report.workbook import write_workbook
 
-    report = DayReport(DAY, DayStatus.ACCEPTED, f"기준일 {BASE} 대비 신규 1", BASE, DAY, Kpis(9_170, new=1))
+    summary = summarize(DAY, DayStatus.ACCEPTED, (), comparison_base=BASE, registry_size=9_170)
+    report = DayReport.of(summary, f"기준일 {BASE} 대비 변경 없음")
     return report, write_workbook(report, tmp_path / "reports").path
 
 
 def test_the_report_post_links_the_workbook_on_the_download_server_and_the_link_downloads_it(tmp_path):
     import httpx
 
-    from dmf_assets.report.fileserver import serve_reports
+    from dmf_assets_tests.web_support import serving
 
     report, workbook = _workbook_report(tmp_path)
-    with serve_reports(workbook.parent) as base_url, webhook_receiver() as hook:
+    with serving(workbook.parent, tmp_path / "none.duckdb") as (base_url, _), webhook_receiver() as hook:
         notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()], public_base_url=base_url)
         notifier.deliver_report(notify.ReportDelivery.from_day_report(report, workbook))
         post = hook.next()["json"]
         download = httpx.get(post["link"], timeout=10)
-    assert post["type"] == "report" and post["link"].startswith(base_url + "/DMF_")
+    assert post["type"] == "report" and post["link"].startswith(base_url + "/reports/DMF_")
     assert download.status_code == 200 and download.content == workbook.read_bytes()
     assert "첨부" not in post["text"] and f"리포트 내려받기: {post['link']}" in post["text"]
 
