@@ -10,7 +10,8 @@
    after every page;
 4. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
    items. Transport failures are recorded, not raised: the day still gets a verdict.
-The service key is a secret: it goes into the query string and nowhere else.
+The service key is a secret: it goes into the query string and nowhere else; every response body is
+scrubbed of it (`Redactor.scrub_bytes`) before it is archived, parsed, logged or shown.
 
 What differs between the real API and a replay of it (HTTP client, request headers, a key when none
 is configured, manifest notes) the client decides: see `MfdsClient`.
@@ -526,7 +527,7 @@ class _DayFetch:
             self.politeness.mark_start(started)
             try:
                 resp = self.client.get(self.endpoint.url, params=params, headers=headers, timeout=self.timeout)
-                body = resp.content
+                body = self.redact.scrub_bytes(resp.content)  # the one chokepoint: a server may echo the key
             except httpx.TimeoutException as exc:
                 self._failed_attempt(page, rec, started, f"timeout: {type(exc).__name__}", "timeout")
                 retry_wait = self._backoff(attempt)
