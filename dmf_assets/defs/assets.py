@@ -483,7 +483,11 @@ def xlsx_report(
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # `dmf ui --report-port N` tells the code location where its file server listens
     url = f"{os.environ.get('DMF_REPORT_BASE_URL') or settings.report.base_url}/{quote(result.path.name)}"
-    delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
+    try:
+        delivery = {} if _bulk_run(context) else _deliver(context, settings, workspace, report, result.path)
+    except Exception as exc:  # noqa: BLE001 - sending never fails the pipeline (README): the workbook is written
+        context.log.error(f"{day}: 메일·웹훅 발송 실패 / sending failed: {type(exc).__name__}: {exc}")
+        delivery = {"delivery_status": "failed", "delivery": f"{type(exc).__name__}: {exc}"}
     k = report.kpis
     summary = f"**{report.day} — {report.status.label_ko}**\n\n{report.status_reason}\n\n" + md_table(
         ["등록 수", "신규", "변경", "취하", "재등장", "번호 부여", "표기 변경(별도)", "관심목록"],
