@@ -39,3 +39,19 @@ def frozen_at(moment: datetime) -> Iterator[None]:
 def today_kst() -> date:
     """Today's date in Korea: the day the 06:00 collection belongs to."""
     return now_kst().date()
+
+
+#: the first registry day the product runs for (the daily partitions start here)
+FIRST_DAY = date(2025, 1, 1)
+
+
+def outside_run_days(day: date) -> str | None:
+    """Why a run — or a fetch, or a rebuild's replay — cannot be for `day` (before FIRST_DAY, or after today in
+    Korea: the registry of a day to come does not exist yet), in one line; None when it can."""
+    today = today_kst()
+    if FIRST_DAY <= day <= today:
+        return None
+    return (
+        f"{day}: 실행할 수 있는 날짜가 아닙니다 — {FIRST_DAY} ~ {today}(오늘, KST) 사이만 됩니다 "
+        f"(a day from {FIRST_DAY} to today, {today} KST)"
+    )

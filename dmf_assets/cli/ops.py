@@ -196,7 +196,7 @@ def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
 
 def _rebuild(args: argparse.Namespace) -> int:
     from dmf_assets.domain.model import RUN_STATUS_KO
-    from dmf_assets.orchestration.rebuild import rebuild_history
+    from dmf_assets.orchestration.rebuild import rebuild_history, unrunnable_archives
     from dmf_assets.storage.db import DatabaseBusy
 
     if args.first and args.last and args.last < args.first:
@@ -248,4 +248,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     print(
         "  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged"
     )
+    if ignored := unrunnable_archives(paths.raw_dir):
+        print(
+            f"  실행할 수 있는 날짜가 아닌 원본 보관은 다시 처리하지 않았습니다 / archives of days no run can be for were "
+            f"left out: {', '.join(map(str, ignored))} ({paths.raw_dir})"
+        )
     return 0

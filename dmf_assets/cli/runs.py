@@ -112,15 +112,11 @@ def _prepare() -> tuple[Settings, Path]:
 
 
 def _check_days(*days: date) -> None:
-    from dmf_assets.defs.partitions import partition_range
+    from dmf_assets.clock import outside_run_days
 
-    first, last = partition_range()
     for d in days:
-        if not first <= d <= last:
-            raise UserError(
-                f"{josa(str(d), '은/는')} 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
-                f"(date outside the partition range {first}..{last})"
-            )
+        if why := outside_run_days(d):
+            raise UserError(why)
 
 
 def _faults(values: list[str]) -> dict[str, str]:
