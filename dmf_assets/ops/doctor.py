@@ -9,6 +9,7 @@ Checks, each OK / WARN / FAIL with one Korean + English line:
   unfinished  days judged by gates 1–5 but never committed or rejected (WARN while a run may still be
               between the two steps, FAIL after 30 minutes)
   freshness   last accepted day vs today (Asia/Seoul); its raw archive is still there
+  writable    the runs can write the database file, its WAL and its folder (not read-only, not immutable)
   lock        who holds the database lock, and for how long
   backup      age of the newest backup, and that it opens
   disk        free space where the data lives
@@ -52,11 +53,13 @@ from dmf_assets.storage.db import (
     WAYS_OUT_EN,
     WAYS_OUT_KO,
     DatabaseBusy,
+    DatabaseReadOnly,
     HistoryTraces,
     MigrationError,
     check_migrations,
     lock_holder,
     migrations,
+    write_refusal,
 )
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
@@ -466,6 +469,23 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
 # --- file checks --------------------------------------------------------------------------------
 
 
+def _writable_check(paths: ProjectPaths) -> Check:
+    """The runs write the database: one that cannot be written (permissions, an immutable file or folder, a
+    read-only mount) fails every run, so it is a FAIL here too, said as what it is."""
+    label = "DB 쓰기 / writable"
+    if refused := write_refusal(paths.database):
+        return Check(
+            "writable",
+            FAIL,
+            label,
+            f"실행이 이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다 ({refused}); "
+            f"{DatabaseReadOnly.CHECK_KO}",
+            f"the runs cannot write the history database: read-only or immutable — {DatabaseReadOnly.CHECK_EN}",
+            {"error": refused},
+        )
+    return Check("writable", OK, label, "실행이 DB에 쓸 수 있음", "the runs can write the database")
+
+
 def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: Thresholds) -> Check:
     label = "DB 잠금 / lock"
     if holder is None:
@@ -676,6 +696,7 @@ def run_doctor(
     db_checks, holder = _database_checks(paths, now, th)
     checks = [
         *db_checks,
+        _writable_check(paths),
         _lock_check(holder, was_held, now, th),
         _backup_check(paths, now, th),
         _disk_check(paths, th),
