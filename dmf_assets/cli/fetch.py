@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.errors import UserError
-    from dmf_assets.settings import PROJECT_ROOT, settings
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.errors import SourceError
     from dmf_assets.source.fetch import fetch_day
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     day = args.date or today_kst()
     if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
         raise UserError(why)
-    s = settings()
+    s = load_settings()
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
     if args.base_url:
         overrides["base_url"] = args.base_url
@@ -87,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(r: FetchResult) -> None:
+    from dmf_assets.source.identity import label as source_label
+
     out = sys.stdout
     print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
-    print(f"  source 출처: {r.source}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
+    registry = f" ({source_label(r.source_id)})" if r.source_id else ""
+    print(f"  source 출처: {r.source}{registry}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
     print(
         f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
         f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"

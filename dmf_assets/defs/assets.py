@@ -34,7 +34,7 @@ import dagster as dg
 import polars as pl
 
 from dmf_assets import notify
-from dmf_assets.clock import now_kst
+from dmf_assets.clock import ClockBehind, now_kst
 from dmf_assets.defs.checks import (
     gate_result,
     gate_specs,
@@ -68,6 +68,7 @@ from dmf_assets.report.sentences import headline_counts_of_run
 from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
+from dmf_assets.source.identity import SourceMismatch
 from dmf_assets.storage import history
 
 STATUS_KO = {"accepted": "반영", "baseline": "기준일(첫 반영)", "rejected": "거부 — 기준일 유지"}
@@ -109,7 +110,7 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
     resume = context.run.tags.get(REFETCH_TAG) != "true"
     try:
         fetched = pipeline.collect(mfds, day, context.log, resume=resume)
-    except SourceError as exc:  # past date on the real API, request cap, missing key, fetch in progress
+    except (SourceError, ClockBehind) as exc:  # past date on the real API, request cap, missing key, clock set back
         raise dg.Failure(description=str(exc)) from None
     f, x = fetched.facts, fetched.fetch
     context.log.info(
@@ -218,7 +219,11 @@ def integrity_verdict(
     normalized_records: NormalizedDay,
 ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation]:
     with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
-        judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
+        try:
+            pipeline.time_moves_forward(conn)
+            judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
+        except (ClockBehind, SourceMismatch) as exc:  # nothing judged, nothing recorded: one line
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
         yield dg.Output(

@@ -17,7 +17,6 @@ the old one stays beside it (`storage.db.replace_database`). Dagster's records a
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from dmf_assets.domain.model import RUN_STATUS_KO
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.settings import Settings
+from dmf_assets.source.archive import published_days
 from dmf_assets.source.errors import SourceError
 from dmf_assets.source.fetch import replay_archive
 from dmf_assets.storage import history
@@ -54,19 +54,11 @@ class RebuildResult:
     seconds: float
 
 
-def _published_days(raw_dir: Path) -> list[date]:
-    days = []
-    for manifest in Path(raw_dir).glob("????-??-??/manifest.json"):
-        with contextlib.suppress(ValueError):
-            days.append(date.fromisoformat(manifest.parent.name))
-    return sorted(days)
-
-
 def archived_days(raw_dir: Path, first: date | None = None, last: date | None = None) -> list[date]:
     """The days with a published archive (`YYYY-MM-DD/manifest.json`) that a run can be for, in date order."""
     return [
         day
-        for day in _published_days(raw_dir)
+        for day in published_days(raw_dir)
         if (first is None or day >= first) and (last is None or day <= last) and outside_run_days(day) is None
     ]
 
@@ -74,7 +66,7 @@ def archived_days(raw_dir: Path, first: date | None = None, last: date | None = 
 def unrunnable_archives(raw_dir: Path) -> list[date]:
     """Archived days no run can be for (before the first day, or after today: an earlier `dmf fetch --date
     2999-12-31` made them) — never replayed, never a difference."""
-    return [day for day in _published_days(raw_dir) if outside_run_days(day) is not None]
+    return [day for day in published_days(raw_dir) if outside_run_days(day) is not None]
 
 
 def _old_content(database: Path) -> history.HistoryContent | None:
