@@ -55,12 +55,28 @@ def setup() -> None:
             fail(
                 f"가상환경을 만들 수 없습니다: {exc}\n  Debian/Ubuntu: sudo apt install python3-venv, 그 다음 다시 실행하세요."
             )
+    ensure_pip()
     step("고정된 의존성 설치 / installing the locked dependencies (requirements.lock)")
     if not install_with_uv():
         pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check"]
         run(pip + ["install", "--quiet", "-r", str(LOCK)])
         run(pip + ["install", "--quiet", "--no-deps", "-e", str(ROOT)])
     STAMP.write_text(wanted)
+
+
+def ensure_pip() -> None:
+    """A virtual environment made by `uv venv` or `uv sync` (a natural first step for anyone who sees pyproject.toml)
+    has no pip: give it the one the standard library bundles (ensurepip, no network), so the set-up below — the
+    same either way — can run in it."""
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT}
+    if subprocess.run([str(PYTHON), "-m", "pip", "--version"], **quiet).returncode == 0:
+        return
+    step("pip 추가 / the environment has no pip (made by uv?): adding the bundled one (ensurepip)")
+    if subprocess.run([str(PYTHON), "-m", "ensurepip", "--default-pip"], **quiet).returncode != 0:
+        fail(
+            f"{VENV}에 pip이 없고 추가할 수도 없습니다 — 지우고 다시 실행하세요 (rm -rf .venv) / {VENV} has no pip and "
+            "ensurepip failed: remove it and run again"
+        )
 
 
 #: the installer for the lock file: uv installs the same pinned set as pip (byte-compiled, on every core) in

@@ -15,7 +15,8 @@ what a SIGKILLed writer (the one case no code can clean up) left behind, for `dm
 Also here, because every writer meets them: the one line a person reads when the file system refuses a
 write (`refused_write_line`: disk full, read-only, no permission), and the rule for a file or folder the
 user names on the command line (`output_file`, `output_folder`): a file is not a folder, a folder is not a
-file, and the folder it goes into exists and is writable — DMF Watch creates no folder outside the project
+file, a file written is a new path or a regular file (a link, a device or a FIFO is refused, never replaced),
+and the folder it goes into exists and is writable — DMF Watch creates no folder outside the project
 unasked.
 """
 
@@ -27,6 +28,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,10 +174,38 @@ def file_path(value: str | Path) -> Path:
     return path
 
 
+#: what a path that is no regular file is, by its file type (os.lstat): a write there would replace it
+_NOT_A_FILE = {
+    stat.S_IFCHR: ("문자 장치", "a character device"),
+    stat.S_IFBLK: ("블록 장치", "a block device"),
+    stat.S_IFIFO: ("FIFO(이름 있는 파이프)", "a FIFO"),
+    stat.S_IFSOCK: ("소켓", "a socket"),
+}
+
+
 def output_file(value: str | Path) -> Path:
-    """A file the user asked a command to write (`--out`): a `file_path` whose folder is writable.
-    Raises UserError saying what is wrong and what to do."""
-    path = file_path(value)
+    """A file the user asked a command to write (`--out`): a new path or a regular file (never a symbolic link,
+    a device, a FIFO or a socket — the atomic write would replace the link or the node itself), not a folder,
+    in a writable folder that exists. Raises UserError saying what is wrong and what to do."""
+    path = _absolute(value, "파일")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UserError(f"{path}: 확인할 수 없습니다 / cannot be checked: {exc.strerror or exc}") from None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise UserError(
+            f"{path}: 심볼릭 링크입니다 — 링크 자체가 새 파일로 바뀌게 되므로 쓰지 않습니다; 링크가 가리키는 실제 파일 "
+            f"경로({os.path.realpath(path)})나 새 파일 이름을 쓰세요 / is a symbolic link: give the real file's path "
+            f"or a new file name"
+        )
+    if mode is not None and (kind := _NOT_A_FILE.get(stat.S_IFMT(mode))):
+        raise UserError(
+            f"{path}: 일반 파일이 아니라 {kind[0]}입니다 — 그대로 두고 쓰지 않습니다; 새 파일 이름을 쓰세요 / is "
+            f"{kind[1]}, not a regular file: left as it is; give a new file name"
+        )
+    path = file_path(path)
     _must_write_into(path.parent, path)
     return path
 

@@ -13,6 +13,7 @@ the key and what is allowed — in Korean and English, never a pydantic dump.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import os
 import re
@@ -23,6 +24,7 @@ from datetime import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import annotated_types
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -65,12 +67,37 @@ def _without_path(value: str) -> str:
     return re.sub(r"^([a-z]*:?//[^/]*)/.+$", r"\1/…", value)
 
 
-def _http_url(value: str) -> str:
+#: a host name: dot-separated labels of letters (any script: IDN), digits, hyphens and underscores
+_HOST_NAME = re.compile(r"^(?!-)[\w-]{1,63}(?<!-)(\.(?!-)[\w-]{1,63}(?<!-))*\.?$")
+
+
+def _url_problem(value: str) -> str | None:
+    """Why `value` is not an http(s) URL a client can connect to (scheme, host, port), or None."""
     if not re.match(r"^https?://[^\s/]+", value):
-        raise ValueError(
-            f"http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL, "
-            f"got {_without_path(value)!r}"
-        )
+        return "http:// 또는 https:// 로 시작하는 주소여야 합니다 / must be an http:// or https:// URL"
+    if re.search(r"\s", value):
+        return "주소에 공백이 있습니다 / the URL contains a space"
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # ValueError: not a number, or out of 0–65535
+    except ValueError as exc:
+        return f"주소를 해석할 수 없습니다 / not a valid URL ({exc})"
+    host = parts.hostname or ""
+    if port == 0:
+        return "포트는 1–65535입니다 / the port must be 1–65535"
+    if parts.netloc.startswith("["):
+        try:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            return f"IPv6 주소가 아닙니다 / not an IPv6 address: [{host}]"
+    elif not _HOST_NAME.match(host):
+        return f"호스트 이름이 올바르지 않습니다 / not a valid host name: {host!r}"
+    return None
+
+
+def _http_url(value: str) -> str:
+    if problem := _url_problem(value):
+        raise ValueError(f"{problem}, got {_without_path(value)!r}")
     return value
 
 
@@ -545,7 +572,7 @@ def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
 
 def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows Notepad writes one) is not part of the TOML
     except FileNotFoundError:
         raise ConfigError(
             [

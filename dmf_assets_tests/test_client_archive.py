@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import datetime
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from dmf_assets.cli import main as dmf_main
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.emulator.app import EmulatorApp, StaticItemSource, seoul_today
 from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client
 from dmf_assets.emulator.server import EmulatorServer
@@ -185,14 +187,11 @@ def test_past_date_against_the_real_api_is_refused_without_an_archive(tmp_path):
         and "2025-03-01" in msg
     )
     assert_key_absent(tmp_path, msg)
-    # with an archive, the past day is re-processed from it (no HTTP at all)
-    emu = fetch_day(
-        _cfg("emulator://local", tmp_path),
-        "2025-03-01",
-        http_client=httpx.Client(transport=EmulatorTransport(EmulatorApp(small_source(1_500)))),
-    )
+    # with its archive (fetched by the real API that morning), the past day is re-processed from it (no HTTP at all)
+    with frozen_at(datetime(2025, 3, 1, 7, 0, tzinfo=KST)):
+        then = fetch_day(cfg.with_service_key(FAKE_KEY), "2025-03-01", http_client=_fake_real_api(fixture_rows())[1])
     replay = fetch_day(cfg, "2025-03-01", http_client=httpx.Client(transport=_NoNetwork()), resume=False)
-    assert replay.source == "archive" and replay.items == emu.items
+    assert replay.source == "archive" and replay.items == then.items and replay.source_id == "apis.data.go.kr"
 
 
 def _fake_real_api(rows, **app_kw) -> tuple[EmulatorApp, httpx.Client]:
@@ -286,7 +285,8 @@ def test_dmf_fetch_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and "incomplete (불완전)" in out
 
-    code = dmf_main(["fetch", "--date", "2025-02-03", "--raw-dir", raw, "--base-url", REAL_BASE])
+    real_raw = str(tmp_path / "real")  # a folder of the real API's own: this one holds the emulator's days
+    code = dmf_main(["fetch", "--date", "2025-02-03", "--raw-dir", real_raw, "--base-url", REAL_BASE])
     err = capsys.readouterr().err
     assert code == 2 and "only the current registry" in err and "Traceback" not in err
 
@@ -303,7 +303,10 @@ def test_damaged_archive_is_fetched_again_or_refused(tmp_path, caplog):
     page.write_bytes(page.read_bytes()[:-40] + b"x" * 40)  # bit rot
     again = fetch_day(cfg, "2025-03-03", http_client=client)  # the emulator can serve it again
     assert again.source == "emulator" and again.items == good.items and "archive damaged" in caplog.text
-    page = Path(again.archive_dir) / "page-0001.json.gz"
+    real = _cfg(REAL_BASE, tmp_path / "real").with_service_key(FAKE_KEY)
+    with frozen_at(datetime(2025, 3, 3, 7, 0, tzinfo=KST)):  # that morning, the real API's own archive
+        fetched = fetch_day(real, "2025-03-03", http_client=_fake_real_api(fixture_rows())[1])
+    page = Path(fetched.archive_dir) / "page-0001.json.gz"
     page.write_bytes(page.read_bytes()[:-40] + b"x" * 40)
-    with pytest.raises(ArchiveCorrupt):  # the real API cannot: refuse loudly, never fetch a partial day
-        fetch_day(_cfg(REAL_BASE, tmp_path), "2025-03-03", http_client=httpx.Client(transport=_NoNetwork()))
+    with pytest.raises(ArchiveCorrupt):  # the real API cannot serve it again: refuse loudly, never a partial day
+        fetch_day(real, "2025-03-03", http_client=httpx.Client(transport=_NoNetwork()))

@@ -208,3 +208,22 @@ def test_key_decoding_and_redaction():
     out = r(text)
     assert KEY_CORE not in out and KEY_CORE.lower() not in out and "serviceKey=***&pageNo=1" in out
     assert Redactor("")("serviceKey=abc") == "serviceKey=***"
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        FAKE_KEY_ENCODED.replace("%2B", "%2b").replace("%2F", "%2f"),  # any case of the percent-encoding
+        FAKE_KEY_ENCODED.upper(),
+        "".join(f"\\u{ord(c):04x}" for c in FAKE_KEY),  # JSON, every character escaped
+        FAKE_KEY.replace("/", "\\/"),  # JSON's escaped slash
+        "".join(f"&#{ord(c)};" for c in FAKE_KEY),  # an HTML/XML character reference each
+        FAKE_KEY.replace("+", " "),  # a query decoded as a form: + read as a space
+        FAKE_KEY_ENCODED.replace("%", "%25"),
+    ],
+)
+def test_every_echoed_form_of_the_key_is_scrubbed_from_text_and_bodies(form):
+    r = Redactor(FAKE_KEY)
+    assert r(f"<p>{form}</p>") == "<p>***</p>"
+    assert r.scrub_bytes(f"<p>{form}</p>".encode()) == b"<p>***</p>"
+    assert r.scrub_bytes(b"<p>dMfW4tch</p>") == b"<p>dMfW4tch</p>"  # a part of the key is no key

@@ -209,7 +209,7 @@ def test_every_count_people_read_follows_one_definition_of_changed(per_day):
             withdrawn = conn.execute(
                 "SELECT count(*) FROM events WHERE day_id = ? AND event_type = 'WITHDRAWN'", [history.day_id(day)]
             ).fetchone()[0]
-        k = report.kpis
+        k = report.summary
         assert (k.changed, k.number_assigned, k.number_changed, k.withdrawn) == (changed, *numbers, withdrawn), day
         assert f"| {k.registry_size} | {k.new} | {changed} | {k.withdrawn} |" in metadata("xlsx_report", day)["summary"]
         counts = headline_counts(k)

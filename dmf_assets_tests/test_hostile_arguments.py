@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ from dmf_assets.storage.db import open_database
 #: hostile values by argument (option string, or a positional's name); a (command, argument) key wins.
 #: Placeholders: {busy} a port another process listens on, {file} an existing file, {dir} an existing folder,
 #: {full_dir} a folder with a file in it, {project} the project folder, {empty} an empty file, {deep} "[" × 200,000,
-#: {bad_config} a config with inf and out-of-range settings.
+#: {bad_config} a config with inf and out-of-range settings, {fifo} a named pipe, {link} a symbolic link to a file.
 HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--port": ("99999", "0", "-1", "x", "{busy}"),
     ("emulator serve", "--port"): ("99999", "-1", "x", "{busy}"),  # 0 = any free port, on purpose
@@ -70,7 +71,7 @@ HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--stale-fail-days": ("-1", "99999999999999999999", "x"),
     "--watchdog-minutes": ("0", "60", "x"),
     "--run-as": ("no_such_user_dmf_test",),
-    "--out": ("/nonexistent/dir/x.xlsx", "{dir}"),
+    "--out": ("/nonexistent/dir/x.xlsx", "{dir}", "/dev/full", "{fifo}", "{link}"),
     "--ingredient": ("",),
     "--applicant": ("",),
     "--manufacturer": ("",),
@@ -102,6 +103,9 @@ MUST_SAY = {
     ("serve-reports", "--port", "99999"): "1–65535",
     ("asof", "2026-10-05", "--out", "/nonexistent/dir/x.xlsx"): "/nonexistent/dir가 없습니다",
     ("asof", "2026-10-05", "--out", "{dir}"): "폴더입니다",
+    ("asof", "2026-10-05", "--out", "/dev/full"): "일반 파일이 아니라 문자 장치입니다",
+    ("asof", "2026-10-05", "--out", "{fifo}"): "FIFO",
+    ("asof", "2026-10-05", "--out", "{link}"): "심볼릭 링크입니다",
     ("report", "--from", "2026-10-05", "--to", "2026-10-06", "--out", "/nonexistent/dir/x.xlsx"): "없습니다",
     ("ui", "--port", "{busy}"): "이미 다른 프로그램이 쓰고 있습니다",
     ("ui", "--web-port", "{busy}"): "이미 다른 프로그램이 쓰고 있습니다",
@@ -201,6 +205,8 @@ def project(tmp_path):
     (tmp_path / "full_dir" / "x").write_text("x")
     (tmp_path / "some_file").write_text("x")
     (tmp_path / "empty.json").write_text("")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "some_file")
     (tmp_path / "deep.json").write_text("[" * 200_000)
     bad = tmp_path / "bad.toml"
     bad.write_text("[source]\nread_timeout_s = inf\n[retention]\nraw_days = 9999999999\n", encoding="utf-8")
@@ -220,6 +226,8 @@ def project(tmp_path):
             "deep": str(tmp_path / "deep.json"),
             "bad_config": str(bad),
             "dump": str(dump),
+            "fifo": str(tmp_path / "fifo"),
+            "link": str(tmp_path / "link"),
         }
         yield env, places
 
@@ -282,3 +290,22 @@ def test_every_command_refuses_hostile_arguments_with_one_line(project):
     for argv, words in MUST_SAY.items():
         assert words in by_line[tuple(_filled(list(argv), places))], (argv, words)
     assert Path("/nonexistent").exists() == nonexistent  # no folder created outside the project unasked
+    # what --out refused is left as it was: the device, the FIFO, the link and the file it points to
+    assert stat.S_ISCHR(os.lstat("/dev/full").st_mode) and stat.S_ISFIFO(os.lstat(places["fifo"]).st_mode)
+    assert os.readlink(places["link"]) == places["file"] and Path(places["file"]).read_text() == "x"
+
+
+def test_out_writes_a_new_path_or_a_regular_file_and_nothing_else(tmp_path):
+    from dmf_assets.errors import UserError
+    from dmf_assets.fsutil import atomic_write_text, output_file
+
+    (tmp_path / "old.csv").write_text("old")
+    for name in ("new.csv", "old.csv"):
+        atomic_write_text(output_file(tmp_path / name), "new")
+        assert (tmp_path / name).read_text() == "new"
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere.csv")
+    os.mkfifo(tmp_path / "pipe")
+    for refused in ("dangling", "pipe"):
+        with pytest.raises(UserError):
+            output_file(tmp_path / refused)
+    assert (tmp_path / "dangling").is_symlink() and not (tmp_path / "nowhere.csv").exists()

@@ -179,3 +179,33 @@ def test_a_day_accepted_rerun_rejected_rerun_accepted_mails_the_team_three_times
     assert not any("수집 거부" in m["Subject"] for m in team)  # the alert went to the engineer only
     reports = [p for p in posts if p["type"] == "report"]
     assert [p["subject"] for p in reports] == subjects  # the same three in chat
+
+
+def test_notify_flush_says_a_message_it_gives_up_is_given_up_once_on_stdout(tmp_path):
+    """A message whose time ran out during the flush was summed up as "still waiting", and each line came twice:
+    on stdout, and on stderr through the notifier's log record."""
+    from datetime import date, timedelta
+
+    from dmf_assets import notify
+    from dmf_assets.clock import frozen_at, now_kst
+    from dmf_assets.settings import load_settings
+
+    env = _project(tmp_path, free_port(), f"http://127.0.0.1:{free_port()}/hook")  # nobody listens on either
+    config = Path(env["DMF_CONFIG"])
+    text = config.read_text(encoding="utf-8").replace("[alerts]\n", "[alerts]\ngive_up_hours = 1\n")
+    config.write_text(text, encoding="utf-8")
+    outlook = notify.RetryOutlook(attempt=1, of=3, why_not=notify.NoRetry.OLD_DAY)
+    with frozen_at(now_kst() - timedelta(hours=2)):  # stored two hours ago: its hour of re-sending is over
+        settings = load_settings(config)
+        stored = notify.Notifier(settings, settings.paths.resolve("alerts_dir")).send_alert(
+            notify.RunFailed(day=date(2026, 11, 26), step="raw_pages", error="OSError", retry=outlook)
+        )
+    assert stored is not None and stored.state == "pending"
+    flushed = _dmf(env, "notify", "flush")
+    again = _dmf(env, "notify", "flush")
+    assert flushed.returncode == 1 and flushed.stderr == "", flushed.stderr
+    lines = flushed.stdout.splitlines()
+    assert len(lines) == 2 and "run_failed: 발송 포기 —" in lines[0], flushed.stdout
+    assert lines[1].startswith("0건 발송, 1건 발송 포기, 0건 다시 대기 / 0 delivered, 1 given up, 0 still waiting")
+    assert "dmf notify flush --given-up" in lines[1]
+    assert again.returncode == 0 and "보낼 메시지가 없습니다" in again.stdout  # said once

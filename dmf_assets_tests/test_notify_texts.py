@@ -96,6 +96,20 @@ def test_advice_depends_on_the_source():
     assert "data.go.kr" in real and "에뮬레이터" not in real
 
 
+def test_a_loopback_source_is_named_as_itself_not_as_the_built_in_emulator(tmp_path):
+    """A rejection from a server on this machine said "the built-in emulator" and suggested --fault."""
+    from dmf_assets.settings import load_settings
+
+    config = tmp_path / "dmf.toml"
+    config.write_text('[source]\nbase_url = "http://127.0.0.1:8089/1471000/MdcDmfInfoService01"\n', encoding="utf-8")
+    ctx = notify.MessageContext.of(load_settings(config))
+    alert = notify.Rejected(day=DAY, rejection=_rejection(2), retry=OUTLOOKS[3])
+    text = notify.compose_alert(alert, ctx).text()
+    assert "이 컴퓨터의 서버 127.0.0.1:8089" in text
+    assert "내장" not in text and "`--fault`" not in text and "data.go.kr" not in text
+    assert notify.MessageContext.of(load_settings()).emulator  # emulator://local: the built-in one
+
+
 def test_a_retry_is_promised_only_when_one_is_planned():
     planned = notify.compose_alert(
         notify.Rejected(day=DAY, rejection=_rejection(2), retry=OUTLOOKS[0]), CONTEXTS[0]

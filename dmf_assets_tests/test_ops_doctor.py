@@ -96,7 +96,10 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
         "references": OK,
         "days": OK,
         "unfinished": OK,
+        "source": OK,
         "freshness": OK,
+        "writable": OK,
+        "clock": OK,
         "lock": OK,
         "backup": WARN,
         "disk": OK,
@@ -127,7 +130,7 @@ def test_healthy_demo_database_exits_0(healthy, capsys):
     rc, out, err = _doctor_cli(capsys, "--root", str(healthy.root), "--today", LAST.isoformat())
     assert rc == 0 and err == ""
     # the CLI adds the delivery check: no channel is configured here, which it says (a WARN)
-    assert "결과 / result: OK 10 · WARN 2 · FAIL 0" in out and "references" in out
+    assert "결과 / result: OK 13 · WARN 2 · FAIL 0" in out and "references" in out
     assert "알림 채널이 설정되지 않았습니다" in out
 
 

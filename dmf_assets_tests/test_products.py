@@ -115,6 +115,6 @@ def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # 
     csv.write_text(HEADER + "우리정,,,\n", encoding="utf-8")
     with open_database(edited.database) as conn:
         broken = build_day_report(conn, E_DAYS[1], settings)
-    assert broken.kpis.product_hits == 0 and any(
+    assert broken.summary.product_hits == 0 and any(
         "제품 목록 오류" in w and "products.csv:2" in w for w in broken.warnings
     )

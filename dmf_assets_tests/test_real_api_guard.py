@@ -10,6 +10,8 @@ from dmf_assets.defs.resources import build_resources
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL, load_settings
 from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets_tests.real_api_support import EchoingApi, clocks_at, morning, real_api_resources
+from dmf_assets_tests.test_client_support import fixture_rows
 
 PAST = date(2026, 10, 5)
 
@@ -30,10 +32,12 @@ def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
     assert not (tmp_path / "data" / "dmf.duckdb").exists()  # nothing judged, nothing written
 
 
-def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path):
-    # the archive was made on that day (here by the emulator); the real API is never asked again
-    emulated = make_workspace(tmp_path / "then")
-    launch.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
+def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path, monkeypatch):
+    # the archive was made on that day by the real API (its client, over loopback); it is never asked again
+    monkeypatch.setenv("MFDS_SERVICE_KEY", "real-api-guard-test-key")
+    then = make_workspace(tmp_path / "then")
+    with EchoingApi(fixture_rows()) as api, clocks_at(morning(PAST)):
+        launch.run_day(PAST, instance=then.instance, resources=real_api_resources(tmp_path / "then", api.url))
     ws = make_workspace(tmp_path / "now")
     shutil.copytree(
         tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat()
@@ -41,8 +45,24 @@ def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path):
     report = launch.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
     assert report.success and report.failure is None
     with ws.connect() as conn:
-        run = conn.execute("SELECT status, source, population FROM runs").fetchall()
-    assert run[0][0] == "baseline" and run[0][1] == "archive" and run[0][2] > 9000
+        run = conn.execute("SELECT status, source, source_id, population FROM runs").fetchall()
+    assert run == [("baseline", "archive", "apis.data.go.kr", len(fixture_rows()))]
+
+
+def test_an_archive_of_the_emulator_is_never_replayed_as_the_real_apis(tmp_path):
+    """Issue 30: after the demo, the real API's run of a demo day was accepted from the emulator's archive."""
+    emulated = make_workspace(tmp_path / "then")
+    launch.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
+    ws = make_workspace(tmp_path / "now")
+    shutil.copytree(
+        tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat()
+    )
+    report = launch.run_day(PAST, instance=ws.instance, resources=_real_api_resources(tmp_path / "now"))
+    assert report.failure is not None and report.failure.startswith("raw_pages: 원천이 다릅니다: "), report.failure
+    assert "에뮬레이터(seed 20250101)의 기록이 있는데, 이번 수집의 원천은 식약처 Open API(apis.data.go.kr)입니다" in (
+        report.failure
+    )
+    assert not (tmp_path / "now" / "data" / "dmf.duckdb").exists()  # nothing judged, nothing written
 
 
 def test_real_api_without_a_key_is_one_line_naming_the_variable_and_env(tmp_path, monkeypatch):

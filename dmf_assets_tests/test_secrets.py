@@ -14,9 +14,7 @@ together with the captured logs, stdout/stderr and failure messages, for the key
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import logging
 import os
@@ -39,6 +37,7 @@ import pytest
 from dmf_assets.runs import launch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
+from dmf_assets_tests.secret_search import hits, key_forms, leaks
 
 pytestmark = pytest.mark.slow
 
@@ -49,83 +48,15 @@ FAULTS = {"2026-10-07": "xml_key_error", "2026-10-08": "outage"}
 CLI_DAY, CLI_FAULT_DAY = "2026-10-12", "2026-10-13"
 
 
-def needles() -> list[str]:
-    once = quote(SECRET, safe="")
-    forms = {SECRET, once, quote(SECRET), quote_plus(SECRET), quote(once, safe=""), quote_plus(once), SECRET_TAIL}
-    return sorted({f.lower() for f in forms}, key=len, reverse=True)
-
-
-NEEDLES = needles()
+NEEDLES = key_forms(SECRET, SECRET_TAIL)
 
 
 def _hits(text: str) -> list[str]:
-    low = text.lower()
-    return [n for n in NEEDLES if n in low]
-
-
-# --- reading every kind of file -------------------------------------------------------------------
-
-
-def _sqlite_texts(path: Path) -> list[str]:
-    """Every value of every table; blobs inflated when they are zlib (Dagster's snapshots are)."""
-    out = []
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        for table in tables:
-            for row in con.execute(f'SELECT * FROM "{table}"'):
-                for value in row:
-                    if isinstance(value, bytes):
-                        out.append(value.decode("utf-8", "replace"))
-                        with contextlib.suppress(zlib.error):
-                            out.append(zlib.decompress(value).decode("utf-8", "replace"))
-                    elif value is not None:
-                        out.append(str(value))
-    finally:
-        con.close()
-    return out
-
-
-def _duckdb_texts(path: Path) -> list[str]:
-    # DuckDB compresses strings (dictionary/FSST): read the tables back instead of trusting the bytes
-    out = []
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        for (table,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall():
-            rows = con.execute(f'SELECT * FROM "{table}"').fetchall()
-            out.append("\n".join(map(str, rows)))
-    finally:
-        con.close()
-    return out
-
-
-def _texts_of(path: Path) -> list[str]:
-    data = path.read_bytes()
-    texts = [data.decode("utf-8", "replace")]
-    if data[:2] == b"\x1f\x8b":
-        texts.append(gzip.decompress(data).decode("utf-8", "replace"))
-    if zipfile.is_zipfile(io.BytesIO(data)):
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            texts += [z.read(n).decode("utf-8", "replace") for n in z.namelist()]
-    if data.startswith(b"SQLite format 3\x00"):
-        texts += _sqlite_texts(path)
-    if path.suffix == ".duckdb":
-        texts += _duckdb_texts(path)
-    if path.suffix == ".parquet":
-        texts.append("\n".join(map(str, pl.read_parquet(path).rows())))
-    return texts
+    return hits(text, NEEDLES)
 
 
 def _leaks(root: Path) -> tuple[list[str], int, set[str]]:
-    leaks, files, kinds = [], 0, set()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        files += 1
-        kinds.add(path.suffix or path.name)
-        for text in _texts_of(path):
-            if hit := _hits(text):
-                leaks.append(f"{path.relative_to(root)}: {hit}")
-                break
-    return leaks, files, kinds
+    return leaks(root, NEEDLES)
 
 
 # --- subprocesses ---------------------------------------------------------------------------------

@@ -208,6 +208,13 @@ def test_new_sections_have_the_documented_defaults():
         ("[alerts.email]\ntimeout_s = 0\n", "0 < x"),
         ('[alerts.email]\nrecipients = ["ra@example.com", "ra-team"]\n', 'recipients[1] = "ra-team"'),
         ('[alerts]\nwebhook_urls = ["hooks.slack.com/x"]\n', "http:// or https://"),
+        ('[source]\nbase_url = "http://[::1"\n', "source.base_url"),
+        ('[source]\nbase_url = "http://[::1"\n', "not a valid URL (Invalid IPv6 URL)"),
+        ('[source]\nbase_url = "http://127.0.0.1:99999/x"\n', "Port out of range"),
+        ('[source]\nbase_url = "http://127.0.0.1:0"\n', "the port must be 1–65535"),
+        ('[alerts]\nwebhook_urls = ["https://hooks.example.com:99999/x"]\n', "webhook_urls[0]"),
+        ('[alerts]\nwebhook_urls = ["slack+https://a..b/x"]\n', "not a valid host name"),
+        ('[web]\npublic_base_url = "http://reports host"\n', "web.public_base_url"),
         ('[alerts]\noverdue_at = "9시"\n', "HH:MM"),
         ("[alerts]\nrejected_streak = 1\n", "2 ≤ x"),
         ("[alerts]\nslow_run_factor = 0.5\n", "1 ≤ x"),
@@ -268,6 +275,34 @@ def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path):
         assert conn.execute("SELECT day_id, status FROM runs ORDER BY day_id").fetchall() == [(20261005, "baseline")]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[source]\nbase_url = "http://[::1"\n', "source.base_url"),  # was ValueError: Invalid port in doctor and run
+        (
+            '[alerts]\nwebhook_urls = ["http://[::1"]\n',
+            "alerts.webhook_urls — webhook_urls[0]",
+        ),  # failed the run at xlsx_report
+    ],
+)
+@pytest.mark.parametrize("command", [("run", "--date", "2026-10-05"), ("doctor",)])
+def test_a_url_that_cannot_be_connected_to_is_refused_when_the_config_is_read(tmp_path, text, key, command):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    cfg = project_config(tmp_path, text)
+    result = dmf(*command, config=cfg, env_extra={"DAGSTER_HOME": str(home)})
+    assert_refused(result, key, str(cfg), "not a valid URL")
+    assert not (tmp_path / "data").exists() and not (tmp_path / "reports").exists()  # nothing started
+
+
+def test_a_config_written_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows Notepad saves UTF-8 with a BOM: it used to be a TOML syntax error at an invisible character."""
+    cfg = tmp_path / "dmf.toml"
+    cfg.write_bytes("\ufeff# 설정\n[gates]\nchurn_max_ratio = 0.25\n".encode())
+    assert load_settings(cfg).gates.churn_max_ratio == 0.25
 
 
 def test_a_webhook_token_is_not_echoed(tmp_path):

@@ -416,7 +416,7 @@ def test_sheet_names_order_and_file_names(accepted_book):
 
 def test_accepted_banner_and_kpi_cells(accepted_book):
     report, _, wb = accepted_book
-    k = report.kpis
+    k = report.summary
     for name in SHEET_NAMES:
         banner = wb[name]["A1"].value
         assert banner.startswith("정상 수집 · 비교 기준 2026-10-07 — 신규 20 · 변경 50 · 삭제 10 · 번호 부여 10"), (

@@ -89,7 +89,7 @@ def test_the_backfill_has_its_rejected_and_its_quiet_day(books):
     assert runs[QUIET]["status"] == "accepted" and not any(
         runs[QUIET][k] for k in ("new_count", "changed_count", "withdrawn_count", "cosmetic_count")
     )
-    assert reports[NEWEST].kpis.number_assigned >= 1  # the newest day names a number assignment apart
+    assert reports[NEWEST].summary.number_assigned >= 1  # the newest day names a number assignment apart
 
 
 def test_the_copy_read_back_whole_has_the_newest_workbooks_summary(books):
@@ -144,9 +144,9 @@ def test_counts_agree_on_the_page_in_the_mail_and_with_the_stored_events(books):
     assert gate6.startswith(counts)
     trend = _trend(summary)
     assert [trend[NEWEST][k] for k in ("신규", "변경", "삭제", "번호 부여")] == [
-        report.kpis.new,
+        report.summary.new,
         changed,
-        report.kpis.withdrawn,
+        report.summary.withdrawn,
         assigned,
     ]
     mail = messages.ReportDelivery.from_day_report(report, None)

@@ -312,7 +312,7 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
     assert all(f["구분"] == "실질 변경" for f in mine)
     summary = wb[SHEET_SUMMARY]
     cosmetic_events = kpi(summary, "cosmetic")
-    assert cosmetic_events == report.kpis.cosmetic == sum(e.is_cosmetic for e in report.events)
+    assert cosmetic_events == report.summary.cosmetic == sum(e.is_cosmetic for e in report.events)
     assert f"표기만 바뀐 이벤트 {cosmetic_events:,}건" in wb[SHEET_FIELDS]["A3"].value
     sentence = next(r[1].value for r in summary.iter_rows(max_col=2) if r[0].value == "심각")
     # a site added reads as one: no 「제조소(추가 …)와 제조국(인도,중국 → 인도,중국,중국)이 바뀌었습니다」 (issue 31)
@@ -322,7 +322,7 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
 
 def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
     report = report_for(edited.database, E_DAYS[4])
-    assert report.kpis.withdrawn == 5 and report.withdrawal_share == pytest.approx(5 / 151)
+    assert report.summary.withdrawn == 5 and report.withdrawal_share == pytest.approx(5 / 151)
     wb = load_workbook(write_workbook(report, tmp_path).path)
     assert "목록에서 삭제 비율 3.3 % (> 2 %)" in wb[SHEET_SUMMARY]["A1"].value
     quiet = report_for(edited.database, E_DAYS[3])

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fetch the whole registry for one day (or replay it from data/raw/). "
         "Exit code 0 if the fetch is complete, 1 if not. The service key is read from MFDS_SERVICE_KEY.",
     )
-    p.add_argument("--date", type=day, help="YYYY-MM-DD (default: today in Asia/Seoul)")
+    p.add_argument("--date", type=day, help="YYYY-MM-DD, 2025-01-01 … today (default: today in Asia/Seoul)")
     p.add_argument("--base-url", help="emulator://local (default from config) or the MFDS service base URL")
     p.add_argument("--no-resume", action="store_true", help="fetch again even if the archive is complete")
     p.add_argument(
@@ -44,17 +44,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.emulator.app import seoul_today
+    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.clock import outside_run_days, today_kst
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.errors import UserError
-    from dmf_assets.settings import settings
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.errors import SourceError
     from dmf_assets.source.fetch import fetch_day
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    s = settings()
+    load_dotenv(PROJECT_ROOT / ".env")  # MFDS_SERVICE_KEY, as `dmf run` and `dagster dev` read it
+    day = args.date or today_kst()
+    if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
+        raise UserError(why)
+    s = load_settings()
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
     if args.base_url:
         overrides["base_url"] = args.base_url
@@ -74,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
             assert isinstance(config, EmulatorMfdsClient)  # client_class: the emulator twin for emulator://
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
-        day = args.date or seoul_today()
         result = fetch_day(config, day, resume=not args.no_resume)
     except (SourceError, ValueError) as exc:
         raise UserError(str(exc)) from None
@@ -83,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_summary(r: FetchResult) -> None:
+    from dmf_assets.source.identity import label as source_label
+
     out = sys.stdout
     print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
-    print(f"  source 출처: {r.source}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
+    registry = f" ({source_label(r.source_id)})" if r.source_id else ""
+    print(f"  source 출처: {r.source}{registry}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
     print(
         f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
         f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"

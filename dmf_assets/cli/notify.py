@@ -8,6 +8,7 @@ dmf notify status [--days N]    pending, held, delivered and given-up messages w
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import TYPE_CHECKING
 
 from dmf_assets.cli.arguments import whole
@@ -45,6 +46,11 @@ def _notifier(args: argparse.Namespace) -> Notifier:
 
     load_dotenv(PROJECT_ROOT / ".env")  # DMF_SMTP_PASSWORD, as `dmf ui` and `dagster dev` read it
     settings = load_settings(args.config)
+    # these commands print every message's line themselves, on stdout: the notifier's log records of the same
+    # lines must not reach the terminal a second time (through Python's handler of last resort, on stderr)
+    notices = logging.getLogger("dmf_assets.notify")
+    if not notices.handlers:
+        notices.addHandler(logging.NullHandler())
     return Notifier(settings, settings.paths.resolve("alerts_dir"), config_file=args.config)
 
 
@@ -67,6 +73,9 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _flush(args: argparse.Namespace) -> int:
+    from dmf_assets.notify import STATE_KO
+    from dmf_assets.notify.outbox import DELIVERED, GIVEN_UP, RECORDED
+
     notifier = _notifier(args)
     outcomes = notifier.flush(force=True, given_up=args.given_up)
     if not outcomes:
@@ -74,11 +83,15 @@ def _flush(args: argparse.Namespace) -> int:
         return 0
     for o in outcomes:
         print(f"  {o.line}")
-    left = [o for o in outcomes if o.state not in ("delivered", "recorded")]
+    sent = sum(o.state in (DELIVERED, RECORDED) for o in outcomes)
+    given_up = sum(o.state == GIVEN_UP for o in outcomes)
+    waiting = len(outcomes) - sent - given_up
     print(
-        f"{len(outcomes) - len(left)}건 발송, {len(left)}건 다시 대기 / {len(outcomes) - len(left)} delivered, {len(left)} still waiting"
+        f"{sent}건 발송, {given_up}건 {STATE_KO[GIVEN_UP]}, {waiting}건 다시 대기 / {sent} delivered, {given_up} given up, "
+        f"{waiting} still waiting"
+        + (" — 다시 보내려면 / to send them again: dmf notify flush --given-up" if given_up else "")
     )
-    return 1 if left else 0
+    return 1 if given_up or waiting else 0
 
 
 def _status(args: argparse.Namespace) -> int:

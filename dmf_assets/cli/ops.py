@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,6 +113,8 @@ def _doctor(args: argparse.Namespace) -> int:
     from dmf_assets.ops.doctor import Thresholds, run_doctor
     from dmf_assets.ops.watchdog import delivery_check, watch
     from dmf_assets.settings import PROJECT_ROOT
+    from dmf_assets.source.endpoint import resolve_endpoint
+    from dmf_assets.source.identity import ask_source, configured_source
 
     if args.stale_fail_days < args.stale_warn_days:
         raise UserError("--stale-fail-days는 --stale-warn-days 이상이어야 합니다")
@@ -121,7 +124,12 @@ def _doctor(args: argparse.Namespace) -> int:
     thresholds = Thresholds(
         stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days, lock_wait_s=args.lock_wait
     )
-    report = run_doctor(paths, now=_now(args.today), thresholds=thresholds)
+    endpoint = resolve_endpoint(settings.source.base_url)
+    source = configured_source(endpoint, settings.emulator.seed)
+    if source is None:  # a server on this machine: asked which registry it serves
+        key = os.environ.get("MFDS_SERVICE_KEY", "").strip() or "dmf-doctor"
+        source = ask_source(endpoint, key=key, timeout_s=settings.source.connect_timeout_s)
+    report = run_doctor(paths, now=_now(args.today), thresholds=thresholds, source=source)
     if args.alert:  # the outside watchdog (dmf_assets/ops/watchdog.py): its checks join the report
         report.checks.extend(watch(settings, paths, now=report.now).checks)
     report.checks.append(delivery_check(Notifier(settings, paths.alerts_dir)))
@@ -196,7 +204,7 @@ def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
 
 def _rebuild(args: argparse.Namespace) -> int:
     from dmf_assets.domain.model import RUN_STATUS_KO
-    from dmf_assets.orchestration.rebuild import rebuild_history
+    from dmf_assets.orchestration.rebuild import rebuild_history, unrunnable_archives
     from dmf_assets.storage.db import DatabaseBusy
 
     if args.first and args.last and args.last < args.first:
@@ -248,4 +256,9 @@ def _rebuild(args: argparse.Namespace) -> int:
     print(
         "  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged"
     )
+    if ignored := unrunnable_archives(paths.raw_dir):
+        print(
+            f"  실행할 수 있는 날짜가 아닌 원본 보관은 다시 처리하지 않았습니다 / archives of days no run can be for were "
+            f"left out: {', '.join(map(str, ignored))} ({paths.raw_dir})"
+        )
     return 0

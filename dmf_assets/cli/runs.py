@@ -113,15 +113,11 @@ def _prepare() -> tuple[Settings, Path]:
 
 
 def _check_days(*days: date) -> None:
-    from dmf_assets.defs.partitions import partition_range
+    from dmf_assets.clock import outside_run_days
 
-    first, last = partition_range()
     for d in days:
-        if not first <= d <= last:
-            raise UserError(
-                f"{josa(str(d), '은/는')} 실행할 수 있는 날짜가 아닙니다: {first} ~ {last}(오늘, KST) 사이만 됩니다. "
-                f"(date outside the partition range {first}..{last})"
-            )
+        if why := outside_run_days(d):
+            raise UserError(why)
 
 
 def _faults(values: list[str]) -> dict[str, str]:
@@ -174,19 +170,46 @@ def _days_running() -> Iterator[None]:
 # --- what the day became (read from the history database) -----------------------------------------
 
 
-def _check_history(settings: Settings, days: list[date]) -> None:
+def _check_clock(settings: Settings) -> None:
+    """Time only moves forward: today (KST) earlier than the newest archived day is one line, before any day
+    or the database is looked at (`_check_history` asks the database the same)."""
+    from dmf_assets.clock import require_not_behind
+    from dmf_assets.source.archive import newest_archived_day
+
+    raw = settings.paths.resolve("raw_dir")
+    require_not_behind(newest_archived_day(raw), str(raw))
+
+
+def _check_history(settings: Settings, days: list[date], resources: dict[str, object]) -> None:
     """Open the history database as the day's run will, before it runs: a lost database (files of earlier
-    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`, before anything is fetched."""
+    days exist) or a damaged one is one line naming `dmf restore` / `dmf rebuild`; a history holding a day
+    later than today (a clock set back) one line about the clock; a source other than the one the archives and
+    the history come from (when the configuration names it) one line saying how to start anew — all before
+    anything is fetched."""
+    from dmf_assets.orchestration.pipeline import HISTORY_DB_KO, time_moves_forward
+    from dmf_assets.source.client import MfdsClient
+    from dmf_assets.source.identity import folder_source, require_same
     from dmf_assets.storage.db import HistoryTraces, open_database
+    from dmf_assets.storage.history import history_source
 
     p = settings.paths
+    mfds = resources["mfds"]
+    assert isinstance(mfds, MfdsClient)  # defs.resources.build_resources
     traces = HistoryTraces(
         p.resolve("raw_dir"), p.resolve("events_dir"), p.resolve("reports_dir"), settings.runs.max_minutes * 60
     )
     with open_database(
         p.resolve("database"), backups_dir=p.resolve("backups_dir"), purpose="dmf check", traces=traces, writing=days
-    ):
-        pass
+    ) as conn:
+        time_moves_forward(conn)
+        held: list[tuple[str, str]] = []
+        if archived := folder_source(p.resolve("raw_dir")):
+            held.append((archived[0], str(p.resolve("raw_dir") / archived[1].isoformat())))
+        if recorded := history_source(conn):
+            held.append((recorded, HISTORY_DB_KO))
+        source = mfds.answering_source(days[-1]) if held else None  # a server on this machine is asked once
+        for holds, where in held:
+            require_same(source, holds, where)
 
 
 def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
@@ -428,12 +451,13 @@ def _run(args: argparse.Namespace) -> int:
     from dmf_assets.clock import today_kst
 
     settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
+    _check_clock(settings)
     from dmf_assets.runs import launch
 
     day = args.date or today_kst()
     _check_days(day)
     resources = _resources(settings, _faults(args.fault))
-    _check_history(settings, [day])
+    _check_history(settings, [day], resources)
     started = time.monotonic()
     with _days_running():
         report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
@@ -447,12 +471,13 @@ def _backfill(args: argparse.Namespace) -> int:
     if args.end < args.start:
         raise UserError(f"--end({args.end})가 --start({args.start})보다 앞입니다 (--end is before --start)")
     settings, _ = _prepare()
+    _check_clock(settings)
     _check_days(args.start, args.end)
     from dmf_assets.runs import launch
 
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
     resources = _resources(settings, _faults(args.fault))
-    _check_history(settings, days)
+    _check_history(settings, days, resources)
     with _days_running():
         reports = launch.run_days(
             days,
@@ -473,15 +498,17 @@ def _demo(args: argparse.Namespace) -> int:
     from dmf_assets.settings import EMULATOR_URL
 
     settings, home = _prepare()
+    _check_clock(settings)
     from dmf_assets.runs import launch
 
     n = args.days or settings.demo.days
     end = args.end or today_kst()
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
-    _check_history(settings, days)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
+    resources = _resources(settings, faults, EMULATOR_URL)
+    _check_history(settings, days, resources)
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
     print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
     if faults:
@@ -492,7 +519,7 @@ def _demo(args: argparse.Namespace) -> int:
         reports = launch.run_days(
             days,
             instance=_instance(),
-            resources=_resources(settings, faults, EMULATOR_URL),
+            resources=resources,
             trigger="demo",
             run_config=launch.QUIET,
             progress=functools.partial(_progress, settings),

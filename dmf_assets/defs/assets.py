@@ -32,7 +32,7 @@ import dagster as dg
 import polars as pl
 
 from dmf_assets import links, notify
-from dmf_assets.clock import now_kst
+from dmf_assets.clock import ClockBehind, now_kst
 from dmf_assets.defs.checks import (
     gate_result,
     gate_specs,
@@ -69,6 +69,7 @@ from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySu
 from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
+from dmf_assets.source.identity import SourceMismatch
 
 
 def _day(context: dg.AssetExecutionContext) -> date:
@@ -109,7 +110,7 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
     resume = context.run.tags.get(REFETCH_TAG) != "true"
     try:
         fetched = pipeline.collect(mfds, day, context.log, resume=resume)
-    except SourceError as exc:  # past date on the real API, request cap, missing key, fetch in progress
+    except (SourceError, ClockBehind) as exc:  # past date on the real API, request cap, missing key, clock set back
         raise dg.Failure(description=str(exc)) from None
     f, x = fetched.facts, fetched.fetch
     context.log.info(
@@ -219,7 +220,11 @@ def integrity_verdict(
     normalized_records: NormalizedDay,
 ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation]:
     with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
-        judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
+        try:
+            pipeline.time_moves_forward(conn)
+            judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
+        except (ClockBehind, SourceMismatch) as exc:  # nothing judged, nothing recorded: one line
+            raise dg.Failure(description=str(exc), allow_retries=False) from None
     if judged.passed:
         context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
         yield dg.Output(
@@ -501,7 +506,11 @@ def xlsx_report(
     context.log.info(f"{day}: 리포트 {result.path.name} ({result.bytes:,} bytes, {result.seconds:.2f}초)")
     # from [web] public_base_url (`links`), never the port a server listens on now: old days' links keep working
     base = links.base_url(settings.web)
-    delivery = _deliver(context, settings, workspace, report, result.path)
+    try:
+        delivery = _deliver(context, settings, workspace, report, result.path)
+    except Exception as exc:  # noqa: BLE001 - sending never fails the pipeline (README): the workbook is written
+        context.log.error(f"{day}: 메일·웹훅 발송 실패 / sending failed: {type(exc).__name__}: {exc}")
+        delivery = {"delivery_status": "failed", "delivery": f"{type(exc).__name__}: {exc}"}
     k = report.summary
     if k.is_rejected:  # what came that day and the registry still in force, apart
         table = md_table(

@@ -172,6 +172,15 @@ def watch(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.Se
     days, busy = followups.recent_days(context.instance), followups.in_flight_days(context.instance)
     states = followups.day_states(context.instance, [d for d in days if d not in busy])
     plans = followups.plan_followups(context.instance, now, retry=retry, days=days, busy=busy, states=states)
+    # a clock set back hides the days after "today" from the partitions: their follow-ups wait for the clock
+    # (a run requested for them would fail as an unknown partition on every tick)
+    last = daily_partitions.get_last_partition_key()
+    if waiting := sorted({p.day for p in plans if last is None or p.day > last}):
+        context.log.warning(
+            f"시계가 뒤로 갔습니다: 오늘(KST)이 {last}인데 {', '.join(waiting)}의 후속 실행이 남아 있습니다 — 이 컴퓨터의 "
+            "시계를 확인하세요; 시계가 맞을 때까지 미룹니다 / the clock is behind days with runs: their follow-ups wait"
+        )
+        plans = [p for p in plans if p.day not in waiting]
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
     overdue = _overdue_evaluation(context.instance, now, settings)

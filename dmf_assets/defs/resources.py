@@ -22,7 +22,13 @@ from pydantic import PrivateAttr
 from dmf_assets.defs.io import DayStoreIOManager
 from dmf_assets.emulator.client import EmulatorMfdsClient, client_class
 from dmf_assets.settings import PROJECT_ROOT, Settings, load_settings
-from dmf_assets.storage.db import DatabaseDiskFull, DatabaseUnusable, HistoryTraces, open_database
+from dmf_assets.storage.db import (
+    DatabaseDiskFull,
+    DatabaseReadOnly,
+    DatabaseUnusable,
+    HistoryTraces,
+    open_database,
+)
 
 
 class HistoryDatabase(DuckDBResource):
@@ -55,7 +61,7 @@ class HistoryDatabase(DuckDBResource):
                 writing=[writing] if writing else (),
             ) as conn:
                 yield conn
-        except (DatabaseUnusable, DatabaseDiskFull) as exc:  # one line saying what to do, not a traceback
+        except (DatabaseUnusable, DatabaseReadOnly, DatabaseDiskFull) as exc:  # one line saying what to do
             raise dg.Failure(description=str(exc), allow_retries=False) from None
 
 

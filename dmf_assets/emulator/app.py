@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, unquote, urlencode
 from dmf_assets.emulator import faults as F
 from dmf_assets.settings import API_OPERATION
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
+from dmf_assets.source.identity import SEED_HEADER
 
 SERVICE_PATH = f"{SERVICE_BASE_PATH}/{API_OPERATION}"
 MAX_NUM_OF_ROWS = 1000  # the portal caps page size; larger requests are served 1000 rows
@@ -136,6 +137,10 @@ class EmulatorApp:
 
             item_source = RegistrySimulator(seed)
         self.item_source = item_source
+        # every answer names the registry it comes from (source.identity): a simulator's seed; rows given to the
+        # app (a test's registry) name none, and are then known by the server's host like any other server
+        served = getattr(item_source, "seed", None)
+        self._seed_header = ((SEED_HEADER, str(served)),) if isinstance(served, int) else ()
         self._key = normalize_service_key(service_key) if service_key is not None else None
         self.faults = faults if isinstance(faults, F.FaultPlan) else F.FaultPlan.parse(faults)
         self.default_date = date.fromisoformat(default_date) if isinstance(default_date, str) else default_date
@@ -171,7 +176,7 @@ class EmulatorApp:
             if resp.delay_s:
                 line += f" delay={resp.delay_s:g}s"
             self.requests.append(RequestRecord(started, day, page, rows, attempt, resp.status, outcome))
-            return AppResponse(resp.status, resp.headers, resp.body, resp.delay_s, line)
+            return AppResponse(resp.status, resp.headers + self._seed_header, resp.body, resp.delay_s, line)
 
         if path.rstrip("/") != SERVICE_PATH:
             return done(_plain(404, "Not Found"), outcome="not_found")

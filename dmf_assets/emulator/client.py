@@ -21,6 +21,7 @@ from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.settings import Emulator, Settings, settings
 from dmf_assets.source.client import MfdsClient, setting_default
 from dmf_assets.source.endpoint import resolve_endpoint
+from dmf_assets.source.identity import configured_source
 
 if TYPE_CHECKING:
     from dmf_assets.emulator.registry import RegistrySimulator
@@ -61,6 +62,9 @@ class EmulatorMfdsClient(MfdsClient):
 
     def request_headers(self, day: date) -> dict[str, str]:
         return {DATE_HEADER: day.isoformat()}
+
+    def expected_source(self) -> str | None:
+        return configured_source(resolve_endpoint(self.base_url), self.emulator_seed)
 
     def manifest_extra(self, day: date) -> dict[str, Any]:
         if not resolve_endpoint(self.base_url).in_process:

@@ -166,20 +166,23 @@ class MessageContext:
     """What the texts depend on beyond the facts: the source (advice differs), the file a user edits,
     the same-morning retry window and the public address of the workbooks."""
 
-    emulator: bool
+    emulator: bool  # the built-in emulator, answering in process
     config_file: str = "config/dmf.local.toml"
     retry_until: time = time(12, 0)
     public_base_url: str = ""
+    loopback_host: str = ""  # a server on this machine (host:port) — a `dmf emulator serve` or any other
 
     @classmethod
     def of(cls, settings: Any, config_file: str | None = None) -> MessageContext:
         from dmf_assets.source.endpoint import resolve_endpoint
 
+        endpoint = resolve_endpoint(settings.source.base_url)
         return cls(
-            emulator=resolve_endpoint(settings.source.base_url).local,
+            emulator=endpoint.in_process,
             config_file=config_file or "config/dmf.local.toml",
             retry_until=settings.retry.until,
             public_base_url=public_base_url(settings),
+            loopback_host=endpoint.host if endpoint.local and not endpoint.in_process else "",
         )
 
     def source_advice(self) -> str:
@@ -187,6 +190,11 @@ class MessageContext:
             return (
                 "원천은 내장 MFDS 에뮬레이터입니다(키·네트워크 불필요): 고장 주입(`--fault`, [emulator] faults)으로 "
                 "거부된 날이면 고장 없이 다시 실행하면 반영됩니다."
+            )
+        if self.loopback_host:
+            return (
+                f"원천은 이 컴퓨터의 서버 {self.loopback_host}입니다([source] base_url): 그 서버가 보낸 응답을 "
+                "확인하세요(`dmf emulator serve`라면 그 서버에 준 고장 설정)."
             )
         return "data.go.kr의 서비스 공지와 서비스키(MFDS_SERVICE_KEY)의 일일 호출 한도를 확인하세요."
 

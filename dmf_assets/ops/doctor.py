@@ -8,7 +8,11 @@ Checks, each OK / WARN / FAIL with one Korean + English line:
   days        accepted days have a snapshot, rejected days have no history, nothing else has one
   unfinished  days judged by gates 1–5 but never committed or rejected (WARN while a run may still be
               between the two steps, FAIL after 30 minutes)
+  source      which registry the history is built from (the emulator of a seed, the real API, another
+              server); FAIL when the configured source is another one (its runs are refused)
   freshness   last accepted day vs today (Asia/Seoul); its raw archive is still there
+  writable    the runs can write the database file, its WAL and its folder (not read-only, not immutable)
+  clock       today (Asia/Seoul) is not earlier than the newest raw archive (a clock set back refuses every run)
   lock        who holds the database lock, and for how long
   backup      age of the newest backup, and that it opens
   disk        free space where the data lives
@@ -47,17 +51,23 @@ from dmf_assets.ops.common import (
     read_only_database,
 )
 from dmf_assets.report.retention import dated_workbooks
+from dmf_assets.source.archive import newest_archived_day
+from dmf_assets.source.identity import folder_source
+from dmf_assets.source.identity import label as source_label
 from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import (
     WAYS_OUT_EN,
     WAYS_OUT_KO,
     DatabaseBusy,
+    DatabaseReadOnly,
     HistoryTraces,
     MigrationError,
     check_migrations,
     lock_holder,
     migrations,
+    write_refusal,
 )
+from dmf_assets.storage.history import history_source
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -295,7 +305,33 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
     return Check("freshness", status, label, ko, en, details)
 
 
-def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tuple[list[Check], dict | None]:
+def _source_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, configured: str | None) -> Check:
+    """One source per history (source.identity): which registry the history is built from, and whether the
+    configured source is that one — a run of another source is refused."""
+    label = "원천 / source"
+    held = history_source(conn)
+    if held is None and (archived := folder_source(paths.raw_dir)):
+        held = archived[0]
+    details = {"history": held, "configured": configured}
+    if held is None:
+        return Check("source", OK, label, "아직 수집한 원천이 없습니다", "no source recorded yet", details)
+    if configured is not None and configured != held:
+        return Check(
+            "source",
+            FAIL,
+            label,
+            f"이력은 {source_label(held)}에서 만들어졌는데 설정된 원천은 {source_label(configured)}입니다 — 실행이 "
+            "거부됩니다. 새 원천으로 시작하려면 새 데이터 폴더를 쓰거나 README의 '원천 바꾸기'대로 지금 폴더를 옮겨 두세요",
+            f"the history is built from {held}, the configuration names {configured}: runs are refused",
+            details,
+        )
+    note = "" if configured is not None else " (설정된 서버가 응답하지 않아 그 원천은 확인하지 못했습니다)"
+    return Check("source", OK, label, f"이력의 원천: {source_label(held)}{note}", f"history built from {held}", details)
+
+
+def _database_checks(
+    paths: ProjectPaths, now: datetime, th: Thresholds, source: str | None = None
+) -> tuple[list[Check], dict | None]:
     """The checks that need the database; plus the lock holder when the lock could not be taken."""
     label = "DB 파일 / database"
     db = paths.database
@@ -394,6 +430,7 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
                 )
             )
             checks.append(_unfinished_check(conn, now, th))
+            checks.append(_source_check(conn, paths, source))
             try:
                 checks.append(_freshness_check(conn, paths, now.date(), th))
             except duckdb.Error as exc:
@@ -464,6 +501,47 @@ def _database_checks(paths: ProjectPaths, now: datetime, th: Thresholds) -> tupl
 
 
 # --- file checks --------------------------------------------------------------------------------
+
+
+def _clock_check(paths: ProjectPaths, today: date) -> Check:
+    """Time only moves forward: today (KST) earlier than the newest archived day means the clock was set back —
+    every run is refused until it is right (a run would commit "today" before days already recorded)."""
+    label = "시계 / clock"
+    newest = newest_archived_day(paths.raw_dir)
+    details = {"today": today.isoformat(), "newest_archive": newest and newest.isoformat()}
+    if newest is not None and today < newest:
+        return Check(
+            "clock",
+            FAIL,
+            label,
+            f"시계가 뒤로 갔습니다: 오늘(KST)이 {today}인데 원본 보관에 {newest}의 수집본이 있습니다 "
+            f"({paths.raw_dir / newest.isoformat()}) — 이 컴퓨터의 날짜·시각과 시간대(timedatectl, NTP)를 확인하세요; "
+            "그때까지 모든 실행이 거부됩니다",
+            f"the clock says today is {today} (KST) but the newest archive is of {newest}: check the system clock; "
+            "every run is refused until then",
+            details,
+        )
+    shown = f"가장 최근 원본 보관 {newest}" if newest else "원본 보관 없음"
+    return Check(
+        "clock", OK, label, f"오늘(KST) {today}, {shown}", f"today {today} (KST), not before any archive", details
+    )
+
+
+def _writable_check(paths: ProjectPaths) -> Check:
+    """The runs write the database: one that cannot be written (permissions, an immutable file or folder, a
+    read-only mount) fails every run, so it is a FAIL here too, said as what it is."""
+    label = "DB 쓰기 / writable"
+    if refused := write_refusal(paths.database):
+        return Check(
+            "writable",
+            FAIL,
+            label,
+            f"실행이 이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다 ({refused}); "
+            f"{DatabaseReadOnly.CHECK_KO}",
+            f"the runs cannot write the history database: read-only or immutable — {DatabaseReadOnly.CHECK_EN}",
+            {"error": refused},
+        )
+    return Check("writable", OK, label, "실행이 DB에 쓸 수 있음", "the runs can write the database")
 
 
 def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: Thresholds) -> Check:
@@ -667,15 +745,22 @@ def _sizes_check(paths: ProjectPaths) -> Check:
 
 
 def run_doctor(
-    paths: ProjectPaths, *, now: datetime | None = None, thresholds: Thresholds | None = None
+    paths: ProjectPaths,
+    *,
+    now: datetime | None = None,
+    thresholds: Thresholds | None = None,
+    source: str | None = None,
 ) -> DoctorReport:
-    """Every check, in display order. Never raises for a bad database: that is a FAIL line."""
+    """Every check, in display order. Never raises for a bad database: that is a FAIL line. `source`: the
+    configured source (`source.identity`), None when it cannot be told (a server that does not answer)."""
     th = thresholds or Thresholds()
     now = now or now_kst()
     was_held = lock_holder(paths.database) if paths.database.is_file() else None
-    db_checks, holder = _database_checks(paths, now, th)
+    db_checks, holder = _database_checks(paths, now, th, source)
     checks = [
         *db_checks,
+        _writable_check(paths),
+        _clock_check(paths, now.date()),
         _lock_check(holder, was_held, now, th),
         _backup_check(paths, now, th),
         _disk_check(paths, th),

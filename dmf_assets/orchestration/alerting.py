@@ -15,6 +15,7 @@ import dagster as dg
 
 from dmf_assets import notify
 from dmf_assets.orchestration.followups import (
+    TIMED_OUT_TAG,
     DayState,
     RetryPolicy,
     fetch_failed_at,
@@ -100,7 +101,7 @@ def alerts_for_tick(
                 continue
             step, error = failure
             fetch_outlook = outlook if fetch_failed_at(state) is not None and outlook is not None else NOT_RETRIED
-            if "maximum runtime" in error:
+            if "maximum runtime" in error or TIMED_OUT_TAG in latest[0].dagster_run.tags:
                 alerts.append(
                     notify.RunTimeout(
                         day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook, run_id=run_id

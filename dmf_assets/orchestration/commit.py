@@ -112,6 +112,7 @@ def record_judgement(
     watchlist: Watchlist | None,
     gate_settings: GateThresholds | None = None,
     base: BaseFacts | None = None,
+    source_id: str | None = None,
 ) -> CommitOutcome | None:
     """Store gates 1–5 and the quality metrics; a failed gate rejects the day right here.
 
@@ -133,6 +134,7 @@ def record_judgement(
             judged=judged,
             run_id=run_id,
             fetch_seconds=fetch_seconds,
+            source_id=source_id,
         )
         if failed is None:
             return None

@@ -38,6 +38,8 @@ RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
 REFETCH_TAG = "dmf/refetch"
 #: run tag: the run follows one of a backfill of old days (or of the demo), so it mails nobody
 QUIET_TAG = "dmf/quiet"
+#: run tag of an in-process run (`dmf run`) stopped at its time limit, in seconds ([runs] max_minutes)
+TIMED_OUT_TAG = "dmf/timed_out"
 #: `dmf/trigger` values of runs that backfill old days
 BULK_TRIGGERS = ("cli-backfill", "demo")
 #: the daemons a planned retry needs: the sensor launches it (the scheduler runs the 06:00 collection)

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from dmf_assets.clock import require_not_behind
 from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
 from dmf_assets.domain.gates import (
     DROP,
@@ -36,6 +37,7 @@ from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.orchestration import commit
 from dmf_assets.settings import Settings
+from dmf_assets.source.identity import require_same
 from dmf_assets.storage import history
 
 log = logging.getLogger("dmf")
@@ -143,6 +145,7 @@ def fetched(result: Any, started: float) -> FetchedDay:
         "elapsed_s": round(time.monotonic() - started, 3),
         "archive_dir": str(result.archive_dir),
         "num_of_rows": getattr(result, "num_of_rows", None),
+        "source_id": getattr(result, "source_id", None),
         "pages": [_page_dict(p) for p in result.pages],
     }
     return FetchedDay(result.day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
@@ -160,11 +163,23 @@ def normalize(fetched: FetchedDay, settings: Settings) -> NormalizedDay:
 # --- judge (gates 1–5) ---------------------------------------------------------------------------
 
 
+#: how the history database is named when a day it holds is later than today
+HISTORY_DB_KO = "이력 DB"
+
+
+def time_moves_forward(conn: duckdb.DuckDBPyConnection) -> None:
+    """A run whose today (KST) is earlier than the newest day the history holds is refused (ClockBehind)
+    before anything is judged or written: it would commit "today" before days already recorded."""
+    require_not_behind(history.latest_recorded_day(conn), HISTORY_DB_KO)
+
+
 def judge(
     conn: duckdb.DuckDBPyConnection, normalized: NormalizedDay, settings: Settings, run_id: str | None = None
 ) -> JudgedDay:
-    """Evaluate gates 1–5 and record the verdict; a failed gate rejects the day in the database here."""
+    """Evaluate gates 1–5 and record the verdict; a failed gate rejects the day in the database here. A day of
+    another source than the history's is refused first (SourceMismatch): nothing is recorded."""
     day, facts, keyed = normalized.day, normalized.facts, normalized.keyed
+    require_same(normalized.fetch.get("source_id"), history.history_source(conn), HISTORY_DB_KO)
     base = history.comparison_base(conn, day)
     gates = pre_diff_gates(
         keyed,
@@ -202,6 +217,7 @@ def judge(
         watchlist=Watchlist.of(settings.watchlist),
         gate_settings=settings.gates,
         base=base,
+        source_id=normalized.fetch.get("source_id"),
     )
     reason = None if rejection is None else rejection.reason
     return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)

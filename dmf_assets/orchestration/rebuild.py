@@ -1,7 +1,8 @@
 """`dmf rebuild`: the history database made again from the raw archives (docs/DOMAIN.md §9 — the archives are
 the event log, the database is derived from them).
 
-Every archived day (`raw_dir/YYYY-MM-DD/`, optionally only `first`…`last`) is replayed in date order
+Every archived day (`raw_dir/YYYY-MM-DD/`, optionally only `first`…`last`; an archive of a day no run can be
+for — `outside_run_days` — is left out and named) is replayed in date order
 through the project's own day pipeline — the archive alone, never a request (`source.fetch.replay_archive`)
 → normalize → gates 1–5 → diff and gate 6 → commit — with today's settings, into a new database beside the
 old one (`<database>.rebuild`). A day the gates rejected is rejected again by the same gate; a day with no
@@ -25,10 +26,12 @@ from pathlib import Path
 
 import duckdb
 
+from dmf_assets.clock import outside_run_days
 from dmf_assets.domain.model import RUN_STATUS_KO
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.settings import Settings
+from dmf_assets.source.archive import published_days
 from dmf_assets.source.errors import SourceError
 from dmf_assets.source.fetch import replay_archive
 from dmf_assets.storage import history
@@ -52,16 +55,18 @@ class RebuildResult:
 
 
 def archived_days(raw_dir: Path, first: date | None = None, last: date | None = None) -> list[date]:
-    """The days with a published archive (`YYYY-MM-DD/manifest.json`), in date order."""
-    days = []
-    for manifest in Path(raw_dir).glob("????-??-??/manifest.json"):
-        try:
-            day = date.fromisoformat(manifest.parent.name)
-        except ValueError:
-            continue
-        if (first is None or day >= first) and (last is None or day <= last):
-            days.append(day)
-    return sorted(days)
+    """The days with a published archive (`YYYY-MM-DD/manifest.json`) that a run can be for, in date order."""
+    return [
+        day
+        for day in published_days(raw_dir)
+        if (first is None or day >= first) and (last is None or day <= last) and outside_run_days(day) is None
+    ]
+
+
+def unrunnable_archives(raw_dir: Path) -> list[date]:
+    """Archived days no run can be for (before the first day, or after today: an earlier `dmf fetch --date
+    2999-12-31` made them) — never replayed, never a difference."""
+    return [day for day in published_days(raw_dir) if outside_run_days(day) is not None]
 
 
 def _old_content(database: Path) -> history.HistoryContent | None:

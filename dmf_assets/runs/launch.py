@@ -14,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -24,7 +27,7 @@ import dagster as dg
 from dmf_assets.defs.automation import WATCH_SENSOR, dmf_daily_job, run_tags
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.fsutil import refused_write_in_texts
-from dmf_assets.orchestration.followups import CHAIN
+from dmf_assets.orchestration.followups import CHAIN, TIMED_OUT_TAG
 from dmf_assets.orchestration.verdict import rejecting_steps
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
@@ -83,6 +86,8 @@ def interrupted(result: dg.JobExecutionResult) -> bool:
 
 def failure_of(result: dg.JobExecutionResult) -> str | None:
     """Why a run failed, in one line — None when the only failure was a gate's verdict (a rejected day)."""
+    if (limit := _TIMED_OUT.get(result.run_id)) is not None:
+        return _timed_out_line(result, limit)
     verdicts = rejecting_steps(
         (e.step_key, e.asset_observation_data.asset_observation.metadata)
         for e in result.all_events
@@ -110,6 +115,52 @@ def _quiet() -> Iterator[None]:
         yield
     finally:
         logging.disable(previous)
+
+
+#: the run tag of a run's time limit in seconds ([runs] max_minutes): Dagster's run monitoring enforces it on the
+#: runs its daemon launches; `execute_day` enforces it on the runs it executes in this process
+MAX_RUNTIME_TAG = "dagster/max_runtime"
+#: run id -> its limit in seconds, for the runs of this process that `execute_day` stopped at their limit
+_TIMED_OUT: dict[str, float] = {}
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[threading.Event]:
+    """Interrupt the in-process run still going after `seconds`, as Ctrl-C would: Dagster fails the running step
+    there and then (a page, a staged file, a workbook are each written atomically; a day's history is one
+    transaction — nothing is left half-written, and an interrupted fetch resumes from its archived pages).
+    Only where signals can be handled: the main thread (every `dmf` command)."""
+    fired = threading.Event()
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield fired
+        return
+    lock, running = threading.Lock(), [True]
+
+    def stop() -> None:
+        with lock:
+            if running[0]:
+                fired.set()
+                os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(seconds, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        with lock:
+            running[0] = False
+        timer.cancel()
+
+
+def _timed_out_line(result: dg.JobExecutionResult, limit_s: float) -> str:
+    step = next((e.step_key for e in result.all_events if e.is_step_failure and e.step_key), None) or "run"
+    limit = f"{limit_s / 60:g}분" if limit_s >= 60 else f"{limit_s:g}초"
+    return (
+        f"{step}: 실행 시간 한도({limit}, [runs] max_minutes)를 넘어 멈췄습니다 — 이 날은 반영되지 않았고 이력은 그대로입니다"
+        f"(받던 원본은 다음 실행이 이어받습니다). 원천이 느리면 한도를 늘리거나 다시 실행하세요 / the run exceeded its "
+        f"time limit ([runs] max_minutes) and was stopped; nothing of the day was committed"
+    )
 
 
 def definitions_with(resources: Mapping[str, object]) -> dg.Definitions:
@@ -166,8 +217,13 @@ def execute_day(
         asset_selection=frozenset(selection) if selection else None,
         remote_job_origin=code_location_origin(),
     )
-    result = execute_run(InMemoryJob(job), run, instance)
-    if interrupted(result):  # the person stopped the command: no further day, no follow-up
+    limit = float((tags or {}).get(MAX_RUNTIME_TAG) or 0)
+    with _time_limit(limit) as stopped:
+        result = execute_run(InMemoryJob(job), run, instance)
+    if stopped.is_set() and not result.success:  # said in the run's record, for the UI and the sensor's alert
+        _TIMED_OUT[result.run_id] = limit
+        instance.add_run_tags(result.run_id, {TIMED_OUT_TAG: f"{limit:g}"})
+    elif interrupted(result):  # the person stopped the command: no further day, no follow-up
         raise KeyboardInterrupt
     return result
 

@@ -86,6 +86,19 @@ def _flock(path: Path, *, blocking: bool) -> Iterator[bool]:
         fh.close()
 
 
+def published_days(raw_dir: Path) -> list[date]:
+    """The days with a published archive (`YYYY-MM-DD/manifest.json`) under `raw_dir`, in date order."""
+    days = []
+    for manifest in Path(raw_dir).glob("????-??-??/manifest.json"):
+        with contextlib.suppress(ValueError):
+            days.append(date.fromisoformat(manifest.parent.name))
+    return sorted(days)
+
+
+def newest_archived_day(raw_dir: Path) -> date | None:
+    return max(published_days(raw_dir), default=None)
+
+
 class DayArchive:
     """The archive of one day under `raw_dir`."""
 
@@ -148,6 +161,11 @@ class DayArchive:
         for directory, name in keep:
             if directory != self.work_dir:
                 shutil.copy2(directory / name, self.work_dir / name)
+
+    def drop_empty_work(self) -> None:
+        """Remove the working directory when it holds nothing (a fetch refused at its first answer)."""
+        with contextlib.suppress(OSError):
+            self.work_dir.rmdir()
 
     def write_page(self, page_no: int, body: bytes, fmt: str) -> str:
         """Gzip one page body into the working directory; returns the file name."""

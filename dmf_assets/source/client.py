@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 from dmf_assets.settings import PROJECT_ROOT, Paths, Settings, Source
 from dmf_assets.source.endpoint import resolve_endpoint
 from dmf_assets.source.fetch import FetchLog, FetchResult, fetch_day
+from dmf_assets.source.identity import ask_source, configured_source
+from dmf_assets.source.service_key import decode_service_key
 
 USER_AGENT = "dmf-watch/0.1 (+MFDS DMF registry daily watch)"
 
@@ -99,6 +101,19 @@ class MfdsClient(dg.ConfigurableResource):
     def manifest_extra(self, day: date) -> dict[str, Any]:
         """Extra top-level manifest entries for a fetch of `day`."""
         return {}
+
+    def expected_source(self) -> str | None:
+        """The registry this client fetches, when known before asking (`source.identity.configured_source`)."""
+        return configured_source(resolve_endpoint(self.base_url), seed=None)
+
+    def answering_source(self, day: date) -> str | None:
+        """The registry this client fetches: known from the configuration, or — a server on this machine — asked
+        with one small request (`source.identity.ask_source`); None when it does not answer."""
+        endpoint = resolve_endpoint(self.base_url)
+        if (known := self.expected_source()) is not None or endpoint.in_process:
+            return known
+        key = decode_service_key(self.service_key()) or self.anonymous_key() or ""
+        return ask_source(endpoint, key=key, headers=self.request_headers(day), timeout_s=self.connect_timeout_s)
 
     # -- use --------------------------------------------------------------------------------------
 

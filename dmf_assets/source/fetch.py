@@ -10,7 +10,8 @@
    after every page;
 4. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
    items. Transport failures are recorded, not raised: the day still gets a verdict.
-The service key is a secret: it goes into the query string and nowhere else.
+The service key is a secret: it goes into the query string and nowhere else; every response body is
+scrubbed of it (`Redactor.scrub_bytes`) before it is archived, parsed, logged or shown.
 
 What differs between the real API and a replay of it (HTTP client, request headers, a key when none
 is configured, manifest notes) the client decides: see `MfdsClient`.
@@ -29,11 +30,11 @@ from typing import Any, Protocol
 
 import httpx
 
-from dmf_assets.clock import now_kst, today_kst
+from dmf_assets.clock import now_kst, require_not_behind, today_kst
 from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.settings import PROJECT_ROOT
-from dmf_assets.source.archive import DayArchive, RequestCounter, sha256_hex
+from dmf_assets.source.archive import DayArchive, RequestCounter, newest_archived_day, sha256_hex
 from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
 from dmf_assets.source.envelope import Page, body_format, parse_page
 from dmf_assets.source.errors import (
@@ -46,6 +47,7 @@ from dmf_assets.source.errors import (
     RequestCapExceeded,
     SourceError,
 )
+from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
 from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
 from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
 
@@ -94,6 +96,7 @@ class FetchConfig(Protocol):
     def http_client(self) -> httpx.Client: ...
     def request_headers(self, day: date) -> dict[str, str]: ...
     def manifest_extra(self, day: date) -> dict[str, Any]: ...
+    def expected_source(self) -> str | None: ...
     def raw_path(self) -> Path: ...
 
 
@@ -137,6 +140,8 @@ class FetchResult:
     num_of_rows: int = 0
     #: the gateway's XML error when one stopped the fetch: return_reason_code, return_auth_msg, err_msg
     gateway_error: dict[str, str] | None = None
+    #: which registry the rows are (source.identity): the answering source, or the archived day's
+    source_id: str | None = None
     items: list[Row] = field(default_factory=list, repr=False)
 
     @property
@@ -164,6 +169,7 @@ class FetchResult:
             "missing_fields": list(self.missing_fields),
             "problems": list(self.problems),
             "gateway_error": self.gateway_error,
+            "source_id": self.source_id,
         }
 
 
@@ -287,15 +293,24 @@ def fetch_day(
 
     `http_client` replaces the client's own (`client.http_client()`) and is not closed here.
     Raises PastDateUnavailable, RequestCapExceeded, FetchInProgress, ArchiveCorrupt (past date whose
-    archive is damaged) and ValueError for bad configuration; transport failures are recorded.
+    archive is damaged), ClockBehind (today is earlier than a day already archived: nothing is written) and
+    ValueError for bad configuration; transport failures are recorded.
     """
     install_key_log_filter()
     day = as_date(day)
+    # time only moves forward: a clock set back would archive "today" before days already archived
+    require_not_behind(newest_archived_day(client.raw_path()), str(client.raw_path()))
     endpoint = resolve_endpoint(client.base_url)
     service_key = client.service_key()
     redact = Redactor(service_key)
     logger: FetchLog = log or module_log
     archive = DayArchive(client.raw_path(), day)
+    # one source per archive folder (source.identity): a day of another registry is refused before anything is
+    # written — one the configuration names here, a server on this machine when it first answers
+    held = _held_source(archive)
+    expected = client.expected_source()
+    if held is not None:
+        require_same(expected, held[0], held[1])
     archive.raw_dir.mkdir(parents=True, exist_ok=True)
     with archive.locked():
         archive.recover()
@@ -303,7 +318,8 @@ def fetch_day(
         today = today_kst()
         can_fetch = endpoint.dated or day == today
         complete = bool(published and published.get("status") == "complete")
-        if published and (not can_fetch or (resume and complete)):
+        # a server on this machine is asked again rather than replayed: only its answers say which registry it is
+        if published and expected is not None and (not can_fetch or (resume and complete)):
             if not can_fetch and not resume:
                 logger.warning("%s: the real API cannot serve a past date again; replaying the archive", day)
             try:
@@ -325,8 +341,12 @@ def fetch_day(
         http = http_client or client.http_client()
         try:
             fetch = _DayFetch(client, day, endpoint, archive, http, key, redact, logger, rng or random.Random())
+            fetch.held, fetch.expected = held, expected
             reusable = fetch.reusable_pages(published) if resume else {}
             return fetch.run(reusable, keep_published=complete)
+        except SourceMismatch:
+            archive.drop_empty_work()
+            raise
         finally:
             if owns_client:
                 http.close()
@@ -375,6 +395,9 @@ class _DayFetch:
         self.restarts: list[dict[str, Any]] = []
         self.round = 1
         self.reused_from: str | None = None
+        self.held: tuple[str, str] | None = None  # (source, where): what the folder (or this day) holds already
+        self.expected: str | None = None  # the configured source, when known before asking
+        self.source_id: str | None = None  # the source that answered (source.identity.answered_by)
 
     # -- resume ---------------------------------------------------------------------------------
 
@@ -526,7 +549,8 @@ class _DayFetch:
             self.politeness.mark_start(started)
             try:
                 resp = self.client.get(self.endpoint.url, params=params, headers=headers, timeout=self.timeout)
-                body = resp.content
+                body = self.redact.scrub_bytes(resp.content)  # the one chokepoint: a server may echo the key
+                self._answered_by(resp.headers)
             except httpx.TimeoutException as exc:
                 self._failed_attempt(page, rec, started, f"timeout: {type(exc).__name__}", "timeout")
                 retry_wait = self._backoff(attempt)
@@ -627,6 +651,14 @@ class _DayFetch:
             rec["pause_after_s"] = round(self.politeness.pause_s, 3)
         self.log.info("%s page %d attempt %d: %s", self.day, page.page_no, rec["attempt"], page.error)
 
+    def _answered_by(self, headers: Any) -> None:
+        """The registry the server serves, from its first answer: another one than the folder holds is refused
+        (SourceMismatch) before its body is archived."""
+        if self.source_id is None:
+            self.source_id = answered_by(self.endpoint, headers) or self.expected
+            if self.held is not None:
+                require_same(self.source_id, *self.held)
+
     def _backoff(self, attempt: int) -> float:
         return backoff_s(attempt, self.config.backoff_base_s, self.config.backoff_max_s, self.rng)
 
@@ -705,6 +737,7 @@ class _DayFetch:
             problems=[self.redact(p) for p in self.problems],
             num_of_rows=self.config.num_of_rows,
             gateway_error=next((p.gateway for p in v["pages"] if p.gateway), None),
+            source_id=self.source_id or self.expected,
             items=v["items"],
         )
         self.log.info(
@@ -728,6 +761,7 @@ class _DayFetch:
             "day": self.day.isoformat(),
             "status": status,
             "source": self.endpoint.kind,
+            "source_id": self.source_id or self.expected,
             "request": {
                 "url": self.endpoint.url,
                 "method": "GET",
@@ -768,6 +802,15 @@ class _DayFetch:
             manifest["unexpected_fields"] = verdict["unexpected"]
             manifest["missing_fields"] = verdict["missing"]
         self.archive.write_manifest(manifest, text_filter=self.redact)
+
+
+def _held_source(archive: DayArchive) -> tuple[str, str] | None:
+    """(source, where) of what is archived already: this day's complete archive, else the folder's newest."""
+    manifest = archive.published_manifest()
+    if manifest and manifest.get("status") == "complete" and (source := manifest_source(manifest)):
+        return source, str(archive.day_dir)
+    held = folder_source(archive.raw_dir)
+    return (held[0], str(archive.raw_dir / held[1].isoformat())) if held else None
 
 
 def _fill_page(page: _Page, parsed: Page) -> None:
@@ -852,6 +895,7 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
         problems=list(manifest.get("problems") or []),
         num_of_rows=int(manifest.get("num_of_rows") or 0),
         gateway_error=next((p.gateway for p in pages if p.gateway), None),
+        source_id=manifest_source(manifest),
         items=items,
     )
 

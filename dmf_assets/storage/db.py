@@ -9,7 +9,8 @@ The raw archives are the event log; the database is derived from them (docs/DOMA
 is missing or holds no day while files of earlier days exist (`HistoryTraces`) was lost, not new: the
 writers (every run, whatever launched it) are refused with `HistoryMissing`, a file DuckDB cannot read
 with `DatabaseDamaged` — both name the two ways out, `dmf restore` and `dmf rebuild`. A write that
-finds the disk full is `DatabaseDiskFull`.
+finds the disk full is `DatabaseDiskFull`; a database that cannot be written at all (permissions, an
+immutable file or folder, a read-only mount) is `DatabaseReadOnly`, never "held by another program".
 """
 
 from __future__ import annotations
@@ -90,6 +91,48 @@ class DatabaseDamaged(DatabaseUnusable):
 
 class DatabaseOutdated(RuntimeError):
     """The database's schema is older than this release's migrations: only a writer may migrate it."""
+
+
+class DatabaseReadOnly(UserError):
+    """The history database (or its folder) cannot be written: read-only, immutable or forbidden — not busy."""
+
+    CHECK_KO = (
+        "파일과 폴더의 권한(`ls -l`), 변경 불가 속성(`lsattr`, 해제는 `chattr -i`), 읽기 전용 마운트를 확인하세요"
+    )
+    CHECK_EN = "check its permissions, `lsattr` (`chattr -i`) and the mount"
+
+    def __init__(self, where: Path | str, detail: str) -> None:
+        super().__init__(
+            f"이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다: {where} ({detail}). "
+            f"다른 프로그램이 쓰고 있는 것이 아닙니다 — {self.CHECK_KO} / the history database cannot be written: it is "
+            f"read-only or immutable, not in use — {self.CHECK_EN}"
+        )
+
+
+#: how DuckDB and the OS word a write refused for good (permissions, an immutable file, a read-only mount)
+_READ_ONLY_SIGNS = ("Permission denied", "Operation not permitted", "Read-only file system")
+
+
+def write_refusal(database: Path) -> str | None:
+    """Why the database could not be written (its file, its WAL, or its folder, where DuckDB creates the WAL),
+    in a few words — or None. Changes nothing: a file is opened for writing and closed, a folder only asked."""
+    for path in (database, database.with_name(database.name + ".wal")):
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                return str(exc.strerror) if path == database else f"{path.name}: {exc.strerror}"
+    folder = database.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder}: 폴더에 파일을 만들 수 없음 / cannot create files in the folder"
+    return None
+
+
+def _read_only(exc: duckdb.Error, database: Path) -> DatabaseReadOnly | None:
+    text = _first_line(exc)
+    return DatabaseReadOnly(database, text) if any(sign in text for sign in _READ_ONLY_SIGNS) else None
 
 
 class DatabaseDiskFull(OSError):
@@ -336,6 +379,8 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
         except duckdb.IOException as exc:
             if full := _disk_full(exc, path):
                 raise full from exc
+            if read_only := _read_only(exc, path):
+                raise read_only from exc
             if _damaged(exc):
                 raise DatabaseDamaged(path, _first_line(exc)) from exc
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
@@ -508,11 +553,15 @@ def open_database(
     path.parent.mkdir(parents=True, exist_ok=True)
     backups = Path(backups_dir) if backups_dir else path.parent / "backups"
     with database_lock(lock_path(path), lock_timeout_s, purpose):
+        if refused := write_refusal(path):  # said as such, before DuckDB would call it a lock held by another
+            raise DatabaseReadOnly(path, refused)
         try:
             conn = _migrate(path, backups, lock_timeout_s)
         except duckdb.Error as exc:  # its catalog could not be read, or a migration not written
             if full := _disk_full(exc, path):
                 raise full from exc
+            if read_only := _read_only(exc, path):
+                raise read_only from exc
             if _damaged(exc):
                 raise DatabaseDamaged(path, _first_line(exc)) from exc
             raise
@@ -523,6 +572,8 @@ def open_database(
         except duckdb.Error as exc:
             if full := _disk_full(exc, path):
                 raise full from exc
+            if read_only := _read_only(exc, path):  # the WAL could not be created or written
+                raise read_only from exc
             if _damaged(exc):  # a damaged block met half-way through a run
                 raise DatabaseDamaged(path, _first_line(exc)) from exc
             raise

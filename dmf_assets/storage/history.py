@@ -135,6 +135,17 @@ def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     return dict(zip([d[0] for d in cur.description], rows[0], strict=True)) if rows else None
 
 
+def history_source(conn: duckdb.DuckDBPyConnection) -> str | None:
+    """The source the history is built from (`source.identity`), or None before any day recorded one."""
+    row = fetch_one(conn, query("history.history_source"))
+    return row[0] if row else None
+
+
+def latest_recorded_day(conn: duckdb.DuckDBPyConnection) -> date | None:
+    """The newest day the history has judged (any outcome), or None."""
+    return to_date(one_row(conn, query("history.latest_recorded_day"))[0])
+
+
 def judged_identity(run: dict) -> FrameIdentity:
     """The snapshot the day's latest judgement recorded (`run`: its `run_row`)."""
     return FrameIdentity(run.get("judged_rows"), run.get("judged_fingerprint"))
@@ -267,13 +278,24 @@ def write_judgement(
     judged: FrameIdentity,
     run_id: str | None,
     fetch_seconds: float | None,
+    source_id: str | None = None,
 ) -> None:
-    """The day's run row (with the identity of the judged snapshot), gates 1–5 (gate 6 removed: not yet
-    known), quality metrics and page stats."""
+    """The day's run row (with the identity of the judged snapshot and the registry it came from), gates 1–5
+    (gate 6 removed: not yet known), quality metrics and page stats."""
     d = day_id(day)
     conn.execute(
         query("history.upsert_run_judgement"),
-        [d, source, fetch.total_count, fetch.rows_received, run_id, fetch_seconds, judged.fingerprint, judged.rows],
+        [
+            d,
+            source,
+            source_id,
+            fetch.total_count,
+            fetch.rows_received,
+            run_id,
+            fetch_seconds,
+            judged.fingerprint,
+            judged.rows,
+        ],
     )
     for gate in gates:
         write_gate(conn, day, gate)

@@ -160,13 +160,14 @@ WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.record_id = r.record_id)
   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.record_id = r.record_id OR e.base_record_id = r.record_id);
 
 -- name: upsert_run_judgement
-INSERT INTO runs (day_id, status, source, total_count, rows_received, dagster_run_id, fetch_seconds,
+INSERT INTO runs (day_id, status, source, source_id, total_count, rows_received, dagster_run_id, fetch_seconds,
                   judged_fingerprint, judged_rows, judged_at)
-VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
+VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP)
 ON CONFLICT (day_id) DO UPDATE SET
     judged_fingerprint = excluded.judged_fingerprint,
     judged_rows = excluded.judged_rows,
     source = excluded.source,
+    source_id = excluded.source_id,
     total_count = excluded.total_count,
     rows_received = excluded.rows_received,
     dagster_run_id = excluded.dagster_run_id,
@@ -208,6 +209,14 @@ INSERT INTO fetch_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);
 
 -- name: run_row
 SELECT * FROM runs WHERE day_id = ?;
+
+-- name: history_source
+-- the registry the history is built from: that of its newest day judged since the source was recorded
+SELECT source_id FROM runs WHERE source_id IS NOT NULL ORDER BY day_id DESC LIMIT 1;
+
+-- name: latest_recorded_day
+-- the newest day judged (accepted, baseline, rejected): a later "today" may follow it, never an earlier one
+SELECT max(day_id) FROM runs;
 
 -- name: gate_rows
 SELECT * FROM gate_results WHERE day_id = ? ORDER BY gate_no;
