@@ -109,7 +109,17 @@ TRANSPORT = Gate(
     False,
     True,
     "원천 API가 오류를 돌려주었습니다",
-    ("truncated_json", "xml_key_error", "xml_quota_error", "outage"),
+    (
+        "truncated_json",
+        "xml_key_error",
+        "xml_quota_error",
+        "outage",
+        "schema_drift_renamed",
+        "schema_drift_missing",
+        "field_renamed_on_page",
+        "field_missing_on_page",
+        "field_renamed_on_rows",
+    ),
 )
 COMPLETENESS = Gate(
     2,
@@ -121,7 +131,13 @@ COMPLETENESS = Gate(
     False,
     True,
     "원천이 목록 일부만 돌려주었습니다",
-    ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable", "empty_page"),
+    (
+        "total_count_inflated",
+        "total_count_deflated",
+        "page_missing_rows",
+        "page_order_unstable",
+        "empty_page",
+    ),
 )
 DROP = Gate(
     3,
@@ -145,7 +161,6 @@ NULLS = Gate(
     False,
     False,
     "응답 형식이 바뀌어 필드가 비어 온 것인지",
-    ("schema_drift_renamed",),
 )
 DUPLICATES = Gate(
     5,
@@ -168,7 +183,7 @@ CHURN = Gate(
     True,
     False,
     "원천 데이터 이상인지, 실제 대규모 변경인지",
-    ("schema_drift_missing", "garbled_text"),
+    ("garbled_text",),
 )
 
 GATES: tuple[Gate, ...] = (TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN)
@@ -199,6 +214,7 @@ class FetchFacts:
     duplicate_rows_dropped: int = 0
     unexpected_fields: tuple[str, ...] = ()
     missing_fields: tuple[str, ...] = ()
+    stopped: str = ""  # why the fetch stopped before the last page totalCount promises (a sentence), if it did
 
 
 @dataclass(frozen=True)
@@ -344,6 +360,8 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
         detail = f"{-gap:,}건이 누락되었습니다."
     else:
         detail = f"totalCount보다 {gap:,}건 더 받았습니다 — 목록이 불안정합니다."
+    if f.stopped and not passed:
+        detail = f"{detail} {f.stopped}"
     return GateOutcome(
         COMPLETENESS.number,
         passed,

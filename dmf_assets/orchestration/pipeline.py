@@ -33,6 +33,7 @@ from dmf_assets.domain.gates import (
     quality_metrics,
 )
 from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.domain.normalize import without_lone_surrogates
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.orchestration import commit
 from dmf_assets.settings import Settings
@@ -105,6 +106,7 @@ def facts_from_fetch(result: Any) -> FetchFacts:
         duplicate_rows_dropped=int(result.duplicate_rows_dropped),
         unexpected_fields=tuple(result.unexpected_fields),
         missing_fields=tuple(result.missing_fields),
+        stopped=str(getattr(result, "stopped", "") or ""),
     )
 
 
@@ -120,11 +122,12 @@ def _page_dict(page: Any) -> dict:
 def items_frame(items: list[dict]) -> pl.DataFrame:
     """API rows as an all-string frame (the nine fields first, then anything unexpected)."""
     columns = list(API_FIELDS) + sorted({k for it in items for k in it} - set(API_FIELDS))
-    frame = pl.DataFrame(
-        {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns},
-        schema=dict.fromkeys(columns, pl.Utf8),
-    )
-    return frame
+    values = {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns}
+    try:
+        return pl.DataFrame(values, schema=dict.fromkeys(columns, pl.Utf8))
+    except UnicodeEncodeError:  # a lone surrogate, in an archive fetched before the fetch refused such pages
+        shown = {c: [v if v is None else without_lone_surrogates(v) for v in vs] for c, vs in values.items()}
+        return pl.DataFrame(shown, schema=dict.fromkeys(columns, pl.Utf8))
 
 
 def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
