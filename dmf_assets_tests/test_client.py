@@ -247,6 +247,18 @@ def check_field_renamed_on_rows(res, man, reqs, rows, kind):
     )
 
 
+def check_registry_shift(res, man, reqs, rows, kind):
+    """The blind spot the withdrawal re-check closes: the fetch itself looks complete (rows = totalCount), yet it
+    misses the row that moved up across the cursor and still holds the row deleted behind it."""
+    after = int(_fault(kind).param("after_page"))
+    shifted = F.shifted_registry(_fault(kind), ISO, rows, PER_PAGE)
+    assert res.status == "complete" and res.rows_after_dedup == res.total_count == len(rows)
+    skipped = rows[after * PER_PAGE]
+    deleted = next(r for r in rows if r not in shifted)
+    assert skipped in shifted and skipped not in res.items  # listed, never served
+    assert deleted in res.items and shifted[-1] in res.items  # gone, served before; the appended one
+
+
 def check_garbled_text(res, man, reqs, rows, kind):
     assert res.status == "complete" and res.rows_after_dedup == len(rows)
     garbled = sum(any("\ufffd" in (v or "") for v in r.values()) for r in res.items)
@@ -295,6 +307,7 @@ CASES = {
     "field_renamed_on_page": ("field_renamed_on_page", {}),
     "field_missing_on_page": ("field_missing_on_page", {}),
     "field_renamed_on_rows": ("field_renamed_on_rows", {}),
+    "registry_shift": ("registry_shift:after_page=1", {}),
     "garbled_text": ("garbled_text", {}),
     "mass_disappearance": ("mass_disappearance", {}),
     "outage": ("outage", {}),

@@ -16,6 +16,7 @@ from typing import Protocol
 import polars as pl
 
 from dmf_assets.domain.model import substantive_changes
+from dmf_assets.domain.recheck import RecheckVerdict
 from dmf_assets.domain.sites import oversize_expr
 
 
@@ -126,7 +127,7 @@ COMPLETENESS = Gate(
     "completeness",
     "완전성",
     "completeness",
-    "수신 건수(페이지 간 반복 제거 후) = totalCount",
+    "수신 건수(페이지 간 반복 제거 후) = totalCount, 취하 후보는 원천에 다시 물어 목록에 없음을 확인",
     None,
     False,
     True,
@@ -137,6 +138,7 @@ COMPLETENESS = Gate(
         "page_missing_rows",
         "page_order_unstable",
         "empty_page",
+        "registry_shift",
     ),
 )
 DROP = Gate(
@@ -371,6 +373,35 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
         "수신 건수 = totalCount",
         detail,
         () if passed else samples,
+    )
+
+
+def gate_recheck(v: RecheckVerdict) -> GateOutcome:
+    """Gate 2 judged again after the diff, on its would-be withdrawals asked of the source once more
+    (`domain.recheck`): a snapshot that lacks a registration the source still lists is incomplete, and a
+    withdrawal the source could not confirm is not committed. Passes when every one is confirmed."""
+    listed, unconfirmed = len(v.listed), len(v.unconfirmed)
+    observed = f"취하 후보 {v.withdrawals:,}건 · 원천 목록에 아직 있는데 수집본에 없는 등록 {listed:,}건" + (
+        f" · 답을 받지 못한 확인 {unconfirmed:,}건" if unconfirmed else ""
+    )
+    if v.confirmed:
+        detail = f"취하 후보 {v.withdrawals:,}건 모두 원천 목록에 없음을 다시 확인했습니다."
+    elif listed:
+        detail = (
+            "수집하는 동안 원천 목록이 바뀌어 원천이 아직 싣고 있는 등록이 수집본에서 빠졌습니다 — 취하로 기록하지 않고 "
+            "이 날을 거부합니다."
+        )
+    else:
+        detail = "취하 후보를 원천에 다시 확인하지 못했습니다 — 확인되지 않은 취하는 기록하지 않고 이 날을 거부합니다."
+    return GateOutcome(
+        COMPLETENESS.number,
+        v.confirmed,
+        float(listed + unconfirmed),
+        0.0,
+        observed,
+        "취하 후보마다 원천에 다시 물어 목록에 없음을 확인",
+        detail,
+        (*v.listed, *v.unconfirmed)[:10],
     )
 
 

@@ -151,6 +151,16 @@ FAULT_KINDS: dict[str, FaultKind] = {
             {"field": "ENTP_NAME", "to": "ENTP_NM", "rows": 50},
         ),
         FaultKind(
+            "registry_shift",
+            "after_page쪽을 준 뒤 원천 목록이 바뀜: 커서 앞의 한 행이 지워지고 새 등록 하나가 끝에 붙음 (totalCount 그대로) — "
+            "오프셋 페이징이 한 행을 건너뜀",
+            "after page `after_page` is served the registry changes: a row before the cursor is deleted and a new "
+            "registration appended (totalCount unchanged), so offset paging skips one row",
+            "completeness gate: the withdrawal re-check finds the skipped registration still listed — no false "
+            "WITHDRAWN",
+            {"after_page": 5},
+        ),
+        FaultKind(
             "garbled_text",
             "약 35 % 행의 한글이 U+FFFD로 깨짐 (잘못된 문자셋 디코딩)",
             "~35 % of rows get Korean text replaced by U+FFFD (wrong-charset decode)",
@@ -482,6 +492,28 @@ def page_slice(
 def _renamed(fault: Fault, row: Row) -> Row:
     old, new = str(fault.param("field")), str(fault.param("to"))
     return {(new if k == old else k): v for k, v in row.items()}
+
+
+def shift_page(fault: Fault | None) -> int | None:
+    """registry_shift: the page after which the registry changes (None: no such fault)."""
+    return int(fault.param("after_page")) if fault is not None and fault.kind == "registry_shift" else None
+
+
+def shifted_registry(fault: Fault, day: str, rows: list[Row], num_of_rows: int) -> list[Row]:
+    """registry_shift: the registry once it has changed under a fetch of `num_of_rows`-row pages that had read
+    `after_page` pages — one row before that cursor deleted, one new registration (issued that day) appended.
+    Offset paging then skips the row that moved up across the cursor; totalCount stays the same."""
+    cursor = min(len(rows), int(fault.param("after_page")) * num_of_rows)
+    if cursor == 0:
+        return rows
+    gone = rng_for(day, fault.kind, "deleted").randrange(cursor)
+    template = rows[gone]
+    appended = {
+        **template,
+        "DMF_PERMIT_NO": f"{day.replace('-', '')}-9999-K-9999-01",
+        "DMF_PERMIT_DATE": day,
+    }
+    return rows[:gone] + rows[gone + 1 :] + [appended]
 
 
 def describe_table() -> list[tuple[str, str, str, str, str]]:

@@ -69,7 +69,8 @@ NODATA = "03"  # resultCode NODATA_ERROR: no rows at this offset
 #: a clean page is logged as progress at most this often (the first page always; retries and failures always)
 PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
-MANIFEST_SCHEMA = 1
+#: 2: the day's would-be withdrawals are asked about again and the answers archived with it (source.recheck)
+MANIFEST_SCHEMA = 2
 
 Row = dict[str, str | None]
 
