@@ -105,7 +105,7 @@ TRANSPORT = Gate(
     "transport",
     "전송",
     "transport",
-    "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문",
+    "모든 쪽이 HTTP 200, resultCode 00, 읽을 수 있는 응답 본문, API의 9개 항목 그대로",
     None,
     False,
     True,
@@ -311,7 +311,7 @@ def gate_transport(f: FetchFacts) -> GateOutcome:
         float(f.pages_failed),
         0.0,
         f"정상 {f.pages_ok:,}쪽 / 실패 {f.pages_failed:,}쪽",
-        "모든 쪽 HTTP 200 · resultCode 00 · 올바른 응답",
+        "모든 쪽 HTTP 200 · resultCode 00 · 올바른 응답 · API의 9개 항목",
         "모든 쪽을 정상 수신했습니다." if passed else f"수신 실패: {errors or '원인 미상'}",
         tuple({"error": e} for e in f.transport_errors[:10]),
     )
