@@ -301,6 +301,12 @@ def test_dmf_fetch_command(tmp_path, capsys):
     code = dmf_main(["fetch", "--date", "2026-05-21", "--raw-dir", raw, "--fault", "2026-05-21=nonsense"])
     assert code == 2 and "unknown fault kind 'nonsense'" in capsys.readouterr().err
 
+    # only the days `dmf run` takes: an archive of any other day could never be run, and `dmf rebuild` would replay it
+    for outside in ("2999-12-31", "1900-01-01"):
+        code = dmf_main(["fetch", "--date", outside, "--raw-dir", raw, "--base-url", "emulator://local"])
+        assert code == 2 and "실행할 수 있는 날짜가 아닙니다" in capsys.readouterr().err
+        assert not (Path(raw) / outside).exists()
+
 
 def test_damaged_archive_is_fetched_again_or_refused(tmp_path, caplog):
     source = small_source(2_500)

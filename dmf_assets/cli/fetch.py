@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fetch the whole registry for one day (or replay it from data/raw/). "
         "Exit code 0 if the fetch is complete, 1 if not. The service key is read from MFDS_SERVICE_KEY.",
     )
-    p.add_argument("--date", type=day, help="YYYY-MM-DD (default: today in Asia/Seoul)")
+    p.add_argument("--date", type=day, help="YYYY-MM-DD, the days `dmf run` takes (default: today in Asia/Seoul)")
     p.add_argument("--base-url", help="emulator://local (default from config) or the MFDS service base URL")
     p.add_argument("--no-resume", action="store_true", help="fetch again even if the archive is complete")
     p.add_argument(
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dmf_assets.cli.runs import _check_days
     from dmf_assets.emulator.app import seoul_today
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from dmf_assets.source.fetch import fetch_day
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    if args.date is not None:
+        _check_days(args.date)  # an archive only of days a run can process: `dmf rebuild` replays them all
     s = settings()
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
     if args.base_url:
