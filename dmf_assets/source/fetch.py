@@ -426,7 +426,7 @@ class _DayFetch:
                 except (SourceError, OSError):
                     continue  # re-fetch that page
                 pages[page.page_no] = page
-            if len({p.total_count for p in pages.values()}) > 1:
+            if len({p.total_count for p in pages.values() if not p.nodata}) > 1:
                 continue  # the interrupted fetch saw the registry change: reuse nothing
             if pages:
                 self.reused_from = str(directory.name)
