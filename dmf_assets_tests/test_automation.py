@@ -285,7 +285,7 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     assert f"`dmf run --date {old}`" in old_text
 
 
-@pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("schema_drift_missing", 6)])
+@pytest.mark.parametrize("fault, gate", [("mass_disappearance", 3), ("garbled_text", 6)])
 def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, gate):
     ws, _ = _ws(tmp_path, after_d1, {D2.isoformat(): fault})
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.emulator import faults as F
 from dmf_assets.emulator.app import EmulatorApp
 from dmf_assets.emulator.client import mfds_client
@@ -135,7 +136,7 @@ def check_truncated_json(res, man, reqs, rows, kind):
     assert all("malformed page" in a["error"] for a in page["attempts"])
     assert page["file"] == f"page-{bad:04d}.json.gz"  # the truncated body is archived as received
     assert res.rows_received == len(rows) - PER_PAGE
-    assert any(f"page {bad}" in e for e in res.transport_errors)
+    assert any(e.startswith(f"{bad}쪽(page {bad}): malformed page") for e in res.transport_errors)
 
 
 def check_total_count_inflated(res, man, reqs, rows, kind):
@@ -194,16 +195,68 @@ def check_xml_quota_error(res, man, reqs, rows, kind):
     _check_gateway(res, man, reqs, "LIMITED_NUMBER_OF_SERVICE_REQUESTS_EXCEEDS_ERROR", "22")
 
 
+def _check_shape_failure(res, man, failed_pages, *, says):
+    """The pages whose items lack the API's nine fields failed (every attempt), naming the fields; their rows
+    never reach the items (a field gone would be read as a value gone)."""
+    assert res.status == "failed" and not res.transport_ok
+    assert [p.page_no for p in res.pages if p.status == "failed"] == failed_pages
+    for page_no in failed_pages:
+        page = man["pages"][page_no - 1]
+        assert page["error_type"] == "shape" and len(page["attempts"]) == 3  # retried, like a malformed page
+        assert all(word in page["error"] for word in says), page["error"]
+        assert any(
+            e.startswith(f"{page_no}쪽(page {page_no}): 응답 항목이 API의 9개 항목과 다릅니다")
+            for e in res.transport_errors
+        )
+    assert all(set(r) == set(API_FIELDS) for r in res.items)
+
+
 def check_schema_drift_renamed(res, man, reqs, rows, kind):
-    assert res.status == "complete" and res.rows_after_dedup == len(rows)
-    assert res.unexpected_fields == ["ENTP_NM"] and res.missing_fields == ["ENTP_NAME"]
-    assert man["unexpected_fields"] == ["ENTP_NM"]
-    assert [r["ENTP_NM"] for r in res.items] == [r["ENTP_NAME"] for r in rows]
+    _check_shape_failure(res, man, [1], says=("빠진 항목: 신청인 (1,000행 중 1,000행)", "처음 보는 항목: ENTP_NM"))
+    assert res.requests == 3  # page 1 failed: the fetch stops there
 
 
 def check_schema_drift_missing(res, man, reqs, rows, kind):
-    assert res.status == "complete" and res.rows_after_dedup == len(rows)
-    assert res.missing_fields == ["MNFCTR_NAME"] and res.unexpected_fields == []
+    _check_shape_failure(res, man, [1], says=("빠진 항목: 제조소명 (1,000행 중 1,000행)",))
+    assert "처음 보는 항목" not in man["pages"][0]["error"]
+
+
+def check_field_renamed_on_page(res, man, reqs, rows, kind):
+    bad = F.middle_page(3)
+    _check_shape_failure(
+        res, man, [bad], says=("빠진 항목: 제조소명 (1,000행 중 1,000행)", "처음 보는 항목: MNFCTR_NM")
+    )
+    assert res.rows_after_dedup == len(rows) - PER_PAGE  # the other pages are whole
+
+
+def check_field_missing_on_page(res, man, reqs, rows, kind):
+    bad = F.middle_page(3)
+    _check_shape_failure(res, man, [bad], says=("빠진 항목: 제조소 소재지 (1,000행 중 1,000행)",))
+
+
+def check_field_renamed_on_rows(res, man, reqs, rows, kind):
+    renamed, _ = F.served_sequence(_fault(kind), ISO, rows, PER_PAGE)
+    hit = [i for i, r in enumerate(renamed) if "ENTP_NM" in r]
+    assert len(hit) == 50
+    first_page = hit[0] // PER_PAGE + 1
+    on_page = sum(1 for i in hit if i // PER_PAGE + 1 == first_page)
+    # the first page holding a renamed row fails; the fetch stops there when it is page 1
+    failing = [first_page] if first_page == 1 else sorted({i // PER_PAGE + 1 for i in hit})
+    _check_shape_failure(
+        res, man, failing, says=(f"빠진 항목: 신청인 (1,000행 중 {on_page:,}행)", f"ENTP_NM (1,000행 중 {on_page:,}행)")
+    )
+
+
+def check_registry_shift(res, man, reqs, rows, kind):
+    """The blind spot the withdrawal re-check closes: the fetch itself looks complete (rows = totalCount), yet it
+    misses the row that moved up across the cursor and still holds the row deleted behind it."""
+    after = int(_fault(kind).param("after_page"))
+    shifted = F.shifted_registry(_fault(kind), ISO, rows, PER_PAGE)
+    assert res.status == "complete" and res.rows_after_dedup == res.total_count == len(rows)
+    skipped = rows[after * PER_PAGE]
+    deleted = next(r for r in rows if r not in shifted)
+    assert skipped in shifted and skipped not in res.items  # listed, never served
+    assert deleted in res.items and shifted[-1] in res.items  # gone, served before; the appended one
 
 
 def check_garbled_text(res, man, reqs, rows, kind):
@@ -251,6 +304,10 @@ CASES = {
     "xml_quota_error": ("xml_quota_error", {}),
     "schema_drift_renamed": ("schema_drift_renamed", {}),
     "schema_drift_missing": ("schema_drift_missing", {}),
+    "field_renamed_on_page": ("field_renamed_on_page", {}),
+    "field_missing_on_page": ("field_missing_on_page", {}),
+    "field_renamed_on_rows": ("field_renamed_on_rows", {}),
+    "registry_shift": ("registry_shift:after_page=1", {}),
     "garbled_text": ("garbled_text", {}),
     "mass_disappearance": ("mass_disappearance", {}),
     "outage": ("outage", {}),

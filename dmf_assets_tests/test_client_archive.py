@@ -218,12 +218,20 @@ def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
     counts = json.loads((tmp_path / "_requests" / f"{seoul_today()}.json").read_text())
     assert counts["hosts"] == {"apis.data.go.kr": 4}
 
+    # 4 pages do not fit in a cap of 2: the fetch stops after page 1 instead of spending the day's quota on a
+    # list it cannot finish (the page cap), and says why
     capped = _cfg(REAL_BASE, tmp_path / "capped", num_of_rows=50, min_interval_s=0.0, daily_request_cap=2)
+    stopped = fetch_day(capped, seoul_today(), http_client=_fake_real_api(rows)[1])
+    assert stopped.status == "incomplete" and stopped.requests == 1 and [p.page_no for p in stopped.pages] == [1]
+    assert "하루 한도 2회" in stopped.stopped and "4쪽" in stopped.stopped
+    again = fetch_day(capped, seoul_today(), http_client=_fake_real_api(rows)[1], resume=False)
+    assert again.status == "incomplete" and again.requests == 1  # the cap's second request
+    # the cap used up: the next request is refused before it is sent
     with pytest.raises(RequestCapExceeded) as exc:
-        fetch_day(capped, seoul_today(), http_client=_fake_real_api(rows)[1])
+        fetch_day(capped, seoul_today(), http_client=_fake_real_api(rows)[1], resume=False)
     assert "2 of 2" in str(exc.value)
     man = json.loads((tmp_path / "capped" / seoul_today().isoformat() / "manifest.json").read_text())
-    assert man["status"] == "failed" and [p["status"] for p in man["pages"]] == ["ok", "ok"]
+    assert man["status"] == "failed" and man["pages"] == []
     assert any("daily request cap" in e for e in man["transport_errors"])
 
 
@@ -292,6 +300,12 @@ def test_dmf_fetch_command(tmp_path, capsys):
 
     code = dmf_main(["fetch", "--date", "2026-05-21", "--raw-dir", raw, "--fault", "2026-05-21=nonsense"])
     assert code == 2 and "unknown fault kind 'nonsense'" in capsys.readouterr().err
+
+    # only the days `dmf run` takes: an archive of any other day could never be run, and `dmf rebuild` would replay it
+    for outside in ("2999-12-31", "1900-01-01"):
+        code = dmf_main(["fetch", "--date", outside, "--raw-dir", raw, "--base-url", "emulator://local"])
+        assert code == 2 and "실행할 수 있는 날짜가 아닙니다" in capsys.readouterr().err
+        assert not (Path(raw) / outside).exists()
 
 
 def test_damaged_archive_is_fetched_again_or_refused(tmp_path, caplog):

@@ -21,6 +21,7 @@ from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.report.day_data import stored_events
 from dmf_assets.report.workbook import workbook_day
 from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.scoring import score
@@ -91,7 +92,7 @@ def baseline(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("crash_at", ["fetch_page:4", "history_write", "workbook_write"])
+@pytest.mark.parametrize("crash_at", ["fetch_page:7", "history_write", "workbook_write"])
 def test_sigkill_then_rerun(tmp_path, baseline, sim, crash_at):
     tmp_path = tmp_path / "project"
     # the baseline project as its first `dmf run` left it: nothing holds its files (the process is gone)
@@ -128,8 +129,9 @@ def test_sigkill_then_rerun(tmp_path, baseline, sim, crash_at):
     assert workbook_day(reports / "DMF_리포트_최신.xlsx") == D2
 
     if crash_at.startswith("fetch_page"):
-        # the killed fetch left its first pages archived; the re-run reused them instead of asking again
+        # the killed fetch left its first pages archived — the manifest lists them once per batch of pages, so
+        # the 6th and 7th are asked again — and the re-run reused them instead of asking again
         stored = pl.read_parquet_metadata(tmp_path / "data" / "staging" / D2.isoformat() / "raw_pages.parquet")
         fetch = json.loads(stored[META_KEY])["fields"]["fetch"]
         reused = [p for p in fetch["pages"] if p.get("reused")]
-        assert len(reused) >= 3 and fetch["requests"] == len(fetch["pages"]) - len(reused)
+        assert len(reused) == MANIFEST_EVERY_PAGES and fetch["requests"] == len(fetch["pages"]) - len(reused)

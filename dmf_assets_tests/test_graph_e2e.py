@@ -30,7 +30,7 @@ DAYS = [START + timedelta(days=i) for i in range(22)]
 FAULTS = {
     "2026-10-08": "page_missing_rows",  # gate 2
     "2026-10-14": "mass_disappearance",  # gate 3
-    "2026-10-15": "schema_drift_missing",  # gate 6 — the day after another rejected day
+    "2026-10-15": "garbled_text",  # gate 6 — the day after another rejected day
 }
 EXPECTED_GATE = {date.fromisoformat(d): g for d, g in {"2026-10-08": 2, "2026-10-14": 3, "2026-10-15": 6}.items()}
 

@@ -333,7 +333,7 @@ def test_a_rejected_days_mail_says_the_size_received_and_the_base_days_apart(tmp
     assert "  - 이번에 받은 등록 수: 9,197건" in text
     assert "  - 식약처가 알린 전체 등록 수: 9,217건" in text
     assert "  - 기준일(2026-11-26) 등록 수: 9,217건" in text
-    assert "받은 목록이 식약처가 알린 전체 건수와 맞지 않았습니다(일부 누락)" in text
+    assert "받은 목록에 빠진 등록이 있었습니다(식약처가 알린 전체 건수와 맞지 않거나, 받는 사이 목록이 바뀜)" in text
     assert "  - 등록 수:" not in text and "registry size" not in text
     assert "첨부: x.xlsx" in text
 

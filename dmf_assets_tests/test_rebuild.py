@@ -55,8 +55,8 @@ def thirty_days(tmp_path_factory) -> Path:
     with open_database(root / "data" / "dmf.duckdb", purpose="test") as conn:
         for day in order:
             judged = pipeline.judge(conn, pipeline.normalize(pipeline.collect(client, day), settings), settings)
-            if judged.passed:
-                pipeline.diff_and_commit(conn, judged, settings)
+            if judged.passed:  # its withdrawals confirmed with the source, as snapshot_diff does
+                pipeline.diff_and_commit(conn, judged, settings, recheck=lambda qs, day=day: client.recheck(day, qs))
     return root
 
 

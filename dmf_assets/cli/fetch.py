@@ -103,6 +103,8 @@ def _print_summary(r: FetchResult) -> None:
     print(f"  transport 전송: {'OK' if r.transport_ok else 'FAILED 실패'}", file=out)
     for err in r.transport_errors[:10]:
         print(f"    - {err}", file=out)
+    if r.stopped:
+        print(f"  stopped 중단: {r.stopped}", file=out)
     for problem in r.problems[:10]:
         print(f"  problem 문제: {problem}", file=out)
     if r.unexpected_fields or r.missing_fields:

@@ -48,6 +48,7 @@ from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
 from dmf_assets.domain.gates import GATE_BY_NUMBER, GateOutcome, Rejection
 from dmf_assets.domain.model import NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
+from dmf_assets.domain.recheck import Query
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
@@ -70,6 +71,7 @@ from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import SourceError
 from dmf_assets.source.identity import SourceMismatch
+from dmf_assets.source.recheck import RecheckAnswers
 
 
 def _day(context: dg.AssetExecutionContext) -> date:
@@ -267,11 +269,13 @@ def integrity_verdict(
             group_name="history",
             kinds={"duckdb"},
             description=(
-                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 "
-                "이벤트를 한 트랜잭션으로 기록합니다. 게이트 6에서 거부된 날은 기록하지 않고 기준일을 그대로 두며, 이 날짜 "
-                "파티션이 실패(빨간색)로 표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 "
-                "평가하지 않습니다(Skipped). Diff against the latest accepted day; commit the day atomically only if all six "
-                "gates pass."
+                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 목록에서 "
+                "삭제될 후보는 원천에 다시 물어 목록에 없음을 확인한 뒤, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 이벤트를 "
+                "한 트랜잭션으로 기록합니다. 원천이 아직 싣고 있는 등록이 수집본에 없으면 게이트 2(완전성)로, 변동이 크면 "
+                "게이트 6으로 거부하며, 거부된 날은 기록하지 않고 기준일을 그대로 두고 이 날짜 파티션이 실패(빨간색)로 "
+                "표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 평가하지 않습니다"
+                "(Skipped). Diff against the latest accepted day, confirm each would-be withdrawal with the source; commit "
+                "the day atomically only if all six gates pass."
             ),
         )
     ],
@@ -283,17 +287,27 @@ def snapshot_diff(
     context: dg.AssetExecutionContext,
     workspace: DmfWorkspace,
     duckdb: HistoryDatabase,
+    mfds: MfdsClient,
     integrity_verdict: JudgedDay | None,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
+    day = _day(context)
+
+    def recheck(queries: list[Query]) -> RecheckAnswers:  # the would-be withdrawals, asked of the source again
+        return mfds.recheck(day, queries, log=context.log)
+
     with duckdb.get_connection() as conn:  # one transaction, under the database lock
         try:
             if integrity_verdict is None:  # rejected by gates 1–5: no judged value was handed on
-                out = pipeline.carry_forward(conn, _day(context))
+                out = pipeline.carry_forward(conn, day)
             else:
-                out = pipeline.diff_and_commit(conn, integrity_verdict, workspace.settings(), run_id=context.run_id)
+                out = pipeline.diff_and_commit(
+                    conn, integrity_verdict, workspace.settings(), run_id=context.run_id, recheck=recheck
+                )
             summary = day_summary(conn, out.day) if out.failed_gate is None else None  # what it committed
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
+        except SourceError as exc:  # the day's archive is being fetched again right now (its lock is held)
+            raise dg.Failure(description=f"{day}: 목록에서 삭제될 후보를 원천에 다시 확인하지 못했습니다 — {exc}") from None
         except pipeline.NotTheJudgedFrame as exc:
             staged = staged_path(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
             raise dg.Failure(
@@ -337,6 +351,7 @@ def snapshot_diff(
         **_figures(summary),
         "rederived_day": str(out.rederived_day) if out.rederived_day else "",
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
+        "recheck_requests": out.recheck_requests,
     }
     if out.carried_forward:
         metadata["reason"] = (

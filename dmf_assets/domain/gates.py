@@ -16,6 +16,7 @@ from typing import Protocol
 import polars as pl
 
 from dmf_assets.domain.model import COUNT_LABEL_KO, substantive_changes
+from dmf_assets.domain.recheck import RecheckVerdict
 from dmf_assets.domain.sites import oversize_expr
 
 
@@ -109,26 +110,43 @@ TRANSPORT = Gate(
     "transport",
     "전송",
     "transport",
-    "모든 쪽이 HTTP 200, resultCode 00, 올바른 응답 본문",
+    "모든 쪽이 HTTP 200, resultCode 00, 읽을 수 있는 응답 본문, API의 9개 항목 그대로",
     None,
     False,
     True,
     "원천 API가 오류를 돌려주었습니다",
-    ("truncated_json", "xml_key_error", "xml_quota_error", "outage"),
-    "식약처 서버가 오류를 돌려주어 목록을 끝까지 받지 못했습니다",
+    (
+        "truncated_json",
+        "xml_key_error",
+        "xml_quota_error",
+        "outage",
+        "schema_drift_renamed",
+        "schema_drift_missing",
+        "field_renamed_on_page",
+        "field_missing_on_page",
+        "field_renamed_on_rows",
+    ),
+    "식약처 서버가 오류를 돌려주었거나 응답의 형식이 달라 목록을 끝까지 받지 못했습니다",
 )
 COMPLETENESS = Gate(
     2,
     "completeness",
     "완전성",
     "completeness",
-    "수신 건수(페이지 간 반복 제거 후) = totalCount",
+    "수신 건수(페이지 간 반복 제거 후) = totalCount, 삭제 후보는 원천에 다시 물어 목록에 없음을 확인",
     None,
     False,
     True,
     "원천이 목록 일부만 돌려주었습니다",
-    ("total_count_inflated", "total_count_deflated", "page_missing_rows", "page_order_unstable", "empty_page"),
-    "받은 목록이 식약처가 알린 전체 건수와 맞지 않았습니다(일부 누락)",
+    (
+        "total_count_inflated",
+        "total_count_deflated",
+        "page_missing_rows",
+        "page_order_unstable",
+        "empty_page",
+        "registry_shift",
+    ),
+    "받은 목록에 빠진 등록이 있었습니다(식약처가 알린 전체 건수와 맞지 않거나, 받는 사이 목록이 바뀜)",
 )
 DROP = Gate(
     3,
@@ -153,7 +171,7 @@ NULLS = Gate(
     False,
     False,
     "응답 형식이 바뀌어 필드가 비어 온 것인지",
-    ("schema_drift_renamed",),
+    (),
     "등록번호·성분명·신청인이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
 )
 DUPLICATES = Gate(
@@ -178,7 +196,7 @@ CHURN = Gate(
     True,
     False,
     "원천 데이터 이상인지, 실제 대규모 변경인지",
-    ("schema_drift_missing", "garbled_text"),
+    ("garbled_text",),
     "하루 사이 바뀐 등록이 너무 많았습니다 — 원천 데이터 이상일 수 있습니다",
 )
 
@@ -210,6 +228,7 @@ class FetchFacts:
     duplicate_rows_dropped: int = 0
     unexpected_fields: tuple[str, ...] = ()
     missing_fields: tuple[str, ...] = ()
+    stopped: str = ""  # why the fetch stopped before the last page totalCount promises (a sentence), if it did
 
 
 @dataclass(frozen=True)
@@ -304,7 +323,7 @@ def gate_transport(f: FetchFacts) -> GateOutcome:
         float(f.pages_failed),
         0.0,
         f"정상 {f.pages_ok:,}쪽 / 실패 {f.pages_failed:,}쪽",
-        "모든 쪽 HTTP 200 · resultCode 00 · 올바른 응답",
+        "모든 쪽 HTTP 200 · resultCode 00 · 올바른 응답 · API의 9개 항목",
         "모든 쪽을 정상 수신했습니다." if passed else f"수신 실패: {errors or '원인 미상'}",
         tuple({"error": e} for e in f.transport_errors[:10]),
     )
@@ -355,6 +374,8 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
         detail = f"{-gap:,}건이 누락되었습니다."
     else:
         detail = f"totalCount보다 {gap:,}건 더 받았습니다 — 목록이 불안정합니다."
+    if f.stopped and not passed:
+        detail = f"{detail} {f.stopped}"
     return GateOutcome(
         COMPLETENESS.number,
         passed,
@@ -364,6 +385,35 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
         "수신 건수 = totalCount",
         detail,
         () if passed else samples,
+    )
+
+
+def gate_recheck(v: RecheckVerdict) -> GateOutcome:
+    """Gate 2 judged again after the diff, on its would-be withdrawals asked of the source once more
+    (`domain.recheck`): a snapshot that lacks a registration the source still lists is incomplete, and a
+    withdrawal the source could not confirm is not committed. Passes when every one is confirmed."""
+    listed, unconfirmed = len(v.listed), len(v.unconfirmed)
+    observed = f"삭제 후보 {v.withdrawals:,}건 · 원천 목록에 아직 있는데 수집본에 없는 등록 {listed:,}건" + (
+        f" · 답을 받지 못한 확인 {unconfirmed:,}건" if unconfirmed else ""
+    )
+    if v.confirmed:
+        detail = f"삭제 후보 {v.withdrawals:,}건 모두 원천 목록에 없음을 다시 확인했습니다."
+    elif listed:
+        detail = (
+            "수집하는 동안 원천 목록이 바뀌어 원천이 아직 싣고 있는 등록이 수집본에서 빠졌습니다 — 목록에서 삭제로 기록하지 않고 "
+            "이 날을 거부합니다."
+        )
+    else:
+        detail = "목록에서 삭제될 후보를 원천에 다시 확인하지 못했습니다 — 확인되지 않은 삭제는 기록하지 않고 이 날을 거부합니다."
+    return GateOutcome(
+        COMPLETENESS.number,
+        v.confirmed,
+        float(listed + unconfirmed),
+        0.0,
+        observed,
+        "삭제 후보마다 원천에 다시 물어 목록에 없음을 확인",
+        detail,
+        (*v.listed, *v.unconfirmed)[:10],
     )
 
 

@@ -149,6 +149,8 @@ class EmulatorApp:
         self._lock = threading.Lock()
         self._source_lock = threading.Lock()
         self._attempts: dict[tuple, int] = {}
+        #: registry_shift: day -> the page size of the fetch under which that day's registry changed
+        self._shifted: dict[str, int] = {}
         self._cache: OrderedDict[tuple, tuple[list[Row], int, int]] = OrderedDict()
         self.requests: deque[RequestRecord] = deque(maxlen=100_000)
 
@@ -226,6 +228,9 @@ class EmulatorApp:
         else:
             rows = F.page_slice(fault, iso, served, page_no, num_rows, attempt)
             resp = self._page(page_no, num_rows, total_reported, rows, want_json)
+            if page_no == F.shift_page(fault) and filters == ("", ""):
+                with self._lock:
+                    self._shifted.setdefault(iso, num_rows)  # the registry changes once this page is out
         if effect.truncate:
             resp = AppResponse(resp.status, resp.headers, resp.body[: len(resp.body) // 2])
         if effect.delay_s:
@@ -257,7 +262,9 @@ class EmulatorApp:
         self, day: date, fault: F.Fault | None, num_rows: int, filters: tuple[str, str]
     ) -> tuple[list[Row], int, int]:
         """(served sequence, reported totalCount, page count of the served sequence), cached."""
-        cache_key = (day, fault, num_rows, filters)
+        with self._lock:
+            shifted_under = self._shifted.get(day.isoformat())
+        cache_key = (day, fault, num_rows, filters, shifted_under)
         with self._lock:
             hit = self._cache.get(cache_key)
             if hit is not None:
@@ -265,6 +272,8 @@ class EmulatorApp:
                 return hit
         with self._source_lock:  # item sources need not be thread-safe (the server is threaded)
             rows = self.item_source.items(day)
+        if fault is not None and shifted_under is not None:
+            rows = F.shifted_registry(fault, day.isoformat(), rows, shifted_under)
         ingr, entp = filters
         if ingr:
             rows = [r for r in rows if ingr in (r.get("INGR_KOR_NAME") or "")]

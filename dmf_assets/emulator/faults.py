@@ -119,15 +119,46 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "schema_drift_renamed",
             "모든 행의 필드 ENTP_NAME 이름이 ENTP_NM으로 바뀜",
             "field ENTP_NAME renamed ENTP_NM in every item",
-            "nulls gate (applicant 100 % null); drift reported",
+            "transport gate: no page has the API's nine fields (the page and the fields named)",
             {"field": "ENTP_NAME", "to": "ENTP_NM"},
         ),
         FaultKind(
             "schema_drift_missing",
             "모든 행에서 필드 MNFCTR_NAME 누락",
             "field MNFCTR_NAME absent from every item",
-            "churn gate (every record changes)",
+            "transport gate: no page has the API's nine fields (the page and the fields named)",
             {"field": "MNFCTR_NAME"},
+        ),
+        FaultKind(
+            "field_renamed_on_page",
+            "가운데 한 페이지에서만 모든 행의 필드 MNFCTR_NAME 이름이 MNFCTR_NM으로 바뀜",
+            "on one middle page only, field MNFCTR_NAME is renamed MNFCTR_NM in every item",
+            "transport gate: that page's fields differ from the API's nine — never CHANGED events",
+            {"field": "MNFCTR_NAME", "to": "MNFCTR_NM"},
+        ),
+        FaultKind(
+            "field_missing_on_page",
+            "가운데 한 페이지에서만 모든 행에서 필드 MNFCTR_PLACE 누락",
+            "on one middle page only, field MNFCTR_PLACE is absent from every item",
+            "transport gate: that page's fields differ from the API's nine — never CHANGED events",
+            {"field": "MNFCTR_PLACE"},
+        ),
+        FaultKind(
+            "field_renamed_on_rows",
+            "rows개 행에서만 필드 ENTP_NAME 이름이 ENTP_NM으로 바뀜",
+            "field ENTP_NAME renamed ENTP_NM on `rows` items only",
+            "transport gate: the pages holding them differ from the API's nine — never CHANGED events",
+            {"field": "ENTP_NAME", "to": "ENTP_NM", "rows": 50},
+        ),
+        FaultKind(
+            "registry_shift",
+            "after_page쪽을 준 뒤 원천 목록이 바뀜: 커서 앞의 한 행이 지워지고 새 등록 하나가 끝에 붙음 (totalCount 그대로) — "
+            "오프셋 페이징이 한 행을 건너뜀",
+            "after page `after_page` is served the registry changes: a row before the cursor is deleted and a new "
+            "registration appended (totalCount unchanged), so offset paging skips one row",
+            "completeness gate: the withdrawal re-check finds the skipped registration still listed — no false "
+            "WITHDRAWN",
+            {"after_page": 5},
         ),
         FaultKind(
             "garbled_text",
@@ -375,6 +406,9 @@ def served_sequence(fault: Fault | None, day: str, rows: list[Row], num_of_rows:
     if kind == "schema_drift_missing":
         gone_field = str(fault.param("field"))
         return [{k: v for k, v in r.items() if k != gone_field} for r in rows], len(rows)
+    if kind == "field_renamed_on_rows":
+        hit = set(rng_for(day, kind).sample(range(len(rows)), min(len(rows), int(fault.param("rows")))))
+        return [_renamed(fault, r) if i in hit else r for i, r in enumerate(rows)], len(rows)
     if kind == "garbled_text":
         rng = rng_for(day, kind)
         share = float(fault.param("share"))
@@ -447,7 +481,39 @@ def page_slice(
         missing = min(len(rows), int(fault.param("rows")))
         drop = set(rng_for(day, kind, page_no).sample(range(len(rows)), missing))
         return [r for i, r in enumerate(rows) if i not in drop]
+    if kind == "field_renamed_on_page" and fault is not None and page_no == middle_page(n_pages):
+        return [_renamed(fault, r) for r in rows]
+    if kind == "field_missing_on_page" and fault is not None and page_no == middle_page(n_pages):
+        gone = str(fault.param("field"))
+        return [{k: v for k, v in r.items() if k != gone} for r in rows]
     return rows
+
+
+def _renamed(fault: Fault, row: Row) -> Row:
+    old, new = str(fault.param("field")), str(fault.param("to"))
+    return {(new if k == old else k): v for k, v in row.items()}
+
+
+def shift_page(fault: Fault | None) -> int | None:
+    """registry_shift: the page after which the registry changes (None: no such fault)."""
+    return int(fault.param("after_page")) if fault is not None and fault.kind == "registry_shift" else None
+
+
+def shifted_registry(fault: Fault, day: str, rows: list[Row], num_of_rows: int) -> list[Row]:
+    """registry_shift: the registry once it has changed under a fetch of `num_of_rows`-row pages that had read
+    `after_page` pages — one row before that cursor deleted, one new registration (issued that day) appended.
+    Offset paging then skips the row that moved up across the cursor; totalCount stays the same."""
+    cursor = min(len(rows), int(fault.param("after_page")) * num_of_rows)
+    if cursor == 0:
+        return rows
+    gone = rng_for(day, fault.kind, "deleted").randrange(cursor)
+    template = rows[gone]
+    appended = {
+        **template,
+        "DMF_PERMIT_NO": f"{day.replace('-', '')}-9999-K-9999-01",
+        "DMF_PERMIT_DATE": day,
+    }
+    return rows[:gone] + rows[gone + 1 :] + [appended]
 
 
 def describe_table() -> list[tuple[str, str, str, str, str]]:

@@ -1,9 +1,9 @@
 """One day through the pipeline, step by step: what each asset does, without Dagster.
 
-collect -> normalize -> judge (gates 1–5, recorded in the database) -> diff_and_commit (gate 6, one
-transaction). Each step takes the previous step's value and returns its own; the assets hand these
-values on through the day-store I/O manager (`defs/io.py`), so a reader of an asset's signature
-sees exactly what it consumes. What `diff_and_commit` commits is the frame the gates judged: it is
+collect -> normalize -> judge (gates 1–5, recorded in the database) -> diff_and_commit (gate 6, and gate 2
+once more on the diff's withdrawals, asked of the source again; one transaction). Each step takes the
+previous step's value and returns its own; the assets hand these values on through the day-store I/O
+manager (`defs/io.py`), so a reader of an asset's signature sees exactly what it consumes. What `diff_and_commit` commits is the frame the gates judged: it is
 part of the `JudgedDay` value, and before anything is written its row count and fingerprint are
 compared with what `judge` recorded in the database (a damaged or replaced staged file is refused).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -30,15 +31,22 @@ from dmf_assets.domain.gates import (
     QualityMetric,
     churn_against,
     gate_drop,
+    gate_recheck,
     pre_diff_gates,
     quality_metrics,
 )
 from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.domain.normalize import without_lone_surrogates
+from dmf_assets.domain.recheck import Query, judge_recheck, plan_recheck
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.orchestration import commit
 from dmf_assets.settings import Settings
 from dmf_assets.source.identity import require_same
+from dmf_assets.source.recheck import RecheckAnswers
 from dmf_assets.storage import history
+
+#: asks the source about would-be withdrawals (`MfdsClient.recheck` bound to the day, or the archive alone)
+Recheck = Callable[[list[Query]], RecheckAnswers]
 
 log = logging.getLogger("dmf")
 
@@ -107,6 +115,7 @@ def facts_from_fetch(result: Any) -> FetchFacts:
         duplicate_rows_dropped=int(result.duplicate_rows_dropped),
         unexpected_fields=tuple(result.unexpected_fields),
         missing_fields=tuple(result.missing_fields),
+        stopped=str(getattr(result, "stopped", "") or ""),
     )
 
 
@@ -122,11 +131,12 @@ def _page_dict(page: Any) -> dict:
 def items_frame(items: list[dict]) -> pl.DataFrame:
     """API rows as an all-string frame (the nine fields first, then anything unexpected)."""
     columns = list(API_FIELDS) + sorted({k for it in items for k in it} - set(API_FIELDS))
-    frame = pl.DataFrame(
-        {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns},
-        schema=dict.fromkeys(columns, pl.Utf8),
-    )
-    return frame
+    values = {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns}
+    try:
+        return pl.DataFrame(values, schema=dict.fromkeys(columns, pl.Utf8))
+    except UnicodeEncodeError:  # a lone surrogate, in an archive fetched before the fetch refused such pages
+        shown = {c: [v if v is None else without_lone_surrogates(v) for v in vs] for c, vs in values.items()}
+        return pl.DataFrame(shown, schema=dict.fromkeys(columns, pl.Utf8))
 
 
 def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:
@@ -259,6 +269,7 @@ class DayOutcome:
     carried_forward: bool = False  # rejected already by gates 1–5: nothing to diff
     diff: DiffResult | None = None
     seconds: float = 0.0
+    recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
 
 
 def _churn_samples(diff: DiffResult) -> tuple[dict, ...]:
@@ -329,9 +340,17 @@ def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
 
 
 def diff_and_commit(
-    conn: duckdb.DuckDBPyConnection, judged: JudgedDay, settings: Settings, run_id: str | None = None
+    conn: duckdb.DuckDBPyConnection,
+    judged: JudgedDay,
+    settings: Settings,
+    run_id: str | None = None,
+    *,
+    recheck: Recheck | None = None,
 ) -> DayOutcome:
     """Diff the judged snapshot against the latest accepted day; commit it only if every gate passes.
+
+    `recheck` confirms every would-be WITHDRAWN with the source before the day is committed (gate 2 once
+    more, `_recheck_gate`); None: no source to ask (`dmf diff`-like callers and unit tests).
 
     Two verdicts must agree before anything is committed: the one carried by `judged` and the one in
     the database (a later judgement of the same day may have rejected it since). And the frame must be
@@ -408,6 +427,25 @@ def diff_and_commit(
             diff=diff,
             seconds=time.monotonic() - started,
         )
+    recheck_gate, requests = _recheck_gate(diff, base_frame, judged.keyed, recheck)
+    if recheck_gate is not None:
+        out = commit.reject_day(
+            conn, day, recheck_gate, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base
+        )
+        return DayOutcome(
+            day,
+            "rejected",
+            base.day,
+            dict(diff.counts),
+            rejected_gate=recheck_gate.number,
+            reason=recheck_gate.detail,
+            churn=churn,
+            failed_gate=recheck_gate,
+            rederived_day=out.rederived_day,
+            diff=diff,
+            seconds=time.monotonic() - started,
+            recheck_requests=requests,
+        )
     out = commit.commit_day(
         conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist, gates=settings.gates
     )
@@ -420,4 +458,32 @@ def diff_and_commit(
         rederived_day=out.rederived_day,
         diff=diff,
         seconds=time.monotonic() - started,
+        recheck_requests=requests,
     )
+
+
+def _recheck_gate(
+    diff: DiffResult, base_frame: pl.DataFrame | None, snapshot: pl.DataFrame, recheck: Recheck | None
+) -> tuple[GateOutcome | None, int]:
+    """Gate 2 once more, on the withdrawals the diff found: each is asked of the source again (`domain.recheck`).
+    Returns (the failed gate, or None when every one is confirmed or there is none; the requests it took)."""
+    if recheck is None or base_frame is None:
+        return None, 0
+    gone = diff.events.filter(pl.col("event_type") == "WITHDRAWN")["dmf_key"].to_list()
+    if not gone:
+        return None, 0
+    withdrawn = base_frame.filter(pl.col("dmf_key").is_in(gone))
+    plan = plan_recheck(withdrawn)
+    got = recheck(list(plan.queries))
+    if got.legacy and all(a.items is None for a in got.answers.values()):
+        # archived before withdrawals were re-checked, and the source cannot be asked now: accepted as it was then
+        return None, got.requests
+    verdict = judge_recheck(snapshot, withdrawn.height, plan, got.answers)
+    log.info(
+        "recheck: %d withdrawal(s), %d question(s), %d request(s): %s",
+        verdict.withdrawals,
+        verdict.queries,
+        got.requests,
+        "confirmed" if verdict.confirmed else f"{len(verdict.listed)} listed, {len(verdict.unconfirmed)} unconfirmed",
+    )
+    return (None if verdict.confirmed else gate_recheck(verdict)), got.requests

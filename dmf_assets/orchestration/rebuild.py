@@ -34,6 +34,7 @@ from dmf_assets.settings import Settings
 from dmf_assets.source.archive import published_days
 from dmf_assets.source.errors import SourceError
 from dmf_assets.source.fetch import replay_archive
+from dmf_assets.source.recheck import replay_recheck
 from dmf_assets.storage import history
 from dmf_assets.storage.db import database_lock, lock_path, open_database, replace_database
 from dmf_assets.storage.ops import checkpoint
@@ -126,7 +127,10 @@ def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings:
     judged = pipeline.judge(conn, pipeline.normalize(fetched, settings), settings)
     if not judged.passed:
         return pipeline.carry_forward(conn, day)
-    return pipeline.diff_and_commit(conn, judged, settings)
+    # the withdrawals are confirmed by the answers archived with the day, as the run that committed it saw them
+    return pipeline.diff_and_commit(
+        conn, judged, settings, recheck=lambda queries: replay_recheck(raw_dir, day, queries)
+    )
 
 
 def rebuild_history(

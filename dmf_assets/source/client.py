@@ -22,10 +22,12 @@ import dagster as dg
 import httpx
 from pydantic import BaseModel, Field, PrivateAttr
 
+from dmf_assets.domain.recheck import Query
 from dmf_assets.settings import PROJECT_ROOT, Paths, Settings, Source
 from dmf_assets.source.endpoint import resolve_endpoint
 from dmf_assets.source.fetch import FetchLog, FetchResult, fetch_day
 from dmf_assets.source.identity import ask_source, configured_source
+from dmf_assets.source.recheck import RecheckAnswers, recheck
 from dmf_assets.source.service_key import decode_service_key
 
 USER_AGENT = "dmf-watch/0.1 (+MFDS DMF registry daily watch)"
@@ -131,3 +133,8 @@ class MfdsClient(dg.ConfigurableResource):
         rng: random.Random | None = None,
     ) -> FetchResult:
         return fetch_day(self, day, log=log, resume=resume, http_client=http_client, rng=rng)
+
+    def recheck(self, day: date | str, queries: list[Query], *, log: FetchLog | None = None) -> RecheckAnswers:
+        """The source's answers to `queries` about `day`'s would-be withdrawals: archived ones replayed, the
+        others asked now while the source can still serve the day (`source.recheck`)."""
+        return recheck(self, day, queries, log=log)

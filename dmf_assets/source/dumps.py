@@ -333,6 +333,8 @@ def _from_archive(directory: Path) -> Dump:
     for entry in entries:
         try:
             body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
+            if entry.get("nodata"):  # NODATA after the last page: where the list ends, no rows
+                continue
             page, frame = parse_page_frame(body, "json" if ".json." in entry["file"] else None)
         except (ArchiveCorrupt, SourceError) as exc:
             raise DumpError(f"{directory}: 쪽 파일 {entry['file']} 읽기 실패 / unreadable page: {exc}") from None

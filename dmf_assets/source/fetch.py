@@ -4,11 +4,17 @@
 1. replays the day from the archive if it is already complete (no HTTP), or resumes an
    interrupted/failed fetch by fetching only the missing pages;
 2. pages through the API (page 1 first, ceil(totalCount/numOfRows) pages, then more while the
-   last page is full — a deflated totalCount cannot hide rows), one request at a time, with
-   retries, backoff + jitter, Retry-After, adaptive slow-down and a daily request cap;
-3. writes every body gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE parsing it, and rewrites the manifest
-   after every page;
-4. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
+   last page is full — a deflated totalCount cannot hide rows; a page beyond them that answers
+   NODATA ends the list), one request at a time, with retries, backoff + jitter, Retry-After,
+   adaptive slow-down, a deadline for each whole request (connect + every read) and a daily request
+   cap for every source; it stops early when totalCount promises more pages than the cap allows or
+   the pages come back empty (a page cap derived from totalCount and numOfRows);
+3. writes every body gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE parsing it (a body that cannot be
+   decoded as it was received), and writes the manifest once per batch of pages and when it stops;
+4. checks every page's shape: its items carry the API's nine fields, no other (`page_shape_problem`);
+   a page that does not — like one that cannot be decoded or parsed — is a failed page (retried,
+   then a transport rejection naming the page and the fields), never rows with a field gone;
+5. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
    items. Transport failures are recorded, not raised: the day still gets a verdict.
 The service key is a secret: it goes into the query string and nowhere else; every response body is
 scrubbed of it (`Redactor.scrub_bytes`) before it is archived, parsed, logged or shown.
@@ -22,6 +28,8 @@ from __future__ import annotations
 import logging
 import math
 import random
+import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -31,7 +39,7 @@ from typing import Any, Protocol
 import httpx
 
 from dmf_assets.clock import now_kst, require_not_behind, today_kst
-from dmf_assets.domain.model import API_FIELDS
+from dmf_assets.domain.model import API_FIELDS, FIELD_LABEL_KO, SOURCE_FIELDS
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.source.archive import DayArchive, RequestCounter, newest_archived_day, sha256_hex
@@ -55,10 +63,16 @@ module_log = logging.getLogger("dmf_assets.source")
 
 MAX_EXTRA_PAGES = 5  # pages fetched beyond ceil(totalCount/numOfRows) while the last page is full
 MAX_CONSECUTIVE_FAILED_PAGES = 2  # the source is down: stop instead of burning quota
+#: empty pages in a row before the last page totalCount promises: the list is shorter than it claims, stop
+MAX_CONSECUTIVE_EMPTY_PAGES = 2
+#: the running manifest is written once per this many pages (a crash re-fetches at most that many)
+MANIFEST_EVERY_PAGES = 5
+NODATA = "03"  # resultCode NODATA_ERROR: no rows at this offset
 #: a clean page is logged as progress at most this often (the first page always; retries and failures always)
 PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
-MANIFEST_SCHEMA = 1
+#: 2: the day's would-be withdrawals are asked about again and the answers archived with it (source.recheck)
+MANIFEST_SCHEMA = 2
 
 Row = dict[str, str | None]
 
@@ -142,6 +156,8 @@ class FetchResult:
     gateway_error: dict[str, str] | None = None
     #: which registry the rows are (source.identity): the answering source, or the archived day's
     source_id: str | None = None
+    #: why the fetch stopped before the last page totalCount promises (Korean, for gate 2); "" otherwise
+    stopped: str = ""
     items: list[Row] = field(default_factory=list, repr=False)
 
     @property
@@ -170,6 +186,7 @@ class FetchResult:
             "problems": list(self.problems),
             "gateway_error": self.gateway_error,
             "source_id": self.source_id,
+            "stopped": self.stopped,
         }
 
 
@@ -190,6 +207,7 @@ class _Page:
     error_type: str | None = None
     gateway: dict[str, str] | None = None
     fatal: bool = False
+    nodata: bool = False  # resultCode NODATA beyond the last page totalCount promises: the list ends here
     attempts: list[dict[str, Any]] = field(default_factory=list)
     items: list[Row] = field(default_factory=list)
 
@@ -225,6 +243,7 @@ class _Page:
             "error": self.error,
             "error_type": self.error_type,
             "gateway_error": self.gateway,
+            "nodata": self.nodata,
             "attempts": self.attempts,
         }
 
@@ -378,6 +397,12 @@ class _DayFetch:
             endpoint, min_interval_s=config.min_interval_s, read_timeout_s=config.read_timeout_s
         )
         self.counter = RequestCounter(archive.raw_dir)
+        # the daily cap counts every source's requests: the real API's per calendar day (its quota), a replay's
+        # (the emulator, in process or on loopback, serves any date) per day it serves — a backfill of many
+        # days is not capped as one day, one day's fetch is, whatever its totalCount claims
+        self.cap_day = day if endpoint.dated else today_kst()
+        #: a whole request (connect + every read) must end within this; httpx's timeouts bound each step alone
+        self.deadline_s = config.connect_timeout_s + config.read_timeout_s
         self.timeout = httpx.Timeout(
             connect=config.connect_timeout_s,
             read=config.read_timeout_s,
@@ -398,6 +423,8 @@ class _DayFetch:
         self.held: tuple[str, str] | None = None  # (source, where): what the folder (or this day) holds already
         self.expected: str | None = None  # the configured source, when known before asking
         self.source_id: str | None = None  # the source that answered (source.identity.answered_by)
+        self.stopped = ""  # why the round stopped before its last page (Korean), see `_stop`
+        self._unsaved = 0  # pages not yet in a written manifest
 
     # -- resume ---------------------------------------------------------------------------------
 
@@ -418,13 +445,11 @@ class _DayFetch:
                 if entry.get("status") != "ok" or not entry.get("file"):
                     continue
                 try:
-                    body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
-                    parsed = parse_page(body, "json" if ".json." in entry["file"] else None)
+                    page = _archived_page(directory, entry, reused=True)
                 except (SourceError, OSError):
                     continue  # re-fetch that page
-                page = _page_from_parsed(int(entry["page_no"]), parsed, entry, reused=True)
                 pages[page.page_no] = page
-            if len({p.total_count for p in pages.values()}) > 1:
+            if len({p.total_count for p in pages.values() if not p.nodata}) > 1:
                 continue  # the interrupted fetch saw the registry change: reuse nothing
             if pages:
                 self.reused_from = str(directory.name)
@@ -459,6 +484,9 @@ class _DayFetch:
             self.transport_notes.append(self.redact(str(exc)))
             self._finish("cap", keep_published)
             raise
+        except BaseException:
+            self._write_manifest("running")  # the pages archived so far, for the re-run that resumes them
+            raise
         if outcome == "total_count_changed":
             self.problems.append("total_count_unstable: totalCount changed again after a restart")
         return self._finish(outcome, keep_published)
@@ -466,12 +494,24 @@ class _DayFetch:
     def _total_counts(self) -> list[int]:
         return [p.total_count for _, p in sorted(self.pages.items()) if p.total_count is not None]
 
-    def _get(self, page_no: int, reusable: dict[int, _Page]) -> _Page:
-        page = reusable.get(page_no) or self._fetch_page(page_no)
+    def _get(self, page_no: int, reusable: dict[int, _Page], *, beyond_total: bool = False) -> _Page:
+        """Page `page_no`, reused or fetched; `beyond_total`: past the pages totalCount promises, where NODATA
+        ends the list. The running manifest is written once per MANIFEST_EVERY_PAGES pages (rewriting it after
+        every page grows as pages², and a crash costs at most that many pages asked again)."""
+        page = reusable.get(page_no) or self._fetch_page(page_no, nodata_is_empty=beyond_total)
         self.pages[page_no] = page
-        self._write_manifest("running")
+        self._unsaved += 1
+        if self._unsaved >= MANIFEST_EVERY_PAGES:
+            self._write_manifest("running")
         crash_point("fetch_page")  # crash-safety tests: the archive must let a re-run resume here
         return page
+
+    def _stop(self, why_ko: str, note: str) -> str:
+        """Stop the round before the last page: `why_ko` for the completeness gate, `note` for the manifest."""
+        self.stopped = why_ko
+        self.problems.append(note)
+        self.log.warning("%s: %s", self.day, note)
+        return "stopped"
 
     def _round(self, reusable: dict[int, _Page]) -> str:
         first = self._get(1, reusable)
@@ -480,7 +520,16 @@ class _DayFetch:
         total = int(first.total_count or 0)
         per_page = first.num_of_rows or self.config.num_of_rows  # the server may cap numOfRows
         n_pages = max(1, math.ceil(total / per_page))
-        failed_in_a_row = 0
+        # the page cap: what totalCount and the page size promise must fit in the requests the day has left
+        cap = self.config.daily_request_cap
+        left = cap - self.counter.count(self.endpoint.host, self.cap_day)
+        if n_pages - 1 > left:
+            return self._stop(
+                f"totalCount {total:,}건은 {per_page:,}행씩 {n_pages:,}쪽인데, 오늘 남은 요청({left:,}회, 하루 한도 "
+                f"{cap:,}회)으로는 다 받을 수 없어 1쪽만 받고 멈췄습니다.",
+                f"page_cap: totalCount {total} needs {n_pages} pages of {per_page}, {left} requests left of {cap}",
+            )
+        failed_in_a_row = empty_in_a_row = 0
         for page_no in range(2, n_pages + 1):
             page = self._get(page_no, reusable)
             if page.fatal:
@@ -489,6 +538,13 @@ class _DayFetch:
                 failed_in_a_row = 0
                 if page.total_count != total:
                     return "total_count_changed"
+                empty_in_a_row = 0 if page.rows else empty_in_a_row + 1
+                if empty_in_a_row >= MAX_CONSECUTIVE_EMPTY_PAGES and page_no < n_pages:
+                    return self._stop(
+                        f"{page_no - empty_in_a_row + 1}–{page_no}쪽이 연달아 비어 있어 {page_no:,}쪽에서 멈췄습니다 — "
+                        f"totalCount {total:,}건이면 {n_pages:,}쪽까지 행이 있어야 합니다.",
+                        f"empty_pages: pages {page_no - empty_in_a_row + 1}-{page_no} empty, {n_pages} promised",
+                    )
                 continue
             failed_in_a_row += 1
             if failed_in_a_row >= MAX_CONSECUTIVE_FAILED_PAGES:
@@ -500,8 +556,8 @@ class _DayFetch:
         last, extra = self.pages[n_pages], 0
         while last.ok and last.rows >= per_page and extra < MAX_EXTRA_PAGES:
             extra += 1
-            last = self._get(n_pages + extra, reusable)
-            if last.ok and last.total_count != total:
+            last = self._get(n_pages + extra, reusable, beyond_total=True)
+            if last.ok and not last.nodata and last.total_count != total:
                 return "total_count_changed"
         if last.ok and last.rows >= per_page and extra >= MAX_EXTRA_PAGES:
             self.problems.append(f"extra_page_cap: still full pages after {MAX_EXTRA_PAGES} pages beyond totalCount")
@@ -513,7 +569,19 @@ class _DayFetch:
 
     # -- one page -------------------------------------------------------------------------------
 
-    def _fetch_page(self, page_no: int) -> _Page:
+    def _fetch_page(
+        self,
+        page_no: int,
+        *,
+        query: dict[str, str] | None = None,
+        num_of_rows: int | None = None,
+        archive_no: int | None = None,
+        nodata_is_empty: bool = False,
+    ) -> _Page:
+        """Ask for one page (with `query`'s filters and `num_of_rows`, default: the whole registry at the
+        configured page size), archive its body as `archive_no` (default `page_no`) and judge it.
+        `nodata_is_empty`: resultCode NODATA means no rows here (beyond the list's end, or a filter that
+        matches nothing), not a failure."""
         cfg = self.config
         page = _Page(page_no)
         retry_wait = 0.0
@@ -521,16 +589,16 @@ class _DayFetch:
         params: dict[str, str | int] = {
             "serviceKey": self._key,
             "pageNo": page_no,
-            "numOfRows": cfg.num_of_rows,
+            "numOfRows": num_of_rows or cfg.num_of_rows,
             "type": "json",
+            **(query or {}),
         }
         headers = self.config.request_headers(self.day)
         for attempt in range(1, cfg.max_attempts + 1):
             wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
             if wait > 0:
                 time.sleep(wait)
-            if not self.endpoint.local:
-                self.counter.take(self.endpoint.host, cfg.daily_request_cap, today_kst())
+            self.counter.take(self.endpoint.host, cfg.daily_request_cap, self.cap_day)
             rec: dict[str, Any] = {
                 "attempt": attempt,
                 "started_at": _now_iso(),
@@ -546,11 +614,12 @@ class _DayFetch:
             self.requests += 1
             self.retries += attempt > 1
             started = time.monotonic()
-            self.politeness.mark_start(started)
             try:
-                resp = self.client.get(self.endpoint.url, params=params, headers=headers, timeout=self.timeout)
-                body = self.redact.scrub_bytes(resp.content)  # the one chokepoint: a server may echo the key
-                self._answered_by(resp.headers)
+                status, resp_headers, raw = self._send(params, headers)
+            except _DeadlineExceeded as exc:
+                self._failed_attempt(page, rec, started, str(exc), "timeout")
+                retry_wait = self._backoff(attempt)
+                continue
             except httpx.TimeoutException as exc:
                 self._failed_attempt(page, rec, started, f"timeout: {type(exc).__name__}", "timeout")
                 retry_wait = self._backoff(attempt)
@@ -560,25 +629,29 @@ class _DayFetch:
                 retry_wait = self._backoff(attempt)
                 continue
             elapsed = time.monotonic() - started
-            rec.update(
-                status=resp.status_code, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1)
-            )
-            content_type = resp.headers.get("content-type")
+            self._answered_by(resp_headers)
+            content_type = resp_headers.get("content-type")
+            try:
+                body, undecodable = _decoded(raw, resp_headers.get("content-encoding")), None
+            except MalformedPage as exc:
+                body, undecodable = raw, exc  # archived as it was received
+            body = self.redact.scrub_bytes(body)  # the one chokepoint: a server may echo the key
+            rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
             # Archive before parsing: whatever came back is kept, even if it cannot be read.
-            page.file = self.archive.write_page(page_no, body, body_format(body, content_type))
+            page.file = self.archive.write_page(archive_no or page_no, body, body_format(body, content_type))
             page.sha256, page.size = rec["sha256"], len(body)
-            if self.politeness.observe(elapsed, resp.status_code == 200):
+            if self.politeness.observe(elapsed, status == 200):
                 rec["pause_after_s"] = round(self.politeness.pause_s, 3)
-            if resp.status_code != 200:
-                retry_after = parse_retry_after(resp.headers.get("retry-after"))
+            if status != 200:
+                retry_after = parse_retry_after(resp_headers.get("retry-after"))
                 rec["retry_after_s"] = retry_after
-                error = f"HTTP {resp.status_code}"
+                error = f"HTTP {status}"
                 if len(body) <= 300 and "text/plain" in (content_type or ""):
                     error += ": " + body.decode("utf-8", errors="replace").strip()  # e.g. a replay's date range
                 error = self.redact(error)
                 rec["error"] = page.error = error
                 page.error_type = "http_status"
-                if resp.status_code != 429 and resp.status_code < 500:
+                if status != 429 and status < 500:
                     break  # 4xx: asking again will not change the answer
                 if retry_after is not None and retry_after > max(cfg.backoff_max_s, 60.0):
                     page.error = rec["error"] = f"{error}; Retry-After {retry_after:g} s is too long to wait"
@@ -587,7 +660,13 @@ class _DayFetch:
                 self.log.info("%s page %d: %s, retrying in %.2f s", self.day, page_no, error, retry_wait)
                 continue
             try:
+                if undecodable is not None:
+                    raise undecodable
                 parsed = parse_page(body, content_type)
+                _check_values(parsed)
+                problem = page_shape_problem(parsed)
+                if problem is not None:
+                    raise _WrongShape(problem)
             except GatewayError as exc:
                 rec["error"] = page.error = self.redact(str(exc))
                 page.error_type = "gateway"
@@ -600,6 +679,9 @@ class _DayFetch:
                 self.log.warning("%s page %d: %s", self.day, page_no, page.error)
                 break
             except ApiResultError as exc:
+                if exc.result_code == NODATA and nodata_is_empty:
+                    _fill_empty(page)
+                    break
                 rec["error"] = page.error = self.redact(str(exc))
                 page.error_type = "api_result"
                 if exc.result_code in FATAL_RESULT_CODES:
@@ -611,8 +693,9 @@ class _DayFetch:
                     continue
                 break
             except MalformedPage as exc:
-                rec["error"] = page.error = self.redact(f"malformed page: {exc}")
-                page.error_type = "malformed"
+                shape = isinstance(exc, _WrongShape)
+                rec["error"] = page.error = self.redact(str(exc) if shape else f"malformed page: {exc}")
+                page.error_type = "shape" if shape else "malformed"
                 self.log.info("%s page %d: %s", self.day, page_no, page.error)
                 retry_wait = self._backoff(attempt)
                 continue
@@ -620,6 +703,42 @@ class _DayFetch:
             break
         self._log_page(page)
         return page
+
+    def _send(self, params: dict[str, str | int], headers: dict[str, str]) -> tuple[int, httpx.Headers, bytes]:
+        """One whole request — connect, headers and every read of the body, as received (not decoded) — within
+        `deadline_s`: httpx's read timeout bounds each read alone, so a server dripping bytes would hold the fetch
+        for as long as it likes. The request runs in a worker thread, abandoned when the deadline passes (it
+        stops at its next chunk); raises `_DeadlineExceeded` then, or whatever the request raised."""
+        outcome: dict[str, Any] = {}
+        abandoned = threading.Event()
+
+        def request() -> None:
+            self.politeness.mark_start(time.monotonic())  # when the request really leaves
+            try:
+                with self.client.stream(
+                    "GET", self.endpoint.url, params=params, headers=headers, timeout=self.timeout
+                ) as resp:
+                    raw = bytearray()
+                    # a response made in process arrives read already (httpx decodes a body given as bytes at
+                    # once); its stream still holds the bytes as they were given
+                    chunks = resp.stream if resp.is_stream_consumed else resp.iter_raw()
+                    for chunk in chunks:  # type: ignore[union-attr]
+                        if abandoned.is_set():
+                            return
+                        raw += chunk
+                    outcome["answer"] = (resp.status_code, resp.headers, bytes(raw))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the fetch's own thread
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=request, name=f"dmf-fetch-{self.day}", daemon=True)
+        worker.start()
+        worker.join(self.deadline_s)
+        if worker.is_alive():
+            abandoned.set()
+            raise _DeadlineExceeded(self.deadline_s)
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["answer"]
 
     def _log_page(self, page: _Page) -> None:
         """A line per page that needed more than one attempt or failed; a clean page only as progress — the
@@ -670,7 +789,7 @@ class _DayFetch:
         totals = self._total_counts()
         total = totals[0] if totals and len(set(totals)) == 1 else None
         transport_ok = bool(pages) and outcome not in ("failed", "cap") and all(p.ok for p in pages)
-        errors = [f"page {p.page_no}: {p.error}" for p in pages if not p.ok]
+        errors = [f"{p.page_no}쪽(page {p.page_no}): {p.error}" for p in pages if not p.ok]
         errors += self.transport_notes
         if not transport_ok:
             status = "failed"
@@ -738,6 +857,7 @@ class _DayFetch:
             num_of_rows=self.config.num_of_rows,
             gateway_error=next((p.gateway for p in v["pages"] if p.gateway), None),
             source_id=self.source_id or self.expected,
+            stopped=self.stopped,
             items=v["items"],
         )
         self.log.info(
@@ -755,6 +875,7 @@ class _DayFetch:
         return result
 
     def _write_manifest(self, status: str, verdict: dict[str, Any] | None = None) -> None:
+        self._unsaved = 0
         pages = [p for _, p in sorted(self.pages.items())]
         manifest: dict[str, Any] = {
             "schema_version": MANIFEST_SCHEMA,
@@ -801,6 +922,7 @@ class _DayFetch:
             manifest["problems"] = self.problems
             manifest["unexpected_fields"] = verdict["unexpected"]
             manifest["missing_fields"] = verdict["missing"]
+            manifest["stopped"] = self.stopped
         self.archive.write_manifest(manifest, text_filter=self.redact)
 
 
@@ -822,16 +944,107 @@ def _fill_page(page: _Page, parsed: Page) -> None:
     page.items = parsed.items
 
 
-def _page_from_parsed(page_no: int, parsed: Page, entry: dict[str, Any], *, reused: bool) -> _Page:
+def _fill_empty(page: _Page) -> None:
+    """A page that answered NODATA where no rows are a possible answer: ok, no rows, no totalCount."""
+    page.status = "ok"
+    page.error = page.error_type = None
+    page.rows, page.items, page.nodata = 0, [], True
+
+
+class _DeadlineExceeded(Exception):
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__(
+            f"timeout: 요청 전체가 {deadline_s:g}초 안에 끝나지 않았습니다 (연결 + 모든 읽기) / the whole request "
+            f"took longer than {deadline_s:g} s (connect + every read)"
+        )
+
+
+class _WrongShape(MalformedPage):
+    """A page whose items do not carry the API's nine fields (`page_shape_problem`)."""
+
+
+def _decoded(raw: bytes, content_encoding: str | None) -> bytes:
+    """The body with its Content-Encoding undone (httpx's own decoders); MalformedPage when it cannot be."""
+    content_encoding = (content_encoding or "").strip()
+    if content_encoding.lower() in ("", "identity"):
+        return raw
+    try:
+        return httpx.Response(200, headers={"Content-Encoding": content_encoding}, content=raw).content
+    except httpx.DecodingError as exc:
+        raise MalformedPage(
+            f"본문을 풀 수 없습니다 — Content-Encoding {content_encoding}이라고 했지만 그렇게 압축된 본문이 아닙니다 "
+            f"({exc}) / the body cannot be decoded as its Content-Encoding says"
+        ) from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_values(page: Page) -> None:
+    """A value holding a lone surrogate (a JSON escape such as \\ud800 that encodes no character) is not text:
+    the page cannot be read as Unicode (it could not be stored or shown), so it fails like a malformed one."""
+    for row_no, item in enumerate(page.items, 1):
+        for value in (*item, *item.values()):  # a field's name is text too
+            found = _LONE_SURROGATE.search(value) if value is not None else None
+            if found is not None:
+                code = f"\\u{ord(found.group()):04x}"
+                raise MalformedPage(
+                    f"{row_no}번째 행의 값에 짝 없는 서로게이트({code})가 있어 유니코드 문자열로 읽을 수 없습니다 / "
+                    f"a value of item {row_no} holds a lone surrogate ({code}): not valid Unicode"
+                )
+
+
+def _field_label(name: str) -> str:
+    """'제조소명' for one of the API's nine fields, the name itself (as the source sent it) for any other."""
+    internal = SOURCE_FIELDS.get(name)
+    return FIELD_LABEL_KO[internal] if internal else name
+
+
+def page_shape_problem(page: Page) -> str | None:
+    """Why a page does not have the day's shape — the API's nine fields on its items, and no other
+    (docs/DOMAIN.md §2.1) — or None. Every page is held to the same nine, so a field renamed or left out on one
+    page, or renamed on some rows, never reaches the diff as a value that disappeared.
+
+    A null field: the real API writes every field of a JSON item (the real rows carry all nine, an empty value
+    as ""), XML leaves a null field's element out. So a field counts as missing when no item of the page
+    carries it, and — on a JSON page that writes a null as null — when any item leaves it out."""
+    if not page.items:
+        return None
+    expected = set(API_FIELDS)
+    carried: dict[str, int] = {}
+    for item in page.items:
+        for name in item:
+            carried[name] = carried.get(name, 0) + 1
+    writes_nulls = page.fmt == "json" and any(v is None for item in page.items for v in item.values())
+    n = len(page.items)
+    missing = {f: n - carried.get(f, 0) for f in API_FIELDS if not carried.get(f) or (writes_nulls and carried[f] < n)}
+    unexpected = {f: c for f, c in carried.items() if f not in expected}
+    if not (missing or unexpected):
+        return None
+    parts = []
+    if missing:
+        parts.append("빠진 항목: " + ", ".join(f"{_field_label(f)} ({n:,}행 중 {c:,}행)" for f, c in missing.items()))
+    if unexpected:
+        parts.append("처음 보는 항목: " + ", ".join(f"{f} ({n:,}행 중 {c:,}행)" for f, c in sorted(unexpected.items())))
+    return f"응답 항목이 API의 9개 항목과 다릅니다 — {' · '.join(parts)} / the items' fields differ from the API's nine"
+
+
+def _archived_page(directory: Path, entry: dict[str, Any], *, reused: bool) -> _Page:
+    """A page recorded ok in a manifest, read back from its archived body. Raises ArchiveCorrupt (a file that
+    does not match) or the parser's SourceError."""
     page = _Page(
-        page_no,
+        int(entry["page_no"]),
         file=entry.get("file"),
         sha256=entry.get("sha256"),
         size=entry.get("bytes"),
         reused=reused or bool(entry.get("reused")),
         attempts=list(entry.get("attempts") or []),
     )
-    _fill_page(page, parsed)
+    body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
+    if entry.get("nodata"):  # NODATA where no rows were a possible answer (the body is the NODATA envelope)
+        _fill_empty(page)
+        return page
+    _fill_page(page, parse_page(body, "json" if ".json." in entry["file"] else None))
     return page
 
 
@@ -845,12 +1058,12 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
     pages: list[_Page] = []
     for entry in manifest.get("pages") or []:
         if entry.get("status") == "ok":
-            body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
             try:
-                parsed = parse_page(body, "json" if ".json." in entry["file"] else None)
+                pages.append(_archived_page(directory, entry, reused=bool(entry.get("reused"))))
+            except ArchiveCorrupt:
+                raise
             except SourceError as exc:
                 raise ArchiveCorrupt(f"{directory.name}/{entry['file']}: recorded ok but unreadable: {exc}") from None
-            pages.append(_page_from_parsed(int(entry["page_no"]), parsed, entry, reused=bool(entry.get("reused"))))
         else:
             pages.append(
                 _Page(
@@ -896,6 +1109,7 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
         num_of_rows=int(manifest.get("num_of_rows") or 0),
         gateway_error=next((p.gateway for p in pages if p.gateway), None),
         source_id=manifest_source(manifest),
+        stopped=str(manifest.get("stopped") or ""),
         items=items,
     )
 
