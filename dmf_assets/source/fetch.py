@@ -484,6 +484,8 @@ class _DayFetch:
             self.transport_notes.append(self.redact(str(exc)))
             self._finish("cap", keep_published)
             raise
+        except SourceMismatch:
+            raise  # another registry answered: nothing of it is kept (fetch_day drops the empty work folder)
         except BaseException:
             self._write_manifest("running")  # the pages archived so far, for the re-run that resumes them
             raise
