@@ -307,7 +307,9 @@ def snapshot_diff(
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
         except SourceError as exc:  # the day's archive is being fetched again right now (its lock is held)
-            raise dg.Failure(description=f"{day}: 목록에서 삭제될 후보를 원천에 다시 확인하지 못했습니다 — {exc}") from None
+            raise dg.Failure(
+                description=f"{day}: 목록에서 삭제될 후보를 원천에 다시 확인하지 못했습니다 — {exc}"
+            ) from None
         except pipeline.NotTheJudgedFrame as exc:
             staged = staged_path(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
             raise dg.Failure(
