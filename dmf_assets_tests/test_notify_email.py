@@ -20,9 +20,10 @@ from openpyxl import load_workbook
 from dmf_assets import notify
 from dmf_assets.clock import frozen_at
 from dmf_assets.domain.gates import Rejection
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
 from dmf_assets.ops.watchdog import delivery_check
-from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, GateRow
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, GateRow
 from dmf_assets.report.summary import summarize
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.message_rules import assert_team_words

@@ -10,9 +10,10 @@ import pytest
 
 from dmf_assets import notify
 from dmf_assets.domain.gates import GATES, Rejection
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.korean import josa, particle, shorten
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.report.model import DayReport, DayStatus, EventRow, FieldChangeRow, GateRow
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, GateRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
 from dmf_assets.report.summary import summarize
 from dmf_assets_tests.message_rules import assert_readable, assert_team_words

@@ -15,9 +15,9 @@ import pytest
 from dmf_assets import notify
 from dmf_assets.clock import frozen_at
 from dmf_assets.domain.gates import Rejection
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.notify import channels
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.report.model import DayStatus
 from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
 
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
@@ -187,7 +187,8 @@ def test_rules_the_sensor_uses():
 def test_a_finished_day_delivers_its_report_and_raises_its_own_alerts(tmp_path):
     from dataclasses import replace
 
-    from dmf_assets.report.model import DayReport, DayStatus, EventRow
+    from dmf_assets.domain.model import DayStatus
+    from dmf_assets.report.model import DayReport, EventRow
     from dmf_assets.report.summary import summarize
 
     watched = EventRow(

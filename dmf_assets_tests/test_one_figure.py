@@ -25,6 +25,7 @@ from dmf_assets.domain.model import (
     NUMBER_CHANGED_LABEL_KO,
     SEVERITY_LABEL_KO,
     WITHDRAWN_FIRST_MENTION_KO,
+    DayStatus,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report.day_data import day_summary
@@ -39,7 +40,6 @@ from dmf_assets.report.model import (
     SHEET_NEW_WITHDRAWN,
     SHEET_RECENT,
     SHEET_SUMMARY,
-    DayStatus,
 )
 from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES, DaySummary
 from dmf_assets.report.workbook import KPI_LABELS, NOT_REFLECTED

@@ -14,8 +14,9 @@ from datetime import date
 
 import pytest
 
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.domain.snapshot import build_snapshot
-from dmf_assets.report.model import DayStatus, EventRow, FieldChangeRow
+from dmf_assets.report.model import EventRow, FieldChangeRow
 from dmf_assets.report.sentences import change_line, change_lines, event_sentence
 from dmf_assets.report.summary import summarize
 

@@ -15,20 +15,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.report import styles as st
 from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
-from dmf_assets.report.model import (
-    AggregateRow,
-    DayReport,
-    DayStatus,
-    EventRow,
-    FieldChangeRow,
-    GateRow,
-    HistoryPoint,
-    QualityRow,
-)
+from dmf_assets.report.model import AggregateRow, DayReport, EventRow, FieldChangeRow, GateRow, HistoryPoint, QualityRow
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name

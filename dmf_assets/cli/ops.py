@@ -203,7 +203,7 @@ def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from dmf_assets.domain.model import RUN_STATUS_KO
+    from dmf_assets.domain.model import DayStatus
     from dmf_assets.orchestration.rebuild import rebuild_history, unrunnable_archives
     from dmf_assets.storage.db import DatabaseBusy
 
@@ -221,7 +221,7 @@ def _rebuild(args: argparse.Namespace) -> int:
             if out.status == "accepted"
             else ""
         )
-        print(f"  {out.day}  {RUN_STATUS_KO[out.status]}{gate}{counts}", flush=True)
+        print(f"  {out.day}  {DayStatus.of_value(out.status).word_ko}{gate}{counts}", flush=True)
 
     try:
         result = rebuild_history(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dmf_assets.cli.arguments import day, listen_host, port, whole
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.korean import josa, shorten
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:  # for annotations only: each command imports what it needs wh
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
 #: a day without a judged run has no `DayStatus`: these are its words (a judged day says `DayStatus.word_ko`)
-NOT_JUDGED_KO = {"pending": "판정만", "not run": "미실행"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -223,14 +223,18 @@ def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
         settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"), purpose="dmf summary"
     ) as conn:
         return [
-            {"day": d, **(history.run_row(conn, d) or {"status": "not run"}), "summary": day_summary(conn, d)}
+            {
+                "day": d,
+                **(history.run_row(conn, d) or {"status": DayStatus.NOT_RUN.value}),
+                "summary": day_summary(conn, d),
+            }
             for d in days
         ]
 
 
 def _status_word(row: dict) -> str:
     summary = row["summary"]
-    return summary.status.word_ko if summary is not None else NOT_JUDGED_KO.get(row["status"], str(row["status"]))
+    return (summary.status if summary is not None else DayStatus.of_value(row["status"])).word_ko
 
 
 def _day_line(row: dict) -> str:

@@ -134,16 +134,62 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
     return f"{NUMBER_CHANGED_LABEL_KO} 가능성: {number} ↔ {', '.join(candidates)}"
 
 
-#: a day no run recorded at all (no row in `runs`): the calendar's word for it
-NOT_RUN = "not_run"
-#: what became of a day, as the history records it (pending: judged by gates 1–5, not yet committed)
-RUN_STATUS_KO: dict[str, str] = {
-    "accepted": "반영",
-    "baseline": "기준일",
-    "rejected": "거부",
-    "pending": "판정만",
-    NOT_RUN: "미실행",
-}
+class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("DayStatus.X" -> "X")
+    """What became of a day, declared once with everything people read of it: the stored value (also the English
+    term), the short Korean word, the sentence of 요약's 상태 row and its colour (the workbook's banner and tab, the
+    web page's tag). `label_ko_en` — 「거부 (rejected)」 — is how the Dagster UI's metadata says it. Every layer passes
+    a member, never the bare string; the database stores `value` (`runs.status`: accepted | baseline | rejected |
+    pending; UNCHANGED is an accepted day without events, NOT_RUN a day without a row)."""
+
+    word_ko: str
+    label_ko: str
+    colour: str  # RGB hex
+
+    ACCEPTED = ("accepted", "반영", "정상 수집 · 비교 완료", "1F3864")  # all six gates passed; events against the base
+    BASELINE = ("baseline", "기준일", "기준일 (최초 수집 — 비교 대상 없음)", "2F5597")  # first accepted day: no events
+    UNCHANGED = ("unchanged", "변경 없음", "정상 수집 · 변경 없음", "548235")  # accepted, identical to the base
+    REJECTED = ("rejected", "거부", "수집 실패 — 결과 미반영", "C00000")  # a gate failed: nothing written, base kept
+    PENDING = ("pending", "판정만", "판정만 — 아직 반영 전", "7F7F7F")  # judged by gates 1–5, not yet committed
+    NOT_RUN = ("not_run", "미실행", "실행 기록 없음", "BFBFBF")  # no run recorded at all
+
+    def __new__(cls, value: str, word_ko: str, label_ko: str, colour: str) -> DayStatus:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.word_ko = word_ko
+        member.label_ko = label_ko
+        member.colour = colour
+        return member
+
+    @property
+    def label_en(self) -> str:
+        return self.value
+
+    @property
+    def label_ko_en(self) -> str:
+        """「거부 (rejected)」: the Korean word with the English term in brackets (the UI's metadata)."""
+        return f"{self.word_ko} ({self.label_en})"
+
+    @property
+    def is_accepted(self) -> bool:
+        """All six gates passed: the day is in the history (with or without events)."""
+        return self in (DayStatus.ACCEPTED, DayStatus.BASELINE, DayStatus.UNCHANGED)
+
+    @classmethod
+    def of_value(cls, value: str | None) -> DayStatus:
+        """The member stored as `value` (None: no run recorded — NOT_RUN)."""
+        return cls.NOT_RUN if value is None else next(member for member in cls if member.value == value)
+
+    @classmethod
+    def of_run(cls, status: str, events: int) -> DayStatus:
+        """The day's status from its stored run status and how many events (cosmetic included) it recorded: an
+        accepted day without any is UNCHANGED."""
+        if status == cls.ACCEPTED.value and events == 0:
+            return cls.UNCHANGED
+        return cls.of_value(status)
+
+
+#: the stored run statuses of a day in the history (the SQL's `status IN (…)`)
+ACCEPTED_STATUSES: tuple[str, ...] = (DayStatus.ACCEPTED.value, DayStatus.BASELINE.value)
 
 
 def substantive_changes(changed: int | None, number_assigned: int | None, number_changed: int | None) -> int:

@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from dmf_assets.clock import now_kst
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.notify.channels import (
     WEBHOOK_TIMEOUT_S,
@@ -64,7 +65,6 @@ from dmf_assets.notify.outbox import (
     OutboxError,
     Stored,
 )
-from dmf_assets.report.model import DayStatus
 from dmf_assets.settings import AlertEmail, Settings
 
 log = logging.getLogger("dmf_assets.notify")

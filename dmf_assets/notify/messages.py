@@ -21,17 +21,10 @@ from typing import Any, ClassVar
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
-from dmf_assets.domain.model import COUNT_LABEL_KO, EventType
+from dmf_assets.domain.model import COUNT_LABEL_KO, DayStatus, EventType
 from dmf_assets.korean import josa
 from dmf_assets.links import workbook_link
-from dmf_assets.report.model import (
-    SHEET_EVENTS,
-    SHEET_NEW_WITHDRAWN,
-    SHEET_QUALITY,
-    SHEET_SUMMARY,
-    DayStatus,
-    sheet_ref,
-)
+from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
 from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"

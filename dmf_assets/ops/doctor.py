@@ -38,7 +38,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.model import RUN_STATUS_KO
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
@@ -272,7 +272,7 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
     if latest:
         d, status, gate = _day(latest[0]), latest[1], latest[2]
         gate_txt = f", 게이트 {gate}" if gate else ""
-        latest_note_ko = f"; 마지막 실행 {d} {RUN_STATUS_KO.get(status, status)}{gate_txt}"
+        latest_note_ko = f"; 마지막 실행 {d} {DayStatus.of_value(status).word_ko}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
     if last is None:
         return Check(

@@ -27,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import outside_run_days
-from dmf_assets.domain.model import RUN_STATUS_KO
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.settings import Settings
@@ -88,7 +88,7 @@ def _old_content(database: Path) -> history.HistoryContent | None:
 
 def _outcome_text(outcome: tuple) -> str:
     status, gate, *_ = outcome
-    return RUN_STATUS_KO.get(status, status) + (f"(게이트 {gate})" if gate else "")
+    return DayStatus.of_value(status).word_ko + (f"(게이트 {gate})" if gate else "")
 
 
 def differences(old: history.HistoryContent, new: history.HistoryContent, replayed: list[date]) -> list[str]:

@@ -14,13 +14,12 @@ import polars as pl
 
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.gates import CHURN, DROP, GATE_LABELS, BaseFacts, GateOutcome, churn_against, drop_against
-from dmf_assets.domain.model import substantive_changes
+from dmf_assets.domain.model import DayStatus, substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
     ChangeRate,
     DayCounts,
     DayReport,
-    DayStatus,
     EventRow,
     FieldChangeRow,
     GateRow,

@@ -9,12 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from dmf_assets.domain.model import SEVERITY_RANK, event_label, possible_renumbering_text, renumbering_text
+from dmf_assets.domain.model import (
+    SEVERITY_RANK,
+    DayStatus,
+    event_label,
+    possible_renumbering_text,
+    renumbering_text,
+)
 
 if TYPE_CHECKING:  # summary.py builds on this module's rows
     from dmf_assets.report.summary import DaySummary
@@ -54,49 +59,6 @@ def sheet_ref(name: str) -> str:
     if name not in SHEET_NAMES:
         raise ValueError(f"the daily workbook has no sheet {name!r}")
     return f"'{name}' 시트"
-
-
-class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("DayStatus.X" -> "X")
-    """What became of a day, declared once with everything people read of it: the stored value (also the English
-    term), the short Korean word, and the sentence of 요약's 상태 row. `label_ko_en` — 「거부 (rejected)」 — is how
-    the Dagster UI's metadata says it (Korean, the English in brackets)."""
-
-    word_ko: str
-    label_ko: str
-
-    ACCEPTED = ("accepted", "반영", "정상 수집 · 비교 완료")  # all six gates passed; events against the base
-    BASELINE = ("baseline", "기준일", "기준일 (최초 수집 — 비교 대상 없음)")  # first accepted day: no events by design
-    UNCHANGED = ("unchanged", "변경 없음", "정상 수집 · 변경 없음")  # accepted, identical to the comparison base
-    REJECTED = ("rejected", "거부", "수집 실패 — 결과 미반영")  # a gate failed: nothing written, the base did not move
-
-    def __new__(cls, value: str, word_ko: str, label_ko: str) -> DayStatus:
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.word_ko = word_ko
-        member.label_ko = label_ko
-        return member
-
-    @property
-    def label_en(self) -> str:
-        return self.value
-
-    @property
-    def label_ko_en(self) -> str:
-        """「거부 (rejected)」: the Korean word with the English term in brackets (the UI's metadata)."""
-        return f"{self.word_ko} ({self.label_en})"
-
-    @classmethod
-    def of_value(cls, value: str) -> DayStatus:
-        """The member stored as `value` ('accepted' | 'baseline' | 'unchanged' | 'rejected')."""
-        return next(member for member in cls if member.value == value)
-
-    @classmethod
-    def of_run(cls, status: str, events: int) -> DayStatus:
-        """The day's status from its stored run status ('accepted' | 'baseline' | 'rejected') and how many
-        events (cosmetic included) it recorded: an accepted day without any is UNCHANGED."""
-        if status == "accepted" and events == 0:
-            return cls.UNCHANGED
-        return cls.of_value(status)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from dmf_assets.domain.model import COUNT_LABEL_KO, RUN_STATUS_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, fit_row_height, put_date, put_datetime, put_text, text_lines, write_table
@@ -86,7 +86,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     wb.remove(wb.active)
     st.register_styles(wb)
     banner = _period_banner(period)
-    status = "rejected" if period.accepted_days == 0 else "accepted"
+    status = DayStatus.REJECTED if period.accepted_days == 0 else DayStatus.ACCEPTED
     header = f"DMF 기간 리포트 {period.start}~{period.end}"
     by_type: dict[str, int] = {}
     for n in period.net:
@@ -181,7 +181,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     day_rows = [
         {
             "day": d.day,
-            "status": RUN_STATUS_KO.get(d.status, d.status),
+            "status": DayStatus.of_value(d.status).word_ko,
             "registry_size": d.registry_size,
             "new": d.new if d.status == "accepted" else None,
             "changed": d.changed if d.status == "accepted" else None,

@@ -10,19 +10,18 @@ from openpyxl.styles import Alignment
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.report import styles as st
 from dmf_assets.report.cells import RowHook, fit_row_height, merge_cells, put_text, text_lines
 
 ATTRIBUTION = "출처: 식품의약품안전처 원료의약품등록(DMF)현황, 공공데이터포털 오픈API"
-
-_STATUS_TAB_COLOUR = {"rejected": "C00000", "baseline": "2F5597", "unchanged": "548235", "accepted": st.NAVY}
 
 
 def frame_sheet(
     wb: Workbook,
     name: str,
     banner_str: str,
-    status: str,
+    status: DayStatus,
     widths: Sequence[float],
     title: str,
     note: str | None,
@@ -33,14 +32,14 @@ def frame_sheet(
     """The house sheet frame (banner, title, note, widths, print setup) — shared by every workbook."""
     ws = wb.create_sheet(name)
     if tab:
-        ws.sheet_properties.tabColor = _STATUS_TAB_COLOUR[status]
+        ws.sheet_properties.tabColor = status.colour
     for j, width in enumerate(widths, 1):
         ws.column_dimensions[get_column_letter(j)].width = width
     ncols = len(widths)
     span = sum(widths)
     banner = put_text(ws, 1, 1, banner_str, st.PLAIN)
     banner.fill = st.banner_fill(status)
-    banner.font = st.banner_font(status)
+    banner.font = st.banner_font()
     banner.alignment = Alignment(wrap_text=True, vertical="center", indent=1)
     merge_cells(ws, 1, 1, ncols)
     ws.row_dimensions[1].height = max(30.0, text_lines(banner_str, span / 1.25) * 17.0 + 8)

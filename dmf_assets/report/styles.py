@@ -9,6 +9,8 @@ from __future__ import annotations
 from openpyxl import Workbook
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
 
+from dmf_assets.domain.model import DayStatus
+
 #: Korean-capable UI font shipped with Windows/Office; LibreOffice substitutes a Korean font.
 FONT_NAME = "맑은 고딕"
 FONT_SIZE = 10
@@ -32,13 +34,8 @@ SEVERITY_COLOURS: dict[str, tuple[str, str]] = {
     "COSMETIC": ("D9D9D9", "595959"),
 }
 
-#: Banner (first row of every sheet) per DayStatus value -> (fill, font colour).
-BANNER_COLOURS: dict[str, tuple[str, str]] = {
-    "rejected": ("C00000", "FFFFFF"),
-    "baseline": ("2F5597", "FFFFFF"),
-    "unchanged": ("548235", "FFFFFF"),
-    "accepted": (NAVY, "FFFFFF"),
-}
+#: the banner's text colour (first row of every sheet; its fill is the day's `DayStatus.colour`)
+BANNER_FONT = "FFFFFF"
 
 #: Pass/fail colours for gates and quality metrics.
 OK_FILL = "C6EFCE"
@@ -129,12 +126,12 @@ def severity_font(severity: str, bold: bool = True) -> Font:
     return font(bold=bold, color=SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"])[1])
 
 
-def banner_fill(status: str) -> PatternFill:
-    return solid(BANNER_COLOURS[status][0])
+def banner_fill(status: DayStatus) -> PatternFill:
+    return solid(status.colour)
 
 
-def banner_font(status: str) -> Font:
-    return font(size=12, bold=True, color=BANNER_COLOURS[status][1])
+def banner_font() -> Font:
+    return font(size=12, bold=True, color=BANNER_FONT)
 
 
 def verdict_style(kind: str) -> tuple[PatternFill, Font]:

@@ -47,9 +47,9 @@ from datetime import date
 from typing import Protocol
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK
+from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.domain.sites import split_sites
-from dmf_assets.report.model import DayStatus, EventRow, FieldChangeRow
+from dmf_assets.report.model import EventRow, FieldChangeRow
 
 #: the kinds of event a day's figures count, with their short words (`COUNT_LABEL_KO`): 변경 is 실질 변경, a number
 #: assigned or changed is its own figure, and a cosmetic change is shown apart. `event_kind` puts every event in

@@ -11,6 +11,7 @@ from openpyxl import Workbook
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import Col, column_widths, put_text, write_table
@@ -31,7 +32,7 @@ class TableSheet:
     print_cols: int | None = None  # print only the first N columns (audit columns stay on screen)
 
 
-def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, header_left: str) -> Worksheet:
+def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: DayStatus, header_left: str) -> Worksheet:
     ws = frame_sheet(
         wb,
         sheet.name,
@@ -60,7 +61,7 @@ def add_table_sheet(wb: Workbook, sheet: TableSheet, banner: str, status: str, h
 
 
 def write_tables_workbook(
-    path: Path, sheets: Sequence[TableSheet], *, banner: str, status: str = "accepted", doc_title: str
+    path: Path, sheets: Sequence[TableSheet], *, banner: str, status: DayStatus = DayStatus.ACCEPTED, doc_title: str
 ) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), atomically."""
     path = Path(path)

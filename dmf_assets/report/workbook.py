@@ -41,10 +41,10 @@ from dmf_assets.domain.model import (
     COUNT_LABEL_KO,
     EVENT_LABEL_KO,
     FIELD_LABEL_KO,
-    RUN_STATUS_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     WITHDRAWN_FIRST_MENTION_KO,
+    DayStatus,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
@@ -78,7 +78,6 @@ from dmf_assets.report.model import (  # noqa: F401 - the sheet names are re-exp
     AggregateRow,
     DayCounts,
     DayReport,
-    DayStatus,
     sorted_events,
 )
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
@@ -337,8 +336,8 @@ class _Summary:
         put_date(ws, self.row, 2, report.day)
         self.label("상태")
         cell = self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT)
-        cell.fill = st.banner_fill(report.status.value)
-        cell.font = st.font(bold=True, color=st.BANNER_COLOURS[report.status.value][1])
+        cell.fill = st.banner_fill(report.status)
+        cell.font = st.font(bold=True, color=st.BANNER_FONT)
         self.label("설명")
         self.merged_text(2, report.status_reason, last_col=5)
         self.label("비교 기준일")
@@ -525,7 +524,7 @@ class _Summary:
             {
                 **{c.key: None for c in TREND_COLUMNS},
                 "day": h.day,
-                "status": RUN_STATUS_KO.get(h.status, h.status),
+                "status": DayStatus.of_value(h.status).word_ko,
                 "registry_size": h.registry_size,
                 "_rejected": h.status == DayStatus.REJECTED.value,
                 # a rejected or baseline day has no counts: blank, never a misleading zero
@@ -687,7 +686,7 @@ def _days_processed(counts: DayCounts | None) -> str:
         return ""
     parts = [f"정상 반영 {counts.accepted:,}일", f"거부 {counts.rejected:,}일"]
     if counts.pending:
-        parts.append(f"{RUN_STATUS_KO['pending']} {counts.pending:,}일")
+        parts.append(f"{DayStatus.PENDING.word_ko} {counts.pending:,}일")
     parts.append(f"실행 기록 없음 {counts.not_run:,}일")
     before = f" (감시 시작 전 {counts.before_start:,}일)" if counts.before_start else ""
     return f"이 기간: {' · '.join(parts)}{before}."

@@ -43,10 +43,10 @@ from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.model import (
     EVENT_LABEL_KO,
     FIELD_LABEL_KO,
-    RUN_STATUS_KO,
     SEVERITY_LABEL_KO,
     SITES_FIELD,
     TARGET_CLASSES,
+    DayStatus,
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
@@ -174,7 +174,7 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
         COLUMN=COLUMN_LABEL,
         EVENT=EVENT_LABEL_KO,
         SEVERITY=SEVERITY_LABEL_KO,
-        STATUS=RUN_STATUS_KO,
+        STATUS={s.value: s.word_ko for s in DayStatus},
         FLAG=FLAG_LABELS,
         GATE=GATE_BY_NUMBER,
         ATTRIBUTION=ATTRIBUTION,

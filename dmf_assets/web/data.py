@@ -29,7 +29,7 @@ import polars as pl
 from dmf_assets.analyst import queries as analyst
 from dmf_assets.domain.countries import canonical_country
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import EVENT_LABEL_KO, NOT_RUN
+from dmf_assets.domain.model import EVENT_LABEL_KO, DayStatus
 from dmf_assets.domain.text import company_key_expr, display_expr, match_key
 from dmf_assets.report.columns import Col
 from dmf_assets.report.day_data import DayNotReady, build_day_report, day_summary
@@ -430,7 +430,7 @@ def calendar(conn: duckdb.DuckDBPyConnection, today: date) -> Calendar:
         cells: list[tuple[date, str | None] | None] = [None] * ((start.weekday() + 1) % 7)
         d = start
         while d < nxt:
-            cells.append((d, statuses.get(d, NOT_RUN if span[0] <= d <= last else None)))
+            cells.append((d, statuses.get(d, DayStatus.NOT_RUN.value if span[0] <= d <= last else None)))
             d += timedelta(days=1)
         cells += [None] * (-len(cells) % 7)
         months.append(Month(start, tuple(tuple(cells[i : i + 7]) for i in range(0, len(cells), 7))))
