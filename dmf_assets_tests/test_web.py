@@ -31,7 +31,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, RUN_STATUS_KO
+from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
 from dmf_assets.domain.text import match_key
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
@@ -260,7 +260,7 @@ def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project,
             "SELECT observed, threshold FROM gate_results WHERE day_id = ? AND NOT passed", [20261106]
         ).fetchone()
     page = _get(f"{web}/day/{REJECTED}").text
-    assert RUN_STATUS_KO["rejected"] == "거부" and "거부" in page
+    assert DayStatus.REJECTED.word_ko == "거부" and "거부" in page
     assert GATE_BY_NUMBER[2].title in page
     assert html.escape(observed) in page and html.escape(threshold) in page
     assert "표본" in page and "480" in page  # the short page: 480 of 500 rows
@@ -270,7 +270,7 @@ def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project,
     calendar = _get(f"{web}/days").text
     assert f'class="rejected"><a href="/day/{REJECTED}"' in calendar
     assert f'class="accepted"><a href="/day/{END}"' in calendar
-    assert f"{RUN_STATUS_KO['rejected']} 1일" in calendar and f"{RUN_STATUS_KO['accepted']} 8일" in calendar
+    assert f"{DayStatus.REJECTED.word_ko} 1일" in calendar and f"{DayStatus.ACCEPTED.word_ko} 8일" in calendar
     assert _get(f"{web}/day/2026-02-30").status_code == 400
 
 

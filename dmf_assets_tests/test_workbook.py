@@ -624,7 +624,7 @@ def test_rejected_day_says_so_on_every_sheet(rejected_book):
     )
     for ws in wb.worksheets:
         assert ws["A1"].value == expected_banner, ws.title
-        assert ws["A1"].fill.fgColor.rgb.endswith(st.BANNER_COLOURS["rejected"][0]), ws.title
+        assert ws["A1"].fill.fgColor.rgb.endswith(DayStatus.REJECTED.colour), ws.title
     for name in (SHEET_EVENTS, SHEET_FIELDS, SHEET_NEW_WITHDRAWN):
         ws = wb[name]
         assert NOT_REFLECTED in ws["A3"].value, name

@@ -247,7 +247,7 @@ def _frame(
         wb,
         name,
         banner_text(report),
-        report.status.value,
+        report.status,
         widths,
         title,
         note,
