@@ -88,11 +88,64 @@ class Problem(Exception):
 
 @dataclass(frozen=True)
 class Site:
-    """What the routes need: the settings read once, the database reader, the reports folder."""
+    """What the routes need: the settings read once, the database reader, the reports folder, the templates."""
 
     settings: Settings
     reader: data.Reader
     reports_dir: Path
+    templates: Jinja2Templates
+
+    def page(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
+        return self.templates.TemplateResponse(request, name, {"today": today_kst(), **context}, status_code=status)
+
+    def message(self, request: Request, status: int, title: str, text: str, **context: Any) -> Response:
+        """A page that says one thing: a problem, or that there is nothing yet."""
+        return self.page(request, "message.html", status, title=title, text=text, **context)
+
+    def read(self, key: Any, build: Callable[[Any], Any], *, big: bool = False) -> Any:
+        return self.reader.read(key, build, big=big)
+
+    def registry_of(self, day: date | None) -> data.Registry:
+        try:
+            return self.read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
+        except NoHistory:
+            raise Problem(
+                404,
+                "그날까지 정상 수집된 날이 없습니다",
+                f"{day or '지금'}까지 반영된 등록 현황이 없습니다. 날짜별 현황에서 수집된 날을 확인하십시오.",
+            ) from None
+
+    # --- the app's exception handlers: a failure is a page for the team
+
+    async def problem(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, Problem)
+        return self.message(request, exc.status, exc.title, exc.text)
+
+    async def http_error(self, request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 405:
+            return PlainTextResponse(
+                "읽기 전용입니다 / read-only: GET or HEAD\n", status_code=405, headers={"Allow": "GET, HEAD"}
+            )
+        title = "페이지가 없습니다" if exc.status_code == 404 else HTTPStatus(exc.status_code).phrase
+        return self.message(request, exc.status_code, title, "주소를 확인하십시오.")
+
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        if isinstance(exc, FileNotFoundError):
+            return self.message(request, 200, "아직 수집된 날이 없습니다", "첫 수집이 끝나면 여기에 보입니다.")
+        log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+        if isinstance(exc, DatabaseBusy):
+            title, text = "지금 수집 결과를 기록하는 중입니다", "몇 초 뒤에 자동으로 다시 불러옵니다."
+        elif isinstance(exc, DatabaseOutdated):
+            title, text = "프로그램이 갱신되었습니다", "갱신 뒤 첫 수집이 끝나면 다시 보입니다."
+        else:
+            title, text = (
+                "이력을 읽을 수 없습니다",
+                "담당 엔지니어에게 알려 주십시오. 리포트 파일은 그대로 받을 수 있습니다.",
+            )
+        response = self.message(request, 503, title, text, refresh=isinstance(exc, DatabaseBusy))
+        response.headers["Retry-After"] = "5"
+        return response
 
 
 # --- reading the query -----------------------------------------------------------------------------
@@ -156,9 +209,165 @@ def registration_href(key: str) -> str:
 # --- the pages -------------------------------------------------------------------------------------
 
 
+def home(site: Site, request: Request) -> Response:
+    return site.page(request, "home.html", home=site.read("home", data.home))
+
+
+def search(site: Site, request: Request) -> Response:
+    sq = search_query(request)
+    result = data.search(site.registry_of(sq.as_of), sq)
+    return site.page(
+        request,
+        "search.html",
+        sq=sq,
+        result=result,
+        sorts={k: v[0] for k, v in data.SORTS.items()},
+        target_classes=TARGET_CLASSES,
+    )
+
+
+def export(site: Site, request: Request) -> Response:
+    sq = search_query(request)
+    registry = site.registry_of(sq.as_of)
+    frame = data.export_frame(registry, sq)
+    stem = f"DMF_검색_{registry.day}"
+    if request.url.path.endswith(".csv"):
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow([c.header for c in data.EXPORT_COLUMNS])
+        writer.writerows(frame.iter_rows())
+        body = ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM: Excel reads the Hangul
+        return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
+    from dmf_assets.report.tables import TableSheet, write_tables_workbook
+
+    what = sq.q or "전체"
+    with tempfile.TemporaryDirectory(prefix="dmf-web-") as folder:
+        path = write_tables_workbook(
+            Path(folder) / "export.xlsx",
+            [
+                TableSheet(
+                    "검색 결과",
+                    f"검색 결과 · {registry.day} 기준",
+                    f"검색: {what} — 등록 {frame.height:,}건",
+                    data.EXPORT_COLUMNS,
+                    frame,
+                )
+            ],
+            banner=f"{registry.day} 기준 등록 현황 검색 — {what}: {frame.height:,}건",
+            doc_title=f"DMF 검색 {registry.day}",
+        )
+        body = path.read_bytes()
+    return Response(body, media_type=XLSX, headers=_attachment(f"{stem}.xlsx"))
+
+
+def registration(site: Site, request: Request) -> Response:
+    key = request.path_params["key"].strip()
+    if not key or len(key) > MAX_TEXT:
+        raise Problem(404, "등록을 찾을 수 없습니다", "등록번호를 확인하십시오.")
+    try:
+        latest: data.Registry | None = site.registry_of(None)
+    except Problem:
+        latest = None
+    reg = site.read(("dmf", key), lambda conn: data.registration(conn, key, latest))
+    if reg is None:
+        raise Problem(
+            404,
+            "등록을 찾을 수 없습니다",
+            f"이력에 {key!r} 등록이 없습니다. 띄어쓰기·문장부호는 상관없으니 번호를 확인하거나 검색을 이용하십시오.",
+        )
+    text, url = nedrug_search(reg.current.get("ingredient"), None, SOURCE_BASE_FALLBACK)
+    return site.page(request, "dmf.html", reg=reg, nedrug=(text, url), change_rows=_change_rows)
+
+
+def day_page(site: Site, request: Request) -> Response:
+    day = _day(request.path_params["day"], "날짜")
+    view = site.read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
+    workbook = dated_workbook_name(day)  # written after the day's commit: looked for now, not remembered
+    sentences = summary_sentences(view.report.events, limit=10_000)[0] if view.report else []
+    events = sorted_events(view.report.headline_events) if view.report else []
+    return site.page(
+        request,
+        "day.html",
+        view=view,
+        workbook=workbook if servable(site.reports_dir, workbook) else None,
+        sentences=sentences,
+        events=events,
+        change_lines=change_lines,
+        sample_table=sample_table,
+        headline=data.headline_figures,
+    )
+
+
+def days(site: Site, request: Request) -> Response:
+    return site.page(
+        request, "days.html", cal=site.read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
+    )
+
+
+def reports_index(site: Site, request: Request) -> Response:
+    return site.page(request, "reports.html", workbooks=listed_workbooks(site.reports_dir))
+
+
+def reports_folder(site: Site, request: Request) -> Response:
+    return RedirectResponse("/reports/", status_code=308)
+
+
+def download(site: Site, request: Request) -> Response:
+    raw = request.scope.get("raw_path") or request.url.path.encode()
+    name = requested_name(raw.split(b"?", 1)[0][len(b"/reports/") :])
+    if isinstance(name, tuple):
+        return PlainTextResponse(name[1] + "\n", status_code=name[0])
+    target = servable(site.reports_dir, name)
+    if target is None:
+        return PlainTextResponse("파일이 없습니다 / not found\n", status_code=404)
+    return FileResponse(target, media_type=XLSX, headers=_attachment(name))
+
+
+def former_link(site: Site, request: Request) -> Response:
+    """A workbook link of the former download server (`http://host:8765/DMF_리포트_….xlsx`): same port by
+    default, so an old day's Dagster link keeps working."""
+    name = request.path_params["name"]
+    if not is_report_name(name):
+        raise HTTPException(404)
+    return RedirectResponse("/reports/" + quote(name), status_code=308)
+
+
+#: the page's addresses, in the order Starlette tries them
+ROUTES: list[tuple[str, Callable[[Site, Request], Response]]] = [
+    ("/", home),
+    ("/search", search),
+    ("/search.csv", export),
+    ("/search.xlsx", export),
+    ("/dmf/{key}", registration),
+    ("/day/{day}", day_page),
+    ("/days", days),
+    ("/reports/", reports_index),
+    ("/reports", reports_folder),
+    ("/reports/{rest:path}", download),
+    ("/{name}", former_link),
+]
+
+
+# --- the app ---------------------------------------------------------------------------------------
+
+
 def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: str = "") -> ASGIApp:
     """The whole page as an ASGI app: the routes, behind the token rule and the security headers."""
-    site = Site(settings, data.Reader(database), reports_dir)
+    site = Site(settings, data.Reader(database), reports_dir, _templates())
+
+    app = Starlette(
+        routes=[Route(path, _endpoint(site, fn)) for path, fn in ROUTES],
+        exception_handlers={
+            Problem: site.problem,
+            HTTPException: site.http_error,
+            **dict.fromkeys(_UNAVAILABLE, site.unavailable),
+        },
+    )
+    return Guard(app, token)
+
+
+def _templates() -> Jinja2Templates:
+    """The templates, with the central label tables as globals (the pages name nothing themselves)."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("dmf_assets.web", "templates"),
         autoescape=True,
@@ -180,233 +389,28 @@ def make_app(settings: Settings, *, database: Path, reports_dir: Path, token: st
         ATTRIBUTION=ATTRIBUTION,
         LATEST_NAME=LATEST_NAME,
     )
-    templates = Jinja2Templates(env=env)
+    return Jinja2Templates(env=env)
 
-    def page(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-        return templates.TemplateResponse(request, name, {"today": today_kst(), **context}, status_code=status)
 
-    def endpoint(fn: Callable[[Request], Response]) -> Callable[[Request], Response]:
-        """A route run in a worker thread (its database reads never stall the server), whose unexpected fault
-        is a page for the team and one line on the terminal — never a traceback."""
+#: what makes the whole page unavailable for a while (answered 503, or "nothing yet" without a database)
+_UNAVAILABLE = (FileNotFoundError, DatabaseBusy, DatabaseOutdated, DatabaseDamaged)
 
-        def run(request: Request) -> Response:
-            try:
-                return fn(request)
-            except (Problem, HTTPException, FileNotFoundError, DatabaseBusy, DatabaseOutdated, DatabaseDamaged):
-                raise  # answered by the handlers below
-            except Exception as exc:  # noqa: BLE001 - the page says it failed; the terminal says why
-                log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-                return page(
-                    request,
-                    "message.html",
-                    500,
-                    title="페이지를 만들지 못했습니다",
-                    text="담당 엔지니어에게 알려 주십시오.",
-                )
 
-        run.__name__ = fn.__name__
-        return run
+def _endpoint(site: Site, fn: Callable[[Site, Request], Response]) -> Callable[[Request], Response]:
+    """A route run in a worker thread (its database reads never stall the server), whose unexpected fault
+    is a page for the team and one line on the terminal — never a traceback."""
 
-    def read(key: Any, build: Callable[[Any], Any], *, big: bool = False) -> Any:
-        return site.reader.read(key, build, big=big)
-
-    def registry_of(day: date | None) -> data.Registry:
+    def run(request: Request) -> Response:
         try:
-            return read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
-        except NoHistory:
-            raise Problem(
-                404,
-                "그날까지 정상 수집된 날이 없습니다",
-                f"{day or '지금'}까지 반영된 등록 현황이 없습니다. 날짜별 현황에서 수집된 날을 확인하십시오.",
-            ) from None
+            return fn(site, request)
+        except (Problem, HTTPException, *_UNAVAILABLE):
+            raise  # answered by the app's exception handlers
+        except Exception as exc:  # noqa: BLE001 - the page says it failed; the terminal says why
+            log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+            return site.message(request, 500, "페이지를 만들지 못했습니다", "담당 엔지니어에게 알려 주십시오.")
 
-    @endpoint
-    def home(request: Request) -> Response:
-        return page(request, "home.html", home=read("home", data.home))
-
-    @endpoint
-    def search(request: Request) -> Response:
-        sq = search_query(request)
-        result = data.search(registry_of(sq.as_of), sq)
-        return page(
-            request,
-            "search.html",
-            sq=sq,
-            result=result,
-            sorts={k: v[0] for k, v in data.SORTS.items()},
-            target_classes=TARGET_CLASSES,
-        )
-
-    @endpoint
-    def export(request: Request) -> Response:
-        sq = search_query(request)
-        registry = registry_of(sq.as_of)
-        frame = data.export_frame(registry, sq)
-        stem = f"DMF_검색_{registry.day}"
-        if request.url.path.endswith(".csv"):
-            out = io.StringIO()
-            writer = csv.writer(out)
-            writer.writerow([c.header for c in data.EXPORT_COLUMNS])
-            writer.writerows(frame.iter_rows())
-            body = ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM: Excel reads the Hangul
-            return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
-        from dmf_assets.report.tables import TableSheet, write_tables_workbook
-
-        what = sq.q or "전체"
-        with tempfile.TemporaryDirectory(prefix="dmf-web-") as folder:
-            path = write_tables_workbook(
-                Path(folder) / "export.xlsx",
-                [
-                    TableSheet(
-                        "검색 결과",
-                        f"검색 결과 · {registry.day} 기준",
-                        f"검색: {what} — 등록 {frame.height:,}건",
-                        data.EXPORT_COLUMNS,
-                        frame,
-                    )
-                ],
-                banner=f"{registry.day} 기준 등록 현황 검색 — {what}: {frame.height:,}건",
-                doc_title=f"DMF 검색 {registry.day}",
-            )
-            body = path.read_bytes()
-        return Response(body, media_type=XLSX, headers=_attachment(f"{stem}.xlsx"))
-
-    @endpoint
-    def registration(request: Request) -> Response:
-        key = request.path_params["key"].strip()
-        if not key or len(key) > MAX_TEXT:
-            raise Problem(404, "등록을 찾을 수 없습니다", "등록번호를 확인하십시오.")
-        try:
-            latest: data.Registry | None = registry_of(None)
-        except Problem:
-            latest = None
-        reg = read(("dmf", key), lambda conn: data.registration(conn, key, latest))
-        if reg is None:
-            raise Problem(
-                404,
-                "등록을 찾을 수 없습니다",
-                f"이력에 {key!r} 등록이 없습니다. 띄어쓰기·문장부호는 상관없으니 번호를 확인하거나 검색을 이용하십시오.",
-            )
-        text, url = nedrug_search(reg.current.get("ingredient"), None, SOURCE_BASE_FALLBACK)
-        return page(
-            request,
-            "dmf.html",
-            reg=reg,
-            nedrug=(text, url),
-            change_rows=_change_rows,
-        )
-
-    @endpoint
-    def day_page(request: Request) -> Response:
-        day = _day(request.path_params["day"], "날짜")
-        view = read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
-        workbook = dated_workbook_name(day)  # written after the day's commit: looked for now, not remembered
-        sentences = summary_sentences(view.report.events, limit=10_000)[0] if view.report else []
-        events = sorted_events(view.report.headline_events) if view.report else []
-        return page(
-            request,
-            "day.html",
-            view=view,
-            workbook=workbook if servable(site.reports_dir, workbook) else None,
-            sentences=sentences,
-            events=events,
-            change_lines=change_lines,
-            sample_table=sample_table,
-            headline=data.headline_figures,
-        )
-
-    @endpoint
-    def days(request: Request) -> Response:
-        return page(
-            request, "days.html", cal=read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
-        )
-
-    @endpoint
-    def reports_index(request: Request) -> Response:
-        return page(request, "reports.html", workbooks=listed_workbooks(site.reports_dir))
-
-    @endpoint
-    def download(request: Request) -> Response:
-        raw = request.scope.get("raw_path") or request.url.path.encode()
-        name = requested_name(raw.split(b"?", 1)[0][len(b"/reports/") :])
-        if isinstance(name, tuple):
-            return PlainTextResponse(name[1] + "\n", status_code=name[0])
-        target = servable(site.reports_dir, name)
-        if target is None:
-            return PlainTextResponse("파일이 없습니다 / not found\n", status_code=404)
-        return FileResponse(target, media_type=XLSX, headers=_attachment(name))
-
-    @endpoint
-    def former_link(request: Request) -> Response:
-        """A workbook link of the former download server (`http://host:8765/DMF_리포트_….xlsx`): same port by
-        default, so an old day's Dagster link keeps working."""
-        name = request.path_params["name"]
-        if not is_report_name(name):
-            raise HTTPException(404)
-        return RedirectResponse("/reports/" + quote(name), status_code=308)
-
-    routes = [
-        Route("/", home),
-        Route("/search", search),
-        Route("/search.csv", export),
-        Route("/search.xlsx", export),
-        Route("/dmf/{key}", registration),
-        Route("/day/{day}", day_page),
-        Route("/days", days),
-        Route("/reports/", reports_index),
-        Route("/reports", endpoint(lambda r: RedirectResponse("/reports/", status_code=308))),
-        Route("/reports/{rest:path}", download),
-        Route("/{name}", former_link),
-    ]
-
-    async def problem(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, Problem)
-        return page(request, "message.html", exc.status, title=exc.title, text=exc.text)
-
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 405:
-            return PlainTextResponse(
-                "읽기 전용입니다 / read-only: GET or HEAD\n", status_code=405, headers={"Allow": "GET, HEAD"}
-            )
-        title = "페이지가 없습니다" if exc.status_code == 404 else HTTPStatus(exc.status_code).phrase
-        return page(request, "message.html", exc.status_code, title=title, text="주소를 확인하십시오.")
-
-    async def unavailable(request: Request, exc: Exception) -> Response:
-        if isinstance(exc, FileNotFoundError):
-            return page(
-                request,
-                "message.html",
-                200,
-                title="아직 수집된 날이 없습니다",
-                text="첫 수집이 끝나면 여기에 보입니다.",
-            )
-        log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        if isinstance(exc, DatabaseBusy):
-            title, text = "지금 수집 결과를 기록하는 중입니다", "몇 초 뒤에 자동으로 다시 불러옵니다."
-        elif isinstance(exc, DatabaseOutdated):
-            title, text = "프로그램이 갱신되었습니다", "갱신 뒤 첫 수집이 끝나면 다시 보입니다."
-        else:
-            title, text = (
-                "이력을 읽을 수 없습니다",
-                "담당 엔지니어에게 알려 주십시오. 리포트 파일은 그대로 받을 수 있습니다.",
-            )
-        response = page(request, "message.html", 503, title=title, text=text, refresh=isinstance(exc, DatabaseBusy))
-        response.headers["Retry-After"] = "5"
-        return response
-
-    app = Starlette(
-        routes=routes,
-        exception_handlers={
-            Problem: problem,
-            HTTPException: http_error,
-            FileNotFoundError: unavailable,
-            DatabaseBusy: unavailable,
-            DatabaseOutdated: unavailable,
-            DatabaseDamaged: unavailable,
-        },
-    )
-    return Guard(app, token)
+    run.__name__ = fn.__name__
+    return run
 
 
 def _attachment(name: str) -> dict[str, str]:
