@@ -55,11 +55,15 @@ def _notifier(args: argparse.Namespace) -> Notifier:
 
 
 def _test(args: argparse.Namespace) -> int:
+    from dmf_assets.korean import josa
+    from dmf_assets.notify import channel_settings_ko
+
     notifier = _notifier(args)
     if not notifier.channels:
+        settings = josa(channel_settings_ko(" 또는 ", to_enable=True), "을/를")
         raise UserError(
-            "알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 [alerts] webhook_urls 또는 "
-            "[alerts.email] smtp_host·recipients를 설정하세요 / no notification channel configured"
+            f"알림 채널이 설정되지 않았습니다: config/dmf.local.toml의 {settings} 설정하세요 "
+            "/ no notification channel configured"
         )
     results = notifier.send_test()
     for channel, error in results:

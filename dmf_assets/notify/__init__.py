@@ -12,7 +12,8 @@ Every message is stored in the outbox before it is sent and re-sent on a backoff
 comes only from the environment (DMF_SMTP_PASSWORD).
 """
 
-from dmf_assets.notify.delivery import Channel, Notifier, Outcome, configured_channels
+from dmf_assets.notify.channels import CHANNELS, Channel, channel_settings_ko, configured_channels
+from dmf_assets.notify.delivery import Notifier, Outcome
 from dmf_assets.notify.messages import (
     ALERT_KINDS,
     Alert,
@@ -48,6 +49,7 @@ from dmf_assets.notify.outbox import STATE_KO, Outbox, OutboxError, Stored
 
 __all__ = [
     "ALERT_KINDS",
+    "CHANNELS",
     "STATE_KO",
     "Alert",
     "Audience",
@@ -77,6 +79,7 @@ __all__ = [
     "WatchlistHit",
     "WithdrawalShare",
     "alerts_for_day",
+    "channel_settings_ko",
     "compose_alert",
     "compose_report",
     "configured_channels",

@@ -1,7 +1,13 @@
-"""Where messages go: SMTP e-mail (standard library) and webhooks (httpx): generic JSON, Slack, Teams.
+"""Where messages go: one class per kind of channel — SMTP e-mail (standard library) and webhooks (httpx):
+generic JSON, Slack, Teams — registered in `CHANNELS` as the alert kinds register in `ALERT_KINDS`.
 
-Each `send_*` function makes ONE attempt and raises `DeliveryError` with a short, secret-free
-reason; retrying and recording is `delivery.py`'s job. A webhook's flavour is recognised by host:
+A channel class declares its settings (`section`: its key under [alerts]), the channels those settings name
+(`configured`), whose messages each carries (`audiences`), how it sends (`send`) and how a text names it
+(`setting_ko`, `enable_ko`); `configured_channels`, the "no channel" lines of `dmf notify test` and `dmf doctor`
+and the given-up alert loop over the registry. A new channel = one class here and its settings in `settings.Alerts`.
+
+Each `send` makes ONE attempt and raises `DeliveryError` with a short, secret-free reason; retrying and
+recording is `delivery.py`'s job. A webhook's flavour is recognised by host:
   hooks.slack.com                         -> Slack incoming-webhook payload (text + blocks)
   *.webhook.office.com, *.logic.azure.com, *.powerplatform.com
                                           -> Teams: a message with an Adaptive Card attachment (accepted by
@@ -13,12 +19,14 @@ Slack's format; a Teams relay behind a proxy): `slack+https://chat.example.co.kr
 
 from __future__ import annotations
 
+import hashlib
 import html
 import mimetypes
 import os
 import re
 import smtplib
 import ssl
+from dataclasses import dataclass
 from email import encoders
 from email.header import Header
 from email.message import Message as Message_
@@ -27,13 +35,14 @@ from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
 
 from dmf_assets.clock import now_kst
-from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, Message
-from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail
+from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, Audience, Message
+from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail, Settings
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USER_AGENT = "DMF-Watch-notify/1"
@@ -71,6 +80,63 @@ def scrub(text: str, *secrets: str | None) -> str:
         if s:
             out = out.replace(s, "***")
     return out.strip().splitlines()[0][:300] if out.strip() else ""
+
+
+# --- the registry ------------------------------------------------------------------------------------
+
+#: every kind of channel by name, in the order `configured_channels` lists them and the texts name them
+CHANNELS: dict[str, type[Channel]] = {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Channel:
+    """One configured place messages go. Subclasses are the kinds of channel; each registers itself."""
+
+    name: ClassVar[str] = ""  # the registry's key and the kind a status line shows
+    section: ClassVar[str] = ""  # its settings: the key of [alerts] `configured` is given
+    setting_ko: ClassVar[str] = ""  # how a text names its settings: "[alerts.email]"
+    enable_ko: ClassVar[str] = ""  # what a person sets to switch it on: "[alerts.email] smtp_host·recipients"
+
+    key: str  # what a stored send is matched to: "email" | "email:oncall" | "webhook:<hash>"
+    target: str  # secret-free
+    audiences: frozenset[Audience] = frozenset(Audience)  # whose messages it carries
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.name:
+            CHANNELS[cls.name] = cls
+
+    @classmethod
+    def configured(cls, section: Any) -> list[Channel]:  # pragma: no cover - every kind overrides it
+        """The channels of this kind that `section` (`settings.alerts.<section>`) names."""
+        raise NotImplementedError
+
+    @property
+    def kind(self) -> str:
+        return self.name
+
+    @property
+    def secrets(self) -> tuple[str | None, ...]:
+        """What an unexpected error's text must not show."""
+        return ()
+
+    def carries(self, audience: Audience) -> bool:
+        return audience is Audience.EVERYONE or audience in self.audiences
+
+    def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:  # pragma: no cover
+        """One attempt within `timeout_s`; returns a short note, raises DeliveryError."""
+        raise NotImplementedError
+
+
+def configured_channels(settings: Settings) -> list[Channel]:
+    """The channels the settings name now, kind by kind in the registry's order."""
+    return [c for kind in CHANNELS.values() for c in kind.configured(getattr(settings.alerts, kind.section))]
+
+
+def channel_settings_ko(sep: str, *, to_enable: bool = False) -> str:
+    """Every kind's settings as a text names them: `[alerts.email], [alerts] webhook_urls`; `to_enable`: with the
+    keys that switch each on."""
+    return sep.join(kind.enable_ko if to_enable else kind.setting_ko for kind in CHANNELS.values())
 
 
 # --- e-mail (`email`: the settings' [alerts.email] section) -----------------------------------------
@@ -219,6 +285,43 @@ def send_email(
     return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
 
 
+@dataclass(frozen=True, kw_only=True)
+class EmailChannel(Channel):
+    """One list of recipients on the configured SMTP server: the team's (`recipients`: the workbook mail; the
+    alerts too when no on-call engineer is named) or the on-call engineers' (`oncall_recipients`: the alerts)."""
+
+    name, section = "email", "email"
+    setting_ko, enable_ko = "[alerts.email]", "[alerts.email] smtp_host·recipients"
+    email: AlertEmail
+    to: tuple[str, ...]
+
+    @classmethod
+    def configured(cls, section: Any) -> list[Channel]:
+        email: AlertEmail = section
+        if not email_enabled(email):
+            return []
+        team, oncall = team_recipients(email), oncall_recipients(email)
+        out: list[Channel] = []
+
+        def channel(key: str, to: list[str], audiences: set[Audience]) -> EmailChannel:
+            target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(to)}"
+            return cls(key=key, target=target, audiences=frozenset(audiences), email=email, to=tuple(to))
+
+        if team:  # the alerts too when the on-call list is the same (or empty: then it is the team's)
+            out.append(channel("email", team, {Audience.TEAM} | ({Audience.ONCALL} if oncall == team else set())))
+        if oncall and oncall != team:
+            out.append(channel("email:oncall", oncall, {Audience.ONCALL}))
+        return out
+
+    @property
+    def secrets(self) -> tuple[str | None, ...]:
+        return (smtp_password(self.email),)
+
+    def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
+        timeout = min(self.email.timeout_s, timeout_s)
+        return send_email(self.email, message, attachment, to=list(self.to), timeout_s=timeout)
+
+
 # --- webhooks -----------------------------------------------------------------------------------
 
 GENERIC, SLACK, TEAMS = "webhook", "slack", "teams"
@@ -357,3 +460,26 @@ def send_webhook(
             f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""), permanent=permanent
         )
     return f"HTTP {response.status_code}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookChannel(Channel):
+    """One webhook URL ([alerts] webhook_urls): every message, both audiences, no attachment."""
+
+    name, section = "webhook", "webhook_urls"
+    setting_ko = enable_ko = "[alerts] webhook_urls"
+    url: str
+
+    @classmethod
+    def configured(cls, section: Any) -> list[Channel]:
+        return [
+            cls(key="webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12], target=redact_url(url), url=url)
+            for url in section
+        ]
+
+    @property
+    def kind(self) -> str:
+        return webhook_flavour(self.url)
+
+    def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
+        return send_webhook(self.url, message, timeout_s=min(WEBHOOK_TIMEOUT_S, timeout_s))

@@ -13,7 +13,6 @@ Nothing here raises into the pipeline: a failure to store or send is logged and 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
@@ -25,19 +24,7 @@ from pathlib import Path
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.fsutil import atomic_write_text
-from dmf_assets.notify.channels import (
-    WEBHOOK_TIMEOUT_S,
-    DeliveryError,
-    email_enabled,
-    oncall_recipients,
-    redact_url,
-    scrub,
-    send_email,
-    send_webhook,
-    smtp_password,
-    team_recipients,
-    webhook_flavour,
-)
+from dmf_assets.notify.channels import Channel, DeliveryError, configured_channels, scrub
 from dmf_assets.notify.messages import (
     RETRIES_FAILED_HEADING,
     Alert,
@@ -65,64 +52,11 @@ from dmf_assets.notify.outbox import (
     OutboxError,
     Stored,
 )
-from dmf_assets.settings import AlertEmail, Settings
+from dmf_assets.settings import Settings
 
 log = logging.getLogger("dmf_assets.notify")
 
 ALERT_LOG = "alerts.log"
-
-
-@dataclass(frozen=True)
-class Channel:
-    key: str  # "email" | "email:oncall" | "webhook:<hash>" — what a stored send is matched to
-    kind: str  # email | webhook | slack | teams
-    target: str  # secret-free
-    send: Callable[[Message, Path | None, float], str]  # one attempt within the time given; raises DeliveryError
-    audiences: frozenset[Audience] = frozenset(Audience)  # whose messages it carries
-
-    def carries(self, audience: Audience) -> bool:
-        return audience is Audience.EVERYONE or audience in self.audiences
-
-
-def configured_channels(settings: Settings) -> list[Channel]:
-    """The channels the settings name now ([alerts.email], [alerts] webhook_urls): the team's e-mail
-    (`recipients`: the workbook mail; the alerts too when no on-call engineer is named), the on-call e-mail
-    (`oncall_recipients`: the alerts), and every webhook (both)."""
-    out: list[Channel] = []
-    email = settings.alerts.email
-    if email_enabled(email):
-        team, oncall = team_recipients(email), oncall_recipients(email)
-
-        def channel(key: str, to: list[str], audiences: set[Audience]) -> Channel:
-            target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(to)}"
-            return Channel(key, "email", target, _email_sender(email, to), frozenset(audiences))
-
-        if team:  # the alerts too when the on-call list is the same (or empty: then it is the team's)
-            out.append(channel("email", team, {Audience.TEAM} | ({Audience.ONCALL} if oncall == team else set())))
-        if oncall and oncall != team:
-            out.append(channel("email:oncall", oncall, {Audience.ONCALL}))
-    for url in settings.alerts.webhook_urls:
-        key = "webhook:" + hashlib.sha256(url.encode()).hexdigest()[:12]
-        out.append(Channel(key, webhook_flavour(url), redact_url(url), _webhook_sender(url)))
-    return out
-
-
-def _email_sender(email: AlertEmail, to: list[str]) -> Callable[[Message, Path | None, float], str]:
-    """`Channel.send` for one list of recipients."""
-
-    def send(message: Message, attachment: Path | None, timeout_s: float) -> str:
-        return send_email(email, message, attachment, to=to, timeout_s=min(email.timeout_s, timeout_s))
-
-    return send
-
-
-def _webhook_sender(url: str) -> Callable[[Message, Path | None, float], str]:
-    """`Channel.send` for one webhook URL (a webhook carries no attachment)."""
-
-    def send(message: Message, _attachment: Path | None, timeout_s: float) -> str:
-        return send_webhook(url, message, timeout_s=min(WEBHOOK_TIMEOUT_S, timeout_s))
-
-    return send
 
 
 @dataclass(frozen=True)
@@ -352,7 +286,7 @@ class Notifier:
                 except DeliveryError as exc:
                     error = str(exc)
                 except Exception as exc:  # noqa: BLE001 - never into the pipeline
-                    error = scrub(f"{type(exc).__name__}: {exc}", smtp_password(self.settings.alerts.email))
+                    error = scrub(f"{type(exc).__name__}: {exc}", *channel.secrets)
                 result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=error)
             touched[stored.id] = result
         out = []
@@ -436,8 +370,6 @@ __all__ = [
     "PENDING",
     "RECORDED",
     "SUPERSEDED",
-    "Channel",
     "Notifier",
     "Outcome",
-    "configured_channels",
 ]

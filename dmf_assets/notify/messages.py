@@ -673,9 +673,11 @@ class DeliveryGivenUp(Alert):
             f"「{self.subject}」 메시지를 {_when(self.since)}부터 {hours} 동안 {self.attempts}번 보냈지만 "
             f"{', '.join(self.channels)}에 끝내 전달하지 못해 발송을 포기했습니다(delivery given up)."
         )
+        from dmf_assets.notify.channels import channel_settings_ko  # the channels import this module
+
         why = f"마지막 오류: {self.last_error}"
         todo = (
-            "이 채널의 설정([alerts.email], [alerts] webhook_urls)과 서버 상태를 확인한 뒤 `dmf notify flush --given-up`으로 "
+            f"이 채널의 설정({channel_settings_ko(', ')})과 서버 상태를 확인한 뒤 `dmf notify flush --given-up`으로 "
             "다시 보내세요. `dmf notify status`가 발송 기록을 보여 줍니다."
         )
         return Parts(

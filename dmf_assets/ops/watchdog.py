@@ -202,12 +202,14 @@ def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
         )
     chans = notifier.channels
     if not chans:
+        from dmf_assets.notify import channel_settings_ko
+
         return Check(
             "deliveries",
             WARN,
             label,
-            "알림 채널이 설정되지 않았습니다 ([alerts] webhook_urls, "
-            "[alerts.email] smtp_host·recipients) — 경보는 data/alerts/에만 기록됩니다",
+            f"알림 채널이 설정되지 않았습니다 ({channel_settings_ko(', ', to_enable=True)}) — 경보는 data/alerts/에만 "
+            "기록됩니다",
             "no notification channel configured: alerts are only written to the alerts folder",
         )
     if any(c.kind == "email" for c in chans) and not notifier.context.public_base_url:
