@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from dmf_assets.clock import now_kst
-from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, Audience, Message
+from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, WARNING, Audience, Message
 from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail, Settings
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -60,17 +60,12 @@ class DeliveryError(Exception):
 
 def redact_url(url: str) -> str:
     """scheme://host/… — webhook paths and queries are credentials (Slack, Teams sig=)."""
-    for prefix in ("slack+", "teams+", "json+"):
-        if url.lower().startswith(prefix):
-            return prefix + redact_url(url[len(prefix) :])
+    prefix, url = split_webhook(url)
     parts = urlsplit(url)
     host = parts.hostname or "?"
     port = f":{parts.port}" if parts.port else ""
-    return (
-        f"{parts.scheme}://{host}{port}/…"
-        if (parts.path not in ("", "/") or parts.query)
-        else f"{parts.scheme}://{host}{port}"
-    )
+    path = "/…" if parts.path not in ("", "/") or parts.query else ""
+    return f"{prefix}{parts.scheme}://{host}{port}{path}"
 
 
 def scrub(text: str, *secrets: str | None) -> str:
@@ -140,20 +135,6 @@ def channel_settings_ko(sep: str, *, to_enable: bool = False) -> str:
 
 
 # --- e-mail (`email`: the settings' [alerts.email] section) -----------------------------------------
-
-
-def email_enabled(email: AlertEmail) -> bool:
-    return bool(email.smtp_host and (email.recipients or email.oncall_recipients))
-
-
-def team_recipients(email: AlertEmail) -> list[str]:
-    """Who gets the daily workbook mail: the team."""
-    return list(email.recipients) if email.smtp_host else []
-
-
-def oncall_recipients(email: AlertEmail) -> list[str]:
-    """Who gets the alerts: the on-call engineer(s), or the team when none is named (README, Telling people)."""
-    return list(email.oncall_recipients or email.recipients) if email.smtp_host else []
 
 
 def from_address(email: AlertEmail) -> str:
@@ -288,7 +269,8 @@ def send_email(
 @dataclass(frozen=True, kw_only=True)
 class EmailChannel(Channel):
     """One list of recipients on the configured SMTP server: the team's (`recipients`: the workbook mail; the
-    alerts too when no on-call engineer is named) or the on-call engineers' (`oncall_recipients`: the alerts)."""
+    alerts too when no other on-call engineer is named) or the on-call engineers' (`oncall_recipients`: the
+    alerts) — README, Telling people."""
 
     name, section = "email", "email"
     setting_ko, enable_ko = "[alerts.email]", "[alerts.email] smtp_host·recipients"
@@ -298,20 +280,18 @@ class EmailChannel(Channel):
     @classmethod
     def configured(cls, section: Any) -> list[Channel]:
         email: AlertEmail = section
-        if not email_enabled(email):
+        if not email.smtp_host:
             return []
-        team, oncall = team_recipients(email), oncall_recipients(email)
-        out: list[Channel] = []
-
-        def channel(key: str, to: list[str], audiences: set[Audience]) -> EmailChannel:
-            target = f"{email.smtp_host}:{email.smtp_port} → {', '.join(to)}"
-            return cls(key=key, target=target, audiences=frozenset(audiences), email=email, to=tuple(to))
-
-        if team:  # the alerts too when the on-call list is the same (or empty: then it is the team's)
-            out.append(channel("email", team, {Audience.TEAM} | ({Audience.ONCALL} if oncall == team else set())))
-        if oncall and oncall != team:
-            out.append(channel("email:oncall", oncall, {Audience.ONCALL}))
-        return out
+        team, oncall = list(email.recipients), list(email.oncall_recipients or email.recipients)
+        lists = [("email", team, {Audience.TEAM} | ({Audience.ONCALL} if oncall == team else set()))]
+        if oncall != team:
+            lists.append(("email:oncall", oncall, {Audience.ONCALL}))
+        target = f"{email.smtp_host}:{email.smtp_port} → "
+        return [
+            cls(key=key, target=target + ", ".join(to), audiences=frozenset(whose), email=email, to=tuple(to))
+            for key, to, whose in lists
+            if to
+        ]
 
     @property
     def secrets(self) -> tuple[str | None, ...]:
@@ -327,22 +307,21 @@ class EmailChannel(Channel):
 GENERIC, SLACK, TEAMS = "webhook", "slack", "teams"
 
 
-_PREFIX = {"slack+": SLACK, "teams+": TEAMS, "json+": GENERIC}
+#: a prefix that forces the flavour whatever the host
+_FORCED = {"slack+": SLACK, "teams+": TEAMS, "json+": GENERIC}
 
 
 def split_webhook(url: str) -> tuple[str, str]:
-    """(flavour, the URL to POST to)."""
-    for prefix, flavour in _PREFIX.items():
-        if url.lower().startswith(prefix):
-            return flavour, url[len(prefix) :]
-    return webhook_flavour(url), url
+    """(the forcing prefix or "", the URL to POST to)."""
+    prefix = next((p for p in _FORCED if url.lower().startswith(p)), "")
+    return prefix, url[len(prefix) :]
 
 
 def webhook_flavour(url: str) -> str:
-    for prefix, flavour in _PREFIX.items():
-        if url.lower().startswith(prefix):
-            return flavour
+    prefix, url = split_webhook(url)
     host = (urlsplit(url).hostname or "").lower()
+    if prefix:
+        return _FORCED[prefix]
     if host == "hooks.slack.com":
         return SLACK
     if host.endswith((".webhook.office.com", ".logic.azure.com", ".powerplatform.com")):
@@ -350,8 +329,8 @@ def webhook_flavour(url: str) -> str:
     return GENERIC
 
 
-_EMOJI = {INFO: ":information_source:", "warning": ":warning:", CRITICAL: ":rotating_light:"}
-_TEAMS_COLOR = {INFO: "Good", "warning": "Warning", CRITICAL: "Attention"}
+_EMOJI = {INFO: ":information_source:", WARNING: ":warning:", CRITICAL: ":rotating_light:"}
+_TEAMS_COLOR = {INFO: "Good", WARNING: "Warning", CRITICAL: "Attention"}
 
 
 def generic_payload(message: Message) -> dict:
@@ -428,12 +407,7 @@ def teams_payload(message: Message) -> dict:
 
 
 def webhook_payload(url: str, message: Message) -> dict:
-    flavour = webhook_flavour(url)
-    if flavour == SLACK:
-        return slack_payload(message)
-    if flavour == TEAMS:
-        return teams_payload(message)
-    return generic_payload(message)
+    return {SLACK: slack_payload, TEAMS: teams_payload}.get(webhook_flavour(url), generic_payload)(message)
 
 
 def send_webhook(
