@@ -333,7 +333,8 @@ def test_a_correction_reaches_a_webhook_that_was_down_when_it_was_made(tmp_path)
 
     report, workbook = _workbook_report(tmp_path)
     accepted = notify.ReportDelivery.from_day_report(report, workbook)
-    rejected = replace(accepted, status=DayStatus.REJECTED, digest="another", received=9_150, announced=9_170)
+    rejected_day = replace(accepted.summary, status=DayStatus.REJECTED, received=9_150, total_count=9_170)
+    rejected = replace(accepted, summary=rejected_day, digest="another")
     with webhook_receiver() as hook:
         notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()])
         with frozen_at(T0):

@@ -17,15 +17,16 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, dataclass_transform
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
-from dmf_assets.domain.model import COUNT_LABEL_KO, DayStatus, EventType
+from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType
 from dmf_assets.korean import josa
 from dmf_assets.links import workbook_link
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
-from dmf_assets.report.sentences import Sentence, headline_counts, summary_sentences
+from dmf_assets.report.sentences import Sentence, summary_sentences
+from dmf_assets.report.summary import HEADLINE_KINDS, OPTIONAL_KINDS, DaySummary
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
 FOOTER = "— DMF Watch (MFDS 원료의약품 등록 현황 일일 감시). 이 메일은 자동 발송되었습니다."
@@ -51,16 +52,13 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
-def _hhmm(value: datetime) -> str:
-    return f"{value.astimezone(KST):%H:%M} KST"
+def _kst(value: datetime | time) -> str:
+    """'06:30 KST': a moment, or a time of day, as Korea's clock shows it."""
+    return f"{value.astimezone(KST) if isinstance(value, datetime) else value:%H:%M} KST"
 
 
 def _when(value: datetime) -> str:
     return f"{value.astimezone(KST):%Y-%m-%d %H:%M} KST"
-
-
-def _clock(value: time) -> str:
-    return f"{value:%H:%M} KST"
 
 
 def _rerun(day: date) -> str:
@@ -233,10 +231,8 @@ class RetryOutlook:
     def sentence(self, ctx: MessageContext) -> str:
         """The promise, or the reason there is none — never a retry that will not come."""
         if self.at is not None:
-            return (
-                f"{_hhmm(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중)."
-            )
-        until = _clock(ctx.retry_until)
+            return f"{_kst(self.at)}에 자동으로 다시 수집합니다(재시도 {self.attempt}/{self.of}, Dagster 데몬 실행 중)."
+        until = _kst(ctx.retry_until)
         why_not = self.why_not
         assert why_not is not None  # __post_init__: a time or a reason
         return {
@@ -270,22 +266,24 @@ class Parts:
 ALERT_KINDS: dict[str, type[Alert]] = {}
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Alert:
-    """A situation worth telling people about, once per (day, kind). Subclasses are the kinds."""
+    """A situation worth telling people about, once per (day, kind). Subclasses are the kinds, each named in its
+    class statement: `class SlowRun(Alert, kind="slow_run", label="느린 실행")` (level: WARNING)."""
 
     kind: ClassVar[str] = ""
     label_ko: ClassVar[str] = ""
-    label_en: ClassVar[str] = ""
     level: ClassVar[str] = WARNING
 
     day: date
     run_id: str | None = None
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, *, kind: str, label: str, level: str = WARNING, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if cls.kind:
-            ALERT_KINDS[cls.kind] = cls
+        cls.kind, cls.label_ko, cls.level = kind, label, level
+        dataclass(frozen=True, kw_only=True)(cls)  # its fields: the facts its text needs, typed and required
+        ALERT_KINDS[kind] = cls
 
     @property
     def key(self) -> str:
@@ -328,10 +326,7 @@ def _gate_where(gate: int) -> str:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Rejected(Alert):
-    kind: ClassVar[str] = "rejected"
-    label_ko, label_en = "수집 거부", "rejected day"
+class Rejected(Alert, kind=DayStatus.REJECTED.value, label="수집 거부"):
     rejection: Rejection
     retry: RetryOutlook
 
@@ -376,10 +371,7 @@ class Rejected(Alert):
         return Parts(f"{day} 수집 거부 (rejected) — {title}", what, why, todo, tuple(facts))
 
 
-@dataclass(frozen=True, kw_only=True)
-class RetriesExhausted(Alert):
-    kind: ClassVar[str] = "retries_exhausted"
-    label_ko, label_en, level = "재시도 종료", "retries exhausted", CRITICAL
+class RetriesExhausted(Alert, kind="retries_exhausted", label="재시도 종료", level=CRITICAL):
     attempts: int  # automatic retries that ran this morning
     why_stopped: NoRetry  # USED or WINDOW
     rejection: Rejection | None = None  # the last attempt's verdict …
@@ -396,7 +388,7 @@ class RetriesExhausted(Alert):
         stop = (
             f"자동 재시도 {self.attempts}회가 모두 실패하여"
             if self.why_stopped is NoRetry.USED
-            else f"자동 재시도 {self.attempts}회가 실패했고 재시도 시간({_clock(ctx.retry_until)}까지)이 지나"
+            else f"자동 재시도 {self.attempts}회가 실패했고 재시도 시간({_kst(ctx.retry_until)}까지)이 지나"
         )
         what = f"{day} {stop} 오늘은 더 이상 다시 수집하지 않습니다(retries exhausted). 이 날은 반영되지 않았습니다."
         if self.rejection is not None:
@@ -417,10 +409,7 @@ class RetriesExhausted(Alert):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunFailed(Alert):
-    kind: ClassVar[str] = "run_failed"
-    label_ko, label_en, level = "실행 실패", "failed run", CRITICAL
+class RunFailed(Alert, kind="run_failed", label="실행 실패", level=CRITICAL):
     step: str
     error: str
     retry: RetryOutlook
@@ -440,17 +429,14 @@ class RunFailed(Alert):
         return Parts(f"{day} 실행 실패 (failed run) — {self.step}", what, f"오류 / error: {self.error}", todo, facts)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Overdue(Alert):
-    kind: ClassVar[str] = "overdue"
-    label_ko, label_en, level = "리포트 지연", "report overdue", CRITICAL
+class Overdue(Alert, kind="overdue", label="리포트 지연", level=CRITICAL):
     expected_at: time
     workbook: str  # the missing file, relative to the project
     latest_report: date | None
     daemon_down: bool = False
 
     def parts(self, ctx: MessageContext) -> Parts:
-        day, at = self.day, _clock(self.expected_at)
+        day, at = self.day, _kst(self.expected_at)
         what = f"{day} 일일 리포트가 {at}까지 만들어지지 않았습니다(report overdue)."
         why = f"{self.workbook} 파일이 없습니다. " + (
             f"가장 최근 리포트는 {self.latest_report}의 것입니다."
@@ -467,10 +453,7 @@ class Overdue(Alert):
         return Parts(f"{day} 리포트 지연 (report overdue, {at})", what, why, todo, (("기한 / deadline", at),))
 
 
-@dataclass(frozen=True, kw_only=True)
-class WatchlistHit(Alert):
-    kind: ClassVar[str] = "watchlist_hit"
-    label_ko, label_en = "관심목록 해당", "watchlist hit"
+class WatchlistHit(Alert, kind="watchlist_hit", label="관심목록 해당"):
     hits: tuple[str, ...]  # the events as marked sentences
 
     def __post_init__(self) -> None:
@@ -490,10 +473,7 @@ class WatchlistHit(Alert):
         return Parts(f"{self.day} 관심목록 해당 {n:,}건 (watchlist hit)", what, why, todo, (("건수 / hits", _n(n)),))
 
 
-@dataclass(frozen=True, kw_only=True)
-class RejectedStreak(Alert):
-    kind: ClassVar[str] = "rejected_streak"
-    label_ko, label_en, level = "연속 수집 거부", "rejected days in a row", CRITICAL
+class RejectedStreak(Alert, kind="rejected_streak", label="연속 수집 거부", level=CRITICAL):
     days: tuple[date, ...]  # oldest first; `day` is the latest
     gates: tuple[int, ...]  # the gate that rejected each of `days`
     base: date | None
@@ -525,10 +505,7 @@ class RejectedStreak(Alert):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class RequestCap(Alert):
-    kind: ClassVar[str] = "request_cap"
-    label_ko, label_en, level = "요청 한도 도달", "request cap reached", CRITICAL
+class RequestCap(Alert, kind="request_cap", label="요청 한도 도달", level=CRITICAL):
     cap: int
 
     def parts(self, ctx: MessageContext) -> Parts:
@@ -543,33 +520,23 @@ class RequestCap(Alert):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class SlowRun(Alert):
-    kind: ClassVar[str] = "slow_run"
-    label_ko, label_en = "느린 실행", "slow run"
+class SlowRun(Alert, kind="slow_run", label="느린 실행"):
     seconds: float
     median_s: float
     samples: int
     factor: float
 
     def parts(self, ctx: MessageContext) -> Parts:
-        ratio = self.seconds / self.median_s
         what = (
             f"{self.day} 실행이 {self.seconds:,.0f}초 걸렸습니다 — 최근 {self.samples}회 중앙값 {self.median_s:,.0f}초의 "
-            f"{ratio:.1f}배입니다(slow run)."
+            f"{self.seconds / self.median_s:.1f}배입니다(slow run)."
         )
         why = f"기준은 중앙값의 {self.factor:g}배입니다. 원천 API 응답 지연, 서버 부하, 디스크 문제가 흔한 원인입니다."
-        todo = (
-            "결과가 정상 반영되었다면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 확인하고, "
-            "며칠 계속되면 서버 부하와 디스크를 점검하세요."
-        )
+        todo = "결과가 정상 반영되었다면 당장 할 일은 없습니다. Dagster UI에서 단계별 시간(raw_pages = 원천 수집)을 확인하고, 며칠 계속되면 서버 부하와 디스크를 점검하세요."
         return Parts(f"{self.day} 느린 실행 (slow run)", what, why, todo)
 
 
-@dataclass(frozen=True, kw_only=True)
-class WithdrawalShare(Alert):
-    kind: ClassVar[str] = "withdrawal_share"
-    label_ko, label_en, level = "대량 목록 삭제", "withdrawals above threshold", CRITICAL
+class WithdrawalShare(Alert, kind="withdrawal_share", label="대량 목록 삭제", level=CRITICAL):
     withdrawn: int
     registry_size: int
     threshold: float
@@ -594,10 +561,7 @@ class WithdrawalShare(Alert):
         )
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunTimeout(Alert):
-    kind: ClassVar[str] = "run_timeout"
-    label_ko, label_en, level = "실행 시간 초과", "run time limit exceeded", CRITICAL
+class RunTimeout(Alert, kind="run_timeout", label="실행 시간 초과", level=CRITICAL):
     limit_minutes: int
     retry: RetryOutlook
 
@@ -613,10 +577,7 @@ class RunTimeout(Alert):
         return Parts(f"{self.day} 실행 시간 초과로 중지 (run time limit exceeded)", what, why, todo)
 
 
-@dataclass(frozen=True, kw_only=True)
-class DaemonDown(Alert):
-    kind: ClassVar[str] = "daemon_down"
-    label_ko, label_en, level = "Dagster 데몬 정지", "daemon heartbeat missing", CRITICAL
+class DaemonDown(Alert, kind="daemon_down", label="Dagster 데몬 정지", level=CRITICAL):
     last_heartbeat: datetime | None
     limit_minutes: float
     daemons: tuple[str, ...]
@@ -637,10 +598,7 @@ class DaemonDown(Alert):
         return Parts(f"{self.day} Dagster 데몬 정지 (daemon heartbeat missing)", what, why, todo)
 
 
-@dataclass(frozen=True, kw_only=True)
-class WatchdogError(Alert):
-    kind: ClassVar[str] = "watchdog_error"
-    label_ko, label_en, level = "감시 점검 실패", "watchdog cannot read the instance", CRITICAL
+class WatchdogError(Alert, kind="watchdog_error", label="감시 점검 실패", level=CRITICAL):
     dagster_home: str
     error: str
 
@@ -657,10 +615,7 @@ class WatchdogError(Alert):
         return Parts(f"{self.day} 감시 점검 실패 (watchdog cannot read the Dagster instance)", what, why, todo)
 
 
-@dataclass(frozen=True, kw_only=True)
-class DeliveryGivenUp(Alert):
-    kind: ClassVar[str] = "delivery_given_up"
-    label_ko, label_en, level = "발송 포기", "delivery given up", CRITICAL
+class DeliveryGivenUp(Alert, kind="delivery_given_up", label="발송 포기", level=CRITICAL):
     subject: str
     channels: tuple[str, ...]  # the targets that never accepted it (secret-free)
     attempts: int
@@ -733,16 +688,8 @@ class ReportDelivery:
     """One day's workbook and what its mail says — every figure the mail and the webhook show comes from here,
     read from the `DayReport` xlsx_report has in hand (`from_day_report`, the one place)."""
 
-    day: date
-    status: DayStatus
+    summary: DaySummary  # the day, its status and base, every figure, as 요약 says them
     workbook: Path | None
-    comparison_base: date | None
-    registry_size: int | None  # the day's accepted registry; on a rejected day the comparison base's
-    new: int
-    changed: int  # 실질 변경 (`domain.model.substantive_changes`), as on 요약
-    withdrawn: int
-    cosmetic: int
-    watchlist_hits: int
     status_reason: str
     sentences: tuple[Sentence, ...]  # the top events, as on 요약
     headline_total: int  # headline events in all
@@ -751,17 +698,19 @@ class ReportDelivery:
     retry_attempt: int = 0  # accepted on this same-morning retry (0: not a retry run)
     retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
-    number_assigned: int = 0  # its own headline figure, never in `changed`
-    number_changed: int = 0  # 번호 변경: its own headline figure, never in `changed` nor `withdrawn`
-    received: int | None = None  # registrations the day's fetch received (a rejected day's too)
-    announced: int | None = None  # the registry size the source announced that day
-    base_registry_size: int | None = None  # the comparison base's registry (what stays in force on a rejected day)
-    rejected_gate: int | None = None  # the gate that refused a rejected day
 
     @property
-    def counts(self) -> str:
-        """The headline figures as 요약 says them (the one builder: report.sentences)."""
-        return headline_counts(self)
+    def day(self) -> date:
+        return self.summary.day
+
+    @property
+    def status(self) -> DayStatus:
+        return self.summary.status
+
+    @property
+    def base(self) -> str | None:
+        """The comparison base, as the texts write it."""
+        return self.summary.comparison_base.isoformat() if self.summary.comparison_base else None
 
     @classmethod
     def from_day_report(
@@ -774,34 +723,19 @@ class ReportDelivery:
         run_id: str | None = None,
         top: int = 10,
     ) -> ReportDelivery:
-        k = report.summary
         sentences, total = summary_sentences(report.events, limit=top)
         watched, _ = summary_sentences([e for e in report.events if e.watchlist_hit], limit=10_000)
         return cls(
-            day=report.day,
-            status=report.status,
-            workbook=Path(workbook) if workbook else None,
-            comparison_base=report.comparison_base,
-            registry_size=k.registry_size,
-            new=k.new,
-            changed=k.changed,
-            withdrawn=k.withdrawn,
-            cosmetic=k.cosmetic,
-            watchlist_hits=k.watchlist_hits,
-            status_reason=report.status_reason,
-            sentences=tuple(sentences),
-            headline_total=total,
-            watch_hits=tuple(s.marked for s in watched),
-            digest=report_digest(report),
-            retry_attempt=retry_attempt,
-            retries_failed=retries_failed,
-            run_id=run_id,
-            number_assigned=k.number_assigned,
-            number_changed=k.number_changed,
-            received=k.received,
-            announced=k.total_count,
-            base_registry_size=k.base_registry_size,
-            rejected_gate=k.rejected_gate,
+            report.summary,
+            Path(workbook) if workbook else None,
+            report.status_reason,
+            tuple(sentences),
+            total,
+            tuple(s.marked for s in watched),
+            report_digest(report),
+            retry_attempt,
+            retries_failed,
+            run_id,
         )
 
 
@@ -819,16 +753,15 @@ CORRECTION = "정정"
 
 
 def report_subject(d: ReportDelivery, *, correction: bool = False) -> str:
-    prefix = f"[DMF {CORRECTION}]" if correction else "[DMF]"
+    prefix, k = f"[DMF {CORRECTION}]" if correction else "[DMF]", d.summary
     if d.status is DayStatus.REJECTED:
-        base = f"비교 기준 {d.comparison_base}" if d.comparison_base else "비교 기준 없음"
-        return f"{prefix} {d.day} — 수집 실패 ({base})"
+        return f"{prefix} {d.day} — 수집 실패 ({f'비교 기준 {d.base}' if d.base else '비교 기준 없음'})"
     if d.status is DayStatus.BASELINE:
-        size = f" · 등록 {d.registry_size:,}" if d.registry_size is not None else ""
+        size = f" · 등록 {k.registry_size:,}" if k.registry_size is not None else ""
         return f"{prefix} {d.day} — 첫 수집(기준일){size}"
-    watch = f" · 관심목록 {d.watchlist_hits}" if d.watchlist_hits else ""
+    watch = f" · 관심목록 {k.watchlist_hits}" if k.watchlist_hits else ""
     retry = f" · 재시도 {d.retry_attempt}회째 반영" if d.retry_attempt else ""
-    return f"{prefix} {d.day} — {d.counts}{watch}{retry}"
+    return f"{prefix} {d.day} — {k.counts_text}{watch}{retry}"
 
 
 def report_link(d: ReportDelivery, ctx: MessageContext) -> str:
@@ -849,13 +782,12 @@ def _correction_text(d: ReportDelivery, replaced: Replaced) -> str:
     """What the correction says first: which mail it replaces, and what changed since, in the reader's words."""
     before = replaced.status is DayStatus.REJECTED
     now = d.status is DayStatus.REJECTED
-    base = d.comparison_base.isoformat() if d.comparison_base else None
     if replaced.status is None:
         why = "그 뒤 이 날의 결과가 바뀌었습니다. 아래가 바로잡은 내용입니다."
     elif before and not now:
         why = "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다. 아래가 이 날의 내용입니다."
     elif now and not before:
-        back = f"등록 현황은 {base} 기준으로 돌아갔습니다." if base else "반영된 날이 없는 상태로 돌아갔습니다."
+        back = f"등록 현황은 {d.base} 기준으로 돌아갔습니다." if d.base else "반영된 날이 없는 상태로 돌아갔습니다."
         why = f"그 뒤 이 날을 다시 수집했지만 반영하지 못해, 앞서 알린 이 날의 변경은 취소되었습니다. {back}"
     elif now:
         why = "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다. 아래가 새 내용입니다."
@@ -866,109 +798,106 @@ def _correction_text(d: ReportDelivery, replaced: Replaced) -> str:
 
 def _rejected_sections(d: ReportDelivery) -> list[tuple[str, str]]:
     """A rejected day, for the team: what happened, what it means, and that nothing is needed from them."""
-    base = d.comparison_base.isoformat() if d.comparison_base else None
-    gate = GATE_BY_NUMBER[d.rejected_gate] if d.rejected_gate is not None else None
+    k = d.summary
+    gate = GATE_BY_NUMBER[k.rejected_gate] if k.rejected_gate is not None else None
     happened = f"{d.day}에 식약처에서 받은 목록을 쓰지 않았습니다" + (f": {gate.reader_ko}." if gate else ".")
-    if d.received is not None:
-        announced = f", 식약처가 알린 전체는 {d.announced:,}건" if d.announced is not None else ""
-        happened += f" 받은 등록은 {d.received:,}건{announced}입니다."
+    if k.received is not None:
+        announced = f", 식약처가 알린 전체는 {k.total_count:,}건" if k.total_count is not None else ""
+        happened += f" 받은 등록은 {k.received:,}건{announced}입니다."
     withdrawn = EventType.WITHDRAWN.label_ko
     means = (
         f"불완전하거나 이상한 목록으로 비교하면 그대로인 등록도 {withdrawn}된 것처럼 보일 수 있어, 이 날의 신규·변경·"
         f"{josa(withdrawn, '은/는')} 반영하지 않았습니다. "
         + (
-            f"첨부한 리포트의 등록 현황은 {base} 기준 그대로이고, 다음에 정상으로 받은 날의 비교가 그 사이의 변경을 "
+            f"첨부한 리포트의 등록 현황은 {d.base} 기준 그대로이고, 다음에 정상으로 받은 날의 비교가 그 사이의 변경을 "
             "모두 담습니다."
-            if base
+            if d.base
             else "아직 반영된 날이 없어 비교할 현황도 없습니다."
         )
     )
     todo = "따로 하실 일은 없습니다. 이 날을 다시 받아 반영하면 정정 메일을 보내 드립니다."
-    return [("무슨 일이 있었나", happened), ("무엇을 뜻하나", means), ("하실 일", todo)]
+    sections = [("무슨 일이 있었나", happened), ("무엇을 뜻하나", means), ("하실 일", todo)]
+    if d.retries_failed:
+        sections.append((RETRIES_FAILED_HEADING, retries_failed_note(d.retries_failed)))
+    return sections
 
 
-def compose_report(d: ReportDelivery, ctx: MessageContext, *, replaces: Replaced | None = None) -> Message:
-    """The workbook mail, for the team: what happened, what it means for the reader, whether anything is needed
-    from them — in analyst words (no command, run, setting or API field). `replaces`: the mail of the same day
-    that went out before and now reads differently — this one is then a correction (정정) naming it."""
-    base = d.comparison_base.isoformat() if d.comparison_base else None
-    rejected = d.status is DayStatus.REJECTED
-    if rejected:
-        title = f"{d.day} 수집 결과를 반영하지 못했습니다. " + (
-            f"비교 기준은 여전히 {base}입니다." if base else "아직 반영된 날이 없습니다."
-        )
-    elif d.status is DayStatus.BASELINE:
-        title = f"{d.day} 첫 수집으로 기준일이 만들어졌습니다. 비교할 이전 날이 없어 변경 내용은 없습니다."
-    elif d.status is DayStatus.UNCHANGED or not (
-        d.new or d.changed or d.withdrawn or d.number_assigned or d.number_changed
-    ):
-        title = f"{d.day} 등록 현황은 {base} 대비 변경이 없습니다."
-    else:
-        title = f"{d.day} 등록 현황: {base} 대비 {d.counts}."
-    sections: list[tuple[str, str]] = []
-    if replaces is not None:
-        sections.append((CORRECTION, _correction_text(d, replaces)))
-    if rejected:
-        sections += _rejected_sections(d)
-        if d.retries_failed:
-            sections.append((RETRIES_FAILED_HEADING, retries_failed_note(d.retries_failed)))
-    else:
-        sections.append(("상태", d.status.label_ko + (f" — {d.status_reason}" if d.status_reason else "")))
-    if d.retry_attempt:
-        sections.append(
-            (
-                "다시 받아 반영",
-                f"처음 받은 목록은 반영하지 못해, 오늘 아침 {d.retry_attempt}번째로 다시 받아 정상으로 반영했습니다.",
-            )
-        )
+def _event_sections(d: ReportDelivery) -> list[tuple[str, str]]:
+    """The day's top events (the watched ones first) and, on an accepted day with events, what to look at."""
     watched = [s for s in d.sentences if s.watch]
     others = [s for s in d.sentences if not s.watch]
+    sections = []
     if watched:
-        sections.append((f"관심목록 해당 ({d.watchlist_hits:,}건)", "\n".join(f"  {s.marked}" for s in watched)))
+        sections.append(
+            (f"관심목록 해당 ({d.summary.watchlist_hits:,}건)", "\n".join(f"  {s.marked}" for s in watched))
+        )
     if others:
         text = "\n".join(f"  {i}. {s.marked}" for i, s in enumerate(others, 1))
         shown = sum(s.count for s in d.sentences)
         if d.headline_total > shown:
             text += f"\n  … 외 {d.headline_total - shown:,}건은 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."
         sections.append(("주요 변경", text))
-    if not rejected and (d.sentences or d.cosmetic):
-        sections.append(
-            (
-                "하실 일",
-                (f"관심목록에 해당하는 변경 {d.watchlist_hits:,}건을 먼저 확인하세요. " if watched else "")
-                + f"변경마다의 전후 내용은 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다.",
-            )
-        )
-    facts = [("날짜", d.day.isoformat()), ("비교 기준일", base or "없음 (첫 반영 전)")]
-    if rejected:
-        if d.received is not None:
-            facts.append(("이번에 받은 등록 수", f"{d.received:,}건"))
-        if d.announced is not None:
-            facts.append(("식약처가 알린 전체 등록 수", f"{d.announced:,}건"))
-        if base and d.base_registry_size is not None:
-            facts.append((f"기준일({base}) 등록 수", f"{d.base_registry_size:,}건"))
+    if d.status is not DayStatus.REJECTED and (d.sentences or d.summary.cosmetic):
+        first = f"관심목록에 해당하는 변경 {d.summary.watchlist_hits:,}건을 먼저 확인하세요. " if watched else ""
+        sections.append(("하실 일", f"{first}변경마다의 전후 내용은 리포트의 {sheet_ref(SHEET_EVENTS)}에 있습니다."))
+    return sections
+
+
+def _report_title(d: ReportDelivery) -> str:
+    if d.status is DayStatus.REJECTED:
+        base = f"비교 기준은 여전히 {d.base}입니다." if d.base else "아직 반영된 날이 없습니다."
+        return f"{d.day} 수집 결과를 반영하지 못했습니다. {base}"
+    if d.status is DayStatus.BASELINE:
+        return f"{d.day} 첫 수집으로 기준일이 만들어졌습니다. 비교할 이전 날이 없어 변경 내용은 없습니다."
+    if d.status is DayStatus.UNCHANGED or not d.summary.headline_events:
+        return f"{d.day} 등록 현황은 {d.base} 대비 변경이 없습니다."
+    return f"{d.day} 등록 현황: {d.base} 대비 {d.summary.counts_text}."
+
+
+def _report_facts(d: ReportDelivery) -> list[tuple[str, str]]:
+    """The figures table: a rejected day's sizes (received, announced, the base's) or the day's registry and
+    headline counts (the number events and the cosmetic ones only when there are some)."""
+    k = d.summary
+    facts = [("날짜", d.day.isoformat()), ("비교 기준일", d.base or "없음 (첫 반영 전)")]
+    if d.status is DayStatus.REJECTED:
+        sizes = [
+            ("이번에 받은 등록 수", k.received),
+            ("식약처가 알린 전체 등록 수", k.total_count),
+            (f"기준일({d.base}) 등록 수", k.base_registry_size if d.base else None),
+        ]
+        return facts + [(label, f"{n:,}건") for label, n in sizes if n is not None]
+    if k.registry_size is not None:
+        facts.append(("등록 수", f"{k.registry_size:,}건"))
+    if d.status is DayStatus.BASELINE:
+        return facts
+    counts = [
+        (EVENT_LABEL_KO.get(kind) or COUNT_LABEL_KO[kind], k.by_kind.get(kind, 0), kind in OPTIONAL_KINDS)
+        for kind in HEADLINE_KINDS
+    ]
+    counts.append(("표기만 바뀐 등록(별도)", k.cosmetic, True))
+    return facts + [(label, _n(n)) for label, n, optional in counts if n or not optional]
+
+
+def compose_report(d: ReportDelivery, ctx: MessageContext, *, replaces: Replaced | None = None) -> Message:
+    """The workbook mail, for the team: what happened, what it means for the reader, whether anything is needed
+    from them — in analyst words (no command, run, setting or API field). `replaces`: the mail of the same day
+    that went out before and now reads differently — this one is then a correction (정정) naming it."""
+    sections = [(CORRECTION, _correction_text(d, replaces))] if replaces is not None else []
+    if d.status is DayStatus.REJECTED:
+        sections += _rejected_sections(d)
     else:
-        if d.registry_size is not None:
-            facts.append(("등록 수", f"{d.registry_size:,}건"))
-        if d.status is not DayStatus.BASELINE:
-            facts += [
-                (EventType.NEW.label_ko, _n(d.new)),
-                (EventType.CHANGED.label_ko, _n(d.changed)),
-                (EventType.WITHDRAWN.label_ko, _n(d.withdrawn)),
-            ]
-            if d.number_assigned:
-                facts.append((COUNT_LABEL_KO["NUMBER_ASSIGNED"], _n(d.number_assigned)))
-            if d.number_changed:
-                facts.append((COUNT_LABEL_KO["NUMBER_CHANGED"], _n(d.number_changed)))
-            if d.cosmetic:
-                facts.append(("표기만 바뀐 등록(별도)", _n(d.cosmetic)))
-    level = WARNING if rejected or watched or replaces is not None else INFO
+        sections.append(("상태", d.status.label_ko + (f" — {d.status_reason}" if d.status_reason else "")))
+    if d.retry_attempt:
+        again = f"처음 받은 목록은 반영하지 못해, 오늘 아침 {d.retry_attempt}번째로 다시 받아 정상으로 반영했습니다."
+        sections.append(("다시 받아 반영", again))
+    sections += _event_sections(d)
+    warn = d.status is DayStatus.REJECTED or any(s.watch for s in d.sentences) or replaces is not None
     return Message(
         subject=report_subject(d, correction=replaces is not None),
-        title=title,
-        level=level,
+        title=_report_title(d),
+        level=WARNING if warn else INFO,
         sections=tuple(sections),
-        facts=tuple(facts),
+        facts=tuple(_report_facts(d)),
         link=report_link(d, ctx),
         kind="report",
         day=d.day.isoformat(),
@@ -999,11 +928,11 @@ def test_message(now: datetime) -> Message:
 # --- rules the sensor uses to decide (pure) ---------------------------------------------------------
 
 
-def rejected_streak(statuses: Mapping[date, str], n: int = 3) -> list[date]:
+def rejected_streak(statuses: Mapping[date, DayStatus], n: int = 3) -> list[date]:
     """The trailing run of consecutive rejected days (in date order) when it is at least `n` long."""
     run: list[date] = []
     for day in sorted(statuses, reverse=True):
-        if statuses[day] != "rejected":
+        if statuses[day] != DayStatus.REJECTED:
             break
         run.append(day)
     return sorted(run) if len(run) >= n else []
@@ -1025,14 +954,15 @@ def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Al
     """The alerts a finished day raises by itself: watchlist hits (always, quiet day or not) and
     withdrawals above `withdrawal_share_max` of the registry on an accepted day."""
     out: list[Alert] = []
+    k = d.summary
     if d.status is not DayStatus.REJECTED and d.watch_hits:
         out.append(WatchlistHit(day=d.day, hits=d.watch_hits, run_id=d.run_id))
-    if d.status is DayStatus.ACCEPTED and d.registry_size and d.withdrawn / d.registry_size > withdrawal_share_max:
+    if d.status is DayStatus.ACCEPTED and k.registry_size and k.withdrawn / k.registry_size > withdrawal_share_max:
         out.append(
             WithdrawalShare(
                 day=d.day,
-                withdrawn=d.withdrawn,
-                registry_size=d.registry_size,
+                withdrawn=k.withdrawn,
+                registry_size=k.registry_size,
                 threshold=withdrawal_share_max,
                 run_id=d.run_id,
             )
