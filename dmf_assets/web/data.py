@@ -145,7 +145,7 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     span = storage.processed_span(conn)
     last_day = span[1] if span else None
     last_run = history.run_row(conn, last_day) if last_day else None
-    rejected = storage.last_day_with_status(conn, ("rejected",))
+    rejected = storage.last_day_with_status(conn, (DayStatus.REJECTED.value,))
     rejected_run = history.run_row(conn, rejected) if rejected else None
     gate = rejected_run.get("rejected_gate") if rejected_run else None
     empty = Home(latest, None, (), 0, (), (), last_day, last_run["status"] if last_run else None, rejected, None, None)
