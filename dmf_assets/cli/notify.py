@@ -100,6 +100,7 @@ def _flush(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from dmf_assets.notify import STATE_KO
+    from dmf_assets.notify.outbox import GIVEN_UP, PENDING
 
     notifier = _notifier(args)
     names = ", ".join(f"{c.kind} {c.target}" for c in notifier.channels) or "없음 (none)"
@@ -114,4 +115,4 @@ def _status(args: argparse.Namespace) -> int:
     )
     for m in stored:
         print(f"  {m.line()}")
-    return 1 if counts["given_up"] or counts["pending"] else 0
+    return 1 if counts[GIVEN_UP] or counts[PENDING] else 0

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from dmf_assets.clock import now_kst
-from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, WARNING, Audience, Message
+from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, REPORT, TEST, WARNING, Audience, Message
 from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail, Settings
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -336,7 +336,7 @@ _TEAMS_COLOR = {INFO: "Good", WARNING: "Warning", CRITICAL: "Attention"}
 def generic_payload(message: Message) -> dict:
     return {
         "source": "dmf-watch",
-        "type": "report" if message.kind == "report" else "test" if message.kind == "test" else "alert",
+        "type": message.kind if message.kind in (REPORT, TEST) else "alert",
         "kind": message.kind,
         "day": message.day,
         "level": message.level,

@@ -46,6 +46,7 @@ from dmf_assets.notify.outbox import (
     HELD,
     PENDING,
     RECORDED,
+    SEND_GIVEN_UP,
     SENT,
     SUPERSEDED,
     Outbox,
@@ -112,11 +113,7 @@ class Notifier:
         chans = [c for c in self.channels_for(message.audience) if only is None or c.key in only]
         try:
             message_id = self.outbox.add(
-                type="alert",
-                kind=alert.kind,
-                day=alert.day.isoformat(),
-                subject=message.subject,
-                message=message.to_dict(),
+                message.to_dict(),
                 channels=[(c.key, c.target) for c in chans],
                 now=now,
                 give_up_after=self.give_up_after,
@@ -191,11 +188,7 @@ class Notifier:
             return self._unstored(message, problem, attachment)
         try:
             message_id = self.outbox.add(
-                type="report",
-                kind="report",
-                day=day,
-                subject=message.subject,
-                message=message.to_dict(),
+                message.to_dict(),
                 channels=[(c.key, c.target) for c in self.channels_for(message.audience)],
                 now=self.clock(),
                 give_up_after=self.give_up_after,
@@ -203,7 +196,6 @@ class Notifier:
                 attachment=str(attachment) if attachment else None,
                 hold_until=hold_until,
                 run_id=delivery.run_id,
-                supersede_day_reports=True,
             )
         except OutboxError as exc:
             return self._unstored(message, str(exc), attachment)
@@ -298,7 +290,7 @@ class Notifier:
         return out
 
     def _given_up(self, stored: Stored) -> None:
-        failed = [s for s in stored.sends if s.state == "given_up"]
+        failed = [s for s in stored.sends if s.state == SEND_GIVEN_UP]
         others = {c.key for c in self.channels_for(Audience.ONCALL)} - {s.channel for s in failed}
         alert = DeliveryGivenUp(
             day=date.fromisoformat(stored.day),

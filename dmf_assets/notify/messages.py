@@ -29,6 +29,8 @@ from dmf_assets.report.sentences import Sentence, summary_sentences
 from dmf_assets.report.summary import HEADLINE_KINDS, OPTIONAL_KINDS, DaySummary
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
+#: the kinds of the messages that are not alerts: the workbook mail and `dmf notify test`'s
+REPORT, TEST = "report", "test"
 FOOTER = "— DMF Watch (MFDS 원료의약품 등록 현황 일일 감시). 이 메일은 자동 발송되었습니다."
 
 
@@ -79,7 +81,7 @@ class Message:
     sections: tuple[tuple[str, str], ...] = ()  # (heading, paragraph) in order
     facts: tuple[tuple[str, str], ...] = ()  # label -> value, shown as a table / card facts
     link: str = ""  # the workbook's public download link ([web] public_base_url, `links`), or none
-    kind: str = ""  # alert kind, "report" or "test"
+    kind: str = ""  # alert kind, REPORT or TEST
     day: str = ""
     audience: Audience = Audience.ONCALL
     workbook: str = ""  # the workbook's file name, when the message is about one (an e-mail attaches it)
@@ -146,7 +148,7 @@ class Message:
             kind=data.get("kind", ""),
             day=data.get("day", ""),
             # a message stored before the two audiences: a workbook mail was the team's, anything else an alert
-            audience=Audience(data.get("audience") or (Audience.TEAM if data.get("kind") == "report" else "oncall")),
+            audience=Audience(data.get("audience") or (Audience.TEAM if data.get("kind") == REPORT else "oncall")),
             workbook=data.get("workbook", ""),
             status=data.get("status", ""),
         )
@@ -899,7 +901,7 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, replaces: Replaced
         sections=tuple(sections),
         facts=tuple(_report_facts(d)),
         link=report_link(d, ctx),
-        kind="report",
+        kind=REPORT,
         day=d.day.isoformat(),
         audience=Audience.TEAM,
         workbook=d.workbook.name if d.workbook is not None else "",
@@ -915,7 +917,7 @@ def test_message(now: datetime) -> Message:
         subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST",
         title=what,
         level=INFO,
-        kind="test",
+        kind=TEST,
         day=now.astimezone(KST).date().isoformat(),
         sections=(
             ("무슨 일 / What happened", what),

@@ -13,12 +13,15 @@ went out) · recorded (no channel is configured: kept here and in the alert file
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 from dmf_assets.clock import KST
+from dmf_assets.notify.messages import REPORT
 from dmf_assets.storage import outbox as db
 from dmf_assets.storage.outbox import FILE
 from dmf_assets.storage.outbox import OutboxError as OutboxError  # raised by every Outbox method (re-exported)
@@ -115,12 +118,8 @@ class Outbox:
 
     def add(
         self,
-        *,
-        type: str,
-        kind: str,
-        day: str,
-        subject: str,
         message: dict,
+        *,
         channels: list[tuple[str, str]],
         now: datetime,
         give_up_after: timedelta,
@@ -129,36 +128,33 @@ class Outbox:
         attachment: str | None = None,
         hold_until: datetime | None = None,
         run_id: str | None = None,
-        supersede_day_reports: bool = False,
     ) -> int | None:
-        """Store a message and one send per channel (key, secret-free target); None when `dedupe` was
-        stored before (an alert of that day and kind exists). With `supersede_day_reports`, the day's
-        workbook mails that have not gone out yet are replaced by this one."""
-        state = HELD if hold_until is not None else PENDING if channels else RECORDED
+        """Store a message (`Message.to_dict()`: its kind, day and subject) and one send per channel (key,
+        secret-free target); None when `dedupe` was stored before (an alert of that day and kind exists). A
+        workbook mail replaces the day's workbook mails that have not gone out yet."""
+        report = message["kind"] == REPORT
         stamp = _iso(now)
         with db.transaction(self.path) as conn:
             if dedupe is not None and db.dedupe_exists(conn, dedupe):
                 return None
-            if supersede_day_reports:
-                db.supersede_day_reports(conn, day, state=SUPERSEDED, stamp=stamp, of_states=(HELD, PENDING))
+            if report:
+                db.supersede_day_reports(conn, message["day"], state=SUPERSEDED, stamp=stamp, of_states=(HELD, PENDING))
             message_id = db.insert_message(
                 conn,
-                (
-                    type,
-                    kind,
-                    day,
-                    dedupe,
-                    digest,
-                    subject,
-                    json.dumps(message, ensure_ascii=False),
-                    attachment,
-                    state,
-                    _iso(hold_until) if hold_until else None,
-                    run_id,
-                    stamp,
-                    _iso(now + give_up_after),
-                    stamp,
-                ),
+                type=REPORT if report else "alert",
+                kind=message["kind"],
+                day=message["day"],
+                dedupe=dedupe,
+                digest=digest,
+                subject=message["subject"],
+                message=json.dumps(message, ensure_ascii=False),
+                attachment=attachment,
+                state=HELD if hold_until is not None else PENDING if channels else RECORDED,
+                hold_until=_iso(hold_until) if hold_until else None,
+                run_id=run_id,
+                created_at=stamp,
+                give_up_at=_iso(now + give_up_after),
+                updated_at=stamp,
             )
             db.insert_sends(conn, message_id, channels, state=SEND_PENDING, stamp=stamp)
         return message_id
@@ -260,37 +256,15 @@ class Outbox:
         return self._load("state", (HELD,))
 
     def _load(self, where: str, args: tuple) -> list[Stored]:
-        out = []
-        for r, sends in db.load(self.path, where, args):
-            out.append(
-                Stored(
-                    r["id"],
-                    r["type"],
-                    r["kind"],
-                    r["day"],
-                    r["subject"],
-                    json.loads(r["message"]),
-                    r["attachment"],
-                    r["state"],
-                    r["digest"],
-                    r["hold_until"],
-                    r["note"],
-                    r["created_at"],
-                    r["give_up_at"],
-                    r["updated_at"],
-                    tuple(
-                        Send(
-                            s["channel"],
-                            s["target"],
-                            s["state"],
-                            s["attempts"],
-                            s["last_error"],
-                            s["last_attempt_at"],
-                            s["next_attempt_at"],
-                            s["sent_at"],
-                        )
-                        for s in sends
-                    ),
-                )
-            )
-        return out
+        return [
+            _of_row(Stored, r, message=json.loads(r["message"]), sends=tuple(_of_row(Send, s) for s in sends))
+            for r, sends in db.load(self.path, where, args)
+        ]
+
+
+_Stored = TypeVar("_Stored", Stored, Send)
+
+
+def _of_row(cls: type[_Stored], row: Any, **values: Any) -> _Stored:
+    """A `Stored` or `Send` of its row's columns, by name (`values`: those read otherwise)."""
+    return cls(**{f.name: values[f.name] if f.name in values else row[f.name] for f in dataclasses.fields(cls)})

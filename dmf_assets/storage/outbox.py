@@ -101,13 +101,13 @@ def supersede_day_reports(
     )
 
 
-def insert_message(conn: sqlite3.Connection, values: tuple) -> int:
-    """One messages row: (type, kind, day, dedupe, digest, subject, message, attachment, state, hold_until,
-    run_id, created_at, give_up_at, updated_at); returns its id."""
+def insert_message(conn: sqlite3.Connection, **columns: str | None) -> int:
+    """One messages row (every column but `id` and `note`, by name); returns its id."""
     cur = conn.execute(
         "INSERT INTO messages (type, kind, day, dedupe, digest, subject, message, attachment, state, hold_until, "
-        "run_id, created_at, give_up_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        values,
+        "run_id, created_at, give_up_at, updated_at) VALUES (:type, :kind, :day, :dedupe, :digest, :subject, "
+        ":message, :attachment, :state, :hold_until, :run_id, :created_at, :give_up_at, :updated_at)",
+        columns,
     )
     return int(cur.lastrowid or 0)
 
