@@ -76,7 +76,6 @@ class Stored:
     """One message as the outbox holds it."""
 
     id: int
-    type: str
     kind: str
     day: str
     subject: str
@@ -87,7 +86,6 @@ class Stored:
     hold_until: str | None
     note: str | None
     created_at: str
-    give_up_at: str
     updated_at: str
     sends: tuple[Send, ...] = ()
 
@@ -199,13 +197,7 @@ class Outbox:
         stamp, stale = _iso(now), _iso(now - STALE_CLAIM)
         with db.transaction(self.path) as conn:
             db.reclaim_stale(conn, state=SEND_PENDING, from_state=SENDING, older_than=stale)
-            due = db.due_sends(
-                conn,
-                message_state=PENDING,
-                send_state=SEND_PENDING,
-                due_by=None if force else stamp,
-                message_id=message_id,
-            )
+            due = db.due_sends(conn, (PENDING, SEND_PENDING), due_by=None if force else stamp, message_id=message_id)
             for row in due:
                 db.claim_send(conn, row["message_id"], row["channel"], state=SENDING, stamp=stamp)
         out = []

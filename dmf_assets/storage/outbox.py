@@ -181,22 +181,16 @@ def reclaim_stale(conn: sqlite3.Connection, *, state: str, from_state: str, olde
 
 
 def due_sends(
-    conn: sqlite3.Connection, *, message_state: str, send_state: str, due_by: str | None, message_id: int | None
+    conn: sqlite3.Connection, states: tuple[str, str], *, due_by: str | None, message_id: int | None
 ) -> list[sqlite3.Row]:
-    """(message_id, channel) rows of the sends in `send_state` of messages in `message_state`, due by `due_by`
-    (None: whenever due), of one message if given; oldest message first."""
-    sql = (
+    """(message_id, channel) rows of the sends in `states[1]` of messages in `states[0]`, due by `due_by` (None:
+    whenever due), of one message if given; oldest message first."""
+    return conn.execute(
         "SELECT s.message_id, s.channel FROM sends s JOIN messages m ON m.id = s.message_id "
-        "WHERE m.state = ? AND s.state = ?"
-    )
-    args: list = [message_state, send_state]
-    if due_by is not None:
-        sql += " AND s.next_attempt_at <= ?"
-        args.append(due_by)
-    if message_id is not None:
-        sql += " AND m.id = ?"
-        args.append(message_id)
-    return conn.execute(sql + " ORDER BY m.id, s.channel", args).fetchall()
+        "WHERE m.state = ? AND s.state = ? AND (? IS NULL OR s.next_attempt_at <= ?) AND (? IS NULL OR m.id = ?) "
+        "ORDER BY m.id, s.channel",
+        (*states, due_by, due_by, message_id, message_id),
+    ).fetchall()
 
 
 def claim_send(conn: sqlite3.Connection, message_id: int, channel: str, *, state: str, stamp: str) -> None:
