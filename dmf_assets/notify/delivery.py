@@ -90,11 +90,10 @@ class Notifier:
     ) -> None:
         self.settings = settings
         self.alerts_dir = Path(alerts_dir)
-        self.outbox = Outbox(self.alerts_dir)
+        self.outbox = Outbox(self.alerts_dir, give_up_after=timedelta(hours=settings.alerts.give_up_hours))
         self.budget_s = budget_s
         self.clock = clock
         self.context = MessageContext.of(settings, config_file)
-        self.give_up_after = timedelta(hours=settings.alerts.give_up_hours)
 
     @property
     def channels(self) -> list[Channel]:
@@ -116,7 +115,6 @@ class Notifier:
                 message.to_dict(),
                 channels=[(c.key, c.target) for c in chans],
                 now=now,
-                give_up_after=self.give_up_after,
                 dedupe=alert.key,
                 run_id=alert.run_id,
             )
@@ -191,7 +189,6 @@ class Notifier:
                 message.to_dict(),
                 channels=[(c.key, c.target) for c in self.channels_for(message.audience)],
                 now=self.clock(),
-                give_up_after=self.give_up_after,
                 digest=delivery.digest,
                 attachment=str(attachment) if attachment else None,
                 hold_until=hold_until,
@@ -240,7 +237,7 @@ class Notifier:
         try:
             now = self.clock()
             if given_up:
-                self.outbox.requeue_given_up(now=now, give_up_after=self.give_up_after)
+                self.outbox.requeue_given_up(now=now)
             for held in self.outbox.held():
                 if held.hold_until and held.hold_until <= now.isoformat(timespec="seconds"):
                     self.outbox.release(held.id, now=now)

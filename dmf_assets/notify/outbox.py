@@ -109,8 +109,11 @@ class Stored:
 
 
 class Outbox:
-    def __init__(self, folder: Path) -> None:
+    """The outbox file in `folder`; a message is tried for `give_up_after` (`[alerts] give_up_hours`)."""
+
+    def __init__(self, folder: Path, *, give_up_after: timedelta) -> None:
         self.path = Path(folder) / FILE
+        self.give_up_after = give_up_after
 
     # --- storing ---------------------------------------------------------------------------------
 
@@ -120,7 +123,6 @@ class Outbox:
         *,
         channels: list[tuple[str, str]],
         now: datetime,
-        give_up_after: timedelta,
         dedupe: str | None = None,
         digest: str | None = None,
         attachment: str | None = None,
@@ -151,7 +153,7 @@ class Outbox:
                 hold_until=_iso(hold_until) if hold_until else None,
                 run_id=run_id,
                 created_at=stamp,
-                give_up_at=_iso(now + give_up_after),
+                give_up_at=_iso(now + self.give_up_after),
                 updated_at=stamp,
             )
             db.insert_sends(conn, message_id, channels, state=SEND_PENDING, stamp=stamp)
@@ -174,13 +176,13 @@ class Outbox:
                 db.reschedule_sends(conn, message_id, in_state=SEND_PENDING, next_attempt_at=_iso(now))
             return released
 
-    def requeue_given_up(self, *, now: datetime, give_up_after: timedelta) -> int:
+    def requeue_given_up(self, *, now: datetime) -> int:
         """Given-up messages get another `give_up_after` of tries (`dmf notify flush --given-up`)."""
         with db.transaction(self.path) as conn:
             ids = db.message_ids_in_state(conn, GIVEN_UP)
             for message_id in ids:
                 db.requeue_message(
-                    conn, message_id, state=PENDING, give_up_at=_iso(now + give_up_after), stamp=_iso(now)
+                    conn, message_id, state=PENDING, give_up_at=_iso(now + self.give_up_after), stamp=_iso(now)
                 )
                 db.requeue_sends(
                     conn, message_id, state=SEND_PENDING, from_state=SEND_GIVEN_UP, next_attempt_at=_iso(now)
