@@ -101,9 +101,13 @@ def _http_url(value: str) -> str:
     return value
 
 
+#: what a webhook URL may start with to force its payload format (Slack, Teams, generic JSON) whatever its host
+WEBHOOK_PREFIXES = ("slack+", "teams+", "json+")
+
+
 def _webhook_url(value: str) -> str:
-    """An http(s) URL, optionally prefixed `slack+` / `teams+` / `json+` to force the payload format."""
-    for prefix in ("slack+", "teams+", "json+"):
+    """An http(s) URL, optionally prefixed (`WEBHOOK_PREFIXES`) to force the payload format."""
+    for prefix in WEBHOOK_PREFIXES:
         if value.lower().startswith(prefix):
             return prefix + _http_url(value[len(prefix) :])
     return _http_url(value)

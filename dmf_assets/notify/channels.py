@@ -42,7 +42,7 @@ import httpx
 
 from dmf_assets.clock import now_kst
 from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, REPORT, TEST, WARNING, Audience, Message
-from dmf_assets.settings import SMTP_PASSWORD_ENV, AlertEmail, Settings
+from dmf_assets.settings import SMTP_PASSWORD_ENV, WEBHOOK_PREFIXES, AlertEmail, Settings
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USER_AGENT = "DMF-Watch-notify/1"
@@ -308,7 +308,7 @@ GENERIC, SLACK, TEAMS = "webhook", "slack", "teams"
 
 
 #: a prefix that forces the flavour whatever the host
-_FORCED = {"slack+": SLACK, "teams+": TEAMS, "json+": GENERIC}
+_FORCED = dict(zip(WEBHOOK_PREFIXES, (SLACK, TEAMS, GENERIC), strict=True))
 
 
 def split_webhook(url: str) -> tuple[str, str]:
