@@ -4,7 +4,6 @@ notifier, the outbox, `dmf doctor`'s delivery check and the texts loop over `not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
@@ -50,12 +49,11 @@ def own_registry():
 
 
 def test_a_channel_class_registered_in_a_test_is_configured_used_and_named(tmp_path, own_registry):
-    @dataclass(frozen=True, kw_only=True)
-    class Pager(channels.Channel):
+    class Pager(
+        channels.Channel, name="pager", section="pager", setting_ko="[alerts.pager]", enable_ko="[alerts.pager] url"
+    ):
         """The on-call engineer's pager: a JSON POST of the subject, alerts only."""
 
-        name, section = "pager", "pager"
-        setting_ko, enable_ko = "[alerts.pager]", "[alerts.pager] url"
         url: str
 
         @classmethod

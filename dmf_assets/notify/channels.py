@@ -35,7 +35,7 @@ from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, dataclass_transform
 from urllib.parse import urlsplit
 
 import httpx
@@ -83,23 +83,28 @@ def scrub(text: str, *secrets: str | None) -> str:
 CHANNELS: dict[str, type[Channel]] = {}
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Channel:
-    """One configured place messages go. Subclasses are the kinds of channel; each registers itself."""
+    """One configured place messages go. Subclasses are the kinds of channel, each named in its class statement
+    (as the alert kinds are): `name` (the registry's key, the kind a status line shows), `section` (its settings:
+    the key of [alerts] `configured` is given), `setting_ko` (how a text names them: "[alerts.email]") and
+    `enable_ko` (what a person sets to switch it on; `setting_ko` when that says it)."""
 
-    name: ClassVar[str] = ""  # the registry's key and the kind a status line shows
-    section: ClassVar[str] = ""  # its settings: the key of [alerts] `configured` is given
-    setting_ko: ClassVar[str] = ""  # how a text names its settings: "[alerts.email]"
-    enable_ko: ClassVar[str] = ""  # what a person sets to switch it on: "[alerts.email] smtp_host·recipients"
+    name: ClassVar[str] = ""
+    section: ClassVar[str] = ""
+    setting_ko: ClassVar[str] = ""
+    enable_ko: ClassVar[str] = ""
 
     key: str  # what a stored send is matched to: "email" | "email:oncall" | "webhook:<hash>"
     target: str  # secret-free
     audiences: frozenset[Audience] = frozenset(Audience)  # whose messages it carries
 
-    def __init_subclass__(cls, **kw: Any) -> None:
+    def __init_subclass__(cls, *, name: str, section: str, setting_ko: str, enable_ko: str = "", **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if cls.name:
-            CHANNELS[cls.name] = cls
+        cls.name, cls.section, cls.setting_ko, cls.enable_ko = name, section, setting_ko, enable_ko or setting_ko
+        dataclass(frozen=True, kw_only=True)(cls)
+        CHANNELS[name] = cls
 
     @classmethod
     def configured(cls, section: Any) -> list[Channel]:  # pragma: no cover - every kind overrides it
@@ -266,14 +271,13 @@ def send_email(
     return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
 
 
-@dataclass(frozen=True, kw_only=True)
-class EmailChannel(Channel):
+class EmailChannel(
+    Channel, name="email", section="email", setting_ko="[alerts.email]", enable_ko="[alerts.email] smtp_host·recipients"
+):
     """One list of recipients on the configured SMTP server: the team's (`recipients`: the workbook mail; the
     alerts too when no other on-call engineer is named) or the on-call engineers' (`oncall_recipients`: the
     alerts) — README, Telling people."""
 
-    name, section = "email", "email"
-    setting_ko, enable_ko = "[alerts.email]", "[alerts.email] smtp_host·recipients"
     email: AlertEmail
     to: tuple[str, ...]
 
@@ -436,12 +440,9 @@ def send_webhook(
     return f"HTTP {response.status_code}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class WebhookChannel(Channel):
+class WebhookChannel(Channel, name="webhook", section="webhook_urls", setting_ko="[alerts] webhook_urls"):
     """One webhook URL ([alerts] webhook_urls): every message, both audiences, no attachment."""
 
-    name, section = "webhook", "webhook_urls"
-    setting_ko = enable_ko = "[alerts] webhook_urls"
     url: str
 
     @classmethod
