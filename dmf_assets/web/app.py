@@ -102,12 +102,9 @@ class Site:
         """A page that says one thing: a problem, or that there is nothing yet."""
         return self.page(request, "message.html", status, title=title, text=text, **context)
 
-    def read(self, key: Any, build: Callable[[Any], Any], *, big: bool = False) -> Any:
-        return self.reader.read(key, build, big=big)
-
     def registry_of(self, day: date | None) -> data.Registry:
         try:
-            return self.read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
+            return self.reader.read(("registry", day), lambda conn: data.registry_of(conn, day), big=True)
         except NoHistory:
             raise Problem(
                 404,
@@ -210,7 +207,7 @@ def registration_href(key: str) -> str:
 
 
 def home(site: Site, request: Request) -> Response:
-    return site.page(request, "home.html", home=site.read("home", data.home))
+    return site.page(request, "home.html", home=site.reader.read("home", data.home))
 
 
 def search(site: Site, request: Request) -> Response:
@@ -268,7 +265,7 @@ def registration(site: Site, request: Request) -> Response:
         latest: data.Registry | None = site.registry_of(None)
     except Problem:
         latest = None
-    reg = site.read(("dmf", key), lambda conn: data.registration(conn, key, latest))
+    reg = site.reader.read(("dmf", key), lambda conn: data.registration(conn, key, latest))
     if reg is None:
         raise Problem(
             404,
@@ -281,7 +278,7 @@ def registration(site: Site, request: Request) -> Response:
 
 def day_page(site: Site, request: Request) -> Response:
     day = _day(request.path_params["day"], "날짜")
-    view = site.read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
+    view = site.reader.read(("day", day), lambda conn: data.day_page(conn, day, site.settings))
     workbook = dated_workbook_name(day)  # written after the day's commit: looked for now, not remembered
     sentences = summary_sentences(view.report.events, limit=10_000)[0] if view.report else []
     events = sorted_events(view.report.headline_events) if view.report else []
@@ -300,7 +297,7 @@ def day_page(site: Site, request: Request) -> Response:
 
 def days(site: Site, request: Request) -> Response:
     return site.page(
-        request, "days.html", cal=site.read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
+        request, "days.html", cal=site.reader.read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
     )
 
 
