@@ -14,6 +14,7 @@ from datetime import date, datetime, time
 import dagster as dg
 
 from dmf_assets import notify
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.orchestration.followups import (
     TIMED_OUT_TAG,
     DayState,
@@ -26,6 +27,12 @@ from dmf_assets.orchestration.verdict import rejecting_steps
 from dmf_assets.settings import Settings
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
+
+
+def _committed(state: DayState) -> DayStatus | None:
+    """The status snapshot_diff's materialization states for an accepted day (its metadata says `label_ko_en`)."""
+    said = state.diffed.metadata.get("status") if state.diffed is not None else None
+    return next((s for s in DayStatus if s.is_accepted and s.label_ko_en == said), None)
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
@@ -68,7 +75,7 @@ def alerts_for_tick(
     todo = sorted(d for d in days if d not in busy)
     states = states_of(instance, todo, states)
     alerts: list[notify.Alert] = []
-    statuses: dict[date, str] = {}
+    statuses: dict[date, DayStatus] = {}
     gates: dict[date, int] = {}
     bases: dict[date, date | None] = {}  # each rejected day's comparison base
     for day in todo:
@@ -82,7 +89,7 @@ def alerts_for_tick(
         )
         if (rejected := state.rejection) is not None:
             record, rejection = rejected
-            statuses[d], gates[d], bases[d] = "rejected", rejection.gate, rejection.base_day
+            statuses[d], gates[d], bases[d] = DayStatus.REJECTED, rejection.gate, rejection.base_day
             assert outlook is not None  # a rejected day always has an outlook
             alerts.append(notify.Rejected(day=d, rejection=rejection, retry=outlook, run_id=record.run_id))
             if ended is not None:
@@ -91,8 +98,8 @@ def alerts_for_tick(
                         day=d, attempts=state.retries, why_stopped=ended, rejection=rejection, run_id=record.run_id
                     )
                 )
-        elif state.diffed is not None and state.diffed.metadata.get("status") in ("accepted", "baseline"):
-            statuses[d] = state.diffed.metadata["status"]
+        elif (committed := _committed(state)) is not None:
+            statuses[d] = committed
         latest = state.runs[:1]
         if latest and latest[0].dagster_run.status == dg.DagsterRunStatus.FAILURE:
             run_id = latest[0].dagster_run.run_id
