@@ -700,7 +700,7 @@ def web_registry(db: str, rows: int, day: str) -> dict:
             keyed,
             diff_snapshots(None, keyed),
             base=history.comparison_base(conn, d),
-            churn=GateOutcome(6, True, 0.0, 0.1, "기준일", "≤ 10 %", "bench"),
+            gates=[GateOutcome(6, True, 0.0, 0.1, "기준일", "≤ 10 %", "bench")],
         )
     return {"rows": len(items), "day": day}
 

@@ -85,7 +85,7 @@ def commit_items(conn, day: date, items: list[dict]):
         "ON CONFLICT DO NOTHING",
         [history.day_id(day), len(items), len(items)],
     )
-    return day_commit.commit_day(conn, day, keyed, diff, base=base, churn=_ok_churn())
+    return day_commit.commit_day(conn, day, keyed, diff, base=base, gates=[_ok_churn()])
 
 
 @dataclass

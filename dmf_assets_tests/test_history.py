@@ -42,7 +42,7 @@ def commit(conn, day, snapshots):
     conn.execute(
         "INSERT INTO runs (day_id, status) VALUES (?, 'pending') ON CONFLICT DO NOTHING", [history.day_id(day)]
     )
-    return day_commit.commit_day(conn, day, snapshots[day], diff, base=base, churn=_churn_ok())
+    return day_commit.commit_day(conn, day, snapshots[day], diff, base=base, gates=[_churn_ok()])
 
 
 def event_table(conn) -> list[tuple]:
@@ -177,7 +177,7 @@ def test_failed_commit_leaves_nothing(tmp_path, snapshots):
                 broken,
                 diff_snapshots(snapshots[DAYS[0]], snapshots[DAYS[1]]),
                 base=BaseFacts(day=DAYS[0]),
-                churn=_churn_ok(),
+                gates=[_churn_ok()],
             )
         assert (event_table(conn), snapshot_contents(conn), conn.execute("SELECT * FROM runs").fetchall()) == before
 

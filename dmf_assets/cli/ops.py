@@ -15,7 +15,7 @@ from dmf_assets.settings import MAX_DAYS
 
 if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
     from dmf_assets.ops.common import ProjectPaths
-    from dmf_assets.orchestration.pipeline import DayOutcome
+    from dmf_assets.orchestration.commit import DayOutcome
     from dmf_assets.settings import Settings
 
 _DAYS = whole(0, MAX_DAYS, "일 수", "number of days")
@@ -218,10 +218,10 @@ def _rebuild(args: argparse.Namespace) -> int:
         counts = (
             f" · 신규 {c.get('NEW', 0)} · 변경 {c.get('CHANGED', 0)} · 표기 {c.get('COSMETIC', 0)} · 삭제 "
             f"{c.get('WITHDRAWN', 0)}"
-            if out.status == "accepted"
+            if out.status is DayStatus.ACCEPTED
             else ""
         )
-        print(f"  {out.day}  {DayStatus.of_value(out.status).word_ko}{gate}{counts}", flush=True)
+        print(f"  {out.day}  {out.status.word_ko}{gate}{counts}", flush=True)
 
     try:
         result = rebuild_history(
@@ -238,7 +238,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     except DatabaseBusy as exc:
         raise UserError(str(exc)) from None
     days = result.days
-    rejected = sum(1 for d in days if d.status == "rejected")
+    rejected = sum(1 for d in days if d.status is DayStatus.REJECTED)
     print(
         f"완료 / done: {len(days)}일 ({days[0].day} ~ {days[-1].day}) 반영 {len(days) - rejected}일 · 거부 {rejected}일, "
         f"{result.seconds:.0f}초"

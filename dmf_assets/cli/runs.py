@@ -213,8 +213,8 @@ def _check_history(settings: Settings, days: list[date], resources: dict[str, ob
 
 
 def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
-    """Each day's run row with its figures: `summary`, the `DaySummary` the workbook and the mail read (None for
-    a day not judged)."""
+    """Each day's run row with its `status` (a DayStatus) and figures: `summary`, the `DaySummary` the workbook
+    and the mail read (None for a day not judged)."""
     from dmf_assets.report.day_data import day_summary
     from dmf_assets.storage import history
     from dmf_assets.storage.db import open_database
@@ -222,19 +222,16 @@ def _summary_rows(settings: Settings, days: list[date]) -> list[dict]:
     with open_database(
         settings.paths.resolve("database"), backups_dir=settings.paths.resolve("backups_dir"), purpose="dmf summary"
     ) as conn:
+        runs = {d: history.run_row(conn, d) or {} for d in days}
         return [
-            {
-                "day": d,
-                **(history.run_row(conn, d) or {"status": DayStatus.NOT_RUN.value}),
-                "summary": day_summary(conn, d),
-            }
-            for d in days
+            {"day": d, **run, "status": DayStatus.of_value(run.get("status")), "summary": day_summary(conn, d)}
+            for d, run in runs.items()
         ]
 
 
 def _status_word(row: dict) -> str:
     summary = row["summary"]
-    return (summary.status if summary is not None else DayStatus.of_value(row["status"])).word_ko
+    return (summary.status if summary is not None else row["status"]).word_ko
 
 
 def _day_line(row: dict) -> str:
@@ -270,12 +267,12 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     )
     print("-" * 100)
     for r in rows:
-        status, k = str(r.get("status")), r["summary"]
+        status, k = r["status"], r["summary"]
         note = {
-            "rejected": shorten(r.get("reason") or "", 90),
-            "baseline": "첫 수집일 — 이후 비교의 기준 (이벤트 없음)",
+            DayStatus.REJECTED: shorten(r.get("reason") or "", 90),
+            DayStatus.BASELINE: "첫 수집일 — 이후 비교의 기준 (이벤트 없음)",
         }.get(status, "")
-        if status == "accepted" and r.get("rederived_at"):
+        if status is DayStatus.ACCEPTED and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
         size = k.registry_size if k is not None else None
         figures = (
@@ -288,8 +285,8 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
             + " ".join(f"{n:>4}" for n in figures[:-1])
             + f" {figures[-1]:>8}  {note}"
         )
-    accepted = sum(1 for r in rows if r.get("status") in ("accepted", "baseline"))
-    rejected = sum(1 for r in rows if r.get("status") == "rejected")
+    accepted = sum(1 for r in rows if r["status"].is_accepted)
+    rejected = sum(1 for r in rows if r["status"] is DayStatus.REJECTED)
     print("-" * 100)
     print(
         f"반영 {accepted}일 · 거부 {rejected}일 (accepted {accepted}, rejected {rejected}) — 변경 = 실질 변경, 삭제 = "
@@ -304,10 +301,10 @@ def _exit_code(
     """0 all accepted, 3 a day rejected by a gate, 1 a step failed. `expected_rejections`: days the demo
     injects a fault into on purpose."""
     if any(r.failure for r in reports) or any(
-        r.get("status") not in ("accepted", "baseline", "rejected") for r in rows
+        not (r["status"].is_accepted or r["status"] is DayStatus.REJECTED) for r in rows
     ):
         return EXIT_FAILED
-    rejected = [r["day"] for r in rows if r.get("status") == "rejected" and r["day"] not in expected_rejections]
+    rejected = [r["day"] for r in rows if r["status"] is DayStatus.REJECTED and r["day"] not in expected_rejections]
     if rejected:
         print(
             "거부된 날이 있습니다: 그날의 리포트는 '수집 실패'이고 비교 기준일은 그대로입니다 (exit 3).",

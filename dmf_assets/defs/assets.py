@@ -46,12 +46,26 @@ from dmf_assets.defs.checks import (
 from dmf_assets.defs.io import discard_value, staged_path
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace, HistoryDatabase
-from dmf_assets.domain.gates import GATE_BY_NUMBER, GateOutcome, Rejection
-from dmf_assets.domain.model import NORMALIZED_COLUMNS, SEVERITY_LABEL_KO
+from dmf_assets.domain.gates import (
+    BEFORE_DIFF,
+    COMPLETENESS,
+    GATES,
+    STALENESS,
+    Gate,
+    GateRegistry,
+    Needs,
+    Rejection,
+    first_failure,
+    gates_labelled,
+    gates_text,
+    not_evaluated,
+)
+from dmf_assets.domain.model import NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, DayStatus
 from dmf_assets.domain.recheck import Query
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import followups, pipeline, verdict
+from dmf_assets.orchestration.commit import DayOutcome
 from dmf_assets.orchestration.followups import REFETCH_TAG
 from dmf_assets.orchestration.pipeline import FetchedDay, JudgedDay, NormalizedDay
 from dmf_assets.report.day_data import (
@@ -192,104 +206,178 @@ def normalized_records(
 # --- integrity_verdict ---------------------------------------------------------------------------
 
 
-@dg.asset(
-    partitions_def=daily_partitions,
-    group_name="verify",
-    kinds={"duckdb"},
-    pool="duckdb",
-    output_required=False,  # a rejected day has no judged value to hand on
-    check_specs=[
-        *gate_specs("integrity_verdict"),
-        warn_spec(
-            "source_staleness",
-            "integrity_verdict",
-            "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음",
+def verdict_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
+    """integrity_verdict over `registry`'s gates judged before the diff, each with its blocking check."""
+    before = registry.needing(BEFORE_DIFF)
+
+    @dg.asset(
+        name="integrity_verdict",
+        partitions_def=daily_partitions,
+        group_name="verify",
+        kinds={"duckdb"},
+        pool="duckdb",
+        output_required=False,  # a rejected day has no judged value to hand on
+        check_specs=[
+            *gate_specs("integrity_verdict", registry),
+            warn_spec(
+                "source_staleness",
+                "integrity_verdict",
+                "품질 경고: 원천 데이터가 [quality] stale_source_days일 넘게 바뀌지 않음",
+            ),
+        ],
+        description=(
+            f"수집본을 {josa(gates_labelled(before), '으로/로')} 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
+            "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유(게이트·관측값·"
+            "기준)는 Runs 목록에서 그 날 실행의 dmf/rejected 태그에 있고, 이 파티션 패널의 'View all historical events'에서 "
+            "'판정' 관측을 펼치면 비교 기준일과 표본 행까지 보입니다. 실패한 게이트는 Checks 탭 → 해당 게이트 → Partitions에서도 "
+            f"빨간색입니다. {gates_text(before, 'Gates')}; a failure rejects the day in the database itself (reason: the "
+            "run's dmf/rejected tag in the Runs list; the partition panel's View all historical events → the verdict "
+            "observation)."
         ),
-    ],
-    description=(
-        "수집본을 게이트 1–5(전송·완전성·감소율·결측·중복)로 판정해 DB에 기록합니다. 하나라도 실패하면 그날은 거부되고 "
-        "비교 기준일은 움직이지 않습니다. 거부된 날은 이 자산의 파티션이 실패(빨간색)로 표시됩니다 — 사유(게이트·관측값·"
-        "기준)는 Runs 목록에서 그 날 실행의 dmf/rejected 태그에 있고, 이 파티션 패널의 'View all historical events'에서 "
-        "'판정' 관측을 펼치면 비교 기준일과 표본 행까지 보입니다. 실패한 게이트는 Checks 탭 → 해당 게이트 → Partitions에서도 "
-        "빨간색입니다. Gates 1–5; a failure rejects the day in the database itself (reason: the run's dmf/rejected "
-        "tag in the Runs list; the partition panel's View all historical events → the verdict observation)."
-    ),
-)
-def integrity_verdict(
-    context: dg.AssetExecutionContext,
-    workspace: DmfWorkspace,
-    duckdb: HistoryDatabase,
-    normalized_records: NormalizedDay,
-) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation]:
-    with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
-        try:
-            pipeline.time_moves_forward(conn)
-            judged = pipeline.judge(conn, normalized_records, workspace.settings(), run_id=context.run_id)
-        except (ClockBehind, SourceMismatch) as exc:  # nothing judged, nothing recorded: one line
-            raise dg.Failure(description=str(exc), allow_retries=False) from None
-    if judged.passed:
-        context.log.info(f"{judged.day}: 게이트 1–5 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})")
-        yield dg.Output(
-            judged,
-            metadata={
-                verdict.VERDICT: verdict.PASSED_TEXT,
-                verdict.BASE: str(judged.base_day) if judged.base_day else verdict.NO_BASE,
-                "rows": judged.keyed.height,
-                "gates": dg.MetadataValue.md(gates_md(judged.gates)),
-            },
-        )
-    for g in judged.gates:
-        yield gate_result(g, "integrity_verdict")
-    stale = next((q for q in judged.quality if q.name == "days_since_source_change"), None)
-    yield dg.AssetCheckResult(
-        check_name="source_staleness",
-        passed=stale is None or stale.ok,
-        severity=dg.AssetCheckSeverity.WARN,
-        description=stale.detail if stale else "비교 기준이 없어 평가하지 않음",
     )
-    if not judged.passed:
-        discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
-        failed = next(g for g in judged.gates if g.passed is False)
-        yield from _reject(context, "integrity_verdict", Rejection.of(failed, judged.base_day))
+    def integrity_verdict(
+        context: dg.AssetExecutionContext,
+        workspace: DmfWorkspace,
+        duckdb: HistoryDatabase,
+        normalized_records: NormalizedDay,
+    ) -> Iterator[dg.Output | dg.AssetCheckResult | dg.AssetObservation]:
+        with duckdb.get_connection(writing=_day(context)) as conn:  # a run's first access to the history
+            try:
+                pipeline.time_moves_forward(conn)
+                settings = workspace.settings()
+                judged = pipeline.judge(conn, normalized_records, settings, run_id=context.run_id, registry=registry)
+            except (ClockBehind, SourceMismatch) as exc:  # nothing judged, nothing recorded: one line
+                raise dg.Failure(description=str(exc), allow_retries=False) from None
+        if judged.passed:
+            context.log.info(
+                f"{judged.day}: {gates_text(before)} 통과 (기준일 {judged.base_day or '없음 — 첫 수집일'})"
+            )
+            yield dg.Output(
+                judged,
+                metadata={
+                    verdict.VERDICT: verdict.PASSED_TEXT,
+                    verdict.BASE: str(judged.base_day) if judged.base_day else verdict.NO_BASE,
+                    "rows": judged.keyed.height,
+                    "gates": dg.MetadataValue.md(gates_md(judged.gates)),
+                },
+            )
+        for g in judged.gates:
+            yield gate_result(g, "integrity_verdict")
+        stale = next((q for q in judged.quality if q.name == STALENESS), None)
+        yield dg.AssetCheckResult(
+            check_name="source_staleness",
+            passed=stale is None or stale.ok,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=stale.detail if stale else "비교 기준이 없어 평가하지 않음",
+        )
+        if (failed := first_failure(judged.gates)) is not None:
+            discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
+            yield from _reject(context, "integrity_verdict", Rejection.of(failed, judged.base_day))
+
+    return integrity_verdict
+
+
+integrity_verdict = verdict_asset()
 
 
 # --- snapshot_diff -------------------------------------------------------------------------------
 
 
-# A multi-asset of one asset, for one reason: `can_subset` makes its value and its gate-6 check optional
-# outputs. A day refused by gate 6 records no diff (a red partition), and a day already refused by gates
-# 1–5 records "rejected — base carried forward" without evaluating gate 6, which Dagster then shows as
-# skipped on that partition — instead of "execution failed".
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            "snapshot_diff",
-            deps=["integrity_verdict"],
-            partitions_def=daily_partitions,
-            group_name="history",
-            kinds={"duckdb"},
-            description=(
-                "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 목록에서 "
-                "삭제될 후보는 원천에 다시 물어 목록에 없음을 확인한 뒤, 게이트 6(변동률)을 통과하면 그날의 스냅샷과 이벤트를 "
-                "한 트랜잭션으로 기록합니다. 원천이 아직 싣고 있는 등록이 수집본에 없으면 게이트 2(완전성)로, 변동이 크면 "
-                "게이트 6으로 거부하며, 거부된 날은 기록하지 않고 기준일을 그대로 두고 이 날짜 파티션이 실패(빨간색)로 "
-                "표시됩니다. 게이트 1–5에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 게이트 6은 평가하지 않습니다"
-                "(Skipped). Diff against the latest accepted day, confirm each would-be withdrawal with the source; commit "
-                "the day atomically only if all six gates pass."
-            ),
-        )
-    ],
-    check_specs=gate_specs("snapshot_diff"),
-    can_subset=True,
-    pool="duckdb",
-)
-def snapshot_diff(
+def diff_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
+    """snapshot_diff with the blocking checks of `registry`'s gates judged on the diff.
+
+    A multi-asset of one asset, for one reason: `can_subset` makes its value and its checks optional outputs.
+    A day refused here records no diff (a red partition), and a day already refused by its verdict records
+    "rejected — base carried forward" without evaluating the gates after the diff, which Dagster then shows as
+    skipped on that partition — instead of "execution failed"."""
+    before, after = registry.needing(BEFORE_DIFF), registry.needing((Needs.DIFF,))
+    described = gates_labelled(after)
+
+    @dg.multi_asset(
+        name="snapshot_diff",
+        specs=[
+            dg.AssetSpec(
+                "snapshot_diff",
+                deps=["integrity_verdict"],
+                partitions_def=daily_partitions,
+                group_name="history",
+                kinds={"duckdb"},
+                description=(
+                    "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 목록에서 "
+                    f"삭제될 후보는 원천에 다시 물어 목록에 없음을 확인한 뒤, {josa(described, '을/를')} 통과하면 그날의 "
+                    "스냅샷과 이벤트를 한 트랜잭션으로 기록합니다. 원천이 아직 싣고 있는 등록이 수집본에 없으면 "
+                    f"{josa(gates_labelled([COMPLETENESS]), '으로/로')}, 비교 결과가 기준을 넘으면 {josa(described, '으로/로')} "
+                    "거부하며, 거부된 날은 기록하지 않고 기준일을 그대로 두고 이 날짜 파티션이 실패(빨간색)로 표시됩니다. "
+                    f"{gates_text(before)}에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 "
+                    f"{josa(gates_text(after), '은/는')} 평가하지 않습니다(Skipped). Diff against the latest accepted day, "
+                    "confirm each would-be withdrawal with the source; commit the day atomically only if every gate passes."
+                ),
+            )
+        ],
+        check_specs=gate_specs("snapshot_diff", registry),
+        can_subset=True,
+        pool="duckdb",
+    )
+    def snapshot_diff(
+        context: dg.AssetExecutionContext,
+        workspace: DmfWorkspace,
+        duckdb: HistoryDatabase,
+        mfds: MfdsClient,
+        integrity_verdict: JudgedDay | None,
+    ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
+        out, summary = _diff_and_commit(context, workspace, duckdb, mfds, integrity_verdict, registry)
+        base = str(out.base_day) if out.base_day else verdict.NO_BASE
+        if out.status is DayStatus.REJECTED:
+            why = out.failed_gate.detail if out.failed_gate is not None else out.reason or ""
+            context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {why}")
+        elif summary is not None:
+            context.log.info(
+                f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
+                f"({out.seconds:.2f}초)"
+            )
+        if out.rederived_day:
+            context.log.info(
+                f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다."
+            )
+        if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
+            yield from _after_diff_results(out, after)
+            rejection = Rejection.of(out.failed_gate, out.base_day)
+            yield from _reject(context, "snapshot_diff", rejection)
+            if not out.failed_gate.gate.after_diff:
+                # no check of this step failed, so none stops it: the red partition needs the step to fail
+                raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
+            return
+        assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
+        metadata: dict[str, Any] = {
+            "status": summary.status.label_ko_en,
+            "comparison_base": base,
+            **_figures(summary),
+            "rederived_day": str(out.rederived_day) if out.rederived_day else "",
+            "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
+            "recheck_requests": out.recheck_requests,
+        }
+        if out.carried_forward:
+            metadata["reason"] = (
+                f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
+                f"비교 기준일 {josa(base, '을/를')} 유지합니다. {josa(gates_text(after), '은/는')} 평가하지 않았습니다."
+            )
+        yield dg.MaterializeResult(metadata=metadata)
+        if not out.carried_forward:  # a day rejected before the diff: Dagster shows these checks as skipped
+            yield from _after_diff_results(out, after)
+
+    return snapshot_diff
+
+
+def _diff_and_commit(
     context: dg.AssetExecutionContext,
     workspace: DmfWorkspace,
     duckdb: HistoryDatabase,
     mfds: MfdsClient,
-    integrity_verdict: JudgedDay | None,
-) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
+    judged: JudgedDay | None,
+    registry: GateRegistry,
+) -> tuple[DayOutcome, DaySummary | None]:
+    """The day committed (or refused) under the database lock, and the figures it committed; a day that cannot be
+    diffed is a failed step saying what to run."""
     day = _day(context)
 
     def recheck(queries: list[Query]) -> RecheckAnswers:  # the would-be withdrawals, asked of the source again
@@ -297,13 +385,14 @@ def snapshot_diff(
 
     with duckdb.get_connection() as conn:  # one transaction, under the database lock
         try:
-            if integrity_verdict is None:  # rejected by gates 1–5: no judged value was handed on
-                out = pipeline.carry_forward(conn, day)
+            if judged is None:  # rejected by its verdict: no judged value was handed on
+                out = pipeline.carry_forward(conn, day, registry=registry)
             else:
+                settings = workspace.settings()
                 out = pipeline.diff_and_commit(
-                    conn, integrity_verdict, workspace.settings(), run_id=context.run_id, recheck=recheck
+                    conn, judged, settings, run_id=context.run_id, recheck=recheck, registry=registry
                 )
-            summary = day_summary(conn, out.day) if out.failed_gate is None else None  # what it committed
+            return out, (day_summary(conn, out.day) if out.failed_gate is None else None)  # what it committed
         except pipeline.NotJudged as exc:
             raise dg.Failure(description=str(exc)) from None
         except SourceError as exc:  # the day's archive is being fetched again right now (its lock is held)
@@ -326,43 +415,17 @@ def snapshot_diff(
                 },
                 allow_retries=False,
             ) from None
-    base = str(out.base_day) if out.base_day else verdict.NO_BASE
-    if out.status == "rejected":
-        context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {out.reason or ''}")
-    elif summary is not None:
-        context.log.info(
-            f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
-            f"({out.seconds:.2f}초)"
-        )
-    if out.rederived_day:
-        context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
-    if out.failed_gate is not None:  # refused here: by gate 6, or by gate 3 judged again against a base that moved
-        yield gate_result(out.churn or _not_evaluated_churn(out), "snapshot_diff")
-        yield from _reject(context, "snapshot_diff", Rejection.of(out.failed_gate, out.base_day))
-        if not GATE_BY_NUMBER[out.failed_gate.number].after_diff:
-            # gate 6 passed, so no failed check stops the step: the red partition needs the step to fail
-            raise dg.Failure(
-                description=f"{out.day} 거부 — {Rejection.of(out.failed_gate, out.base_day).sentence}",
-                allow_retries=False,
-            )
-        return
-    assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
-    metadata: dict[str, Any] = {
-        "status": summary.status.label_ko_en,
-        "comparison_base": base,
-        **_figures(summary),
-        "rederived_day": str(out.rederived_day) if out.rederived_day else "",
-        "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
-        "recheck_requests": out.recheck_requests,
-    }
-    if out.carried_forward:
-        metadata["reason"] = (
-            f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
-            f"비교 기준일 {josa(base, '을/를')} 유지합니다. 게이트 6은 평가하지 않았습니다."
-        )
-    yield dg.MaterializeResult(metadata=metadata)
-    if out.churn is not None:  # a day rejected before the diff has no gate 6: Dagster shows it as skipped
-        yield gate_result(out.churn, "snapshot_diff")
+
+
+def _after_diff_results(out: DayOutcome, after: tuple[Gate, ...]) -> Iterator[dg.AssetCheckResult]:
+    """The checks of the gates judged on the diff; those a gate before them refused are not evaluated (a WARN)."""
+    judged = {g.number: g for g in out.gates}
+    for gate in after:
+        reason = f"게이트 {out.rejected_gate}에서 거부되어 {josa(gate.label_ko, '은/는')} 평가하지 않았습니다."
+        yield gate_result(judged.get(gate.number) or not_evaluated(gate, reason), "snapshot_diff")
+
+
+snapshot_diff = diff_asset()
 
 
 def _figures(summary: DaySummary) -> dict[str, int]:
@@ -375,12 +438,6 @@ def _figures(summary: DaySummary) -> dict[str, int]:
         "number_changed": summary.number_changed,
         "cosmetic": summary.cosmetic,
     }
-
-
-def _not_evaluated_churn(out: pipeline.DayOutcome) -> GateOutcome:
-    from dmf_assets.domain.gates import CHURN, not_evaluated
-
-    return not_evaluated(CHURN.number, f"게이트 {out.rejected_gate}에서 거부되어 변동률은 평가하지 않았습니다.")
 
 
 # --- events --------------------------------------------------------------------------------------

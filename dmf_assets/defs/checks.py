@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import dagster as dg
 
 from dmf_assets.defs.partitions import daily_partitions
-from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES, GateOutcome, QualityMetric
+from dmf_assets.domain.gates import GATES, QUALITY_LABELS, Gate, GateOutcome, GateRegistry, QualityMetric
 from dmf_assets.report.rows import sample_table
 
 # Partitioned check specs are what make a day's verdict visible on its partition; Dagster 1.13 marks
@@ -23,42 +23,25 @@ warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpe
 #: the normalized day's quality metrics (`domain.gates.quality_metrics`), in the order the UI lists them.
 #: They are warnings, and Dagster records them as ONE check, `quality_metrics`: fifteen checks cost a run
 #: thirty stored events (planned + evaluated) for what one table says as well.
-QUALITY_METRICS = (
-    ("row_count", "수집 건수 범위"),
-    ("permit_parse_rate", "등록번호 해석률"),
-    ("new_substance_ratio", "신물질 비율"),
-    ("unknown_groups", "미확인 그룹 문자"),
-    ("synthetic_keys", "등록번호 미부여(합성 키)"),
-    ("invalid_dates", "발급일자 형식 오류"),
-    ("future_dates", "미래 발급일자"),
-    ("ancient_dates", "1990년 이전 발급일자"),
-    ("issue_before_acceptance", "접수일 이전 발급일자"),
-    ("unresolved_countries", "미확인 국가명"),
-    ("oversize_fields", "규격 초과 길이"),
-    ("replacement_chars", "깨진 문자(U+FFFD)"),
-    ("site_split_failures", "제조소 분리 실패"),
-    ("schema_drift", "응답 필드 변화"),
-    ("page_repeats", "페이지 간 반복 행"),
-)
+QUALITY_METRICS = tuple(QUALITY_LABELS.items())
 #: the one WARN check on normalized_records that holds all of QUALITY_METRICS
 QUALITY_CHECK = "quality_metrics"
 
 
-def gate_spec(n: int) -> dg.AssetCheckSpec:
-    """Gate `n`'s blocking check, on the asset that judges it (its registry entry's `asset`)."""
-    g = GATE_BY_NUMBER[n]
+def gate_spec(g: Gate) -> dg.AssetCheckSpec:
+    """A gate's blocking check, on the asset that judges it (its registry entry's `asset`)."""
     return dg.AssetCheckSpec(
         g.check_name,
         asset=g.asset,
         blocking=True,
         partitions_def=daily_partitions,
-        description=f"게이트 {n} (차단) — {g.rule_text}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
+        description=f"게이트 {g.number} (차단) — {g.rule_text}. 실패하면 그날은 거부되고 비교 기준일은 그대로입니다.",
     )
 
 
-def gate_specs(asset: str) -> list[dg.AssetCheckSpec]:
-    """The blocking checks of every gate judged on `asset`, in gate order."""
-    return [gate_spec(g.number) for g in GATES if g.asset == asset]
+def gate_specs(asset: str, registry: GateRegistry = GATES) -> list[dg.AssetCheckSpec]:
+    """The blocking checks of every gate of `registry` judged on `asset`, in gate order."""
+    return [gate_spec(g) for g in registry if g.asset == asset]
 
 
 def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
@@ -95,7 +78,7 @@ def gate_result(g: GateOutcome, asset: str) -> dg.AssetCheckResult:
     block the rejected day's own report."""
     return dg.AssetCheckResult(
         asset_key=asset,
-        check_name=GATE_BY_NUMBER[g.number].check_name,
+        check_name=g.gate.check_name,
         passed=g.passed is not False,
         severity=dg.AssetCheckSeverity.ERROR if g.passed is not None else dg.AssetCheckSeverity.WARN,
         description=f"{g.label_ko}: {g.observed} (기준 {g.threshold}) — {g.detail}",

@@ -45,12 +45,17 @@ def _encode(value: Any) -> tuple[dict[str, Any], dict[str, pl.DataFrame]]:
         elif isinstance(v, date):
             fields[f.name] = v.isoformat()
         elif isinstance(v, list):
-            fields[f.name] = [dataclasses.asdict(x) if _is_record(x) else x for x in v]
+            fields[f.name] = [_plain(x) if _is_record(x) else x for x in v]
         elif _is_record(v):
-            fields[f.name] = dataclasses.asdict(v)
+            fields[f.name] = _plain(v)
         else:
             fields[f.name] = v
     return fields, frames
+
+
+def _plain(record: DataclassInstance) -> dict[str, Any]:
+    """A record's own values; a gate outcome's registry entry (code) is left out: its number names the gate."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if f.compare}
 
 
 def _is_record(x: object) -> TypeGuard[DataclassInstance]:

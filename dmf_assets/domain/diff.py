@@ -215,24 +215,53 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     """All matched pairs as (base_dmf_key, dmf_key, match, _b_hash, _n_hash), the rows of each side left
     unmatched (what becomes WITHDRAWN and NEW; the new rows with the group_key and identity_hash that say
     whether they reappear), and the possible re-numberings among those (_side, dmf_key, renumber_candidates)."""
-    match_cols = [
-        "dmf_key",
-        "group_key",
-        "content_hash",
-        "is_synthetic",
-        "ingredient_key",
-        "applicant_identity",
-        *SIMILARITY_KEYS,
-    ]
-    match_cols = list(dict.fromkeys(match_cols))
+    match_cols = list(
+        dict.fromkeys(
+            [
+                "dmf_key",
+                "group_key",
+                "content_hash",
+                "is_synthetic",
+                "ingredient_key",
+                "applicant_identity",
+                *SIMILARITY_KEYS,
+            ]
+        )
+    )
     b = base.select(*match_cols, _group_size(base))
     n = new.select(*match_cols, "identity_hash", _group_size(new))
+    # 1. one on each side, 2. duplicate groups, group-to-group
+    matched = pl.concat([_direct_pairs(b, n), *_duplicate_group_pairs(b, n)])
+    b_left = b.join(matched.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti")
+    n_left = n.join(matched.select("dmf_key"), on="dmf_key", how="anti")
+    # 3. registrations without a number, on either side
+    if pending := _pending_pairs(b_left, n_left):
+        matched, b_left, n_left = _take(matched, b_left, n_left, _with_hashes(_pairs_frame(pending, "pending"), b, n))
+    # 4. numbered registrations listed under another number
+    renumbered, candidates = _renumbering(b_left, n_left)
+    if renumbered.height:
+        matched, b_left, n_left = _take(matched, b_left, n_left, _with_hashes(renumbered, b, n))
+    return matched, b_left, n_left, candidates
 
-    # 1. one on each side
-    # the pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
-    # and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
-    # (the three columns are selected before the filter: an eager filter copies every column it is given)
-    direct = (
+
+def _take(
+    matched: pl.DataFrame, b_left: pl.DataFrame, n_left: pl.DataFrame, pairs: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """`pairs` added to the matched pairs, their rows taken from those left on each side."""
+    return (
+        pl.concat([matched, pairs]),
+        b_left.filter(~pl.col("dmf_key").is_in(pairs.get_column("base_dmf_key").implode())),
+        n_left.filter(~pl.col("dmf_key").is_in(pairs.get_column("dmf_key").implode())),
+    )
+
+
+def _direct_pairs(b: pl.DataFrame, n: pl.DataFrame) -> pl.DataFrame:
+    """A number (or synthetic key) present once on each side.
+
+    The pair's content hashes come along: `_compare_pairs` needs only the pairs whose hashes differ,
+    and joining a million pairs to both snapshots again for them costs seconds and ~0.3 GB
+    (the three columns are selected before the filter: an eager filter copies every column it is given)."""
+    return (
         b.select("group_key", "_size", base_dmf_key="dmf_key", _b_hash="content_hash")
         .filter(pl.col("_size") == 1)
         .drop("_size")
@@ -244,55 +273,55 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
         )
         .select("base_dmf_key", "dmf_key", pl.lit("direct").alias("match"), "_b_hash", "_n_hash")
     )
-    pairs = [direct]
 
-    # 2. duplicate groups, group-to-group (few rows: plain Python is clearer here)
+
+def _duplicate_group_pairs(b: pl.DataFrame, n: pl.DataFrame) -> list[pl.DataFrame]:
+    """Duplicate-number groups, group-to-group (few rows: plain Python is clearer here)."""
     multi = pl.concat(
         [b.filter(pl.col("_size") > 1).get_column("group_key"), n.filter(pl.col("_size") > 1).get_column("group_key")]
     ).unique()
-    if multi.len():
-        b_multi = b.filter(pl.col("group_key").is_in(multi.implode()))
-        n_multi = n.filter(pl.col("group_key").is_in(multi.implode()))
-        # `_greedy_match`'s first pass, for all groups at once: taking base rows in dmf_key order, each pairs
-        # with the first free new row of its content, i.e. the i-th base row of a (group, content) with the
-        # i-th new row of it (dmf_key order on both sides). Usually that pairs every row of every group.
-        twin_keys = ["group_key", "content_hash", "_twin"]
-        twin_rank = pl.col("dmf_key").rank("ordinal").over("group_key", "content_hash").alias("_twin")
-        twins = b_multi.select("group_key", "content_hash", twin_rank, base_dmf_key="dmf_key").join(
-            n_multi.select("group_key", "content_hash", twin_rank, "dmf_key"), on=twin_keys, nulls_equal=True
+    if not multi.len():
+        return []
+    b_multi = b.filter(pl.col("group_key").is_in(multi.implode()))
+    n_multi = n.filter(pl.col("group_key").is_in(multi.implode()))
+    # `_greedy_match`'s first pass, for all groups at once: taking base rows in dmf_key order, each pairs
+    # with the first free new row of its content, i.e. the i-th base row of a (group, content) with the
+    # i-th new row of it (dmf_key order on both sides). Usually that pairs every row of every group.
+    twin_keys = ["group_key", "content_hash", "_twin"]
+    twin_rank = pl.col("dmf_key").rank("ordinal").over("group_key", "content_hash").alias("_twin")
+    twins = b_multi.select("group_key", "content_hash", twin_rank, base_dmf_key="dmf_key").join(
+        n_multi.select("group_key", "content_hash", twin_rank, "dmf_key"), on=twin_keys, nulls_equal=True
+    )
+    pairs = [
+        twins.select(
+            "base_dmf_key",
+            "dmf_key",
+            pl.lit("duplicate_group").alias("match"),
+            pl.col("content_hash").alias("_b_hash"),
+            pl.col("content_hash").alias("_n_hash"),
         )
-        pairs.append(
-            twins.select(
-                "base_dmf_key",
-                "dmf_key",
-                pl.lit("duplicate_group").alias("match"),
-                pl.col("content_hash").alias("_b_hash"),
-                pl.col("content_hash").alias("_n_hash"),
-            )
-        )
-        # the rest of the greedy match (similarity) for the groups with rows left on both sides
-        b_rest = b_multi.join(twins.select(dmf_key="base_dmf_key"), on="dmf_key", how="anti")
-        n_rest = n_multi.join(twins.select("dmf_key"), on="dmf_key", how="anti")
-        both = b_rest.join(n_rest.select("group_key").unique(), on="group_key", how="semi", nulls_equal=True)
-        group_pairs = []
-        if both.height:
-            n_groups = n_rest.partition_by("group_key", as_dict=True)
-            for gk, b_rows in both.partition_by("group_key", as_dict=True).items():
-                group_pairs += _greedy_match(b_rows.to_dicts(), n_groups[gk].to_dicts(), min_score=0.5)
-        if group_pairs:
-            pairs.append(_with_hashes(_pairs_frame(group_pairs, "duplicate_group"), b, n))
+    ]
+    # the rest of the greedy match (similarity) for the groups with rows left on both sides
+    b_rest = b_multi.join(twins.select(dmf_key="base_dmf_key"), on="dmf_key", how="anti")
+    n_rest = n_multi.join(twins.select("dmf_key"), on="dmf_key", how="anti")
+    both = b_rest.join(n_rest.select("group_key").unique(), on="group_key", how="semi", nulls_equal=True)
+    group_pairs = []
+    if both.height:
+        n_groups = n_rest.partition_by("group_key", as_dict=True)
+        for gk, b_rows in both.partition_by("group_key", as_dict=True).items():
+            group_pairs += _greedy_match(b_rows.to_dicts(), n_groups[gk].to_dicts(), min_score=0.5)
+    if group_pairs:
+        pairs.append(_with_hashes(_pairs_frame(group_pairs, "duplicate_group"), b, n))
+    return pairs
 
-    matched = pl.concat(pairs)
 
-    # 3. registrations without a number, on either side
-    b_left = b.join(matched.select(pl.col("base_dmf_key").alias("dmf_key")), on="dmf_key", how="anti")
-    n_left = n.join(matched.select("dmf_key"), on="dmf_key", how="anti")
-    b_cand = b_left.filter(pl.col("is_synthetic"))
-    n_cand = n_left
+def _pending_pairs(b_left: pl.DataFrame, n_left: pl.DataFrame) -> list[tuple[str, str]]:
+    """A registration without a number on either side: the base's unnumbered rows against every new row left,
+    then — the mirror case — a numbered base row that lost its number."""
     pending_pairs: list[tuple[str, str]] = []
-    if b_cand.height and n_cand.height:
-        pending_pairs += _pending_match(b_cand, n_cand)
-    # a numbered registration that lost its number is the mirror case
+    b_cand = b_left.filter(pl.col("is_synthetic"))
+    if b_cand.height and n_left.height:
+        pending_pairs += _pending_match(b_cand, n_left)
     n_syn = n_left.filter(pl.col("is_synthetic"))
     if n_syn.height:
         taken_b = {p[0] for p in pending_pairs}
@@ -301,19 +330,7 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
         n_syn = n_syn.filter(~pl.col("dmf_key").is_in(list(taken_n)))
         if b_num.height and n_syn.height:
             pending_pairs += _pending_match(b_num, n_syn)
-    if pending_pairs:
-        pending = _with_hashes(_pairs_frame(pending_pairs, "pending"), b, n)
-        matched = pl.concat([matched, pending])
-        b_left = b_left.filter(~pl.col("dmf_key").is_in(pending.get_column("base_dmf_key").implode()))
-        n_left = n_left.filter(~pl.col("dmf_key").is_in(pending.get_column("dmf_key").implode()))
-
-    # 4. numbered registrations listed under another number
-    renumbered, candidates = _renumbering(b_left, n_left)
-    if renumbered.height:
-        matched = pl.concat([matched, _with_hashes(renumbered, b, n)])
-        b_left = b_left.filter(~pl.col("dmf_key").is_in(renumbered.get_column("base_dmf_key").implode()))
-        n_left = n_left.filter(~pl.col("dmf_key").is_in(renumbered.get_column("dmf_key").implode()))
-    return matched, b_left, n_left, candidates
+    return pending_pairs
 
 
 def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -405,6 +422,23 @@ _FIELD_ORDER: dict[str, int] = {name: i for i, name in enumerate([*FIELD_COLUMNS
 
 def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
     """`sites` change rows of the pairs whose manufacturer/address/countries changed (CHANGE_SCHEMA)."""
+    cand = _site_candidates(joined)
+    return pl.DataFrame(
+        _site_changes(cand) if cand.height else [],
+        schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8},
+    ).select(
+        "dmf_key",
+        "base_dmf_key",
+        pl.lit(SITES_FIELD).alias("field"),
+        "before",
+        "after",
+        pl.lit(False).alias("is_cosmetic"),
+        pl.lit(Severity.CRITICAL.value).alias("severity"),
+    )
+
+
+def _site_candidates(joined: pl.DataFrame) -> pl.DataFrame:
+    """The pairs whose site fields changed and that have more than one site on a side, with both sides' sites."""
     display_changed = pl.any_horizontal(
         [~pl.col(f"b.{FIELD_COLUMNS[f][0]}").eq_missing(pl.col(f"n.{FIELD_COLUMNS[f][0]}")) for f in SITE_FIELDS]
     )
@@ -420,7 +454,7 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
                     cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries"))
                 ).rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]  # polars types the mapper as one argument
             )
-    cand = cand.select(
+    return cand.select(
         "dmf_key",
         "base_dmf_key",
         "b.sites",
@@ -430,60 +464,40 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
         "b.sites_split_ok",
         "n.sites_split_ok",
     )
-    rows: list[dict] = []
-    if cand.height:
-        # matching keys of every site name/address, computed once with the normalizer's own rules
-        flat = (
-            pl.concat([cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")])
-            .select("name", "address")
-            .unique()
-        )
-        keys = {
-            (r["name"], r["address"]): (r["nk"], r["ak"])
-            for r in flat.with_columns(
-                nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))
-            ).iter_rows(named=True)
-        }
 
-        def keyed(sites: list[dict] | None) -> list[KeyedSite]:
-            return [
-                KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
-                for s in (sites or [])
-            ]
 
-        for r in cand.iter_rows(named=True):
-            if r["b.sites_split_ok"] and r["n.sites_split_ok"]:
-                for ch in site_changes(keyed(r["b.sites"]), keyed(r["n.sites"])):
-                    detail = ch.kind == "changed"
-                    rows.append(
-                        {
-                            "dmf_key": r["dmf_key"],
-                            "base_dmf_key": r["base_dmf_key"],
-                            "before": site_label(ch.before, detail),
-                            "after": site_label(ch.after, detail),
-                        }
-                    )
-            elif r["b.site_count"] != r["n.site_count"]:
-                # the split could not be trusted: say only how many sites there are
-                rows.append(
-                    {
-                        "dmf_key": r["dmf_key"],
-                        "base_dmf_key": r["base_dmf_key"],
-                        "before": f"제조소 {r['b.site_count']}곳",
-                        "after": f"제조소 {r['n.site_count']}곳",
-                    }
-                )
-    return pl.DataFrame(
-        rows, schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8}
-    ).select(
-        "dmf_key",
-        "base_dmf_key",
-        pl.lit(SITES_FIELD).alias("field"),
-        "before",
-        "after",
-        pl.lit(False).alias("is_cosmetic"),
-        pl.lit(Severity.CRITICAL.value).alias("severity"),
+def _site_changes(cand: pl.DataFrame) -> list[dict]:
+    """One row per added / removed / changed site of each candidate pair; only the count when a split failed."""
+    # matching keys of every site name/address, computed once with the normalizer's own rules
+    flat = (
+        pl.concat([cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")])
+        .select("name", "address")
+        .unique()
     )
+    keys = {
+        (r["name"], r["address"]): (r["nk"], r["ak"])
+        for r in flat.with_columns(nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))).iter_rows(
+            named=True
+        )
+    }
+
+    def keyed(sites: list[dict] | None) -> list[KeyedSite]:
+        return [
+            KeyedSite(s["name"], s["address"], s["country"], s["role"], *keys[(s["name"], s["address"])])
+            for s in (sites or [])
+        ]
+
+    rows: list[dict] = []
+    for r in cand.iter_rows(named=True):
+        pair = {"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"]}
+        if r["b.sites_split_ok"] and r["n.sites_split_ok"]:
+            for ch in site_changes(keyed(r["b.sites"]), keyed(r["n.sites"])):
+                detail = ch.kind == "changed"
+                rows.append({**pair, "before": site_label(ch.before, detail), "after": site_label(ch.after, detail)})
+        elif r["b.site_count"] != r["n.site_count"]:
+            # the split could not be trusted: say only how many sites there are
+            rows.append({**pair, "before": f"제조소 {r['b.site_count']}곳", "after": f"제조소 {r['n.site_count']}곳"})
+    return rows
 
 
 def _sort_changes(changes: pl.DataFrame) -> pl.DataFrame:
@@ -659,19 +673,35 @@ def diff_snapshots(
     NEW registration matching one of those is a reappearance (HIGH).
     """
     if base is None:
-        empty = pl.DataFrame(schema=EVENT_SCHEMA)
         return DiffResult(
-            events=empty,
+            events=pl.DataFrame(schema=EVENT_SCHEMA),
             changes=pl.DataFrame(schema=CHANGE_SCHEMA),
             baseline=True,
             counts={"NEW": 0, "CHANGED": 0, "WITHDRAWN": 0, "COSMETIC": 0, "substantive": 0, "population": new.height},
         )
-
     # only DIFF_COLUMNS from here on (so the list stays complete: a missing one fails every test)
     base, new = (f.select([c for c in DIFF_COLUMNS if c in f.columns]) for f in (base, new))
     pairs, base_left, new_left, candidates = _match(base, new)
     changed, changes = _compare_pairs(base, new, pairs)
+    del pairs  # a million rows at 1 M; nothing below needs them
+    events = _with_unmatched(changed, new_left, base_left, candidates, previously_seen)
+    events = _attach_summary(events, base, new)
+    from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
 
+    events = _apply_watchlist(events, watchlist, match_key)
+    events = _in_order(events.drop([c for c in events.columns if c.startswith("_")]))
+    return DiffResult(events=events, changes=changes, counts=_counts(events, base.height))
+
+
+def _with_unmatched(
+    changed: pl.DataFrame,
+    new_left: pl.DataFrame,
+    base_left: pl.DataFrame,
+    candidates: pl.DataFrame,
+    previously_seen: Iterable[str],
+) -> pl.DataFrame:
+    """The CHANGED events and, from the rows left unmatched, the NEW and WITHDRAWN ones (each naming the numbers
+    it may have been re-numbered from or to)."""
     seen = pl.Series("seen", list(previously_seen), dtype=pl.Utf8)
     new_rows = new_left.select(
         "dmf_key",
@@ -691,7 +721,6 @@ def diff_snapshots(
         is_reappearance=pl.lit(False),
         severity=pl.lit("CRITICAL"),
     )
-    del pairs  # a million rows at 1 M; nothing below needs them
     plain = {
         "is_cosmetic": pl.lit(False),
         "number_assigned": pl.lit(False),
@@ -703,7 +732,7 @@ def diff_snapshots(
     }
     no_candidates = pl.lit([], dtype=pl.List(pl.Utf8))
     columns = sorted([*changed.columns, "renumber_candidates"])
-    events = pl.concat(
+    return pl.concat(
         [
             changed.with_columns(renumber_candidates=no_candidates).select(columns),
             *(
@@ -715,13 +744,11 @@ def diff_snapshots(
             ),
         ]
     )
-    events = _attach_summary(events, base, new)
-    from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
 
-    events = _apply_watchlist(events, watchlist, match_key)
-    events = events.drop([c for c in events.columns if c.startswith("_")])
 
-    events = (
+def _in_order(events: pl.DataFrame) -> pl.DataFrame:
+    """Worst severity first, then by key: the order every reader of a diff sees."""
+    return (
         events.with_columns(_rank=pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8))
         .sort(
             ["_rank", "dmf_key", "event_type", "base_dmf_key"], descending=[True, False, False, False], nulls_last=True
@@ -730,6 +757,9 @@ def diff_snapshots(
         .select(list(EVENT_SCHEMA))
         .cast(EVENT_SCHEMA)  # type: ignore[arg-type]  # polars' schema alias is private (polars._typing)
     )
+
+
+def _counts(events: pl.DataFrame, base_rows: int) -> dict[str, int]:
     counts = {
         "NEW": int((events["event_type"] == "NEW").sum()),
         "CHANGED": int(((events["event_type"] == "CHANGED") & ~events["is_cosmetic"]).sum()),
@@ -738,7 +768,7 @@ def diff_snapshots(
         "REAPPEARED": int(events["is_reappearance"].sum()),
         "NUMBER_ASSIGNED": int(events["number_assigned"].sum()),
         "NUMBER_CHANGED": int(events["number_changed"].sum()),
-        "population": max(base.height, 1),
+        "population": max(base_rows, 1),
     }
     counts["substantive"] = counts["NEW"] + counts["CHANGED"] + counts["WITHDRAWN"]
-    return DiffResult(events=events, changes=changes, counts=counts)
+    return counts

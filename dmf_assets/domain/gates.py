@@ -1,16 +1,20 @@
-"""The six acceptance gates and the quality metrics (docs/DOMAIN.md §6), as pure functions.
+"""The acceptance gates and the quality metrics (docs/DOMAIN.md §6), as pure functions.
 
-Gates 1–5 judge the fetched snapshot on its own (and its size against the last accepted day);
-gate 6 judges the diff. A day is accepted only if all six pass. Every outcome carries the observed
-value, the threshold and a Korean sentence with the numbers, so the UI and the workbook explain
-themselves.
+Each gate is declared once, as an entry of the registry `GATES`: its rule (a function of the day's
+`Evidence`), what it needs — the fetch, the rows, the comparison base, or the diff against that base —
+and the texts that name it. The pipeline loops over the registry: the gates that judge the fetched
+snapshot before the diff, the ones that judge the diff after it, and — whenever the comparison base of
+an accepted day moves — every gate that needs the base again. A day is accepted only if all pass. Every
+outcome carries the observed value, the threshold and a Korean sentence with the numbers, so the UI and
+the workbook explain themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import date
+from enum import Enum
 from typing import Protocol
 
 import polars as pl
@@ -56,28 +60,152 @@ class QualityThresholds(Protocol):
     def stale_source_days(self) -> int: ...
 
 
+# --- what a gate judges ----------------------------------------------------------------------------
+
+
+class Needs(Enum):
+    """What a gate reads of a day, which also says when it is judged (docs/DOMAIN.md §6)."""
+
+    FETCH = "fetch"  # what the transfer proved (pages, totalCount): before the diff
+    ROWS = "rows"  # the rows received: before the diff, unless nothing usable arrived
+    BASE = "base"  # the snapshot against the comparison base: before the diff, and again when the base moves
+    DIFF = "diff"  # the diff against the comparison base: after the diff, and again when the base moves
+
+
+#: the gates judged on the fetched snapshot, before the diff
+BEFORE_DIFF = (Needs.FETCH, Needs.ROWS, Needs.BASE)
+#: the gates judged again whenever a day's comparison base moves
+ON_BASE = (Needs.BASE, Needs.DIFF)
+
+
 @dataclass(frozen=True)
+class FetchFacts:
+    """What the fetch proved about the day's transfer (built from the client's FetchResult)."""
+
+    transport_ok: bool
+    transport_errors: tuple[str, ...] = ()
+    pages_ok: int = 0
+    pages_failed: int = 0
+    total_count: int | None = None  # consistent totalCount across pages; None when unknown/inconsistent
+    total_count_note: str = ""  # why total_count is None, when it is
+    rows_received: int = 0
+    rows_after_dedup: int = 0
+    duplicate_rows_dropped: int = 0
+    unexpected_fields: tuple[str, ...] = ()
+    missing_fields: tuple[str, ...] = ()
+    stopped: str = ""  # why the fetch stopped before the last page totalCount promises (a sentence), if it did
+
+    @classmethod
+    def recorded(cls, total_count: int | None, rows: int | None) -> FetchFacts:
+        """What a day's run row recorded of its fetch: what its gates that need the base are judged on again."""
+        return cls(True, total_count=total_count, rows_after_dedup=rows or 0)
+
+    @property
+    def transport_passed(self) -> bool:
+        return self.transport_ok and self.pages_failed == 0
+
+    @property
+    def nothing_usable(self) -> bool:
+        """The transfer failed and no row arrived: the gates that read rows are not evaluated."""
+        return not self.transport_passed and self.rows_after_dedup == 0
+
+
+@dataclass(frozen=True)
+class BaseFacts:
+    """The comparison base: the latest accepted day before the day being judged."""
+
+    day: date | None = None
+    total_count: int | None = None
+    population: int | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the gates judge a day on; each gate reads the part its `Needs` names. A day judged again against a
+    moved base has no snapshot here (`snapshot` None): only the gates that need the base are judged then."""
+
+    fetch: FetchFacts
+    base: BaseFacts = BaseFacts()
+    snapshot: pl.DataFrame | None = None  # ROWS: the keyed snapshot
+    page_samples: tuple[dict, ...] = ()  # FETCH: the pages whose rows disagree with totalCount (`page_samples`)
+    counts: Mapping[str, int] = field(default_factory=dict)  # DIFF: the diff's counts
+    population: int = 0  # DIFF: stands in when the base's population is not on record
+    changes: tuple[dict, ...] = ()  # DIFF: sample events
+
+    @property
+    def rows(self) -> pl.DataFrame:
+        if self.snapshot is None:
+            raise ValueError("a gate that reads rows is judged on the fetched snapshot only")
+        return self.snapshot
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    number: int
+    passed: bool | None  # None = not evaluated (an earlier gate already rejected the day)
+    observed_value: float | None
+    threshold_value: float | None
+    observed: str
+    threshold: str
+    detail: str
+    samples: tuple[dict, ...] = ()
+    #: the gate's entry when a registry judged it (None: looked up in GATES by number)
+    entry: Gate | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def gate(self) -> Gate:
+        return self.entry or GATES[self.number]
+
+    @property
+    def name(self) -> str:
+        return self.gate.name
+
+    @property
+    def label_ko(self) -> str:
+        return self.gate.label_ko
+
+
+@dataclass(frozen=True)
+class QualityMetric:
+    name: str
+    label_ko: str
+    value: float
+    expected: str
+    ok: bool
+    detail: str = ""
+    samples: tuple[dict, ...] = ()
+
+
+# --- the registry ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
 class Gate:
-    """One acceptance gate, declared once (docs/DOMAIN.md §6): what it is called, which setting holds its
-    threshold, when it is judged, whether a same-morning retry can help, what a person should check, and
-    which emulator faults it must refuse. Everything else that names a gate (the Dagster check and the
-    asset it sits on, the messages, the workbook, the fault matrix) derives from this entry."""
+    """One acceptance gate, declared once (docs/DOMAIN.md §6): its rule, what it needs, which setting holds its
+    threshold, whether a same-morning retry can help, what a person should check, and which emulator faults it
+    must refuse. Everything else that names a gate (the Dagster check and the asset it sits on, the messages,
+    the workbook, the fault matrix) derives from this entry."""
 
     number: int
     name: str  # check name suffix: gate_{number}_{name}
     label_ko: str
     label_en: str
     rule_ko: str  # the rule, without numbers (the thresholds are configuration)
+    rule: Callable[[Evidence, GateThresholds], GateOutcome]  # returns an outcome numbered `number`
+    needs: Needs
     setting: str | None  # the key in [gates] that sets the threshold (None: an exact rule)
-    after_diff: bool  # judged on the diff (gate 6) rather than on the fetched snapshot (gates 1–5)
     transient: bool  # a source hiccup: retried the same morning; otherwise a person decides
     check_ko: str  # what to look at before raising the threshold or re-running
+    reader_ko: str  # why the day was not used, for the team's mail: no setting, no API field, no gate number
     faults: tuple[str, ...] = ()  # the emulator fault kinds (emulator/faults.py) this gate must refuse
-    reader_ko: str = ""  # why the day was not used, for the team's mail: no setting, no API field, no gate number
 
     def __post_init__(self) -> None:
         if not self.reader_ko:
             raise ValueError(f"gate {self.number} needs the sentence its rejection says to the team (reader_ko)")
+
+    @property
+    def after_diff(self) -> bool:
+        return self.needs is Needs.DIFF
 
     @property
     def check_name(self) -> str:
@@ -105,209 +233,77 @@ class Gate:
         return None if self.setting is None else f"gates.{self.setting}"
 
 
-TRANSPORT = Gate(
-    1,
-    "transport",
-    "전송",
-    "transport",
-    "모든 쪽이 HTTP 200, resultCode 00, 읽을 수 있는 응답 본문, API의 9개 항목 그대로",
-    None,
-    False,
-    True,
-    "원천 API가 오류를 돌려주었습니다",
-    (
-        "truncated_json",
-        "xml_key_error",
-        "xml_quota_error",
-        "outage",
-        "schema_drift_renamed",
-        "schema_drift_missing",
-        "field_renamed_on_page",
-        "field_missing_on_page",
-        "field_renamed_on_rows",
-    ),
-    "식약처 서버가 오류를 돌려주었거나 응답의 형식이 달라 목록을 끝까지 받지 못했습니다",
-)
-COMPLETENESS = Gate(
-    2,
-    "completeness",
-    "완전성",
-    "completeness",
-    "수신 건수(페이지 간 반복 제거 후) = totalCount, 삭제 후보는 원천에 다시 물어 목록에 없음을 확인",
-    None,
-    False,
-    True,
-    "원천이 목록 일부만 돌려주었습니다",
-    (
-        "total_count_inflated",
-        "total_count_deflated",
-        "page_missing_rows",
-        "page_order_unstable",
-        "empty_page",
-        "registry_shift",
-    ),
-    "받은 목록에 빠진 등록이 있었습니다(식약처가 알린 전체 건수와 맞지 않거나, 받는 사이 목록이 바뀜)",
-)
-DROP = Gate(
-    3,
-    "drop",
-    "감소율",
-    "drop",
-    "마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
-    "drop_max_ratio",
-    False,
-    False,
-    "원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
-    ("mass_disappearance",),
-    "전체 등록 수가 기준일보다 크게 줄었습니다 — 목록 일부만 왔을 수 있습니다",
-)
-NULLS = Gate(
-    4,
-    "nulls",
-    "결측",
-    "nulls",
-    "등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
-    "null_max_ratio",
-    False,
-    False,
-    "응답 형식이 바뀌어 필드가 비어 온 것인지",
-    (),
-    "등록번호·성분명·신청인이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
-)
-DUPLICATES = Gate(
-    5,
-    "duplicates",
-    "중복",
-    "duplicates",
-    "중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
-    "duplicate_max_ratio",
-    False,
-    False,
-    "같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지",
-    reader_ko="같은 등록번호가 너무 많이 겹쳤습니다 — 같은 목록이 되풀이되어 왔을 수 있습니다",
-)
-CHURN = Gate(
-    6,
-    "churn",
-    "변동률",
-    "churn",
-    "(신규+변경+삭제)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
-    "churn_max_ratio",
-    True,
-    False,
-    "원천 데이터 이상인지, 실제 대규모 변경인지",
-    ("garbled_text",),
-    "하루 사이 바뀐 등록이 너무 많았습니다 — 원천 데이터 이상일 수 있습니다",
-)
-
-GATES: tuple[Gate, ...] = (TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN)
-GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
-#: number -> (name, Korean label), derived from GATES
-GATE_LABELS: dict[int, tuple[str, str]] = {g.number: (g.name, g.label_ko) for g in GATES}
-#: the gates judged on the fetched snapshot (before the diff), in order
-PRE_DIFF_GATES: tuple[Gate, ...] = tuple(g for g in GATES if not g.after_diff)
-
-
-def gate_title(number: int) -> str:
-    """'게이트 2 완전성(completeness)' — how every message names a gate."""
-    return GATE_BY_NUMBER[number].title
-
-
 @dataclass(frozen=True)
-class FetchFacts:
-    """What the fetch proved about the day's transfer (built from the client's FetchResult)."""
+class GateRegistry:
+    """The gates in the order they are judged and listed. The pipeline, the checks and the texts that name gates
+    loop over one registry: `GATES`, or — in a test — `GATES.registered(another)`."""
 
-    transport_ok: bool
-    transport_errors: tuple[str, ...] = ()
-    pages_ok: int = 0
-    pages_failed: int = 0
-    total_count: int | None = None  # consistent totalCount across pages; None when unknown/inconsistent
-    total_count_note: str = ""  # why total_count is None, when it is
-    rows_received: int = 0
-    rows_after_dedup: int = 0
-    duplicate_rows_dropped: int = 0
-    unexpected_fields: tuple[str, ...] = ()
-    missing_fields: tuple[str, ...] = ()
-    stopped: str = ""  # why the fetch stopped before the last page totalCount promises (a sentence), if it did
-
-
-@dataclass(frozen=True)
-class GateOutcome:
-    number: int
-    passed: bool | None  # None = not evaluated (an earlier gate already rejected the day)
-    observed_value: float | None
-    threshold_value: float | None
-    observed: str
-    threshold: str
-    detail: str
-    samples: tuple[dict, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return GATE_LABELS[self.number][0]
-
-    @property
-    def label_ko(self) -> str:
-        return GATE_LABELS[self.number][1]
-
-
-@dataclass(frozen=True)
-class QualityMetric:
-    name: str
-    label_ko: str
-    value: float
-    expected: str
-    ok: bool
-    detail: str = ""
-    samples: tuple[dict, ...] = ()
-
-
-@dataclass(frozen=True)
-class BaseFacts:
-    """The comparison base: the latest accepted day before the day being judged."""
-
-    day: date | None = None
-    total_count: int | None = None
-    population: int | None = None
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """Why a day was refused: the gate that failed, what it saw against what it allows, and the base
-    that therefore stays. The one value every consumer of a rejected day reads (UI, sensor, alerts)."""
-
-    gate: int
-    observed: str
-    threshold: str
-    detail: str  # the gate's Korean sentence, with the numbers
-    base_day: date | None
-    samples: tuple[dict, ...] = ()
+    gates: tuple[Gate, ...]
 
     def __post_init__(self) -> None:
-        if self.gate not in GATE_BY_NUMBER:
-            raise ValueError(f"unknown gate {self.gate!r}")
-        if not (self.observed and self.threshold and self.detail):
-            raise ValueError(f"a rejection by gate {self.gate} needs its observed value, threshold and detail")
+        for attr in ("number", "name"):
+            values = [getattr(g, attr) for g in self.gates]
+            if len(set(values)) != len(values):
+                raise ValueError(f"two gates with one {attr}: {values}")
 
-    @classmethod
-    def of(cls, outcome: GateOutcome, base_day: date | None) -> Rejection:
-        return cls(
-            outcome.number, outcome.observed, outcome.threshold, outcome.detail, base_day, tuple(outcome.samples)
-        )
+    def __iter__(self) -> Iterator[Gate]:
+        return iter(self.gates)
 
-    @property
-    def spec(self) -> Gate:
-        return GATE_BY_NUMBER[self.gate]
+    def __len__(self) -> int:
+        return len(self.gates)
 
-    @property
-    def sentence(self) -> str:
-        """'게이트 2 완전성(completeness): 320건이 누락되었습니다 (관측값: … · 기준: …)'"""
-        return f"{gate_title(self.gate)}: {self.evidence}"
+    def __contains__(self, number: object) -> bool:
+        return any(g.number == number for g in self.gates)
 
-    @property
-    def evidence(self) -> str:
-        """'320건이 누락되었습니다 (관측값: 수신 8,893건 / totalCount 9,213건 · 기준: 수신 건수 = totalCount)'"""
-        return f"{self.detail.rstrip('. ')} (관측값: {self.observed} · 기준: {self.threshold})."
+    def __getitem__(self, number: int) -> Gate:
+        gate = self.get(number)
+        if gate is None:
+            raise KeyError(f"no gate {number}")
+        return gate
+
+    def get(self, number: int) -> Gate | None:
+        return next((g for g in self.gates if g.number == number), None)
+
+    def registered(self, gate: Gate) -> GateRegistry:
+        """This registry with one more gate, in number order."""
+        return GateRegistry(tuple(sorted((*self.gates, gate), key=lambda g: g.number)))
+
+    def needing(self, needs: Collection[Needs]) -> tuple[Gate, ...]:
+        return tuple(g for g in self.gates if g.needs in needs)
+
+    def judge(self, evidence: Evidence, thresholds: GateThresholds, needs: Collection[Needs]) -> list[GateOutcome]:
+        """Each gate that needs one of `needs`, in order, judged on `evidence` by its rule. The gates that read
+        the rows are not evaluated when nothing usable arrived (docs/DOMAIN.md §6)."""
+        out = []
+        for gate in self.needing(needs):
+            if gate.needs in (Needs.ROWS, Needs.BASE) and evidence.fetch.nothing_usable:
+                out.append(not_evaluated(gate, f"{TRANSPORT.label_ko} 게이트에서 이미 거부되었습니다."))
+                continue
+            outcome = gate.rule(evidence, thresholds)
+            if outcome.number != gate.number:
+                raise ValueError(f"gate {gate.number}'s rule returned the outcome of gate {outcome.number}")
+            out.append(replace(outcome, entry=gate))
+        return out
+
+
+def gates_text(gates: Iterable[Gate], word: str = "게이트") -> str:
+    """'게이트 1–5', '게이트 6', '게이트 1–5·7' (`word` 'Gates': 'Gates 1–5') — how a text names gates by number."""
+    runs: list[list[int]] = []
+    for n in sorted(g.number for g in gates):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return f"{word} " + "·".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else "·".join(map(str, r)) for r in runs)
+
+
+def gates_labelled(gates: Iterable[Gate]) -> str:
+    """'게이트 1–5(전송·완전성·감소율·결측·중복)'."""
+    gates = tuple(gates)
+    return f"{gates_text(gates)}({'·'.join(g.label_ko for g in gates)})"
+
+
+# --- the rules -------------------------------------------------------------------------------------
 
 
 def _pct(x: float) -> str:
@@ -315,7 +311,7 @@ def _pct(x: float) -> str:
 
 
 def gate_transport(f: FetchFacts) -> GateOutcome:
-    passed = f.transport_ok and f.pages_failed == 0
+    passed = f.transport_passed
     errors = "; ".join(f.transport_errors[:3])
     return GateOutcome(
         TRANSPORT.number,
@@ -510,7 +506,7 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
 
 
 def gate_churn(
-    counts: dict[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()
+    counts: Mapping[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()
 ) -> GateOutcome:
     threshold = gates.churn_max_ratio
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
@@ -560,18 +556,128 @@ def churn_against(
     population: int,
     samples: tuple[dict, ...] = (),
 ) -> GateOutcome:
-    """Gate 6 of a day diffed against `base` — the one judgement the commit, the re-derivation of a later day
-    and the workbook share (docs/DOMAIN.md §6). `population` stands in when the base day's population is
-    not on record; without a base (the baseline) there is nothing to compare and the gate passes."""
+    """Gate 6 of a day diffed against `base` (docs/DOMAIN.md §6). `population` stands in when the base day's
+    population is not on record; without a base (the baseline) there is nothing to compare and the gate passes."""
     if base.day is None:
         return gate_churn_without_base(gates)
-    return gate_churn(dict(counts), base.population or population, gates, samples)
+    return gate_churn(counts, base.population or population, gates, samples)
 
 
-def drop_against(base: BaseFacts, gates: GateThresholds, *, total_count: int | None, rows: int | None) -> GateOutcome:
-    """Gate 3 of a day already judged (its recorded totalCount and rows) against `base`, which may have moved
-    since (docs/DOMAIN.md §5, §6): the same `gate_drop` the verdict applied."""
-    return gate_drop(FetchFacts(True, total_count=total_count, rows_after_dedup=rows or 0), base, gates)
+TRANSPORT = Gate(
+    number=1,
+    name="transport",
+    label_ko="전송",
+    label_en="transport",
+    rule_ko="모든 쪽이 HTTP 200, resultCode 00, 읽을 수 있는 응답 본문, API의 9개 항목 그대로",
+    rule=lambda e, _: gate_transport(e.fetch),
+    needs=Needs.FETCH,
+    setting=None,
+    transient=True,
+    check_ko="원천 API가 오류를 돌려주었습니다",
+    faults=(
+        "truncated_json",
+        "xml_key_error",
+        "xml_quota_error",
+        "outage",
+        "schema_drift_renamed",
+        "schema_drift_missing",
+        "field_renamed_on_page",
+        "field_missing_on_page",
+        "field_renamed_on_rows",
+    ),
+    reader_ko="식약처 서버가 오류를 돌려주었거나 응답의 형식이 달라 목록을 끝까지 받지 못했습니다",
+)
+COMPLETENESS = Gate(
+    number=2,
+    name="completeness",
+    label_ko="완전성",
+    label_en="completeness",
+    rule_ko="수신 건수(페이지 간 반복 제거 후) = totalCount, 삭제 후보는 원천에 다시 물어 목록에 없음을 확인",
+    rule=lambda e, _: gate_completeness(e.fetch, e.page_samples),
+    needs=Needs.FETCH,
+    setting=None,
+    transient=True,
+    check_ko="원천이 목록 일부만 돌려주었습니다",
+    faults=(
+        "total_count_inflated",
+        "total_count_deflated",
+        "page_missing_rows",
+        "page_order_unstable",
+        "empty_page",
+        "registry_shift",
+    ),
+    reader_ko="받은 목록에 빠진 등록이 있었습니다(식약처가 알린 전체 건수와 맞지 않거나, 받는 사이 목록이 바뀜)",
+)
+DROP = Gate(
+    number=3,
+    name="drop",
+    label_ko="감소율",
+    label_en="drop",
+    rule_ko="마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
+    rule=lambda e, t: gate_drop(e.fetch, e.base, t),
+    needs=Needs.BASE,
+    setting="drop_max_ratio",
+    transient=False,
+    check_ko="원천이 목록 일부만 돌려준 것인지, 실제로 등록이 대량으로 빠진 것인지",
+    faults=("mass_disappearance",),
+    reader_ko="전체 등록 수가 기준일보다 크게 줄었습니다 — 목록 일부만 왔을 수 있습니다",
+)
+NULLS = Gate(
+    number=4,
+    name="nulls",
+    label_ko="결측",
+    label_en="nulls",
+    rule_ko="등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+    rule=lambda e, t: gate_nulls(e.rows, t),
+    needs=Needs.ROWS,
+    setting="null_max_ratio",
+    transient=False,
+    check_ko="응답 형식이 바뀌어 필드가 비어 온 것인지",
+    reader_ko="등록번호·성분명·신청인이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
+)
+DUPLICATES = Gate(
+    number=5,
+    name="duplicates",
+    label_ko="중복",
+    label_en="duplicates",
+    rule_ko="중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
+    rule=lambda e, t: gate_duplicates(e.rows, t),
+    needs=Needs.ROWS,
+    setting="duplicate_max_ratio",
+    transient=False,
+    check_ko="같은 쪽이 반복 제공된 것인지, 실제로 번호가 겹치는지",
+    reader_ko="같은 등록번호가 너무 많이 겹쳤습니다 — 같은 목록이 되풀이되어 왔을 수 있습니다",
+)
+CHURN = Gate(
+    number=6,
+    name="churn",
+    label_ko="변동률",
+    label_en="churn",
+    rule_ko="(신규+변경+삭제)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
+    rule=lambda e, t: churn_against(e.counts, e.base, t, population=e.population, samples=e.changes),
+    needs=Needs.DIFF,
+    setting="churn_max_ratio",
+    transient=False,
+    check_ko="원천 데이터 이상인지, 실제 대규모 변경인지",
+    faults=("garbled_text",),
+    reader_ko="하루 사이 바뀐 등록이 너무 많았습니다 — 원천 데이터 이상일 수 있습니다",
+)
+
+GATES = GateRegistry((TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN))
+GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
+
+
+def gate_title(number: int) -> str:
+    """'게이트 2 완전성(completeness)' — how every message names a gate."""
+    return GATES[number].title
+
+
+def not_evaluated(gate: Gate, reason: str) -> GateOutcome:
+    return GateOutcome(gate.number, None, None, None, "평가하지 않음", "-", reason, entry=gate)
+
+
+def first_failure(outcomes: Iterable[GateOutcome]) -> GateOutcome | None:
+    return next((o for o in outcomes if o.passed is False), None)
 
 
 def rejection_reason(g: GateOutcome) -> str:
@@ -579,227 +685,209 @@ def rejection_reason(g: GateOutcome) -> str:
     return f"{g.number}번 {g.label_ko} 게이트 실패: {g.observed} — {g.detail}"
 
 
-def not_evaluated(number: int, reason: str) -> GateOutcome:
-    return GateOutcome(number, None, None, None, "평가하지 않음", "-", reason)
+@dataclass(frozen=True)
+class Rejection:
+    """Why a day was refused: the gate that failed, what it saw against what it allows, and the base
+    that therefore stays. The one value every consumer of a rejected day reads (UI, sensor, alerts)."""
 
+    gate: int
+    observed: str
+    threshold: str
+    detail: str  # the gate's Korean sentence, with the numbers
+    base_day: date | None
+    samples: tuple[dict, ...] = ()
+    #: the gate's entry when a registry judged it (None: looked up in GATES by number)
+    entry: Gate | None = field(default=None, compare=False, repr=False)
 
-def pre_diff_gates(
-    frame: pl.DataFrame,
-    fetch: FetchFacts,
-    base: BaseFacts,
-    gates: GateThresholds,
-    *,
-    pages: list | tuple = (),
-    num_of_rows: int | None = None,
-) -> list[GateOutcome]:
-    """Gates 1–5. Content gates are skipped (not evaluated) when nothing usable arrived.
+    def __post_init__(self) -> None:
+        if self.entry is None and self.gate not in GATES:
+            raise ValueError(f"unknown gate {self.gate!r}")
+        if not (self.observed and self.threshold and self.detail):
+            raise ValueError(f"a rejection by gate {self.gate} needs its observed value, threshold and detail")
 
-    `pages` (per-page stats of the fetch) become gate 2's samples: the short, long or failed pages.
-    """
-    transport = gate_transport(fetch)
-    page_dicts = [p if isinstance(p, dict) else dict(vars(p)) for p in pages]
-    completeness = gate_completeness(fetch, page_samples(page_dicts, num_of_rows, fetch.total_count))
-    if not transport.passed and fetch.rows_after_dedup == 0:
-        reason = "전송 게이트에서 이미 거부되었습니다."
-        return [
-            transport,
-            completeness,
-            *(not_evaluated(g, reason) for g in (DROP.number, NULLS.number, DUPLICATES.number)),
-        ]
-    return [
-        transport,
-        completeness,
-        gate_drop(fetch, base, gates),
-        gate_nulls(frame, gates),
-        gate_duplicates(frame, gates),
-    ]
+    @classmethod
+    def of(cls, outcome: GateOutcome, base_day: date | None) -> Rejection:
+        return cls(
+            outcome.number,
+            outcome.observed,
+            outcome.threshold,
+            outcome.detail,
+            base_day,
+            tuple(outcome.samples),
+            outcome.entry,
+        )
 
+    @property
+    def spec(self) -> Gate:
+        return self.entry or GATES[self.gate]
 
-def first_failure(outcomes: list[GateOutcome]) -> GateOutcome | None:
-    return next((o for o in outcomes if o.passed is False), None)
+    @property
+    def sentence(self) -> str:
+        """'게이트 2 완전성(completeness): 320건이 누락되었습니다 (관측값: … · 기준: …)'"""
+        return f"{self.spec.title}: {self.evidence}"
+
+    @property
+    def evidence(self) -> str:
+        """'320건이 누락되었습니다 (관측값: 수신 8,893건 / totalCount 9,213건 · 기준: 수신 건수 = totalCount)'"""
+        return f"{self.detail.rstrip('. ')} (관측값: {self.observed} · 기준: {self.threshold})."
 
 
 # --- quality metrics (warnings only) -------------------------------------------------------------
 
+#: the metrics of a normalized day (`quality_metrics`), in the order the UI lists them: name -> label
+QUALITY_LABELS: dict[str, str] = {
+    "row_count": "수집 건수 범위",
+    "permit_parse_rate": "등록번호 해석률",
+    "new_substance_ratio": "신물질 비율",
+    "unknown_groups": "미확인 그룹 문자",
+    "synthetic_keys": "등록번호 미부여(합성 키)",
+    "invalid_dates": "발급일자 형식 오류",
+    "future_dates": "미래 발급일자",
+    "ancient_dates": "1990년 이전 발급일자",
+    "issue_before_acceptance": "접수일 이전 발급일자",
+    "unresolved_countries": "미확인 국가명",
+    "oversize_fields": "규격 초과 길이",
+    "replacement_chars": "깨진 문자(U+FFFD)",
+    "site_split_failures": "제조소 분리 실패",
+    "schema_drift": "응답 필드 변화",
+    "page_repeats": "페이지 간 반복 행",
+}
+#: the metric `judge` adds once the comparison base is known
+STALENESS = "days_since_source_change"
+
+#: what a count of rows is held to: (the expectation as people read it, whether a count meets it)
+Expectation = tuple[str, Callable[[int], bool]]
+_INFO: Expectation = ("정보", lambda n: True)
+_NONE: Expectation = ("0", lambda n: n == 0)
+
+
+def _at_most(limit: int) -> Expectation:
+    return f"≤ {limit}", lambda n: n <= limit
+
+
+def _metric(name: str, value: float, expected: str, ok: bool, detail: str, samples: tuple = ()) -> QualityMetric:
+    return QualityMetric(name, QUALITY_LABELS[name], value, expected, ok, detail, samples)
+
+
+def _counted(name: str, rows: pl.DataFrame, expect: Expectation, *columns: str, note: str = "") -> QualityMetric:
+    """A metric that counts the rows with a problem, with up to five of them as samples."""
+    expected, meets = expect
+    n = rows.height
+    samples = tuple(rows.select("row_no", *columns).head(5).to_dicts()) if columns else ()
+    return _metric(name, n, expected, meets(n), f"{n:,}건{note}", samples)
+
+
+def _row_metrics(frame: pl.DataFrame, day: date, quality: QualityThresholds) -> list[QualityMetric]:
+    """The metrics that count rows of the snapshot."""
+    issued = pl.col("issue_date")
+    numbered = frame.filter(pl.col("permit_no").is_not_null())
+    return [
+        _counted(
+            "unknown_groups",
+            numbered.filter((pl.col("permit_fmt") == "standard") & pl.col("permit_table").is_null()),
+            _INFO,
+            "permit_no",
+            note=" (예: HP 등 표에 없는 그룹)",
+        ),
+        _counted(
+            "synthetic_keys",
+            frame.filter(pl.col("permit_no").is_null()),
+            _at_most(quality.synthetic_key_max),
+            "ingredient",
+            "applicant",
+        ),
+        _counted("invalid_dates", frame.filter(pl.col("issue_date_invalid")), _NONE, "permit_no"),
+        _counted("future_dates", frame.filter(issued > day.isoformat()), _NONE, "permit_no", "issue_date"),
+        _counted("ancient_dates", frame.filter(issued < "1990-01-01"), _NONE, "permit_no", "issue_date"),
+        _counted(
+            "issue_before_acceptance",
+            frame.filter(
+                pl.col("permit_accept_date").is_not_null()
+                & issued.is_not_null()
+                & (issued < pl.col("permit_accept_date"))
+            ),
+            _INFO,
+            "permit_no",
+            "issue_date",
+            "permit_accept_date",
+        ),
+        _counted(
+            "unresolved_countries",
+            frame.filter(pl.col("unresolved_countries").list.len() > 0),
+            _at_most(quality.unresolved_country_max),
+            "countries",
+        ),
+        # a multi-site registration joins its sites in one field: the spec size holds per site
+        _counted("oversize_fields", frame.filter(oversize_expr()), _at_most(quality.oversize_max), "permit_no"),
+        _counted(
+            "replacement_chars",
+            frame.filter(pl.col("has_replacement_char")),
+            _at_most(quality.replacement_char_max),
+            "permit_no",
+        ),
+        _counted(
+            "site_split_failures",
+            frame.filter((pl.col("site_count") > 1) & ~pl.col("sites_split_ok")),
+            _INFO,
+            "permit_no",
+        ),
+    ]
+
 
 def quality_metrics(
-    frame: pl.DataFrame,
-    fetch: FetchFacts,
-    day: date,
-    quality: QualityThresholds,
-    *,
-    days_since_source_change: int | None = None,
+    frame: pl.DataFrame, fetch: FetchFacts, day: date, quality: QualityThresholds
 ) -> list[QualityMetric]:
-    n = max(frame.height, 1)
+    """The non-blocking quality metrics of a normalized day (docs/DOMAIN.md §6), in `QUALITY_LABELS`' order."""
+    rows = frame.height
     numbered = frame.filter(pl.col("permit_no").is_not_null())
     unknown = numbered.filter(pl.col("permit_fmt") == "unknown")
     parse_rate = 1 - unknown.height / max(numbered.height, 1)
-    new_substance = frame.filter(pl.col("permit_fmt") == "new_substance").height / n
-    unknown_groups = numbered.filter((pl.col("permit_fmt") == "standard") & pl.col("permit_table").is_null())
-    day_iso = day.isoformat()
-    future = frame.filter(pl.col("issue_date") > day_iso)
-    ancient = frame.filter(pl.col("issue_date") < "1990-01-01")
-    before_accept = frame.filter(
-        pl.col("permit_accept_date").is_not_null()
-        & pl.col("issue_date").is_not_null()
-        & (pl.col("issue_date") < pl.col("permit_accept_date"))
+    new_substance = frame.filter(pl.col("permit_fmt") == "new_substance").height / max(rows, 1)
+    drift = (f"예상 밖 필드: {', '.join(fetch.unexpected_fields)} " if fetch.unexpected_fields else "") + (
+        f"누락 필드: {', '.join(fetch.missing_fields)}" if fetch.missing_fields else ""
     )
-    invalid_dates = frame.filter(pl.col("issue_date_invalid"))
-    unresolved = frame.filter(pl.col("unresolved_countries").list.len() > 0)
-    # a multi-site registration joins its sites in one field: the spec size holds per site
-    oversize = frame.filter(oversize_expr())
-    garbled = frame.filter(pl.col("has_replacement_char"))
-    split_failed = frame.filter((pl.col("site_count") > 1) & ~pl.col("sites_split_ok"))
-    synthetic = frame.filter(pl.col("permit_no").is_null())
-    rows = frame.height
-
-    def sample(df: pl.DataFrame, *cols: str) -> tuple[dict, ...]:
-        return tuple(df.select("row_no", *cols).head(5).to_dicts())
-
-    metrics = [
-        QualityMetric(
+    return [
+        _metric(
             "row_count",
-            "수집 건수 범위",
             rows,
             f"{quality.row_count_min:,}–{quality.row_count_max:,}",
             quality.row_count_min <= rows <= quality.row_count_max,
             f"{rows:,}건",
         ),
-        QualityMetric(
+        _metric(
             "permit_parse_rate",
-            "등록번호 해석률",
             round(parse_rate, 6),
             f"≥ {_pct(quality.permit_parse_min_ratio)}",
             parse_rate >= quality.permit_parse_min_ratio,
             f"해석 불가 {unknown.height:,}건",
-            sample(unknown, "permit_no_raw"),
+            tuple(unknown.select("row_no", "permit_no_raw").head(5).to_dicts()),
         ),
-        QualityMetric(
+        _metric(
             "new_substance_ratio",
-            "신물질 비율",
             round(new_substance, 6),
             f"≤ {_pct(quality.new_substance_max_ratio)}",
             new_substance <= quality.new_substance_max_ratio,
             _pct(new_substance),
         ),
-        QualityMetric(
-            "unknown_groups",
-            "미확인 그룹 문자",
-            unknown_groups.height,
-            "정보",
-            True,
-            f"{unknown_groups.height:,}건 (예: HP 등 표에 없는 그룹)",
-            sample(unknown_groups, "permit_no"),
-        ),
-        QualityMetric(
-            "synthetic_keys",
-            "등록번호 미부여(합성 키)",
-            synthetic.height,
-            f"≤ {quality.synthetic_key_max}",
-            synthetic.height <= quality.synthetic_key_max,
-            f"{synthetic.height:,}건",
-            sample(synthetic, "ingredient", "applicant"),
-        ),
-        QualityMetric(
-            "invalid_dates",
-            "발급일자 형식 오류",
-            invalid_dates.height,
-            "0",
-            invalid_dates.height == 0,
-            f"{invalid_dates.height:,}건",
-            sample(invalid_dates, "permit_no"),
-        ),
-        QualityMetric(
-            "future_dates",
-            "미래 발급일자",
-            future.height,
-            "0",
-            future.height == 0,
-            f"{future.height:,}건",
-            sample(future, "permit_no", "issue_date"),
-        ),
-        QualityMetric(
-            "ancient_dates",
-            "1990년 이전 발급일자",
-            ancient.height,
-            "0",
-            ancient.height == 0,
-            f"{ancient.height:,}건",
-            sample(ancient, "permit_no", "issue_date"),
-        ),
-        QualityMetric(
-            "issue_before_acceptance",
-            "접수일 이전 발급일자",
-            before_accept.height,
-            "정보",
-            True,
-            f"{before_accept.height:,}건",
-            sample(before_accept, "permit_no", "issue_date", "permit_accept_date"),
-        ),
-        QualityMetric(
-            "unresolved_countries",
-            "미확인 국가명",
-            unresolved.height,
-            f"≤ {quality.unresolved_country_max}",
-            unresolved.height <= quality.unresolved_country_max,
-            f"{unresolved.height:,}건",
-            sample(unresolved, "countries"),
-        ),
-        QualityMetric(
-            "oversize_fields",
-            "규격 초과 길이",
-            oversize.height,
-            f"≤ {quality.oversize_max}",
-            oversize.height <= quality.oversize_max,
-            f"{oversize.height:,}건",
-            sample(oversize, "permit_no"),
-        ),
-        QualityMetric(
-            "replacement_chars",
-            "깨진 문자(U+FFFD)",
-            garbled.height,
-            f"≤ {quality.replacement_char_max}",
-            garbled.height <= quality.replacement_char_max,
-            f"{garbled.height:,}건",
-            sample(garbled, "permit_no"),
-        ),
-        QualityMetric(
-            "site_split_failures",
-            "제조소 분리 실패",
-            split_failed.height,
-            "정보",
-            True,
-            f"{split_failed.height:,}건",
-            sample(split_failed, "permit_no"),
-        ),
-        QualityMetric(
+        *_row_metrics(frame, day, quality),
+        _metric(
             "schema_drift",
-            "응답 필드 변화",
             len(fetch.unexpected_fields) + len(fetch.missing_fields),
             "0",
             not (fetch.unexpected_fields or fetch.missing_fields),
-            (f"예상 밖 필드: {', '.join(fetch.unexpected_fields)} " if fetch.unexpected_fields else "")
-            + (f"누락 필드: {', '.join(fetch.missing_fields)}" if fetch.missing_fields else "")
-            or "변화 없음",
+            drift or "변화 없음",
         ),
-        QualityMetric(
-            "page_repeats",
-            "페이지 간 반복 행",
-            fetch.duplicate_rows_dropped,
-            "정보",
-            True,
-            f"{fetch.duplicate_rows_dropped:,}건 제거",
-        ),
+        _metric("page_repeats", fetch.duplicate_rows_dropped, "정보", True, f"{fetch.duplicate_rows_dropped:,}건 제거"),
     ]
-    if days_since_source_change is not None:
-        metrics.append(
-            QualityMetric(
-                "days_since_source_change",
-                "원천 무변동 일수",
-                days_since_source_change,
-                f"≤ {quality.stale_source_days}",
-                days_since_source_change <= quality.stale_source_days,
-                f"{days_since_source_change}일째 변경 없음",
-            )
-        )
-    return metrics
+
+
+def staleness_metric(days: int, quality: QualityThresholds) -> QualityMetric:
+    """How long the source has listed the same registry, up to the comparison base (`judge` adds it)."""
+    return QualityMetric(
+        STALENESS,
+        "원천 무변동 일수",
+        days,
+        f"≤ {quality.stale_source_days}",
+        days <= quality.stale_source_days,
+        f"기준일까지 {days}일 연속 변경 없음",
+    )

@@ -16,8 +16,6 @@ from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
 from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import database_lock, lock_path
 
-ACCEPTED_STATUSES = ("accepted", "baseline")
-
 
 @dataclass(frozen=True)
 class ProjectPaths:

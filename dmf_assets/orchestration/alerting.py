@@ -14,7 +14,7 @@ from datetime import date, datetime, time
 import dagster as dg
 
 from dmf_assets import notify
-from dmf_assets.domain.model import ACCEPTED_STATUSES, DayStatus
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.orchestration.followups import (
     TIMED_OUT_TAG,
     DayState,
@@ -27,6 +27,12 @@ from dmf_assets.orchestration.verdict import rejecting_steps
 from dmf_assets.settings import Settings
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
+
+
+def _committed(state: DayState) -> DayStatus | None:
+    """The status snapshot_diff's materialization states for an accepted day (its metadata says `label_ko_en`)."""
+    said = state.diffed.metadata.get("status") if state.diffed is not None else None
+    return next((s for s in DayStatus if s.is_accepted and s.label_ko_en == said), None)
 
 
 def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
@@ -92,8 +98,8 @@ def alerts_for_tick(
                         day=d, attempts=state.retries, why_stopped=ended, rejection=rejection, run_id=record.run_id
                     )
                 )
-        elif state.diffed is not None and state.diffed.metadata.get("status") in ACCEPTED_STATUSES:
-            statuses[d] = DayStatus.of_value(state.diffed.metadata["status"])
+        elif (committed := _committed(state)) is not None:
+            statuses[d] = committed
         latest = state.runs[:1]
         if latest and latest[0].dagster_run.status == dg.DagsterRunStatus.FAILURE:
             run_id = latest[0].dagster_run.run_id

@@ -4,13 +4,15 @@ Each public function here is one transaction (`storage.history.transaction`): th
 history is written together with the re-derivation of the next accepted day after it, so days may
 be committed in any order and the chain still ends up exactly as if they had run in date order.
 The decisions are made here — what the next accepted day's diff against its new base is, whether
-its base-dependent gates (3 drop, 6 churn) still pass — and `storage.history` writes the outcome.
+its gates that need the base still pass (the registry's rules, stored for the workbook to read) —
+and `storage.history` writes the outcome.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date
 
 import duckdb
@@ -18,37 +20,118 @@ import polars as pl
 
 from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
 from dmf_assets.domain.gates import (
+    GATES,
+    ON_BASE,
     BaseFacts,
+    Evidence,
     FetchFacts,
     GateOutcome,
+    GateRegistry,
     GateThresholds,
-    QualityMetric,
-    churn_against,
-    drop_against,
+    first_failure,
     rejection_reason,
 )
+from dmf_assets.domain.model import DayStatus
+from dmf_assets.settings import Settings
 from dmf_assets.storage import history
 
 
 @dataclass(frozen=True)
-class CommitOutcome:
+class Rules:
+    """What a day is judged and diffed by: the gate registry, its thresholds and the watchlist. Without
+    thresholds, a re-derived day is diffed again but its gates are not judged again (storage tests)."""
+
+    thresholds: GateThresholds | None = None
+    watchlist: Watchlist | None = None
+    registry: GateRegistry = GATES
+
+    @classmethod
+    def of(cls, settings: Settings, registry: GateRegistry = GATES) -> Rules:
+        return cls(settings.gates, Watchlist.of(settings.watchlist), registry)
+
+
+@dataclass(frozen=True)
+class DayOutcome:
+    """What became of a day: committed (accepted, or the baseline) or rejected — by a gate judged here, or
+    already by its verdict (carried forward). The one value the commit, the pipeline and `dmf rebuild` return."""
+
     day: date
-    status: str  # accepted | baseline | rejected
+    status: DayStatus
     base_day: date | None
-    counts: dict[str, int]
-    rederived_day: date | None  # the next accepted day whose events were recomputed
-    seconds: float
+    counts: dict[str, int] = field(default_factory=dict)
+    gates: tuple[GateOutcome, ...] = ()  # the gates judged with the diff (those that need the base), in order
+    failed_gate: GateOutcome | None = None  # the gate that refused the day here
+    rejected_gate: int | None = None
     reason: str | None = None  # a rejected day: the reason its run row records (`gates.rejection_reason`)
+    rederived_day: date | None = None  # the next accepted day whose events were recomputed
+    carried_forward: bool = False  # rejected already by its verdict: nothing to diff
+    diff: DiffResult | None = None
+    seconds: float = 0.0
+    recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
+
+    @classmethod
+    def committed(
+        cls,
+        day: date,
+        status: DayStatus,
+        base_day: date | None,
+        diff: DiffResult,
+        gates: Sequence[GateOutcome],
+        rederived_day: date | None,
+        seconds: float,
+    ) -> DayOutcome:
+        return cls(day, status, base_day, dict(diff.counts), tuple(gates), rederived_day=rederived_day, seconds=seconds)
+
+    @classmethod
+    def rejected(
+        cls, day: date, base_day: date | None, gate: GateOutcome, rederived_day: date | None, seconds: float
+    ) -> DayOutcome:
+        """Refused here by `gate`."""
+        return cls(
+            day,
+            DayStatus.REJECTED,
+            base_day,
+            failed_gate=gate,
+            rejected_gate=gate.number,
+            reason=rejection_reason(gate),
+            rederived_day=rederived_day,
+            seconds=seconds,
+        )
+
+    @classmethod
+    def carried(
+        cls, day: date, base_day: date | None, gate: int | None, reason: str | None, seconds: float = 0.0
+    ) -> DayOutcome:
+        """Refused already by its verdict (gate `gate`): nothing to diff, the comparison base stays."""
+        return cls(
+            day, DayStatus.REJECTED, base_day, rejected_gate=gate, reason=reason, carried_forward=True, seconds=seconds
+        )
 
 
-def _rederive_next(
-    conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: GateThresholds | None
-) -> date | None:
+def diff_evidence(
+    fetch: FetchFacts, base: BaseFacts, base_frame: pl.DataFrame | None, snapshot: pl.DataFrame, diff: DiffResult
+) -> Evidence:
+    """What the gates that need the base judge a day diffed against `base` on — at its commit and whenever
+    its base moves: its fetch figures, the diff's counts and its top events; the base's population where the
+    base day's is not on record."""
+    top = diff.events.filter(~pl.col("is_cosmetic")).head(10)
+    return Evidence(
+        fetch,
+        base,
+        counts=diff.counts,
+        population=(snapshot if base_frame is None else base_frame).height,
+        changes=tuple(
+            top.select("event_type", "severity", "dmf_key", "ingredient_summary", "applicant_summary").to_dicts()
+        ),
+    )
+
+
+def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> date | None:
     """Recompute the events of the next accepted day after `day` against its (new) base.
 
-    The base-dependent gates (3 drop, 6 churn) are judged again against the new base and stored, so the
-    day's gate rows never contradict its comparison base; should one now fail, that day is rejected
-    (its history removed) and the day after it is re-derived in turn.
+    The gates that need the base are judged again against the new base and stored, so the day's gate rows
+    never contradict its comparison base; should one now fail, that day is rejected (its history removed)
+    and the day after it is re-derived in turn.
     """
     nxt = history.next_accepted_after(conn, day)
     if nxt is None:
@@ -56,27 +139,23 @@ def _rederive_next(
     base = history.comparison_base(conn, nxt)
     new_frame = history.load_snapshot(conn, nxt)
     base_frame, seen = history.load_base(conn, base)
-    diff = diff_snapshots(base_frame, new_frame, previously_seen=seen, watchlist=watchlist)
-    if gates is not None:
+    diff = diff_snapshots(base_frame, new_frame, previously_seen=seen, watchlist=rules.watchlist)
+    if rules.thresholds is not None:
         run = history.run_row(conn, nxt)
         if run is None:  # an accepted day always has its run row
             raise RuntimeError(f"{nxt}: accepted day without a run row")
-        drop = drop_against(base, gates, total_count=run["total_count"], rows=run["rows_received"])
-        churn = churn_against(diff.counts, base, gates, population=new_frame.height)
-        history.write_gate(conn, nxt, drop)
-        history.write_gate(conn, nxt, churn)
-        failed = next((g for g in (drop, churn) if not g.passed), None)
-        if failed is not None:
-            _reject(conn, nxt, failed, None, time.monotonic(), watchlist, gates, base)
+        fetch = FetchFacts.recorded(run["total_count"], run["rows_received"])
+        gates = rules.registry.judge(diff_evidence(fetch, base, base_frame, new_frame, diff), rules.thresholds, ON_BASE)
+        history.write_gates(conn, nxt, gates)
+        if (failed := first_failure(gates)) is not None:
+            _reject(conn, nxt, failed, None, time.monotonic(), rules, base)
             return nxt
     history.write_rederived(conn, nxt, by=day, base=base, diff=diff)
     return nxt
 
 
-def _finish(
-    conn: duckdb.DuckDBPyConnection, day: date, watchlist: Watchlist | None, gates: GateThresholds | None
-) -> date | None:
-    rederived = _rederive_next(conn, day, watchlist, gates)
+def _finish(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> date | None:
+    rederived = _rederive_next(conn, day, rules)
     history.tidy_records(conn)
     return rederived
 
@@ -87,58 +166,37 @@ def _reject(
     gate: GateOutcome,
     run_id: str | None,
     started: float,
-    watchlist: Watchlist | None,
-    gates: GateThresholds | None,
+    rules: Rules,
     base: BaseFacts | None,
-) -> CommitOutcome:
+) -> DayOutcome:
     """`base`: the day's comparison base as the caller chose it under this lock (None: read it here)."""
     base = history.write_rejection(conn, day, gate, run_id=run_id, started=started, base=base)
-    rederived = _finish(conn, day, watchlist, gates)
-    return CommitOutcome(day, "rejected", base.day, {}, rederived, time.monotonic() - started, rejection_reason(gate))
+    rederived = _finish(conn, day, rules)
+    return DayOutcome.rejected(day, base.day, gate, rederived, time.monotonic() - started)
 
 
 def record_judgement(
     conn: duckdb.DuckDBPyConnection,
     day: date,
+    judgement: history.Judgement,
     *,
-    gates: list[GateOutcome],
-    quality: list[QualityMetric],
-    fetch: FetchFacts,
-    pages: list[dict],
-    source: str,
-    judged: history.FrameIdentity,
     run_id: str | None,
-    fetch_seconds: float | None,
-    watchlist: Watchlist | None,
-    gate_settings: GateThresholds | None = None,
+    rules: Rules,
     base: BaseFacts | None = None,
-    source_id: str | None = None,
-) -> CommitOutcome | None:
-    """Store gates 1–5 and the quality metrics; a failed gate rejects the day right here.
+) -> DayOutcome | None:
+    """Store the verdict before the diff (`judgement`); a failed gate rejects the day right here.
 
     `base`: the comparison base the gates were judged against (read once by the caller; None: read here).
-    Returns the rejection's CommitOutcome (with its reason), or None when the day may proceed to the diff.
+    Returns the rejection's DayOutcome, or None when the day may proceed to the diff.
     """
     started = time.monotonic()
-    failed = next((g for g in gates if g.passed is False), None)
+    failed = first_failure(judgement.gates)
 
-    def work() -> CommitOutcome | None:
-        history.write_judgement(
-            conn,
-            day,
-            gates=gates,
-            quality=quality,
-            fetch=fetch,
-            pages=pages,
-            source=source,
-            judged=judged,
-            run_id=run_id,
-            fetch_seconds=fetch_seconds,
-            source_id=source_id,
-        )
+    def work() -> DayOutcome | None:
+        history.write_judgement(conn, day, judgement, run_id)
         if failed is None:
             return None
-        return _reject(conn, day, failed, run_id, started, watchlist, gate_settings, base)
+        return _reject(conn, day, failed, run_id, started, rules, base)
 
     return history.transaction(conn, work)
 
@@ -148,18 +206,19 @@ def reject_day(
     day: date,
     gate: GateOutcome,
     *,
+    judged: Sequence[GateOutcome] = (),
     run_id: str | None = None,
-    watchlist: Watchlist | None = None,
-    gates: GateThresholds | None = None,
+    rules: Rules = Rules(),
     base: BaseFacts | None = None,
-) -> CommitOutcome:
-    """Reject a day after the diff (gate 6, or a gate re-checked against a moved base); `base`: the
-    comparison base the caller diffed against (None: read here)."""
+) -> DayOutcome:
+    """Reject a day by `gate` after its verdict: a gate that needs the base (judged with the diff, or again
+    against a base that moved), or gate 2 on the withdrawals. `judged`: the gates judged with it, stored beside
+    it; `base`: the comparison base the caller diffed against (None: read here)."""
     started = time.monotonic()
 
-    def work() -> CommitOutcome:
-        history.write_gate(conn, day, gate)
-        return _reject(conn, day, gate, run_id, started, watchlist, gates, base)
+    def work() -> DayOutcome:
+        history.write_gates(conn, day, [*judged, gate])
+        return _reject(conn, day, gate, run_id, started, rules, base)
 
     return history.transaction(conn, work)
 
@@ -171,17 +230,17 @@ def commit_day(
     diff: DiffResult,
     *,
     base: BaseFacts,
-    churn: GateOutcome,
+    gates: Sequence[GateOutcome],
     run_id: str | None = None,
-    watchlist: Watchlist | None = None,
-    gates: GateThresholds | None = None,
-) -> CommitOutcome:
-    """Write an accepted day: snapshot, versions, events — one transaction, replacing any earlier run."""
+    rules: Rules = Rules(),
+) -> DayOutcome:
+    """Write an accepted day: the gates judged with its diff, snapshot, versions, events — one transaction,
+    replacing any earlier run."""
     started = time.monotonic()
 
-    def work() -> CommitOutcome:
-        status = history.write_accepted(conn, day, keyed, diff, base=base, churn=churn, run_id=run_id, started=started)
-        rederived = _finish(conn, day, watchlist, gates)
-        return CommitOutcome(day, status, base.day, dict(diff.counts), rederived, time.monotonic() - started)
+    def work() -> DayOutcome:
+        status = history.write_accepted(conn, day, keyed, diff, base=base, gates=gates, run_id=run_id, started=started)
+        rederived = _finish(conn, day, rules)
+        return DayOutcome.committed(day, status, base.day, diff, gates, rederived, time.monotonic() - started)
 
     return history.transaction(conn, work)

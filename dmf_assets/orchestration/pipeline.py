@@ -1,7 +1,8 @@
 """One day through the pipeline, step by step: what each asset does, without Dagster.
 
-collect -> normalize -> judge (gates 1–5, recorded in the database) -> diff_and_commit (gate 6, and gate 2
-once more on the diff's withdrawals, asked of the source again; one transaction). Each step takes the
+collect -> normalize -> judge (the gates before the diff, recorded in the database) -> diff_and_commit (the
+gates that need the base, and gate 2 once more on the diff's withdrawals, asked of the source again; one
+transaction). Each step loops over one gate registry (`domain.gates.GATES` unless given). Each step takes the
 previous step's value and returns its own; the assets hand these values on through the day-store I/O
 manager (`defs/io.py`), so a reader of an asset's signature sees exactly what it consumes. What `diff_and_commit` commits is the frame the gates judged: it is
 part of the `JudgedDay` value, and before anything is written its row count and fingerprint are
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
@@ -21,25 +22,32 @@ import duckdb
 import polars as pl
 
 from dmf_assets.clock import require_not_behind
-from dmf_assets.domain.diff import DiffResult, Watchlist, diff_snapshots
+from dmf_assets.domain.diff import DiffResult, diff_snapshots
 from dmf_assets.domain.gates import (
+    BEFORE_DIFF,
     DROP,
-    GATE_BY_NUMBER,
+    GATES,
     BaseFacts,
+    Evidence,
     FetchFacts,
     GateOutcome,
+    GateRegistry,
+    Needs,
     QualityMetric,
-    churn_against,
-    gate_drop,
+    first_failure,
     gate_recheck,
-    pre_diff_gates,
+    gates_text,
+    page_samples,
     quality_metrics,
+    staleness_metric,
 )
 from dmf_assets.domain.model import API_FIELDS
 from dmf_assets.domain.normalize import without_lone_surrogates
 from dmf_assets.domain.recheck import Query, judge_recheck, plan_recheck
 from dmf_assets.domain.snapshot import build_snapshot
+from dmf_assets.korean import josa
 from dmf_assets.orchestration import commit
+from dmf_assets.orchestration.commit import DayOutcome
 from dmf_assets.settings import Settings
 from dmf_assets.source.identity import require_same
 from dmf_assets.source.recheck import RecheckAnswers
@@ -77,7 +85,7 @@ class NormalizedDay:
 
 @dataclass(frozen=True)
 class JudgedDay:
-    """integrity_verdict: the candidate snapshot together with the verdict of gates 1–5 on it."""
+    """integrity_verdict: the candidate snapshot together with the verdict of the gates before the diff on it."""
 
     day: date
     facts: FetchFacts
@@ -85,7 +93,7 @@ class JudgedDay:
     gates: list[GateOutcome]
     quality: list[QualityMetric]
     base_day: date | None
-    reason: str | None  # why the day was rejected (None = passed gates 1–5)
+    reason: str | None  # why the day was rejected (None = passed the gates before the diff)
 
     @property
     def passed(self) -> bool:
@@ -170,7 +178,7 @@ def normalize(fetched: FetchedDay, settings: Settings) -> NormalizedDay:
     return NormalizedDay(fetched.day, fetched.facts, fetched.fetch, keyed, quality)
 
 
-# --- judge (gates 1–5) ---------------------------------------------------------------------------
+# --- judge (the gates before the diff) -----------------------------------------------------------
 
 
 #: how the history database is named when a day it holds is later than today
@@ -184,53 +192,39 @@ def time_moves_forward(conn: duckdb.DuckDBPyConnection) -> None:
 
 
 def judge(
-    conn: duckdb.DuckDBPyConnection, normalized: NormalizedDay, settings: Settings, run_id: str | None = None
+    conn: duckdb.DuckDBPyConnection,
+    normalized: NormalizedDay,
+    settings: Settings,
+    run_id: str | None = None,
+    *,
+    registry: GateRegistry = GATES,
 ) -> JudgedDay:
-    """Evaluate gates 1–5 and record the verdict; a failed gate rejects the day in the database here. A day of
-    another source than the history's is refused first (SourceMismatch): nothing is recorded."""
-    day, facts, keyed = normalized.day, normalized.facts, normalized.keyed
-    require_same(normalized.fetch.get("source_id"), history.history_source(conn), HISTORY_DB_KO)
+    """Judge the registry's gates before the diff and record the verdict; a failed gate rejects the day in the
+    database here. A day of another source than the history's is refused first (SourceMismatch): nothing is
+    recorded."""
+    day, facts, keyed, fetch = normalized.day, normalized.facts, normalized.keyed, normalized.fetch
+    require_same(fetch.get("source_id"), history.history_source(conn), HISTORY_DB_KO)
     base = history.comparison_base(conn, day)
-    gates = pre_diff_gates(
-        keyed,
-        facts,
-        base,
-        settings.gates,
-        pages=normalized.fetch.get("pages") or [],
-        num_of_rows=normalized.fetch.get("num_of_rows"),
-    )
-    gates = [_with_drop_samples(conn, g, base, keyed) for g in gates]
+    pages = fetch.get("pages") or []
+    evidence = Evidence(facts, base, keyed, page_samples(pages, fetch.get("num_of_rows"), facts.total_count))
+    gates = [_with_drop_samples(conn, g, base, keyed) for g in registry.judge(evidence, settings.gates, BEFORE_DIFF)]
     quality = list(normalized.quality)
-    stale = history.days_since_source_change(conn, base.day)
-    if stale is not None:
-        quality.append(
-            QualityMetric(
-                "days_since_source_change",
-                "원천 무변동 일수",
-                stale,
-                f"≤ {settings.quality.stale_source_days}",
-                stale <= settings.quality.stale_source_days,
-                f"기준일까지 {stale}일 연속 변경 없음",
-            )
-        )
-    rejection = commit.record_judgement(
-        conn,
-        day,
-        gates=gates,
-        quality=quality,
-        fetch=facts,
-        pages=normalized.fetch.get("pages") or [],
-        source=normalized.fetch.get("source", "?"),
-        judged=history.FrameIdentity.of(keyed),
-        run_id=run_id,
-        fetch_seconds=normalized.fetch.get("elapsed_s"),
-        watchlist=Watchlist.of(settings.watchlist),
-        gate_settings=settings.gates,
-        base=base,
-        source_id=normalized.fetch.get("source_id"),
+    if (stale := history.days_since_source_change(conn, base.day)) is not None:
+        quality.append(staleness_metric(stale, settings.quality))
+    judgement = history.Judgement(
+        gates,
+        quality,
+        facts,
+        pages,
+        fetch.get("source", "?"),
+        history.FrameIdentity.of(keyed),
+        fetch.get("elapsed_s"),
+        fetch.get("source_id"),
     )
-    reason = None if rejection is None else rejection.reason
-    return JudgedDay(day, facts, keyed, gates, quality, base.day, reason)
+    rejection = commit.record_judgement(
+        conn, day, judgement, run_id=run_id, rules=commit.Rules.of(settings, registry), base=base
+    )
+    return JudgedDay(day, facts, keyed, gates, quality, base.day, None if rejection is None else rejection.reason)
 
 
 def _with_drop_samples(
@@ -239,42 +233,10 @@ def _with_drop_samples(
     """A failed drop gate shows which registrations of the base day are missing today."""
     if gate.number != DROP.number or gate.passed is not False or base.day is None:
         return gate
-    missing = history.missing_from_base(conn, base.day, keyed["dmf_key"].to_list(), limit=10)
-    return GateOutcome(
-        gate.number,
-        gate.passed,
-        gate.observed_value,
-        gate.threshold_value,
-        gate.observed,
-        gate.threshold,
-        gate.detail,
-        tuple(missing),
-    )
+    return replace(gate, samples=tuple(history.missing_from_base(conn, base.day, keyed["dmf_key"].to_list(), limit=10)))
 
 
-# --- diff and commit (gate 6) --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DayOutcome:
-    day: date
-    status: str  # accepted | baseline | rejected
-    base_day: date | None
-    counts: dict[str, int] = field(default_factory=dict)
-    rejected_gate: int | None = None
-    reason: str | None = None
-    churn: GateOutcome | None = None
-    failed_gate: GateOutcome | None = None  # the gate that refused the day here (drop re-judged, or churn)
-    rederived_day: date | None = None
-    carried_forward: bool = False  # rejected already by gates 1–5: nothing to diff
-    diff: DiffResult | None = None
-    seconds: float = 0.0
-    recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
-
-
-def _churn_samples(diff: DiffResult) -> tuple[dict, ...]:
-    top = diff.events.filter(~pl.col("is_cosmetic")).head(10)
-    return tuple(top.select("event_type", "severity", "dmf_key", "ingredient_summary", "applicant_summary").to_dicts())
+# --- diff and commit (the gates that need the base) ----------------------------------------------
 
 
 class NotJudged(RuntimeError):
@@ -282,7 +244,7 @@ class NotJudged(RuntimeError):
 
 
 class NotTheJudgedFrame(RuntimeError):
-    """The frame handed to `diff_and_commit` is not the one gates 1–5 judged and recorded in the database (a
+    """The frame handed to `diff_and_commit` is not the one the gates judged and recorded in the database (a
     damaged or replaced staged value, or a later judgement of the day): committing it could report rows it
     lacks as withdrawn."""
 
@@ -300,43 +262,42 @@ class NotTheJudgedFrame(RuntimeError):
             if self.handed.fingerprint != self.recorded.fingerprint
             else "지문 같음"
         )
+        judges = josa(gates_text(GATES.needing(BEFORE_DIFF)), "이/가")
         return (
-            f"넘겨받은 값({rows(self.handed)})이 게이트 1–5가 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
+            f"넘겨받은 값({rows(self.handed)})이 {judges} 판정하고 DB에 기록한 값({rows(self.recorded)})과 "
             f"다릅니다 ({fingerprint})"
         )
 
 
-def _stored_pre_diff_failure(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
+def _stored_failure(conn: duckdb.DuckDBPyConnection, day: date, registry: GateRegistry) -> dict | None:
     """The first gate judged before the diff that the database records as failed for `day` (None: none)."""
-    return next(
-        (
-            g
-            for g in history.gate_rows(conn, day)
-            if not GATE_BY_NUMBER[g["gate_no"]].after_diff and g["passed"] is False
-        ),
-        None,
-    )
+    before = {g.number for g in registry.needing(BEFORE_DIFF)}
+    return next((g for g in history.gate_rows(conn, day) if g["gate_no"] in before and g["passed"] is False), None)
 
 
-def carry_forward(conn: duckdb.DuckDBPyConnection, day: date) -> DayOutcome:
+def carry_forward(conn: duckdb.DuckDBPyConnection, day: date, *, registry: GateRegistry = GATES) -> DayOutcome:
     """A day with no judged value to diff (its verdict rejected it, so none was handed on): what the
     database recorded for it — a rejection whose comparison base stays — or NotJudged."""
     run = history.run_row(conn, day)
-    stored_failure = _stored_pre_diff_failure(conn, day)
+    stored_failure = _stored_failure(conn, day, registry)
     if run is None or stored_failure is None:
         raise NotJudged(
             f"{day}: 넘겨받은 판정 값이 없고 이력 DB에도 이 날의 거부 판정이 없습니다 — 이 날짜를 raw_pages부터 다시 실행하세요. "
             "No judged value for this day and no rejection on record: re-run the day from raw_pages."
         )
     base = history.comparison_base(conn, day)
-    return DayOutcome(
-        day,
-        "rejected",
-        base.day,
-        rejected_gate=stored_failure["gate_no"],
-        reason=run.get("reason"),
-        carried_forward=True,
-    )
+    return DayOutcome.carried(day, base.day, stored_failure["gate_no"], run.get("reason"))
+
+
+def _judged_run(conn: duckdb.DuckDBPyConnection, judged: JudgedDay) -> dict:
+    """The day's run row as its judgement recorded it; the frame handed on must be the one judged."""
+    run = history.run_row(conn, judged.day)
+    if run is None:
+        raise NotJudged(
+            f"{judged.day}: 이력 DB에 이 날짜의 판정이 없습니다 — integrity_verdict를 먼저 실행하세요. "
+            "No verdict for this day in the history database; materialize integrity_verdict first."
+        )
+    return run
 
 
 def diff_and_commit(
@@ -346,11 +307,14 @@ def diff_and_commit(
     run_id: str | None = None,
     *,
     recheck: Recheck | None = None,
+    registry: GateRegistry = GATES,
 ) -> DayOutcome:
     """Diff the judged snapshot against the latest accepted day; commit it only if every gate passes.
 
-    `recheck` confirms every would-be WITHDRAWN with the source before the day is committed (gate 2 once
-    more, `_recheck_gate`); None: no source to ask (`dmf diff`-like callers and unit tests).
+    The gates that need the base are judged against the base the day is really compared with — another day
+    may have been committed since the judgement: those that read the snapshot before the diff, the others on
+    the diff — and stored with the day. `recheck` confirms every would-be WITHDRAWN with the source before the
+    day is committed (gate 2 once more, `_recheck_gate`); None: no source to ask (unit tests).
 
     Two verdicts must agree before anything is committed: the one carried by `judged` and the one in
     the database (a later judgement of the same day may have rejected it since). And the frame must be
@@ -358,104 +322,40 @@ def diff_and_commit(
     `NotTheJudgedFrame` and nothing is written.
     """
     started = time.monotonic()
-    day = judged.day
-    run = history.run_row(conn, day)
-    if run is None:
-        raise NotJudged(
-            f"{day}: 이력 DB에 이 날짜의 판정이 없습니다 — integrity_verdict를 먼저 실행하세요. "
-            "No verdict for this day in the history database; materialize integrity_verdict first."
-        )
+    day, rules = judged.day, commit.Rules.of(settings, registry)
+    run = _judged_run(conn, judged)
     base = history.comparison_base(conn, day)
-    # the database's verdict: gates 1–5 as the latest judgement of this day stored them
-    stored_failure = _stored_pre_diff_failure(conn, day)
+    stored_failure = _stored_failure(conn, day, registry)  # the database's verdict, as the latest judgement stored it
     if not judged.passed or stored_failure is not None:
-        return DayOutcome(
-            day,
-            "rejected",
-            base.day,
-            rejected_gate=judged.rejected_gate or (stored_failure or {}).get("gate_no"),
-            reason=judged.reason or run.get("reason"),
-            carried_forward=True,
-            seconds=time.monotonic() - started,
-        )
-
+        gate = judged.rejected_gate or (stored_failure or {}).get("gate_no")
+        return DayOutcome.carried(day, base.day, gate, judged.reason or run.get("reason"), time.monotonic() - started)
     handed, recorded = history.FrameIdentity.of(judged.keyed), history.judged_identity(run)
     if handed.fingerprint != recorded.fingerprint or recorded.rows not in (None, handed.rows):
         raise NotTheJudgedFrame(day, handed, recorded)
 
-    watchlist = Watchlist.of(settings.watchlist)
-    if base.day != judged.base_day:
-        # another day was committed between the judgement and now: the drop gate is judged again
-        # against the base this day will really be compared with
-        drop = gate_drop(judged.facts, base, settings.gates)
-        if not drop.passed:
-            out = commit.reject_day(
-                conn, day, drop, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base
-            )
-            return DayOutcome(
-                day,
-                "rejected",
-                base.day,
-                rejected_gate=drop.number,
-                reason=drop.detail,
-                failed_gate=drop,
-                rederived_day=out.rederived_day,
-                seconds=time.monotonic() - started,
-            )
+    def reject(gate: GateOutcome, judged_here: list[GateOutcome]) -> DayOutcome:
+        return commit.reject_day(conn, day, gate, judged=judged_here, run_id=run_id, rules=rules, base=base)
 
+    before = registry.judge(Evidence(judged.facts, base), settings.gates, (Needs.BASE,))
+    if (failed := first_failure(before)) is not None:
+        return replace(reject(failed, before), seconds=time.monotonic() - started)
     base_frame, seen = history.load_base(conn, base)
-    diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=watchlist)
-    churn = churn_against(
-        diff.counts,
-        base,
-        settings.gates,
-        population=base_frame.height if base_frame is not None else judged.keyed.height,
-        samples=_churn_samples(diff) if base.day is not None else (),
-    )
-    if not churn.passed:
-        out = commit.reject_day(conn, day, churn, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base)
-        return DayOutcome(
-            day,
-            "rejected",
-            base.day,
-            dict(diff.counts),
-            rejected_gate=churn.number,
-            reason=churn.detail,
-            churn=churn,
-            failed_gate=churn,
-            rederived_day=out.rederived_day,
-            diff=diff,
-            seconds=time.monotonic() - started,
-        )
-    recheck_gate, requests = _recheck_gate(diff, base_frame, judged.keyed, recheck)
-    if recheck_gate is not None:
-        out = commit.reject_day(
-            conn, day, recheck_gate, run_id=run_id, watchlist=watchlist, gates=settings.gates, base=base
-        )
-        return DayOutcome(
-            day,
-            "rejected",
-            base.day,
-            dict(diff.counts),
-            rejected_gate=recheck_gate.number,
-            reason=recheck_gate.detail,
-            churn=churn,
-            failed_gate=recheck_gate,
-            rederived_day=out.rederived_day,
-            diff=diff,
-            seconds=time.monotonic() - started,
-            recheck_requests=requests,
-        )
-    out = commit.commit_day(
-        conn, day, judged.keyed, diff, base=base, churn=churn, run_id=run_id, watchlist=watchlist, gates=settings.gates
-    )
-    return DayOutcome(
-        day,
-        out.status,
-        base.day,
-        dict(diff.counts),
-        churn=churn,
-        rederived_day=out.rederived_day,
+    diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=rules.watchlist)
+    evidence = commit.diff_evidence(judged.facts, base, base_frame, judged.keyed, diff)
+    gates = [*before, *registry.judge(evidence, settings.gates, (Needs.DIFF,))]
+    if (failed := first_failure(gates)) is not None:
+        out = reject(failed, gates)
+        requests = 0
+    else:
+        recheck_gate, requests = _recheck_gate(diff, base_frame, judged.keyed, recheck)
+        if recheck_gate is not None:
+            out = reject(recheck_gate, before)
+        else:
+            out = commit.commit_day(conn, day, judged.keyed, diff, base=base, gates=gates, run_id=run_id, rules=rules)
+    return replace(
+        out,
+        counts=dict(diff.counts),
+        gates=tuple(gates),
         diff=diff,
         seconds=time.monotonic() - started,
         recheck_requests=requests,

@@ -30,6 +30,7 @@ from dmf_assets.clock import outside_run_days
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
+from dmf_assets.orchestration.commit import DayOutcome
 from dmf_assets.settings import Settings
 from dmf_assets.source.archive import published_days
 from dmf_assets.source.errors import SourceError
@@ -49,7 +50,7 @@ SHOWN_DIFFERENCES = 5
 class RebuildResult:
     database: Path
     kept_aside: Path | None  # the replaced file, kept beside the new one (None: there was none)
-    days: list[pipeline.DayOutcome]  # in date order
+    days: list[DayOutcome]  # in date order
     compared: bool  # the old database was readable and the new one says the same (else: `differences`)
     differences: list[str]
     seconds: float
@@ -115,7 +116,7 @@ def differences(old: history.HistoryContent, new: history.HistoryContent, replay
     return found
 
 
-def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings: Settings) -> pipeline.DayOutcome:
+def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings: Settings) -> DayOutcome:
     started = time.monotonic()
     try:
         fetched = pipeline.fetched(replay_archive(raw_dir, day, log), started)
@@ -143,7 +144,7 @@ def rebuild_history(
     last: date | None = None,
     force: bool = False,
     lock_timeout_s: float = 900.0,
-    progress: Callable[[pipeline.DayOutcome], None] | None = None,
+    progress: Callable[[DayOutcome], None] | None = None,
 ) -> RebuildResult:
     """Replay every archived day (`first`…`last`) into a new database and put it in place of `database`.
     Raises UserError when there is nothing to replay, an archive is damaged, or the old database is

@@ -1,7 +1,7 @@
 """A day's verdict as Dagster records it — written by the assets, read by the sensor and the alerts.
 
 A rejected day is said once: an observation of the asset whose gate refused it (integrity_verdict for
-gates 1–5, snapshot_diff for gate 6), whose metadata is the typed `Rejection`, next to Dagster's own
+the gates before the diff, snapshot_diff for those on it), whose metadata is the typed `Rejection`, next to Dagster's own
 failed blocking check. The keys are labelled for the person who opens the run log or the asset's
 events in the UI; this module is the only place that knows them.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
-from dmf_assets.domain.gates import GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.domain.gates import GATES, GateRegistry, Rejection
 from dmf_assets.korean import shorten
 
 VERDICT = "판정 / verdict"
@@ -38,7 +38,7 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
     return {
         VERDICT: REJECTED_TEXT,
         GATE: r.gate,
-        GATE_NAME: gate_title(r.gate),
+        GATE_NAME: r.spec.title,
         OBSERVED: r.observed,
         THRESHOLD: r.threshold,
         REASON: r.detail,
@@ -53,19 +53,18 @@ def rejection_tag(r: Rejection) -> str:
     return shorten(f"게이트 {r.gate} {r.spec.label_ko}: {r.evidence}", 250)
 
 
-def rejection_of(metadata: Mapping[str, Any]) -> Rejection | None:
+def rejection_of(metadata: Mapping[str, Any], registry: GateRegistry = GATES) -> Rejection | None:
     """The rejection a record's metadata states, or None (a passing verdict, any other record)."""
     if metadata.get(VERDICT) != REJECTED_TEXT:
         return None
     gate = metadata.get(GATE)
-    if not isinstance(gate, int) or gate not in GATE_BY_NUMBER:
+    if not isinstance(gate, int) or gate not in registry:
         return None
     observed, threshold, reason, base = (metadata.get(k) for k in (OBSERVED, THRESHOLD, REASON, BASE))
     if not (observed and threshold and reason and base):
         return None  # not written by this module (a record of an earlier release): no half-known rejection
-    return Rejection(
-        gate, str(observed), str(threshold), str(reason), None if base == NO_BASE else date.fromisoformat(str(base))
-    )
+    base_day = None if base == NO_BASE else date.fromisoformat(str(base))
+    return Rejection(gate, str(observed), str(threshold), str(reason), base_day, entry=registry[gate])
 
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:

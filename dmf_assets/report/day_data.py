@@ -3,7 +3,6 @@ named report queries, sql/queries/report.sql)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from datetime import date, timedelta
@@ -13,7 +12,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.gates import CHURN, DROP, GATE_LABELS, BaseFacts, GateOutcome, churn_against, drop_against
+from dmf_assets.domain.gates import GATES
 from dmf_assets.domain.model import DayStatus, substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
@@ -202,78 +201,32 @@ def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int, shape: 
     return tuple(out)
 
 
-def _gates(
-    conn: duckdb.DuckDBPyConnection, day: date, run: dict, settings: Settings
-) -> tuple[tuple[GateRow, ...], list[str]]:
-    """Gate rows for the workbook, and problems found in the stored ones.
-
-    On an accepted day the base-dependent gates (3 drop, 6 churn) are re-stated from the `runs` rows —
-    the same source as the banner and the KPIs — so a workbook can never say 「비교 기준 2026-11-01」 in
-    its title and 「비교 기준 없음」 in a gate row. A stored verdict that disagrees is reported (stale).
-    """
-    stored = {g["gate_no"]: g for g in history.gate_rows(conn, day)}
-    restated: dict[int, GateOutcome | None] = {}
-    problems: list[str] = []
-    if run["status"] in ("accepted", "baseline"):
-        base_day = history.to_date(run["base_day_id"])
-        base_run = history.run_row(conn, base_day) if base_day else None
-        base = BaseFacts(
-            day=base_day,
-            total_count=base_run["total_count"] if base_run else None,
-            population=base_run["population"] if base_run else None,
-        )
-        restated[DROP.number] = drop_against(
-            base, settings.gates, total_count=run["total_count"], rows=run["rows_received"]
-        )
-        if base_day is not None:
-            counts = {
-                "NEW": run["new_count"] or 0,
-                "CHANGED": run["changed_count"] or 0,
-                "WITHDRAWN": run["withdrawn_count"] or 0,
-                "NUMBER_ASSIGNED": run["assigned_count"] or 0,
-                "NUMBER_CHANGED": run["renumbered_count"] or 0,
-            }
-            restated[CHURN.number] = churn_against(counts, base, settings.gates, population=run["population"] or 0)
-        else:
-            restated[CHURN.number] = None  # baseline: keep the stored "비교 기준 없음"
-        for number, g in restated.items():
-            s_row = stored.get(number)
-            # judged by the numbers: the wording of an observed value may differ between releases
-            if (
-                g is not None
-                and s_row is not None
-                and (
-                    not math.isclose(s_row["observed_value"] or 0.0, g.observed_value or 0.0)
-                    or bool(s_row["passed"]) != g.passed
-                )
-            ):
-                problems.append(
-                    f"{number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {s_row['observed']} → 현재: {g.observed})"
-                )
+def _gates(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
+    """Gate rows for the workbook — the outcomes the commit and the re-derivation stored (`history.day_gates`) —
+    and the stored rows found stale."""
+    outcomes, stale = history.day_gates(conn, day, settings.gates)
+    problems = [
+        f"{now.number}번 게이트 저장값이 현재 비교 기준과 다름 (저장: {was.observed} → 현재: {now.observed})"
+        for was, now in stale
+    ]
     rows = []
-    for number, (name, label) in GATE_LABELS.items():
-        g = restated.get(number)
-        if g is not None:
-            rows.append(GateRow(number, name, label, g.passed, g.observed, g.threshold, g.detail))
-            continue
-        s_row = stored.get(number)
-        if s_row is None:
-            rows.append(
-                GateRow(number, name, label, None, "평가하지 않음", "해당 없음", "앞선 단계에서 판정이 끝났습니다.")
-            )
-        else:
-            samples = json.loads(s_row["samples"]) if isinstance(s_row["samples"], str) else (s_row["samples"] or [])
+    for gate in GATES:
+        g = outcomes.get(gate.number)
+        if g is None:
             rows.append(
                 GateRow(
-                    number,
-                    name,
-                    label,
-                    s_row["passed"],
-                    s_row["observed"] or "",
-                    s_row["threshold"] or "",
-                    s_row["detail"] or "",
-                    tuple(samples),
+                    gate.number,
+                    gate.name,
+                    gate.label_ko,
+                    None,
+                    "평가하지 않음",
+                    "해당 없음",
+                    "앞선 단계에서 판정이 끝났습니다.",
                 )
+            )
+        else:
+            rows.append(
+                GateRow(gate.number, gate.name, gate.label_ko, g.passed, g.observed, g.threshold, g.detail, g.samples)
             )
     return tuple(rows), problems
 
@@ -364,7 +317,7 @@ def build_day_report(
         QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
         for name, label, value, expected, ok, detail in reports.day_quality(conn, d)
     )
-    gates, gate_problems = _gates(conn, day, run, settings)
+    gates, gate_problems = _gates(conn, day, settings)
 
     # warnings for the banner: active quality warnings, withdrawal share, λ̂ burst, product list problems
     rate = change_rate(conn, last_accepted) if last_accepted else None

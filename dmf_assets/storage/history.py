@@ -4,7 +4,7 @@ Rules its writes keep (the decisions — which gate failed, what the next accept
 made by `orchestration.commit`, which runs these writes inside one `transaction`):
 - a day is written in one transaction: its snapshot, new versions and events together, or nothing;
 - only an accepted day gets history; judging a day rejected removes whatever an earlier run of that
-  day had written, so "rejected" and "has a snapshot" can never both be true;
+  day had written, so a day is never both rejected and in the history;
 - the comparison base of day D is the latest accepted day before D;
 - whenever a day's history changes, the next accepted day after it is re-derived against its new
   base in the same transaction, so days may be committed in any order (a backfill running while the
@@ -16,9 +16,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import TypeVar, overload
@@ -27,9 +28,21 @@ import duckdb
 import polars as pl
 
 from dmf_assets.domain.diff import DiffResult
-from dmf_assets.domain.gates import GATES, BaseFacts, FetchFacts, GateOutcome, QualityMetric, rejection_reason
+from dmf_assets.domain.gates import (
+    GATES,
+    ON_BASE,
+    BaseFacts,
+    Evidence,
+    FetchFacts,
+    GateOutcome,
+    GateRegistry,
+    GateThresholds,
+    QualityMetric,
+    rejection_reason,
+)
 from dmf_assets.domain.keys import with_group_columns, with_identity_columns
-from dmf_assets.domain.model import NORMALIZED_COLUMNS
+from dmf_assets.domain.model import ACCEPTED_STATUSES as ACCEPTED_STATUSES  # re-exported: the SQL's `status IN (…)`
+from dmf_assets.domain.model import NORMALIZED_COLUMNS, DayStatus
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.storage.db import fetch_one, one_row, query
 
@@ -42,7 +55,16 @@ VERSION_COLUMNS: tuple[str, ...] = (
     "syn_basis_hash",
     *(c for c in NORMALIZED_COLUMNS if c != "row_no"),
 )
-ACCEPTED_STATUSES = ("accepted", "baseline")
+#: a run row's count columns and the diff's counts they hold, in the order the SQL binds them
+COUNT_COLUMNS: dict[str, str] = {
+    "new_count": "NEW",
+    "changed_count": "CHANGED",
+    "withdrawn_count": "WITHDRAWN",
+    "cosmetic_count": "COSMETIC",
+    "reappeared_count": "REAPPEARED",
+    "assigned_count": "NUMBER_ASSIGNED",
+    "renumbered_count": "NUMBER_CHANGED",
+}
 
 
 def day_id(d: date) -> int:
@@ -157,6 +179,65 @@ def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def recorded_counts(run: Mapping) -> dict[str, int]:
+    """The diff's counts as a day's run row recorded them."""
+    return {count: run[column] or 0 for column, count in COUNT_COLUMNS.items()}
+
+
+def recorded_evidence(conn: duckdb.DuckDBPyConnection, run: Mapping) -> Evidence:
+    """What an accepted day's gates that need the base are judged on, as its run row recorded it: its fetch
+    figures, its counts, and the comparison base it names (that base's own run row)."""
+    base_day = to_date(run["base_day_id"])
+    base_run = run_row(conn, base_day) if base_day else None
+    base = BaseFacts(base_day, *((base_run["total_count"], base_run["population"]) if base_run else (None, None)))
+    return Evidence(
+        FetchFacts.recorded(run["total_count"], run["rows_received"]),
+        base,
+        counts=recorded_counts(run),
+        population=run["population"] or 0,
+    )
+
+
+def _stored_outcome(row: dict, registry: GateRegistry) -> GateOutcome:
+    samples = json.loads(row["samples"]) if isinstance(row["samples"], str) else (row["samples"] or [])
+    return GateOutcome(
+        row["gate_no"],
+        row["passed"],
+        row["observed_value"],
+        row["threshold_value"],
+        row["observed"] or "",
+        row["threshold"] or "",
+        row["detail"] or "",
+        tuple(samples),
+        registry.get(row["gate_no"]),
+    )
+
+
+def day_gates(
+    conn: duckdb.DuckDBPyConnection, day: date, thresholds: GateThresholds, registry: GateRegistry = GATES
+) -> tuple[dict[int, GateOutcome], list[tuple[GateOutcome, GateOutcome]]]:
+    """The day's gate outcomes as the commit and the re-derivation stored them (by gate number), and the stored
+    ones found stale, each with what it says now.
+
+    An accepted day's gates that need the base are judged once more on what its run row recorded, against the
+    base it names — the judgement the re-derivation stores: a history written before the re-derivation stored
+    them (issue 9) may hold rows judged against another base, so the workbook can never say 「비교 기준
+    2026-11-01」 in its title and 「비교 기준 없음」 in a gate row. A stored row whose numbers differ is stale."""
+    run = run_row(conn, day)
+    outcomes = {row["gate_no"]: _stored_outcome(row, registry) for row in gate_rows(conn, day)}
+    stale = []
+    if run is not None and DayStatus.of_value(run["status"]).is_accepted:
+        for now in registry.judge(recorded_evidence(conn, run), thresholds, ON_BASE):
+            was = outcomes.get(now.number)
+            # judged by the numbers: the wording of an observed value may differ between releases
+            if was is not None and (
+                not math.isclose(was.observed_value or 0.0, now.observed_value or 0.0) or bool(was.passed) != now.passed
+            ):
+                stale.append((was, now))
+            outcomes[now.number] = now
+    return outcomes, stale
+
+
 def days_since_source_change(conn: duckdb.DuckDBPyConnection, base_day: date | None) -> int | None:
     if base_day is None:
         return None
@@ -203,24 +284,26 @@ def transaction(conn: duckdb.DuckDBPyConnection, work: Callable[[], T]) -> T:
         raise
 
 
-def write_gate(conn: duckdb.DuckDBPyConnection, day: date, g: GateOutcome) -> None:
+def write_gates(conn: duckdb.DuckDBPyConnection, day: date, outcomes: Sequence[GateOutcome]) -> None:
+    """Store these gates' outcomes of the day, each replacing its earlier one."""
     d = day_id(day)
-    conn.execute(query("history.delete_gate"), [d, g.number])
-    conn.execute(
-        query("history.insert_gate"),
-        [
-            d,
-            g.number,
-            g.name,
-            g.passed,
-            g.observed_value,
-            g.threshold_value,
-            g.observed,
-            g.threshold,
-            g.detail,
-            json.dumps(list(g.samples), ensure_ascii=False, default=str),
-        ],
-    )
+    for g in outcomes:
+        conn.execute(query("history.delete_gate"), [d, g.number])
+        conn.execute(
+            query("history.insert_gate"),
+            [
+                d,
+                g.number,
+                g.name,
+                g.passed,
+                g.observed_value,
+                g.threshold_value,
+                g.observed,
+                g.threshold,
+                g.detail,
+                json.dumps(list(g.samples), ensure_ascii=False, default=str),
+            ],
+        )
 
 
 def _delete_day_history(conn: duckdb.DuckDBPyConnection, d: int) -> None:
@@ -254,55 +337,47 @@ def _insert_events(conn: duckdb.DuckDBPyConnection, d: int, base: int, diff: Dif
         conn.unregister("day_changes")
 
 
-def _counts_params(counts: dict[str, int]) -> list[int]:
-    return [
-        counts.get("NEW", 0),
-        counts.get("CHANGED", 0),
-        counts.get("WITHDRAWN", 0),
-        counts.get("COSMETIC", 0),
-        counts.get("REAPPEARED", 0),
-        counts.get("NUMBER_ASSIGNED", 0),
-        counts.get("NUMBER_CHANGED", 0),
-    ]
+def _counts_params(counts: Mapping[str, int]) -> list[int]:
+    return [counts.get(count, 0) for count in COUNT_COLUMNS.values()]
 
 
-def write_judgement(
-    conn: duckdb.DuckDBPyConnection,
-    day: date,
-    *,
-    gates: list[GateOutcome],
-    quality: list[QualityMetric],
-    fetch: FetchFacts,
-    pages: list[dict],
-    source: str,
-    judged: FrameIdentity,
-    run_id: str | None,
-    fetch_seconds: float | None,
-    source_id: str | None = None,
-) -> None:
-    """The day's run row (with the identity of the judged snapshot and the registry it came from), gates 1–5
-    (gate 6 removed: not yet known), quality metrics and page stats."""
+@dataclass(frozen=True)
+class Judgement:
+    """What the verdict before the diff records of a day: the fetch and where it came from, the snapshot judged,
+    the gates' outcomes, the quality metrics and the page statistics."""
+
+    gates: Sequence[GateOutcome]
+    quality: Sequence[QualityMetric]
+    fetch: FetchFacts
+    pages: Sequence[dict]
+    source: str
+    judged: FrameIdentity
+    fetch_seconds: float | None
+    source_id: str | None = None
+
+
+def write_judgement(conn: duckdb.DuckDBPyConnection, day: date, j: Judgement, run_id: str | None) -> None:
+    """The day's run row (with the identity of the judged snapshot and the registry it came from), the gates
+    judged before the diff (the others removed: not yet known), quality metrics and page stats."""
     d = day_id(day)
     conn.execute(
         query("history.upsert_run_judgement"),
         [
             d,
-            source,
-            source_id,
-            fetch.total_count,
-            fetch.rows_received,
+            j.source,
+            j.source_id,
+            j.fetch.total_count,
+            j.fetch.rows_received,
             run_id,
-            fetch_seconds,
-            judged.fingerprint,
-            judged.rows,
+            j.fetch_seconds,
+            j.judged.fingerprint,
+            j.judged.rows,
         ],
     )
-    for gate in gates:
-        write_gate(conn, day, gate)
-    for later in (g for g in GATES if g.after_diff):  # judged again -> the gates after the diff not yet known
-        conn.execute(query("history.delete_gate"), [d, later.number])
+    conn.execute(query("history.delete_day_gates"), [d])
+    write_gates(conn, day, j.gates)
     conn.execute(query("history.delete_quality"), [d])
-    for m in quality:
+    for m in j.quality:
         conn.execute(
             query("history.insert_quality"),
             [
@@ -317,7 +392,7 @@ def write_judgement(
             ],
         )
     conn.execute(query("history.delete_fetch_stats"), [d])
-    for p in pages:
+    for p in j.pages:
         conn.execute(
             query("history.insert_fetch_stat"),
             [
@@ -352,7 +427,7 @@ def write_rejection(
     conn.execute(
         query("history.set_run_outcome"),
         [
-            "rejected",
+            DayStatus.REJECTED.value,
             gate.number,
             reason,
             day_id(base.day) if base.day else None,
@@ -373,15 +448,15 @@ def write_accepted(
     diff: DiffResult,
     *,
     base: BaseFacts,
-    churn: GateOutcome,
+    gates: Sequence[GateOutcome],
     run_id: str | None,
     started: float,
-) -> str:
-    """Write an accepted day — gate 6, snapshot, versions, events, run outcome — replacing any earlier
-    run of it; returns its status (baseline | accepted)."""
+) -> DayStatus:
+    """Write an accepted day — the gates judged with its diff, snapshot, versions, events, run outcome —
+    replacing any earlier run of it; returns its status (baseline | accepted)."""
     d = day_id(day)
-    status = "baseline" if base.day is None else "accepted"
-    write_gate(conn, day, churn)
+    status = DayStatus.BASELINE if base.day is None else DayStatus.ACCEPTED
+    write_gates(conn, day, gates)
     _delete_day_history(conn, d)
     _insert_snapshot(conn, d, keyed)
     crash_point("history_write")  # crash-safety tests: half a day must never be visible
@@ -390,7 +465,7 @@ def write_accepted(
     conn.execute(
         query("history.set_run_outcome"),
         [
-            status,
+            status.value,
             None,
             None,
             day_id(base.day) if base.day else None,
@@ -415,7 +490,7 @@ def write_rederived(conn: duckdb.DuckDBPyConnection, day: date, *, by: date, bas
     conn.execute(
         query("history.set_rederived"),
         [
-            "accepted" if base.day else "baseline",
+            (DayStatus.ACCEPTED if base.day else DayStatus.BASELINE).value,
             day_id(base.day) if base.day else None,
             *_counts_params(diff.counts),
             day_id(by),

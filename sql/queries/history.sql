@@ -192,6 +192,9 @@ WHERE day_id = ?;
 -- name: delete_gate
 DELETE FROM gate_results WHERE day_id = ? AND gate_no = ?;
 
+-- name: delete_day_gates
+DELETE FROM gate_results WHERE day_id = ?;
+
 -- name: insert_gate
 INSERT INTO gate_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now()::TIMESTAMP);
 
