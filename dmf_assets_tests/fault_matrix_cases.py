@@ -199,7 +199,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
             for g in history.gate_rows(conn, FAULT_DAY)
         ]
     manifest = read_manifest(ws.resources["mfds"].raw_dir, FAULT_DAY)
-    out["fetch"] = dict(vars(manifest.totals)) if manifest and manifest.totals else {}
+    out["fetch"] = dict(manifest.totals or {}) if manifest else {}
     out["attempts"] = [
         [{k: a.get(k) for k in ("status", "error", "wait_s", "elapsed_ms", "retry_after_s")} for a in p.attempts]
         for p in (manifest.pages if manifest else ())

@@ -90,22 +90,6 @@ class PageEntry:
         return "json" if self.file is not None and ".json." in self.file else None
 
 
-@dataclass(frozen=True)
-class Totals:
-    """A finished fetch's counts (the manifest's `totals`)."""
-
-    pages: int = 0
-    requests: int = 0
-    retries: int = 0
-    rows_received: int = 0
-    rows_after_dedup: int = 0
-    duplicate_rows_dropped: int = 0
-    total_count: int | None = None  # the consistent totalCount, None if pages disagreed or none arrived
-    total_counts: tuple[int, ...] = ()  # as each page reported it, in page order
-    transport_ok: bool = False
-    elapsed_s: float = 0.0
-
-
 #: the manifest's keys written once the fetch has stopped (a running manifest has none of them)
 _VERDICT = ("totals", "transport_errors", "problems", "unexpected_fields", "missing_fields", "stopped")
 
@@ -130,7 +114,9 @@ class Manifest:
     politeness: Mapping[str, Any] = field(default_factory=dict)
     pages: tuple[PageEntry, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # the client's own keys (`manifest_extra`), top level
-    totals: Totals | None = None  # the verdict, once the fetch has stopped
+    #: the verdict, once the fetch has stopped: pages, requests, retries, rows_received, rows_after_dedup,
+    #: duplicate_rows_dropped, total_count, total_counts (each page's), transport_ok, elapsed_s — its FetchResult's
+    totals: Mapping[str, Any] | None = None
     transport_errors: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     unexpected_fields: tuple[str, ...] = ()
@@ -143,7 +129,6 @@ class Manifest:
     def of_json(cls, doc: Mapping[str, Any]) -> Manifest:
         declared = {f.name for f in dataclasses.fields(cls)}
         lists = {k: tuple(doc.get(k) or ()) for k in ("restarts", *_VERDICT[1:-1])}
-        totals = doc.get("totals")
         maps = {k: doc[k] if isinstance(doc.get(k), dict) else {} for k in ("request", "politeness")}
         return record_of(
             cls,
@@ -151,9 +136,7 @@ class Manifest:
             **lists,
             **maps,
             pages=tuple(PageEntry.of_json(e) for e in doc.get("pages") or () if isinstance(e, dict)),
-            totals=record_of(Totals, totals, total_counts=tuple(totals.get("total_counts") or ()))
-            if isinstance(totals, dict) and totals
-            else None,
+            totals=doc.get("totals") if isinstance(doc.get("totals"), dict) and doc["totals"] else None,
             extra={k: v for k, v in doc.items() if k not in declared},
             stopped=str(doc.get("stopped") or ""),
             source_id=doc.get("source_id") if isinstance(doc.get("source_id"), str) else None,

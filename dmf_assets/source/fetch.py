@@ -50,7 +50,6 @@ from dmf_assets.source.archive import (
     Manifest,
     PageEntry,
     RequestCounter,
-    Totals,
     newest_archived_day,
     read_pages,
     sha256_hex,
@@ -84,6 +83,8 @@ PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
 
 Row = dict[str, str | None]
+#: a fetch's rows in page order, de-duplicated (`_assemble`): (items, received, dropped)
+_Rows = tuple[list[Row], int, int]
 
 
 class FetchLog(Protocol):
@@ -141,18 +142,8 @@ class PageSummary:
 
     @classmethod
     def of(cls, e: PageEntry) -> PageSummary:
-        return cls(
-            e.page_no,
-            e.status,
-            e.rows,
-            e.total_count,
-            len(e.attempts),
-            e.reused,
-            e.file,
-            e.sha256,
-            e.error,
-            e.error_type,
-        )
+        same = {f.name: getattr(e, f.name) for f in dataclasses.fields(cls) if f.name != "attempts"}
+        return cls(**same, attempts=len(e.attempts))
 
 
 @dataclass(frozen=True)
@@ -185,22 +176,22 @@ class FetchResult:
     items: list[Row] = field(default_factory=list, repr=False)
 
     @classmethod
-    def of(cls, day: date, manifest: Manifest, pages: list[_Page], **run: Any) -> FetchResult:
-        """The result a finished manifest records, the rows of its `pages`; `run`: source, requests, retries,
-        elapsed_s, archive_dir (what differs between a fetch and its replay)."""
-        items, received, dropped = _assemble(pages)
+    def of(cls, day: date, manifest: Manifest, pages: list[_Page], rows: _Rows, **run: Any) -> FetchResult:
+        """The result a finished manifest records, with its pages' `rows` (`_assemble`); `run`: source, requests,
+        retries, elapsed_s, archive_dir (what differs between a fetch and its replay)."""
+        items, received, dropped = rows
         unexpected, missing = _field_drift(items)
-        totals = manifest.totals or Totals()
+        totals = manifest.totals or {}
         return cls(
             day=day,
             status=str(manifest.status),
             pages=[PageSummary.of(p.entry) for p in pages],
-            total_count=totals.total_count,
-            total_counts=list(totals.total_counts),
+            total_count=totals.get("total_count"),
+            total_counts=list(totals.get("total_counts") or []),
             rows_received=received,
             rows_after_dedup=len(items),
             duplicate_rows_dropped=dropped,
-            transport_ok=bool(totals.transport_ok),
+            transport_ok=bool(totals.get("transport_ok")),
             transport_errors=list(manifest.transport_errors),
             unexpected_fields=unexpected,
             missing_fields=missing,
@@ -246,17 +237,10 @@ class _Page:
         totalCount, the list ends here."""
         if parsed is None:
             self.update(status="ok", error=None, error_type=None, rows=0, nodata=True)
-            self.items = []
         else:
-            self.update(
-                status="ok",
-                error=None,
-                error_type=None,
-                rows=parsed.rows,
-                total_count=parsed.total_count,
-                num_of_rows=parsed.num_of_rows,
-            )
-            self.items = parsed.items
+            counts = {"total_count": parsed.total_count, "num_of_rows": parsed.num_of_rows}
+            self.update(status="ok", error=None, error_type=None, rows=parsed.rows, **counts)
+        self.items = parsed.items if parsed is not None else []
         return self
 
     def failed(self, rec: dict[str, Any], error: str, kind: str, **changes: Any) -> None:
@@ -265,7 +249,7 @@ class _Page:
         self.update(error=error, error_type=kind, **changes)
 
 
-def _assemble(pages: list[_Page]) -> tuple[list[Row], int, int]:
+def _assemble(pages: list[_Page]) -> _Rows:
     """Concatenate ok pages in page order; drop rows identical to a row of an EARLIER page (a row
     repeated across pages by offset paging), keeping the first. Returns (items, received, dropped)."""
     seen: set[tuple] = set()
@@ -821,47 +805,46 @@ class _DayFetch:
 
     # -- the verdict ----------------------------------------------------------------------------
 
-    def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
+    def _verdict(self, outcome: str) -> tuple[Manifest, _Rows]:
+        """The fetch's verdict — complete, incomplete (a short or unsure list) or failed (the transport) — written
+        as its last manifest, and its rows."""
         pages = self._sorted_pages()
-        items, received, dropped = _assemble(pages)
-        totals = self._total_counts()
-        total = totals[0] if totals and len(set(totals)) == 1 else None
+        rows = items, received, dropped = _assemble(pages)
+        counts = self._total_counts()
+        total = counts[0] if counts and len(set(counts)) == 1 else None
         transport_ok = bool(pages) and outcome not in ("failed", "cap") and all(p.entry.ok for p in pages)
-        if not transport_ok:
-            status = "failed"
-        elif (
-            outcome != "done"
-            or total is None
-            or len(items) != total
-            or any(pr.startswith("extra_page_cap") for pr in self.problems)
-        ):
-            status = "incomplete"
-        else:
-            status = "complete"
+        unsure = outcome != "done" or total is None or any(pr.startswith("extra_page_cap") for pr in self.problems)
+        status = "failed" if not transport_ok else "incomplete" if unsure or len(items) != total else "complete"
         if status != "complete" and total is not None and len(items) != total:
             self.problems.append(f"rows_after_dedup {len(items)} != totalCount {total}")
         errors = [f"{p.entry.page_no}쪽(page {p.entry.page_no}): {p.entry.error}" for p in pages if not p.entry.ok]
         unexpected, missing = _field_drift(items)
+        totals = {
+            "pages": len(pages),
+            "requests": self.requests,
+            "retries": self.retries,
+            "rows_received": received,
+            "rows_after_dedup": len(items),
+            "duplicate_rows_dropped": dropped,
+            "total_count": total,
+            "total_counts": counts,
+            "transport_ok": transport_ok,
+            "elapsed_s": round(monotonic() - self.t0, 3),
+        }
         manifest = self._write_manifest(
             status,
-            totals=Totals(
-                len(pages),
-                self.requests,
-                self.retries,
-                received,
-                len(items),
-                dropped,
-                total,
-                tuple(totals),
-                transport_ok,
-                round(monotonic() - self.t0, 3),
-            ),
+            totals=totals,
             transport_errors=tuple(self.redact(e) for e in errors + self.transport_notes),
             problems=tuple(self.redact(p) for p in self.problems),
             unexpected_fields=tuple(unexpected),
             missing_fields=tuple(missing),
             stopped=self.stopped,
         )
+        return manifest, rows
+
+    def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
+        manifest, rows = self._verdict(outcome)
+        status = manifest.status
         if keep_published and status != "complete":
             # Never replace a complete archive with a worse one: the new attempt stays in the
             # working directory for inspection; the published day is untouched.
@@ -878,7 +861,8 @@ class _DayFetch:
         result = FetchResult.of(
             self.day,
             manifest,
-            pages,
+            self._sorted_pages(),
+            rows,
             source=self.endpoint.kind,
             requests=self.requests,
             retries=self.retries,
@@ -1053,14 +1037,14 @@ def _replay(archive: DayArchive, manifest: Manifest, log: FetchLog) -> FetchResu
             )
         entry = archived.entry  # a failed page as recorded: its error, its attempts
         pages.append(_Page.archived(archived, reused=entry.reused) if entry.ok else _Page(entry))
-    result = FetchResult.of(
-        archive.day, manifest, pages, source="archive", requests=0, retries=0, elapsed_s=0.0, archive_dir=str(directory)
-    )
-    totals = manifest.totals
-    if totals and (totals.rows_received, totals.rows_after_dedup) != (result.rows_received, result.rows_after_dedup):
+    run = {"source": "archive", "requests": 0, "retries": 0, "elapsed_s": 0.0, "archive_dir": str(directory)}
+    result = FetchResult.of(archive.day, manifest, pages, _assemble(pages), **run)
+    totals = manifest.totals or {}
+    recorded = (totals.get("rows_received"), totals.get("rows_after_dedup"))
+    if totals and recorded != (result.rows_received, result.rows_after_dedup):
         raise ArchiveCorrupt(
             f"{directory.name}: archived pages give {result.rows_received}/{result.rows_after_dedup} rows, "
-            f"manifest says {totals.rows_received}/{totals.rows_after_dedup}"
+            f"manifest says {recorded[0]}/{recorded[1]}"
         )
     log.info("%s: replayed from archive (%s, %d rows)", archive.day, manifest.status, result.rows_after_dedup)
     return dataclasses.replace(result, elapsed_s=monotonic() - t0)
