@@ -198,11 +198,11 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
             }
             for g in history.gate_rows(conn, FAULT_DAY)
         ]
-    manifest = read_manifest(ws.resources["mfds"].raw_dir, FAULT_DAY) or {}
-    out["fetch"] = manifest.get("totals") or {}
+    manifest = read_manifest(ws.resources["mfds"].raw_dir, FAULT_DAY)
+    out["fetch"] = dict(manifest.totals or {}) if manifest else {}
     out["attempts"] = [
-        [{k: a.get(k) for k in ("status", "error", "wait_s", "elapsed_ms", "retry_after_s")} for a in p["attempts"]]
-        for p in manifest.get("pages") or []
+        [{k: a.get(k) for k in ("status", "error", "wait_s", "elapsed_ms", "retry_after_s")} for a in p.attempts]
+        for p in (manifest.pages if manifest else ())
     ]
     out["hostile_numbers"] = sorted(hostile)
     out["reports"] = [{"day": r.day, "success": r.success, "failure": r.failure} for r in reports]

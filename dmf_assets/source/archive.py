@@ -14,20 +14,22 @@ archive where a reader expects a finished one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
 from dmf_assets.fsutil import atomic_write_bytes
-from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded
+from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded, SourceError
 
 try:  # POSIX advisory locks; on other systems the lock degrades to an exclusive-create file
     import fcntl
@@ -38,6 +40,171 @@ else:
 
 MANIFEST = "manifest.json"
 PAGE_EXTS = ("json", "xml", "html", "txt")
+#: 2: the day's would-be withdrawals are asked about again and the answers archived with it (source.recheck)
+MANIFEST_SCHEMA = 2
+
+R = TypeVar("R")
+P = TypeVar("P")
+
+
+# --- the manifest: what every reader of the archive reads ------------------------------------------
+
+
+def record_of(cls: type[R], doc: Mapping[str, Any], **typed: Any) -> R:
+    """A record (frozen dataclass) from its JSON object: the keys it declares, `typed` as given. A key an older
+    manifest lacks keeps the field's default — what those archives meant (schema 1, no NODATA pages, …)."""
+    declared = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # cls is a dataclass
+    return cls(**{**{k: v for k, v in doc.items() if k in declared}, **typed})
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    """One page as the manifest records it: what came back and where its body is (written in this order)."""
+
+    page_no: int
+    status: str = "failed"  # "ok" | "failed"
+    rows: int = 0
+    total_count: int | None = None
+    num_of_rows: int | None = None
+    file: str | None = None  # page-0001.json.gz: the body as received (scrubbed of the key), gzip'd
+    sha256: str | None = None  # of that body
+    bytes: int | None = None  # its size
+    reused: bool = False  # taken from an earlier, interrupted fetch (no request for it)
+    error: str | None = None
+    error_type: str | None = None  # timeout | connection | http_status | gateway | api_result | malformed | shape
+    gateway_error: dict[str, str] | None = None  # return_reason_code, return_auth_msg, err_msg
+    nodata: bool = False  # NODATA where no rows were a possible answer: where the list ends, no rows
+    attempts: tuple[dict[str, Any], ...] = ()  # one record per request: when, wait, status, size, error …
+
+    @classmethod
+    def of_json(cls, doc: Mapping[str, Any]) -> PageEntry:
+        return record_of(cls, doc, page_no=int(doc["page_no"]), attempts=tuple(doc.get("attempts") or ()))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def fmt(self) -> str | None:
+        """The body's format as its file name says, for the parser ("json"; None: the body says)."""
+        return "json" if self.file is not None and ".json." in self.file else None
+
+
+#: the manifest's keys written once the fetch has stopped (a running manifest has none of them)
+_VERDICT = ("totals", "transport_errors", "problems", "unexpected_fields", "missing_fields", "stopped")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A day's fetch as `manifest.json` records it: written by the fetch (once per batch of pages, and when it
+    stops), read by its resume and replay, `dmf diff` and `source.identity`. Fields in the order they are written."""
+
+    schema_version: int = 1  # MANIFEST_SCHEMA when written
+    day: str = ""
+    status: str | None = None  # running | complete | incomplete | failed
+    source: str | None = None  # the endpoint kind
+    source_id: str | None = None  # which registry answered (`source.identity`); None: no answer came
+    request: Mapping[str, Any] = field(default_factory=dict)  # url, method, params, headers
+    num_of_rows: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    round: int = 1
+    restarts: tuple[dict[str, Any], ...] = ()
+    resumed_from: str | None = None
+    politeness: Mapping[str, Any] = field(default_factory=dict)
+    pages: tuple[PageEntry, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # the client's own keys (`manifest_extra`), top level
+    #: the verdict, once the fetch has stopped: pages, requests, retries, rows_received, rows_after_dedup,
+    #: duplicate_rows_dropped, total_count, total_counts (each page's), transport_ok, elapsed_s — its FetchResult's
+    totals: Mapping[str, Any] | None = None
+    transport_errors: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    unexpected_fields: tuple[str, ...] = ()
+    missing_fields: tuple[str, ...] = ()
+    stopped: str = ""  # why the fetch stopped before the last page totalCount promises (Korean)
+    #: False for a manifest written before `source_id` was (`source.identity.manifest_source` reads those)
+    source_recorded: bool = field(default=True, compare=False)
+
+    @classmethod
+    def of_json(cls, doc: Mapping[str, Any]) -> Manifest:
+        declared = {f.name for f in dataclasses.fields(cls)}
+        lists = {k: tuple(doc.get(k) or ()) for k in ("restarts", *_VERDICT[1:-1])}
+        maps = {k: doc[k] if isinstance(doc.get(k), dict) else {} for k in ("request", "politeness")}
+        return record_of(
+            cls,
+            doc,
+            **lists,
+            **maps,
+            pages=tuple(PageEntry.of_json(e) for e in doc.get("pages") or () if isinstance(e, dict)),
+            totals=doc.get("totals") if isinstance(doc.get("totals"), dict) and doc["totals"] else None,
+            extra={k: v for k, v in doc.items() if k not in declared},
+            stopped=str(doc.get("stopped") or ""),
+            source_id=doc.get("source_id") if isinstance(doc.get("source_id"), str) else None,
+            source_recorded="source_id" in doc,
+            schema_version=int(doc.get("schema_version") or 1),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                doc.update(self.extra)
+            elif f.name != "source_recorded" and (self.totals is not None or f.name not in _VERDICT):
+                doc[f.name] = getattr(self, f.name)
+        return doc
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+
+def read_manifest_file(path: Path) -> Manifest | None:
+    """The manifest at `path`; None when there is none or it cannot be read (a fetch then starts over)."""
+    doc = read_json(path)
+    return Manifest.of_json(doc) if doc is not None else None
+
+
+# --- the pages --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchivedPage(Generic[P]):
+    """One archived page read back: its entry, its parsed body (None: NODATA, no rows — or a failed page) or why it
+    cannot be read."""
+
+    entry: PageEntry
+    parsed: P | None = None
+    error: SourceError | None = None  # ArchiveCorrupt (the file) or the parser's error
+
+
+def read_pages(
+    directory: Path, entries: Iterable[PageEntry], parse: Callable[[bytes, str | None], P]
+) -> Iterator[ArchivedPage[P]]:
+    """Each ok page's body read back from `directory`, checked against its sha256 and parsed with `parse` (a NODATA
+    page is checked, not parsed; a failed page has nothing to read). A page that cannot be read comes with its
+    error, and each reader decides: the resume asks for it again, the replay and `dmf diff` refuse the day, a
+    re-check asks its question again."""
+    for entry in entries:
+        try:
+            body = read_page(directory, entry) if entry.ok else b""
+            parsed = None if entry.nodata or not entry.ok else parse(body, entry.fmt)
+        except SourceError as exc:
+            yield ArchivedPage(entry, error=exc)
+        else:
+            yield ArchivedPage(entry, parsed)
+
+
+def read_page(directory: Path, entry: PageEntry) -> bytes:
+    """The page's body as archived; ArchiveCorrupt when the file is missing, unreadable or not the recorded one."""
+    if entry.file is None:
+        raise ArchiveCorrupt(f"{directory.name}: page {entry.page_no} has no archived file")
+    try:
+        data = gzip.decompress((directory / entry.file).read_bytes())
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ArchiveCorrupt(f"{directory.name}/{entry.file}: unreadable ({exc})") from None
+    if entry.sha256 is not None and sha256_hex(data) != entry.sha256:
+        raise ArchiveCorrupt(f"{directory.name}/{entry.file}: sha256 does not match the manifest")
+    return data
 
 
 def sha256_hex(data: bytes) -> str:
@@ -131,14 +298,16 @@ class DayArchive:
 
     # -- manifests ------------------------------------------------------------------------------
 
-    def published_manifest(self) -> dict[str, Any] | None:
-        return read_json(self.day_dir / MANIFEST)
+    def published_manifest(self) -> Manifest | None:
+        return read_manifest_file(self.day_dir / MANIFEST)
 
-    def partial_manifest(self) -> dict[str, Any] | None:
-        return read_json(self.work_dir / MANIFEST)
+    def partial_manifest(self) -> Manifest | None:
+        return read_manifest_file(self.work_dir / MANIFEST)
 
-    def write_manifest(self, manifest: dict[str, Any], text_filter: Callable[[str], str] | None = None) -> None:
-        text = json_text(manifest)
+    def write_manifest(
+        self, manifest: Manifest | Mapping[str, Any], text_filter: Callable[[str], str] | None = None
+    ) -> None:
+        text = json_text(manifest.to_json() if isinstance(manifest, Manifest) else manifest)
         if text_filter is not None:
             text = text_filter(text)
         atomic_write_bytes(self.work_dir / MANIFEST, text.encode("utf-8"))
@@ -188,18 +357,6 @@ class DayArchive:
         if self._old_dir.exists():
             shutil.rmtree(self._old_dir, ignore_errors=True)
         return self.day_dir
-
-    # -- reading --------------------------------------------------------------------------------
-
-    @staticmethod
-    def read_page(directory: Path, name: str, sha256: str | None) -> bytes:
-        try:
-            data = gzip.decompress((directory / name).read_bytes())
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            raise ArchiveCorrupt(f"{directory.name}/{name}: unreadable ({exc})") from None
-        if sha256 is not None and sha256_hex(data) != sha256:
-            raise ArchiveCorrupt(f"{directory.name}/{name}: sha256 does not match the manifest")
-        return data
 
 
 class RequestCounter:

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from dmf_assets.domain.model import API_FIELDS
-from dmf_assets.source.archive import MANIFEST, DayArchive, read_json
+from dmf_assets.source.archive import MANIFEST, read_manifest_file, read_pages
 from dmf_assets.source.envelope import parse_page_frame
-from dmf_assets.source.errors import ArchiveCorrupt, SourceError
+from dmf_assets.source.errors import SourceError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -306,18 +306,17 @@ def _from_file(path: Path, block_bytes: int) -> Dump:
 def _from_archive(directory: Path) -> Dump:
     import polars as pl
 
-    manifest = read_json(directory / MANIFEST)
+    manifest = read_manifest_file(directory / MANIFEST)
     if not manifest:
         raise DumpError(
             f"{directory}: manifest.json이 없습니다 — 보관된 날짜 폴더(data/raw/YYYY-MM-DD)가 아닙니다 / "
             "no manifest.json: not an archived day folder"
         )
-    status = manifest.get("status")
-    entries = [e for e in manifest.get("pages") or [] if isinstance(e, dict)]
-    bad = [e for e in entries if e.get("status") != "ok" or not e.get("file")]
+    status, entries = manifest.status, manifest.pages
+    bad = [e for e in entries if not e.ok or not e.file]
     if status != "complete" or bad or not entries:
         what = (
-            f"실패한 쪽 {len(bad)}개 (예: {bad[0].get('page_no')}쪽 '{bad[0].get('status')}')"
+            f"실패한 쪽 {len(bad)}개 (예: {bad[0].page_no}쪽 '{bad[0].status}')"
             if bad
             else "수신된 쪽이 없습니다"
             if not entries
@@ -330,14 +329,12 @@ def _from_archive(directory: Path) -> Dump:
         )
     frames: list[pl.DataFrame] = []
     totals: set[int] = set()
-    for entry in entries:
-        try:
-            body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
-            if entry.get("nodata"):  # NODATA after the last page: where the list ends, no rows
-                continue
-            page, frame = parse_page_frame(body, "json" if ".json." in entry["file"] else None)
-        except (ArchiveCorrupt, SourceError) as exc:
-            raise DumpError(f"{directory}: 쪽 파일 {entry['file']} 읽기 실패 / unreadable page: {exc}") from None
+    for archived in read_pages(directory, entries, parse_page_frame):
+        if archived.error is not None:
+            raise DumpError(f"{directory}: 쪽 파일 {archived.entry.file} 읽기 실패 / unreadable page: {archived.error}")
+        if archived.parsed is None:  # NODATA after the last page: where the list ends, no rows
+            continue
+        page, frame = archived.parsed
         totals.add(page.total_count)
         if frame.width:
             frames.append(frame)

@@ -9,9 +9,9 @@ Handles every shape data.go.kr services are known to use (docs/DOMAIN.md §2):
 - non-"00" resultCode in the normal envelope;
 - truncated or otherwise unparseable bodies (`MalformedPage`, which the client retries).
 
-`parse_page_frame` is the columnar twin for readers that want a polars frame rather than item dicts
-(`dmf diff`, archive replays): the JSON body is parsed once (orjson) and the items go straight into
-columns; only a page whose values are not all text/null takes the item-by-item path of `parse_page`.
+One parser (`_parse`) reads the envelope and its raw items; two views of the same items come out of it, each
+value turned into text by the one rule `_text`: `parse_page` gives item dicts (the fetch: shape checks, de-duplication),
+`parse_page_frame` one String column per item key (`dmf diff`: a JSON page's text values go straight into columns).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import dataclasses
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:  # polars is imported lazily: the client and `dmf --help` do n
     import polars as pl
 
 _CHARSET = re.compile(r"charset\s*=\s*\"?([\w.:-]+)", re.IGNORECASE)
+
+#: an item as the body has it: its values not yet text (`_text`)
+RawItem = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -52,73 +56,64 @@ class Page:
 
 def parse_page(body: bytes, content_type: str | None = None) -> Page:
     """Parse a response body. Raises GatewayError, ApiResultError or MalformedPage."""
-    text = _decode(body, content_type)
-    stripped = text.lstrip()
-    if not stripped:
-        raise MalformedPage("empty body")
-    if stripped[0] == "<":
-        return _parse_xml(stripped)
-    if stripped[0] in "{[":
-        return _parse_json(stripped)
-    raise MalformedPage(f"body is neither JSON nor XML (starts with {stripped[:20]!r})")
+    page, raw_items = _parse(body, content_type)
+    return dataclasses.replace(page, items=[{str(k): _text(v) for k, v in item.items()} for item in raw_items])
 
 
 def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page, pl.DataFrame]:
-    """`parse_page`, with the items as a polars frame (one String column per item key, in first-seen
-    order) instead of dicts; the returned Page has `items=[]`. Same errors, same values as
-    `parse_page` + a frame of its items (a lone surrogate, which polars cannot hold, becomes U+FFFD)."""
+    """`parse_page`, with the items as a polars frame (one String column per item key, in first-seen order)
+    instead of dicts; the returned Page has `items=[]`. The same parse, the same text of every value (a lone
+    surrogate, which polars cannot hold, becomes U+FFFD)."""
+    page, raw_items = _parse(body, content_type)
+    return page, _items_frame(raw_items)
 
-    text = _decode(body, content_type)
-    stripped = text.lstrip()
-    if not stripped:
+
+def _parse(body: bytes, content_type: str | None) -> tuple[Page, list[RawItem]]:
+    """The page (`items=[]`) and its raw items. Raises GatewayError, ApiResultError or MalformedPage."""
+    text = _decode(body, content_type).lstrip()
+    if not text:
         raise MalformedPage("empty body")
-    if stripped[0] != "{":  # XML, a bare JSON list, garbage: the item path says what is wrong
-        page = parse_page(body, content_type)
-        return dataclasses.replace(page, items=[]), _frame_of_clean_items(page.items)
-    page, raw_items = _parse_json(stripped, clean=False)
-    frame = _frame_of_text_items(raw_items)
-    if frame is None:  # numbers, booleans or nested values somewhere: convert them like parse_page does
-        frame = _frame_of_clean_items([_clean_item(r) for r in raw_items])
-    return page, frame
+    if text[0] == "<":
+        return _parse_xml(text)
+    if text[0] in "{[":
+        return _parse_json(text)
+    raise MalformedPage(f"body is neither JSON nor XML (starts with {text[:20]!r})")
+
+
+def _text(value: Any) -> str | None:
+    """A value as the text the contract promises (str | None): numbers and booleans as Python writes them, a
+    nested structure (the source changed shape) as JSON, kept visible."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 _TEXT_TYPES = {str, type(None)}
 
 
-def _frame_of_text_items(items: list) -> pl.DataFrame | None:
-    """Items whose values are all str/None as a frame; None if any value (or item) is something else: those
-    take `_clean_item`, like `parse_page` (polars would write a boolean as "true" where it writes "True")."""
+def _items_frame(items: list[RawItem]) -> pl.DataFrame:
+    """The items as String columns, every value through `_text` (a column of text and nulls as it is: the usual page,
+    column by column, cheaper than polars reading the dicts)."""
     import polars as pl
 
-    if not items:
-        return pl.DataFrame()
-    if not all(isinstance(item, dict) for item in items):
-        return None
-    keys = dict.fromkeys(items[0])  # every item's keys, in first-seen order
+    keys = dict.fromkeys(items[0]) if items else {}  # every item's keys, in first-seen order
     for item in items:
         if item.keys() != keys.keys():
             keys.update(dict.fromkeys(item))
-    columns = {k: [item.get(k) for item in items] for k in keys}
-    if not all(set(map(type, column)) <= _TEXT_TYPES for column in columns.values()):
-        return None
-    try:  # column by column: cheaper than polars reading the dicts
-        return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
-    except UnicodeEncodeError:  # a lone surrogate: the careful path
-        return None
-
-
-def _frame_of_clean_items(items: list[dict[str, str | None]]) -> pl.DataFrame:
-    import polars as pl
-
-    keys = list(dict.fromkeys(k for item in items for k in item))
-    columns = {k: [item.get(k) for item in items] for k in keys}
+    columns = {}
+    for k in keys:
+        column = [item.get(k) for item in items]
+        columns[k] = column if set(map(type, column)) <= _TEXT_TYPES else [_text(v) for v in column]
+    schema = dict.fromkeys(keys, pl.String)
     try:
-        return pl.DataFrame(columns, schema=dict.fromkeys(keys, pl.String))
+        return pl.DataFrame(columns, schema=schema)
     except UnicodeEncodeError:  # lone surrogates from a broken JSON escape: U+FFFD, as items_to_frame writes them
         from dmf_assets.domain.normalize import without_lone_surrogates
 
-        visible = {k: [v if v is None else without_lone_surrogates(v) for v in column] for k, column in columns.items()}
-        return pl.DataFrame(visible, schema=dict.fromkeys(keys, pl.String))
+        shown = {k: [v if v is None else without_lone_surrogates(v) for v in column] for k, column in columns.items()}
+        return pl.DataFrame(shown, schema=schema)
 
 
 def body_format(body: bytes, content_type: str | None = None) -> str:
@@ -184,8 +179,7 @@ def _loads(text: str) -> Any:
         raise MalformedPage("JSON nested too deeply or with a number too long to read") from None
 
 
-def _parse_json(text: str, *, clean: bool = True) -> Any:
-    """The Page (items cleaned) — or, with clean=False, (Page without items, the raw item list)."""
+def _parse_json(text: str) -> tuple[Page, list[RawItem]]:
     doc = _loads(text)
     if not isinstance(doc, dict):
         raise MalformedPage(f"JSON top level is {type(doc).__name__}, expected an object")
@@ -197,30 +191,15 @@ def _parse_json(text: str, *, clean: bool = True) -> Any:
     header = env.get("header")
     if not isinstance(header, dict):
         raise MalformedPage("JSON envelope has no header")
-    code = _code(header.get("resultCode"))
-    msg = str(header.get("resultMsg") or "")
-    if code != "00":
-        raise ApiResultError(code, msg)
+    code, msg = _result(header.get("resultCode"), str(header.get("resultMsg") or ""))
     body = env.get("body")
     if not isinstance(body, dict):
         raise MalformedPage("JSON envelope has no body")
     raw_items, shape = _json_items(body.get("items"))
-    page = Page(
-        fmt="json",
-        result_code=code,
-        result_msg=msg,
-        page_no=_opt_int(body.get("pageNo"), "pageNo"),
-        num_of_rows=_opt_int(body.get("numOfRows"), "numOfRows"),
-        total_count=_req_int(body.get("totalCount"), "totalCount"),
-        items=[_clean_item(r) for r in raw_items] if clean else [],
-        items_shape=shape,
-        wrapped=wrapped,
-    )
-    if clean:
-        return page
-    for r in raw_items:  # the same check _clean_item makes, without building the cleaned dicts
-        if not isinstance(r, dict):
-            raise MalformedPage(f"an item is {type(r).__name__}, expected an object")
+    page = _page("json", code, msg, body.get, shape, wrapped)
+    for item in raw_items:
+        if not isinstance(item, dict):
+            raise MalformedPage(f"an item is {type(item).__name__}, expected an object")
     return page, raw_items
 
 
@@ -241,24 +220,10 @@ def _json_items(raw: Any) -> tuple[list[Any], str]:
     raise MalformedPage(f"unexpected items shape: {type(raw).__name__}")
 
 
-def _clean_item(raw: Any) -> dict[str, str | None]:
-    if not isinstance(raw, dict):
-        raise MalformedPage(f"an item is {type(raw).__name__}, expected an object")
-    out: dict[str, str | None] = {}
-    for key, value in raw.items():
-        if value is None or isinstance(value, str):
-            out[str(key)] = value
-        elif isinstance(value, (int, float, bool)):
-            out[str(key)] = str(value)  # the contract is str|None; keep the information
-        else:  # nested structure = the source changed shape; keep it visible as text
-            out[str(key)] = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return out
-
-
 # --- XML -----------------------------------------------------------------------------------------
 
 
-def _parse_xml(text: str) -> Page:
+def _parse_xml(text: str) -> tuple[Page, list[RawItem]]:
     try:
         root = ET.fromstring(text)  # already decoded: the declaration's encoding is ignored
     except ET.ParseError as exc:
@@ -272,28 +237,32 @@ def _parse_xml(text: str) -> Page:
     header = root.find("header")
     if header is None:
         raise MalformedPage("XML envelope has no header")
-    code = _code(header.findtext("resultCode"))
-    msg = (header.findtext("resultMsg") or "").strip()
-    if code != "00":
-        raise ApiResultError(code, msg)
+    code, msg = _result(header.findtext("resultCode"), (header.findtext("resultMsg") or "").strip())
     body = root.find("body")
     if body is None:
         raise MalformedPage("XML envelope has no body")
     items_el = body.find("items")
-    items: list[dict[str, str | None]] = []
+    items: list[RawItem] = []
     if items_el is not None:
         # One element per field; a null field is omitted from the XML, empty text is "".
         items = [{child.tag: child.text or "" for child in item} for item in items_el.findall("item")]
+    return _page("xml", code, msg, body.findtext, "item_list" if items else "empty", True), items
+
+
+def _result(code_value: Any, msg: str) -> tuple[str, str]:
+    """The header's (resultCode, resultMsg); ApiResultError unless it is "00"."""
+    code = _code(code_value)
+    if code != "00":
+        raise ApiResultError(code, msg)
+    return code, msg
+
+
+def _page(fmt: str, code: str, msg: str, body_value: Callable[[str], Any], shape: str, wrapped: bool) -> Page:
+    """The page of a body whose values `body_value` reads (its items come apart: `_parse`)."""
+    page_no = _opt_int(body_value("pageNo"), "pageNo")
+    num_of_rows = _opt_int(body_value("numOfRows"), "numOfRows")
     return Page(
-        fmt="xml",
-        result_code=code,
-        result_msg=msg,
-        page_no=_opt_int(body.findtext("pageNo"), "pageNo"),
-        num_of_rows=_opt_int(body.findtext("numOfRows"), "numOfRows"),
-        total_count=_req_int(body.findtext("totalCount"), "totalCount"),
-        items=items,
-        items_shape="item_list" if items else "empty",
-        wrapped=True,
+        fmt, code, msg, page_no, num_of_rows, _req_int(body_value("totalCount"), "totalCount"), [], shape, wrapped
     )
 
 

@@ -25,15 +25,16 @@ is configured, manifest notes) the client decides: see `MfdsClient`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
+from time import monotonic, sleep
 from typing import Any, Protocol
 
 import httpx
@@ -42,7 +43,17 @@ from dmf_assets.clock import now_kst, require_not_behind, today_kst
 from dmf_assets.domain.model import API_FIELDS, FIELD_LABEL_KO, SOURCE_FIELDS
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.settings import PROJECT_ROOT
-from dmf_assets.source.archive import DayArchive, RequestCounter, newest_archived_day, sha256_hex
+from dmf_assets.source.archive import (
+    MANIFEST_SCHEMA,
+    ArchivedPage,
+    DayArchive,
+    Manifest,
+    PageEntry,
+    RequestCounter,
+    newest_archived_day,
+    read_pages,
+    sha256_hex,
+)
 from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
 from dmf_assets.source.envelope import Page, body_format, parse_page
 from dmf_assets.source.errors import (
@@ -53,7 +64,6 @@ from dmf_assets.source.errors import (
     MissingServiceKey,
     PastDateUnavailable,
     RequestCapExceeded,
-    SourceError,
 )
 from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
 from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
@@ -71,10 +81,10 @@ NODATA = "03"  # resultCode NODATA_ERROR: no rows at this offset
 #: a clean page is logged as progress at most this often (the first page always; retries and failures always)
 PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
-#: 2: the day's would-be withdrawals are asked about again and the answers archived with it (source.recheck)
-MANIFEST_SCHEMA = 2
 
 Row = dict[str, str | None]
+#: a fetch's rows in page order, de-duplicated (`_assemble`): (items, received, dropped)
+_Rows = tuple[list[Row], int, int]
 
 
 class FetchLog(Protocol):
@@ -130,6 +140,11 @@ class PageSummary:
     error: str | None
     error_type: str | None = None  # timeout | connection | http_status | gateway | api_result | malformed
 
+    @classmethod
+    def of(cls, e: PageEntry) -> PageSummary:
+        same = {f.name: getattr(e, f.name) for f in dataclasses.fields(cls) if f.name != "attempts"}
+        return cls(**same, attempts=len(e.attempts))
+
 
 @dataclass(frozen=True)
 class FetchResult:
@@ -160,107 +175,93 @@ class FetchResult:
     stopped: str = ""
     items: list[Row] = field(default_factory=list, repr=False)
 
+    @classmethod
+    def of(cls, day: date, manifest: Manifest, pages: list[_Page], rows: _Rows, **run: Any) -> FetchResult:
+        """The result a finished manifest records, with its pages' `rows` (`_assemble`); `run`: source, requests,
+        retries, elapsed_s, archive_dir (what differs between a fetch and its replay)."""
+        items, received, dropped = rows
+        unexpected, missing = _field_drift(items)
+        totals = manifest.totals or {}
+        return cls(
+            day=day,
+            status=str(manifest.status),
+            pages=[PageSummary.of(p.entry) for p in pages],
+            total_count=totals.get("total_count"),
+            total_counts=list(totals.get("total_counts") or []),
+            rows_received=received,
+            rows_after_dedup=len(items),
+            duplicate_rows_dropped=dropped,
+            transport_ok=bool(totals.get("transport_ok")),
+            transport_errors=list(manifest.transport_errors),
+            unexpected_fields=unexpected,
+            missing_fields=missing,
+            problems=list(manifest.problems),
+            num_of_rows=int(manifest.num_of_rows or 0),
+            gateway_error=next((p.entry.gateway_error for p in pages if p.entry.gateway_error), None),
+            source_id=manifest_source(manifest),
+            stopped=manifest.stopped,
+            items=items,
+            **run,
+        )
+
     @property
     def complete(self) -> bool:
         return self.status == "complete"
 
     def summary(self) -> dict[str, Any]:
         """Everything except the items (for metadata, logs and the CLI)."""
-        return {
-            "day": self.day.isoformat(),
-            "source": self.source,
-            "status": self.status,
-            "pages": len(self.pages),
-            "total_count": self.total_count,
-            "rows_received": self.rows_received,
-            "rows_after_dedup": self.rows_after_dedup,
-            "duplicate_rows_dropped": self.duplicate_rows_dropped,
-            "transport_ok": self.transport_ok,
-            "transport_errors": list(self.transport_errors),
-            "requests": self.requests,
-            "retries": self.retries,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "archive_dir": self.archive_dir,
-            "unexpected_fields": list(self.unexpected_fields),
-            "missing_fields": list(self.missing_fields),
-            "problems": list(self.problems),
-            "gateway_error": self.gateway_error,
-            "source_id": self.source_id,
-            "stopped": self.stopped,
-        }
+        left_out = ("total_counts", "num_of_rows", "items")
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in left_out}
+        return {**out, "day": self.day.isoformat(), "pages": len(self.pages), "elapsed_s": round(self.elapsed_s, 3)}
 
 
 @dataclass
 class _Page:
-    """One page while fetching (mutable); becomes a PageSummary."""
+    """One page while it is fetched or read back: its manifest entry so far, and its rows."""
 
-    page_no: int
-    status: str = "failed"
-    rows: int = 0
-    total_count: int | None = None
-    num_of_rows: int | None = None
-    file: str | None = None
-    sha256: str | None = None
-    size: int | None = None
-    reused: bool = False
-    error: str | None = None
-    error_type: str | None = None
-    gateway: dict[str, str] | None = None
-    fatal: bool = False
-    nodata: bool = False  # resultCode NODATA beyond the last page totalCount promises: the list ends here
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    entry: PageEntry
     items: list[Row] = field(default_factory=list)
+    fatal: bool = False  # key, quota or IP: asking again will not help
+    api_retried: bool = False  # a passing API error was asked again once already
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+    @classmethod
+    def archived(cls, archived: ArchivedPage[Page], *, reused: bool) -> _Page:
+        """A page recorded ok in a manifest, read back from its archived body."""
+        return cls(dataclasses.replace(archived.entry, reused=reused)).answered(archived.parsed)
 
-    def summary(self) -> PageSummary:
-        return PageSummary(
-            self.page_no,
-            self.status,
-            self.rows,
-            self.total_count,
-            len(self.attempts),
-            self.reused,
-            self.file,
-            self.sha256,
-            self.error,
-            self.error_type,
-        )
+    def update(self, **changes: Any) -> None:
+        self.entry = dataclasses.replace(self.entry, **changes)
 
-    def manifest(self) -> dict[str, Any]:
-        return {
-            "page_no": self.page_no,
-            "status": self.status,
-            "rows": self.rows,
-            "total_count": self.total_count,
-            "num_of_rows": self.num_of_rows,
-            "file": self.file,
-            "sha256": self.sha256,
-            "bytes": self.size,
-            "reused": self.reused,
-            "error": self.error,
-            "error_type": self.error_type,
-            "gateway_error": self.gateway,
-            "nodata": self.nodata,
-            "attempts": self.attempts,
-        }
+    def answered(self, parsed: Page | None) -> _Page:
+        """ok, with the parsed page's rows — or (None) NODATA where no rows are a possible answer: no rows, no
+        totalCount, the list ends here."""
+        if parsed is None:
+            self.update(status="ok", error=None, error_type=None, rows=0, nodata=True)
+        else:
+            counts = {"total_count": parsed.total_count, "num_of_rows": parsed.num_of_rows}
+            self.update(status="ok", error=None, error_type=None, rows=parsed.rows, **counts)
+        self.items = parsed.items if parsed is not None else []
+        return self
+
+    def failed(self, rec: dict[str, Any], error: str, kind: str, **changes: Any) -> None:
+        """The attempt `rec` failed: `error` (already redacted) recorded on it and on the page."""
+        rec["error"] = error
+        self.update(error=error, error_type=kind, **changes)
 
 
-def _assemble(pages: list[_Page]) -> tuple[list[Row], int, int]:
+def _assemble(pages: list[_Page]) -> _Rows:
     """Concatenate ok pages in page order; drop rows identical to a row of an EARLIER page (a row
     repeated across pages by offset paging), keeping the first. Returns (items, received, dropped)."""
     seen: set[tuple] = set()
     items: list[Row] = []
     received = dropped = 0
-    for page in sorted(pages, key=lambda p: p.page_no):
-        if not page.ok:
+    for page in sorted(pages, key=lambda p: p.entry.page_no):
+        if not page.entry.ok:
             continue
         this_page: list[tuple] = []
         for row in page.items:
             received += 1
-            # a parsed item's values are all str or None (envelope._clean_item): its sorted (field, value)
+            # a parsed item's values are all str or None (envelope._text): its sorted (field, value)
             # pairs identify it exactly, at a third of the cost of a sorted-keys JSON text
             ident = tuple(sorted(row.items()))
             if ident in seen:
@@ -320,8 +321,6 @@ def fetch_day(
     # time only moves forward: a clock set back would archive "today" before days already archived
     require_not_behind(newest_archived_day(client.raw_path()), str(client.raw_path()))
     endpoint = resolve_endpoint(client.base_url)
-    service_key = client.service_key()
-    redact = Redactor(service_key)
     logger: FetchLog = log or module_log
     archive = DayArchive(client.raw_path(), day)
     # one source per archive folder (source.identity): a day of another registry is refused before anything is
@@ -336,7 +335,7 @@ def fetch_day(
         published = archive.published_manifest()
         today = today_kst()
         can_fetch = endpoint.dated or day == today
-        complete = bool(published and published.get("status") == "complete")
+        complete = published is not None and published.complete
         # a server on this machine is asked again rather than replayed: only its answers say which registry it is
         if published and expected is not None and (not can_fetch or (resume and complete)):
             if not can_fetch and not resume:
@@ -349,48 +348,46 @@ def fetch_day(
                 logger.warning("%s: archive damaged (%s); fetching again", day, exc)
         if not can_fetch:
             raise PastDateUnavailable(day.isoformat(), today.isoformat())
-        key = decode_service_key(service_key) or client.anonymous_key()
-        if not key:
-            raise MissingServiceKey(
-                "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
-                "(MFDS_SERVICE_KEY=...) 또는 환경 변수에 넣으세요. / MFDS_SERVICE_KEY is not set: put the data.go.kr "
-                "service key in .env or the environment (the emulator needs none)."
-            )
-        owns_client = http_client is None
-        http = http_client or client.http_client()
+        fetch = _DayFetch(client, day, endpoint, archive, logger, rng or random.Random(), http_client)
+        fetch.held, fetch.expected = held, expected
         try:
-            fetch = _DayFetch(client, day, endpoint, archive, http, key, redact, logger, rng or random.Random())
-            fetch.held, fetch.expected = held, expected
-            reusable = fetch.reusable_pages(published) if resume else {}
-            return fetch.run(reusable, keep_published=complete)
+            return fetch.run(fetch.reusable_pages(published) if resume else {}, keep_published=complete)
         except SourceMismatch:
             archive.drop_empty_work()
             raise
         finally:
-            if owns_client:
-                http.close()
+            fetch.close()
 
 
 class _DayFetch:
+    """One fetch of a day (or a re-check's questions about it): its page machinery — politeness, retries, the
+    request deadline, the daily cap, every page archived before it is read — and the pages it got."""
+
     def __init__(
         self,
         config: FetchConfig,
         day: date,
         endpoint: Endpoint,
         archive: DayArchive,
-        client: httpx.Client,
-        key: str,
-        redact: Redactor,
         log: FetchLog,
         rng: random.Random,
+        http_client: httpx.Client | None = None,
     ) -> None:
         self.config = config  # the resource: its fields are the fetch's settings
         self.day = day
         self.endpoint = endpoint
         self.archive = archive
-        self.client = client
-        self._key = key
-        self.redact = redact
+        self.redact = Redactor(config.service_key())
+        key = decode_service_key(config.service_key()) or config.anonymous_key()
+        if not key:
+            raise MissingServiceKey(
+                "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
+                "(MFDS_SERVICE_KEY=...) 또는 환경 변수에 넣으세요. / MFDS_SERVICE_KEY is not set: put the data.go.kr "
+                "service key in .env or the environment (the emulator needs none)."
+            )
+        self._key = key  # the query string's, and nowhere else
+        self.client = http_client or config.http_client()
+        self._owns_client = http_client is None  # a client given by the caller is closed by the caller
         self.log = log
         self.rng = rng
         self.politeness = politeness_for(
@@ -412,7 +409,7 @@ class _DayFetch:
         self.requests = 0
         self.retries = 0
         self.started_at = _now_iso()
-        self.t0 = time.monotonic()
+        self.t0 = monotonic()
         self._progress_at = self.t0  # when a page line was last logged (`_log_page`)
         self.pages: dict[int, _Page] = {}
         self.problems: list[str] = []
@@ -426,34 +423,32 @@ class _DayFetch:
         self.stopped = ""  # why the round stopped before its last page (Korean), see `_stop`
         self._unsaved = 0  # pages not yet in a written manifest
 
+    def close(self) -> None:
+        if self._owns_client:
+            self.client.close()
+
     # -- resume ---------------------------------------------------------------------------------
 
-    def reusable_pages(self, published: dict[str, Any] | None) -> dict[int, _Page]:
+    def reusable_pages(self, published: Manifest | None) -> dict[int, _Page]:
         """Good pages of an interrupted fetch (working dir) or of a published failed one."""
         candidates = [(self.archive.partial_manifest(), self.archive.work_dir)]
-        if published and published.get("status") == "failed":
+        if published and published.status == "failed":
             candidates.append((published, self.archive.day_dir))
         for manifest, directory in candidates:
-            if not manifest or manifest.get("status") not in ("running", "failed"):
+            if not manifest or manifest.status not in ("running", "failed"):
                 continue
-            if manifest.get("num_of_rows") != self.config.num_of_rows:
+            if manifest.num_of_rows != self.config.num_of_rows or manifest.request.get("url") != self.endpoint.url:
                 continue
-            if (manifest.get("request") or {}).get("url") != self.endpoint.url:
-                continue
-            pages: dict[int, _Page] = {}
-            for entry in manifest.get("pages") or []:
-                if entry.get("status") != "ok" or not entry.get("file"):
-                    continue
-                try:
-                    page = _archived_page(directory, entry, reused=True)
-                except (SourceError, OSError):
-                    continue  # re-fetch that page
-                pages[page.page_no] = page
-            if len({p.total_count for p in pages.values() if not p.nodata}) > 1:
+            pages = {
+                a.entry.page_no: _Page.archived(a, reused=True)
+                for a in read_pages(directory, manifest.pages, parse_page)
+                if a.entry.ok and a.error is None  # a page that does not read back is fetched again
+            }
+            if len({p.entry.total_count for p in pages.values() if not p.entry.nodata}) > 1:
                 continue  # the interrupted fetch saw the registry change: reuse nothing
             if pages:
                 self.reused_from = str(directory.name)
-                self.archive.begin(keep=[(directory, p.file) for p in pages.values() if p.file])
+                self.archive.begin(keep=[(directory, p.entry.file) for p in pages.values() if p.entry.file])
                 self.log.info("%s: resuming — %d archived page(s) reused", self.day, len(pages))
                 return pages
         return {}
@@ -493,14 +488,17 @@ class _DayFetch:
             self.problems.append("total_count_unstable: totalCount changed again after a restart")
         return self._finish(outcome, keep_published)
 
+    def _sorted_pages(self) -> list[_Page]:
+        return [p for _, p in sorted(self.pages.items())]
+
     def _total_counts(self) -> list[int]:
-        return [p.total_count for _, p in sorted(self.pages.items()) if p.total_count is not None]
+        return [p.entry.total_count for p in self._sorted_pages() if p.entry.total_count is not None]
 
     def _get(self, page_no: int, reusable: dict[int, _Page], *, beyond_total: bool = False) -> _Page:
         """Page `page_no`, reused or fetched; `beyond_total`: past the pages totalCount promises, where NODATA
         ends the list. The running manifest is written once per MANIFEST_EVERY_PAGES pages (rewriting it after
         every page grows as pages², and a crash costs at most that many pages asked again)."""
-        page = reusable.get(page_no) or self._fetch_page(page_no, nodata_is_empty=beyond_total)
+        page = reusable.get(page_no) or self.fetch_page(page_no, nodata_is_empty=beyond_total)
         self.pages[page_no] = page
         self._unsaved += 1
         if self._unsaved >= MANIFEST_EVERY_PAGES:
@@ -516,7 +514,7 @@ class _DayFetch:
         return "stopped"
 
     def _round(self, reusable: dict[int, _Page]) -> str:
-        first = self._get(1, reusable)
+        first = self._get(1, reusable).entry
         if not first.ok:
             return "failed"
         total = int(first.total_count or 0)
@@ -536,11 +534,11 @@ class _DayFetch:
             page = self._get(page_no, reusable)
             if page.fatal:
                 return "failed"
-            if page.ok:
+            if page.entry.ok:
                 failed_in_a_row = 0
-                if page.total_count != total:
+                if page.entry.total_count != total:
                     return "total_count_changed"
-                empty_in_a_row = 0 if page.rows else empty_in_a_row + 1
+                empty_in_a_row = 0 if page.entry.rows else empty_in_a_row + 1
                 if empty_in_a_row >= MAX_CONSECUTIVE_EMPTY_PAGES and page_no < n_pages:
                     return self._stop(
                         f"{page_no - empty_in_a_row + 1}–{page_no}쪽이 연달아 비어 있어 {page_no:,}쪽에서 멈췄습니다 — "
@@ -554,11 +552,14 @@ class _DayFetch:
                 self.problems.append(note)
                 self.transport_notes.append(note)
                 return "failed"
-        # A deflated totalCount must not hide rows: keep going while the last page was full.
-        last, extra = self.pages[n_pages], 0
+        return self._beyond_total(n_pages, per_page, total, reusable)
+
+    def _beyond_total(self, n_pages: int, per_page: int, total: int, reusable: dict[int, _Page]) -> str:
+        """A deflated totalCount must not hide rows: keep going while the last page was full."""
+        last, extra = self.pages[n_pages].entry, 0
         while last.ok and last.rows >= per_page and extra < MAX_EXTRA_PAGES:
             extra += 1
-            last = self._get(n_pages + extra, reusable, beyond_total=True)
+            last = self._get(n_pages + extra, reusable, beyond_total=True).entry
             if last.ok and not last.nodata and last.total_count != total:
                 return "total_count_changed"
         if last.ok and last.rows >= per_page and extra >= MAX_EXTRA_PAGES:
@@ -569,9 +570,9 @@ class _DayFetch:
             )
         return "done"
 
-    # -- one page -------------------------------------------------------------------------------
+    # -- one page: send, decode + scrub + archive, read the answer --------------------------------
 
-    def _fetch_page(
+    def fetch_page(
         self,
         page_no: int,
         *,
@@ -584,127 +585,58 @@ class _DayFetch:
         configured page size), archive its body as `archive_no` (default `page_no`) and judge it.
         `nodata_is_empty`: resultCode NODATA means no rows here (beyond the list's end, or a filter that
         matches nothing), not a failure."""
-        cfg = self.config
-        page = _Page(page_no)
-        retry_wait = 0.0
-        api_retry_used = False
+        page = _Page(PageEntry(page_no))
         params: dict[str, str | int] = {
             "serviceKey": self._key,
             "pageNo": page_no,
-            "numOfRows": num_of_rows or cfg.num_of_rows,
+            "numOfRows": num_of_rows or self.config.num_of_rows,
             "type": "json",
             **(query or {}),
         }
         headers = self.config.request_headers(self.day)
-        for attempt in range(1, cfg.max_attempts + 1):
-            wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
-            if wait > 0:
-                time.sleep(wait)
-            self.counter.take(self.endpoint.host, cfg.daily_request_cap, self.cap_day)
-            rec: dict[str, Any] = {
-                "attempt": attempt,
-                "started_at": _now_iso(),
-                "wait_s": round(wait, 3),
-                "status": None,
-                "bytes": None,
-                "sha256": None,
-                "elapsed_ms": None,
-                "error": None,
-                "retry_after_s": None,
-            }
-            page.attempts.append(rec)
-            self.requests += 1
-            self.retries += attempt > 1
-            started = time.monotonic()
+        retry_wait: float | None = 0.0
+        for attempt in range(1, self.config.max_attempts + 1):
+            rec = self._attempt(page, attempt, retry_wait or 0.0)
+            started = monotonic()
             try:
                 status, resp_headers, raw = self._send(params, headers)
-            except _DeadlineExceeded as exc:
-                self._failed_attempt(page, rec, started, str(exc), "timeout")
+            except (_DeadlineExceeded, httpx.TransportError) as exc:
+                self._failed_attempt(page, rec, started, exc)
                 retry_wait = self._backoff(attempt)
                 continue
-            except httpx.TimeoutException as exc:
-                self._failed_attempt(page, rec, started, f"timeout: {type(exc).__name__}", "timeout")
-                retry_wait = self._backoff(attempt)
-                continue
-            except httpx.TransportError as exc:
-                self._failed_attempt(page, rec, started, f"{type(exc).__name__}: {exc}", "connection")
-                retry_wait = self._backoff(attempt)
-                continue
-            elapsed = time.monotonic() - started
-            self._answered_by(resp_headers)
-            content_type = resp_headers.get("content-type")
-            try:
-                body, undecodable = _decoded(raw, resp_headers.get("content-encoding")), None
-            except MalformedPage as exc:
-                body, undecodable = raw, exc  # archived as it was received
-            body = self.redact.scrub_bytes(body)  # the one chokepoint: a server may echo the key
-            rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
-            # Archive before parsing: whatever came back is kept, even if it cannot be read.
-            page.file = self.archive.write_page(archive_no or page_no, body, body_format(body, content_type))
-            page.sha256, page.size = rec["sha256"], len(body)
-            if self.politeness.observe(elapsed, status == 200):
-                rec["pause_after_s"] = round(self.politeness.pause_s, 3)
+            body, undecodable = self._receive(page, rec, started, status, resp_headers, raw, archive_no or page_no)
             if status != 200:
-                retry_after = parse_retry_after(resp_headers.get("retry-after"))
-                rec["retry_after_s"] = retry_after
-                error = f"HTTP {status}"
-                if len(body) <= 300 and "text/plain" in (content_type or ""):
-                    error += ": " + body.decode("utf-8", errors="replace").strip()  # e.g. a replay's date range
-                error = self.redact(error)
-                rec["error"] = page.error = error
-                page.error_type = "http_status"
-                if status != 429 and status < 500:
-                    break  # 4xx: asking again will not change the answer
-                if retry_after is not None and retry_after > max(cfg.backoff_max_s, 60.0):
-                    page.error = rec["error"] = f"{error}; Retry-After {retry_after:g} s is too long to wait"
-                    break
-                retry_wait = max(self._backoff(attempt), retry_after or 0.0)
-                self.log.info("%s page %d: %s, retrying in %.2f s", self.day, page_no, error, retry_wait)
-                continue
-            try:
-                if undecodable is not None:
-                    raise undecodable
-                parsed = parse_page(body, content_type)
-                _check_values(parsed)
-                problem = page_shape_problem(parsed)
-                if problem is not None:
-                    raise _WrongShape(problem)
-            except GatewayError as exc:
-                rec["error"] = page.error = self.redact(str(exc))
-                page.error_type = "gateway"
-                page.gateway = {
-                    "return_reason_code": exc.return_reason_code,
-                    "return_auth_msg": exc.return_auth_msg,
-                    "err_msg": exc.err_msg,
-                }
-                page.fatal = True  # key/quota problems do not fix themselves within seconds
-                self.log.warning("%s page %d: %s", self.day, page_no, page.error)
+                retry_wait = self._http_error(page, rec, attempt, status, resp_headers, body)
+            else:
+                content_type = resp_headers.get("content-type")
+                retry_wait = self._read_answer(page, rec, attempt, body, content_type, undecodable, nodata_is_empty)
+            if retry_wait is None:
                 break
-            except ApiResultError as exc:
-                if exc.result_code == NODATA and nodata_is_empty:
-                    _fill_empty(page)
-                    break
-                rec["error"] = page.error = self.redact(str(exc))
-                page.error_type = "api_result"
-                if exc.result_code in FATAL_RESULT_CODES:
-                    page.fatal = True
-                    break
-                if exc.transient and not api_retry_used:
-                    api_retry_used = True
-                    retry_wait = self._backoff(attempt)
-                    continue
-                break
-            except MalformedPage as exc:
-                shape = isinstance(exc, _WrongShape)
-                rec["error"] = page.error = self.redact(str(exc) if shape else f"malformed page: {exc}")
-                page.error_type = "shape" if shape else "malformed"
-                self.log.info("%s page %d: %s", self.day, page_no, page.error)
-                retry_wait = self._backoff(attempt)
-                continue
-            _fill_page(page, parsed)
-            break
         self._log_page(page)
         return page
+
+    def _attempt(self, page: _Page, attempt: int, retry_wait: float) -> dict[str, Any]:
+        """Wait until the next request may start (spacing, pause, backoff), count it against the daily cap
+        (RequestCapExceeded) and record it on the page."""
+        wait = max(self.politeness.wait_s(monotonic()), retry_wait if attempt > 1 else 0.0)
+        if wait > 0:
+            sleep(wait)
+        self.counter.take(self.endpoint.host, self.config.daily_request_cap, self.cap_day)
+        rec: dict[str, Any] = {
+            "attempt": attempt,
+            "started_at": _now_iso(),
+            "wait_s": round(wait, 3),
+            "status": None,
+            "bytes": None,
+            "sha256": None,
+            "elapsed_ms": None,
+            "error": None,
+            "retry_after_s": None,
+        }
+        page.update(attempts=(*page.entry.attempts, rec))
+        self.requests += 1
+        self.retries += attempt > 1
+        return rec
 
     def _send(self, params: dict[str, str | int], headers: dict[str, str]) -> tuple[int, httpx.Headers, bytes]:
         """One whole request — connect, headers and every read of the body, as received (not decoded) — within
@@ -715,7 +647,7 @@ class _DayFetch:
         abandoned = threading.Event()
 
         def request() -> None:
-            self.politeness.mark_start(time.monotonic())  # when the request really leaves
+            self.politeness.mark_start(monotonic())  # when the request really leaves
             try:
                 with self.client.stream(
                     "GET", self.endpoint.url, params=params, headers=headers, timeout=self.timeout
@@ -742,35 +674,123 @@ class _DayFetch:
             raise outcome["error"]
         return outcome["answer"]
 
+    def _receive(
+        self, page: _Page, rec: dict[str, Any], started: float, status: int, headers: httpx.Headers, raw: bytes, no: int
+    ) -> tuple[bytes, MalformedPage | None]:
+        """The answer's body — its Content-Encoding undone (as received when it cannot be: the error comes back
+        beside it), scrubbed of the service key and archived as page `no` before anything reads it."""
+        elapsed = monotonic() - started
+        self._answered_by(headers)
+        try:
+            body, undecodable = _decoded(raw, headers.get("content-encoding")), None
+        except MalformedPage as exc:
+            body, undecodable = raw, exc  # archived as it was received
+        body = self.redact.scrub_bytes(body)  # the one chokepoint: a server may echo the key
+        rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
+        # Archive before parsing: whatever came back is kept, even if it cannot be read.
+        name = self.archive.write_page(no, body, body_format(body, headers.get("content-type")))
+        page.update(file=name, sha256=rec["sha256"], bytes=len(body))
+        if self.politeness.observe(elapsed, status == 200):
+            rec["pause_after_s"] = round(self.politeness.pause_s, 3)
+        return body, undecodable
+
+    def _http_error(
+        self, page: _Page, rec: dict[str, Any], attempt: int, status: int, headers: httpx.Headers, body: bytes
+    ) -> float | None:
+        """A non-200 answer: the wait before asking again, or None (asking again will not help)."""
+        retry_after = parse_retry_after(headers.get("retry-after"))
+        rec["retry_after_s"] = retry_after
+        error = f"HTTP {status}"
+        if len(body) <= 300 and "text/plain" in (headers.get("content-type") or ""):
+            error += ": " + body.decode("utf-8", errors="replace").strip()  # e.g. a replay's date range
+        error = self.redact(error)
+        page.failed(rec, error, "http_status")
+        if status != 429 and status < 500:
+            return None  # 4xx: asking again will not change the answer
+        if retry_after is not None and retry_after > max(self.config.backoff_max_s, 60.0):
+            page.failed(rec, f"{error}; Retry-After {retry_after:g} s is too long to wait", "http_status")
+            return None
+        wait = max(self._backoff(attempt), retry_after or 0.0)
+        self.log.info("%s page %d: %s, retrying in %.2f s", self.day, page.entry.page_no, error, wait)
+        return wait
+
+    def _read_answer(
+        self,
+        page: _Page,
+        rec: dict[str, Any],
+        attempt: int,
+        body: bytes,
+        content_type: str | None,
+        undecodable: MalformedPage | None,
+        nodata_is_empty: bool,
+    ) -> float | None:
+        """A 200 answer parsed and its shape checked: the page's rows (returns None), or the wait before asking
+        again (a malformed page, a passing API error), or None when asking again will not help."""
+        try:
+            parsed = _checked(body, content_type, undecodable)
+        except GatewayError as exc:
+            gateway = {"return_reason_code": exc.return_reason_code, "return_auth_msg": exc.return_auth_msg}
+            page.failed(rec, self.redact(str(exc)), "gateway", gateway_error={**gateway, "err_msg": exc.err_msg})
+            page.fatal = True  # key/quota problems do not fix themselves within seconds
+            self.log.warning("%s page %d: %s", self.day, page.entry.page_no, page.entry.error)
+            return None
+        except ApiResultError as exc:
+            if exc.result_code == NODATA and nodata_is_empty:
+                page.answered(None)
+                return None
+            page.failed(rec, self.redact(str(exc)), "api_result")
+            page.fatal = exc.result_code in FATAL_RESULT_CODES
+            if page.fatal or not exc.transient or page.api_retried:
+                return None
+            page.api_retried = True
+            return self._backoff(attempt)
+        except MalformedPage as exc:
+            shape = isinstance(exc, _WrongShape)
+            page.failed(
+                rec, self.redact(str(exc) if shape else f"malformed page: {exc}"), "shape" if shape else "malformed"
+            )
+            self.log.info("%s page %d: %s", self.day, page.entry.page_no, page.entry.error)
+            return self._backoff(attempt)
+        page.answered(parsed)
+        return None
+
     def _log_page(self, page: _Page) -> None:
         """A line per page that needed more than one attempt or failed; a clean page only as progress — the
         first, then at most one every PROGRESS_EVERY_S (a real fetch of 19 pages at the polite pace takes
         ≈40 s; the per-page table is in the raw_pages materialization, and each log line is a stored
         Dagster event)."""
-        clean = page.ok and len(page.attempts) == 1
-        now = time.monotonic()
-        if clean and page.page_no != 1 and now - self._progress_at < PROGRESS_EVERY_S:
+        e = page.entry
+        clean = e.ok and len(e.attempts) == 1
+        now = monotonic()
+        if clean and e.page_no != 1 and now - self._progress_at < PROGRESS_EVERY_S:
             return
         self._progress_at = now
-        level = self.log.info if page.ok else self.log.warning
+        level = self.log.info if e.ok else self.log.warning
+        outcome = "ok" if e.ok else f"FAILED ({e.error})"
         level(
             "%s page %d: %s, %d rows, totalCount %s, %d attempt(s)",
             self.day,
-            page.page_no,
-            "ok" if page.ok else f"FAILED ({page.error})",
-            page.rows,
-            page.total_count,
-            len(page.attempts),
+            e.page_no,
+            outcome,
+            e.rows,
+            e.total_count,
+            len(e.attempts),
         )
 
-    def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, error: str, kind: str) -> None:
-        elapsed = time.monotonic() - started
+    def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, exc: Exception) -> None:
+        """A request that got no answer: a timeout (the request's deadline, or httpx's) or a connection error."""
+        elapsed = monotonic() - started
         rec["elapsed_ms"] = round(elapsed * 1000, 1)
-        rec["error"] = page.error = self.redact(error)
-        page.error_type = kind
+        if isinstance(exc, _DeadlineExceeded):
+            error, kind = str(exc), "timeout"
+        elif isinstance(exc, httpx.TimeoutException):
+            error, kind = f"timeout: {type(exc).__name__}", "timeout"
+        else:
+            error, kind = f"{type(exc).__name__}: {exc}", "connection"
+        page.failed(rec, self.redact(error), kind)
         if self.politeness.observe(elapsed, ok=False):
             rec["pause_after_s"] = round(self.politeness.pause_s, 3)
-        self.log.info("%s page %d attempt %d: %s", self.day, page.page_no, rec["attempt"], page.error)
+        self.log.info("%s page %d attempt %d: %s", self.day, page.entry.page_no, rec["attempt"], page.entry.error)
 
     def _answered_by(self, headers: Any) -> None:
         """The registry the server serves, from its first answer: another one than the folder holds is refused
@@ -785,82 +805,69 @@ class _DayFetch:
 
     # -- the verdict ----------------------------------------------------------------------------
 
-    def _verdict(self, outcome: str) -> dict[str, Any]:
-        pages = [p for _, p in sorted(self.pages.items())]
-        items, received, dropped = _assemble(pages)
-        totals = self._total_counts()
-        total = totals[0] if totals and len(set(totals)) == 1 else None
-        transport_ok = bool(pages) and outcome not in ("failed", "cap") and all(p.ok for p in pages)
-        errors = [f"{p.page_no}쪽(page {p.page_no}): {p.error}" for p in pages if not p.ok]
-        errors += self.transport_notes
-        if not transport_ok:
-            status = "failed"
-        elif (
-            outcome != "done"
-            or total is None
-            or len(items) != total
-            or any(pr.startswith("extra_page_cap") for pr in self.problems)
-        ):
-            status = "incomplete"
-        else:
-            status = "complete"
+    def _verdict(self, outcome: str) -> tuple[Manifest, _Rows]:
+        """The fetch's verdict — complete, incomplete (a short or unsure list) or failed (the transport) — written
+        as its last manifest, and its rows."""
+        pages = self._sorted_pages()
+        rows = items, received, dropped = _assemble(pages)
+        counts = self._total_counts()
+        total = counts[0] if counts and len(set(counts)) == 1 else None
+        transport_ok = bool(pages) and outcome not in ("failed", "cap") and all(p.entry.ok for p in pages)
+        unsure = outcome != "done" or total is None or any(pr.startswith("extra_page_cap") for pr in self.problems)
+        status = "failed" if not transport_ok else "incomplete" if unsure or len(items) != total else "complete"
+        if status != "complete" and total is not None and len(items) != total:
+            self.problems.append(f"rows_after_dedup {len(items)} != totalCount {total}")
+        errors = [f"{p.entry.page_no}쪽(page {p.entry.page_no}): {p.entry.error}" for p in pages if not p.entry.ok]
         unexpected, missing = _field_drift(items)
-        return {
-            "pages": pages,
-            "items": items,
-            "received": received,
-            "dropped": dropped,
-            "totals": totals,
-            "total": total,
+        totals = {
+            "pages": len(pages),
+            "requests": self.requests,
+            "retries": self.retries,
+            "rows_received": received,
+            "rows_after_dedup": len(items),
+            "duplicate_rows_dropped": dropped,
+            "total_count": total,
+            "total_counts": counts,
             "transport_ok": transport_ok,
-            "errors": [self.redact(e) for e in errors],
-            "status": status,
-            "unexpected": unexpected,
-            "missing": missing,
+            "elapsed_s": round(monotonic() - self.t0, 3),
         }
+        manifest = self._write_manifest(
+            status,
+            totals=totals,
+            transport_errors=tuple(self.redact(e) for e in errors + self.transport_notes),
+            problems=tuple(self.redact(p) for p in self.problems),
+            unexpected_fields=tuple(unexpected),
+            missing_fields=tuple(missing),
+            stopped=self.stopped,
+        )
+        return manifest, rows
 
     def _finish(self, outcome: str, keep_published: bool) -> FetchResult:
-        v = self._verdict(outcome)
-        if v["status"] != "complete" and v["total"] is not None and len(v["items"]) != v["total"]:
-            self.problems.append(f"rows_after_dedup {len(v['items'])} != totalCount {v['total']}")
-        self._write_manifest(v["status"], v)
-        if keep_published and v["status"] != "complete":
+        manifest, rows = self._verdict(outcome)
+        status = manifest.status
+        if keep_published and status != "complete":
             # Never replace a complete archive with a worse one: the new attempt stays in the
             # working directory for inspection; the published day is untouched.
             self.log.warning(
                 "%s: re-fetch is %s; the complete archive is kept, the attempt is in %s",
                 self.day,
-                v["status"],
+                status,
                 self.archive.work_dir,
             )
             archive_dir = self.archive.work_dir
         else:
             archive_dir = self.archive.publish()
-        elapsed = time.monotonic() - self.t0
-        result = FetchResult(
-            day=self.day,
+        elapsed = monotonic() - self.t0
+        result = FetchResult.of(
+            self.day,
+            manifest,
+            self._sorted_pages(),
+            rows,
             source=self.endpoint.kind,
-            status=v["status"],
-            pages=[p.summary() for p in v["pages"]],
-            total_count=v["total"],
-            total_counts=v["totals"],
-            rows_received=v["received"],
-            rows_after_dedup=len(v["items"]),
-            duplicate_rows_dropped=v["dropped"],
-            transport_ok=v["transport_ok"],
-            transport_errors=v["errors"],
             requests=self.requests,
             retries=self.retries,
             elapsed_s=elapsed,
             archive_dir=str(archive_dir),
-            unexpected_fields=v["unexpected"],
-            missing_fields=v["missing"],
-            problems=[self.redact(p) for p in self.problems],
-            num_of_rows=self.config.num_of_rows,
-            gateway_error=next((p.gateway for p in v["pages"] if p.gateway), None),
-            source_id=self.source_id or self.expected,
-            stopped=self.stopped,
-            items=v["items"],
         )
         self.log.info(
             "%s: fetch %s — %d pages, %d rows (%d after de-dup), totalCount %s, %d requests, %d retries, %.1f s",
@@ -876,81 +883,50 @@ class _DayFetch:
         )
         return result
 
-    def _write_manifest(self, status: str, verdict: dict[str, Any] | None = None) -> None:
+    def _write_manifest(self, status: str, **verdict: Any) -> Manifest:
+        """The manifest of the fetch so far (`verdict`: its totals etc. once it has stopped), written through the
+        redactor."""
         self._unsaved = 0
-        pages = [p for _, p in sorted(self.pages.items())]
-        manifest: dict[str, Any] = {
-            "schema_version": MANIFEST_SCHEMA,
-            "day": self.day.isoformat(),
-            "status": status,
-            "source": self.endpoint.kind,
-            "source_id": self.source_id or self.expected,
-            "request": {
+        manifest = Manifest(
+            schema_version=MANIFEST_SCHEMA,
+            day=self.day.isoformat(),
+            status=status,
+            source=self.endpoint.kind,
+            source_id=self.source_id or self.expected,
+            request={
                 "url": self.endpoint.url,
                 "method": "GET",
                 "params": {"pageNo": "<page>", "numOfRows": self.config.num_of_rows, "type": "json"},
                 "headers": self.config.request_headers(self.day),
             },
-            "num_of_rows": self.config.num_of_rows,
-            "started_at": self.started_at,
-            "finished_at": _now_iso() if status != "running" else None,
-            "round": self.round,
-            "restarts": self.restarts,
-            "resumed_from": self.reused_from,
-            "politeness": {
+            num_of_rows=self.config.num_of_rows,
+            started_at=self.started_at,
+            finished_at=_now_iso() if status != "running" else None,
+            round=self.round,
+            restarts=tuple(self.restarts),
+            resumed_from=self.reused_from,
+            politeness={
                 "min_interval_s": self.politeness.base_s,
                 "pause_s": round(self.politeness.pause_s, 3),
                 "max_pause_s": round(self.politeness.max_pause_s, 3),
                 "slowdowns": self.politeness.slowdowns,
                 "slow_answer_threshold_s": self.politeness.slow_s,
             },
-            "pages": [p.manifest() for p in pages],
-        }
-        manifest.update(self.config.manifest_extra(self.day))
-        if verdict is not None:
-            manifest["totals"] = {
-                "pages": len(pages),
-                "requests": self.requests,
-                "retries": self.retries,
-                "rows_received": verdict["received"],
-                "rows_after_dedup": len(verdict["items"]),
-                "duplicate_rows_dropped": verdict["dropped"],
-                "total_count": verdict["total"],
-                "total_counts": verdict["totals"],
-                "transport_ok": verdict["transport_ok"],
-                "elapsed_s": round(time.monotonic() - self.t0, 3),
-            }
-            manifest["transport_errors"] = verdict["errors"]
-            manifest["problems"] = self.problems
-            manifest["unexpected_fields"] = verdict["unexpected"]
-            manifest["missing_fields"] = verdict["missing"]
-            manifest["stopped"] = self.stopped
+            pages=tuple(p.entry for p in self._sorted_pages()),
+            extra=self.config.manifest_extra(self.day),
+            **verdict,
+        )
         self.archive.write_manifest(manifest, text_filter=self.redact)
+        return manifest
 
 
 def _held_source(archive: DayArchive) -> tuple[str, str] | None:
     """(source, where) of what is archived already: this day's complete archive, else the folder's newest."""
     manifest = archive.published_manifest()
-    if manifest and manifest.get("status") == "complete" and (source := manifest_source(manifest)):
+    if manifest and manifest.complete and (source := manifest_source(manifest)):
         return source, str(archive.day_dir)
     held = folder_source(archive.raw_dir)
     return (held[0], str(archive.raw_dir / held[1].isoformat())) if held else None
-
-
-def _fill_page(page: _Page, parsed: Page) -> None:
-    page.status = "ok"
-    page.error = page.error_type = None
-    page.rows = parsed.rows
-    page.total_count = parsed.total_count
-    page.num_of_rows = parsed.num_of_rows
-    page.items = parsed.items
-
-
-def _fill_empty(page: _Page) -> None:
-    """A page that answered NODATA where no rows are a possible answer: ok, no rows, no totalCount."""
-    page.status = "ok"
-    page.error = page.error_type = None
-    page.rows, page.items, page.nodata = 0, [], True
 
 
 class _DeadlineExceeded(Exception):
@@ -977,6 +953,19 @@ def _decoded(raw: bytes, content_encoding: str | None) -> bytes:
             f"본문을 풀 수 없습니다 — Content-Encoding {content_encoding}이라고 했지만 그렇게 압축된 본문이 아닙니다 "
             f"({exc}) / the body cannot be decoded as its Content-Encoding says"
         ) from None
+
+
+def _checked(body: bytes, content_type: str | None, undecodable: MalformedPage | None) -> Page:
+    """The page a 200 answer holds, if it can be read as Unicode text and has the day's shape; raises the parser's
+    errors, or MalformedPage (`_WrongShape` for the shape)."""
+    if undecodable is not None:
+        raise undecodable
+    parsed = parse_page(body, content_type)
+    _check_values(parsed)
+    problem = page_shape_problem(parsed)
+    if problem is not None:
+        raise _WrongShape(problem)
+    return parsed
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -1031,89 +1020,34 @@ def page_shape_problem(page: Page) -> str | None:
     return f"응답 항목이 API의 9개 항목과 다릅니다 — {' · '.join(parts)} / the items' fields differ from the API's nine"
 
 
-def _archived_page(directory: Path, entry: dict[str, Any], *, reused: bool) -> _Page:
-    """A page recorded ok in a manifest, read back from its archived body. Raises ArchiveCorrupt (a file that
-    does not match) or the parser's SourceError."""
-    page = _Page(
-        int(entry["page_no"]),
-        file=entry.get("file"),
-        sha256=entry.get("sha256"),
-        size=entry.get("bytes"),
-        reused=reused or bool(entry.get("reused")),
-        attempts=list(entry.get("attempts") or []),
-    )
-    body = DayArchive.read_page(directory, entry["file"], entry.get("sha256"))
-    if entry.get("nodata"):  # NODATA where no rows were a possible answer (the body is the NODATA envelope)
-        _fill_empty(page)
-        return page
-    _fill_page(page, parse_page(body, "json" if ".json." in entry["file"] else None))
-    return page
-
-
 # --- replay --------------------------------------------------------------------------------------
 
 
-def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> FetchResult:
+def _replay(archive: DayArchive, manifest: Manifest, log: FetchLog) -> FetchResult:
     """Rebuild the FetchResult of a finished fetch from its archive, without any HTTP."""
-    t0 = time.monotonic()
+    t0 = monotonic()
     directory = archive.day_dir
     pages: list[_Page] = []
-    for entry in manifest.get("pages") or []:
-        if entry.get("status") == "ok":
-            try:
-                pages.append(_archived_page(directory, entry, reused=bool(entry.get("reused"))))
-            except ArchiveCorrupt:
-                raise
-            except SourceError as exc:
-                raise ArchiveCorrupt(f"{directory.name}/{entry['file']}: recorded ok but unreadable: {exc}") from None
-        else:
-            pages.append(
-                _Page(
-                    int(entry["page_no"]),
-                    status="failed",
-                    error=entry.get("error"),
-                    error_type=entry.get("error_type"),
-                    gateway=entry.get("gateway_error"),
-                    file=entry.get("file"),
-                    sha256=entry.get("sha256"),
-                    attempts=list(entry.get("attempts") or []),
-                )
+    for archived in read_pages(directory, manifest.pages, parse_page):
+        if isinstance(archived.error, ArchiveCorrupt):
+            raise archived.error
+        if archived.error is not None:
+            raise ArchiveCorrupt(
+                f"{directory.name}/{archived.entry.file}: recorded ok but unreadable: {archived.error}"
             )
-    items, received, dropped = _assemble(pages)
-    totals = manifest.get("totals") or {}
-    if totals and (totals.get("rows_received"), totals.get("rows_after_dedup")) != (received, len(items)):
+        entry = archived.entry  # a failed page as recorded: its error, its attempts
+        pages.append(_Page.archived(archived, reused=entry.reused) if entry.ok else _Page(entry))
+    run = {"source": "archive", "requests": 0, "retries": 0, "elapsed_s": 0.0, "archive_dir": str(directory)}
+    result = FetchResult.of(archive.day, manifest, pages, _assemble(pages), **run)
+    totals = manifest.totals or {}
+    recorded = (totals.get("rows_received"), totals.get("rows_after_dedup"))
+    if totals and recorded != (result.rows_received, result.rows_after_dedup):
         raise ArchiveCorrupt(
-            f"{directory.name}: archived pages give {received}/{len(items)} rows, "
-            f"manifest says {totals.get('rows_received')}/{totals.get('rows_after_dedup')}"
+            f"{directory.name}: archived pages give {result.rows_received}/{result.rows_after_dedup} rows, "
+            f"manifest says {recorded[0]}/{recorded[1]}"
         )
-    unexpected, missing = _field_drift(items)
-    status = str(manifest.get("status"))
-    log.info("%s: replayed from archive (%s, %d rows)", archive.day, status, len(items))
-    return FetchResult(
-        day=archive.day,
-        source="archive",
-        status=status,
-        pages=[p.summary() for p in pages],
-        total_count=totals.get("total_count"),
-        total_counts=list(totals.get("total_counts") or []),
-        rows_received=received,
-        rows_after_dedup=len(items),
-        duplicate_rows_dropped=dropped,
-        transport_ok=bool(totals.get("transport_ok")),
-        transport_errors=list(manifest.get("transport_errors") or []),
-        requests=0,
-        retries=0,
-        elapsed_s=time.monotonic() - t0,
-        archive_dir=str(directory),
-        unexpected_fields=unexpected,
-        missing_fields=missing,
-        problems=list(manifest.get("problems") or []),
-        num_of_rows=int(manifest.get("num_of_rows") or 0),
-        gateway_error=next((p.gateway for p in pages if p.gateway), None),
-        source_id=manifest_source(manifest),
-        stopped=str(manifest.get("stopped") or ""),
-        items=items,
-    )
+    log.info("%s: replayed from archive (%s, %d rows)", archive.day, manifest.status, result.rows_after_dedup)
+    return dataclasses.replace(result, elapsed_s=monotonic() - t0)
 
 
 def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) -> FetchResult:
@@ -1129,7 +1063,7 @@ def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) 
         return _replay(archive, manifest, log or module_log)
 
 
-def read_manifest(raw_dir: str | Path, day: date | str) -> dict[str, Any] | None:
+def read_manifest(raw_dir: str | Path, day: date | str) -> Manifest | None:
     """The published manifest of a day (None if the day was never fetched)."""
     p = Path(raw_dir)
     p = p if p.is_absolute() else PROJECT_ROOT / p

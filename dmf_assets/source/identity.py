@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from dmf_assets.errors import UserError
-from dmf_assets.source.archive import DayArchive, published_days
+from dmf_assets.source.archive import DayArchive, Manifest, published_days
 from dmf_assets.source.endpoint import Endpoint
 from dmf_assets.source.errors import SourceError
 
@@ -72,16 +71,16 @@ def ask_source(
     return answered_by(endpoint, answer.headers)
 
 
-def manifest_source(manifest: Mapping[str, Any]) -> str | None:
+def manifest_source(manifest: Manifest) -> str | None:
     """The source of an archived day: its manifest's `source_id` (None when no answer came); for an archive
     written before that was recorded, the in-process emulator's seed, else the host of the URL it was fetched
     from."""
-    if "source_id" in manifest:
-        return manifest["source_id"] if isinstance(manifest["source_id"], str) else None
-    emulator = manifest.get("emulator")
+    if manifest.source_recorded:
+        return manifest.source_id
+    emulator = manifest.extra.get("emulator")
     if isinstance(emulator, Mapping) and isinstance(emulator.get("seed"), int):
         return emulator_source(int(emulator["seed"]))
-    url = (manifest.get("request") or {}).get("url")
+    url = manifest.request.get("url")
     try:
         return httpx.URL(str(url)).host.lower() or None if url else None
     except httpx.InvalidURL:
@@ -122,6 +121,6 @@ def folder_source(raw_dir: Path) -> tuple[str, date] | None:
     for a folder with no complete archive."""
     for day in reversed(published_days(raw_dir)):
         manifest = DayArchive(raw_dir, day).published_manifest()
-        if manifest and manifest.get("status") == "complete" and (source := manifest_source(manifest)):
+        if manifest and manifest.complete and (source := manifest_source(manifest)):
             return source, day
     return None

@@ -17,29 +17,19 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from dmf_assets.clock import today_kst
 from dmf_assets.domain.recheck import Answer, Query
-from dmf_assets.source.archive import DayArchive
+from dmf_assets.source.archive import MANIFEST, MANIFEST_SCHEMA, DayArchive, PageEntry, read_json, read_pages, record_of
 from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
-from dmf_assets.source.errors import RequestCapExceeded, SourceError
-from dmf_assets.source.fetch import (
-    MANIFEST_SCHEMA,
-    FetchConfig,
-    FetchLog,
-    _archived_page,
-    _DayFetch,
-    _now_iso,
-    _Page,
-    as_date,
-    module_log,
-)
-from dmf_assets.source.service_key import Redactor, decode_service_key
+from dmf_assets.source.envelope import parse_page
+from dmf_assets.source.errors import MissingServiceKey, RequestCapExceeded
+from dmf_assets.source.fetch import FetchConfig, FetchLog, _DayFetch, _now_iso, _Page, as_date, module_log
 
 RECHECK_DIR = "recheck"
 #: the archive schema from which a day's withdrawals are re-checked (older archives were accepted without)
@@ -56,6 +46,42 @@ class RecheckAnswers:
     legacy: bool = False
 
 
+@dataclass(frozen=True)
+class FiledAnswer:
+    """One query's answer as the re-check manifest records it (`queries[Query.key]`)."""
+
+    params: Mapping[str, str] = field(default_factory=dict)
+    status: str = "failed"  # "ok" | "failed"
+    error: str | None = None
+    total_count: int | None = None  # 0 for NODATA; None when the pages disagree
+    rows: int = 0
+    pages: tuple[PageEntry, ...] = ()
+
+    @classmethod
+    def of_json(cls, doc: Mapping[str, Any]) -> FiledAnswer:
+        return record_of(
+            cls, doc, pages=tuple(PageEntry.of_json(p) for p in doc.get("pages") or () if isinstance(p, dict))
+        )
+
+    @classmethod
+    def of(cls, q: Query, pages: list[_Page]) -> FiledAnswer:
+        answer = _answer(pages)
+        rows, total = _received(pages)
+        status = "ok" if answer.items is not None else "failed"
+        return cls(q.params, status, answer.error or None, total, rows, tuple(p.entry for p in pages))
+
+    def answer(self, directory: Path) -> Answer | None:
+        """The archived answer read back; None when it was not a complete answer or its files do not read."""
+        if self.status != "ok":
+            return None
+        items: list[dict] = []
+        for archived in read_pages(directory, self.pages, parse_page):
+            if archived.error is not None or not archived.entry.ok:
+                return None
+            items.extend(archived.parsed.items if archived.parsed else [])  # NODATA: no rows
+        return Answer(items)
+
+
 class _RecheckStore(DayArchive):
     """The answers of one day, inside its published archive: the same atomic page files and manifest as a
     fetch, published in one rename, under the day's own lock."""
@@ -66,6 +92,13 @@ class _RecheckStore(DayArchive):
         self.work_dir = day_archive.day_dir / f".{RECHECK_DIR}.partial"
         self._old_dir = day_archive.day_dir / f".{RECHECK_DIR}.old"
 
+    def filed(self) -> dict[str, FiledAnswer]:
+        """The answers archived so far, by query key."""
+        queries = (read_json(self.day_dir / MANIFEST) or {}).get("queries")
+        if not isinstance(queries, dict):
+            return {}
+        return {k: FiledAnswer.of_json(v) for k, v in queries.items() if isinstance(v, dict)}
+
 
 def recheck(
     client: FetchConfig, day: date | str, queries: Sequence[Query], *, log: FetchLog | None = None
@@ -75,7 +108,7 @@ def recheck(
     day = as_date(day)
     endpoint = resolve_endpoint(client.base_url)
 
-    def ask(store: _RecheckStore, filed: dict[str, Any], todo: list[Query], answers: dict[str, Answer]) -> int:
+    def ask(store: _RecheckStore, filed: dict[str, FiledAnswer], todo: list[Query], answers: dict[str, Answer]) -> int:
         if not (endpoint.dated or day == today_kst()):
             return 0
         return _ask(client, day, endpoint, store, filed, todo, answers, log or module_log)
@@ -95,13 +128,13 @@ def _answered(raw_dir: Path, day: date, queries: Sequence[Query], ask: _Ask | No
         archive.recover()
         store.recover()
         published = archive.published_manifest()
-        legacy = published is not None and int(published.get("schema_version") or 1) < RECHECK_SINCE_SCHEMA
-        filed: dict[str, Any] = dict((store.published_manifest() or {}).get("queries") or {})
+        legacy = published is not None and published.schema_version < RECHECK_SINCE_SCHEMA
+        filed = store.filed()
         answers: dict[str, Answer] = {}
         todo = []
         for q in queries:
             entry = filed.get(q.key)
-            answer = _from_archive(store, entry) if entry else None
+            answer = entry.answer(store.day_dir) if entry else None
             if answer is None:
                 todo.append(q)
             else:
@@ -113,20 +146,7 @@ def _answered(raw_dir: Path, day: date, queries: Sequence[Query], ask: _Ask | No
 
 
 #: asks the source the queries not answered yet, archives, fills the answers; returns the requests sent
-_Ask = Callable[["_RecheckStore", dict[str, Any], list[Query], dict[str, Answer]], int]
-
-
-def _from_archive(store: _RecheckStore, entry: dict[str, Any]) -> Answer | None:
-    """An archived answer read back; None when it was not a complete answer or its files do not read."""
-    if entry.get("status") != "ok":
-        return None
-    items: list[dict] = []
-    try:
-        for page_entry in entry.get("pages") or []:
-            items.extend(_archived_page(store.day_dir, page_entry, reused=True).items)
-    except (SourceError, OSError):
-        return None
-    return Answer(items)
+_Ask = Callable[["_RecheckStore", dict[str, FiledAnswer], list[Query], dict[str, Answer]], int]
 
 
 def _ask(
@@ -134,20 +154,19 @@ def _ask(
     day: date,
     endpoint: Endpoint,
     store: _RecheckStore,
-    filed: dict[str, Any],
+    filed: dict[str, FiledAnswer],
     todo: list[Query],
     answers: dict[str, Answer],
     log: FetchLog,
 ) -> int:
     """Ask the source `todo`, archive the answers (with those filed before); returns the requests sent."""
-    key = decode_service_key(client.service_key()) or client.anonymous_key()
-    if not key:
+    try:
+        session = _DayFetch(client, day, endpoint, store, log, random.Random())
+    except MissingServiceKey:
         return 0  # no key: nothing can be asked; the caller records no answer
-    kept = [p["file"] for entry in filed.values() for p in entry.get("pages") or [] if p.get("file")]
+    kept = [p.file for entry in filed.values() for p in entry.pages if p.file]
     store.begin(keep=[(store.day_dir, name) for name in kept])
     next_no = 1 + max((int(name[5:9]) for name in kept), default=0)  # page-NNNN.json.gz
-    http = client.http_client()
-    session = _DayFetch(client, day, endpoint, store, http, key, Redactor(client.service_key()), log, random.Random())
     try:
         for q in todo:
             try:
@@ -156,11 +175,11 @@ def _ask(
                 answers[q.key] = Answer(None, session.redact(str(exc)))
                 break
             next_no += len(pages)
-            filed[q.key] = _entry(q, pages)
+            filed[q.key] = FiledAnswer.of(q, pages)
             answers[q.key] = _answer(pages)
-            log.info("%s: 목록에서 삭제 확인 %s — %s", day, q.key, filed[q.key]["status"])
+            log.info("%s: 목록에서 삭제 확인 %s — %s", day, q.key, filed[q.key].status)
     finally:
-        http.close()
+        session.close()
         manifest = {
             "schema_version": MANIFEST_SCHEMA,
             "day": day.isoformat(),
@@ -176,44 +195,31 @@ def _ask(
 def _ask_one(session: _DayFetch, q: Query, first_no: int) -> list[_Page]:
     """Every page of one query's answer (NODATA = no rows), stopping at a failed page."""
     per_page = session.config.num_of_rows
-    first = session._fetch_page(1, query=q.params, archive_no=first_no, nodata_is_empty=True)
+    first = session.fetch_page(1, query=q.params, archive_no=first_no, nodata_is_empty=True)
     pages = [first]
-    if first.ok and not first.nodata:
-        n_pages = math.ceil(int(first.total_count or 0) / (first.num_of_rows or per_page))
+    if first.entry.ok and not first.entry.nodata:
+        n_pages = math.ceil(int(first.entry.total_count or 0) / (first.entry.num_of_rows or per_page))
         for page_no in range(2, n_pages + 1):
-            page = session._fetch_page(page_no, query=q.params, archive_no=first_no + page_no - 1)
+            page = session.fetch_page(page_no, query=q.params, archive_no=first_no + page_no - 1)
             pages.append(page)
-            if not page.ok:
+            if not page.entry.ok:
                 break
     return pages
 
 
 def _received(pages: list[_Page]) -> tuple[int, int | None]:
     """(rows received, the consistent totalCount — 0 for NODATA, None when the pages disagree)."""
-    totals = {0 if p.nodata else p.total_count for p in pages}
-    return sum(p.rows for p in pages), (totals.pop() if len(totals) == 1 else None)
+    totals = {0 if p.entry.nodata else p.entry.total_count for p in pages}
+    return sum(p.entry.rows for p in pages), (totals.pop() if len(totals) == 1 else None)
 
 
 def _answer(pages: list[_Page]) -> Answer:
-    failed = next((p for p in pages if not p.ok), None)
+    failed = next((p for p in pages if not p.entry.ok), None)
     if failed is not None:
-        return Answer(None, f"{failed.page_no}쪽: {failed.error}")
+        return Answer(None, f"{failed.entry.page_no}쪽: {failed.entry.error}")
     _, total = _received(pages)
     items = [row for p in pages for row in p.items]
     distinct = len({tuple(sorted(row.items())) for row in items})
     if total is None or distinct != total:
         return Answer(None, f"답이 완전하지 않습니다: {distinct:,}건 / totalCount {total} (incomplete answer)")
     return Answer(items)
-
-
-def _entry(q: Query, pages: list[_Page]) -> dict[str, Any]:
-    answer = _answer(pages)
-    rows, total = _received(pages)
-    return {
-        "params": q.params,
-        "status": "ok" if answer.items is not None else "failed",
-        "error": answer.error or None,
-        "total_count": total,
-        "rows": rows,
-        "pages": [p.manifest() for p in pages],
-    }
