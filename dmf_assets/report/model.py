@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from dmf_assets.domain.model import (
+    FIELD_LABEL_KO,
     SEVERITY_RANK,
     DayStatus,
     event_label,
@@ -52,6 +53,14 @@ SHEET_NAMES: tuple[str, ...] = (
     SHEET_QUALITY,
     SHEET_META,
 )
+
+
+#: what the aggregate sheets count registrations by (their first column; the web page's top lists too)
+AGGREGATE_LABEL_KO: dict[str, str] = {
+    SHEET_BY_INGREDIENT: "성분 (기준명)",
+    SHEET_BY_APPLICANT: FIELD_LABEL_KO["applicant"],
+    SHEET_BY_COUNTRY: FIELD_LABEL_KO["countries"],
+}
 
 
 def sheet_ref(name: str) -> str:
