@@ -179,6 +179,10 @@ class ListedSpan:
     gone_since: date | None = None  # reappeared: the first accepted day it was missing from the list
 
     @property
+    def listed(self) -> bool:
+        return self.version_no is not None
+
+    @property
     def state(self) -> str:
         """What the span's registration was in it: 「버전 N」, 「등록번호 변경」/「등록번호 부여」, or 「목록에 없음」."""
         if self.version_no is not None:

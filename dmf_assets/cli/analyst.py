@@ -8,7 +8,8 @@ import csv
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -237,22 +238,10 @@ class _HistoryView:
                 **v.values,
             }
         for s in self.spans:
-            yield {
-                "kind": "span",
-                "dmf_key": s.dmf_key,
-                "version_no": s.version_no,
-                "listed": s.version_no is not None,
-                "first_day": _iso(s.first_day),
-                "last_day": _iso(s.last_day),
-                "accepted_days": s.accepted_days,
-                "continued_as": s.continued_as,
-                "renumbered": s.renumbered,
-                "reappeared": s.reappeared,
-                "gone_since": _iso(s.gone_since),
-                "text": s.text,
-            }
+            yield {"kind": "span", **_record(s, _SPAN_KEYS)}
         for e in self.events:
-            yield _event_json(e)
+            changes = [{**asdict(c), "text": c.text} for c in e.changes]
+            yield {"kind": "event", **_record(e, _EVENT_KEYS), "changes": changes}
 
     def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
         from dmf_assets.domain.model import SEVERITY_LABEL_KO, missing
@@ -300,109 +289,100 @@ class _HistoryView:
                 print("  (이 기간에 이벤트 없음)", file=out)
 
 
-def _event_json(e: HistoryEvent) -> dict[str, Any]:
-    return {
-        "kind": "event",
-        "day": _iso(e.day),
-        "base_day": _iso(e.base_day),
-        "event_type": e.event_type,
-        "label": e.label,
-        "severity": e.severity,
-        "dmf_key": e.dmf_key,
-        "base_dmf_key": e.base_dmf_key,
-        "permit_no": e.permit_no,
-        "is_cosmetic": e.is_cosmetic,
-        "flags": list(e.flags),
-        "renumber_candidates": list(e.renumber_candidates),
-        "note": e.note,
-        "watch_reasons": list(e.watch_reasons),
-        "ingredient": e.ingredient,
-        "applicant": e.applicant,
-        "changes": [
-            {
-                "field": c.field,
-                "before": c.before,
-                "after": c.after,
-                "is_cosmetic": c.is_cosmetic,
-                "severity": c.severity,
-                "text": c.text,
-            }
-            for c in e.changes
-        ],
-    }
+def _record(item: object, keys: Sequence[str]) -> dict[str, Any]:
+    """The attributes `keys` of `item` as JSON values (a date as ISO text, a tuple as a list)."""
+    values = {key: _iso(getattr(item, key)) for key in keys}
+    return {key: list(v) if isinstance(v, tuple) else v for key, v in values.items()}
 
 
-#: `dmf history --format csv`: one row per event (the keys of `--format jsonl`; changes as text lines)
-HISTORY_CSV_COLUMNS = (
+#: `dmf history --format jsonl`: what a listed span and an event say (an event's changes follow)
+_SPAN_KEYS = (
+    "dmf_key",
+    "version_no",
+    "listed",
+    "first_day",
+    "last_day",
+    "accepted_days",
+    "continued_as",
+    "renumbered",
+    "reappeared",
+    "gone_since",
+    "text",
+)
+_EVENT_KEYS = (
     "day",
     "base_day",
     "event_type",
     "label",
     "severity",
-    "permit_no",
     "dmf_key",
     "base_dmf_key",
-    "ingredient",
-    "applicant",
-    "manufacturer",
-    "countries",
+    "permit_no",
     "is_cosmetic",
     "flags",
-    "changes",
+    "renumber_candidates",
+    "note",
+    "watch_reasons",
+    "ingredient",
+    "applicant",
+)
+
+
+#: `dmf history --format csv`: one row per event (the keys of `--format jsonl`; changes as text lines)
+HISTORY_CSV_COLUMNS = (
+        "day",
+        "base_day",
+        "event_type",
+        "label",
+        "severity",
+        "permit_no",
+        "dmf_key",
+        "base_dmf_key",
+        "ingredient",
+        "applicant",
+        "manufacturer",
+        "countries",
+        "is_cosmetic",
+        "flags",
+        "changes",
 )
 
 
 def _event_csv(e: HistoryEvent) -> list[object]:
-    return [
-        _iso(e.day),
-        _iso(e.base_day),
-        e.event_type,
-        e.label,
-        e.severity,
-        e.permit_no,
-        e.dmf_key,
-        e.base_dmf_key,
-        e.ingredient,
-        e.applicant,
-        e.manufacturer,
-        e.countries,
-        e.is_cosmetic,
-        ", ".join(e.flags),
-        e.changes_text,
-    ]
+    return [_iso(getattr(e, c)) for c in HISTORY_CSV_COLUMNS[:-2]] + [", ".join(e.flags), e.changes_text]
 
 
 # --- dmf asof -------------------------------------------------------------------------------------
 
 #: flat columns of `dmf asof` (csv / table); jsonl adds the per-site list
 ASOF_COLUMNS = (
-    "permit_no",
-    "previous_permit_no",
-    "dmf_key",
-    "permit_fmt",
-    "permit_accept_date",
-    "permit_ingr_no",
-    "permit_group",
-    "permit_serial",
-    "permit_seq",
-    "permit_grant",
-    "permit_prefix",
-    "permit_table",
-    "base_permit_no",
-    "cohort",
-    "ingredient",
-    "ingredient_base",
-    "applicant",
-    "bizrno",
-    "manufacturer",
-    "address",
-    "countries",
-    "site_count",
-    "issue_date",
-    "target_class",
-    "first_seen",
-    "last_changed",
-    "times_changed",
+        "permit_no",
+        "previous_permit_no",
+        "dmf_key",
+        "permit_fmt",
+        "permit_accept_date",
+        "permit_ingr_no",
+        "permit_group",
+        "permit_serial",
+        "permit_seq",
+        "permit_grant",
+        "permit_prefix",
+        "permit_table",
+        "base_permit_no",
+        "cohort",
+        "ingredient",
+        "ingredient_base",
+        "applicant",
+        "bizrno",
+        "manufacturer",
+        "address",
+        "countries",
+        "site_count",
+        "issue_date",
+        "target_class",
+        "first_seen",
+        "last_changed",
+        "times_changed",
 )
 
 

@@ -95,7 +95,7 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
     title = f"DMF 기간 리포트 · {period.start} ~ {period.end}"
     note = "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)"
     page = Page(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
-    accepted = [d for d in period.days if d.status == DayStatus.ACCEPTED.value]
+    accepted = [d for d in period.days if d.status == DayStatus.ACCEPTED]
     by_type = Counter(NET_LABEL_KO[n.net_type] for n in sorted(period.net, key=lambda n: n.net_type))
     figures = ("new", "changed", "withdrawn", "number_assigned", "number_changed")
     page.section("기간 개요")
@@ -132,7 +132,7 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
     page.section("일별 처리")
     rows = day_rows(period.days)
     for row, d in zip(rows, period.days, strict=True):
-        if d.status == DayStatus.ACCEPTED.value:
+        if d.status == DayStatus.ACCEPTED:
             row["reason"] = (
                 f"표기 변경 {d.cosmetic:,}"
                 + (f" · {COUNT_LABEL_KO['NUMBER_ASSIGNED']} {d.number_assigned:,}" if d.number_assigned else "")

@@ -260,10 +260,10 @@ def day_rows(points: Sequence[HistoryPoint]) -> list[dict]:
                     "number_changed": p.number_changed,
                     "cosmetic": p.cosmetic,
                 }
-                if p.status == DayStatus.ACCEPTED.value
+                if p.status == DayStatus.ACCEPTED
                 else {}
             ),
-            "_verdict": "fail" if p.status == DayStatus.REJECTED.value else None,
+            "_verdict": "fail" if p.status == DayStatus.REJECTED else None,
         }
         for p in points
     ]
