@@ -25,8 +25,8 @@ from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import EVENT_COLUMNS
 from dmf_assets.report.sentences import change_line, countries_text
-from dmf_assets.report.sheet_frame import ATTRIBUTION
 from dmf_assets.report.summary import DaySummary, summarize
+from dmf_assets.report.tables import ATTRIBUTION
 from dmf_assets.report.workbook import (
     KPI_LABELS,
     NOT_REFLECTED,

@@ -144,6 +144,12 @@ class HistoryEvent:
             return None
         return possible_renumbering_text(self.permit_no, self.renumber_candidates)
 
+    @property
+    def changes_text(self) -> str:
+        """Its changes as lines (a cosmetic one marked 「(표기)」) and its note: `dmf history`'s csv and workbook."""
+        lines = [c.text + (" (표기)" if c.is_cosmetic else "") for c in self.changes]
+        return "\n".join(lines + ([self.note] if self.note else []))
+
 
 @dataclass(frozen=True)
 class HistoryVersion:
@@ -171,6 +177,10 @@ class ListedSpan:
     reappeared: bool = False  # listed again after a span in which it was not
     renumbered: bool = False  # `continued_as` is a corrected number, not the number received
     gone_since: date | None = None  # reappeared: the first accepted day it was missing from the list
+
+    @property
+    def listed(self) -> bool:
+        return self.version_no is not None
 
     @property
     def state(self) -> str:

@@ -8,12 +8,14 @@ import csv
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, seconds
+from dmf_assets.domain.model import FIELD_LABEL_KO
 from dmf_assets.errors import UserError
 
 if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="등록번호 (띄어쓰기·문장부호·대소문자·전각 무관: '20240418 54 C 374 06'), '…#2', 또는 SYN-… 키",
     )
     p.add_argument("--ingredient", help="성분명 패턴 (부분 일치, 띄어쓰기·문장부호 무시)")
-    p.add_argument("--applicant", help="신청인 패턴 (법인격 표기 무시)")
+    p.add_argument("--applicant", help=f"{FIELD_LABEL_KO['applicant']} 패턴 (법인격 표기 무시)")
     p.add_argument("--manufacturer", help="제조소명 패턴 (법인격 표기 무시)")
     p.add_argument(
         "--from", dest="start", type=day, metavar="D1", help="이 날짜(YYYY-MM-DD) 이후 관측된 이벤트만 (포함)"
@@ -130,12 +132,12 @@ def _history(args: argparse.Namespace) -> int:
         raise UserError("빈 등록번호입니다")
     if args.start and args.end and args.end < args.start:
         raise UserError(f"--to({args.end})가 --from({args.start})보다 앞섭니다")
+    what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
     with _connect(args) as (settings, conn):
         ids = q.find_records(
             conn, args.key, ingredient=args.ingredient, applicant=args.applicant, manufacturer=args.manufacturer
         )
         if not ids:
-            what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
             typed = f" (정규화: {q.normalize_key(args.key)})" if args.key else ""
             raise UserError(f"이력에 해당 등록이 없습니다: {what!r}{typed}")
         hist = q.registration_history(conn, ids, start=args.start, end=args.end)
@@ -156,7 +158,10 @@ def _history(args: argparse.Namespace) -> int:
             if args.out
             else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
         )
-        _history_xlsx(view, path)
+        from dmf_assets.analyst.sheets import write_history_workbook
+
+        versions = None if args.changes_only else view.versions
+        write_history_workbook(path, what, view.summary, view.events, versions, view.spans, scope=view.range_text)
         print(f"{path} — {view.summary}")
     else:
         view.print_table(sys.stdout, include_cosmetic=args.include_cosmetic)
@@ -233,35 +238,20 @@ class _HistoryView:
                 **v.values,
             }
         for s in self.spans:
-            yield {
-                "kind": "span",
-                "dmf_key": s.dmf_key,
-                "version_no": s.version_no,
-                "listed": s.version_no is not None,
-                "first_day": _iso(s.first_day),
-                "last_day": _iso(s.last_day),
-                "accepted_days": s.accepted_days,
-                "continued_as": s.continued_as,
-                "renumbered": s.renumbered,
-                "reappeared": s.reappeared,
-                "gone_since": _iso(s.gone_since),
-                "text": s.text,
-            }
+            yield {"kind": "span", **_record(s, _SPAN_KEYS)}
         for e in self.events:
-            yield _event_json(e)
+            changes = [{**asdict(c), "text": c.text} for c in e.changes]
+            yield {"kind": "event", **_record(e, _EVENT_KEYS), "changes": changes}
 
     def print_table(self, out: TextIO, *, include_cosmetic: bool) -> None:
-        from dmf_assets.domain.model import SEVERITY_LABEL_KO
+        from dmf_assets.domain.model import SEVERITY_LABEL_KO, missing
         from dmf_assets.korean import josa
         from dmf_assets.report.sentences import change_lines
 
         print(self.summary, file=out)
         for key in self.keys:
             last = [v for v in self.hist.versions if v.dmf_key == key][-1].values
-            about = " · ".join(
-                last[f] or f"({label} 없음)"
-                for f, label in (("ingredient", "성분명"), ("applicant", "신청인"), ("countries", "제조국"))
-            )
+            about = " · ".join(last[f] or missing(f) for f in ("ingredient", "applicant", "countries"))
             print(f"\n■ {key} — {about}", file=out)
             continued = next((e for e in self.hist.events if e.base_dmf_key == key and e.dmf_key != key), None)
             if continued:
@@ -299,36 +289,43 @@ class _HistoryView:
                 print("  (이 기간에 이벤트 없음)", file=out)
 
 
-def _event_json(e: HistoryEvent) -> dict[str, Any]:
-    return {
-        "kind": "event",
-        "day": _iso(e.day),
-        "base_day": _iso(e.base_day),
-        "event_type": e.event_type,
-        "label": e.label,
-        "severity": e.severity,
-        "dmf_key": e.dmf_key,
-        "base_dmf_key": e.base_dmf_key,
-        "permit_no": e.permit_no,
-        "is_cosmetic": e.is_cosmetic,
-        "flags": list(e.flags),
-        "renumber_candidates": list(e.renumber_candidates),
-        "note": e.note,
-        "watch_reasons": list(e.watch_reasons),
-        "ingredient": e.ingredient,
-        "applicant": e.applicant,
-        "changes": [
-            {
-                "field": c.field,
-                "before": c.before,
-                "after": c.after,
-                "is_cosmetic": c.is_cosmetic,
-                "severity": c.severity,
-                "text": c.text,
-            }
-            for c in e.changes
-        ],
-    }
+def _record(item: object, keys: Sequence[str]) -> dict[str, Any]:
+    """The attributes `keys` of `item` as JSON values (a date as ISO text, a tuple as a list)."""
+    values = {key: _iso(getattr(item, key)) for key in keys}
+    return {key: list(v) if isinstance(v, tuple) else v for key, v in values.items()}
+
+
+#: `dmf history --format jsonl`: what a listed span and an event say (an event's changes follow)
+_SPAN_KEYS = (
+    "dmf_key",
+    "version_no",
+    "listed",
+    "first_day",
+    "last_day",
+    "accepted_days",
+    "continued_as",
+    "renumbered",
+    "reappeared",
+    "gone_since",
+    "text",
+)
+_EVENT_KEYS = (
+    "day",
+    "base_day",
+    "event_type",
+    "label",
+    "severity",
+    "dmf_key",
+    "base_dmf_key",
+    "permit_no",
+    "is_cosmetic",
+    "flags",
+    "renumber_candidates",
+    "note",
+    "watch_reasons",
+    "ingredient",
+    "applicant",
+)
 
 
 #: `dmf history --format csv`: one row per event (the keys of `--format jsonl`; changes as text lines)
@@ -352,143 +349,7 @@ HISTORY_CSV_COLUMNS = (
 
 
 def _event_csv(e: HistoryEvent) -> list[object]:
-    return [
-        _iso(e.day),
-        _iso(e.base_day),
-        e.event_type,
-        e.label,
-        e.severity,
-        e.permit_no,
-        e.dmf_key,
-        e.base_dmf_key,
-        e.ingredient,
-        e.applicant,
-        e.manufacturer,
-        e.countries,
-        e.is_cosmetic,
-        ", ".join(e.flags),
-        "\n".join([c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes] + ([e.note] if e.note else [])),
-    ]
-
-
-def _history_xlsx(view: _HistoryView, path: Path) -> None:
-    from dmf_assets.domain.model import SEVERITY_LABEL_KO
-    from dmf_assets.report.cells import Col
-    from dmf_assets.report.rows import PERMIT_WIDTH, TARGET_CLASS_WIDTH
-    from dmf_assets.report.tables import TableSheet, write_tables_workbook
-
-    event_cols = (
-        Col("day", "관측일", 11, "date"),
-        Col("base_day", "비교 기준일", 11, "date"),
-        Col("severity", "심각도", 9),
-        Col("event_type", "이벤트", 14, "wrap"),
-        Col("permit_no", "등록번호", PERMIT_WIDTH),
-        Col("changes", "변경 내용 (전 → 후)", 70, "wrap"),
-        Col("flags", "표시", 12, "wrap"),
-        Col("ingredient", "성분명", 22, "wrap"),
-        Col("applicant", "신청인", 20, "wrap"),
-        Col("dmf_key", "관리 키", 22),
-        Col("base_dmf_key", "이전 관리 키", 22),
-    )
-    event_rows = [
-        {
-            "day": e.day,
-            "base_day": e.base_day,
-            "severity": SEVERITY_LABEL_KO.get(e.severity, e.severity),
-            "event_type": e.label,
-            "permit_no": e.permit_no,
-            "changes": "\n".join(
-                [c.text + (" (표기)" if c.is_cosmetic else "") for c in e.changes] + ([e.note] if e.note else [])
-            )
-            or None,
-            "flags": ", ".join(e.flags) or None,
-            "ingredient": e.ingredient,
-            "applicant": e.applicant,
-            "dmf_key": e.dmf_key,
-            "base_dmf_key": e.base_dmf_key,
-            "_severity_code": e.severity,
-        }
-        for e in view.events
-    ]
-    args = view.args
-    what = args.key or " / ".join(p for p in (args.ingredient, args.applicant, args.manufacturer) if p)
-    sheets = [
-        TableSheet(
-            "이벤트",
-            f"등록 이력 · {what}",
-            f"{view.range_text}관측일 순. 표기 변경 행은 '(표기)'로 표시.",
-            event_cols,
-            event_rows,
-            severity_col=3,
-        )
-    ]
-    if not args.changes_only:
-        version_cols = (
-            Col("dmf_key", "관리 키", 22),
-            Col("version_no", "버전", 6, "int"),
-            Col("first_day", "처음 관측", 11, "date"),
-            Col("last_day", "마지막 관측", 11, "date"),
-            Col("days_observed", "관측 일수", 8, "int"),
-            Col("permit_no", "등록번호", PERMIT_WIDTH),
-            Col("ingredient", "성분명", 22, "wrap"),
-            Col("applicant", "신청인", 20, "wrap"),
-            Col("bizrno", "사업자등록번호", 13),
-            Col("sites", "제조소 (사이트별)", 44, "wrap"),
-            Col("address", "제조소 소재지", 44, "wrap"),
-            Col("countries", "제조국", 14, "wrap"),
-            Col("issue_date", "발급일자", 11, "date"),
-            Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
-            Col("base_permit_no", "원 등록번호 (허여)", 22),
-            Col("cohort", "코호트", 10),
-        )
-        version_rows = [
-            {
-                "dmf_key": v.dmf_key,
-                "version_no": v.version_no,
-                "first_day": v.first_day,
-                "last_day": v.last_day,
-                "days_observed": v.days_observed,
-                **v.values,
-            }
-            for v in view.versions
-        ]
-        span_cols = (
-            Col("dmf_key", "관리 키", 22),
-            Col("first_day", "시작일", 11, "date"),
-            Col("last_day", "종료일", 11, "date"),
-            Col("state", "목록", 16),
-            Col("accepted_days", "정상 반영일 수", 9, "int"),
-            Col("text", "설명", 70, "wrap"),
-        )
-        span_rows = [
-            {
-                "dmf_key": s.dmf_key,
-                "first_day": s.first_day,
-                "last_day": s.last_day,
-                "state": s.state,
-                "accepted_days": s.accepted_days,
-                "text": s.text,
-            }
-            for s in view.spans
-        ]
-        sheets += [
-            TableSheet(
-                "버전",
-                f"버전 · {what}",
-                "같은 등록의 서로 다른 내용마다 1행 (정상 수집일 기준 관측 기간).",
-                version_cols,
-                version_rows,
-            ),
-            TableSheet(
-                "목록 기간",
-                f"목록에 있던 기간 · {what}",
-                "정상 반영일을 따라 같은 버전으로 목록에 있던 기간, 목록에 없던 기간(목록에서 삭제, 취하 등)과 재등장 — "
-                "거부·미수집일은 기간을 끊지 않습니다.",
-                span_cols,
-                span_rows,
-            ),
-        ]
-    write_tables_workbook(path, sheets, banner=f"등록 이력 — {what}: {view.summary}", doc_title=f"DMF 등록 이력 {what}")
+    return [_iso(getattr(e, c)) for c in HISTORY_CSV_COLUMNS[:-2]] + [", ".join(e.flags), e.changes_text]
 
 
 # --- dmf asof -------------------------------------------------------------------------------------
@@ -537,22 +398,16 @@ def _asof(args: argparse.Namespace) -> int:
     note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
     if args.format == "xlsx":
-        from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
-        from dmf_assets.report.tables import TableSheet, write_tables_workbook
+        from dmf_assets.analyst.sheets import write_registry_workbook
+        from dmf_assets.report.rows import ledger_frame
 
         path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
-        cols = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
-        write_tables_workbook(
+        write_registry_workbook(
             path,
-            [
-                TableSheet(
-                    "전체현황",
-                    f"등록 현황 · {accepted}",
-                    f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
-                    cols,
-                    ledger_frame(frame),
-                )
-            ],
+            ledger_frame(frame),
+            sheet="전체현황",
+            title=f"등록 현황 · {accepted}",
+            note=f"{accepted} 정상 수집분 그대로 — 등록 {frame.height:,}건{note}",
             banner=f"{accepted} 기준 등록 현황 {frame.height:,}건{note}",
             doc_title=f"DMF 등록 현황 {accepted}",
         )
@@ -577,25 +432,12 @@ def _asof(args: argparse.Namespace) -> int:
             for r in rows:
                 w.writerow([_iso(r[c]) for c in ASOF_COLUMNS] + [_sites_line(r["sites"])])
         return 0
-    print(
-        "\t".join(("등록번호", "이전 번호", "성분명", "신청인", "제조국", "제조소 수", "최초 관측", "최근 실질 변경"))
-    )
+    from dmf_assets.report.columns import COLUMN_LABELS
+
+    shown = ("permit_no", "previous_permit_no", "ingredient", "applicant", "countries", "site_count")
+    print("\t".join([*(COLUMN_LABELS[c][0] for c in shown), "최초 관측", "최근 실질 변경"]))
     for r in rows:
-        print(
-            "\t".join(
-                str(_iso(r[c]) or "-")
-                for c in (
-                    "permit_no",
-                    "previous_permit_no",
-                    "ingredient",
-                    "applicant",
-                    "countries",
-                    "site_count",
-                    "first_seen",
-                    "last_changed",
-                )
-            )
-        )
+        print("\t".join(str(_iso(r[c]) or "-") for c in (*shown, "first_seen", "last_changed")))
     return 0
 
 

@@ -234,6 +234,12 @@ FIELD_LABEL_KO: dict[str, str] = {
     "sites": "제조소(사이트)",
 }
 
+
+def missing(field: str) -> str:
+    """「(신청인 없음)」: how a text names a field that has no value."""
+    return f"({FIELD_LABEL_KO[field]} 없음)"
+
+
 #: Field name of site-level change rows (one row per added/removed/changed site, always CRITICAL).
 #: Not a compared field of its own: it details manufacturer/address/countries changes site by site,
 #: so `Event.changed_fields` (and the emulator's ground truth) keep naming only COMPARED_FIELDS.

@@ -2,9 +2,8 @@
 
 Text from the source is always stored as a literal string (never a formula, error or number), with
 XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit respected (marked
-"…(잘림)"). A long hook-free table body is rendered straight as sheet XML (`xlsx_body`) instead of cell
-by cell — row by row from dicts, or column by column from a polars frame (the 9k-row 전체현황); every
-path reads back the same.
+"…(잘림)"). A long hook-free table body is rendered straight as sheet XML (`xlsx_body`), column by column
+as a polars frame (the 9k-row 전체현황), instead of cell by cell; both paths read back the same.
 """
 
 from __future__ import annotations
@@ -304,48 +303,6 @@ def _tail(xml: str) -> str:
     return xml[xml.index('"', 6) + 1 :]
 
 
-def _stream_body(
-    ws: Worksheet,
-    top: int,
-    cols: Sequence[Col],
-    rows: Sequence[dict],
-    *,
-    sparse: bool,
-    wrapped: list[tuple[str, float]],
-) -> int:
-    w = xlsx_body.BodyWriter(ws, top + 1, len(cols), _style_array)
-    # A cell's XML after its reference (` s="3" t="inlineStr">…</c>`) depends on its column and value only,
-    # and a registry repeats its companies, countries and dates thousands of times: each distinct value
-    # of a column is rendered once (by `_stream_cell`, the one rule) and reused. Internal links differ
-    # per row (their target), so those columns are rendered cell by cell.
-    plan: list[tuple[int, str, str, str, dict[tuple[type, Any], str] | None]] = [
-        (j, col.key, col.kind, get_column_letter(j), None if col.kind == "sheetlink" else {})
-        for j, col in enumerate(cols, 1)
-    ]
-    r = top
-    for r, row in enumerate(rows, top + 1):
-        cells = []
-        for j, key, kind, letter, rendered in plan:
-            value = row.get(key)
-            if sparse and (value is None or value == ""):
-                continue
-            try:
-                tail = None if rendered is None else rendered.get((value.__class__, value))
-            except TypeError:  # an unhashable value: render it on its own
-                rendered = None
-                tail = None
-            if tail is None:
-                xml = _stream_cell(w, r, j, kind, value)
-                if rendered is None:
-                    cells.append(xml)
-                    continue
-                tail = rendered[(value.__class__, value)] = _tail(xml)
-            cells.append(f'<c r="{letter}{r}"{tail}')
-        lines = max((text_lines(str(row.get(key) or ""), width) for key, width in wrapped), default=1)
-        w.add_row(r, cells, _row_height(lines))
-    return r
-
-
 #: text a cell stores as it is, apart from the XML escapes of & < > (`store_text` would change nothing):
 #: anything else (OOXML look-alikes, CR, XML-illegal characters, an edge space, a possible truncation, an
 #: empty text) is rendered by `_stream_cell`, the one rule, once per distinct value
@@ -449,9 +406,10 @@ def _line_counts(values: pl.Series, width: float) -> pl.Series:
 def _stream_frame(
     ws: Worksheet, top: int, cols: Sequence[Col], frame: pl.DataFrame, *, sparse: bool, wrapped: list[tuple[str, float]]
 ) -> int:
-    """`_stream_body` for a table given as columns: the same XML, built column by column (no row dicts) as
-    one expression per column and then every row in one select (polars' per-call cost, not the strings,
-    was most of the 9k-row 전체현황)."""
+    """A long table body as the sheet XML the cell-by-cell writer would make, built column by column as one
+    expression per column and then every row in one select (polars' per-call cost, not the strings, was most of
+    the 9k-row 전체현황). A distinct value of a column is rendered once (by `_stream_cell`, the one rule): a
+    registry repeats its companies, countries and dates thousands of times."""
     n, first = frame.height, top + 1
     if n == 0:
         return top
@@ -573,10 +531,9 @@ def write_table(
     wrapped = [(col.key, col.width) for col in cols if col.kind == "wrap"]
     r = top
     if row_hook is None and len(rows) >= STREAM_MIN_ROWS and all(c.kind in _STREAMED_KINDS for c in cols):
-        if isinstance(rows, pl.DataFrame):
-            r = _stream_frame(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
-        else:
-            r = _stream_body(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
+        if not isinstance(rows, pl.DataFrame):  # rows of dicts: their columns
+            rows = pl.DataFrame({c.key: [row.get(c.key) for row in rows] for c in cols}, strict=False)
+        r = _stream_frame(ws, top, cols, rows, sparse=sparse, wrapped=wrapped)
         rows = ()
     elif isinstance(rows, pl.DataFrame):
         rows = rows.to_dicts()

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.gates import GATES
-from dmf_assets.domain.model import DayStatus, substantive_changes
+from dmf_assets.domain.model import ACCEPTED_STATUSES, DayStatus, substantive_changes
 from dmf_assets.report.model import (
     AggregateRow,
     ChangeRate,
@@ -95,7 +96,7 @@ def day_summary(conn: duckdb.DuckDBPyConnection, day: date, products: Sequence[P
     events. None for a day that was never run or is still being judged. What the CLI's per-day line and the
     Dagster metadata read; the day's report builds its own `summary` with the same function."""
     run = history.run_row(conn, day)
-    if run is None or run["status"] == "pending":
+    if run is None or run["status"] == DayStatus.PENDING.value:
         return None
     return _summary(conn, run, _day_event_rows(conn, run, products))
 
@@ -103,11 +104,11 @@ def day_summary(conn: duckdb.DuckDBPyConnection, day: date, products: Sequence[P
 def day_event_rows(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[EventRow, ...]:
     """The day's stored events as report rows (none on a rejected or unjudged day)."""
     run = history.run_row(conn, day)
-    return _day_event_rows(conn, run, ()) if run is not None and run["status"] != "pending" else ()
+    return _day_event_rows(conn, run, ()) if run is not None and run["status"] != DayStatus.PENDING.value else ()
 
 
 def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequence[Product]) -> tuple[EventRow, ...]:
-    if run["status"] == "rejected":
+    if run["status"] == DayStatus.REJECTED.value:
         return ()
     events = _events_frame(*reports.day_events(conn, run["day_id"]))
     return _event_rows(events, products) if not events.is_empty() else ()
@@ -131,74 +132,45 @@ def _stored_counts_problem(run: dict, summary: DaySummary) -> str | None:
     return f"실행 기록의 건수({stored})와 이벤트로 센 건수({counted})가 다릅니다 — 리포트는 이벤트로 센 값을 표시합니다"
 
 
+#: EventRow fields read from an events row: as lists, and as day ids
+_LISTS = ("changed_fields", "cosmetic_fields", "watch_reasons", "renumber_candidates")
+_DAYS = {"day": "day_id", "base_day": "base_day_id", "gone_since": "gone_since_day_id"}
+_AS_STORED = tuple(f.name for f in fields(EventRow) if f.name not in {*_LISTS, *_DAYS, "changes", "product_hits"})
+
+
 def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
     from dmf_assets.report.products import product_hits
 
-    rows = []
     dicts = list(frame.iter_rows(named=True))
     hits = product_hits(dicts, products) if products else [()] * len(dicts)
-    for e, hit in zip(dicts, hits, strict=False):
-        changes = tuple(
-            FieldChangeRow(
-                dmf_key=e["dmf_key"],
-                permit_no=e["permit_no"],
-                ingredient=e["ingredient"],
-                applicant=e["applicant"],
-                field=c["field"],
-                before=c["before"],
-                after=c["after"],
-                is_cosmetic=c["is_cosmetic"],
-                severity=c["severity"],
-            )
-            for c in (e["changes"] or ())
-        )
-        rows.append(
-            EventRow(
-                event_type=e["event_type"],
-                severity=e["severity"],
-                dmf_key=e["dmf_key"],
-                permit_no=e["permit_no"],
-                base_dmf_key=e["base_dmf_key"],
-                ingredient=e["ingredient"],
-                ingredient_base=e["ingredient_base"],
-                applicant=e["applicant"],
-                bizrno=e["bizrno"],
-                manufacturer=e["manufacturer"],
-                address=e["address"],
-                countries=e["countries"],
-                issue_date=e["issue_date"],
-                target_class=e["target_class"],
-                changed_fields=tuple(e["changed_fields"] or ()),
-                cosmetic_fields=tuple(e["cosmetic_fields"] or ()),
-                is_cosmetic=e["is_cosmetic"],
-                is_reappearance=e["is_reappearance"],
-                number_assigned=e["number_assigned"],
-                number_changed=e["number_changed"],
-                is_transfer=e["is_transfer"],
-                is_rename=e["is_rename"],
-                watchlist_hit=e["watchlist_hit"],
-                watch_reasons=tuple(e["watch_reasons"] or ()),
-                changes=changes,
-                product_hits=hit,
-                day=history.to_date(e.get("day_id")),
-                base_day=history.to_date(e.get("base_day_id")),
-                renumber_candidates=tuple(e["renumber_candidates"] or ()),
-                gone_since=history.to_date(e.get("gone_since_day_id")),
-            )
-        )
-    return tuple(rows)
+    return tuple(_event_row(e, hit) for e, hit in zip(dicts, hits, strict=False))
 
 
-def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int, shape: str) -> tuple[AggregateRow, ...]:
-    out = []
-    for label, regs, a, b, c in reports.aggregate_rows(conn, name, day_id):
-        if shape == "ingredient":
-            out.append(AggregateRow(label, regs, manufacturers=a, applicants=b, countries=c))
-        elif shape == "applicant":
-            out.append(AggregateRow(label, regs, manufacturers=a, ingredients=b, countries=c))
-        else:
-            out.append(AggregateRow(label, regs, manufacturers=a, applicants=b, ingredients=c))
-    return tuple(out)
+def _event_row(e: dict[str, Any], product_hits: tuple[str, ...]) -> EventRow:
+    values: dict[str, Any] = {name: e[name] for name in _AS_STORED}
+    values.update({name: tuple(e[name] or ()) for name in _LISTS})
+    values.update({name: history.to_date(e.get(column)) for name, column in _DAYS.items()})
+    changes = tuple(
+        FieldChangeRow(e["dmf_key"], e["permit_no"], e["ingredient"], e["applicant"], **c) for c in (e["changes"] or ())
+    )
+    return EventRow(**values, changes=changes, product_hits=product_hits)
+
+
+#: what each aggregate counts beside its registrations (the columns of its named query, in order)
+_AGGREGATE_COUNTS = {
+    "by_ingredient": ("manufacturers", "applicants", "countries"),
+    "by_applicant": ("manufacturers", "ingredients", "countries"),
+    "by_country": ("manufacturers", "applicants", "ingredients"),
+}
+
+
+def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int | None) -> tuple[AggregateRow, ...]:
+    if day_id is None:  # no accepted day yet
+        return ()
+    return tuple(
+        AggregateRow(label, regs, **dict(zip(_AGGREGATE_COUNTS[name], counts, strict=True)))
+        for label, regs, *counts in reports.aggregate_rows(conn, name, day_id)
+    )
 
 
 def _gates(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
@@ -282,90 +254,63 @@ def _products(settings: Settings) -> tuple[tuple, str | None]:
         return (), f"제품 목록 오류 — 자사 영향 표시 없음: {exc}"
 
 
-def build_day_report(
-    conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None
-) -> DayReport:
-    from dmf_assets.storage.registry import registry_asof
-
-    run = history.run_row(conn, day)
-    if run is None or run["status"] == "pending":
-        raise DayNotReady(
-            f"{day}: 아직 판정·반영되지 않은 날짜입니다 (snapshot_diff 미실행). Run snapshot_diff for this day first."
-        )
-    d = history.day_id(day)
-    products, products_problem = _products(settings)
-    event_rows = _day_event_rows(conn, run, products)
-    summary = _summary(conn, run, event_rows)
-    status, base_day, last_accepted = summary.status, summary.comparison_base, summary.last_accepted_day
-    shown_id = history.day_id(last_accepted) if last_accepted else None
-
-    gap = (day - base_day).days if base_day and status is not DayStatus.REJECTED else 0
+def _status_reason(summary: DaySummary) -> str:
+    """요약's 설명: why the day is what it is, in the team's words."""
+    base_day, status = summary.comparison_base, summary.status
+    gap = (summary.day - base_day).days if base_day and status is not DayStatus.REJECTED else 0
     covers = f" ({gap}일치 변경)" if gap > 1 else ""
     if status is DayStatus.REJECTED:
-        reason = summary.rejection_text
-    elif status is DayStatus.BASELINE:
-        reason = "첫 수집일입니다. 오늘의 등록 현황이 이후 비교의 기준이 되며, 이 날은 변경 이벤트가 없습니다."
-    elif status is DayStatus.UNCHANGED:
-        reason = f"기준일 {base_day} 대비 변경이 없습니다{covers}."
-    else:
-        reason = f"기준일 {base_day} 대비{covers} {summary.counts_text}" + (
-            f" (표기만 바뀐 {summary.cosmetic:,}건은 별도)" if summary.cosmetic else ""
-        )
+        return summary.rejection_text
+    if status is DayStatus.BASELINE:
+        return "첫 수집일입니다. 오늘의 등록 현황이 이후 비교의 기준이 되며, 이 날은 변경 이벤트가 없습니다."
+    if status is DayStatus.UNCHANGED:
+        return f"기준일 {base_day} 대비 변경이 없습니다{covers}."
+    cosmetic = f" (표기만 바뀐 {summary.cosmetic:,}건은 별도)" if summary.cosmetic else ""
+    return f"기준일 {base_day} 대비{covers} {summary.counts_text}{cosmetic}"
 
-    points = _history_points(conn, day - timedelta(days=settings.report.history_days - 1), day)
-    quality = tuple(
-        QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
-        for name, label, value, expected, ok, detail in reports.day_quality(conn, d)
-    )
-    gates, gate_problems = _gates(conn, day, settings)
 
-    # warnings for the banner: active quality warnings, withdrawal share, λ̂ burst, product list problems
-    rate = change_rate(conn, last_accepted) if last_accepted else None
-    withdrawal_share = None
-    warnings: list[str] = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
-    if status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and summary.base_registry_size:
-        withdrawal_share = summary.withdrawn / summary.base_registry_size
-        share_max = settings.alerts.withdrawal_share_max  # the banner warns where the alert does (docs/DOMAIN.md §9)
-        if withdrawal_share > share_max:
-            warnings.append(
-                f"목록에서 삭제 비율 {withdrawal_share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요"
-            )
+def _warnings(
+    summary: DaySummary, quality: Sequence[QualityRow], rate: ChangeRate | None, settings: Settings
+) -> tuple[list[str], float | None]:
+    """The banner's warnings — active quality warnings, a large withdrawal share (where the alert warns too,
+    docs/DOMAIN.md §9), a λ̂ burst — and the withdrawal share of an accepted day."""
+    warnings = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
+    share = None
+    if summary.status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and summary.base_registry_size:
+        share = summary.withdrawn / summary.base_registry_size
+        share_max = settings.alerts.withdrawal_share_max
+        if share > share_max:
+            warnings.append(f"목록에서 삭제 비율 {share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요")
     if rate is not None and rate.burst:
         warnings.append(
             f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상"
         )
-    if products_problem:
-        warnings.append(products_problem)
+    return warnings, share
 
-    # 전체현황 and 이력: the registry of the last accepted day and the events of the last N days
-    ledger = registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame()
-    recent_days = RECENT_DAYS
-    recent_start = day - timedelta(days=recent_days - 1)
-    recent = recent_events_frame(conn, recent_start, day)
-    recent_rows = _event_rows(recent, products) if not recent.is_empty() else ()
-    recent_counts = DayCounts.of(
-        recent_start,
-        day,
-        [p.status for p in _history_points(conn, recent_start, day)],
-        history.to_date(reports.first_run_day(conn)),
-    )
 
-    pages = reports.day_fetch_pages(conn, d)
+def _run_info(conn: duckdb.DuckDBPyConnection, run: dict, summary: DaySummary) -> dict[str, object]:
+    """메타's 실행 정보: how the day was fetched and judged (a fact not recorded is left out, never shown as '-')."""
+    rejected = summary.status is DayStatus.REJECTED
+    pages = reports.day_fetch_pages(conn, run["day_id"])
+
+    def number(key: str, spec: str = ",") -> str | None:
+        return None if run[key] is None else format(run[key], spec)
+
     info: dict[str, object] = {
-        "날짜": day,
-        "판정": status.label_ko,
-        "비교 기준일": base_day or "없음 (첫 수집일)",
+        "날짜": summary.day,
+        "판정": summary.status.label_ko,
+        "비교 기준일": summary.comparison_base or "없음 (첫 수집일)",
         "수집 출처": SOURCE_LABEL_KO.get(run["source"], run["source"]),
-        "원천이 밝힌 전체 건수 (totalCount)": f"{run['total_count']:,}" if run["total_count"] is not None else None,
-        "받은 건수": f"{run['rows_received']:,}" if run["rows_received"] is not None else None,
+        "원천이 밝힌 전체 건수 (totalCount)": number("total_count"),
+        "받은 건수": number("rows_received"),
         "요청 쪽수 / 시도": f"{pages[0] or 0} / {pages[1] or 0}",
-        "수집 시간(초)": f"{run['fetch_seconds']:.1f}" if run["fetch_seconds"] is not None else None,
-        "처리 시간(초)": f"{run['process_seconds']:.2f}" if run["process_seconds"] is not None else None,
+        "수집 시간(초)": number("fetch_seconds", ".1f"),
+        "처리 시간(초)": number("process_seconds", ".2f"),
         "판정 시각": run["judged_at"],
         # a rejected day committed nothing: its run row's time is when the rejection was recorded
-        "반영 시각": "반영하지 않음 (거부된 날)" if status is DayStatus.REJECTED else run["committed_at"],
-        "거부 기록 시각": run["committed_at"] if status is DayStatus.REJECTED else None,
-        "거부 사유 (기술)": run["reason"] if status is DayStatus.REJECTED else None,
+        "반영 시각": "반영하지 않음 (거부된 날)" if rejected else run["committed_at"],
+        "거부 기록 시각": run["committed_at"] if rejected else None,
+        "거부 사유 (기술)": run["reason"] if rejected else None,
         "Dagster run": run["dagster_run_id"],
     }
     if run.get("rederived_at"):
@@ -374,31 +319,59 @@ def build_day_report(
         )
     if counts_problem := _stored_counts_problem(run, summary):
         info["저장된 건수"] = counts_problem
+    return info
+
+
+def build_day_report(
+    conn: duckdb.DuckDBPyConnection, day: date, settings: Settings, *, run_info: dict | None = None
+) -> DayReport:
+    from dmf_assets.storage.registry import registry_asof
+
+    run = history.run_row(conn, day)
+    if run is None or run["status"] == DayStatus.PENDING.value:
+        raise DayNotReady(
+            f"{day}: 아직 판정·반영되지 않은 날짜입니다 (snapshot_diff 미실행). Run snapshot_diff for this day first."
+        )
+    products, products_problem = _products(settings)
+    event_rows = _day_event_rows(conn, run, products)
+    summary = _summary(conn, run, event_rows)
+    last_accepted = summary.last_accepted_day
+    shown_id = history.day_id(last_accepted) if last_accepted else None
+    quality = tuple(
+        QualityRow(name, label or name, _fmt_quality(value, expected), expected or "", bool(ok), detail or "")
+        for name, label, value, expected, ok, detail in reports.day_quality(conn, run["day_id"])
+    )
+    gates, gate_problems = _gates(conn, day, settings)
+    rate = change_rate(conn, last_accepted) if last_accepted else None
+    warnings, withdrawal_share = _warnings(summary, quality, rate, settings)
+    info = _run_info(conn, run, summary)
     if gate_problems:
         info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
     if rate is not None:
         info["변경률"] = rate.text_ko
     info.update(run_info or {})
-    info = {k: v for k, v in info.items() if v is not None}  # a fact not recorded is left out, never shown as '-'
-    w = settings.watchlist
+    # 이력: the events of the last RECENT_DAYS days, and how those days were processed
+    recent_start = day - timedelta(days=RECENT_DAYS - 1)
+    recent = recent_events_frame(conn, recent_start, day)
+    started = history.to_date(reports.first_run_day(conn))
+    recent_statuses = [p.status for p in _history_points(conn, recent_start, day)]
     return DayReport.of(
         summary,
-        reason,
+        _status_reason(summary),
         events=event_rows,
-        history=points,
-        by_ingredient=_aggregates(conn, "by_ingredient", shown_id, "ingredient") if shown_id else (),
-        by_applicant=_aggregates(conn, "by_applicant", shown_id, "applicant") if shown_id else (),
-        by_country=_aggregates(conn, "by_country", shown_id, "country") if shown_id else (),
+        history=_history_points(conn, day - timedelta(days=settings.report.history_days - 1), day),
+        **{name: _aggregates(conn, name, shown_id) for name in _AGGREGATE_COUNTS},
         gates=gates,
         quality=quality,
-        watchlist={k: tuple(v) for k, v in w.model_dump().items() if v},
-        run_info=info,
+        watchlist={k: tuple(v) for k, v in settings.watchlist.model_dump().items() if v},
+        run_info={k: v for k, v in info.items() if v is not None},
         generated_at=now_kst().replace(microsecond=0),
-        ledger=ledger,
-        recent_events=recent_rows,
-        recent_days=recent_days,
-        recent_counts=recent_counts,
-        warnings=tuple(warnings),
+        # 전체현황: the registry of the last accepted day
+        ledger=registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame(),
+        recent_events=_event_rows(recent, products) if not recent.is_empty() else (),
+        recent_days=RECENT_DAYS,
+        recent_counts=DayCounts.of(recent_start, day, recent_statuses, started),
+        warnings=(*warnings, *([products_problem] if products_problem else [])),
         change_rate=rate,
         withdrawal_share=withdrawal_share,
         products=tuple(p.label for p in products),
@@ -409,7 +382,7 @@ def build_day_report(
 def _history_points(conn: duckdb.DuckDBPyConnection, start: date, end: date) -> tuple[HistoryPoint, ...]:
     """Every processed day in [start, end] with its status and headline counts (the runs table)."""
     return tuple(
-        HistoryPoint(history.to_date(r[0]), *r[1:])
+        HistoryPoint(history.to_date(r[0]), DayStatus.of_value(r[1]), *r[2:])
         for r in reports.history_points(conn, history.day_id(start), history.day_id(end))
     )
 
@@ -508,18 +481,10 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
     return tuple(out) + tuple(sites)
 
 
-def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
-    """Every event of the accepted days in [start, end] and the net effect per registration."""
+def _net(paired: list[tuple[dict, EventRow]]) -> list[NetChange]:
+    """Each registration's net change over a period's events (oldest first, with their stored rows), the team's
+    products first, then watchlist hits, then severity."""
     from dmf_assets.domain.model import SEVERITY_RANK
-    from dmf_assets.report.products import products_of
-
-    products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error
-    params = [history.day_id(start), history.day_id(end)]
-    frame = recent_events_frame(conn, start, end)
-    rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
-    event_rows = _event_rows(frame, products) if rows else ()
-    # oldest first, in stored order within a day
-    paired = sorted(zip(rows, event_rows, strict=False), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
 
     # one registration = its record, joined with the record it was numbered from (number assignment)
     parent: dict[int, int] = {}
@@ -564,10 +529,29 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
         )
     net.sort(key=lambda n: (not n.product_hits, not n.watchlist_hit, -SEVERITY_RANK.get(n.severity, -1), n.dmf_key))
 
+    return net
+
+
+def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
+    """Every event of the accepted days in [start, end] and the net effect per registration."""
+    from dmf_assets.report.products import products_of
+
+    products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error
+    params = [history.day_id(start), history.day_id(end)]
+    frame = recent_events_frame(conn, start, end)
+    rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
+    event_rows = _event_rows(frame, products) if rows else ()
+    # oldest first, in stored order within a day
+    paired = sorted(zip(rows, event_rows, strict=False), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
+
+    net = _net(paired)
     runs = reports.period_runs(conn, *params)
-    days = tuple(HistoryPoint(history.to_date(r[0]), r[1], r[3], r[4], r[5], r[6], r[7], r[9], r[10]) for r in runs)
-    reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == "rejected" and r[8]}
-    first_accepted = next((r for r in runs if r[1] in ("accepted", "baseline")), None)
+    days = tuple(
+        HistoryPoint(history.to_date(r[0]), DayStatus.of_value(r[1]), r[3], r[4], r[5], r[6], r[7], r[9], r[10])
+        for r in runs
+    )
+    reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == DayStatus.REJECTED.value and r[8]}
+    first_accepted = next((r for r in runs if r[1] in ACCEPTED_STATUSES), None)
     warnings = []
     if not runs:
         warnings.append(f"{start} ~ {end} 사이에 처리된 날이 없습니다")

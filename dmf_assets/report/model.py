@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from dmf_assets.domain.model import (
+    ACCEPTED_STATUSES,
+    FIELD_LABEL_KO,
     SEVERITY_RANK,
     DayStatus,
     event_label,
@@ -52,6 +54,14 @@ SHEET_NAMES: tuple[str, ...] = (
     SHEET_QUALITY,
     SHEET_META,
 )
+
+
+#: what the aggregate sheets count registrations by (their first column; the web page's top lists too)
+AGGREGATE_LABEL_KO: dict[str, str] = {
+    SHEET_BY_INGREDIENT: "성분 (기준명)",
+    SHEET_BY_APPLICANT: FIELD_LABEL_KO["applicant"],
+    SHEET_BY_COUNTRY: FIELD_LABEL_KO["countries"],
+}
 
 
 def sheet_ref(name: str) -> str:
@@ -169,7 +179,7 @@ def sorted_events(events: Sequence[EventRow]) -> list[EventRow]:
 @dataclass(frozen=True)
 class HistoryPoint:
     day: date
-    status: str  # DayStatus value
+    status: DayStatus  # as stored: ACCEPTED, BASELINE, REJECTED or PENDING
     registry_size: int | None
     new: int
     changed: int  # 실질 변경 (`domain.model.substantive_changes`)
@@ -193,10 +203,10 @@ class DayCounts:
     before_start: int = 0  # days of the window before monitoring began
 
     @classmethod
-    def of(cls, first: date, last: date, statuses: list[str], started: date | None = None) -> DayCounts:
+    def of(cls, first: date, last: date, statuses: Sequence[str], started: date | None = None) -> DayCounts:
         """`started`: the first day of the history (None: nothing was ever run — every day is before it)."""
-        accepted = sum(1 for s in statuses if s in ("accepted", "baseline"))
-        rejected = sum(1 for s in statuses if s == "rejected")
+        accepted = sum(1 for s in statuses if s in ACCEPTED_STATUSES)
+        rejected = sum(1 for s in statuses if s == DayStatus.REJECTED)
         pending = len(statuses) - accepted - rejected
         watched_from = max(first, started) if started is not None else last + timedelta(days=1)
         before = (watched_from - first).days
@@ -355,8 +365,8 @@ class PeriodReport:
 
     @property
     def accepted_days(self) -> int:
-        return sum(1 for d in self.days if d.status in ("accepted", "unchanged", "baseline"))
+        return sum(1 for d in self.days if DayStatus.of_value(d.status).is_accepted)
 
     @property
     def rejected_days(self) -> int:
-        return sum(1 for d in self.days if d.status == "rejected")
+        return sum(1 for d in self.days if d.status == DayStatus.REJECTED)

@@ -11,14 +11,17 @@ from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     COUNT_LABEL_KO,
     EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     SITES_FIELD,
+    DayStatus,
     event_label,
+    missing,
 )
 from dmf_assets.domain.sites import describe_site_change
-from dmf_assets.report.columns import Col
-from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, sorted_events
+from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns, drop
+from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, HistoryPoint, sorted_events
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 from dmf_assets.report.sentences import change_lines, field_label
 from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, change_kind, companies
@@ -58,27 +61,29 @@ PERMIT_WIDTH = 25
 TARGET_CLASS_WIDTH = 11
 
 
-EVENT_COLUMNS: tuple[Col, ...] = (
-    Col("severity", "심각도", 9),
-    Col("event_type", "이벤트", 11, "wrap"),
-    Col("permit_no", "등록번호", PERMIT_WIDTH),
-    Col("ingredient", "성분명", 24, "wrap"),
-    Col("applicant", "신청인", 20, "wrap"),
-    Col("manufacturer", "제조소명", 30, "wrap"),
-    Col("countries", "제조국", 12, "wrap"),
-    Col("changed_fields", "변경 항목", 16, "wrap"),
-    Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
-    Col("flags", "표시", 12, "wrap"),
-    Col("watch_reasons", "관심목록 사유", 18, "wrap"),
-    Col("product_hits", "자사 영향", 18, "wrap"),
-    Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
-    Col("bizrno", "사업자등록번호", 13),
-    Col("address", "제조소 소재지", 40, "wrap"),
-    Col("link", "의약품안전나라", 13, "link"),
-    # internal keys: kept (hidden) for the audit trail and to match rows across sheets, never shown to a reader
-    Col("dmf_key", "관리 키", 24, hidden=True),
-    Col("base_dmf_key", "이전 관리 키", 24, hidden=True),
+EVENT_COLUMNS = columns(
+    {
+        "severity": 9,
+        "event_type": 11,
+        "permit_no": PERMIT_WIDTH,
+        "ingredient": 24,
+        "applicant": 20,
+        "manufacturer": 30,
+        "countries": 12,
+        "changed_fields": 16,
+        "change_summary": 50,
+        "flags": 12,
+        "watch_reasons": 18,
+        "product_hits": 18,
+        "issue_date": 11,
+        "target_class": TARGET_CLASS_WIDTH,
+        "bizrno": 13,
+        "address": 40,
+        "link": 13,
+        # internal keys: kept (hidden) for the audit trail and to match rows across sheets, never shown to a reader
+        "dmf_key": 24,
+        "base_dmf_key": 24,
+    }
 )
 
 
@@ -109,23 +114,26 @@ def event_row(ev: EventRow, base_url: str) -> dict:
     }
 
 
-NEW_WITHDRAWN_COLUMNS: tuple[Col, ...] = (
-    Col("event_type", "구분", 11, "wrap"),
-    Col("severity", "심각도", 9),
-    Col("permit_no", "등록번호", PERMIT_WIDTH),
-    Col("ingredient", "성분명", 24, "wrap"),
-    Col("ingredient_base", "성분 기준명", 18, "wrap"),
-    Col("applicant", "신청인", 20, "wrap"),
-    Col("bizrno", "사업자등록번호", 13),
-    Col("manufacturer", "제조소명", 30, "wrap"),
-    Col("address", "제조소 소재지", 40, "wrap"),
-    Col("countries", "제조국", 12, "wrap"),
-    Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
-    Col("flags", "표시", 12, "wrap"),
-    Col("product_hits", "자사 영향", 18, "wrap"),
-    Col("link", "의약품안전나라", 13, "link"),
-    Col("dmf_key", "관리 키", 24, hidden=True),
+NEW_WITHDRAWN_COLUMNS = columns(
+    {
+        "event_type": 11,
+        "severity": 9,
+        "permit_no": PERMIT_WIDTH,
+        "ingredient": 24,
+        "ingredient_base": 18,
+        "applicant": 20,
+        "bizrno": 13,
+        "manufacturer": 30,
+        "address": 40,
+        "countries": 12,
+        "issue_date": 11,
+        "target_class": TARGET_CLASS_WIDTH,
+        "flags": 12,
+        "product_hits": 18,
+        "link": 13,
+        "dmf_key": 24,
+    },
+    headers={"event_type": COLUMN_LABELS["kind"][0]},
 )
 
 
@@ -140,22 +148,24 @@ def new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
     return rows
 
 
-RECENT_COLUMNS: tuple[Col, ...] = (
-    Col("day", "관측일", 11, "date"),
-    Col("base_day", "비교 기준일", 11, "date"),
-    Col("severity", "심각도", 9),
-    Col("event_type", "이벤트", 11, "wrap"),
-    Col("permit_no", "등록번호", PERMIT_WIDTH),
-    Col("previous_permit_no", "이전 번호", PERMIT_WIDTH),
-    Col("ingredient", "성분명", 22, "wrap"),
-    Col("applicant", "신청인", 18, "wrap"),
-    Col("manufacturer", "제조소명", 26, "wrap"),
-    Col("countries", "제조국", 11, "wrap"),
-    Col("change_summary", "변경 내용 (전 → 후)", 50, "wrap"),
-    Col("flags", "표시", 11, "wrap"),
-    Col("product_hits", "자사 영향", 16, "wrap"),
-    Col("watch_reasons", "관심목록 사유", 16, "wrap"),
-    Col("dmf_key", "관리 키", 22, hidden=True),
+RECENT_COLUMNS = columns(
+    {
+        "day": 11,
+        "base_day": 11,
+        "severity": 9,
+        "event_type": 11,
+        "permit_no": PERMIT_WIDTH,
+        "previous_permit_no": PERMIT_WIDTH,
+        "ingredient": 22,
+        "applicant": 18,
+        "manufacturer": 26,
+        "countries": 11,
+        "change_summary": 50,
+        "flags": 11,
+        "product_hits": 16,
+        "watch_reasons": 16,
+        "dmf_key": 22,
+    }
 )
 
 
@@ -175,16 +185,18 @@ def recent_rows(report: DayReport) -> list[dict]:
 # --- 필드 변경 -------------------------------------------------------------------------------------
 
 
-FIELD_COLUMNS: tuple[Col, ...] = (
-    Col("severity", "심각도", 9),
-    Col("kind", "구분", 9),
-    Col("permit_no", "등록번호", PERMIT_WIDTH),
-    Col("ingredient", "성분명", 24, "wrap"),
-    Col("applicant", "신청인", 20, "wrap"),
-    Col("field", "항목", 13),
-    Col("before", "변경 전", 45, "wrap"),
-    Col("after", "변경 후", 45, "wrap"),
-    Col("dmf_key", "관리 키", 24, hidden=True),
+FIELD_COLUMNS = columns(
+    {
+        "severity": 9,
+        "kind": 9,
+        "permit_no": PERMIT_WIDTH,
+        "ingredient": 24,
+        "applicant": 20,
+        "field": 13,
+        "before": 45,
+        "after": 45,
+        "dmf_key": 24,
+    }
 )
 _FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
 
@@ -224,11 +236,44 @@ def change_row(ev: EventRow, c: FieldChangeRow) -> dict:
     }
 
 
+# --- a day's figures (the 요약 trend, the period report's days) -----------------------------------------
+
+DAY_COLUMNS = columns(
+    {"day": 28, "status": 14, "registry_size": 24, "new": 16, "changed": 18, "withdrawn": 14}, headers={"day": "날짜"}
+)
+
+
+def day_rows(points: Sequence[HistoryPoint]) -> list[dict]:
+    """Each day's status in words and, on an accepted day, its figures — a rejected or baseline day has none (blank,
+    never a misleading zero); a rejected day is marked as failed (`_verdict`)."""
+    return [
+        {
+            "day": p.day,
+            "status": DayStatus.of_value(p.status).word_ko,
+            "registry_size": p.registry_size,
+            **(
+                {
+                    "new": p.new,
+                    "changed": p.changed,
+                    "withdrawn": p.withdrawn,
+                    "number_assigned": p.number_assigned,
+                    "number_changed": p.number_changed,
+                    "cosmetic": p.cosmetic,
+                }
+                if p.status == DayStatus.ACCEPTED
+                else {}
+            ),
+            "_verdict": "fail" if p.status == DayStatus.REJECTED else None,
+        }
+        for p in points
+    ]
+
+
 # --- 업체별: the day's events per applicant and per manufacturer ------------------------------------
 
 
 def events_by_company(events: Sequence[EventRow]) -> dict[str, list[tuple[str, list[EventRow]]]]:
-    """{"신청인": [(name, events)…], "제조소": […]}: the headline events of each applicant and of each
+    """{"applicant": [(name, events)…], "manufacturer": […]}: the headline events of each applicant and of each
     manufacturer (`summary.companies`: the names the day's figures count), the company with the most severe
     event first (then the most events, then the name); inside a company, by severity. Cosmetic events are
     left out, as from every headline."""
@@ -257,23 +302,28 @@ SAMPLE_LABELS_KO: dict[str, str] = {
     "page_no": "쪽 번호",
     "rows": "받은 행",
     "expected_rows": "받아야 할 행",
-    "status": "상태",
     "page_total_count": "그 쪽이 밝힌 전체 건수",
     "error": "오류",
     "row_no": "행 번호",
-    "permit_no_raw": "등록번호 (원문)",
-    "permit_no": "등록번호",
-    "dmf_key": "관리 키",
+    "permit_no_raw": f"{FIELD_LABEL_KO['permit_no']} (원문)",
     "count": "반복 횟수",
-    "event_type": "이벤트",
-    "severity": "심각도",
-    "ingredient": "성분명",
-    "ingredient_summary": "성분명",
-    "applicant": "신청인",
-    "applicant_summary": "신청인",
-    "issue_date": "발급일자",
-    "permit_accept_date": "접수일",
-    "countries": "제조국",
+    **{
+        key: COLUMN_LABELS[key][0]
+        for key in (
+            "status",
+            "permit_no",
+            "dmf_key",
+            "event_type",
+            "severity",
+            "ingredient",
+            "applicant",
+            "issue_date",
+            "permit_accept_date",
+            "countries",
+        )
+    },
+    "ingredient_summary": FIELD_LABEL_KO["ingredient"],
+    "applicant_summary": FIELD_LABEL_KO["applicant"],
 }
 _SAMPLE_VALUES_KO: dict[str, dict[str, str]] = {
     "event_type": EVENT_LABEL_KO,
@@ -306,35 +356,41 @@ PERMIT_FMT_LABEL_KO: dict[str, str] = {
     "missing": "번호 없음",
 }
 
-LEDGER_COLUMNS: tuple[Col, ...] = (
-    Col("permit_no", "등록번호", PERMIT_WIDTH),
-    Col("previous_permit_no", "이전 번호", PERMIT_WIDTH),
-    Col("permit_fmt", "번호 형식", 8),
-    Col("permit_accept_date", "접수일", 11, "date"),
-    Col("permit_ingr_no", "성분 번호", 7),
-    Col("permit_group", "그룹", 6),
-    Col("permit_serial", "일련번호", 8),
-    Col("permit_seq", "순번", 6),
-    Col("permit_grant", "허여", 6),
-    Col("permit_table", "별표", 9),
-    Col("base_permit_no", "원 등록번호 (허여 원본)", 22),
-    Col("cohort", "성분번호-그룹", 11),
-    Col("ingredient", "성분명", 26, "wrap"),
-    Col("ingredient_base", "성분 기준명", 18, "wrap"),
-    Col("applicant", "신청인", 22, "wrap"),
-    Col("bizrno", "사업자등록번호", 13),
-    Col("site_count", "제조소 수", 7, "int"),
-    Col("sites", "제조소 (사이트별: 이름·국가)", 46, "wrap"),
-    Col("country_set", "제조국 (국가 목록)", 16, "wrap"),
-    Col("address", "제조소 소재지 (원문)", 40),
-    Col("issue_date", "발급일자", 11, "date"),
-    Col("target_class", "대상의약품", TARGET_CLASS_WIDTH),
-    Col("first_seen", "최초 관측일", 11, "date"),
-    Col("last_changed", "최근 실질 변경일", 11, "date"),
-    Col("times_changed", "변경 횟수", 7, "int"),
-    Col("events_link", "이벤트 (이력 시트)", 14, "sheetlink"),
-    Col("dmf_key", "관리 키", 24, hidden=True),
+LEDGER_COLUMNS = columns(
+    {
+        "permit_no": PERMIT_WIDTH,
+        "previous_permit_no": PERMIT_WIDTH,
+        "permit_fmt": 8,
+        "permit_accept_date": 11,
+        "permit_ingr_no": 7,
+        "permit_group": 6,
+        "permit_serial": 8,
+        "permit_seq": 6,
+        "permit_grant": 6,
+        "permit_table": 9,
+        "base_permit_no": 22,
+        "cohort": 11,
+        "ingredient": 26,
+        "ingredient_base": 18,
+        "applicant": 22,
+        "bizrno": 13,
+        "site_count": 7,
+        "sites": 46,
+        "country_set": 16,
+        "address": 40,
+        "issue_date": 11,
+        "target_class": TARGET_CLASS_WIDTH,
+        "first_seen": 11,
+        "last_changed": 11,
+        "times_changed": 7,
+        "events_link": 14,
+        "dmf_key": 24,
+    },
+    headers={"address": f"{FIELD_LABEL_KO['address']} (원문)"},
+    kinds={"address": TEXT},
 )
+#: the ledger as exported (`dmf asof`, the web page's search): without its links into the daily workbook's 이력
+EXPORT_COLUMNS = drop(LEDGER_COLUMNS, "events_link")
 
 
 def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
@@ -362,7 +418,7 @@ def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
             pl.int_range(1, pl.len() + 1).cast(pl.Utf8),
             pl.lit(". "),
             role_part,
-            pl.when(given(name)).then(name).otherwise(pl.lit("(제조소명 없음)")),
+            pl.when(given(name)).then(name).otherwise(pl.lit(missing("manufacturer"))),
             where,
         ]
     )

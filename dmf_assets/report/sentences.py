@@ -31,6 +31,7 @@ from dmf_assets.domain.model import (
     SITE_FIELDS,
     SITES_FIELD,
     WITHDRAWN_FIRST_MENTION_KO,
+    missing,
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.korean import josa, particle, shorten
@@ -132,11 +133,11 @@ def _v(value: str | None) -> str:
 
 
 def _who(ev: EventRow) -> str:
-    return _v(ev.applicant) if ev.applicant else "(신청인 없음)"
+    return _v(ev.applicant) if ev.applicant else missing("applicant")
 
 
 def _what(ev: EventRow) -> str:
-    return _v(ev.ingredient) if ev.ingredient else "(성분명 없음)"
+    return _v(ev.ingredient) if ev.ingredient else missing("ingredient")
 
 
 def _number(ev: EventRow) -> str:
@@ -331,7 +332,7 @@ NUMBER_CHANGED_DEFINITION = (
     "하므로 심각도 '보통'. 짝이 하나로 정해지지 않으면 삭제와 신규로 두고 '등록번호 변경 가능성'을 적음"
 )
 WITHDRAWN_DEFINITION = (
-    f"{WITHDRAWN_FIRST_MENTION_KO}: 비교 기준일 목록에 있던 등록이 오늘 목록에 없음 — 목록은 신청인의 취하인지 "
+    f"{WITHDRAWN_FIRST_MENTION_KO}: 비교 기준일 목록에 있던 등록이 오늘 목록에 없음 — 목록은 {FIELD_LABEL_KO['applicant']}의 취하인지 "
     "식약처의 취소인지 알려 주지 않으므로 관측한 대로 적음"
 )
 

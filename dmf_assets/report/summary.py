@@ -47,7 +47,7 @@ from datetime import date
 from typing import Protocol
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
+from dmf_assets.domain.model import COUNT_LABEL_KO, FIELD_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus, missing
 from dmf_assets.domain.sites import split_sites
 from dmf_assets.report.model import EventRow, FieldChangeRow
 
@@ -72,8 +72,8 @@ CHANGE_KIND_LABEL_KO: dict[str, str] = {
     "NUMBER_CHANGED": EVENT_KIND_LABEL_KO["NUMBER_CHANGED"],
     "COSMETIC": EVENT_KIND_LABEL_KO["COSMETIC"],
 }
-#: 업체별's two lists: applicants, and manufacturers (one per site)
-COMPANY_KINDS: tuple[str, ...] = ("신청인", "제조소")
+#: 업체별's two lists: applicants, and manufacturers (one per site), with their words
+COMPANY_KINDS: dict[str, str] = {"applicant": FIELD_LABEL_KO["applicant"], "manufacturer": "제조소"}
 
 
 def event_kind(ev: EventRow) -> str:
@@ -103,7 +103,7 @@ def companies(ev: EventRow) -> dict[str, list[str]]:
     multi-site registration names several; the field as published when no site was split out)."""
     sites = [site.name for site in split_sites(ev.manufacturer, ev.address, ev.countries).sites if site.name]
     names = list(dict.fromkeys(sites)) or ([ev.manufacturer] if ev.manufacturer else [])
-    return {"신청인": [ev.applicant or "(신청인 없음)"], "제조소": names or ["(제조소명 없음)"]}
+    return {"applicant": [ev.applicant or missing("applicant")], "manufacturer": names or [missing("manufacturer")]}
 
 
 @dataclass(frozen=True)
@@ -290,8 +290,8 @@ def summarize(
         by_severity=_count(e.severity for e in headline),
         by_kind_severity=_count((event_kind(e), e.severity) for e in counted),
         reappeared=sum(1 for e in headline if e.is_reappearance),
-        applicants=len(names["신청인"]),
-        manufacturers=len(names["제조소"]),
+        applicants=len(names["applicant"]),
+        manufacturers=len(names["manufacturer"]),
         field_rows=_count(change_kind(e, c) for e in counted for c in e.changes),
         watchlist_hits=sum(1 for e in headline if e.watchlist_hit),
         product_hits=sum(1 for e in headline if e.product_hits),

@@ -20,14 +20,13 @@ import re
 import shutil
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 from openpyxl import Workbook
-from openpyxl.cell.cell import Cell
 from openpyxl.chart import BarChart, Reference
 from openpyxl.chart.series import SeriesLabel
 from openpyxl.styles import Alignment
@@ -45,13 +44,12 @@ from dmf_assets.domain.model import (
     SEVERITY_RANK,
     WITHDRAWN_FIRST_MENTION_KO,
     DayStatus,
+    Severity,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
 from dmf_assets.report.cells import (
-    Col,
-    column_widths,
     day_text,
     fit_row_height,
     merge_cells,
@@ -62,7 +60,9 @@ from dmf_assets.report.cells import (
     text_lines,
     write_table,
 )
-from dmf_assets.report.model import (  # noqa: F401 - the sheet names are re-exported for callers of the writer
+from dmf_assets.report.columns import COLUMN_LABELS, WRAP, columns
+from dmf_assets.report.model import (
+    AGGREGATE_LABEL_KO,
     SHEET_BY_APPLICANT,
     SHEET_BY_COUNTRY,
     SHEET_BY_INGREDIENT,
@@ -84,12 +84,14 @@ from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
 from dmf_assets.report.output import WorkbookError, atomic_write, ensure_dir
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
 from dmf_assets.report.rows import (
+    DAY_COLUMNS,
     EVENT_COLUMNS,
     FIELD_COLUMNS,
     FLAG_LABELS,
     LEDGER_COLUMNS,
     NEW_WITHDRAWN_COLUMNS,
     RECENT_COLUMNS,
+    day_rows,
     event_row,
     events_by_company,
     field_rows,
@@ -109,8 +111,29 @@ from dmf_assets.report.sentences import (
     products_hint,
     summary_sentences,
 )
-from dmf_assets.report.sheet_frame import ATTRIBUTION, finish_table_sheet, frame_sheet, severity_hook
-from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
+from dmf_assets.report.tables import (
+    ATTRIBUTION,
+    Look,
+    Page,
+    TableSheet,
+    add_table_sheet,
+    colours,
+    finish_workbook,
+    frame_sheet,
+    keep_in_view,
+    new_workbook,
+    paint,
+    severity_style,
+)
+
+_APPLICANT = FIELD_LABEL_KO["applicant"]
+
+
+def _fields_of(severity: Severity) -> str:
+    """「제조소명·제조소 소재지·제조국」: the compared fields a substantive change of which is `severity`."""
+    return "·".join(FIELD_LABEL_KO[f] for f, s in COMPARED_FIELDS.items() if s is severity and f != "permit_no")
+
 
 # --- names and fixed texts -----------------------------------------------------------------------
 
@@ -144,9 +167,9 @@ _KPI_NOTES: dict[str, str] = {
     "number_changed": NUMBER_CHANGED_DEFINITION,
     "reappeared": "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)",
     "headline_events": "신규·변경·목록에서 삭제·번호 부여·번호 변경의 합 — 아래는 심각도별 ('변경 이벤트' 시트의 행)",
-    "severity_CRITICAL": "제조소명·제조소 소재지·제조국 변경, 목록에서 삭제된 등록",
-    "severity_HIGH": "성분명·신청인·사업자등록번호 변경, 재등장, 관심목록 해당",
-    "severity_MEDIUM": "발급일자·대상의약품 변경, 번호 변경",
+    "severity_CRITICAL": f"{_fields_of(Severity.CRITICAL)} 변경, 목록에서 삭제된 등록",
+    "severity_HIGH": f"{_fields_of(Severity.HIGH)} 변경, 재등장, 관심목록 해당",
+    "severity_MEDIUM": f"{_fields_of(Severity.MEDIUM)} 변경, 번호 변경",
     "severity_INFO": "신규 등록, 번호 부여",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
     "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
@@ -226,108 +249,34 @@ def _event_sheet_note(report: DayReport) -> str:
     )
 
 
-def _rejected_note(report: DayReport) -> str:
-    base = _base_day(report)
-    text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
-    if base is not None:
-        text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
-    if report.events:
-        text += f" (거부된 비교 결과 {len(report.events):,}건은 반영되지 않음 — '{SHEET_QUALITY}' 시트 참고)"
-    return text
-
-
-# --- sheet frame ---------------------------------------------------------------------------------
-
-
-def _frame(
-    wb: Workbook, name: str, report: DayReport, widths: Sequence[float], title: str, note: str | None
-) -> Worksheet:
-    """Banner (row 1), title (row 2), note (row 3), column widths and print setup of every sheet."""
-    ws = frame_sheet(
-        wb,
-        name,
-        banner_text(report),
-        report.status,
-        widths,
-        title,
-        note,
-        print_header=(f"DMF 리포트 {report.day.isoformat()} — {name}", report.status.label_ko),
-        tab=report.is_rejected or name == SHEET_SUMMARY,
-    )
-    return ws
-
-
-#: Layout of a sheet that deliberately has no table (its data was not applied on a rejected day).
-_NOTICE_WIDTHS = (18.0,) * 8
-
-
-def _rejected_table_sheet(wb: Workbook, name: str, report: DayReport, title: str) -> None:
-    ws = _frame(wb, name, report, _NOTICE_WIDTHS, title, None)
-    note = _rejected_note(report)
-    cell = put_text(ws, 3, 1, note, st.PLAIN)
-    cell.fill = st.solid(st.FAIL_FILL)
-    cell.font = st.font(size=12, bold=True, color=st.FAIL_FONT)
-    cell.alignment = Alignment(wrap_text=True, vertical="center", indent=1)
-    merge_cells(ws, 3, 1, len(_NOTICE_WIDTHS))
-    ws.row_dimensions[3].height = max(36.0, text_lines(note, sum(_NOTICE_WIDTHS) / 1.25) * 17.0 + 8)
-    ws.freeze_panes = "A4"
-    ws.print_title_rows = "1:3"
-
-
-# --- sheets --------------------------------------------------------------------------------------
+# --- 요약 ------------------------------------------------------------------------------------------
 
 
 SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
 #: the trend table's last columns (번호 변경, 표기 변경), beyond the 요약 grid; the chart's hidden helper column after them
 _TREND_EXTRA_WIDTH = 12.0
-_SUMMARY_SPAN = sum(SUMMARY_WIDTHS[1:])  # a value merged over B:G
+#: rows kept free for the trend chart (9.5 cm high) above its table
+_CHART_ROWS = 20
+#: the 요약 trend table (newest first); its status column holds words only
+TREND_COLUMNS = (
+    *DAY_COLUMNS,
+    *columns({"number_assigned": 40, "number_changed": _TREND_EXTRA_WIDTH, "cosmetic": _TREND_EXTRA_WIDTH}),
+)
+GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
 
 
-class _Summary:
-    """The 요약 sheet, section by section, top to bottom (`row` is the last row written)."""
+def _verdict(passed: bool | None) -> str:
+    return "ok" if passed else "fail" if passed is False else "na"
 
-    def __init__(self, wb: Workbook, report: DayReport):
+
+class _Summary(Page):
+    """The 요약 sheet, section by section, top to bottom."""
+
+    def __init__(self, wb: Workbook, look: Look, report: DayReport):
+        title = f"DMF 일일 리포트 · {_day_label(report.day)}"
+        note = "식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약"
+        super().__init__(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
         self.report = report
-        self.ws = _frame(
-            wb,
-            SHEET_SUMMARY,
-            report,
-            widths=SUMMARY_WIDTHS,
-            title=f"DMF 일일 리포트 · {_day_label(report.day)}",
-            note="식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약",
-        )
-        self.row = 3
-
-    # -- small writers --
-
-    def section(self, text: str) -> None:
-        self.row += 2
-        put_text(self.ws, self.row, 1, text, st.SECTION)
-        self.ws.row_dimensions[self.row].height = 22
-
-    def label(self, text: str) -> None:
-        self.row += 1
-        put_text(self.ws, self.row, 1, text, st.LABEL)
-
-    def merged_text(self, col: int, text: str, last_col: int = 7, style: str = st.TEXT_WRAP) -> Cell:
-        cell = put_text(self.ws, self.row, col, text, style)
-        merge_cells(self.ws, self.row, col, last_col)
-        if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high
-            fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1 : last_col])))
-        return cell
-
-    def header(self, headers: Sequence[tuple[int, str]], merges: Sequence[tuple[int, int]] = ()) -> None:
-        self.row += 1
-        for col, text in headers:
-            self.ws.cell(row=self.row, column=col, value=text).style = st.HEADER
-        for first, last in merges:
-            merge_cells(self.ws, self.row, first, last)
-
-    def note(self, text: str) -> None:
-        self.row += 1
-        put_text(self.ws, self.row, 1, text, st.NOTE)
-
-    # -- sections --
 
     def status(self) -> None:
         report, ws = self.report, self.ws
@@ -335,21 +284,18 @@ class _Summary:
         self.label("보고일")
         put_date(ws, self.row, 2, report.day)
         self.label("상태")
-        cell = self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT)
-        cell.fill = st.banner_fill(report.status)
-        cell.font = st.font(bold=True, color=st.BANNER_FONT)
+        paint(
+            self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT),
+            (st.banner_fill(report.status), st.font(bold=True, color=st.BANNER_FONT)),
+        )
         self.label("설명")
         self.merged_text(2, report.status_reason, last_col=5)
-        self.label("비교 기준일")
-        if report.comparison_base is not None:
-            put_date(ws, self.row, 2, report.comparison_base)
-        else:
-            put_text(ws, self.row, 2, "없음 (기준일)")
-        self.label("마지막 정상 수집일")
-        if report.last_accepted_day is not None:
-            put_date(ws, self.row, 2, report.last_accepted_day)
-        else:
-            put_text(ws, self.row, 2, "없음")
+        for label, day, missing in (
+            ("비교 기준일", report.comparison_base, "없음 (기준일)"),
+            ("마지막 정상 수집일", report.last_accepted_day, "없음"),
+        ):
+            self.label(label)
+            put_date(ws, self.row, 2, day) if day is not None else put_text(ws, self.row, 2, missing)
         self.label("생성 시각 (KST)")
         put_datetime(ws, self.row, 2, report.generated_at)
         extra: list[tuple[str, str, bool]] = []
@@ -370,7 +316,7 @@ class _Summary:
             self.label(name)
             cell = self.merged_text(2, text)
             if alarm:
-                cell.fill, cell.font = st.verdict_style("warn")
+                paint(cell, st.verdict_style("warn"))
 
     def top_events(self) -> None:
         """The day's events as the sentences the morning mail has (accepted days only)."""
@@ -383,14 +329,7 @@ class _Summary:
         shown, total = sum(x.count for x in sentences), k.headline_events
         scope = "모두 표시" if shown >= total else f"{shown:,}건 표시"
         self.section(f"주요 이벤트 {total:,}건 ({k.counts_text}) — 자사 제품·관심목록 우선, 심각도 순, {scope}")
-        for x in sentences:
-            self.row += 1
-            tag = SEVERITY_LABEL_KO.get(x.severity, x.severity) + (
-                " · 자사" if x.products else " · 관심" if x.watch else ""
-            )
-            cell = put_text(self.ws, self.row, 1, tag)
-            cell.fill, cell.font = st.severity_fill(x.severity), st.severity_font(x.severity)
-            self.merged_text(2, x.full_text)
+        self.sentences(sentences, watch=True)
         if total > shown:
             self.note(f"… 나머지 {total - shown:,}건은 '{SHEET_EVENTS}' 시트 (전체 내용·전 → 후)")
 
@@ -443,9 +382,9 @@ class _Summary:
             self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
             sev = key.removeprefix("severity_")
             if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
-                value_cell.fill, value_cell.font = st.severity_fill(sev), st.severity_font(sev)
+                paint(value_cell, severity_style(sev))
             if key == "cosmetic":
-                label_cell.fill, label_cell.font = st.severity_fill("COSMETIC"), st.severity_font("COSMETIC")
+                paint(label_cell, severity_style("COSMETIC"))
 
     def gates(self) -> None:
         """수용 게이트 in the reader's words: each gate's verdict and what it means. The observed values and
@@ -459,7 +398,7 @@ class _Summary:
             self.label(f"{g.number}. {g.label_ko}")
             verdict = _verdict(g.passed)
             cell = put_text(ws, self.row, 2, GATE_VERDICT_KO[verdict])
-            cell.fill, cell.font = st.verdict_style(verdict)
+            paint(cell, st.verdict_style(verdict))
             cell.alignment = Alignment(horizontal="center", vertical="top", wrap_text=False)  # never 「통/과」
             # a failed gate in the team's words (its technical detail may name a setting); the rest say what held
             if g.passed is False:
@@ -498,16 +437,15 @@ class _Summary:
         if not hits:
             return
         self.section(f"관심목록 해당 이벤트 ({len(hits):,}건)")
-        self.header(list(enumerate(("등록번호", "심각도", "이벤트", "성분명", "신청인", "사유"), 1)), merges=[(6, 7)])
+        named = ("permit_no", "severity", "event_type", "ingredient", "applicant")
+        self.header(list(enumerate((*(COLUMN_LABELS[c][0] for c in named), "사유"), 1)), merges=[(6, 7)])
         for ev in hits[:50]:
             self.row += 1
             put_text(ws, self.row, 1, ev.permit_no or NO_NUMBER)
             cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-            cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
-            put_text(ws, self.row, 3, ev.label)
-            put_text(ws, self.row, 4, ev.ingredient)
-            put_text(ws, self.row, 5, ev.applicant)
-            put_text(ws, self.row, 6, ", ".join(ev.watch_reasons))
+            paint(cell, severity_style(ev.severity))
+            for col, value in enumerate((ev.label, ev.ingredient, ev.applicant, ", ".join(ev.watch_reasons)), 3):
+                put_text(ws, self.row, col, value)
             merge_cells(ws, self.row, 6, 7)
         if len(hits) > 50:
             self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
@@ -520,47 +458,19 @@ class _Summary:
         report, ws = self.report, self.ws
         ws.row_breaks.append(Break(id=self.row + 1))  # a chart cut by a page break cannot be read on paper
         self.section(f"최근 {len(report.history):,}일 추이")
-        rows = [
-            {
-                **{c.key: None for c in TREND_COLUMNS},
-                "day": h.day,
-                "status": DayStatus.of_value(h.status).word_ko,
-                "registry_size": h.registry_size,
-                "_rejected": h.status == DayStatus.REJECTED.value,
-                # a rejected or baseline day has no counts: blank, never a misleading zero
-                **(
-                    {
-                        "new": h.new,
-                        "changed": h.changed,
-                        "withdrawn": h.withdrawn,
-                        "number_assigned": h.number_assigned,
-                        "number_changed": h.number_changed,
-                        "cosmetic": h.cosmetic,
-                    }
-                    if h.status == DayStatus.ACCEPTED.value
-                    else {}
-                ),
-            }
-            for h in sorted(report.history, key=lambda p: p.day, reverse=True)
-        ]
+        rows = day_rows(sorted(report.history, key=lambda p: p.day, reverse=True))
         if not rows:
             self.note("추이 자료 없음")
             return 0
         top = self.row + _CHART_ROWS + 1  # the chart takes the rows above the table
-
-        def hook(ws: Worksheet, row_no: int, row: dict) -> None:
-            if row["_rejected"]:
-                cell = ws.cell(row=row_no, column=2)
-                cell.fill, cell.font = st.verdict_style("fail")
-
         for extra in range(len(SUMMARY_WIDTHS) + 1, len(TREND_COLUMNS) + 1):
             ws.column_dimensions[get_column_letter(extra)].width = _TREND_EXTRA_WIDTH
-        last = write_table(ws, top, TREND_COLUMNS, rows, row_hook=hook, set_widths=False)
+        last = write_table(ws, top, TREND_COLUMNS, rows, row_hook=colours(verdict=2), set_widths=False)
         # the chart's rejected-day series reads a hidden column beside the table (outside it and its filter)
         marker_col = len(TREND_COLUMNS) + 1
         ws.cell(row=top, column=marker_col, value="차트용: 거부일 표시 (1)")
         for i, row in enumerate(rows, top + 1):
-            if row["_rejected"]:
+            if row["_verdict"]:
                 ws.cell(row=i, column=marker_col, value=1)
         ws.column_dimensions[get_column_letter(marker_col)].hidden = True
         _history_chart(ws, top, last, marker_col, anchor=f"A{self.row + 1}")
@@ -568,33 +478,10 @@ class _Summary:
         return len(rows)
 
 
-#: rows kept free for the trend chart (9.5 cm high) above its table
-_CHART_ROWS = 20
-
-
-#: the 요약 trend table (newest first); its status column holds words only
-TREND_COLUMNS: tuple[Col, ...] = (
-    Col("day", "날짜", 28, "date"),
-    Col("status", "상태", 14),
-    Col("registry_size", "등록 현황", 24, "int"),
-    Col("new", EVENT_KIND_LABEL_KO["NEW"], 16, "int"),
-    Col("changed", EVENT_KIND_LABEL_KO["CHANGED"], 18, "int"),
-    Col("withdrawn", EVENT_KIND_LABEL_KO["WITHDRAWN"], 14, "int"),
-    Col("number_assigned", EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"], 40, "int"),
-    Col("number_changed", EVENT_KIND_LABEL_KO["NUMBER_CHANGED"], _TREND_EXTRA_WIDTH, "int"),
-    Col("cosmetic", EVENT_KIND_LABEL_KO["COSMETIC"], _TREND_EXTRA_WIDTH, "int"),
-)
-GATE_VERDICT_KO = {"ok": "통과", "fail": "실패", "na": "미평가"}
-
-
-def _verdict(passed: bool | None) -> str:
-    return "ok" if passed else "fail" if passed is False else "na"
-
-
-def _summary_sheet(wb: Workbook, report: DayReport) -> int:
+def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> int:
     """요약: what an analyst forwards. An accepted day leads with its events as sentences; a rejected
     day with the gate that refused it and that gate's sample rows."""
-    page = _Summary(wb, report)
+    page = _Summary(wb, look, report)
     page.status()
     if report.is_rejected:
         page.gates()
@@ -607,8 +494,7 @@ def _summary_sheet(wb: Workbook, report: DayReport) -> int:
         page.gates()
         page.watchlist()
     rows = page.trend()
-    page.ws.freeze_panes = "A4"
-    page.ws.print_title_rows = "1:3"
+    keep_in_view(page.ws, "A4")
     return rows
 
 
@@ -655,28 +541,28 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
     ws.add_chart(chart, anchor)
 
 
-_EVENT_PRINT_COLS = 14  # print up to 대상의약품; the audit columns stay on screen
+# --- the table sheets ----------------------------------------------------------------------------
 
 
-def _events_sheet(wb: Workbook, report: DayReport) -> int:
-    cols = EVENT_COLUMNS
+def _notice(name: str, report: DayReport, title: str) -> TableSheet:
+    """A sheet of a rejected day's changes: a red sentence that they were not applied, never an empty table."""
+    base = _base_day(report)
+    text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
+    if base is not None:
+        text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
+    if report.events:
+        text += f" (거부된 비교 결과 {len(report.events):,}건은 반영되지 않음 — '{SHEET_QUALITY}' 시트 참고)"
+    return TableSheet(name, title, None, notice=text)
+
+
+def _events_sheet(report: DayReport) -> TableSheet:
+    title = f"변경 이벤트 · {report.day.isoformat()}"
     if report.is_rejected:
-        _rejected_table_sheet(wb, SHEET_EVENTS, report, f"변경 이벤트 · {report.day.isoformat()}")
-        return 0
-    ws = _frame(
-        wb,
-        SHEET_EVENTS,
-        report,
-        column_widths(cols),
-        f"변경 이벤트 · {report.day.isoformat()}",
-        _event_sheet_note(report),
-    )
+        return _notice(SHEET_EVENTS, report, title)
     rows = [event_row(e, report.source_url) for e in sorted_events(report.headline_events)]
-    header = 4
-    last = write_table(ws, header, cols, rows, row_hook=severity_hook(1, bold_flag_col=10))
-    finish_table_sheet(ws, header)
-    ws.print_area = f"A1:{get_column_letter(_EVENT_PRINT_COLS)}{max(last, header)}"
-    return len(rows)
+    # printed up to 대상의약품; the audit columns stay on screen
+    hook = colours(severity=1, watch=10)
+    return TableSheet(SHEET_EVENTS, title, _event_sheet_note(report), EVENT_COLUMNS, rows, hook, 14, empty=None)
 
 
 def _days_processed(counts: DayCounts | None) -> str:
@@ -692,24 +578,19 @@ def _days_processed(counts: DayCounts | None) -> str:
     return f"이 기간: {' · '.join(parts)}{before}."
 
 
-def _recent_sheet(wb: Workbook, report: DayReport, rows: list[dict]) -> int:
+def _recent_sheet(report: DayReport, rows: list[dict]) -> TableSheet:
+    days = report.recent_days
     note = (
-        f"최근 {report.recent_days}일({day_text(report.day - timedelta(days=report.recent_days - 1))} ~ {day_text(report.day)})의 모든 이벤트 "
+        f"최근 {days}일({day_text(report.day - timedelta(days=days - 1))} ~ {day_text(report.day)})의 모든 이벤트 "
         f"{len(rows):,}건 (표기 변경 포함 — 회색) · 최신 관측일, 심각도 순. {_days_processed(report.recent_counts)} "
         f"'{SHEET_LEDGER}' 시트의 '이벤트' 링크가 등록별 첫 행으로 연결됩니다."
     )
-    ws = _frame(
-        wb, SHEET_RECENT, report, column_widths(RECENT_COLUMNS), f"이력 · 최근 {report.recent_days}일 이벤트", note
-    )
-    last = write_table(ws, 4, RECENT_COLUMNS, rows, row_hook=severity_hook(3))
-    finish_table_sheet(ws, 4)
-    ws.print_area = f"A1:{get_column_letter(12)}{max(last, 4)}"
-    if not rows:
-        put_text(ws, 5, 1, f"최근 {report.recent_days}일 동안 반영된 이벤트가 없습니다", st.NOTE)
-    return len(rows)
+    title = f"이력 · 최근 {days}일 이벤트"
+    empty = f"최근 {days}일 동안 반영된 이벤트가 없습니다"
+    return TableSheet(SHEET_RECENT, title, note, RECENT_COLUMNS, rows, colours(severity=3), 12, empty=empty)
 
 
-def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> int:
+def _ledger_sheet(report: DayReport, recent_rows: list[dict]) -> TableSheet:
     # the first 이력 row of each registration (events of either its key or its earlier key)
     first_row: dict[str, tuple[int, int]] = {}
     for i, row in enumerate(recent_rows, 5):
@@ -732,23 +613,23 @@ def _ledger_sheet(wb: Workbook, report: DayReport, recent_rows: list[dict]) -> i
         " 머리글의 필터로 성분·업체·제조국·성분번호-그룹을 골라 보십시오. 허여(n)/(A) 등록은 '원 등록번호'로 원본과 연결되고, "
         f"'이벤트' 링크는 최근 {report.recent_days}일 '{SHEET_RECENT}' 시트로 갑니다."
     )
-    ws = _frame(wb, SHEET_LEDGER, report, column_widths(LEDGER_COLUMNS), f"전체현황 · {day_text(day)}", note)
-    last = write_table(ws, 4, LEDGER_COLUMNS, rows, sparse=True)
-    finish_table_sheet(ws, 4)
-    ws.freeze_panes = "B5"  # keep the registration number in view while scrolling right
-    ws.print_area = f"A1:{get_column_letter(len(LEDGER_COLUMNS))}{max(last, 4)}"
-    if rows.is_empty():
-        put_text(ws, 5, 1, "정상 수집된 등록 현황이 아직 없습니다", st.NOTE)
-    return rows.height
+    return TableSheet(
+        SHEET_LEDGER,
+        f"전체현황 · {day_text(day)}",
+        note,
+        LEDGER_COLUMNS,
+        rows,
+        print_cols=len(LEDGER_COLUMNS),
+        empty="정상 수집된 등록 현황이 아직 없습니다",
+        freeze="B5",  # keep the registration number in view while scrolling right
+        sparse=True,
+    )
 
 
-def _fields_sheet(wb: Workbook, report: DayReport) -> int:
-    cols = FIELD_COLUMNS
+def _fields_sheet(report: DayReport) -> TableSheet:
     title = f"필드 변경 · {report.day.isoformat()}"
     if report.is_rejected:
-        _rejected_table_sheet(wb, SHEET_FIELDS, report, title)
-        return 0
-    rows = field_rows(report)
+        return _notice(SHEET_FIELDS, report, title)
     k = report.summary
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
@@ -766,26 +647,14 @@ def _fields_sheet(wb: Workbook, report: DayReport) -> int:
             f"{inside:,}행. 번호 부여는 실질 변경이 아닙니다. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. "
             f"비교 기준 {day_text(report.comparison_base)}{_covers(report)}."
         )
-    ws = _frame(wb, SHEET_FIELDS, report, column_widths(cols), title, note)
-
-    def hook(ws: Worksheet, r: int, row: dict) -> None:
-        severity_hook(1)(ws, r, row)
-        if row["_cosmetic"]:
-            cell = ws.cell(row=r, column=2)
-            cell.fill, cell.font = st.severity_fill("COSMETIC"), st.severity_font("COSMETIC")
-
-    write_table(ws, 4, cols, rows, row_hook=hook)
-    finish_table_sheet(ws, 4)
-    return len(rows)
+    hook = colours(severity=1, cosmetic=2)
+    return TableSheet(SHEET_FIELDS, title, note, FIELD_COLUMNS, field_rows(report), hook, empty=None)
 
 
-def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
-    cols = NEW_WITHDRAWN_COLUMNS
+def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
     title = f"신규 · 목록에서 삭제 · {report.day.isoformat()}"
     if report.is_rejected:
-        _rejected_table_sheet(wb, SHEET_NEW_WITHDRAWN, report, title)
-        return 0
-    rows = new_withdrawn_rows(report, report.source_url)
+        return _notice(SHEET_NEW_WITHDRAWN, report, title)
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
@@ -794,26 +663,17 @@ def _new_withdrawn_sheet(wb: Workbook, report: DayReport) -> int:
             f"{EVENT_KIND_LABEL_KO['NEW']} {k.new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {k.withdrawn:,}건 — 등록 전체 정보. "
             f"비교 기준 {day_text(report.comparison_base)}."
         )
-    ws = _frame(wb, SHEET_NEW_WITHDRAWN, report, column_widths(cols), title, note)
-    write_table(ws, 4, cols, rows, row_hook=severity_hook(2))
-    finish_table_sheet(ws, 4)
-    return len(rows)
+    rows = new_withdrawn_rows(report, report.source_url)
+    return TableSheet(SHEET_NEW_WITHDRAWN, title, note, NEW_WITHDRAWN_COLUMNS, rows, colours(severity=2), empty=None)
 
 
-_AGG_EXTRA: dict[str, tuple[tuple[str, str], ...]] = {
-    SHEET_BY_INGREDIENT: (("manufacturers", "제조소 수"), ("applicants", "신청인 수"), ("countries", "제조국 수")),
-    SHEET_BY_APPLICANT: (("ingredients", "성분 수"), ("manufacturers", "제조소 수"), ("countries", "제조국 수")),
-    SHEET_BY_COUNTRY: (("ingredients", "성분 수"), ("applicants", "신청인 수"), ("manufacturers", "제조소 수")),
-}
-_AGG_LABEL = {SHEET_BY_INGREDIENT: "성분 (기준명)", SHEET_BY_APPLICANT: "신청인", SHEET_BY_COUNTRY: "제조국"}
-_AGG_TITLE = {
-    SHEET_BY_INGREDIENT: "성분별 등록 현황",
-    SHEET_BY_APPLICANT: "업체(신청인)별 등록 현황",
-    SHEET_BY_COUNTRY: "제조국별 등록 현황",
+#: the aggregates: what each counts by (its first column), its title, and the counts beside 등록 수
+_AGGREGATES: dict[str, tuple[str, tuple[str, ...]]] = {
+    SHEET_BY_INGREDIENT: ("성분별 등록 현황", ("manufacturers", "applicants", "countries")),
+    SHEET_BY_APPLICANT: (f"업체({_APPLICANT})별 등록 현황", ("ingredients", "manufacturers", "countries")),
+    SHEET_BY_COUNTRY: (f"{FIELD_LABEL_KO['countries']}별 등록 현황", ("ingredients", "applicants", "manufacturers")),
 }
 TOP_N_CHART = 20
-
-
 #: 업체별: at most this many event rows per list (applicants, manufacturers); the rest is on 변경 이벤트
 COMPANY_EVENTS_MAX = 300
 
@@ -833,19 +693,20 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
         put_text(ws, r + 2, 1, text, st.NOTE)
         return r + 2
     k = report.summary
-    counted = {"신청인": k.applicants, "제조소": k.manufacturers}
+    counted = {"applicant": k.applicants, "manufacturer": k.manufacturers}
     for kind, companies in events_by_company(report.events).items():
         # 건 = the day's events: an event of a registration with three sites is listed under each, counted once
         r += 2
+        who = COMPANY_KINDS[kind]
         put_text(
             ws,
             r,
             1,
-            f"오늘의 이벤트 — {kind}별 ({counted[kind]:,}곳, {k.headline_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
+            f"오늘의 이벤트 — {who}별 ({counted[kind]:,}곳, {k.headline_events:,}건) · 가장 심각한 이벤트가 있는 업체부터",
             st.SECTION,
         )
         r += 1
-        for col, header in ((1, "심각도"), (2, kind), (3, "이벤트")):
+        for col, header in ((1, COLUMN_LABELS["severity"][0]), (2, who), (3, COLUMN_LABELS["event_type"][0])):
             ws.cell(row=r, column=col, value=header).style = st.HEADER
         merge_cells(ws, r, 3, len(widths))
         shown = 0
@@ -856,7 +717,7 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
                 shown += 1
                 r += 1
                 cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-                cell.fill, cell.font = st.severity_fill(ev.severity), st.severity_font(ev.severity)
+                paint(cell, severity_style(ev.severity))
                 put_text(ws, r, 2, company, st.TEXT_WRAP)
                 sentence = event_sentence(ev)
                 put_text(ws, r, 3, sentence, st.TEXT_WRAP)
@@ -865,19 +726,24 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
         n_rows = sum(len(evs) for _, evs in companies)
         if shown < n_rows:
             r += 1
-            column = {"신청인": "신청인", "제조소": "제조소명"}[kind]
+            column = COLUMN_LABELS[kind][0]  # the 변경 이벤트 column of these companies
             put_text(ws, r, 1, f"… 외 {n_rows - shown:,}행 — '{SHEET_EVENTS}' 시트에서 '{column}' 열로 필터", st.NOTE)
     return r
 
 
-def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[AggregateRow]) -> int:
+def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow]) -> TableSheet:
     by_company = name == SHEET_BY_APPLICANT  # its columns also hold the day's events per company
-    cols = (
-        Col("rank", "순위", 9 if by_company else 6, "int"),
-        Col("label", _AGG_LABEL[name], 36, "wrap"),
-        Col("registrations", "등록 수", 10, "int"),
-        Col("share", "비율", 9, "pct"),
-        *(Col(attr, header, 14 if by_company else 11, "int") for attr, header in _AGG_EXTRA[name]),
+    title, counts = _AGGREGATES[name]
+    cols = columns(
+        {
+            "rank": 9 if by_company else 6,
+            "label": 36,
+            "registrations": 10,
+            "share": 9,
+            **{f"n_{attr}": 14 if by_company else 11 for attr in counts},
+        },
+        headers={"label": AGGREGATE_LABEL_KO[name]},
+        kinds={"label": WRAP},
     )
     base = _base_day(report)
     size = report.summary.shown_registry_size
@@ -889,18 +755,6 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
         note += " 여러 제조국이 있는 등록은 각 국가에 모두 집계되므로 합계가 등록 현황보다 큽니다."
     elif name == SHEET_BY_INGREDIENT:
         note += " 염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다."
-    ws = _frame(
-        wb,
-        name,
-        report,
-        column_widths(cols),
-        f"{_AGG_TITLE[name]} · {day_text(base if report.is_rejected else report.day)}",
-        note,
-    )
-    header = 4
-    if by_company:
-        header = _company_events(ws, report, column_widths(cols)) + 3
-        put_text(ws, header - 1, 1, f"{_AGG_TITLE[name]} (순위: 등록 수)", st.SECTION)
     ordered = sorted(data, key=lambda a: (-a.registrations, a.label))
     rows = [
         {
@@ -908,16 +762,17 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
             "label": a.label,
             "registrations": a.registrations,
             "share": (a.registrations / size) if size else None,
-            **{attr: getattr(a, attr) for attr, _ in _AGG_EXTRA[name]},
+            **{f"n_{attr}": getattr(a, attr) for attr in counts},
         }
         for i, a in enumerate(ordered, 1)
     ]
-    write_table(ws, header, cols, rows)
-    finish_table_sheet(ws, header)
-    if by_company:  # the event lists above the table can be long: only the banner stays in view and on every page
-        ws.freeze_panes = "A4"
-        ws.print_title_rows = "1:3"
-    if rows:
+
+    def above(ws: Worksheet) -> int:
+        header = _company_events(ws, report, [c.width for c in cols]) + 3
+        put_text(ws, header - 1, 1, f"{title} (순위: 등록 수)", st.SECTION)
+        return header
+
+    def chart(ws: Worksheet, header: int) -> None:
         top_n = min(TOP_N_CHART, len(rows))
         chart = BarChart()
         chart.type = "bar"
@@ -934,21 +789,23 @@ def _aggregate_sheet(wb: Workbook, report: DayReport, name: str, data: Sequence[
         chart.height = max(8.0, 0.55 * top_n + 2)
         chart.width = 18
         ws.add_chart(chart, f"{get_column_letter(len(cols) + 2)}{header}")
-    else:
-        put_text(ws, header + 1, 1, "집계 자료 없음", st.NOTE)
-    return len(rows)
 
-
-def _quality_sheet(wb: Workbook, report: DayReport) -> int:
-    cols = (
-        Col("kind", "구분", 12),
-        Col("number", "번호", 6, "int"),
-        Col("name", "항목", 26, "wrap"),
-        Col("result", "결과", 9),
-        Col("observed", "관측값", 24, "wrap"),
-        Col("threshold", "기준", 18, "wrap"),
-        Col("detail", "설명", 60, "wrap"),
+    return TableSheet(
+        name,
+        f"{title} · {day_text(base if report.is_rejected else report.day)}",
+        note,
+        cols,
+        rows,
+        empty="집계 자료 없음",
+        # the event lists above the table can be long: only the banner stays in view and on every page
+        freeze="A4" if by_company else None,
+        above=above if by_company else None,
+        after=chart,
     )
+
+
+def _quality_sheet(report: DayReport) -> TableSheet:
+    cols = columns({"kind": 12, "number": 6, "item": 26, "result": 9, "observed": 24, "threshold": 18, "detail": 60})
     failed = [g for g in report.gates if g.passed is False]
     warned = [q for q in report.quality if not q.ok]
     note = (
@@ -956,7 +813,6 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
         + (f" ({', '.join(g.label_ko for g in failed)})" if failed else "")
         + f" · 품질 지표 {len(report.quality)}개 중 경고 {len(warned)}개. 게이트 실패 시 그날 수집분은 반영되지 않습니다."
     )
-    ws = _frame(wb, SHEET_QUALITY, report, column_widths(cols), f"수집 품질 · {report.day.isoformat()}", note)
     rows: list[dict] = []
     for g in report.gates:
         verdict = _verdict(g.passed)
@@ -964,7 +820,7 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
             {
                 "kind": "수용 게이트",
                 "number": g.number,
-                "name": f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
+                "item": f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
                 "result": GATE_VERDICT_KO[verdict],
                 "observed": g.observed,
                 "threshold": g.threshold,
@@ -977,7 +833,7 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
             {
                 "kind": "품질 지표",
                 "number": i,
-                "name": q.label_ko,
+                "item": q.label_ko,
                 "result": "정상" if q.ok else "경고",
                 "observed": q.value,
                 "threshold": q.expected,
@@ -985,22 +841,14 @@ def _quality_sheet(wb: Workbook, report: DayReport) -> int:
                 "_verdict": "ok" if q.ok else "warn",
             }
         )
-
-    def hook(ws: Worksheet, r: int, row: dict) -> None:
-        cell = ws.cell(row=r, column=4)
-        cell.fill, cell.font = st.verdict_style(row["_verdict"])
-
-    write_table(ws, 4, cols, rows, row_hook=hook)
-    finish_table_sheet(ws, 4)
-    if not rows:
-        put_text(ws, 5, 1, "게이트·품질 지표 자료 없음", st.NOTE)
-    return len(rows)
+    title = f"수집 품질 · {report.day.isoformat()}"
+    return TableSheet(SHEET_QUALITY, title, note, cols, rows, colours(verdict=4), empty="게이트·품질 지표 자료 없음")
 
 
 SEVERITY_DEFINITIONS: dict[str, str] = {
-    "CRITICAL": f"제조소명·제조소 소재지·제조국의 실질 변경, {WITHDRAWN_FIRST_MENTION_KO}",
-    "HIGH": "성분명·신청인·사업자등록번호 변경(양도양수 포함), 목록에서 삭제된 뒤 재등장한 신규, 관심목록 해당(최소 높음)",
-    "MEDIUM": "발급일자·대상의약품 변경, 등록번호 변경",
+    "CRITICAL": f"{_fields_of(Severity.CRITICAL)}의 실질 변경, {WITHDRAWN_FIRST_MENTION_KO}",
+    "HIGH": f"{_fields_of(Severity.HIGH)} 변경(양도양수 포함), 목록에서 삭제된 뒤 재등장한 신규, 관심목록 해당(최소 높음)",
+    "MEDIUM": f"{_fields_of(Severity.MEDIUM)} 변경, 등록번호 변경",
     "INFO": "신규 등록, 등록번호 부여",
     "COSMETIC": "띄어쓰기·문장부호·대소문자·법인격 표기((주), 주식회사 등)만 달라진 변경 — 헤드라인 건수에서 제외하고 '필드 변경' 시트에 회색으로 표시",
 }
@@ -1015,8 +863,8 @@ FLAG_DEFINITIONS: dict[str, str] = {
     "is_reappearance": "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남",
     "number_assigned": NUMBER_ASSIGNED_DEFINITION,
     "number_changed": NUMBER_CHANGED_DEFINITION,
-    "is_transfer": "사업자등록번호가 바뀜 (등록의 양도양수)",
-    "is_rename": "사업자등록번호는 같고 신청인 이름만 바뀜 (상호 변경)",
+    "is_transfer": f"{FIELD_LABEL_KO['bizrno']}가 바뀜 (등록의 양도양수)",
+    "is_rename": f"{FIELD_LABEL_KO['bizrno']}는 같고 {_APPLICANT} 이름만 바뀜 (상호 변경)",
     "watchlist_hit": "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'",
 }
 NOTES: tuple[str, ...] = (
@@ -1027,82 +875,82 @@ NOTES: tuple[str, ...] = (
     f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",
     "원문 텍스트는 모두 문자열로 저장되며 수식으로 해석되지 않습니다. XML에 쓸 수 없는 제어 문자는 U+FFFD(�)로 바꾸고, 32,767자를 넘는 값은 잘라 '…(잘림)'으로 표시합니다.",
 )
+META_COLUMNS = columns({"kind": 14, "item": 30, "value": 100})
+_SEVERITY_AT_2 = colours(severity=2)
 
 
-def _meta_sheet(wb: Workbook, report: DayReport) -> int:
-    cols = (Col("group", "구분", 14), Col("item", "항목", 30, "wrap"), Col("value", "내용", 100, "wrap"))
-    ws = _frame(wb, SHEET_META, report, column_widths(cols), "메타 정보 · 출처 · 정의", ATTRIBUTION)
-    rows: list[dict] = [
-        {"group": "출처", "item": "출처 표시", "value": ATTRIBUTION},
-        {
-            "group": "출처",
-            "item": "데이터 서비스",
-            "value": "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01",
-        },
-        {
-            "group": "출처",
-            "item": "의약품안전나라",
-            "value": f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
-            "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)",
-        },
-        {"group": "보고서", "item": "보고일", "value": report.day},
-        {"group": "보고서", "item": "상태", "value": f"{report.status.label_ko} ({report.status.label_en})"},
-        {"group": "보고서", "item": "상태 설명", "value": report.status_reason},
-        {"group": "보고서", "item": "비교 기준일", "value": report.comparison_base or "없음 (첫 수집일)"},
-        {"group": "보고서", "item": "마지막 정상 수집일", "value": report.last_accepted_day or "없음"},
-        {"group": "보고서", "item": "생성 시각 (KST)", "value": report.generated_at},
-        {"group": "보고서", "item": "생성 프로그램", "value": "DMF Watch"},
-    ]
-    rows += [{"group": "실행 정보", "item": k, "value": v} for k, v in report.run_info.items()]
+def _meta_hook(ws: Worksheet, r: int, row: dict) -> None:
+    _SEVERITY_AT_2(ws, r, row)
+    value = row["value"]
+    if isinstance(value, datetime):  # dates and times as dates, in the text column
+        put_datetime(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
+    elif isinstance(value, date):
+        put_date(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
+
+
+def meta_rows(group: str, items: Iterable[tuple[str, object]]) -> list[dict]:
+    """메타's rows of one group: (item, value) pairs."""
+    return [{"kind": group, "item": item, "value": value} for item, value in items]
+
+
+def meta_sheet(title: str, rows: Sequence[dict]) -> TableSheet:
+    """메타 (the daily and the period workbook): the attribution first, then `rows`, then the notes."""
+    notes = meta_rows("참고", ((f"참고 {i}", text) for i, text in enumerate(NOTES, 1)))
+    rows = [*meta_rows("출처", [("출처 표시", ATTRIBUTION)]), *rows, *notes]
+    return TableSheet(SHEET_META, title, ATTRIBUTION, META_COLUMNS, rows, _meta_hook, empty=None)
+
+
+def _meta(report: DayReport) -> TableSheet:
+    service = "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01"
+    nedrug = (
+        f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
+        "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)"
+    )
+    rows = meta_rows("출처", [("데이터 서비스", service), ("의약품안전나라", nedrug)])
+    rows += meta_rows(
+        "보고서",
+        [
+            ("보고일", report.day),
+            ("상태", f"{report.status.label_ko} ({report.status.label_en})"),
+            ("상태 설명", report.status_reason),
+            ("비교 기준일", report.comparison_base or "없음 (첫 수집일)"),
+            ("마지막 정상 수집일", report.last_accepted_day or "없음"),
+            ("생성 시각 (KST)", report.generated_at),
+            ("생성 프로그램", "DMF Watch"),
+        ],
+    )
+    rows += meta_rows("실행 정보", report.run_info.items())
     rows += [
-        {"group": "심각도", "item": f"{SEVERITY_LABEL_KO[s]} ({s})", "value": text, "_severity_code": s}
+        {"kind": "심각도", "item": f"{SEVERITY_LABEL_KO[s]} ({s})", "value": text, "_severity_code": s}
         for s, text in SEVERITY_DEFINITIONS.items()
     ]
-    rows += [
-        {"group": "이벤트", "item": f"{EVENT_LABEL_KO[t]} ({t})", "value": text}
-        for t, text in EVENT_DEFINITIONS.items()
-    ]
-    rows.append({"group": "이벤트", "item": COUNT_LABEL_KO["NUMBER_ASSIGNED"], "value": NUMBER_ASSIGNED_DEFINITION})
-    rows.append({"group": "이벤트", "item": COUNT_LABEL_KO["NUMBER_CHANGED"], "value": NUMBER_CHANGED_DEFINITION})
-    rows += [{"group": "표시", "item": FLAG_LABELS[f], "value": text} for f, text in FLAG_DEFINITIONS.items()]
-    rows += [
-        {
-            "group": "항목",
-            "item": f"{label} ({name})",
-            "value": f"비교 항목 — 번호 없이 공개됐던 등록이 번호를 받을 때만 바뀜: '{FLAG_LABELS['number_assigned']}' (실질 변경 아님)"
-            if name == "permit_no"
-            else f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}",
-        }
-        for name, label in FIELD_LABEL_KO.items()
-        if name in COMPARED_FIELDS
-    ]
-    watch = {kind: pats for kind, pats in report.watchlist.items() if pats}
-    if watch:
-        rows += [{"group": "관심목록", "item": kind, "value": ", ".join(pats)} for kind, pats in watch.items()]
-    else:
-        rows.append(
-            {
-                "group": "관심목록",
-                "item": "설정",
-                "value": f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 '높음' 이상으로 올립니다",
-            }
-        )
+    rows += meta_rows("이벤트", ((f"{EVENT_LABEL_KO[t]} ({t})", text) for t, text in EVENT_DEFINITIONS.items()))
+    rows += meta_rows(
+        "이벤트",
+        [
+            (COUNT_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
+            (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
+        ],
+    )
+    rows += meta_rows("표시", ((FLAG_LABELS[f], text) for f, text in FLAG_DEFINITIONS.items()))
+    rows += meta_rows(
+        "항목", ((f"{FIELD_LABEL_KO[name]} ({name})", _field_definition(name)) for name in COMPARED_FIELDS)
+    )
+    watch = [(kind, ", ".join(pats)) for kind, pats in report.watchlist.items() if pats]
+    setup = (
+        f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 "
+        "'높음' 이상으로 올립니다"
+    )
+    rows += meta_rows("관심목록", watch or [("설정", setup)])
     if not report.products_configured:  # setup is the administrator's: never on an analyst's sheet
-        rows.append({"group": "자사 제품", "item": "설정 (관리자)", "value": products_hint()})
-    rows += [{"group": "참고", "item": f"참고 {i}", "value": text} for i, text in enumerate(NOTES, 1)]
+        rows += meta_rows("자사 제품", [("설정 (관리자)", products_hint())])
+    return meta_sheet("메타 정보 · 출처 · 정의", rows)
 
-    def hook(ws: Worksheet, r: int, row: dict) -> None:
-        if "_severity_code" in row:
-            severity_hook(2)(ws, r, row)
-        value = row["value"]
-        if isinstance(value, datetime):  # dates and times as dates, in the text column
-            put_datetime(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
-        elif isinstance(value, date):
-            put_date(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
 
-    write_table(ws, 4, cols, rows, row_hook=hook)
-    finish_table_sheet(ws, 4)
-    return len(rows)
+def _field_definition(name: str) -> str:
+    if name == "permit_no":
+        return f"비교 항목 — 번호 없이 공개됐던 등록이 번호를 받을 때만 바뀜: '{FLAG_LABELS['number_assigned']}' (실질 변경 아님)"
+    return f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}"
 
 
 # --- assembling and writing ----------------------------------------------------------------------
@@ -1112,31 +960,39 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
     """The whole workbook in memory (no I/O) and the data-row count of each table sheet."""
     if not isinstance(report, DayReport):
         raise TypeError(f"build_workbook needs a DayReport, got {type(report).__name__}")
-    wb = Workbook()
-    wb.remove(wb.active)
-    st.register_styles(wb)
+    day = report.day.isoformat()
+    look = Look(banner_text(report), report.status, f"DMF 리포트 {day}", report.status.label_ko, report.is_rejected)
     recent = recent_rows(report)
-    rows = {
-        SHEET_SUMMARY: _summary_sheet(wb, report),
-        SHEET_EVENTS: _events_sheet(wb, report),
-        SHEET_FIELDS: _fields_sheet(wb, report),
-        SHEET_NEW_WITHDRAWN: _new_withdrawn_sheet(wb, report),
-        SHEET_LEDGER: _ledger_sheet(wb, report, recent),
-        SHEET_RECENT: _recent_sheet(wb, report, recent),
-        SHEET_BY_INGREDIENT: _aggregate_sheet(wb, report, SHEET_BY_INGREDIENT, report.by_ingredient),
-        SHEET_BY_APPLICANT: _aggregate_sheet(wb, report, SHEET_BY_APPLICANT, report.by_applicant),
-        SHEET_BY_COUNTRY: _aggregate_sheet(wb, report, SHEET_BY_COUNTRY, report.by_country),
-        SHEET_QUALITY: _quality_sheet(wb, report),
-        SHEET_META: _meta_sheet(wb, report),
+    tables = {
+        sheet.name: sheet
+        for sheet in (
+            _events_sheet(report),
+            _fields_sheet(report),
+            _new_withdrawn_sheet(report),
+            _ledger_sheet(report, recent),
+            _recent_sheet(report, recent),
+            _aggregate_sheet(report, SHEET_BY_INGREDIENT, report.by_ingredient),
+            _aggregate_sheet(report, SHEET_BY_APPLICANT, report.by_applicant),
+            _aggregate_sheet(report, SHEET_BY_COUNTRY, report.by_country),
+            _quality_sheet(report),
+            _meta(report),
+        )
     }
-    wb.active = 0
-    props = wb.properties
-    props.title = f"DMF 리포트 {report.day.isoformat()}"
-    props.subject = "원료의약품 등록(DMF) 일일 변경 리포트"
-    props.creator = "DMF Watch"
-    props.description = ATTRIBUTION
-    # The 최신 copy's day is read back from here (see `workbook_day`).
-    props.keywords = f"dmf-day={report.day.isoformat()}; status={report.status.value}"
+    wb = new_workbook()
+    rows: dict[str, int] = {}
+    for name in SHEET_NAMES:  # 요약 first: the one page that is not a table
+        if name == SHEET_SUMMARY:
+            rows[name] = _summary_sheet(wb, look, report)
+        else:
+            add_table_sheet(wb, look, tables[name])
+            rows[name] = len(tables[name].rows)
+    # the 최신 copy's day is read back from the keywords (see `workbook_day`)
+    finish_workbook(
+        wb,
+        f"DMF 리포트 {day}",
+        subject="원료의약품 등록(DMF) 일일 변경 리포트",
+        keywords=f"dmf-day={day}; status={report.status.value}",
+    )
     return wb, rows
 
 

@@ -3,7 +3,7 @@ templates in `templates/`. Read-only: GET and HEAD only (405 otherwise).
 
     /                     the registry today: the latest accepted day, its headline counts, the last rejected
                           day, registrations · applicants · manufacturers · countries, top-10 lists
-    /search               one box over 등록번호 · 성분명 · 신청인 · 제조소 · 제조국 (matching keys), filters, sort,
+    /search               one box over number · ingredient · applicant · manufacturer · country (matching keys), filters, sort,
                           paging, as_of=YYYY-MM-DD; /search.csv (UTF-8 with BOM) and /search.xlsx export it
     /dmf/{number or key}  one registration: current values, versions, listed spans, events before → after
     /day/{YYYY-MM-DD}     a day's verdict, gates, events as the workbook's sentences, its workbook
@@ -53,7 +53,7 @@ from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
 from dmf_assets.report.sentences import summary_sentences
-from dmf_assets.report.sheet_frame import ATTRIBUTION
+from dmf_assets.report.tables import ATTRIBUTION
 from dmf_assets.settings import Settings
 from dmf_assets.storage.db import DatabaseBusy, DatabaseDamaged, DatabaseOutdated
 from dmf_assets.storage.registry import NoHistory
@@ -235,21 +235,16 @@ def export(site: Site, request: Request) -> Response:
         writer.writerows(frame.iter_rows())
         body = ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM: Excel reads the Hangul
         return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
-    from dmf_assets.report.tables import TableSheet, write_tables_workbook
+    from dmf_assets.analyst.sheets import write_registry_workbook
 
     what = sq.q or "전체"
     with tempfile.TemporaryDirectory(prefix="dmf-web-") as folder:
-        path = write_tables_workbook(
+        path = write_registry_workbook(
             Path(folder) / "export.xlsx",
-            [
-                TableSheet(
-                    "검색 결과",
-                    f"검색 결과 · {registry.day} 기준",
-                    f"검색: {what} — 등록 {frame.height:,}건",
-                    data.EXPORT_COLUMNS,
-                    frame,
-                )
-            ],
+            frame,
+            sheet="검색 결과",
+            title=f"검색 결과 · {registry.day} 기준",
+            note=f"검색: {what} — 등록 {frame.height:,}건",
             banner=f"{registry.day} 기준 등록 현황 검색 — {what}: {frame.height:,}건",
             doc_title=f"DMF 검색 {registry.day}",
         )

@@ -29,13 +29,18 @@ import polars as pl
 from dmf_assets.analyst import queries as analyst
 from dmf_assets.domain.countries import canonical_country
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import EVENT_LABEL_KO, DayStatus
+from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
 from dmf_assets.domain.text import company_key_expr, display_expr, match_key
-from dmf_assets.report.columns import Col
 from dmf_assets.report.day_data import DayNotReady, build_day_report, day_summary
-from dmf_assets.report.model import DayReport
-from dmf_assets.report.rows import LEDGER_COLUMNS, ledger_frame
-from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
+from dmf_assets.report.model import (
+    AGGREGATE_LABEL_KO,
+    SHEET_BY_APPLICANT,
+    SHEET_BY_COUNTRY,
+    SHEET_BY_INGREDIENT,
+    DayReport,
+)
+from dmf_assets.report.rows import EXPORT_COLUMNS, ledger_frame
+from dmf_assets.report.summary import COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
 from dmf_assets.storage import history, registry, reports
 from dmf_assets.storage import web as storage
@@ -43,6 +48,8 @@ from dmf_assets.storage.db import read_only_database
 from dmf_assets.storage.history import ACCEPTED_STATUSES
 
 T = TypeVar("T")
+#: a manufacturer as the page counts them (by site)
+MANUFACTURER = COMPANY_KINDS["manufacturer"]
 #: the last day any date arithmetic of the page reaches (the analyst queries' own upper bound)
 LAST_DAY = date(9999, 12, 31)
 PAGE_SIZE = 50
@@ -113,7 +120,7 @@ class Home:
     base_day: date | None
     figures: tuple[tuple[str, int], ...]  # 신규 · 변경 · 목록에서 삭제 · 번호 부여, the runs row's
     cosmetic: int
-    totals: tuple[tuple[str, int], ...]  # 등록 · 신청인 · 제조소 · 제조국, by matching keys
+    totals: tuple[tuple[str, int], ...]  # registrations, applicants, manufacturers, countries (by matching keys)
     tops: tuple[tuple[str, tuple[Ranked, ...]], ...]
     last_day: date | None  # the latest day any run recorded, and what became of it
     last_status: str | None
@@ -161,15 +168,18 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     countries = reports.aggregate_rows(conn, "by_country", d)
     manufacturers = _manufacturers(storage.day_site_names(conn, latest))
     tops = (
-        ("성분 (기준명)", tuple(Ranked(r[0], r[1], {"q": r[0]}) for r in ingredients[:TOP_N])),
-        ("신청인", tuple(Ranked(r[0], r[1], {"applicant": r[0]}) for r in applicants[:TOP_N])),
+        (AGGREGATE_LABEL_KO[SHEET_BY_INGREDIENT], tuple(Ranked(r[0], r[1], {"q": r[0]}) for r in ingredients[:TOP_N])),
         (
-            "제조소",
+            AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT],
+            tuple(Ranked(r[0], r[1], {"applicant": r[0]}) for r in applicants[:TOP_N]),
+        ),
+        (
+            MANUFACTURER,
             tuple(
                 Ranked(r["label"], r["registrations"], {"q": r["label"]}) for r in manufacturers.head(TOP_N).to_dicts()
             ),
         ),
-        ("제조국", tuple(Ranked(r[0], r[1], {"country": r[0]}) for r in countries[:TOP_N])),
+        (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], tuple(Ranked(r[0], r[1], {"country": r[0]}) for r in countries[:TOP_N])),
     )
     return Home(
         latest=latest,
@@ -178,9 +188,9 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         cosmetic=summary.cosmetic,
         totals=(
             ("등록", run["population"] or 0),
-            ("신청인", len(applicants)),
-            ("제조소", manufacturers.height),
-            ("제조국", len(countries)),
+            (AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT], len(applicants)),
+            (MANUFACTURER, manufacturers.height),
+            (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], len(countries)),
         ),
         tops=tops,
         last_day=last_day,
@@ -197,7 +207,7 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
 SORTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
     "permit": ("등록번호순", ("permit_no", "dmf_key"), False),
     "ingredient": ("성분명순", ("ingredient", "permit_no"), False),
-    "applicant": ("신청인순", ("applicant", "permit_no"), False),
+    "applicant": (f"{FIELD_LABEL_KO['applicant']}순", ("applicant", "permit_no"), False),
     "issued": ("발급일자 최신순", ("issue_date", "permit_no"), True),
     "first_seen": ("최초 관측 최신순", ("first_seen", "permit_no"), True),
     "changed": ("최근 실질 변경 최신순", ("last_changed", "permit_no"), True),
@@ -264,7 +274,7 @@ def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
 
 
 def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
-    """The registrations the search finds: the box over 등록번호, 성분명, 신청인, 제조소 and 제조국 by their
+    """The registrations the search finds: the box over number, ingredient, applicant, manufacturer and country by their
     matching keys (spacing, (주)/주식회사/㈜, case and punctuation do not matter), and the filters."""
     conditions: list[pl.Expr] = []
     if sq.q:
@@ -315,10 +325,6 @@ def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
     page = min(sq.page, pages)
     shown = ledger_frame(found.slice((page - 1) * PAGE_SIZE, PAGE_SIZE))
     return SearchResult(registry_.day, found.height, tuple(shown.to_dicts()), page, pages, registry_.countries)
-
-
-#: the columns of an exported search: the workbook's ledger (전체현황) without its link into the 이력 sheet
-EXPORT_COLUMNS: tuple[Col, ...] = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
 
 
 def export_frame(registry_: Registry, sq: SearchQuery) -> pl.DataFrame:
