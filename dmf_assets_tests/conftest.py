@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+#: fixtures shared by test modules of several folders, in support modules of their own (no test module imports
+#: another): the two history databases of the analyst and workbook tests, the small disk of the disk-full tests
+pytest_plugins = ("dmf_assets_tests.histories", "dmf_assets_tests.disk_support")
+
 REAL_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
 
 

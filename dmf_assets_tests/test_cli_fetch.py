@@ -14,9 +14,9 @@ from dmf_assets.orchestration.rebuild import rebuild_history
 from dmf_assets.runs import launch
 from dmf_assets.settings import load_settings
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
+from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace
 from dmf_assets_tests.real_api_support import EchoingApi
-from dmf_assets_tests.test_client_support import fixture_rows
 
 
 @pytest.mark.parametrize("day", ["2999-12-31", "1900-01-01", "2024-12-31"])

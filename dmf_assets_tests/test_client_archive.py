@@ -22,7 +22,7 @@ from dmf_assets.source.archive import DayArchive
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, PastDateUnavailable, RequestCapExceeded
 from dmf_assets.source.fetch import fetch_day
-from dmf_assets_tests.test_client_support import (
+from dmf_assets_tests.client_support import (
     FAKE_KEY,
     FAKE_KEY_ENCODED,
     FAULT_DAY,

@@ -15,7 +15,7 @@ from dmf_assets.source.envelope import parse_page
 from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
 from dmf_assets.source.politeness import Politeness, backoff_s, parse_retry_after
 from dmf_assets.source.service_key import Redactor, decode_service_key
-from dmf_assets_tests.test_client_support import FAKE_KEY, FAKE_KEY_ENCODED, KEY_CORE, fixture_rows
+from dmf_assets_tests.client_support import FAKE_KEY, FAKE_KEY_ENCODED, KEY_CORE, fixture_rows
 
 ROWS = fixture_rows()[:3]
 

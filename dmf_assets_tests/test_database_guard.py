@@ -25,7 +25,7 @@ from dmf_assets.storage.db import (
     HistoryTraces,
     open_database,
 )
-from dmf_assets_tests.test_disk_full import _fill, small_fs  # noqa: F401 - the tmpfs fixture
+from dmf_assets_tests.disk_support import fill_disk
 
 DAY = date(2026, 10, 6)
 
@@ -141,11 +141,11 @@ def test_dmf_run_on_a_zero_length_database_is_one_line_naming_the_corruption(tmp
     assert not (tmp_path / "data" / "raw_dir" / DAY.isoformat()).exists()  # refused before anything was fetched
 
 
-def test_a_full_disk_under_the_database_is_the_readme_line(tmp_path, small_fs):  # noqa: F811 - the fixture
+def test_a_full_disk_under_the_database_is_the_readme_line(tmp_path, small_fs):
     database = small_fs / "dmf.duckdb"
     with open_database(database, purpose="test") as conn:
         conn.execute("CHECKPOINT")
-    _fill(small_fs)
+    fill_disk(small_fs)
     with pytest.raises(DatabaseDiskFull) as full, open_database(database, purpose="test") as conn:
         # what a day's commit does: one transaction; its COMMIT cannot write the WAL
         history.transaction(

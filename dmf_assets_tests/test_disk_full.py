@@ -20,38 +20,7 @@ import pytest
 from dmf_assets.fsutil import atomic_output, atomic_write_bytes, leaked_temp_files
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
-
-
-def _mount_tmpfs(where: Path, size: str) -> None:
-    where.mkdir(parents=True)
-    result = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
-    )
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {result.stderr.strip()}")
-
-
-def _fill(folder: Path) -> None:
-    """Write until the file system refuses: afterwards not one more page fits."""
-    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    assert os.statvfs(folder).f_bavail == 0
-
-
-@pytest.fixture
-def small_fs(tmp_path):
-    mnt = tmp_path / "fs"
-    _mount_tmpfs(mnt, "16m")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+from dmf_assets_tests.disk_support import fill_disk
 
 
 def sha(path: Path) -> str:
@@ -74,7 +43,7 @@ def dmf(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProces
 def test_atomic_write_on_a_full_disk_keeps_the_old_file_and_no_temp(small_fs):
     target = small_fs / "manifest.json"
     atomic_write_bytes(target, b'{"old": true}')
-    _fill(small_fs)
+    fill_disk(small_fs)
     with pytest.raises(OSError) as err:
         atomic_write_bytes(target, b"x" * 200_000)
     assert err.value.errno == errno.ENOSPC
@@ -151,7 +120,7 @@ def test_doctor_reports_on_a_full_disk(small_fs):
     os.utime(leaked, (time.time() - 3 * 3600,) * 2)  # its writer died hours ago
     (root / "data" / "dmf.duckdb.lock").unlink()  # the doctor must create and write it
     before = sha(database)
-    _fill(small_fs)
+    fill_disk(small_fs)
     result = dmf("doctor", "--root", str(root))
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     assert result.returncode == 2, (result.stdout, result.stderr)
@@ -183,7 +152,7 @@ def test_backup_to_a_full_disk_says_so(tmp_path, small_fs):
     config = tmp_path / "dmf.toml"
     config.write_text(f'[paths]\ndatabase = "{database}"\nbackups_dir = "{backups}"\n', encoding="utf-8")
     before = sha(database)
-    _fill(small_fs)
+    fill_disk(small_fs)
     result = dmf("backup", env_extra={"DMF_CONFIG": str(config)})
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
@@ -197,7 +166,7 @@ def test_fetch_to_a_full_disk_says_so_and_leaks_nothing(tmp_path, small_fs):
     raw = small_fs / "raw"
     config = tmp_path / "dmf.toml"
     config.write_text(f'[paths]\nraw_dir = "{raw}"\n', encoding="utf-8")
-    _fill(small_fs)
+    fill_disk(small_fs)
     result = dmf("fetch", "--date", "2026-10-05", env_extra={"DMF_CONFIG": str(config)})
     assert result.returncode == 1, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
@@ -249,7 +218,7 @@ def _no_traceback(result: subprocess.CompletedProcess) -> None:
 def test_a_full_disk_is_the_failed_steps_own_line(tmp_path, small_fs, folder, step, file, committed):
     target = small_fs / folder
     env = _day_project(tmp_path / "proj", **{folder: target})
-    _fill(small_fs)
+    fill_disk(small_fs)
     result = dmf("run", "--date", "2026-10-05", env_extra=env)
     _no_traceback(result)
     assert result.returncode == 1, (result.stdout, result.stderr)
@@ -269,7 +238,7 @@ def test_a_nearly_full_dagster_home_is_one_line(tmp_path, small_fs):
     home.mkdir()
     shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
     dg.DagsterInstance.from_config(str(home)).dispose()  # the instance's databases exist, as after earlier runs
-    _fill(small_fs)
+    fill_disk(small_fs)
     with open(small_fs / "filler", "r+b") as fh:  # a few pages free: small writes succeed, a transaction does not
         fh.truncate(os.fstat(fh.fileno()).st_size - 64 * 1024)
     result = dmf("run", "--date", "2026-10-05", env_extra={**env, "DAGSTER_HOME": str(home)})
@@ -310,7 +279,7 @@ def test_a_library_writer_on_a_full_disk_names_the_file(small_fs):
     import polars as pl
 
     target = small_fs / "staging" / "2026-10-05" / "raw_pages.parquet"
-    _fill(small_fs)
+    fill_disk(small_fs)
     with pytest.raises(OSError) as err, atomic_output(target) as tmp:
         pl.DataFrame({"n": range(100_000)}).write_parquet(tmp)
     assert err.value.errno == errno.ENOSPC and err.value.filename == str(target)

@@ -14,7 +14,7 @@ from dmf_assets.emulator import faults as F
 from dmf_assets.emulator.app import SERVICE_PATH, EmulatorApp, StaticItemSource, seoul_today
 from dmf_assets.emulator.server import EmulatorServer, serve_in_thread
 from dmf_assets.emulator.transport import EmulatorTransport
-from dmf_assets_tests.test_client_support import (
+from dmf_assets_tests.client_support import (
     FAKE_KEY,
     FAKE_KEY_ENCODED,
     FAULT_DAY,

@@ -25,8 +25,8 @@ from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.source.dumps import load_dump
 from dmf_assets.source.envelope import Page
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES, fetch_day, page_shape_problem, replay_archive
+from dmf_assets_tests.client_support import FAKE_KEY, FAKE_KEY_ENCODED, FAULT_DAY, fixture_rows, small_source
 from dmf_assets_tests.hostile_sources import HostileApp, dripping_server, json_body, nodata, with_body
-from dmf_assets_tests.test_client_support import FAKE_KEY, FAKE_KEY_ENCODED, FAULT_DAY, fixture_rows, small_source
 
 ISO = FAULT_DAY.isoformat()
 

@@ -22,9 +22,9 @@ from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
+from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace
 from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
-from dmf_assets_tests.test_client_support import fixture_rows
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.report.retention import dated_workbook_name
 from dmf_assets.settings import PROJECT_ROOT, load_settings
-from dmf_assets_tests.test_ops_retention import _file, _raw_day, make_history
+from dmf_assets_tests.retention_support import aged_file, make_history, raw_day
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +34,13 @@ def maintenance(tmp_path_factory):
     backups = root / "data" / "backups"
     reports = root / "reports"
     files = {
-        "old raw": _raw_day(root, old),  # before the last accepted day and out of the window
-        "last raw": _raw_day(root, last),
-        "recent raw": _raw_day(root, today - timedelta(days=3)),
-        "old backup": _file(backups / f"dmf-{today - timedelta(days=keep.backups_days + 15)}-053000.duckdb", 10),
-        "recent backup": _file(backups / f"dmf-{today - timedelta(days=keep.backups_days - 5)}-053000.duckdb", 10),
-        "old report": _file(reports / dated_workbook_name(today - timedelta(days=keep.reports_days + 30)), 100),
-        "last report": _file(reports / dated_workbook_name(last), 100),
+        "old raw": raw_day(root, old),  # before the last accepted day and out of the window
+        "last raw": raw_day(root, last),
+        "recent raw": raw_day(root, today - timedelta(days=3)),
+        "old backup": aged_file(backups / f"dmf-{today - timedelta(days=keep.backups_days + 15)}-053000.duckdb", 10),
+        "recent backup": aged_file(backups / f"dmf-{today - timedelta(days=keep.backups_days - 5)}-053000.duckdb", 10),
+        "old report": aged_file(reports / dated_workbook_name(today - timedelta(days=keep.reports_days + 30)), 100),
+        "last report": aged_file(reports / dated_workbook_name(last), 100),
         "database": db,
     }
     home = root / "dagster_home"

@@ -5,50 +5,21 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
 
 from dmf_assets import cli
-from dmf_assets.clock import KST
 from dmf_assets.ops.common import project_paths
 from dmf_assets.ops.retention import prune, prune_backups
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.settings import Retention, load_settings
 from dmf_assets.source.archive import DayArchive
-from dmf_assets.storage.db import open_database
-from dmf_assets.storage.history import day_id
+from dmf_assets_tests.retention_support import NOW, aged_file, make_history, raw_day
 
 TODAY = date(2026, 10, 8)
-NOW = datetime(2026, 10, 8, 5, 30, tzinfo=KST)
 RETENTION = Retention(raw_days=180, reports_days=365, backups_days=30, logs_days=90, staging_days=14)
-
-
-def make_history(root: Path, runs: dict[date, str]) -> Path:
-    """A migrated history database whose `runs` table says which days were accepted."""
-    db = root / "data" / "dmf.duckdb"
-    with open_database(db, purpose="test") as conn:
-        for d, status in runs.items():
-            conn.execute("INSERT INTO runs (day_id, status) VALUES (?, ?)", [day_id(d), status])
-    return db
-
-
-def _file(path: Path, size: int = 100, age_days: float | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"x" * size)
-    if age_days is not None:
-        t = NOW.timestamp() - age_days * 86400
-        os.utime(path, (t, t))
-    return path
-
-
-def _raw_day(root: Path, d: date, pages: int = 2) -> Path:
-    folder = root / "data" / "raw" / d.isoformat()
-    for i in range(pages):
-        _file(folder / f"page-{i + 1:04d}.json.gz", 1000)
-    _file(folder / "manifest.json", 50)
-    return folder
 
 
 def _layout(root: Path, days: list[date]) -> dict[str, Path]:
@@ -56,18 +27,18 @@ def _layout(root: Path, days: list[date]) -> dict[str, Path]:
     raw = root / "data" / "raw"
     paths: dict[str, Path] = {}
     for d in days:
-        paths[f"raw {d}"] = _raw_day(root, d)
-        paths[f"lock {d}"] = _file(raw / f".{d}.lock", 0)
-        paths[f"requests {d}"] = _file(raw / "_requests" / f"{d}.json", 30)
-        staged = _file(root / "data" / "staging" / d.isoformat() / "normalized.parquet", 500)
+        paths[f"raw {d}"] = raw_day(root, d)
+        paths[f"lock {d}"] = aged_file(raw / f".{d}.lock", 0)
+        paths[f"requests {d}"] = aged_file(raw / "_requests" / f"{d}.json", 30)
+        staged = aged_file(root / "data" / "staging" / d.isoformat() / "normalized.parquet", 500)
         os.utime(staged, (time.time() - 7 * 86400,) * 2)  # written long ago (recent = a backfill using it)
         paths[f"staging {d}"] = staged.parent
-        paths[f"report {d}"] = _file(root / "reports" / dated_workbook_name(d), 2000)
-    paths["latest"] = _file(root / "reports" / LATEST_NAME, 2000)
-    paths["partial old"] = _file(raw / f".{days[0]}.partial" / "page-0001.json.gz", 10).parent
-    paths["requests lock"] = _file(raw / "_requests" / ".lock", 0)
-    paths["stranger"] = _file(raw / "notes.txt", 10)
-    paths["bad date dir"] = _file(raw / "2025-13-01" / "x", 10).parent
+        paths[f"report {d}"] = aged_file(root / "reports" / dated_workbook_name(d), 2000)
+    paths["latest"] = aged_file(root / "reports" / LATEST_NAME, 2000)
+    paths["partial old"] = aged_file(raw / f".{days[0]}.partial" / "page-0001.json.gz", 10).parent
+    paths["requests lock"] = aged_file(raw / "_requests" / ".lock", 0)
+    paths["stranger"] = aged_file(raw / "notes.txt", 10)
+    paths["bad date dir"] = aged_file(raw / "2025-13-01" / "x", 10).parent
     return paths
 
 
@@ -131,7 +102,7 @@ def test_normal_windows_cut_at_their_exact_day(tmp_path):
 def test_a_running_fetch_keeps_its_day(tmp_path):
     make_history(tmp_path, {TODAY: "accepted"})
     old = TODAY - timedelta(days=200)
-    folder = _raw_day(tmp_path, old)
+    folder = raw_day(tmp_path, old)
     with DayArchive(tmp_path / "data" / "raw", old).locked():
         report = prune(_paths(tmp_path), RETENTION, now=NOW)
     assert folder.exists() and any("fetch in progress" in n for n in report.notes)
@@ -142,7 +113,7 @@ def test_a_running_fetch_keeps_its_day(tmp_path):
 def test_staging_written_just_now_is_in_use(tmp_path):
     make_history(tmp_path, {TODAY: "accepted"})
     old = TODAY - timedelta(days=100)
-    in_use = _file(tmp_path / "data" / "staging" / old.isoformat() / "items.parquet", 10).parent
+    in_use = aged_file(tmp_path / "data" / "staging" / old.isoformat() / "items.parquet", 10).parent
     report = prune(_paths(tmp_path), RETENTION, now=NOW)
     assert in_use.exists() and not report.removed
     assert any("staging not pruned this time" in n for n in report.notes)
@@ -155,10 +126,10 @@ def test_staging_written_just_now_is_in_use(tmp_path):
 def test_unreadable_database_prunes_nothing_day_bound(tmp_path, damage):
     db = tmp_path / "data" / "dmf.duckdb"
     if damage == "garbage":
-        _file(db, 50_000)
+        aged_file(db, 50_000)
     old = TODAY - timedelta(days=400)
     files = _layout(tmp_path, [old])
-    old_log = _file(tmp_path / "data" / "logs" / "dmf.log", 10, age_days=100)
+    old_log = aged_file(tmp_path / "data" / "logs" / "dmf.log", 10, age_days=100)
     report = prune(_paths(tmp_path), RETENTION, now=NOW)
     assert report.last_accepted is None
     assert all(p.exists() for p in files.values())
@@ -179,10 +150,10 @@ def test_backups_keep_the_newest_and_only_touch_backup_names(tmp_path):
         "dmf-2026-08-01-053000.duckdb.bak": False,
     }
     for name in names:
-        _file(folder / name, 10)
-    stale_tmp = _file(folder / ".dmf-2026-09-01-053000.duckdb.tmp", 10)
+        aged_file(folder / name, 10)
+    stale_tmp = aged_file(folder / ".dmf-2026-09-01-053000.duckdb.tmp", 10)
     os.utime(stale_tmp, (time.time() - 3 * 86400,) * 2)
-    fresh_tmp = _file(folder / ".dmf-2026-10-08-053001.duckdb.tmp", 10)
+    fresh_tmp = aged_file(folder / ".dmf-2026-10-08-053001.duckdb.tmp", 10)
     removed = {r.path.name for r in prune_backups(folder, 30, NOW)}
     assert removed == {n for n, gone in names.items() if gone} | {stale_tmp.name}
     assert fresh_tmp.exists()
@@ -190,7 +161,7 @@ def test_backups_keep_the_newest_and_only_touch_backup_names(tmp_path):
     # all old: the newest stays anyway
     only_old = tmp_path / "only_old"
     for name in ("dmf-2025-01-01-053000.duckdb", "dmf-2025-01-02-053000.duckdb"):
-        _file(only_old / name, 10)
+        aged_file(only_old / name, 10)
     assert [r.path.name for r in prune_backups(only_old, 30, NOW)] == ["dmf-2025-01-01-053000.duckdb"]
     assert (only_old / "dmf-2025-01-02-053000.duckdb").exists()
 
@@ -198,14 +169,14 @@ def test_backups_keep_the_newest_and_only_touch_backup_names(tmp_path):
 def test_logs_and_dagster_compute_logs(tmp_path):
     make_history(tmp_path, {TODAY: "accepted"})
     logs = tmp_path / "data" / "logs"
-    old_log, new_log = _file(logs / "a" / "old.log", 10, age_days=91), _file(logs / "new.log", 10, age_days=89)
+    old_log, new_log = aged_file(logs / "a" / "old.log", 10, age_days=91), aged_file(logs / "new.log", 10, age_days=89)
     storage = tmp_path / "dagster_home" / "storage"
     old_run = "0b1c2d3e-1111-2222-3333-444455556666"
     new_run = "0b1c2d3e-1111-2222-3333-777788889999"
-    _file(storage / old_run / "compute_logs" / "abc.err", 10, age_days=120)
-    _file(storage / new_run / "compute_logs" / "abc.err", 10, age_days=120)
-    _file(storage / new_run / "compute_logs" / "def.err", 10, age_days=1)  # the run still logs
-    not_a_run = _file(storage / "assets" / "x", 10, age_days=500)
+    aged_file(storage / old_run / "compute_logs" / "abc.err", 10, age_days=120)
+    aged_file(storage / new_run / "compute_logs" / "abc.err", 10, age_days=120)
+    aged_file(storage / new_run / "compute_logs" / "def.err", 10, age_days=1)  # the run still logs
+    not_a_run = aged_file(storage / "assets" / "x", 10, age_days=500)
     report = prune(_paths(tmp_path), RETENTION, now=NOW)
     assert {(r.kind, r.path) for r in report.removed} == {("log", old_log), ("dagster_log", storage / old_run)}
     assert new_log.exists() and not (logs / "a").exists() and (storage / new_run).exists() and not_a_run.exists()
@@ -213,7 +184,7 @@ def test_logs_and_dagster_compute_logs(tmp_path):
 
 def test_prune_command(tmp_path, capsys):
     make_history(tmp_path, {TODAY - timedelta(days=1): "accepted"})
-    old = _raw_day(tmp_path, TODAY - timedelta(days=200))
+    old = raw_day(tmp_path, TODAY - timedelta(days=200))
     assert cli.main(["prune", "--root", str(tmp_path), "--today", TODAY.isoformat(), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "삭제 예정 (dry run): [raw]" in out and str(old) in out and old.exists()

@@ -12,8 +12,8 @@ from dmf_assets.report.products import ProductsError, load_products, parse_produ
 from dmf_assets.report.workbook import KPI_LABELS, SHEET_EVENTS, SHEET_SUMMARY, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.test_analyst import E_DAYS, edited  # noqa: F401 — shared fixture
-from dmf_assets_tests.test_workbook_ledger import rows_of
+from dmf_assets_tests.histories import E_DAYS
+from dmf_assets_tests.workbook_reader import rows_of
 
 HEADER = "품목명,성분,DMF 등록번호,제조소\n"
 
@@ -90,7 +90,7 @@ def test_product_hits_by_number_or_ingredient_and_manufacturer():
     assert hits[0] == ("A정 (20050831-37-C-34-05(4))",) and hits[4][0].startswith("C주")
 
 
-def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_workbook_marks_and_counts_events_of_our_products(edited, tmp_path):
     csv = tmp_path / "products.csv"
     csv.write_text(HEADER + f"우리정,,{edited.twice},\n", encoding="utf-8")
     base = load_settings()

@@ -29,8 +29,8 @@ from dmf_assets.runs import launch
 from dmf_assets.settings import load_settings
 from dmf_assets.source.recheck import RECHECK_DIR
 from dmf_assets.storage import history
+from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
-from dmf_assets_tests.test_client_support import fixture_rows
 
 pytestmark = pytest.mark.slow
 

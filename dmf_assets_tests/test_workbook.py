@@ -6,27 +6,26 @@ Reports are built in memory (the writer never touches the database); every asser
 
 from __future__ import annotations
 
-import random
 import zipfile
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
+from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.report import styles as st
 from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
-from dmf_assets.report.model import AggregateRow, DayReport, EventRow, FieldChangeRow, GateRow, HistoryPoint, QualityRow
+from dmf_assets.report.model import DayReport, EventRow
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import EVENT_COLUMNS
 from dmf_assets.report.sentences import change_line, countries_text
 from dmf_assets.report.sheet_frame import ATTRIBUTION
-from dmf_assets.report.summary import DaySummary, summarize
+from dmf_assets.report.summary import summarize
 from dmf_assets.report.workbook import (
     KPI_LABELS,
     NOT_REFLECTED,
@@ -42,315 +41,20 @@ from dmf_assets.report.workbook import (
     workbook_day,
     write_workbook,
 )
-from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
-
-DAY = date(2026, 10, 8)
-BASE = date(2026, 10, 7)
-
-BIG_TEXT = ("가나다라마바사 ABC 💊 " * 8000)[:100_000]  # ~100 k characters, emoji included
-HOSTILE: tuple[str, ...] = (
-    "=1+1",
-    "+SUM(A1)",
-    "-2",
-    "@x",
-    "\t=x",
-    "\r=cr",
-    '"큰따옴표" \'작은따옴표\' ""',
-    "#N/A",
-    "ctrl\x00\x01\x08\x0b\x0c\x1f end",
-    "replacement \ufffd char",
-    "\u200f\u202e RTL mark אבג",
-    "emoji 💊🧪👩‍🔬",
-    "_x000D_ literal escape",
-    "line1\nline2",
-    " leading and trailing ",
+from dmf_assets_tests.report_builders import (
     BIG_TEXT,
+    DAY,
+    HOSTILE,
+    REJECT_REASON,
+    accepted_report,
+    baseline_report,
+    gates,
+    make_events,
+    rejected_report,
+    summary_for,
+    unchanged_report,
 )
-
-
-# --- report builders (also used by test_workbook_render / test_workbook_retention) ---------------
-
-
-def _change(
-    ev_key: str, permit: str | None, ingr: str | None, appl: str | None, field: str, before, after, cosmetic=False
-):
-    severity = "COSMETIC" if cosmetic else COMPARED_FIELDS[field].value
-    return FieldChangeRow(
-        dmf_key=ev_key,
-        permit_no=permit,
-        ingredient=ingr,
-        applicant=appl,
-        field=field,
-        before=before,
-        after=after,
-        is_cosmetic=cosmetic,
-        severity=severity,
-    )
-
-
-def make_events(n: int = 100, *, hostile: bool = True, seed: int = 7) -> tuple[EventRow, ...]:
-    """`n` events covering every type, severity and flag; hostile source text in some of them."""
-    rng = random.Random(seed)
-    events: list[EventRow] = []
-    hostile_iter = iter(HOSTILE if hostile else ())
-    for i in range(n):
-        kind = i % 10
-        key = f"2026{(i * 37) % 10000:04d}-{i % 300}-{'ABCDEFGHIJK'[i % 11]}-{i}-0{i % 9}"
-        permit: str | None = key
-        ingr = f"성분{rng.randint(1, 900)}염산염"
-        appl = f"(주)테스트제약{i % 40}"
-        manu = f"Maker {i} Co., Ltd.,Second Plant {i}"
-        addr = f"{i} Industrial Area, Hyderabad, Telangana, India"
-        countries = "인도,중국" if i % 3 else "인도"
-        issue = (date(2010, 1, 1) + timedelta(days=i * 31)).isoformat()
-        text = next(hostile_iter, None) if kind != 8 else None  # kind 8 is cosmetic (not a headline)
-        if text is not None:  # rotate hostile text over the source-text fields
-            slot = i % 4
-            if slot == 0:
-                ingr = text
-            elif slot == 1:
-                appl = text
-            elif slot == 2:
-                manu = text
-            else:
-                addr = text
-        base = {
-            "dmf_key": key,
-            "permit_no": permit,
-            "base_dmf_key": None,
-            "ingredient": ingr,
-            "ingredient_base": (ingr or "")[:20] or None,
-            "applicant": appl,
-            "bizrno": f"{1000000000 + i * 7919}",
-            "manufacturer": manu,
-            "address": addr,
-            "countries": countries,
-            "issue_date": issue,
-            "target_class": ("별표1", "별표1의2", "신물질", "기타", "인태반 유래")[i % 5],
-        }
-        if kind in (0, 1):
-            ev = EventRow(event_type="NEW", severity="INFO", **base)
-            if i % 20 == 1:
-                ev = replace(ev, severity="HIGH", is_reappearance=True)
-        elif kind == 2:
-            ch = _change(key, permit, ingr, appl, "manufacturer", manu + " (old)", manu)
-            ch2 = _change(key, permit, ingr, appl, "countries", "인도", countries)
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="CRITICAL",
-                changed_fields=("manufacturer", "countries"),
-                changes=(ch, ch2),
-                **base,
-            )
-        elif kind == 3:
-            ch = _change(key, permit, ingr, appl, "address", "Old address " + str(i), addr)
-            cos = _change(key, permit, ingr, appl, "applicant", appl.replace("(주)", "주식회사 "), appl, cosmetic=True)
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="CRITICAL",
-                changed_fields=("address",),
-                cosmetic_fields=("applicant",),
-                changes=(ch, cos),
-                **base,
-            )
-        elif kind == 4:
-            ch = _change(key, permit, ingr, appl, "bizrno", "1111111111", base["bizrno"])
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="HIGH",
-                changed_fields=("bizrno",),
-                changes=(ch,),
-                is_transfer=True,
-                **base,
-            )
-        elif kind == 5:
-            ch = _change(key, permit, ingr, appl, "applicant", "(주)옛이름", appl)
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="HIGH",
-                changed_fields=("applicant",),
-                changes=(ch,),
-                is_rename=True,
-                watchlist_hit=True,
-                watch_reasons=("신청인: 테스트제약", "성분: 성분"),
-                **base,
-            )
-        elif kind == 6:
-            ch = _change(key, permit, ingr, appl, "issue_date", "2010-01-01", issue)
-            ev = EventRow(
-                event_type="CHANGED", severity="MEDIUM", changed_fields=("issue_date",), changes=(ch,), **base
-            )
-        elif kind == 7:
-            syn = f"SYN-{i:08x}"
-            ch = _change(key, permit, ingr, appl, "permit_no", None, permit)
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="INFO",
-                changed_fields=("permit_no",),
-                changes=(ch,),
-                number_assigned=True,
-                **{**base, "base_dmf_key": syn},
-            )
-        elif kind == 8:
-            cos = _change(key, permit, ingr, appl, "manufacturer", manu.replace(",", ", "), manu, cosmetic=True)
-            ev = EventRow(
-                event_type="CHANGED",
-                severity="COSMETIC",
-                cosmetic_fields=("manufacturer",),
-                changes=(cos,),
-                is_cosmetic=True,
-                **base,
-            )
-        else:
-            ev = EventRow(event_type="WITHDRAWN", severity="CRITICAL", **base)
-        events.append(ev)
-    return tuple(events)
-
-
-def summary_for(events: tuple[EventRow, ...], registry_size: int, day: date = DAY) -> DaySummary:
-    """An accepted day's figures, counted from its events as the product counts them."""
-    return summarize(
-        day,
-        DayStatus.ACCEPTED,
-        events,
-        comparison_base=day - timedelta(days=1),
-        registry_size=registry_size,
-        base_registry_size=registry_size,
-    )
-
-
-def aggregates(registry: int, n: int, prefix: str, seed: int) -> tuple[AggregateRow, ...]:
-    rng = random.Random(seed)
-    weights = [1 / (i + 1) ** 0.9 for i in range(n)]
-    total = sum(weights)
-    return tuple(
-        AggregateRow(
-            label=f"{prefix}{i:04d}",
-            registrations=max(1, round(registry * w / total)),
-            manufacturers=rng.randint(1, 40),
-            applicants=rng.randint(1, 30),
-            countries=rng.randint(1, 8),
-            ingredients=rng.randint(1, 200),
-        )
-        for i, w in enumerate(weights)
-    )
-
-
-def history(day: date, n: int = 90, rejected_days: tuple[int, ...] = (12,)) -> tuple[HistoryPoint, ...]:
-    points = []
-    for k in range(n, 0, -1):
-        d = day - timedelta(days=k)
-        status = "rejected" if k in rejected_days else "accepted"
-        points.append(
-            HistoryPoint(
-                day=d,
-                status=status,
-                registry_size=9100 + (n - k) if status != "rejected" else None,
-                new=(k * 7) % 9,
-                changed=(k * 3) % 4,
-                withdrawn=1 if k % 17 == 0 else 0,
-                cosmetic=k % 3,
-            )
-        )
-    return tuple(points)
-
-
-def gates(failed: int | None = None) -> tuple[GateRow, ...]:
-    names = [
-        ("transport", "전송"),
-        ("completeness", "완전성"),
-        ("drop", "감소율"),
-        ("nulls", "결측"),
-        ("duplicates", "중복"),
-        ("churn", "변동률"),
-    ]
-    rows = []
-    for i, (name, label) in enumerate(names, 1):
-        if failed is None or i < failed:
-            passed: bool | None = True
-        elif i == failed:
-            passed = False
-        else:
-            passed = None
-        observed = "8,940 / 9,203 (97.1 %)" if (failed == i == 2) else "정상"
-        rows.append(GateRow(i, name, label, passed, observed, "= totalCount" if i == 2 else "≤ 5 %", "테스트 설명"))
-    return tuple(rows)
-
-
-QUALITY = (
-    QualityRow("row_count", "행 수 범위", "9,203", "8,000–12,000", True),
-    QualityRow("permit_parse", "등록번호 해석률", "99.2 %", "≥ 98 %", True),
-    QualityRow("unresolved_countries", "미해결 국가명", "2", "0", False, "말레이지아, 체코공화국"),
-)
-
-
-def accepted_report(n_events: int = 100, *, registry: int = 9_203, hostile: bool = True, day: date = DAY) -> DayReport:
-    events = make_events(n_events, hostile=hostile)
-    return DayReport.of(
-        summary_for(events, registry, day),
-        "6개 게이트 모두 통과",
-        events=events,
-        history=history(day),
-        by_ingredient=aggregates(registry, 3000, "성분", 1),
-        by_applicant=aggregates(registry, 450, "업체", 2),
-        by_country=aggregates(registry, 50, "국가", 3),
-        gates=gates(),
-        quality=QUALITY,
-        watchlist={"ingredients": ("메트포르민",), "applicants": ("테스트제약",), "manufacturers": (), "countries": ()},
-        run_info={"실행 ID": "run-abc123", "수집 페이지": "19", "소요 시간": "41.2 s"},
-        generated_at=datetime(2026, 10, 7, 21, 12, 5, tzinfo=UTC),
-    )
-
-
-REJECT_REASON = "완전성 게이트 실패: 8,940 / 9,203행 수신 (97.1 %)"
-
-
-def rejected_report(day: date = DAY, base: date = BASE, base_size: int = 9_167) -> DayReport:
-    summary = summarize(
-        day,
-        DayStatus.REJECTED,
-        (),
-        comparison_base=base,
-        base_registry_size=base_size,
-        received=8_940,
-        total_count=9_203,
-        rejected_gate=2,
-    )
-    return DayReport.of(
-        summary,
-        REJECT_REASON,
-        history=history(day),
-        by_ingredient=aggregates(base_size, 300, "성분", 1),
-        by_applicant=aggregates(base_size, 45, "업체", 2),
-        by_country=aggregates(base_size, 10, "국가", 3),
-        gates=gates(failed=2),
-        quality=QUALITY,
-        generated_at=datetime(2026, 10, 8, 6, 3),
-    )
-
-
-def baseline_report(day: date = DAY) -> DayReport:
-    return DayReport.of(
-        summarize(day, DayStatus.BASELINE, (), registry_size=9_167),
-        "최초 정상 수집일 — 비교 대상 없음",
-        by_ingredient=aggregates(9_167, 100, "성분", 1),
-        by_applicant=aggregates(9_167, 40, "업체", 2),
-        by_country=aggregates(9_167, 10, "국가", 3),
-        gates=gates(),
-    )
-
-
-def unchanged_report(day: date = DAY, base: date = BASE) -> DayReport:
-    return DayReport.of(
-        summarize(day, DayStatus.UNCHANGED, (), comparison_base=base, registry_size=9_167, base_registry_size=9_167),
-        "변경 없음",
-        history=history(day, n=30),
-        by_ingredient=aggregates(9_167, 100, "성분", 1),
-        by_applicant=aggregates(9_167, 40, "업체", 2),
-        by_country=aggregates(9_167, 10, "국가", 3),
-        gates=gates(),
-    )
-
+from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
 
 # --- helpers -------------------------------------------------------------------------------------
 

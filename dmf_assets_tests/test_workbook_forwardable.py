@@ -1,6 +1,6 @@
 """Issue 23: the workbook an analyst forwards as it is, and a history asked in one line.
 
-One history, built like `dmf backfill` leaves it (the storage layer's own commits, `test_analyst`):
+One history, built like `dmf backfill` leaves it (the storage layer's own commits, `histories.py`):
 ten emulator days 2026-11-16 … 11-25 with 11-24 rejected and the weekend quiet. Its newest workbook
 (11-25, whose comparison covers the rejected day) is read back cell by cell: 요약 says its events as the
 mail's sentences, its counts agree with each other, the mail and the UI, the change rate is in words, the
@@ -40,7 +40,7 @@ from dmf_assets.report.workbook import KPI_LABELS, write_workbook
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.test_analyst import build_emulated_history, commit_items
+from dmf_assets_tests.histories import build_emulated_history, commit_items
 
 DAYS = [date(2026, 11, 16) + timedelta(days=i) for i in range(10)]
 REJECTED, QUIET, NEWEST = date(2026, 11, 24), date(2026, 11, 22), DAYS[-1]

@@ -31,17 +31,8 @@ from dmf_assets.report.workbook import (
 from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.test_analyst import E_DAYS, REJECTED, edited, emulated  # noqa: F401 — shared fixtures
-
-
-def rows_of(ws, header_row: int = 4) -> list[dict]:
-    header = [c.value for c in ws[header_row]]
-    out = []
-    for r in ws.iter_rows(min_row=header_row + 1, values_only=True):
-        if all(v is None for v in r):
-            continue
-        out.append(dict(zip(header, r, strict=True)))
-    return out
+from dmf_assets_tests.histories import E_DAYS, REJECTED
+from dmf_assets_tests.workbook_reader import rows_of
 
 
 def kpi(ws, key: str):
@@ -54,13 +45,13 @@ def report_for(database, day, settings=None):
 
 
 @pytest.fixture(scope="module")
-def book_1008(emulated, tmp_path_factory):  # noqa: F811 - pytest fixtures imported from test_analyst
+def book_1008(emulated, tmp_path_factory):
     report = report_for(emulated, date(2026, 10, 8))
     result = write_workbook(report, tmp_path_factory.mktemp("wb"))
     return report, result, load_workbook(result.path)
 
 
-def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_1008, emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_1008, emulated):
     _report, result, wb = book_1008
     name = next(n for n in wb.sheetnames if "전체" in n)
     assert name == SHEET_LEDGER
@@ -96,7 +87,7 @@ def test_ledger_has_the_whole_registry_with_grant_links_and_event_links(book_100
         assert recent.cell(row=target_row, column=recent_key_col).value == ws.cell(row=cell.row, column=key_col).value
 
 
-def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_1008, emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_1008, emulated):
     _, _, wb = book_1008
     with open_database(emulated) as conn:
         n = conn.execute("SELECT count(*) FROM events WHERE day_id BETWEEN 20260711 AND 20261008").fetchone()[0]
@@ -107,7 +98,7 @@ def test_recent_sheet_lists_every_event_of_the_last_90_days_newest_first(book_10
     assert {r["비교 기준일"].date() for r in rows if r["관측일"].date() == date(2026, 10, 7)} == {date(2026, 10, 5)}
 
 
-def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):
     report = report_for(emulated, date(2026, 10, 7))
     assert report.comparison_base == date(2026, 10, 5) and report.gap_days == 2
     wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
@@ -120,7 +111,7 @@ def test_day_after_a_rejected_day_says_it_covers_two_days(emulated, tmp_path):  
     assert "일치 변경" not in report_for(emulated, date(2026, 10, 8)).status_reason
 
 
-def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path):
     report = report_for(emulated, REJECTED)
     wb = load_workbook(write_workbook(report, tmp_path).path, read_only=True)
     ws = wb[SHEET_LEDGER]
@@ -130,7 +121,7 @@ def test_rejected_day_ledger_is_the_last_accepted_registry(emulated, tmp_path): 
     assert wb[SHEET_LEDGER]["A1"].value.startswith("수집 실패 — 비교 기준은 여전히 2026-10-05입니다")
 
 
-def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_gate_rows_follow_the_runs_row_even_when_stored_gates_are_stale(emulated, tmp_path):
     """Issue 9: a re-derived day's title said 「비교 기준 2026-11-01」, its gate rows 「비교 기준 없음」."""
     copy = tmp_path / "stale.duckdb"
     shutil.copy(emulated, copy)
@@ -214,7 +205,7 @@ def _cells(ws) -> dict:
     }
 
 
-def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_path, monkeypatch):
     """The long tables (전체현황 and the aggregates) are written as XML straight away (`xlsx_body`);
     the file must read back cell for cell as the openpyxl path writes it — hostile text included."""
     from dmf_assets.report import cells
@@ -247,7 +238,7 @@ def test_streamed_table_bodies_read_back_exactly_as_cell_by_cell(emulated, tmp_p
     assert ledger.row_dimensions[last].height > 15  # two sites on two lines
 
 
-def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_ledger_columns_say_what_each_site_and_country_is(emulated):
     """전체현황's derived texts, column by column (`rows.ledger_frame`), on the odd cases of a registry."""
     from dmf_assets.report.rows import ledger_frame
     from dmf_assets.storage.registry import registry_asof
@@ -297,7 +288,7 @@ def test_ledger_columns_say_what_each_site_and_country_is(emulated):  # noqa: F8
 # --- hand-edited real rows -----------------------------------------------------------------------
 
 
-def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):
     day = E_DAYS[3]
     report = report_for(edited.database, day)
     wb = load_workbook(write_workbook(report, tmp_path).path)
@@ -320,7 +311,7 @@ def test_added_site_is_critical_and_cosmetic_counts_agree(edited, tmp_path):  # 
     assert "제조국" not in sentence and "((" not in sentence
 
 
-def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):  # noqa: F811 - pytest fixtures imported from test_analyst
+def test_withdrawal_share_above_two_percent_is_a_banner_warning(edited, tmp_path):
     report = report_for(edited.database, E_DAYS[4])
     assert report.summary.withdrawn == 5 and report.withdrawal_share == pytest.approx(5 / 151)
     wb = load_workbook(write_workbook(report, tmp_path).path)

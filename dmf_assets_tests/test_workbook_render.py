@@ -12,7 +12,7 @@ import pytest
 
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.render_check import MIN_INK_RATIO, check_render, png_ink, soffice_binary
-from dmf_assets_tests.test_workbook import accepted_report, rejected_report
+from dmf_assets_tests.report_builders import accepted_report, rejected_report
 
 
 def _squash(text: str | None) -> str:

@@ -16,7 +16,7 @@ from dmf_assets.report.retention import (
     prune_reports,
 )
 from dmf_assets.report.workbook import workbook_day, write_workbook
-from dmf_assets_tests.test_workbook import baseline_report, unchanged_report
+from dmf_assets_tests.report_builders import baseline_report, unchanged_report
 
 TODAY = date(2026, 10, 8)
 
