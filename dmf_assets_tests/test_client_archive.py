@@ -22,6 +22,7 @@ from dmf_assets.source.archive import DayArchive
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, PastDateUnavailable, RequestCapExceeded
 from dmf_assets.source.fetch import fetch_day
+from dmf_assets.source.politeness import fake_clock
 from dmf_assets_tests.client_support import (
     FAKE_KEY,
     FAKE_KEY_ENCODED,
@@ -200,20 +201,18 @@ def _fake_real_api(rows, **app_kw) -> tuple[EmulatorApp, httpx.Client]:
     return app, httpx.Client(mounts={"https://apis.data.go.kr": EmulatorTransport(app)})
 
 
-#: how much later than the client's start the server may see a request on a loaded 2-core machine
-SCHEDULING_JITTER_S = 0.01
-
-
 def test_min_interval_and_cap_apply_to_the_real_host(tmp_path):
     rows = fixture_rows()  # 151 rows, 50 per page -> 4 pages
     app, client = _fake_real_api(rows)
     cfg = _cfg(REAL_BASE, tmp_path, num_of_rows=50, min_interval_s=0.3)
-    res = fetch_day(cfg, seoul_today(), http_client=client)
+    with fake_clock() as clock:
+        res = fetch_day(cfg, seoul_today(), http_client=client)
     assert res.status == "complete" and res.items == rows and res.source == "http"
+    # the client spaces its request starts 0.3 s apart (the answers take no time on the fake clock): it waits the
+    # whole interval before each request after the first, and the server sees them that far apart
+    assert clock.sleeps == pytest.approx([0.3, 0.3, 0.3])
     starts = [r.at for r in app.requests]
-    # the client spaces its request starts ≥ 0.3 s apart; the server sees each one a few hundred µs after
-    # the client started it (building the request), more on a busy machine — allow that much jitter
-    assert len(starts) == 4 and min(b - a for a, b in itertools.pairwise(starts)) >= 0.3 - SCHEDULING_JITTER_S
+    assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([0.3, 0.3, 0.3])
     assert all(r.day == seoul_today().isoformat() for r in app.requests)  # no date header sent
     counts = json.loads((tmp_path / "_requests" / f"{seoul_today()}.json").read_text())
     assert counts["hosts"] == {"apis.data.go.kr": 4}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import date
 
 import httpx
@@ -14,6 +13,7 @@ from dmf_assets.emulator import faults as F
 from dmf_assets.emulator.app import SERVICE_PATH, EmulatorApp, StaticItemSource, seoul_today
 from dmf_assets.emulator.server import EmulatorServer, serve_in_thread
 from dmf_assets.emulator.transport import EmulatorTransport
+from dmf_assets.source.politeness import fake_clock
 from dmf_assets_tests.client_support import (
     FAKE_KEY,
     FAKE_KEY_ENCODED,
@@ -180,18 +180,17 @@ def test_serve_in_thread_yields_a_working_base_url():
 def test_transport_delay_sleeps_and_times_out_like_a_server():
     app = EmulatorApp(StaticItemSource(fixture_rows()), faults={ISO: "slow_responses:delay_s=0.3"})
     c = _client(app)
-    t = time.monotonic()
-    assert _get(c, type="json").status_code == 200
-    assert 0.3 <= time.monotonic() - t < 0.6
-    t = time.monotonic()
-    with pytest.raises(httpx.ReadTimeout):
-        c.get(
-            SERVICE_PATH,
-            params={"serviceKey": "k"},
-            headers={"X-Emulator-Date": ISO},
-            timeout=httpx.Timeout(5, read=0.1),
-        )
-    assert 0.1 <= time.monotonic() - t < 0.25  # gave up at the read timeout, not after the delay
+    with fake_clock() as clock:
+        assert _get(c, type="json").status_code == 200
+        assert clock.sleeps == [0.3]  # answered after its delay
+        with pytest.raises(httpx.ReadTimeout):
+            c.get(
+                SERVICE_PATH,
+                params={"serviceKey": "k"},
+                headers={"X-Emulator-Date": ISO},
+                timeout=httpx.Timeout(5, read=0.1),
+            )
+        assert clock.sleeps == [0.3, 0.1]  # gave up at the read timeout, not after the delay
 
 
 # --- fault plans ---------------------------------------------------------------------------------

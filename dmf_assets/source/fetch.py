@@ -30,7 +30,6 @@ import math
 import random
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -56,7 +55,7 @@ from dmf_assets.source.errors import (
     SourceError,
 )
 from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
-from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
+from dmf_assets.source.politeness import backoff_s, monotonic, parse_retry_after, politeness_for, sleep
 from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
 
 module_log = logging.getLogger("dmf_assets.source")
@@ -412,7 +411,7 @@ class _DayFetch:
         self.requests = 0
         self.retries = 0
         self.started_at = _now_iso()
-        self.t0 = time.monotonic()
+        self.t0 = monotonic()
         self._progress_at = self.t0  # when a page line was last logged (`_log_page`)
         self.pages: dict[int, _Page] = {}
         self.problems: list[str] = []
@@ -597,9 +596,9 @@ class _DayFetch:
         }
         headers = self.config.request_headers(self.day)
         for attempt in range(1, cfg.max_attempts + 1):
-            wait = max(self.politeness.wait_s(time.monotonic()), retry_wait if attempt > 1 else 0.0)
+            wait = max(self.politeness.wait_s(monotonic()), retry_wait if attempt > 1 else 0.0)
             if wait > 0:
-                time.sleep(wait)
+                sleep(wait)
             self.counter.take(self.endpoint.host, cfg.daily_request_cap, self.cap_day)
             rec: dict[str, Any] = {
                 "attempt": attempt,
@@ -615,7 +614,7 @@ class _DayFetch:
             page.attempts.append(rec)
             self.requests += 1
             self.retries += attempt > 1
-            started = time.monotonic()
+            started = monotonic()
             try:
                 status, resp_headers, raw = self._send(params, headers)
             except _DeadlineExceeded as exc:
@@ -630,7 +629,7 @@ class _DayFetch:
                 self._failed_attempt(page, rec, started, f"{type(exc).__name__}: {exc}", "connection")
                 retry_wait = self._backoff(attempt)
                 continue
-            elapsed = time.monotonic() - started
+            elapsed = monotonic() - started
             self._answered_by(resp_headers)
             content_type = resp_headers.get("content-type")
             try:
@@ -715,7 +714,7 @@ class _DayFetch:
         abandoned = threading.Event()
 
         def request() -> None:
-            self.politeness.mark_start(time.monotonic())  # when the request really leaves
+            self.politeness.mark_start(monotonic())  # when the request really leaves
             try:
                 with self.client.stream(
                     "GET", self.endpoint.url, params=params, headers=headers, timeout=self.timeout
@@ -748,7 +747,7 @@ class _DayFetch:
         ≈40 s; the per-page table is in the raw_pages materialization, and each log line is a stored
         Dagster event)."""
         clean = page.ok and len(page.attempts) == 1
-        now = time.monotonic()
+        now = monotonic()
         if clean and page.page_no != 1 and now - self._progress_at < PROGRESS_EVERY_S:
             return
         self._progress_at = now
@@ -764,7 +763,7 @@ class _DayFetch:
         )
 
     def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, error: str, kind: str) -> None:
-        elapsed = time.monotonic() - started
+        elapsed = monotonic() - started
         rec["elapsed_ms"] = round(elapsed * 1000, 1)
         rec["error"] = page.error = self.redact(error)
         page.error_type = kind
@@ -836,7 +835,7 @@ class _DayFetch:
             archive_dir = self.archive.work_dir
         else:
             archive_dir = self.archive.publish()
-        elapsed = time.monotonic() - self.t0
+        elapsed = monotonic() - self.t0
         result = FetchResult(
             day=self.day,
             source=self.endpoint.kind,
@@ -918,7 +917,7 @@ class _DayFetch:
                 "total_count": verdict["total"],
                 "total_counts": verdict["totals"],
                 "transport_ok": verdict["transport_ok"],
-                "elapsed_s": round(time.monotonic() - self.t0, 3),
+                "elapsed_s": round(monotonic() - self.t0, 3),
             }
             manifest["transport_errors"] = verdict["errors"]
             manifest["problems"] = self.problems
@@ -1055,7 +1054,7 @@ def _archived_page(directory: Path, entry: dict[str, Any], *, reused: bool) -> _
 
 def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> FetchResult:
     """Rebuild the FetchResult of a finished fetch from its archive, without any HTTP."""
-    t0 = time.monotonic()
+    t0 = monotonic()
     directory = archive.day_dir
     pages: list[_Page] = []
     for entry in manifest.get("pages") or []:
@@ -1103,7 +1102,7 @@ def _replay(archive: DayArchive, manifest: dict[str, Any], log: FetchLog) -> Fet
         transport_errors=list(manifest.get("transport_errors") or []),
         requests=0,
         retries=0,
-        elapsed_s=time.monotonic() - t0,
+        elapsed_s=monotonic() - t0,
         archive_dir=str(directory),
         unexpected_fields=unexpected,
         missing_fields=missing,
