@@ -35,6 +35,41 @@ HOSTILE: tuple[str, ...] = (
 )
 
 
+def event_row(
+    kind: str,
+    permit: str,
+    ingredient: str,
+    applicant: str,
+    *,
+    severity: str = "INFO",
+    manufacturer: str = "Zhejiang Huahai Pharmaceutical Co., Ltd.",
+    country: str = "중국",
+    changes: tuple[FieldChangeRow, ...] = (),
+    **flags,
+) -> EventRow:
+    """One event of 2026-11-26 (the mail's and 요약's sentences are built from these): its changed fields are those
+    of `changes`; `flags` are EventRow's (watchlist_hit=True, is_reappearance=True, …)."""
+    return EventRow(
+        kind,
+        severity,
+        permit,
+        permit,
+        None,
+        ingredient,
+        ingredient,
+        applicant,
+        "1234567890",
+        manufacturer,
+        "주소",
+        country,
+        "2026-11-26",
+        "별표1",
+        changed_fields=tuple(c.field for c in changes),
+        changes=tuple(changes),
+        **flags,
+    )
+
+
 def _change(
     ev_key: str, permit: str | None, ingr: str | None, appl: str | None, field: str, before, after, cosmetic=False
 ):

@@ -218,55 +218,21 @@ def test_asof_values_follow_the_day(edited, capsys, tmp_path):
     )
     assert r4["times_changed"] == 2 and r4["first_seen"] == edited.days[0].isoformat()
     # csv (Excel-friendly BOM) and xlsx carry the same rows
+
+    def asof_to(path: Path, fmt: str) -> int:
+        day = edited.days[4].isoformat()
+        return run_cli(capsys, "asof", day, "--format", fmt, "--out", str(path), "--database", str(edited.database))[0]
+
     csv_path, xlsx_path = tmp_path / "a.csv", tmp_path / "a.xlsx"
-    assert (
-        run_cli(
-            capsys,
-            "asof",
-            edited.days[4].isoformat(),
-            "--format",
-            "csv",
-            "--out",
-            str(csv_path),
-            "--database",
-            str(edited.database),
-        )[0]
-        == 0
-    )
+    assert asof_to(csv_path, "csv") == 0
     text = csv_path.read_bytes()
     assert text.startswith("\ufeff".encode()) and len(text.decode("utf-8-sig").splitlines()) == 1 + 146
-    assert (
-        run_cli(
-            capsys,
-            "asof",
-            edited.days[4].isoformat(),
-            "--format",
-            "xlsx",
-            "--out",
-            str(xlsx_path),
-            "--database",
-            str(edited.database),
-        )[0]
-        == 0
-    )
+    assert asof_to(xlsx_path, "xlsx") == 0
     ws = load_workbook(xlsx_path)["전체현황"]
     assert ws.max_row - 4 == 146 and ws.auto_filter.ref.startswith("A4:")
     # jsonl goes to --out as well (no BOM: one JSON object a line); the terminal table has no file to write
     jsonl_path = tmp_path / "a.jsonl"
-    assert (
-        run_cli(
-            capsys,
-            "asof",
-            edited.days[4].isoformat(),
-            "--format",
-            "jsonl",
-            "--out",
-            str(jsonl_path),
-            "--database",
-            str(edited.database),
-        )[0]
-        == 0
-    )
+    assert asof_to(jsonl_path, "jsonl") == 0
     assert len(jsonl(jsonl_path.read_text(encoding="utf-8"))) == 146
     code, _, err = run_cli(
         capsys, "asof", edited.days[4].isoformat(), "--out", str(tmp_path / "t.txt"), "--database", str(edited.database)
@@ -277,20 +243,13 @@ def test_asof_values_follow_the_day(edited, capsys, tmp_path):
 # --- dmf report ----------------------------------------------------------------------------------
 
 
+def _report(first: str, last: str, out_file: Path) -> tuple[str, ...]:
+    return ("report", "--from", first, "--to", last, "--out", str(out_file))
+
+
 def test_period_report_on_the_emulated_week_opens_in_openpyxl(emulated, capsys, tmp_path):
     out_file = tmp_path / "week.xlsx"
-    code, out, _ = run_cli(
-        capsys,
-        "report",
-        "--from",
-        "2026-10-02",
-        "--to",
-        "2026-10-08",
-        "--out",
-        str(out_file),
-        "--database",
-        str(emulated),
-    )
+    code, out, _ = run_cli(capsys, *_report("2026-10-02", "2026-10-08", out_file), "--database", str(emulated))
     assert code == 0 and str(out_file) in out
     wb = load_workbook(out_file)
     assert wb.sheetnames == ["요약", "순변경", "전체 이벤트", "필드 변경", "메타"]
@@ -307,18 +266,8 @@ def test_period_report_on_the_emulated_week_opens_in_openpyxl(emulated, capsys, 
 
 def test_period_report_nets_a_registration_changed_twice_into_one_row(edited, capsys, tmp_path):
     out_file = tmp_path / "p.xlsx"
-    code, _, _ = run_cli(
-        capsys,
-        "report",
-        "--from",
-        edited.days[1].isoformat(),
-        "--to",
-        edited.days[4].isoformat(),
-        "--out",
-        str(out_file),
-        "--database",
-        str(edited.database),
-    )
+    period = _report(edited.days[1].isoformat(), edited.days[4].isoformat(), out_file)
+    code, _, _ = run_cli(capsys, *period, "--database", str(edited.database))
     assert code == 0
     ws = load_workbook(out_file)["순변경"]
     header = [c.value for c in ws[4]]

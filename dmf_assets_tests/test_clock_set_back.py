@@ -11,7 +11,6 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from dmf_assets.cli import main as dmf_main
@@ -20,6 +19,7 @@ from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL
 from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
+from dmf_assets_tests.project_support import project_paths, read_rows, write_config
 from dmf_assets_tests.real_api_support import EchoingApi, clocks_at, morning, real_api_resources
 
 pytestmark = pytest.mark.slow
@@ -29,33 +29,12 @@ CLOCK_LINE = "시계가 뒤로 갔습니다: 오늘(KST)이 "
 
 
 def _history(database: Path) -> list[tuple]:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.execute("SELECT day_id, status, population FROM runs ORDER BY day_id").fetchall()
-    finally:
-        conn.close()
+    return read_rows(database, "SELECT day_id, status, population FROM runs ORDER BY day_id")
 
 
 def _cli_project(root: Path, base_url: str) -> Path:
     """The workspace's own config for the `dmf` commands (absolute paths, the given source)."""
-    names = {
-        "database": "data/dmf.duckdb",
-        "raw_dir": "data/raw",
-        "staging_dir": "data/staging",
-        "alerts_dir": "data/alerts",
-        "backups_dir": "data/backups",
-        "reports_dir": "reports",
-        "events_dir": "data/events",
-        "logs_dir": "data/logs",
-    }
-    config = root / "dmf.cli.toml"
-    config.write_text(
-        "[paths]\n"
-        + "".join(f'{k} = "{root / v}"\n' for k, v in names.items())
-        + f'[source]\nbase_url = "{base_url}"\n',
-        encoding="utf-8",
-    )
-    return config
+    return write_config(root / "dmf.cli.toml", project_paths(root), f'[source]\nbase_url = "{base_url}"\n')
 
 
 def test_a_clock_set_back_20_days_on_the_real_api_path_commits_nothing(tmp_path, monkeypatch, capsys):

@@ -20,10 +20,10 @@ from dmf_assets.defs.io import META_KEY
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.report.day_data import stored_events
 from dmf_assets.report.workbook import workbook_day
-from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
+from dmf_assets_tests.project_support import dagster_home, project_paths, write_config
 from dmf_assets_tests.scoring import score
 
 pytestmark = pytest.mark.slow
@@ -35,21 +35,8 @@ KEY = "crash-test-key"
 def _project(root: Path, *, exist_ok: bool = False) -> dict[str, str]:
     """A temp project (absolute paths through DMF_CONFIG) and the environment to run `dmf` in it.
     `exist_ok`: the folder is a copy of another project (its config is rewritten to point here)."""
-    paths = {
-        "database": root / "data" / "dmf.duckdb",
-        "raw_dir": root / "data" / "raw",
-        "staging_dir": root / "data" / "staging",
-        "alerts_dir": root / "data" / "alerts",
-        "backups_dir": root / "data" / "backups",
-        "reports_dir": root / "reports",
-        "events_dir": root / "data" / "events",
-        "logs_dir": root / "data" / "logs",
-    }
-    config = root / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in paths.items()), encoding="utf-8")
-    home = root / "dagster_home"
-    home.mkdir(parents=True, exist_ok=exist_ok)
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    config = write_config(root / "dmf.toml", project_paths(root))
+    home = dagster_home(root)
     env = {k: v for k, v in os.environ.items() if k != "DMF_CRASH_AT"}
     env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home), MFDS_SERVICE_KEY=KEY)
     return env

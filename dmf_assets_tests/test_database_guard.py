@@ -8,15 +8,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import subprocess
-import sys
 import time
 from datetime import date
 from pathlib import Path
 
 import pytest
 
-from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import (
     DatabaseDamaged,
@@ -26,6 +23,7 @@ from dmf_assets.storage.db import (
     open_database,
 )
 from dmf_assets_tests.disk_support import fill_disk
+from dmf_assets_tests.project_support import dmf, temp_project
 
 DAY = date(2026, 10, 6)
 
@@ -98,47 +96,15 @@ def test_an_empty_or_missing_database_is_lost_only_when_earlier_days_left_files(
     assert not database.exists()  # refused before anything was created
 
 
-def _dmf(root: Path, *args: str) -> subprocess.CompletedProcess:
-    config = root / "dmf.toml"
-    config.write_text(
-        "[paths]\n"
-        + "".join(
-            f'{name} = "{root / "data" / name}"\n'
-            for name in (
-                "database",
-                "raw_dir",
-                "staging_dir",
-                "alerts_dir",
-                "backups_dir",
-                "reports_dir",
-                "events_dir",
-                "logs_dir",
-            )
-        ),
-        encoding="utf-8",
-    )
-    (root / "dagster_home").mkdir(exist_ok=True)
-    (root / "dagster_home" / "dagster.yaml").write_bytes((PROJECT_ROOT / "dagster_home" / "dagster.yaml").read_bytes())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=PROJECT_ROOT,
-        env={**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")},
-    )
-
-
 def test_dmf_run_on_a_zero_length_database_is_one_line_naming_the_corruption(tmp_path):
-    database = tmp_path / "data" / "database"
+    database = tmp_path / "data" / "dmf.duckdb"
     database.parent.mkdir(parents=True)
     database.write_bytes(b"")
-    result = _dmf(tmp_path, "run", "--date", DAY.isoformat())
+    result = dmf(temp_project(tmp_path), "run", "--date", DAY.isoformat())
     assert result.returncode == 2, (result.stdout[-800:], result.stderr)
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("dmf: 이력 DB 파일이 손상되었습니다")
     assert "`dmf restore`" in result.stderr and "`dmf rebuild`" in result.stderr and "Traceback" not in result.stderr
-    assert not (tmp_path / "data" / "raw_dir" / DAY.isoformat()).exists()  # refused before anything was fetched
+    assert not (tmp_path / "data" / "raw" / DAY.isoformat()).exists()  # refused before anything was fetched
 
 
 def test_a_full_disk_under_the_database_is_the_readme_line(tmp_path, small_fs):

@@ -21,6 +21,8 @@ from dmf_assets.fsutil import atomic_output, atomic_write_bytes, leaked_temp_fil
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.disk_support import fill_disk
+from dmf_assets_tests.project_support import dagster_home, project_paths, write_config
+from dmf_assets_tests.project_support import dmf as run_dmf
 
 
 def sha(path: Path) -> str:
@@ -29,15 +31,7 @@ def sha(path: Path) -> str:
 
 def dmf(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     # DMF_CONFIG: the one env_extra names, else the tests' empty override (conftest) — never dmf.local.toml
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=PROJECT_ROOT,
-        timeout=300,
-    )
+    return run_dmf({**os.environ, **(env_extra or {})}, *args, timeout=300)
 
 
 def test_atomic_write_on_a_full_disk_keeps_the_old_file_and_no_temp(small_fs):
@@ -180,23 +174,8 @@ def test_fetch_to_a_full_disk_says_so_and_leaks_nothing(tmp_path, small_fs):
 
 def _day_project(root: Path, **elsewhere: Path) -> dict[str, str]:
     """`dmf` environment of a project under `root`, with the folders named in `elsewhere` moved (onto a small disk)."""
-    folders = {
-        "database": root / "data" / "dmf.duckdb",
-        "raw_dir": root / "data" / "raw",
-        "staging_dir": root / "data" / "staging",
-        "alerts_dir": root / "data" / "alerts",
-        "backups_dir": root / "data" / "backups",
-        "reports_dir": root / "reports",
-        "events_dir": root / "data" / "events",
-        "logs_dir": root / "data" / "logs",
-        **elsewhere,
-    }
-    root.mkdir(parents=True, exist_ok=True)
-    config = root / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in folders.items()), encoding="utf-8")
-    home = root / "dagster_home"
-    home.mkdir(exist_ok=True)
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    config = write_config(root / "dmf.toml", project_paths(root, **elsewhere))
+    home = dagster_home(root)
     return {"DMF_CONFIG": str(config), "DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "disk-test-key"}
 
 

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -21,12 +17,12 @@ from dmf_assets.emulator.client import mfds_client
 from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.orchestration import pipeline
-from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.source.dumps import load_dump
 from dmf_assets.source.envelope import Page
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES, fetch_day, page_shape_problem, replay_archive
 from dmf_assets_tests.client_support import FAKE_KEY, FAKE_KEY_ENCODED, FAULT_DAY, fixture_rows, small_source
 from dmf_assets_tests.hostile_sources import HostileApp, dripping_server, json_body, nodata, with_body
+from dmf_assets_tests.project_support import dmf, temp_project
 
 ISO = FAULT_DAY.isoformat()
 
@@ -212,31 +208,12 @@ def test_dmf_run_rejects_a_day_whose_page_is_mislabelled_gzip_exit_3_no_tracebac
     def mislabelled(page_no, answer):
         return with_body(answer, answer.body, ("Content-Encoding", "gzip")) if page_no == 2 else answer
 
-    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
     # the loopback source answers any key, as `dmf emulator serve` does (`dmf run` sends no real one to it)
     with EmulatorServer(app=_hostile(mislabelled, key=None), emit=lambda line: None) as server:
-        config = tmp_path / "dmf.toml"
-        config.write_text(
-            "[paths]\n"
-            + "".join(f'{n} = "{(tmp_path / "data" / n).as_posix()}"\n' for n in names)
-            + f'[source]\nbase_url = "{server.base_url}"\nnum_of_rows = 50\nbackoff_base_s = 0.01\n',
-            encoding="utf-8",
-        )
-        home = tmp_path / "dagster_home"
-        home.mkdir()
-        shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
-        env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home))
-        out = subprocess.run(
-            [sys.executable, "-m", "dmf_assets", "run", "--date", ISO],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=PROJECT_ROOT,
-        )
+        source = f'[source]\nbase_url = "{server.base_url}"\nnum_of_rows = 50\nbackoff_base_s = 0.01\n'
+        out = dmf(temp_project(tmp_path, source), "run", "--date", ISO)
     assert out.returncode == 3, out.stdout[-2000:] + out.stderr[-2000:]
     assert "거부 — 1번 전송" in out.stdout and "본문을 풀 수 없습니다" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr and "zlib.error" not in out.stdout + out.stderr
-    archived = tmp_path / "data" / "raw_dir" / ISO / "page-0002.json.gz"
+    archived = tmp_path / "data" / "raw" / ISO / "page-0002.json.gz"
     assert json.loads(gzip.decompress(archived.read_bytes()))["response"]["body"]["pageNo"] == 2

@@ -5,19 +5,15 @@ on 127.0.0.1, the way the daemon's sensor does it (the CLI evaluates the same se
 from __future__ import annotations
 
 import io
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
 
-from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.message_rules import assert_team_words
-from dmf_assets_tests.notify_servers import free_port, smtp_server, webhook_receiver
+from dmf_assets_tests.notify_servers import email_config, free_port, smtp_server, webhook_receiver
+from dmf_assets_tests.project_support import dmf, temp_project
 
 pytestmark = pytest.mark.slow
 
@@ -25,37 +21,8 @@ GOOD, BAD = "2026-11-26", "2026-11-27"
 
 
 def _project(root: Path, smtp_port: int, hook: str, *, oncall: str = "") -> dict[str, str]:
-    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
-    lines = ["[paths]"] + [f'{n} = "{(root / "data" / n).as_posix()}"' for n in names]
-    lines += [
-        "",
-        "[alerts]",
-        f'webhook_urls = ["{hook}"]',
-        "",
-        "[alerts.email]",
-        'smtp_host = "127.0.0.1"',
-        f"smtp_port = {smtp_port}",
-        'sender = "dmf-watch@example.co.kr"',
-        'recipients = ["ra-team@example.co.kr"]',
-    ] + ([f'oncall_recipients = ["{oncall}"]'] if oncall else [])
-    config = root / "dmf.toml"
-    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    home = root / "dagster_home"
-    home.mkdir(parents=True)
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
-    return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(home)}
-
-
-def _dmf(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=PROJECT_ROOT,
-    )
+    alerts = f'[alerts]\nwebhook_urls = ["{hook}"]\n\n' + email_config(smtp_port)
+    return temp_project(root, alerts + (f'oncall_recipients = ["{oncall}"]\n' if oncall else ""))
 
 
 def _drain(queue_get) -> list:
@@ -71,7 +38,7 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
     with smtp_server() as smtp, webhook_receiver() as hook:
         env = _project(tmp_path, smtp.port, hook.url("/hook"))
 
-        good = _dmf(env, "run", "--date", GOOD)
+        good = dmf(env, "run", "--date", GOOD)
         assert good.returncode == 0, good.stdout[-2000:] + good.stderr[-2000:]
         mails = _drain(smtp.next_message)
         reports = [m for _, m in mails if m.get_filename() is None and list(m.iter_attachments())]
@@ -82,7 +49,7 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
         assert load_workbook(io.BytesIO(attachment.get_content()), read_only=True).sheetnames
         _drain(hook.next)  # the day's summary post
 
-        bad = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
+        bad = dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
         assert bad.returncode == 3, bad.stdout[-2000:] + bad.stderr[-2000:]  # rejected by a gate
         assert "Traceback" not in bad.stdout + bad.stderr
         mails = [m for _, m in _drain(smtp.next_message)]
@@ -103,7 +70,7 @@ def test_dmf_run_emails_the_workbook_and_alerts_a_rejected_day(tmp_path):
             f"[DMF] {BAD} — 수집 실패 (비교 기준 {GOOD})"
         ]
 
-        again = _dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
+        again = dmf(env, "run", "--date", BAD, "--fault", f"{BAD}=page_missing_rows")
         assert again.returncode == 3
         # once per day and kind, and the same "collection failed" workbook is not mailed again
         assert [m["Subject"] for _, m in _drain(smtp.next_message)] == []
@@ -113,14 +80,14 @@ def test_smtp_down_the_workbook_mail_waits_and_dmf_notify_flush_delivers_it(tmp_
     port = free_port()  # no mail server yet; the webhook works
     with webhook_receiver() as hook:
         env = _project(tmp_path, port, hook.url("/hook"))
-        run = _dmf(env, "run", "--date", GOOD)
+        run = dmf(env, "run", "--date", GOOD)
         assert run.returncode == 0 and "Traceback" not in run.stdout + run.stderr, run.stderr[-2000:]
-        status = _dmf(env, "notify", "status")
+        status = dmf(env, "notify", "status")
         assert status.returncode == 1 and "대기(재발송 예정)" in status.stdout and f"[DMF] {GOOD}" in status.stdout
         with smtp_server(port=port) as smtp:
-            flushed = _dmf(env, "notify", "flush")
+            flushed = dmf(env, "notify", "flush")
             mails = _drain(smtp.next_message)
-        after = _dmf(env, "notify", "status")
+        after = dmf(env, "notify", "status")
     assert flushed.returncode == 0 and "Traceback" not in flushed.stdout + flushed.stderr, flushed.stdout
     reports = [m for _, m in mails if list(m.iter_attachments())]
     assert len(reports) == 1 and GOOD in reports[0]["Subject"]
@@ -136,21 +103,21 @@ def test_a_day_accepted_rerun_rejected_rerun_accepted_mails_the_team_three_times
     base, day = "2026-11-25", "2026-11-26"
     with smtp_server() as smtp, webhook_receiver() as hook:
         env = _project(tmp_path, smtp.port, hook.url("/hook"), oncall="oncall@example.co.kr")
-        assert _dmf(env, "run", "--date", base).returncode == 0
+        assert dmf(env, "run", "--date", base).returncode == 0
         _drain(smtp.next_message), _drain(hook.next)
         config = Path(env["DMF_CONFIG"])
         settings = config.read_text(encoding="utf-8")
-        runs = [_dmf(env, "run", "--date", day)]
+        runs = [dmf(env, "run", "--date", day)]
         # a person re-runs the day with a threshold set too low by mistake (the day replays from its archive,
         # so only the settings can change its verdict), then puts it back and re-runs it, as the alert advises
         config.write_text(settings + "\n[gates]\nchurn_max_ratio = 0.00001\n", encoding="utf-8")
-        runs.append(_dmf(env, "run", "--date", day))
+        runs.append(dmf(env, "run", "--date", day))
         config.write_text(settings, encoding="utf-8")
-        runs.append(_dmf(env, "run", "--date", day))
+        runs.append(dmf(env, "run", "--date", day))
         assert [r.returncode for r in runs] == [0, 3, 0], [r.stderr[-1500:] for r in runs]
         mails = _drain(smtp.next_message)
         posts = [p["json"] for p in _drain(hook.next)]
-        again = _dmf(env, "run", "--date", day)
+        again = dmf(env, "run", "--date", day)
         assert again.returncode == 0 and _drain(smtp.next_message) == [] and _drain(hook.next) == []
     team = [m for to, m in mails if to == ["ra-team@example.co.kr"]]
     oncall = [m for to, m in mails if to == ["oncall@example.co.kr"]]
@@ -201,8 +168,8 @@ def test_notify_flush_says_a_message_it_gives_up_is_given_up_once_on_stdout(tmp_
             notify.RunFailed(day=date(2026, 11, 26), step="raw_pages", error="OSError", retry=outlook)
         )
     assert stored is not None and stored.state == "pending"
-    flushed = _dmf(env, "notify", "flush")
-    again = _dmf(env, "notify", "flush")
+    flushed = dmf(env, "notify", "flush")
+    again = dmf(env, "notify", "flush")
     assert flushed.returncode == 1 and flushed.stderr == "", flushed.stderr
     lines = flushed.stdout.splitlines()
     assert len(lines) == 2 and "run_failed: 발송 포기 —" in lines[0], flushed.stdout

@@ -23,11 +23,12 @@ from dmf_assets.domain.gates import Rejection
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
 from dmf_assets.ops.watchdog import delivery_check
-from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, GateRow
+from dmf_assets.report.model import DayReport, FieldChangeRow, GateRow
 from dmf_assets.report.summary import summarize
 from dmf_assets.report.workbook import write_workbook
 from dmf_assets_tests.message_rules import assert_team_words
 from dmf_assets_tests.notify_servers import free_port, notifier_for, smtp_server, webhook_receiver
+from dmf_assets_tests.report_builders import event_row
 
 DAY, BASE = date(2026, 11, 26), date(2026, 11, 25)
 T0 = datetime.fromisoformat("2026-11-26T06:20:00+09:00")
@@ -35,25 +36,18 @@ pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiri
 
 
 def _event(kind, permit, ingredient, applicant, manufacturer, country, severity, *, changes=(), watch=False):
-    return EventRow(
+    reasons = ("성분: 메트포르민",) if watch else ()
+    return event_row(
         kind,
-        severity,
         permit,
-        permit,
-        None,
-        ingredient,
         ingredient,
         applicant,
-        "1234567890",
-        manufacturer,
-        "주소",
-        country,
-        "2026-11-26",
-        "별표1",
-        changed_fields=tuple(c.field for c in changes),
-        changes=tuple(changes),
+        severity=severity,
+        manufacturer=manufacturer,
+        country=country,
+        changes=changes,
         watchlist_hit=watch,
-        watch_reasons=("성분: 메트포르민",) if watch else (),
+        watch_reasons=reasons,
     )
 
 

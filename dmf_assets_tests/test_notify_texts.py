@@ -13,10 +13,11 @@ from dmf_assets.domain.gates import GATES, Rejection
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.korean import josa, particle, shorten
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, GateRow
+from dmf_assets.report.model import DayReport, FieldChangeRow, GateRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
 from dmf_assets.report.summary import summarize
 from dmf_assets_tests.message_rules import assert_readable, assert_team_words
+from dmf_assets_tests.report_builders import event_row
 
 KST_NOON = datetime.fromisoformat("2026-11-27T06:30:00+09:00")
 DAY, BASE = date(2026, 11, 27), date(2026, 11, 26)
@@ -146,27 +147,8 @@ def test_facts_are_required():
 def _event(
     kind, permit, ingredient, applicant, *, severity="INFO", changes=(), watch=False, reappear=False, number=False
 ):
-    return EventRow(
-        kind,
-        severity,
-        permit,
-        permit,
-        None,
-        ingredient,
-        ingredient,
-        applicant,
-        "1234567890",
-        "Zhejiang Huahai Pharmaceutical Co., Ltd.",
-        "주소",
-        "중국",
-        "2026-11-26",
-        "별표1",
-        changed_fields=tuple(c.field for c in changes),
-        changes=tuple(changes),
-        watchlist_hit=watch,
-        is_reappearance=reappear,
-        number_assigned=number,
-    )
+    flags = {"watchlist_hit": watch, "is_reappearance": reappear, "number_assigned": number}
+    return event_row(kind, permit, ingredient, applicant, severity=severity, changes=changes, **flags)
 
 
 def _change(field, before, after):

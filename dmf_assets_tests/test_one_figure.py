@@ -69,8 +69,8 @@ ANALYST_SHEETS = (
 class Backfill:
     def __init__(self, root: Path, stdout: str):
         self.root, self.stdout = root, stdout
-        self.database = root / "data" / "database"
-        self.reports = root / "data" / "reports_dir"
+        self.database = root / "data" / "dmf.duckdb"
+        self.reports = root / "reports"
         with open_database(self.database, purpose="test") as conn:
             self.summaries: dict[date, DaySummary] = {d: s for d in DAYS if (s := day_summary(conn, d)) is not None}
             self.runs = {d: history.run_row(conn, d) for d in DAYS}

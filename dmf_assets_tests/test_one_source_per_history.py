@@ -11,7 +11,6 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 
@@ -24,43 +23,24 @@ from dmf_assets.settings import REAL_API_URL
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets_tests.project_support import project_paths, read_rows, write_config
 from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
 
 pytestmark = pytest.mark.slow
 
 EMULATOR = "emulator:20250101"
 REFUSED = "dmf: 원천이 다릅니다: "
-FOLDERS = {
-    "database": "data/dmf.duckdb",
-    "raw_dir": "data/raw",
-    "staging_dir": "data/staging",
-    "alerts_dir": "data/alerts",
-    "backups_dir": "data/backups",
-    "reports_dir": "reports",
-    "events_dir": "data/events",
-    "logs_dir": "data/logs",
-}
 
 
 def _configure(monkeypatch, root: Path, base_url: str) -> None:
     """`dmf` commands on the project under `root`, with `base_url` as its source."""
-    config = root / "dmf.cli.toml"
-    config.write_text(
-        "[paths]\n"
-        + "".join(f'{k} = "{root / v}"\n' for k, v in FOLDERS.items())
-        + f'[source]\nbase_url = "{base_url}"\n',
-        encoding="utf-8",
-    )
+    config = write_config(root / "dmf.cli.toml", project_paths(root), f'[source]\nbase_url = "{base_url}"\n')
     monkeypatch.setenv("DMF_CONFIG", str(config))
     monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster_home"))
 
 
 def _runs(root: Path) -> list[tuple]:
-    conn = duckdb.connect(str(root / "data" / "dmf.duckdb"), read_only=True)
-    try:
-        return conn.execute("SELECT day_id, status, source_id FROM runs ORDER BY day_id").fetchall()
-    finally:
-        conn.close()
+    return read_rows(root / "data" / "dmf.duckdb", "SELECT day_id, status, source_id FROM runs ORDER BY day_id")
 
 
 def _files(root: Path) -> set[Path]:

@@ -9,43 +9,24 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets_tests.project_support import dmf, temp_project
 
 DAY = "2026-10-05"
 SAYS = "이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다"
-
-
-def _dmf(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=PROJECT_ROOT,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A project with one accepted day."""
     root = tmp_path_factory.mktemp("read_only")
-    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
-    folders = {n: root / "data" / n for n in names} | {"database": root / "db" / "dmf.duckdb"}
-    (root / "dmf.toml").write_text("[paths]\n" + "".join(f'{k} = "{v}"\n' for k, v in folders.items()))
     (root / "db").mkdir()
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
-    env.update(DMF_CONFIG=str(root / "dmf.toml"), DAGSTER_HOME=str(home))
-    first = _dmf(env, "run", "--date", DAY)
+    env = temp_project(root, database=root / "db" / "dmf.duckdb")
+    first = dmf(env, "run", "--date", DAY)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     return root / "db" / "dmf.duckdb", env
 
@@ -76,10 +57,10 @@ def test_every_command_names_an_unwritable_database_as_such(project, what):
     before = hashlib.sha256(database.read_bytes()).hexdigest()
     with _unwritable(database if what == "file" else database.parent):
         results = {
-            "run": _dmf(env, "run", "--date", DAY),
-            "asof": _dmf(env, "asof", DAY, "--format", "csv"),
-            "history": _dmf(env, "history", "--ingredient", "나프록센"),
-            "doctor": _dmf(env, "doctor"),
+            "run": dmf(env, "run", "--date", DAY),
+            "asof": dmf(env, "asof", DAY, "--format", "csv"),
+            "history": dmf(env, "history", "--ingredient", "나프록센"),
+            "doctor": dmf(env, "doctor"),
         }
     for name, result in results.items():
         text = result.stdout + result.stderr

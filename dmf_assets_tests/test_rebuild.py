@@ -6,10 +6,7 @@ with a rejected day and a gap; a lost database is refused by every writer with o
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -22,10 +19,11 @@ from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.orchestration.rebuild import rebuild_history
 from dmf_assets.runs import launch
-from dmf_assets.settings import PROJECT_ROOT, load_settings
+from dmf_assets.settings import load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets_tests.project_support import clean_environ, dmf, project_paths, read_rows, write_config
 
 FIRST = date(2026, 9, 1)
 DAYS = [FIRST + timedelta(days=i) for i in range(30)]
@@ -135,48 +133,14 @@ def test_restore_puts_back_the_newest_backup_that_reads(thirty_days, tmp_path, c
 # --- the real commands ---------------------------------------------------------------------------------
 
 
-def _dmf(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "dmf_assets", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=PROJECT_ROOT,
-    )
-
-
 def _cli_env(root: Path) -> dict:
     """The CLI pointed at the workspace's folders (the layout build_resources gives a project root)."""
-    p = load_settings().paths
-    config = root / "dmf.toml"
-    config.write_text(
-        "[paths]\n"
-        + "".join(
-            f'{name} = "{root / getattr(p, name)}"\n'
-            for name in (
-                "database",
-                "raw_dir",
-                "staging_dir",
-                "alerts_dir",
-                "backups_dir",
-                "reports_dir",
-                "events_dir",
-                "logs_dir",
-            )
-        ),
-        encoding="utf-8",
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_"))}
-    return {**env, "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")}
+    config = write_config(root / "dmf.toml", project_paths(root))
+    return {**clean_environ(), "DMF_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster_home")}
 
 
 def _keys_types_severities(database: Path) -> list[tuple]:
-    conn = duckdb.connect(str(database), read_only=True)
-    try:
-        return conn.execute("SELECT day_id, dmf_key, event_type, severity FROM events ORDER BY ALL").fetchall()
-    finally:
-        conn.close()
+    return read_rows(database, "SELECT day_id, dmf_key, event_type, severity FROM events ORDER BY ALL")
 
 
 def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(tmp_path):
@@ -192,7 +156,7 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     env = _cli_env(tmp_path)
 
     ws.database.unlink()
-    refused = _dmf(env, "run", "--date", today.isoformat())
+    refused = dmf(env, "run", "--date", today.isoformat())
     assert refused.returncode == 2, (refused.stdout[-800:], refused.stderr)
     assert refused.stderr.count("\n") == 1 and refused.stderr.startswith(
         "dmf: 이력 DB가 없는데 이전 날의 기록이 남아 있습니다"
@@ -203,15 +167,15 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     # a run launched by Dagster (the schedule, the UI, `dagster asset materialize`) is refused by the same guard
     run = launch.execute_day(launch.definitions_with(ws.resources), ws.instance, today.isoformat())
     assert not run.success and "`dmf rebuild`" in launch.failure_of(run) and not ws.database.exists()
-    doctor = _dmf(env, "doctor")
+    doctor = dmf(env, "doctor")
     assert doctor.returncode == 2 and "DB 파일이 없는데" in doctor.stdout and "`dmf rebuild`" in doctor.stdout
 
-    rebuilt = _dmf(env, "rebuild")
+    rebuilt = dmf(env, "rebuild")
     assert rebuilt.returncode == 0, (rebuilt.stdout, rebuilt.stderr)
     assert "Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다" in rebuilt.stdout
     # the backfilled days say what they said; today was archived by the refused Dagster run's raw_pages, so
     # it is replayed too (its run would have committed it, had the database been there)
     assert [e for e in _keys_types_severities(ws.database) if e[0] < history.day_id(today)] == events
     assert f"  {today}  반영" in rebuilt.stdout
-    healthy = _dmf(env, "doctor")
+    healthy = dmf(env, "doctor")
     assert healthy.returncode == 0, healthy.stdout

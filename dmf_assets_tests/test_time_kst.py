@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import date, datetime, timedelta
 
-import duckdb
 from openpyxl import load_workbook
 
 from dmf_assets.clock import KST
 from dmf_assets.ops.backup import backup_time
 from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets_tests.project_support import dagster_home, project_paths, read_rows, write_config
 
 LA = {"TZ": "America/Los_Angeles"}
 #: what a stamp may lose to its precision (a backup name's whole seconds, a workbook's milliseconds)
@@ -88,21 +87,8 @@ def test_database_lock_and_backup_times_are_kst(tmp_path):
 
 def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     day = date(2026, 10, 5)
-    paths = {
-        "database": "data/dmf.duckdb",
-        "raw_dir": "data/raw",
-        "staging_dir": "data/staging",
-        "alerts_dir": "data/alerts",
-        "backups_dir": "data/backups",
-        "reports_dir": "reports",
-        "events_dir": "data/events",
-        "logs_dir": "data/logs",
-    }
-    config = tmp_path / "dmf.toml"
-    config.write_text("[paths]\n" + "".join(f'{k} = "{tmp_path / v}"\n' for k, v in paths.items()), encoding="utf-8")
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    config = write_config(tmp_path / "dmf.toml", project_paths(tmp_path))
+    home = dagster_home(tmp_path)
     window = Window()
     result = run_in_la(
         ["-m", "dmf_assets", "run", "--date", day.isoformat()],
@@ -116,11 +102,7 @@ def test_dmf_run_on_a_los_angeles_server_writes_kst(tmp_path):
     summary = load_workbook(workbook, read_only=True).worksheets[0]
     generated = next(r[1] for r in summary.iter_rows(max_col=2, values_only=True) if r[0] == "생성 시각 (KST)")
     assert isinstance(generated, datetime) and window.holds(generated), generated
-    conn = duckdb.connect(str(tmp_path / "data" / "dmf.duckdb"), read_only=True)
-    try:
-        stamps = conn.execute("SELECT judged_at, committed_at FROM runs").fetchall()
-    finally:
-        conn.close()
+    stamps = read_rows(tmp_path / "data" / "dmf.duckdb", "SELECT judged_at, committed_at FROM runs")
     assert stamps and all(v is not None and window.holds(v) for row in stamps for v in row), stamps
     # the raw archive's manifest: the fetch's start, end and every attempt, with the +09:00 the README promises
     manifest = json.loads((tmp_path / "data" / "raw" / day.isoformat() / "manifest.json").read_text(encoding="utf-8"))

@@ -35,6 +35,7 @@ from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets.web.files import XLSX
+from dmf_assets_tests.notify_servers import email_config
 from dmf_assets_tests.web_support import serving
 
 pytestmark = pytest.mark.slow
@@ -43,6 +44,8 @@ DAYS = [date(2026, 11, 26) + timedelta(days=i) for i in range(3)]
 FAULT_DAY = DAYS[1]
 CHAIN = ["raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report"]
 ASSETS = set(CHAIN)
+#: `dagster dev` on the project's workspace (the UI and the daemon, as `dmf ui` starts them)
+DAGSTER_DEV = (sys.executable, "-m", "dagster", "dev", "-w", str(PROJECT_ROOT / "workspace.yaml"))
 STARTUP_TIMEOUT_S = 120
 BACKFILL_TIMEOUT_S = 420
 TERMINAL_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
@@ -122,11 +125,7 @@ def _write_config(folder: Path, web_port: int, smtp_port: int, faults: dict[str,
         "[alerts]",
         'overdue_at = "23:59"',
         "",
-        "[alerts.email]",
-        'smtp_host = "127.0.0.1"',
-        f"smtp_port = {smtp_port}",
-        'sender = "dmf-watch@example.co.kr"',
-        'recipients = ["ra-team@example.co.kr"]',
+        *email_config(smtp_port).splitlines(),
     ]
     path = folder / "dmf.smoke.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -161,18 +160,7 @@ class Dagit:
         return _write_config(self.tmp, self.web_port, self.smtp_port, faults)
 
     def start(self) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "dagster",
-            "dev",
-            "-w",
-            str(PROJECT_ROOT / "workspace.yaml"),
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(self.port),
-        ]
+        cmd = [*DAGSTER_DEV, "-h", "127.0.0.1", "-p", str(self.port)]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - the server's log for its lifetime, closed in stop()
         self.proc = subprocess.Popen(
             cmd, cwd=self.tmp, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True

@@ -24,6 +24,7 @@ from dmf_assets.ops.doctor import FAIL, OK, WARN
 from dmf_assets.ops.watchdog import daemon_check, delivery_check, report_check, watch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.notify_servers import settings_for, webhook_receiver
+from dmf_assets_tests.project_support import dmf
 
 MORNING = datetime(2026, 11, 27, 8, 59, tzinfo=KST)
 LATE = datetime(2026, 11, 27, 9, 0, tzinfo=KST)
@@ -146,14 +147,7 @@ def test_dmf_doctor_alert_from_the_command_line(tmp_path):
     _home(tmp_path)  # an instance without any heartbeat: the daemon never ran
     (tmp_path / "local.toml").write_text("# the documented defaults only\n", encoding="utf-8")
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "dagster_home"), "DMF_CONFIG": str(tmp_path / "local.toml")}
-    out = subprocess.run(
-        [sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=PROJECT_ROOT,
-    )
+    out = dmf(env, "doctor", "--alert", "--root", str(tmp_path), "--json", timeout=120)
     report = json.loads(out.stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert out.returncode == 2 and checks["daemon"]["status"] == FAIL
@@ -176,14 +170,7 @@ def test_dmf_doctor_alert_reads_the_projects_env_file_as_dagster_dev_does(tmp_pa
     (tmp_path / "local.toml").write_text("# defaults\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "DMF_TEST_RUN_DIR"}
     env.update(DAGSTER_HOME=str(home), DMF_CONFIG=str(tmp_path / "local.toml"))
-    out = subprocess.run(
-        [sys.executable, "-m", "dmf_assets", "doctor", "--alert", "--root", str(tmp_path), "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=PROJECT_ROOT,
-    )
+    out = dmf(env, "doctor", "--alert", "--root", str(tmp_path), "--json", timeout=120)
     checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
     assert "cannot read" not in checks["daemon"]["message_en"], checks["daemon"]
     assert not list((tmp_path / "data" / "alerts").glob("*-watchdog_error.json"))

@@ -67,20 +67,20 @@ def kpi_value(ws, key: str):
     raise AssertionError(f"KPI row {label!r} not found")
 
 
-@pytest.fixture(scope="module")
-def accepted_book(tmp_path_factory):
-    report = accepted_report()
-    out = tmp_path_factory.mktemp("accepted")
+def _written(report: DayReport, out) -> tuple:
+    """(the report, the writer's result, the workbook read back)"""
     result = write_workbook(report, out)
     return report, result, load_workbook(result.path)
+
+
+@pytest.fixture(scope="module")
+def accepted_book(tmp_path_factory):
+    return _written(accepted_report(), tmp_path_factory.mktemp("accepted"))
 
 
 @pytest.fixture(scope="module")
 def rejected_book(tmp_path_factory):
-    report = rejected_report()
-    out = tmp_path_factory.mktemp("rejected")
-    result = write_workbook(report, out)
-    return report, result, load_workbook(result.path)
+    return _written(rejected_report(), tmp_path_factory.mktemp("rejected"))
 
 
 # --- tests ---------------------------------------------------------------------------------------
