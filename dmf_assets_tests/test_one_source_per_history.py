@@ -8,6 +8,7 @@ the history's source and FAILs the mismatch — and on a fresh data folder the s
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 from dmf_assets_tests.client_support import fixture_rows
-from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets_tests.graph_support import make_workspace, open_workspace
 from dmf_assets_tests.project_support import project_paths, read_rows, write_config
 from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
 
@@ -54,15 +55,26 @@ def _files(root: Path) -> set[Path]:
     }
 
 
-@pytest.fixture
-def after_the_demo(tmp_path):
-    """A project after the demo: two days of the built-in emulator."""
-    root = tmp_path / "project"
+@pytest.fixture(scope="module")
+def the_demo(tmp_path_factory):
+    """A project after the demo: two days of the built-in emulator — run once for the module."""
+    root = tmp_path_factory.mktemp("demo") / "project"
     ws = make_workspace(root)
     today = today_kst()
     days = [today - timedelta(days=2), today - timedelta(days=1)]
     launch.run_days(days, instance=ws.instance, resources=ws.resources, run_config=launch.QUIET)
-    return root, ws, days
+    ws.instance.dispose()
+    return root, days
+
+
+@pytest.fixture
+def after_the_demo(the_demo, tmp_path):
+    """A copy of the project after the demo (its history, archives, staged days and Dagster records), for a test
+    to change."""
+    template, days = the_demo
+    root = tmp_path / "project"
+    shutil.copytree(template, root)
+    return root, open_workspace(root), days
 
 
 def test_every_archive_staged_day_and_committed_day_knows_its_source(after_the_demo):
