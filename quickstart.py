@@ -261,7 +261,8 @@ def main(argv: list[str]) -> int:
             "loadfile",
             "--no-loadscope-reorder",
             "--durations=10",
-        ]  # the longest files first (conftest.LONGEST_FIRST)
+            "--record-durations",  # each file's seconds: the next run hands the longest out first (conftest.py)
+        ]
     os.chdir(ROOT)
     env = dict(os.environ)
     if argv[0] != "test":
