@@ -286,9 +286,9 @@ def test_dmf_emulator_serve_command_serves_and_logs_without_the_key():
     """The real command in a subprocess: prints its base URL, answers, one redacted log line per request."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    from dmf_assets.settings import PROJECT_ROOT as root
+
     proc = subprocess.Popen(
         [
             sys.executable,

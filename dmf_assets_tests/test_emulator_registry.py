@@ -15,7 +15,6 @@ import sys
 import unicodedata
 from collections import Counter
 from datetime import date, timedelta
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -26,6 +25,7 @@ from dmf_assets.domain.model import API_FIELDS, COMPARED_FIELDS, EventType, Grou
 from dmf_assets.emulator import _keys, registry
 from dmf_assets.emulator._calendar import KOREAN_HOLIDAYS, is_business_day
 from dmf_assets.emulator.registry import FIRST_DATE, LAST_DATE, RegistrySimulator
+from dmf_assets.settings import PROJECT_ROOT
 
 _synthetic = load_bench("synthetic")  # bench/synthetic.py: the benchmark's registries, outside the package
 churn_day, synthetic_registry = _synthetic.churn_day, _synthetic.synthetic_registry
@@ -131,7 +131,7 @@ def test_determinism_does_not_depend_on_hash_randomization(sim, tmp_path):
             capture_output=True,
             text=True,
             env=env,
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=PROJECT_ROOT,
             check=True,
         )
         digests.add(out.stdout)
