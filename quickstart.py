@@ -2,7 +2,7 @@
 """Set up DMF Watch and run it — the README's two commands need nothing but Python ≥ 3.11 and pip.
 
     python3 quickstart.py demo    set up, then run the main job on the built-in MFDS emulator (30 days)
-    python3 quickstart.py test    set up, check the code (ruff; mypy beside the tests), run the whole test suite (what CI runs)
+    python3 quickstart.py test    set up, check the code (ruff, import contracts; mypy beside the tests), run the whole test suite (what CI runs)
     python3 quickstart.py ui      set up, then start the Dagster UI and the team's page 「DMF 조회」 (workbook downloads)
 
 Set-up = a virtual environment in .venv with the exact versions pinned in requirements.lock, and this
@@ -19,8 +19,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import venv
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -106,48 +108,86 @@ def compile_project() -> None:
     run([str(PYTHON), "-m", "compileall", "-q", str(ROOT / "dmf_assets"), str(ROOT / "bench")])
 
 
-#: the guard rails `test` runs, configured in pyproject.toml: (what it checks, the tool's arguments, how a person
-#: sees the findings). ruff reads every Python file of the project (not .venv or git-ignored files); mypy the
-#: packages pyproject names (dmf_assets). The ruff checks take a second and run first: when one finds something,
+#: the guard rails `test` runs, configured in pyproject.toml: (what it checks, the tool's command in the
+#: environment, how a person sees the findings). ruff reads every Python file of the project (not .venv or
+#: git-ignored files); lint-imports the import contracts (docs/ARCHITECTURE.md's layers); mypy the packages
+#: pyproject names (dmf_assets). The first three take a second together and run first: when one finds something,
 #: no test runs. mypy takes 15–30 s of one core on a fresh clone, so it runs beside pytest (the suite's workers
 #: wait on servers and subprocesses part of the time) and its verdict is printed after the tests: a finding
 #: still fails the command, whatever the tests say.
 GUARD_RAILS = (
     ("ruff check (lint)", ["ruff", "check", "."], "ruff check ."),
     ("ruff format --check (formatting)", ["ruff", "format", "--check", "."], "ruff format --diff ."),
+    ("lint-imports (layers)", ["lint-imports", "--no-cache"], "lint-imports"),
     ("mypy (types)", ["mypy"], "mypy"),
 )
 #: the guard rail that runs beside pytest (GUARD_RAILS' last); the others run before it
 BESIDE_PYTEST = GUARD_RAILS[-1]
 
 
-def start_check(args: list[str]) -> tuple[subprocess.Popen, IO[str], float]:
-    """A guard rail started in the background, its output kept in a temporary file (a pipe nobody reads
-    while pytest runs could fill and stop it)."""
+@dataclass
+class Check:
+    """A guard rail started in the background: its output kept in a temporary file (a pipe nobody reads while
+    pytest runs could fill and stop it), and when it ended — its own time, not that of the tests it ran beside."""
+
+    proc: subprocess.Popen
+    output: IO[str]
+    since: float = field(default_factory=time.monotonic)
+    ended: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._watcher = threading.Thread(target=self._watch, daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        self.proc.wait()
+        self.ended = time.monotonic()
+
+    def wait(self) -> tuple[int, float]:
+        """Its exit code and the seconds it took."""
+        self._watcher.join()
+        return self.proc.returncode, self.ended - self.since
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self._watcher.join()
+        self.output.close()
+
+
+def start_check(args: list[str]) -> Check:
     output = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed by finish_check
     proc = subprocess.Popen(  # a session of its own: a Ctrl-C meant for pytest does not make it print
-        [str(PYTHON), "-m", *args], cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        [str(BIN / args[0]), *args[1:]],
+        cwd=ROOT,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
-    return proc, output, time.monotonic()
+    return Check(proc, output)
 
 
-def finish_check(rail: tuple[str, list[str], str], started: tuple[subprocess.Popen, IO[str], float]) -> str | None:
+def finish_check(rail: tuple[str, list[str], str], check: Check) -> str | None:
     """Wait for a guard rail, print its line; its failure as one line (None when it passed)."""
     what, _args, show = rail
-    proc, output, since = started
-    returncode = proc.wait()
-    took = f"{time.monotonic() - since:.1f} s"
-    output.seek(0)
-    text = output.read()
-    output.close()
+    returncode, seconds = check.wait()
+    took = f"{seconds:.1f} s"
+    check.output.seek(0)
+    text = check.output.read()
+    check.output.close()
     print(f"==> 검사 / check: {what} … ", end="", flush=True)
     if returncode == 0:
         print(f"통과 / ok ({took})", flush=True)
         return None
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …"), else its last line
+    # the tool's own count ("Found 3 errors.", "2 files would be reformatted, …", "Contracts: 1 kept, 1 broken."),
+    # else its last line
     summary = next(
-        (ln for ln in reversed(lines) if re.match(r"Found \d+ error|\d+ files? would be reformatted", ln)),
+        (
+            ln
+            for ln in reversed(lines)
+            if re.match(r"Found \d+ error|\d+ files? would be reformatted|Contracts: \d+ kept, \d+ broken", ln)
+        ),
         lines[-1] if lines else f"exit {returncode}",
     )
     print(f"실패 / failed ({took}): {summary}", flush=True)
@@ -221,7 +261,8 @@ def main(argv: list[str]) -> int:
             "loadfile",
             "--no-loadscope-reorder",
             "--durations=10",
-        ]  # the longest files first (conftest.LONGEST_FIRST)
+            "--record-durations",  # each file's seconds: the next run hands the longest out first (conftest.py)
+        ]
     os.chdir(ROOT)
     env = dict(os.environ)
     if argv[0] != "test":
@@ -238,9 +279,7 @@ def main(argv: list[str]) -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     code = run_child(cmd, env)
     if code == 130:  # pytest interrupted (it said so): mypy goes too, its verdict is not wanted now
-        types[0].kill()
-        types[0].wait()
-        types[1].close()
+        types.stop()
         return code
     failed = finish_check(BESIDE_PYTEST, types)
     if failed:

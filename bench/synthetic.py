@@ -15,6 +15,7 @@ import polars as pl
 
 from dmf_assets.domain.model import API_FIELDS, GroundTruth, TruthChange
 from dmf_assets.emulator import _keys, _vocab
+from dmf_assets.emulator import _records as rec
 from dmf_assets.emulator._edits import (
     COMPARED_POSITIONS,
     SINGLE_SITE_EDITS,
@@ -23,22 +24,6 @@ from dmf_assets.emulator._edits import (
     is_valid_substantive,
     single_site,
     truth_change,
-)
-from dmf_assets.emulator._records import (
-    ADDR,
-    BIZ,
-    CTRY,
-    DATE,
-    ING,
-    MFR,
-    NOTICE,
-    Factory,
-    P,
-    Row,
-    cosmetic_edit,
-    group_date,
-    malform_number,
-    split_grant,
 )
 from dmf_assets.emulator._sampling import cumulative, pick
 
@@ -52,7 +37,7 @@ _BUMP_RE = (re.compile(r"^(\d{8}-\d{1,3}-[A-Z]{1,2}-)(\d+)(.*)$"), re.compile(r"
 _SCHEMA = dict.fromkeys(API_FIELDS, pl.Utf8)
 
 
-def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[int]]:
+def _draw_pool(f: rec.Factory, rng: random.Random, n: int) -> tuple[list[rec.Row], set[int]]:
     """n registry rows from the record factory (originals, grants, duplicates, pending numbers),
     with clean numbers; also the indices that will be rendered with a malformed number."""
     latest = date.fromisoformat(SYNTHETIC_OLD_DATE)
@@ -63,7 +48,7 @@ def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[i
     drafts = []
     for _ in range(n_orig):
         ing = f.pick_ingredient()
-        issue = f.random_issue_date(max(date(2003, 6, 1), group_date(ing)), latest)
+        issue = f.random_issue_date(max(date(2003, 6, 1), rec.group_date(ing)), latest)
         drafts.append(f.original(issue, f.pick_applicant(), ingredient=ing))
     drafts.sort(key=lambda d: (d.accept, d.issue))
     originals = []
@@ -71,7 +56,7 @@ def _draw_pool(f: Factory, rng: random.Random, n: int) -> tuple[list[Row], set[i
         f.assign_number(d)
         originals.append((f.render(d), d))
     weights = cumulative([rng.paretovariate(1.1) for _ in originals])
-    rows: list[Row] = [r for r, _ in originals]
+    rows: list[rec.Row] = [r for r, _ in originals]
     for _ in range(n_grant):
         for _ in range(20):
             brow, bd = originals[pick(rng, weights)]
@@ -124,23 +109,23 @@ def synthetic_registry(n_rows: int, seed: int = 1) -> pl.DataFrame:
     if n_rows == 0:
         return pl.DataFrame(schema=_SCHEMA)
     rng = random.Random(seed)
-    f = Factory(rng, _vocab.load_seed_rows())
+    f = rec.Factory(rng, _vocab.load_seed_rows())
     pool, malformed = _draw_pool(f, rng, min(n_rows, _POOL_MAX))
     size = len(pool)
     columns: list[list[str | None]] = [[] for _ in API_FIELDS]
     for i in range(n_rows):
         k, j = divmod(i, size)
         row = pool[j]
-        number = _bump(row[P], k)
+        number = _bump(row[rec.P], k)
         if number is None and k:
             # a copy of a pending registration would be an exact twin of it (indistinguishable for
             # any observer): copies get a number of their own, only the pool keeps the pending ones
             number = f"20260101-209-J-{800000 + i}"
         if j in malformed and number is not None:
-            number = malform_number(number, rng)
+            number = rec.malform_number(number, rng)
         if k:
-            a = f.pick_applicant(row[BIZ])
-            row = (number, row[ING], a.name, row[MFR], row[ADDR], row[CTRY], row[DATE], a.bizrno, row[NOTICE])
+            a = f.pick_applicant(row[rec.BIZ])
+            row = (number, row[rec.ING], a.name, *row[rec.MFR : rec.BIZ], a.bizrno, row[rec.NOTICE])
         else:
             row = (number,) + row[1:]
         for c, v in zip(columns, row, strict=False):
@@ -167,7 +152,7 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
     frame = frame.select(API_FIELDS)
     n = frame.height
     rng = random.Random(seed)
-    f = Factory(rng, _vocab.load_seed_rows())
+    f = rec.Factory(rng, _vocab.load_seed_rows())
     today = date.fromisoformat(SYNTHETIC_NEW_DATE)
     f.used = set(frame.get_column("DMF_PERMIT_NO").drop_nulls().to_list())
     total = round(rate * n)
@@ -189,7 +174,7 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
     assign_idx = sorted(rng.sample(null_idx, n_assign)) if n_assign else []
     touched = sorted(set(sub_idx) | set(cos_idx) | set(assign_idx))
     old_rows = dict(zip(touched, frame[touched].rows(), strict=False)) if touched else {}
-    new_rows: dict[int, Row] = {}
+    new_rows: dict[int, rec.Row] = {}
     kinds = list(SUBSTANTIVE_KINDS)
     for i in sub_idx:
         row = old_rows[i]
@@ -205,7 +190,7 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
         row = old_rows[i]
         for _ in range(20):
             fld = rng.choice(("applicant", "manufacturer", "address", "countries", "ingredient"))
-            value = cosmetic_edit(rng, row, fld)
+            value = rec.cosmetic_edit(rng, row, fld)
             if value is not None:
                 pos = COMPARED_POSITIONS[fld]
                 new_rows[i] = row[:pos] + (value,) + row[pos + 1 :]
@@ -214,31 +199,31 @@ def churn_day(frame: pl.DataFrame, seed: int = 2, rate: float = 0.001) -> tuple[
         row = old_rows[i]
         d = f.original(today, f.pick_applicant())
         number = f.assign_number(d, accept=today)
-        new_rows[i] = (number,) + row[1:DATE] + (row[DATE] or today.isoformat(),) + row[DATE + 1 :]
-    added: list[Row] = []
+        new_rows[i] = (number,) + row[1 : rec.DATE] + (row[rec.DATE] or today.isoformat(),) + row[rec.DATE + 1 :]
+    added: list[rec.Row] = []
     originals = frame.get_column("DMF_PERMIT_NO")
     for _ in range(n_new):
         if rng.random() < 0.25 and n:
             j = rng.randrange(n)
             base = originals[j]
-            if base and split_grant(base)[1] is None and base == _keys.permit_key(base):
+            if base and rec.split_grant(base)[1] is None and base == _keys.permit_key(base):
                 for s in range(1, 26):
                     number = f"{base}({s})"
                     if number not in f.used:
                         f.used.add(number)
                         brow = frame.row(j)
-                        a = f.pick_applicant(brow[BIZ])
+                        a = f.pick_applicant(brow[rec.BIZ])
                         added.append(
                             (
                                 number,
-                                brow[ING],
+                                brow[rec.ING],
                                 a.name,
-                                brow[MFR],
-                                brow[ADDR],
-                                brow[CTRY],
+                                brow[rec.MFR],
+                                brow[rec.ADDR],
+                                brow[rec.CTRY],
                                 today.isoformat(),
                                 a.bizrno,
-                                brow[NOTICE],
+                                brow[rec.NOTICE],
                             )
                         )
                         break

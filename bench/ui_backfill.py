@@ -83,18 +83,8 @@ def measure(days: int, folder: Path, timeout_s: float) -> dict:
     base = f"http://127.0.0.1:{port}"
     env = _project(folder)
     log = open(folder / "dagster-dev.log", "wb")  # noqa: SIM115 - closed in finally
-    cmd = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-w",
-        str(ROOT / "workspace.yaml"),
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(ROOT / "workspace.yaml")]
+    cmd += ["-h", "127.0.0.1", "-p", str(port)]
     proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     client = httpx.Client(timeout=30.0)
     load_start = os.getloadavg()

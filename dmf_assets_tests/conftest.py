@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+#: fixtures shared by test modules of several folders, in support modules of their own (no test module imports
+#: another): the two history databases of the analyst and workbook tests, the small disk of the disk-full tests
+pytest_plugins = ("dmf_assets_tests.histories", "dmf_assets_tests.disk_support")
+
 REAL_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real"
 
 
@@ -99,6 +103,7 @@ def _ram_basetemp() -> Path | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _RAM_BASETEMP
+    _record_durations(config)
     if config.option.basetemp is None and not hasattr(config, "workerinput"):  # xdist workers inherit it
         _RAM_BASETEMP = _ram_basetemp()
         if _RAM_BASETEMP is not None:
@@ -113,57 +118,65 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 # --- order ----------------------------------------------------------------------------------------
-#: the files that take longest (seconds each, measured on 2 cores with 3 workers: a fresh-clone run's
-#: per-file totals, issue 25), longest first: handed out first, so the workers finish together instead of
-#: one running a long file alone at the end.
-#: quickstart passes --no-loadscope-reorder: otherwise pytest-xdist hands out the files with the most
-#: tests first, whatever their cost (test_load's single test of a minute came last).
-LONGEST_FIRST = (
-    "test_graph_e2e.py",
-    "test_rebuild.py",
-    "test_fault_matrix.py",
-    "test_load.py",
-    "test_ui_smoke.py",
-    "test_web.py",
-    "test_crash_safety.py",
-    "test_bench.py",
-    "test_automation.py",
-    "test_cli_runs.py",
-    "test_one_figure.py",
-    "test_notify_cli.py",
-    "test_cli_diff_gates.py",
-    "test_workbook_render.py",
-    "test_secrets.py",
-    "test_workbook_ledger.py",
-    "test_disk_full.py",
-    "test_settings_contract.py",
-    "test_postgres_instance.py",
-    "test_emulator_cache.py",
-    "test_detector_60_days.py",
-    "test_real_api_guard.py",
-    "test_emulator_registry.py",
-    "test_workbook.py",
-    "test_time_kst.py",
-    "test_hostile_data.py",
-    "test_diff.py",
-    "test_watchdog.py",
-    "test_ops_doctor.py",
-    "test_history.py",
-    "test_client.py",
-    "test_workbook_forwardable.py",
-    "test_analyst.py",
-)
+# `quickstart.py test` runs `-n 3 --dist loadfile --no-loadscope-reorder`: whole files handed out to the workers in
+# collection order. The longest files go first, so the workers finish together instead of one running a long file
+# alone at the end — by the suite's own measure: DURATIONS holds each file's seconds (setup, call and teardown of
+# its tests) as the last `quickstart.py test` measured them (it passes --record-durations); committed, so a fresh
+# clone orders its first run the same way. A file it does not know yet goes last. The sort is stable: inside a
+# file the order stays as written.
+
+DURATIONS = Path(__file__).resolve().with_name("durations.json")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each test file's measured seconds to {DURATIONS.name} (the order of the next run)",
+    )
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _durations() -> dict[str, float]:
+    try:
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}  # none yet, or unreadable: collection order
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `--dist loadfile --no-loadscope-reorder` gives out whole files in collection order. The sort is
-    # stable: inside a file the order stays as written.
-    def cost_rank(item: pytest.Item) -> tuple[int, int]:
-        name = item.path.name
-        first = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
-        return first, 0 if item.get_closest_marker("slow") else 1
+    seconds = _durations()
+    items.sort(key=lambda item: -seconds.get(_file_of(item.nodeid), 0.0))
 
-    items.sort(key=cost_rank)
+
+class _DurationRecorder:
+    """In the process that reports (xdist's controller, or the only one): each file's seconds, written at the end
+    of a run that was not interrupted; files not run this time keep theirs, files that are gone are dropped."""
+
+    def __init__(self, rootdir: Path) -> None:
+        self.rootdir = rootdir
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        file = _file_of(report.nodeid)
+        self.seconds[file] = self.seconds.get(file, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not self.seconds:
+            return
+        merged = {f: s for f, s in _durations().items() if (self.rootdir / f).is_file()} | self.seconds
+        ordered = dict(sorted(((f, round(s, 1)) for f, s in merged.items()), key=lambda fs: (-fs[1], fs[0])))
+        tmp = DURATIONS.with_suffix(".tmp")
+        tmp.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(DURATIONS)
+
+
+def _record_durations(config: pytest.Config) -> None:
+    if config.getoption("record_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_DurationRecorder(config.rootpath), "dmf-durations")
 
 
 # --- the settings a test reads ----------------------------------------------------------------------

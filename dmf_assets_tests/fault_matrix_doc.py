@@ -2,7 +2,7 @@
 
     python -m dmf_assets_tests.fault_matrix_doc [--out docs/fault_matrix.md] [--workers 2] [--check]
 
-Runs exactly the matrix `dmf_assets_tests/test_fault_matrix.py` asserts (`fault_matrix_cases`), in a
+Runs exactly the matrix `dmf_assets_tests/pipeline/test_fault_matrix.py` asserts (`fault_matrix_cases`), in a
 scratch folder, and replaces the doc atomically — only when its content changed (the numbers are
 deterministic, so an unchanged matrix leaves no git churn). Exit 0 when every kind reached its expected
 outcome, 1 otherwise (the doc is written either way: its ❌ rows say what went wrong). `--check` writes

@@ -143,6 +143,15 @@ def webhook_receiver(*, fail_first: int = 0, fail_status: int = 500):
         server.server_close()
 
 
+def email_config(smtp_port: int) -> str:
+    """The `[alerts.email]` section of a project's config file: the team's mail through the loopback SMTP server
+    on `smtp_port`."""
+    return (
+        f'[alerts.email]\nsmtp_host = "{LOOPBACK}"\nsmtp_port = {smtp_port}\n'
+        'sender = "dmf-watch@example.co.kr"\nrecipients = ["ra-team@example.co.kr"]\n'
+    )
+
+
 def settings_for(
     alerts_dir,
     *,

@@ -16,37 +16,50 @@ from dataclasses import dataclass, field
 from dmf_assets.domain.model import Event, EventType, GroundTruth, TruthChange
 
 
+def _signature(
+    kind: EventType,
+    permit_no: str | None,
+    *,
+    changed: Iterable[str],
+    cosmetic: bool,
+    number_assigned: bool,
+    transfer: bool,
+    previous: str | None,
+    reappeared: bool,
+) -> tuple:
+    """What an event and a truth entry of one registration must agree on (the module's docstring)."""
+    if kind is EventType.CHANGED:
+        return ("CHANGED", permit_no, tuple(sorted(changed)), cosmetic, number_assigned, transfer, previous)
+    if kind is EventType.NEW:
+        return ("NEW", permit_no, reappeared)
+    return ("WITHDRAWN", permit_no)
+
+
 def _signature_of_truth(t: TruthChange) -> tuple:
-    if t.event_type is EventType.CHANGED:
-        return (
-            "CHANGED",
-            t.permit_no,
-            tuple(sorted(t.substantive_fields)),
-            not t.substantive_fields,
-            t.number_assigned,
-            t.is_transfer,
-            t.base_permit_no if t.number_changed else None,
-        )
-    if t.event_type is EventType.NEW:
-        return ("NEW", t.permit_no, t.is_reappearance)
-    return ("WITHDRAWN", t.permit_no)
+    return _signature(
+        t.event_type,
+        t.permit_no,
+        changed=t.substantive_fields,
+        cosmetic=not t.substantive_fields,
+        number_assigned=t.number_assigned,
+        transfer=t.is_transfer,
+        previous=t.base_permit_no if t.number_changed else None,
+        reappeared=t.is_reappearance,
+    )
 
 
 def _signature_of_event(e: Event) -> tuple:
-    if e.event_type is EventType.CHANGED:
-        return (
-            "CHANGED",
-            e.permit_no,
-            tuple(sorted(e.changed_fields)),
-            e.is_cosmetic,
-            e.number_assigned,
-            e.is_transfer,
-            # the key it had: its number, "#2" and on for a duplicate
-            (e.base_dmf_key or "").partition("#")[0] if e.number_changed else None,
-        )
-    if e.event_type is EventType.NEW:
-        return ("NEW", e.permit_no, e.is_reappearance)
-    return ("WITHDRAWN", e.permit_no)
+    return _signature(
+        e.event_type,
+        e.permit_no,
+        changed=e.changed_fields,
+        cosmetic=e.is_cosmetic,
+        number_assigned=e.number_assigned,
+        transfer=e.is_transfer,
+        # the key it had: its number, "#2" and on for a duplicate
+        previous=(e.base_dmf_key or "").partition("#")[0] if e.number_changed else None,
+        reappeared=e.is_reappearance,
+    )
 
 
 @dataclass(frozen=True)

@@ -192,3 +192,14 @@ def table_rows(rows: list[list[Any]], first_header: str, start: int = 0) -> list
             break
         out.append({h: v for h, v in zip(header, r, strict=False) if h is not None})
     return out
+
+
+def rows_of(ws, header_row: int = 4) -> list[dict]:
+    """An openpyxl sheet's rows below its header row (the 4th: under the banner) as dicts keyed by header; empty rows left out."""
+    header = [c.value for c in ws[header_row]]
+    out = []
+    for r in ws.iter_rows(min_row=header_row + 1, values_only=True):
+        if all(v is None for v in r):
+            continue
+        out.append(dict(zip(header, r, strict=True)))
+    return out

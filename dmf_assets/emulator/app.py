@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlencode
 
 from dmf_assets.emulator import faults as F
 from dmf_assets.settings import API_OPERATION
+from dmf_assets.source import politeness
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 from dmf_assets.source.identity import SEED_HEADER
 
@@ -79,7 +79,7 @@ class AppResponse:
 class RequestRecord:
     """What the app saw (redacted) — lets tests count requests server-side."""
 
-    at: float  # time.monotonic() when the request arrived
+    at: float  # when the request arrived, on the fetch's clock (`source.politeness.monotonic`)
     day: str | None
     page_no: int | None
     num_of_rows: int | None
@@ -163,7 +163,7 @@ class EmulatorApp:
         pairs = parse_qsl(query, keep_blank_values=True)  # decodes exactly once, like the portal
         params = dict(pairs)
         shown = _redacted_query(pairs)
-        started = time.monotonic()
+        started = politeness.monotonic()
 
         def done(
             resp: AppResponse,

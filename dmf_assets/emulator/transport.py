@@ -2,18 +2,19 @@
 
 Behaves like the loopback server — including real delays: a delayed answer sleeps, and one that
 would arrive after the request's read timeout sleeps that long and raises `httpx.ReadTimeout`,
-exactly what a real slow server does to the client.
+exactly what a real slow server does to the client. It sleeps on the fetch's clock (`source.politeness`):
+under a test's fake clock the delays and timeouts are exact and take no time.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import httpx
 
 from dmf_assets.emulator.app import EmulatorApp
+from dmf_assets.source import politeness
 
 log = logging.getLogger("dmf_assets.emulator")
 
@@ -31,7 +32,7 @@ class EmulatorTransport(httpx.BaseTransport):
         if answer.delay_s > 0:
             read_timeout = (request.extensions.get("timeout") or {}).get("read")
             if read_timeout is not None and answer.delay_s > read_timeout:
-                time.sleep(read_timeout)
+                politeness.sleep(read_timeout)
                 raise httpx.ReadTimeout(f"emulator: no answer within {read_timeout:g} s", request=request)
-            time.sleep(answer.delay_s)
+            politeness.sleep(answer.delay_s)
         return httpx.Response(answer.status, headers=list(answer.headers), content=answer.body, request=request)

@@ -5,7 +5,7 @@ sheet, most of the daily report step. A table body is regular (one style per col
 made safe by `cells.store_text`), so it is rendered here as the same XML openpyxl would write — inline
 strings, the workbook's own style indices, row heights, internal links — and spliced into the saved
 file (`save`). Reading the file back (openpyxl, Excel, LibreOffice) gives exactly what the cell-by-cell
-path gave; `dmf_assets_tests/test_workbook_ledger.py` compares the two.
+path gave; `dmf_assets_tests/pipeline/test_workbook_ledger.py` compares the two.
 """
 
 from __future__ import annotations

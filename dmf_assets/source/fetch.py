@@ -34,7 +34,6 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from time import monotonic, sleep
 from typing import Any, Protocol
 
 import httpx
@@ -66,7 +65,7 @@ from dmf_assets.source.errors import (
     RequestCapExceeded,
 )
 from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
-from dmf_assets.source.politeness import backoff_s, parse_retry_after, politeness_for
+from dmf_assets.source.politeness import backoff_s, monotonic, parse_retry_after, politeness_for, sleep
 from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
 
 module_log = logging.getLogger("dmf_assets.source")

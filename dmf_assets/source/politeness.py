@@ -1,9 +1,13 @@
-"""How fast we may ask: spacing between requests, adaptive slow-down, backoff with jitter, Retry-After."""
+"""How fast we may ask: spacing between requests, adaptive slow-down, backoff with jitter, Retry-After — and the
+clock the fetch reads and waits on (`monotonic`, `sleep`), which tests replace with a fake one (`fake_clock`)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -17,6 +21,59 @@ SPACING_CAP_S = 30.0
 LOCAL_SLOW_ANSWER_S = 0.5
 LOCAL_SLOWDOWN_STEP_S = 0.1
 LOCAL_SPACING_CAP_S = 1.0
+
+
+class Clock:
+    """The fetch's time: seconds on a monotonic clock, and waiting them out."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class FakeClock(Clock):
+    """Tests: time that moves only when someone waits — a wait passes at once and moves the clock by exactly that
+    much, so spacing, pauses, backoffs and Retry-After are exact and cost no time, whatever the machine's load."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []  # every wait, in order
+        self._lock = threading.Lock()  # the fetch waits in its own thread and in its request's
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.now += max(seconds, 0.0)
+
+
+_clock = Clock()
+
+
+def monotonic() -> float:
+    """Now, in seconds, on the fetch's clock (the real one unless a test put a fake one in its place)."""
+    return _clock.monotonic()
+
+
+def sleep(seconds: float) -> None:
+    """Wait `seconds` on the fetch's clock."""
+    _clock.sleep(seconds)
+
+
+@contextlib.contextmanager
+def fake_clock(start: float = 0.0) -> Iterator[FakeClock]:
+    """Tests: the fetch and the in-process emulator read and wait on a `FakeClock` meanwhile (like `clock.frozen_at`
+    for the date). Nothing outside tests sets it."""
+    global _clock
+    previous, _clock = _clock, FakeClock(start)
+    try:
+        yield _clock
+    finally:
+        _clock = previous
 
 
 @dataclass
@@ -53,7 +110,7 @@ class Politeness:
 
     def observe(self, elapsed_s: float, ok: bool, now: float | None = None) -> bool:
         """Adapt to one answer (ended at `now`); returns True when it slowed us down."""
-        self._last_end = time.monotonic() if now is None else now
+        self._last_end = monotonic() if now is None else now
         if elapsed_s > self.slow_s or not ok:
             self.pause_s = min(self.cap_s, max(self.pause_s * 2, self.step_s))
             self.slowdowns += 1

@@ -1,0 +1,263 @@
+"""`dmf run | backfill | demo` tell the outcome and the cause: exit 0 accepted, 3 rejected by a gate, 1 a step
+failed (with its root cause and the next step), 2 bad arguments — one line, never a traceback; a wait for
+the database lock held by another process is visible. Real CLI in a subprocess on a temp project."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage.db import open_database
+from dmf_assets_tests.project_support import dmf as _dmf
+from dmf_assets_tests.project_support import temp_project as _project
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["run", "--date", "2099-01-01"], "실행할 수 있는 날짜가 아닙니다"),
+        (["run", "--date", "2026-13-01"], "YYYY-MM-DD"),
+        (["backfill", "--start", "2026-11-01", "--end", "2099-12-31"], "실행할 수 있는 날짜가 아닙니다"),
+        (["backfill", "--start", "2026-11-05", "--end", "2026-11-01"], "--end"),
+        (["demo", "--days", "-3"], "1–366"),
+        (["demo", "--days", "0"], "1–366"),
+        (["run", "--fault", "2026-11-01=no_such_fault"], "unknown fault kind"),
+        (["ui", "--web-port", "70000"], "1–65535"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
+    env = _project(tmp_path)
+    out = _dmf(env, *args, timeout=120)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert says in out.stderr and "Traceback" not in out.stderr + out.stdout
+    assert not (tmp_path / "data" / "dmf.duckdb").exists()  # nothing ran, nothing was written
+
+
+def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path):
+    env = _project(tmp_path)
+    accepted = _dmf(env, "run", "--date", "2026-10-05")
+    assert accepted.returncode == 0, accepted.stdout[-1500:] + accepted.stderr[-1500:]
+    assert "기준일" in accepted.stdout
+
+    rejected = _dmf(env, "run", "--date", "2026-10-06", "--fault", "2026-10-06=page_missing_rows")
+    assert rejected.returncode == 3, rejected.stdout[-1500:] + rejected.stderr[-1500:]
+    assert "거부 — 2번 완전성" in rejected.stdout and "exit 3" in rejected.stderr
+    assert (tmp_path / "reports" / "DMF_리포트_2026-10-06.xlsx").exists()  # its workbook anyway
+
+    # the real API without a key: the step fails with its root cause and what to do, exit 1
+    real = _project(tmp_path / "real", '[source]\nbase_url = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"\n')
+    failed = _dmf(real, "run")
+    assert failed.returncode == 1, failed.stdout[-1500:] + failed.stderr[-1500:]
+    assert "raw_pages: MFDS_SERVICE_KEY가 설정되지 않았습니다" in failed.stdout and ".env" in failed.stdout
+    assert "다시 실행하세요" in failed.stdout and "Traceback" not in failed.stdout + failed.stderr
+
+
+def test_a_wait_for_the_database_lock_is_visible(tmp_path):
+    env = _project(tmp_path)
+    database = tmp_path / "data" / "dmf.duckdb"
+    # the holder keeps the lock until told (a line on its stdin), at most 60 s
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import select, sys\nfrom dmf_assets.storage.db import open_database\n"
+            f"with open_database({str(database)!r}, purpose='dmf backup'):\n    print('held', flush=True)\n"
+            "    select.select([sys.stdin], [], [], 60)\n",
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    started = time.monotonic()
+    err_path = tmp_path / "run.err"
+    with open(err_path, "w", encoding="utf-8") as err_file:
+        run = subprocess.Popen(
+            [sys.executable, "-m", "dmf_assets", "run", "--date", "2026-10-05"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+            cwd=PROJECT_ROOT,
+        )
+        # release the lock once the run has said it waits for it, and has waited at least 5 s
+        # (instead of holding it a fixed 20 s)
+        deadline = started + 60
+        while (
+            time.monotonic() < deadline
+            and run.poll() is None
+            and not (
+                "waiting for the database lock" in err_path.read_text(encoding="utf-8", errors="replace")
+                and time.monotonic() - started >= 6
+            )
+        ):
+            time.sleep(0.2)
+        still_waiting = run.poll() is None
+        holder.stdin.write("release\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+        stdout, _ = run.communicate(timeout=600)
+    out = subprocess.CompletedProcess(run.args, run.returncode, stdout, err_path.read_text(encoding="utf-8"))
+    assert out.returncode == 0, out.stdout[-1500:] + out.stderr[-1500:]
+    assert f"waiting for the database lock held by PID {holder.pid} (dmf backup" in out.stderr
+    assert still_waiting  # it waited for the lock (6 s and more) instead of giving up
+    with open_database(database, purpose="test") as conn:
+        assert conn.execute("SELECT status FROM runs").fetchall() == [("baseline",)]
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        for c in map(int, children):
+            if c not in out:
+                out.add(c)
+                todo.append(c)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path):
+    """A service manager's stop repeated (SIGTERM twice, 1 s apart), then a closed terminal (SIGHUP): the second
+    signal used to cut the stop short (no SIGKILL fallback), leaving dagster dev, its code server, gRPC server,
+    webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal."""
+    import signal
+    import socket
+
+    import httpx
+
+    def free_port() -> int:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    env = _project(tmp_path)
+    port, web_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--web-port", str(web_port)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(1)
+        tree = _descendants(proc.pid)
+        assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
+        # the team's page and its workbook downloads, in the same process tree
+        assert httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=5).status_code == 200
+        first = time.monotonic()
+        for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGHUP):
+            proc.send_signal(sig)
+            time.sleep(1)
+        assert proc.wait(timeout=40) == 0
+        while time.monotonic() - first < 40 and any(_alive(p) for p in tree):
+            time.sleep(0.5)
+        assert not [p for p in tree if _alive(p)], f"left after {time.monotonic() - first:.0f} s"
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _descendants(proc.pid):
+            os.kill(p, signal.SIGKILL)
+
+
+def _interrupt_after_first_day(cmd: list[str], env: dict[str, str], *, kill: bool = False) -> tuple[int, str, set[int]]:
+    """Start `cmd` as a terminal does (a process group of its own), wait for its first day's line, then press
+    Ctrl-C: SIGINT to the whole group (with `kill`: SIGKILL to the command's process alone). Returns (exit code,
+    everything it printed, the tree it had then)."""
+    import signal
+
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,  # the terminal's foreground process group
+    )
+    assert proc.stdout is not None
+    lines = []
+    try:
+        for line in proc.stdout:  # the demo prints one line per day; the next day is running when it comes
+            lines.append(line)
+            if re.match(r"  \d{4}-\d{2}-\d{2} ", line):
+                break
+        else:
+            raise AssertionError("".join(lines))
+        tree = _descendants(proc.pid)
+        if kill:
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, "".join(lines) + rest, tree
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        [sys.executable, str(PROJECT_ROOT / "quickstart.py"), "demo"],
+        [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"],
+    ],
+    ids=["quickstart-demo", "dmf-backfill"],
+)
+def test_ctrl_c_ends_quietly_in_one_line_and_stops_the_whole_tree(tmp_path, cmd):
+    """Ctrl-C on `python3 quickstart.py demo` printed three KeyboardInterrupt tracebacks (quickstart's own and
+    those of Dagster's log-mirroring helpers, which share the terminal's process group), and the demo went on
+    with the next day. Now: one line, exit 130, no day after it, and no process of the tree left."""
+    code, output, tree = _interrupt_after_first_day(cmd, _project(tmp_path))
+    assert code == 130, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    assert output.count("dmf: interrupted") == 1 and output.rstrip().endswith("dmf: interrupted"), output
+    assert tree and not [p for p in tree if _alive(p)]
+
+
+def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
+    """The work runs in a child of a session of its own (for Ctrl-C): SIGKILL to the command, which cannot be
+    forwarded, must still stop that child and Dagster's helpers, as it stopped the one process of before."""
+    import signal
+
+    cmd = [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"]
+    code, _output, tree = _interrupt_after_first_day(cmd, _project(tmp_path), kill=True)
+    assert code == -signal.SIGKILL and tree
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in tree):
+        time.sleep(0.2)
+    assert not [p for p in tree if _alive(p)]
