@@ -294,7 +294,7 @@ class Alert:
 
     def facts(self) -> dict[str, Any]:
         """The alert's fields as JSON values (the record kept beside the message)."""
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items() if k not in ("day", "run_id")}
+        return {k: v for k, v in _jsonable(self).items() if k not in ("day", "run_id")}
 
     def parts(self, ctx: MessageContext) -> Parts:  # pragma: no cover - every kind overrides it
         raise NotImplementedError
@@ -311,6 +311,9 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # the compared fields only: a rejection's gate entry (rules, functions) is how it was judged, not a fact
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare}
     return value
 
 
