@@ -23,7 +23,7 @@ queued), and a day committed out of order re-derives the next accepted day in th
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ from dmf_assets.domain.gates import (
     gates_text,
     not_evaluated,
 )
-from dmf_assets.domain.model import NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, DayStatus
+from dmf_assets.domain.model import FIELD_LABEL_KO, NORMALIZED_COLUMNS, SEVERITY_LABEL_KO, DayStatus
 from dmf_assets.domain.recheck import Query
 from dmf_assets.fsutil import atomic_write_text
 from dmf_assets.korean import josa
@@ -78,7 +78,7 @@ from dmf_assets.report.day_data import (
     day_events_frame,
     day_summary,
 )
-from dmf_assets.report.model import DayReport
+from dmf_assets.report.model import DayReport, EventRow
 from dmf_assets.report.sentences import field_label
 from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
@@ -290,8 +290,7 @@ def diff_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
     A day refused here records no diff (a red partition), and a day already refused by its verdict records
     "rejected — base carried forward" without evaluating the gates after the diff, which Dagster then shows as
     skipped on that partition — instead of "execution failed"."""
-    before, after = registry.needing(BEFORE_DIFF), registry.needing((Needs.DIFF,))
-    described = gates_labelled(after)
+    after = registry.needing((Needs.DIFF,))
 
     @dg.multi_asset(
         name="snapshot_diff",
@@ -302,16 +301,7 @@ def diff_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
                 partitions_def=daily_partitions,
                 group_name="history",
                 kinds={"duckdb"},
-                description=(
-                    "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 목록에서 "
-                    f"삭제될 후보는 원천에 다시 물어 목록에 없음을 확인한 뒤, {josa(described, '을/를')} 통과하면 그날의 "
-                    "스냅샷과 이벤트를 한 트랜잭션으로 기록합니다. 원천이 아직 싣고 있는 등록이 수집본에 없으면 "
-                    f"{josa(gates_labelled([COMPLETENESS]), '으로/로')}, 비교 결과가 기준을 넘으면 {josa(described, '으로/로')} "
-                    "거부하며, 거부된 날은 기록하지 않고 기준일을 그대로 두고 이 날짜 파티션이 실패(빨간색)로 표시됩니다. "
-                    f"{gates_text(before)}에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 "
-                    f"{josa(gates_text(after), '은/는')} 평가하지 않습니다(Skipped). Diff against the latest accepted day, "
-                    "confirm each would-be withdrawal with the source; commit the day atomically only if every gate passes."
-                ),
+                description=_diff_description(registry.needing(BEFORE_DIFF), after),
             )
         ],
         check_specs=gate_specs("snapshot_diff", registry),
@@ -326,46 +316,66 @@ def diff_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
         integrity_verdict: JudgedDay | None,
     ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
         out, summary = _diff_and_commit(context, workspace, duckdb, mfds, integrity_verdict, registry)
-        base = str(out.base_day) if out.base_day else verdict.NO_BASE
-        if out.status is DayStatus.REJECTED:
-            why = out.failed_gate.detail if out.failed_gate is not None else out.reason or ""
-            context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {why}")
-        elif summary is not None:
-            context.log.info(
-                f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
-                f"({out.seconds:.2f}초)"
-            )
-        if out.rederived_day:
-            context.log.info(
-                f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다."
-            )
-        if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
-            yield from _after_diff_results(out, after)
-            rejection = Rejection.of(out.failed_gate, out.base_day)
-            yield from _reject(context, "snapshot_diff", rejection)
-            if not out.failed_gate.gate.after_diff:
-                # no check of this step failed, so none stops it: the red partition needs the step to fail
-                raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
-            return
-        assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
-        metadata: dict[str, Any] = {
-            "status": summary.status.label_ko_en,
-            "comparison_base": base,
-            **_figures(summary),
-            "rederived_day": str(out.rederived_day) if out.rederived_day else "",
-            "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
-            "recheck_requests": out.recheck_requests,
-        }
-        if out.carried_forward:
-            metadata["reason"] = (
-                f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
-                f"비교 기준일 {josa(base, '을/를')} 유지합니다. {josa(gates_text(after), '은/는')} 평가하지 않았습니다."
-            )
-        yield dg.MaterializeResult(metadata=metadata)
-        if not out.carried_forward:  # a day rejected before the diff: Dagster shows these checks as skipped
-            yield from _after_diff_results(out, after)
+        yield from _diff_outcome(context, out, summary, after)
 
     return snapshot_diff
+
+
+def _diff_description(before: tuple[Gate, ...], after: tuple[Gate, ...]) -> str:
+    described = gates_labelled(after)
+    return (
+        "마지막 정상 수집일(비교 기준일)과 비교해 신규·변경·목록에서 삭제(취하 등)와 등록번호 변경을 찾고, 목록에서 "
+        f"삭제될 후보는 원천에 다시 물어 목록에 없음을 확인한 뒤, {josa(described, '을/를')} 통과하면 그날의 "
+        "스냅샷과 이벤트를 한 트랜잭션으로 기록합니다. 원천이 아직 싣고 있는 등록이 수집본에 없으면 "
+        f"{josa(gates_labelled([COMPLETENESS]), '으로/로')}, 비교 결과가 기준을 넘으면 {josa(described, '으로/로')} "
+        "거부하며, 거부된 날은 기록하지 않고 기준일을 그대로 두고 이 날짜 파티션이 실패(빨간색)로 표시됩니다. "
+        f"{gates_text(before)}에서 이미 거부된 날은 '거부 — 기준일 유지'로 기록되고 "
+        f"{josa(gates_text(after), '은/는')} 평가하지 않습니다(Skipped). Diff against the latest accepted day, "
+        "confirm each would-be withdrawal with the source; commit the day atomically only if every gate passes."
+    )
+
+
+def _diff_outcome(
+    context: dg.AssetExecutionContext, out: DayOutcome, summary: DaySummary | None, after: tuple[Gate, ...]
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult | dg.AssetObservation]:
+    """What snapshot_diff says of the day: the log, and either the rejection or the materialization, with the
+    checks of the gates judged on the diff."""
+    base = str(out.base_day) if out.base_day else verdict.NO_BASE
+    if out.status is DayStatus.REJECTED:
+        why = out.failed_gate.detail if out.failed_gate is not None else out.reason or ""
+        context.log.warning(f"{out.day}: 거부 — 비교 기준일 {base} 유지. {why}")
+    elif summary is not None:
+        context.log.info(
+            f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
+            f"({out.seconds:.2f}초)"
+        )
+    if out.rederived_day:
+        context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
+    if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
+        yield from _after_diff_results(out, after)
+        rejection = Rejection.of(out.failed_gate, out.base_day)
+        yield from _reject(context, "snapshot_diff", rejection)
+        if not out.failed_gate.gate.after_diff:
+            # no check of this step failed, so none stops it: the red partition needs the step to fail
+            raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
+        return
+    assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
+    metadata: dict[str, Any] = {
+        "status": summary.status.label_ko_en,
+        "comparison_base": base,
+        **_figures(summary),
+        "rederived_day": str(out.rederived_day) if out.rederived_day else "",
+        "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
+        "recheck_requests": out.recheck_requests,
+    }
+    if out.carried_forward:
+        metadata["reason"] = (
+            f"{josa(f'게이트 {out.rejected_gate}', '이/가')} 이미 거부한 날입니다 — 기록할 비교가 없고 "
+            f"비교 기준일 {josa(base, '을/를')} 유지합니다. {josa(gates_text(after), '은/는')} 평가하지 않았습니다."
+        )
+    yield dg.MaterializeResult(metadata=metadata)
+    if not out.carried_forward:  # a day rejected before the diff: Dagster shows these checks as skipped
+        yield from _after_diff_results(out, after)
 
 
 def _diff_and_commit(
@@ -476,52 +486,8 @@ def events(
         shown = day_event_rows(conn, day)
         rate = change_rate(conn, day)
     path = workspace.path("events_dir") / f"{day.isoformat()}.jsonl"
-    atomic_write_text(
-        path,
-        "".join(
-            json.dumps(
-                {**row, "day": str(day), "comparison_base": str(summary.comparison_base)},
-                ensure_ascii=False,
-                default=str,
-            )
-            + "\n"
-            for row in frame.iter_rows(named=True)
-        ),
-    )
-    if summary.is_rejected:
-        base_text = str(summary.comparison_base or "없음")
-        table = f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {josa(base_text, '으로/로')} 유지됩니다."
-        preview = "-"
-    else:
-        table = md_table(
-            ["유형", "심각도", "건수"],
-            [
-                [EVENT_KIND_LABEL_KO[kind], SEVERITY_LABEL_KO[severity], n]
-                for (kind, severity), n in sorted(
-                    summary.by_kind_severity.items(),
-                    key=lambda item: (list(EVENT_KIND_LABEL_KO).index(item[0][0]), item[0][1]),
-                )
-            ],
-        )
-        top = [e for e in shown if not e.is_cosmetic][:15]
-        preview = (
-            md_table(
-                ["유형", "심각도", "등록번호", "성분", "신청인", "변경 항목"],
-                [
-                    [
-                        e.label,
-                        SEVERITY_LABEL_KO[e.severity],
-                        e.dmf_key,
-                        e.ingredient,
-                        e.applicant,
-                        ", ".join(field_label(f) for f in e.changed_fields),
-                    ]
-                    for e in top
-                ],
-            )
-            if top
-            else "변경 없음"
-        )
+    _write_events(path, frame, day, summary.comparison_base)
+    table, preview = _events_tables(summary, shown)
     yield dg.MaterializeResult(
         metadata={
             "dagster/row_count": dg.MetadataValue.int(summary.events),
@@ -547,6 +513,52 @@ def events(
             if value is not None
         },
     )
+
+
+def _write_events(path: Path, frame: pl.DataFrame, day: date, base: date | None) -> None:
+    """The day's published events, one JSON object a line, each with its day and comparison base."""
+    atomic_write_text(
+        path,
+        "".join(
+            json.dumps({**row, "day": str(day), "comparison_base": str(base)}, ensure_ascii=False, default=str) + "\n"
+            for row in frame.iter_rows(named=True)
+        ),
+    )
+
+
+def _events_tables(summary: DaySummary, shown: Sequence[EventRow]) -> tuple[str, str]:
+    """The day's events per kind and severity, and its first fifteen headline events, as the UI shows them."""
+    if summary.is_rejected:
+        base_text = str(summary.comparison_base or "없음")
+        return f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {josa(base_text, '으로/로')} 유지됩니다.", "-"
+    kinds = list(EVENT_KIND_LABEL_KO)
+    table = md_table(
+        ["유형", "심각도", "건수"],
+        [
+            [EVENT_KIND_LABEL_KO[kind], SEVERITY_LABEL_KO[severity], n]
+            for (kind, severity), n in sorted(
+                summary.by_kind_severity.items(), key=lambda item: (kinds.index(item[0][0]), item[0][1])
+            )
+        ],
+    )
+    top = [e for e in shown if not e.is_cosmetic][:15]
+    if not top:
+        return table, "변경 없음"
+    preview = md_table(
+        ["유형", "심각도", *(FIELD_LABEL_KO[f] for f in ("permit_no", "ingredient", "applicant")), "변경 항목"],
+        [
+            [
+                e.label,
+                SEVERITY_LABEL_KO[e.severity],
+                e.dmf_key,
+                e.ingredient,
+                e.applicant,
+                ", ".join(field_label(f) for f in e.changed_fields),
+            ]
+            for e in top
+        ],
+    )
+    return table, preview
 
 
 # --- xlsx_report ---------------------------------------------------------------------------------

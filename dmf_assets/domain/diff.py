@@ -32,6 +32,7 @@ import polars as pl
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
     FIELD_COLUMNS,
+    FIELD_LABEL_KO,
     RENUMBERED_SEVERITY,
     SEVERITY_RANK,
     SITE_FIELDS,
@@ -631,9 +632,9 @@ def _apply_watchlist(
     reasons = []
     lists: tuple[tuple[str, str, tuple[str, ...], Kind], ...] = (
         ("성분", "ingredient_key", watchlist.ingredients, "text"),
-        ("신청인", "applicant_key", watchlist.applicants, "company"),
+        (FIELD_LABEL_KO["applicant"], "applicant_key", watchlist.applicants, "company"),
         ("제조소", "manufacturer_key", watchlist.manufacturers, "company"),
-        ("제조국", "countries_key", watchlist.countries, "country"),
+        (FIELD_LABEL_KO["countries"], "countries_key", watchlist.countries, "country"),
     )
     for label, column, patterns, kind in lists:
         for pattern in patterns:

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import polars as pl
 
-from dmf_assets.domain.model import COUNT_LABEL_KO, substantive_changes
+from dmf_assets.domain.model import COUNT_LABEL_KO, FIELD_LABEL_KO, field_labels, substantive_changes
 from dmf_assets.domain.recheck import RecheckVerdict
 from dmf_assets.domain.sites import oversize_expr
 
@@ -442,6 +442,10 @@ def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutc
     )
 
 
+#: the fields gate 4 counts empty values of (a key field: a row without one cannot be tracked)
+NULL_CHECKED_FIELDS = ("permit_no", "ingredient", "applicant")
+
+
 def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     threshold = gates.null_max_ratio
     n = frame.height
@@ -449,11 +453,7 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         return GateOutcome(
             NULLS.number, False, 1.0, threshold, "행 없음", f"각 ≤ {_pct(threshold)}", "받은 행이 없습니다."
         )
-    ratios = {
-        "등록번호": frame["permit_no"].null_count() / n,
-        "성분명": frame["ingredient"].null_count() / n,
-        "신청인": frame["applicant"].null_count() / n,
-    }
+    ratios = {FIELD_LABEL_KO[f]: frame[f].null_count() / n for f in NULL_CHECKED_FIELDS}
     worst_label, worst = max(ratios.items(), key=lambda kv: kv[1])
     passed = worst <= threshold
     failing = [k for k, v in ratios.items() if v > threshold]
@@ -627,13 +627,13 @@ NULLS = Gate(
     name="nulls",
     label_ko="결측",
     label_en="nulls",
-    rule_ko="등록번호·성분명·신청인 결측 비율 각 ≤ [gates] null_max_ratio",
+    rule_ko=f"{field_labels(*NULL_CHECKED_FIELDS)} 결측 비율 각 ≤ [gates] null_max_ratio",
     rule=lambda e, t: gate_nulls(e.rows, t),
     needs=Needs.ROWS,
     setting="null_max_ratio",
     transient=False,
     check_ko="응답 형식이 바뀌어 필드가 비어 온 것인지",
-    reader_ko="등록번호·성분명·신청인이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
+    reader_ko=f"{field_labels(*NULL_CHECKED_FIELDS)}이 빈 행이 너무 많았습니다 — 응답 형식이 바뀌었을 수 있습니다",
 )
 DUPLICATES = Gate(
     number=5,

@@ -235,6 +235,11 @@ FIELD_LABEL_KO: dict[str, str] = {
 }
 
 
+def field_labels(*fields: str, sep: str = "·") -> str:
+    """「등록번호·성분명·신청인」: several fields named in a text, from the one label table."""
+    return sep.join(FIELD_LABEL_KO[f] for f in fields)
+
+
 def missing(field: str) -> str:
     """「(신청인 없음)」: how a text names a field that has no value."""
     return f"({FIELD_LABEL_KO[field]} 없음)"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from dmf_assets.domain.model import field_labels
 from dmf_assets.domain.snapshot import build_snapshot
 
 #: (keyed column, API filter parameter), in the order a withdrawn registration is looked up by
@@ -114,7 +115,9 @@ def judge_recheck(
     """What the answers prove about the day's snapshot (the keyed frame about to be committed)."""
     have = set(snapshot["content_hash"].to_list())
     listed: dict[str, dict] = {}
-    unconfirmed = [{**row, "error": "성분명·신청인으로 찾을 수 없음"} for row in plan.unaskable]
+    unconfirmed = [
+        {**row, "error": f"{field_labels('ingredient', 'applicant')}으로 찾을 수 없음"} for row in plan.unaskable
+    ]
     for q in plan.queries:
         answer = answers.get(q.key)
         if answer is None or answer.items is None:

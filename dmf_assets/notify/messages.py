@@ -21,7 +21,7 @@ from typing import Any, ClassVar, dataclass_transform
 
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
-from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType
+from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType, field_labels
 from dmf_assets.korean import josa
 from dmf_assets.links import workbook_link
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
@@ -470,7 +470,8 @@ class WatchlistHit(Alert, kind="watchlist_hit", label="관심목록 해당"):
         what = f"{self.day} 관심목록(watchlist)에 해당하는 이벤트가 {n:,}건 있습니다."
         shown = "\n".join(f"  {i}. {h}" for i, h in enumerate(self.hits[:20], 1))
         more = f"\n  … 외 {n - 20:,}건은 리포트에 있습니다." if n > 20 else ""
-        why = f"[watchlist] 패턴(성분·신청인·제조소·제조국)과 일치하는 이벤트:\n{shown}{more}"
+        fields = field_labels("ingredient", "applicant", "manufacturer", "countries")
+        why = f"[watchlist] 패턴({fields})과 일치하는 이벤트:\n{shown}{more}"
         todo = (
             f"리포트의 {sheet_ref(SHEET_EVENTS)}에서 '표시' 열을 '관심목록'으로 거르면 전체 내용(전 → 후)이 보입니다. "
             "필요하면 담당 부서에 공유하세요."

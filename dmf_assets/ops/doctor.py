@@ -329,175 +329,166 @@ def _source_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, configur
     return Check("source", OK, label, f"이력의 원천: {source_label(held)}{note}", f"history built from {held}", details)
 
 
+_DB_LABEL = "DB 파일 / database"
+
+
+def _database(status: str, ko: str, en: str, details: dict | None = None) -> Check:
+    """The check of the database file itself."""
+    return Check("database", status, _DB_LABEL, ko, en, details or {})
+
+
 def _database_checks(
     paths: ProjectPaths, now: datetime, th: Thresholds, source: str | None = None
 ) -> tuple[list[Check], dict | None]:
     """The checks that need the database; plus the lock holder when the lock could not be taken."""
-    label = "DB 파일 / database"
     db = paths.database
     traces = HistoryTraces(paths.raw_dir, paths.events_dir, paths.reports_dir).describe()
-    if not db.is_file() and traces:
-        return [
-            Check(
-                "database",
-                FAIL,
-                label,
-                f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
-                f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}",
-                {"traces": traces},
-            )
-        ], None
     if not db.is_file():
-        return [
-            Check(
-                "database",
-                FAIL,
-                label,
-                f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다",
-                f"no database file at {db}",
-            )
-        ], None
+        return [_missing_database(db, traces)], None
     try:
         with read_only_database(db, lock_timeout_s=th.lock_wait_s, purpose="dmf doctor") as conn:
-            try:
-                counts = read_every_table(conn)
-            except Unreadable as exc:
-                return [
-                    Check(
-                        "database",
-                        FAIL,
-                        label,
-                        f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: {exc.error} — {WAYS_OUT_KO}",
-                        f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
-                        {"table": exc.table, "error": exc.error},
-                    )
-                ], None
-            except duckdb.Error as exc:  # the catalog itself
-                return [
-                    Check(
-                        "database",
-                        FAIL,
-                        label,
-                        f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: "
-                        f"{_first_line(exc)} — {WAYS_OUT_KO}",
-                        f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
-                        {"error": _first_line(exc)},
-                    )
-                ], None
-            if counts.get("runs") == 0 and traces:
-                return [
-                    Check(
-                        "database",
-                        FAIL,
-                        label,
-                        f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
-                        f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
-                        {"tables": counts, "traces": traces},
-                    )
-                ], None
-            size = path_size(db)
-            shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
-            checks = [
-                Check(
-                    "database",
-                    OK,
-                    label,
-                    f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
-                    f"all {len(counts)} tables readable, {human_size(size)}",
-                    {"tables": counts, "bytes": size},
-                )
-            ]
-            tables = list(counts)
-            checks.append(_schema_check(conn, tables))
-            checks.append(
-                _problem_check(
-                    conn,
-                    "references",
-                    "참조 무결성 / references",
-                    REFERENCE_CHECKS,
-                    "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
-                    "snapshots, events, changes and versions all resolve",
-                )
-            )
-            checks.append(
-                _problem_check(
-                    conn,
-                    "days",
-                    "날짜 일관성 / days",
-                    DAY_CHECKS,
-                    "반영일만 스냅샷이 있고 거부일은 이력이 없음",
-                    "only accepted days have history; rejected days have none",
-                )
-            )
-            checks.append(_unfinished_check(conn, now, th))
-            checks.append(_source_check(conn, paths, source))
-            try:
-                checks.append(_freshness_check(conn, paths, now.date(), th))
-            except duckdb.Error as exc:
-                checks.append(
-                    Check(
-                        "freshness",
-                        FAIL,
-                        "최신 반영일 / freshness",
-                        f"확인 불가: {_first_line(exc)}",
-                        "cannot read the runs table",
-                    )
-                )
-            return checks, None
+            return _open_database_checks(conn, paths, now, th, source, traces), None
     except DatabaseBusy:
         holder = lock_holder(db) or {"holder": "unknown"}
         return [
-            Check(
-                "database",
+            _database(
                 WARN,
-                label,
                 f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
                 f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped",
                 {"holder": holder},
             )
         ], holder
     except OSError as exc:  # the lock file cannot be created or written: a full or read-only disk
-        msg = f"{exc.strerror or exc} ({exc.filename or db})"
-        hint_ko, hint_en = (
-            ("디스크 공간이 부족합니다", "no space left on device: free some space")
-            if is_disk_full(exc)
-            else ("읽기 전용 디스크입니다", "the disk is read-only")
-            if exc.errno == errno.EROFS
-            else ("파일을 쓸 수 없습니다", "cannot write there")
-        )
-        return [
-            Check(
-                "database",
-                FAIL,
-                label,
-                f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
-                f"cannot take the database lock — {hint_en}: {msg}",
-                {"error": msg, "errno": exc.errno},
-            )
-        ], None
+        return [_lock_refused(db, exc)], None
     except duckdb.Error as exc:
         msg = _first_line(exc)
         if "lock" in msg.lower():
             return [
-                Check(
-                    "database",
+                _database(
                     FAIL,
-                    label,
                     f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
                     "another program holds the file",
                     {"error": msg},
                 )
             ], None
         return [
-            Check(
-                "database",
+            _database(
                 FAIL,
-                label,
                 f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
                 f"the file is corrupt and does not open — {WAYS_OUT_EN}",
                 {"error": msg},
             )
         ], None
+
+
+def _missing_database(db: Path, traces: str | None) -> Check:
+    if traces:
+        return _database(
+            FAIL,
+            f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
+            f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}",
+            {"traces": traces},
+        )
+    return _database(
+        FAIL, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다", f"no database file at {db}"
+    )
+
+
+def _lock_refused(db: Path, exc: OSError) -> Check:
+    msg = f"{exc.strerror or exc} ({exc.filename or db})"
+    hint_ko, hint_en = (
+        ("디스크 공간이 부족합니다", "no space left on device: free some space")
+        if is_disk_full(exc)
+        else ("읽기 전용 디스크입니다", "the disk is read-only")
+        if exc.errno == errno.EROFS
+        else ("파일을 쓸 수 없습니다", "cannot write there")
+    )
+    return _database(
+        FAIL,
+        f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
+        f"cannot take the database lock — {hint_en}: {msg}",
+        {"error": msg, "errno": exc.errno},
+    )
+
+
+def _open_database_checks(
+    conn: duckdb.DuckDBPyConnection,
+    paths: ProjectPaths,
+    now: datetime,
+    th: Thresholds,
+    source: str | None,
+    traces: str | None,
+) -> list[Check]:
+    """Every table read, then the schema, the references, the days, the unfinished days, the source and the
+    freshness — or the one reason the file cannot be trusted."""
+    try:
+        counts = read_every_table(conn)
+    except Unreadable as exc:
+        return [
+            _database(
+                FAIL,
+                f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: {exc.error} — {WAYS_OUT_KO}",
+                f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
+                {"table": exc.table, "error": exc.error},
+            )
+        ]
+    except duckdb.Error as exc:  # the catalog itself
+        return [
+            _database(
+                FAIL,
+                f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: {_first_line(exc)} — {WAYS_OUT_KO}",
+                f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
+                {"error": _first_line(exc)},
+            )
+        ]
+    if counts.get("runs") == 0 and traces:
+        return [
+            _database(
+                FAIL,
+                f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
+                f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
+                {"tables": counts, "traces": traces},
+            )
+        ]
+    size = path_size(paths.database)
+    shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
+    return [
+        _database(
+            OK,
+            f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
+            f"all {len(counts)} tables readable, {human_size(size)}",
+            {"tables": counts, "bytes": size},
+        ),
+        _schema_check(conn, list(counts)),
+        _problem_check(
+            conn,
+            "references",
+            "참조 무결성 / references",
+            REFERENCE_CHECKS,
+            "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
+            "snapshots, events, changes and versions all resolve",
+        ),
+        _problem_check(
+            conn,
+            "days",
+            "날짜 일관성 / days",
+            DAY_CHECKS,
+            "반영일만 스냅샷이 있고 거부일은 이력이 없음",
+            "only accepted days have history; rejected days have none",
+        ),
+        _unfinished_check(conn, now, th),
+        _source_check(conn, paths, source),
+        _freshness_or_failure(conn, paths, now, th),
+    ]
+
+
+def _freshness_or_failure(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
+    try:
+        return _freshness_check(conn, paths, now.date(), th)
+    except duckdb.Error as exc:
+        return Check(
+            "freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}", "cannot read the runs table"
+        )
 
 
 # --- file checks --------------------------------------------------------------------------------
