@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, seconds, whole
 from dmf_assets.errors import UserError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays ins
     from dmf_assets.settings import Settings
 
 _DAYS = whole(0, MAX_DAYS, "일 수", "number of days")
+T = TypeVar("T")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -149,16 +151,24 @@ def _prune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backup(args: argparse.Namespace) -> int:
-    from dmf_assets.ops.backup import BackupError, backup_database
-    from dmf_assets.ops.common import human_size
+def _on_backups(args: argparse.Namespace, step: Callable[..., T]) -> tuple[ProjectPaths, T]:
+    """`step` (a backup or a restore) on the project's database and backups folder; its refusal (no backup
+    verifies, a run keeps the database) is the one line `dmf` prints."""
+    from dmf_assets.ops.backup import BackupError
     from dmf_assets.storage.db import DatabaseBusy
 
     _, paths = _paths(args)
     try:
-        result = backup_database(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
+        return paths, step(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
     except (BackupError, DatabaseBusy) as exc:
         raise UserError(str(exc)) from None
+
+
+def _backup(args: argparse.Namespace) -> int:
+    from dmf_assets.ops.backup import backup_database
+    from dmf_assets.ops.common import human_size
+
+    _, result = _on_backups(args, backup_database)
     waited = f", 잠금 대기 {result.waited_s:.1f}초" if result.waited_s >= 0.5 else ""
     print(f"백업 완료 / backup written: {result.path}")
     print(
@@ -169,14 +179,9 @@ def _backup(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from dmf_assets.ops.backup import BackupError, restore_database
-    from dmf_assets.storage.db import DatabaseBusy
+    from dmf_assets.ops.backup import restore_database
 
-    _, paths = _paths(args)
-    try:
-        result = restore_database(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
-    except (BackupError, DatabaseBusy) as exc:
-        raise UserError(str(exc)) from None
+    paths, result = _on_backups(args, restore_database)
     for path, why in result.skipped:
         print(f"건너뜀 / skipped {path.name}: {why}")
     print(
