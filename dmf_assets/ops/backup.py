@@ -24,6 +24,7 @@ import duckdb
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.fsutil import atomic_output
 from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
+from dmf_assets.report.retention import dated_files
 from dmf_assets.storage.db import database_lock, lock_path, replace_database
 from dmf_assets.storage.ops import checkpoint
 
@@ -73,15 +74,7 @@ def backup_time(name: str) -> datetime | None:
 
 def list_backups(backups_dir: Path) -> list[BackupFile]:
     """Every backup file in `backups_dir` (daily and before-migration copies), oldest first."""
-    backups_dir = Path(backups_dir)
-    if not backups_dir.is_dir():
-        return []
-    found = []
-    for path in backups_dir.iterdir():
-        taken = backup_time(path.name)
-        if taken is not None and path.is_file():
-            found.append(BackupFile(path, taken))
-    return sorted(found, key=lambda b: (b.taken_at, b.path.name))
+    return [BackupFile(path, taken) for taken, path in dated_files(backups_dir, backup_time)]
 
 
 def _target(backups_dir: Path, stem: str, now: datetime) -> Path:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from datetime import date, timedelta
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+Stamp = TypeVar("Stamp", date, datetime)
 
 DATED_PREFIX = "DMF_리포트_"
 LATEST_NAME = "DMF_리포트_최신.xlsx"
@@ -37,17 +40,23 @@ def parse_workbook_day(name: str) -> date | None:
         return None
 
 
-def dated_workbooks(reports_dir: Path) -> list[tuple[date, Path]]:
-    """Every dated workbook in `reports_dir`, oldest first."""
-    reports_dir = Path(reports_dir)
-    if not reports_dir.is_dir():
+def dated_files(folder: Path, stamp: Callable[[str], Stamp | None]) -> list[tuple[Stamp, Path]]:
+    """(when, path) of every file in `folder` whose name `stamp` reads a day or a time from, oldest first
+    (the dated workbooks here, the backups of `ops.backup`); nothing when the folder is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
         return []
     found = []
-    for path in reports_dir.iterdir():
-        day = parse_workbook_day(path.name)
-        if day is not None and path.is_file():
-            found.append((day, path))
-    return sorted(found)
+    for path in folder.iterdir():
+        when = stamp(path.name)
+        if when is not None and path.is_file():
+            found.append((when, path))
+    return sorted(found, key=lambda f: (f[0], f[1].name))
+
+
+def dated_workbooks(reports_dir: Path) -> list[tuple[date, Path]]:
+    """Every dated workbook in `reports_dir`, oldest first."""
+    return dated_files(reports_dir, parse_workbook_day)
 
 
 def prune_reports(reports_dir: Path, keep_days: int, today: date, *, dry_run: bool = False) -> list[Path]:
