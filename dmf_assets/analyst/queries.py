@@ -219,9 +219,10 @@ _FLAGS = (
     ("is_rename", "명칭 변경"),
     ("watchlist_hit", "관심목록"),
 )
-_VERSION_VALUES = (
-    "permit_no",
+#: what a registration says, in the order the analyst's outputs list it (`dmf asof`, a version of `dmf history`)
+CONTENT_COLUMNS = (
     "ingredient",
+    "ingredient_base",
     "applicant",
     "bizrno",
     "manufacturer",
@@ -230,9 +231,9 @@ _VERSION_VALUES = (
     "site_count",
     "issue_date",
     "target_class",
-    "base_permit_no",
-    "cohort",
 )
+#: a version's values: its number, what it says (without the base name, which only counts) and its grant
+_VERSION_VALUES = ("permit_no", *(c for c in CONTENT_COLUMNS if c != "ingredient_base"), "base_permit_no", "cohort")
 
 
 def registration_history(

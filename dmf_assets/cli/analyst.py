@@ -354,36 +354,25 @@ def _event_csv(e: HistoryEvent) -> list[object]:
 
 # --- dmf asof -------------------------------------------------------------------------------------
 
-#: flat columns of `dmf asof` (csv / table); jsonl adds the per-site list
-ASOF_COLUMNS = (
-    "permit_no",
-    "previous_permit_no",
-    "dmf_key",
-    "permit_fmt",
-    "permit_accept_date",
-    "permit_ingr_no",
-    "permit_group",
-    "permit_serial",
-    "permit_seq",
-    "permit_grant",
-    "permit_prefix",
-    "permit_table",
-    "base_permit_no",
-    "cohort",
-    "ingredient",
-    "ingredient_base",
-    "applicant",
-    "bizrno",
-    "manufacturer",
-    "address",
-    "countries",
-    "site_count",
-    "issue_date",
-    "target_class",
-    "first_seen",
-    "last_changed",
-    "times_changed",
-)
+
+def _asof_columns() -> tuple[str, ...]:
+    """The flat columns of `dmf asof` (csv, jsonl; jsonl adds the per-site list): the number, the one listed
+    before it and the key, the number's parts (`domain.permit`; the group's effective date is not one), what
+    the registration says, and its lifecycle."""
+    from dmf_assets.analyst.queries import CONTENT_COLUMNS  # lazily: polars and DuckDB (`dmf --help` stays instant)
+    from dmf_assets.domain.permit import PERMIT_COLUMNS
+
+    parts = tuple(c for c in PERMIT_COLUMNS if c not in ("permit_no", "permit_group_date"))
+    return (
+        "permit_no",
+        "previous_permit_no",
+        "dmf_key",
+        *parts,
+        *CONTENT_COLUMNS,
+        "first_seen",
+        "last_changed",
+        "times_changed",
+    )
 
 
 def _asof(args: argparse.Namespace) -> int:
@@ -413,11 +402,11 @@ def _asof(args: argparse.Namespace) -> int:
         )
         print(path)
         return 0
-    rows = frame.to_dicts()
+    rows, columns = frame.to_dicts(), _asof_columns()
     if args.format == "jsonl":
         with _text_out(args.out, bom=False) as target:
             for r in rows:
-                rec: dict[str, object] = {c: _iso(r[c]) for c in ASOF_COLUMNS}
+                rec: dict[str, object] = {c: _iso(r[c]) for c in columns}
                 rec.update(
                     asof_day=accepted.isoformat(),
                     countries_list=list(dict.fromkeys(r["country_list"] or ())),
@@ -428,9 +417,9 @@ def _asof(args: argparse.Namespace) -> int:
     if args.format == "csv":
         with _text_out(args.out) as target:
             w = csv.writer(target)
-            w.writerow([*ASOF_COLUMNS, "sites"])
+            w.writerow([*columns, "sites"])
             for r in rows:
-                w.writerow([_iso(r[c]) for c in ASOF_COLUMNS] + [_sites_line(r["sites"])])
+                w.writerow([_iso(r[c]) for c in columns] + [_sites_line(r["sites"])])
         return 0
     from dmf_assets.report.columns import COLUMN_LABELS
 
