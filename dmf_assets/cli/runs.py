@@ -446,6 +446,21 @@ def _stop_group(pgid: int, grace_s: float = 5.0) -> None:
 # --- the commands --------------------------------------------------------------------------------
 
 
+def _run_days(settings: Settings, days: list[date], resources: dict[str, object], *, trigger: str) -> list[DayRun]:
+    """The days one after another, in order; each day's line is printed as it ends."""
+    from dmf_assets.runs import launch
+
+    with _days_running():
+        return launch.run_days(
+            days,
+            instance=_instance(),
+            resources=resources,
+            trigger=trigger,
+            run_config=launch.QUIET,
+            progress=functools.partial(_progress, settings),
+        )
+
+
 def _run(args: argparse.Namespace) -> int:
     if (code := _in_a_session_of_its_own(args)) is not None:  # before anything heavy: the child does it all
         return code
@@ -474,20 +489,10 @@ def _backfill(args: argparse.Namespace) -> int:
     settings, _ = _prepare()
     _check_clock(settings)
     _check_days(args.start, args.end)
-    from dmf_assets.runs import launch
-
     days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days, resources)
-    with _days_running():
-        reports = launch.run_days(
-            days,
-            instance=_instance(),
-            resources=resources,
-            trigger="cli-backfill",
-            run_config=launch.QUIET,
-            progress=functools.partial(_progress, settings),
-        )
+    reports = _run_days(settings, days, resources, trigger="cli-backfill")
     return _exit_code(settings, reports, _print_summary(settings, days))
 
 
@@ -500,8 +505,6 @@ def _demo(args: argparse.Namespace) -> int:
 
     settings, home = _prepare()
     _check_clock(settings)
-    from dmf_assets.runs import launch
-
     n = args.days or settings.demo.days
     end = args.end or today_kst()
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
@@ -516,15 +519,7 @@ def _demo(args: argparse.Namespace) -> int:
         ((fd, fk),) = faults.items()
         print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
     started = time.monotonic()
-    with _days_running():
-        reports = launch.run_days(
-            days,
-            instance=_instance(),
-            resources=resources,
-            trigger="demo",
-            run_config=launch.QUIET,
-            progress=functools.partial(_progress, settings),
-        )
+    reports = _run_days(settings, days, resources, trigger="demo")
     rows = _print_summary(settings, days)
     reports_dir = settings.paths.resolve("reports_dir")
     print(f"\n총 {time.monotonic() - started:.0f}초.")
