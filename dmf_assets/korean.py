@@ -13,6 +13,7 @@ letters or digits is part of a code and read ("…-ND(19)가"). Other closing pu
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: particle pairs: (after a final consonant, after a vowel)
 _PAIRS = {
@@ -105,3 +106,15 @@ def shorten(text: str, width: int) -> str:
     head = cut[:space] if space > 0 else text[:room]
     head = head.rstrip(" ,;:·—–-/(")
     return (head or text[:room]) + "…"
+
+
+def display_width(text: str) -> int:
+    """Columns `text` takes in a terminal: a Hangul syllable or another wide character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """`text` padded to `width` terminal columns (`<` left, `>` right) — str.ljust counts a Hangul syllable as one
+    column, so a table of Korean words would not line up."""
+    fill = " " * max(width - display_width(text), 0)
+    return text + fill if align == "<" else fill + text

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from dmf_assets.cli.arguments import day, listen_host, port, whole
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.errors import UserError
-from dmf_assets.korean import josa, shorten
+from dmf_assets.korean import josa, pad, shorten
 
 if TYPE_CHECKING:  # for annotations only: each command imports what it needs when it runs (docs/ARCHITECTURE.md, cli/)
     import dagster as dg
@@ -258,13 +258,29 @@ def _progress(settings: Settings, report: DayRun, seconds: float) -> None:
         )
 
 
+#: the summary table's columns: header, width in terminal columns (a Hangul syllable takes two), alignment
+_COLUMNS = (
+    ("날짜", 11, "<"),
+    ("판정", 9, "<"),
+    ("등록 수", 7, ">"),
+    ("신규", 4, ">"),
+    ("변경", 4, ">"),
+    ("표기", 4, ">"),
+    ("삭제", 4, ">"),
+    ("번호", 4, ">"),
+    ("번호변경", 8, ">"),
+)
+_COLUMN_HEADERS = tuple(header for header, _, _ in _COLUMNS)
+
+
+def _table_line(cells: Sequence[str]) -> str:
+    return " ".join(pad(c, width, align) for c, (_, width, align) in zip(cells, _COLUMNS, strict=True))
+
+
 def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     rows = _summary_rows(settings, days)
     print()
-    print(
-        f"{'날짜':<11} {'판정':<5} {'등록 수':>7} {'신규':>4} {'변경':>4} {'표기':>4} {'삭제':>4} {'번호':>4} {'번호변경':>4}"
-        "  비고 / reason"
-    )
+    print(_table_line(_COLUMN_HEADERS) + "  비고 / reason")
     print("-" * 100)
     for r in rows:
         status, k = r["status"], r["summary"]
@@ -280,11 +296,8 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
             if k is not None
             else (0,) * 6
         )
-        print(
-            f"{r['day'].isoformat():<11} {_status_word(r):<5} {(f'{size:,}' if size else '-'):>7} "
-            + " ".join(f"{n:>4}" for n in figures[:-1])
-            + f" {figures[-1]:>8}  {note}"
-        )
+        cells = (r["day"].isoformat(), _status_word(r), f"{size:,}" if size else "-", *map(str, figures))
+        print(f"{_table_line(cells)}  {note}".rstrip())
     accepted = sum(1 for r in rows if r["status"].is_accepted)
     rejected = sum(1 for r in rows if r["status"] is DayStatus.REJECTED)
     print("-" * 100)

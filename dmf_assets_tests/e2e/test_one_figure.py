@@ -27,7 +27,7 @@ from dmf_assets.domain.model import (
     WITHDRAWN_FIRST_MENTION_KO,
     DayStatus,
 )
-from dmf_assets.korean import josa
+from dmf_assets.korean import display_width, josa
 from dmf_assets.report.day_data import day_summary
 from dmf_assets.report.model import (
     SHEET_BY_APPLICANT,
@@ -352,6 +352,22 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
             s.number_assigned,
             s.number_changed,
         ], row
+
+
+def test_the_cli_table_lines_up_in_a_terminal(backfill):
+    """Each figure ends in the column its header ends in, counting a Hangul syllable as two terminal columns
+    (「변경 없음」 is wider than 「반영」)."""
+
+    def ends(line: str, token: str) -> list[int]:
+        return [display_width(line[: m.end()]) for m in re.finditer(token, line)][:7]
+
+    header = next(line for line in backfill.stdout.splitlines() if line.startswith("날짜 "))
+    expected = ends(header, r"등록 수|번호변경|번호|신규|변경|표기|삭제")
+    assert len(expected) == 7, header
+    rows = re.findall(r"^\d{4}-\d{2}-\d{2}  .*$", backfill.stdout, re.M)
+    assert len(rows) == len(DAYS)
+    for row in rows:
+        assert ends(row, r"(?<= )([\d,]+|-)(?= |$)") == expected, (row, header)
 
 
 def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(backfill):

@@ -11,7 +11,7 @@ import string
 
 import pytest
 
-from dmf_assets.korean import josa, particle
+from dmf_assets.korean import display_width, josa, pad, particle
 
 #: each digit read in Sino-Korean, and each letter by its name, as Korean writes them
 DIGIT_READ = {
@@ -129,3 +129,19 @@ def test_every_latin_letter_takes_the_particle_of_its_name(letter, pair):
 )
 def test_brackets_words_and_codes(word, pair, expected):
     assert particle(word, pair) == expected
+
+
+@pytest.mark.parametrize(
+    "text, width, align, expected",
+    [
+        ("반영", 9, "<", "반영     "),  # two syllables take four columns
+        ("변경 없음", 9, "<", "변경 없음"),
+        ("9,203", 7, ">", "  9,203"),
+        ("번호변경", 8, ">", "번호변경"),
+        ("(주)삼오", 10, "<", "(주)삼오  "),
+        ("너무 긴 글자입니다", 4, "<", "너무 긴 글자입니다"),  # never cut
+    ],
+)
+def test_pad_counts_a_hangul_syllable_as_two_columns(text, width, align, expected):
+    assert pad(text, width, align) == expected
+    assert display_width(pad(text, width, align)) == max(width, display_width(text))
