@@ -1,4 +1,4 @@
-"""One partition per registry day, in Korean time.
+"""One partition per registry day, and the product's daily schedules, in Korean time.
 
 `end_offset=1` makes today's partition available from 00:00 KST, so the 06:00 schedule collects
 the registry of the day it runs on (and the 09:00 freshness deadline refers to that same day).
