@@ -16,9 +16,9 @@ from datetime import datetime
 import dagster as dg
 
 from dmf_assets import notify
-from dmf_assets.clock import KST, TIMEZONE_NAME, now_kst
+from dmf_assets.clock import KST, now_kst
 from dmf_assets.defs.assets import ON_TIME_CHECK
-from dmf_assets.defs.partitions import daily_partitions
+from dmf_assets.defs.partitions import daily_partitions, daily_schedule, scheduled_day
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.orchestration import alerting, followups
 from dmf_assets.settings import Settings
@@ -41,15 +41,11 @@ def run_tags(trigger: str, settings: Settings) -> dict[str, str]:
     return {"dmf/trigger": trigger, "dagster/max_runtime": str(settings.runs.max_minutes * 60)}
 
 
-@dg.schedule(
-    job=dmf_daily_job,
-    cron_schedule="0 6 * * *",
-    execution_timezone=TIMEZONE_NAME,
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="매일 06:00(KST) 그날의 등록 현황을 수집합니다 (부분 목록이면 게이트가 거부).",
+@daily_schedule(
+    dmf_daily_job, "0 6 * * *", "매일 06:00(KST) 그날의 등록 현황을 수집합니다 (부분 목록이면 게이트가 거부)."
 )
 def daily_0600_kst(context: dg.ScheduleEvaluationContext, workspace: DmfWorkspace) -> dg.RunRequest:
-    day = context.scheduled_execution_time.astimezone(KST).date().isoformat()
+    day = scheduled_day(context).isoformat()
     return dg.RunRequest(
         run_key=f"schedule:{day}", partition_key=day, tags=run_tags(SCHEDULE_TRIGGER, workspace.settings())
     )

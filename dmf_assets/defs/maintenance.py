@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from dmf_assets.clock import KST, TIMEZONE_NAME
+from dmf_assets.defs.partitions import daily_schedule, scheduled_day
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
@@ -74,13 +74,11 @@ def dmf_maintenance_job() -> None:
     prune_retention(backup_history())
 
 
-@dg.schedule(
-    job=dmf_maintenance_job,
-    cron_schedule="30 5 * * *",
-    execution_timezone=TIMEZONE_NAME,
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="매일 05:30(KST), 06:00 수집 전에 DB를 백업하고 보존 기간이 지난 파일을 정리합니다.",
+@daily_schedule(
+    dmf_maintenance_job,
+    "30 5 * * *",
+    "매일 05:30(KST), 06:00 수집 전에 DB를 백업하고 보존 기간이 지난 파일을 정리합니다.",
 )
 def daily_maintenance(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    day = context.scheduled_execution_time.astimezone(KST).date()
+    day = scheduled_day(context)
     return dg.RunRequest(run_key=f"maintenance:{day.isoformat()}", tags={"dmf/trigger": "schedule"})

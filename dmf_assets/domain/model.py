@@ -134,6 +134,18 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
     return f"{NUMBER_CHANGED_LABEL_KO} 가능성: {number} ↔ {', '.join(candidates)}"
 
 
+def event_title(event_type: str, permit_no: str | None, *, number_changed: bool, previous: str | None) -> str:
+    """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering (A: its `previous` number),
+    else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」."""
+    return renumbering_text(previous, permit_no) if number_changed else event_label(event_type)
+
+
+def renumbering_note(number: str | None, candidates: tuple[str, ...] | list[str]) -> str | None:
+    """「등록번호 변경 가능성: A ↔ B」 on a NEW or a disappearance that may be one half of a re-numbering; None
+    when it has no candidates."""
+    return possible_renumbering_text(number, candidates) if candidates else None
+
+
 class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-strings of a member ("DayStatus.X" -> "X")
     """What became of a day, declared once with everything people read of it: the stored value (also the English
     term), the short Korean word, the sentence of 요약's 상태 row and its colour (the workbook's banner and tab, the
@@ -382,11 +394,9 @@ class Event:
 
     @property
     def label_ko(self) -> str:
-        """「등록번호 변경 A → B」 for a re-numbering, else the event's name (`event_label`)."""
-        if self.number_changed:
-            before = next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
-            return renumbering_text(before, self.permit_no)
-        return event_label(self.event_type.value)
+        """「등록번호 변경 A → B」 for a re-numbering, else the event's name (`event_title`)."""
+        before = next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
+        return event_title(self.event_type.value, self.permit_no, number_changed=self.number_changed, previous=before)
 
 
 # --- ground truth (emulator) ---------------------------------------------------------------------

@@ -18,9 +18,8 @@ from dmf_assets.domain.model import (
     FIELD_LABEL_KO,
     SEVERITY_RANK,
     DayStatus,
-    event_label,
-    possible_renumbering_text,
-    renumbering_text,
+    event_title,
+    renumbering_note,
 )
 
 if TYPE_CHECKING:  # summary.py builds on this module's rows
@@ -159,16 +158,14 @@ class EventRow:
     @property
     def label(self) -> str:
         """The event's name: 「등록번호 변경 A → B」 for a re-numbering, else 「신규」, 「변경」, 「목록에서 삭제」."""
-        if self.number_changed:
-            return renumbering_text(self.previous_permit_no, self.permit_no)
-        return event_label(self.event_type)
+        return event_title(
+            self.event_type, self.permit_no, number_changed=self.number_changed, previous=self.previous_permit_no
+        )
 
     @property
     def note(self) -> str | None:
         """「등록번호 변경 가능성: A ↔ B」 on a NEW or a disappearance that may be one half of a re-numbering."""
-        if not self.renumber_candidates:
-            return None
-        return possible_renumbering_text(self.permit_no or self.dmf_key, self.renumber_candidates)
+        return renumbering_note(self.permit_no or self.dmf_key, self.renumber_candidates)
 
 
 def sorted_events(events: Sequence[EventRow]) -> list[EventRow]:

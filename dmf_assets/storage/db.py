@@ -377,12 +377,8 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
             conn = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
             break
         except duckdb.IOException as exc:
-            if full := _disk_full(exc, path):
-                raise full from exc
-            if read_only := _read_only(exc, path):
-                raise read_only from exc
-            if _damaged(exc):
-                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            if problem := _file_problem(exc, path):
+                raise problem from exc
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
                     f"DB 파일을 열 수 없습니다: {exc}. Another program holds {path}; close it and retry."
@@ -420,6 +416,16 @@ _DAMAGE_SIGNS = (
 
 def _damaged(exc: duckdb.Error) -> bool:
     return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
+
+
+def _file_problem(exc: duckdb.Error, path: Path) -> DatabaseDiskFull | DatabaseReadOnly | DatabaseDamaged | None:
+    """What a DuckDB error says about the file — no space left, not writable, damaged — as the error this module
+    raises for it (None: something else)."""
+    if full := _disk_full(exc, path):
+        return full
+    if read_only := _read_only(exc, path):
+        return read_only
+    return DatabaseDamaged(path, _first_line(exc)) if _damaged(exc) else None
 
 
 #: DuckDB's file starts with a main header and two database headers of 4 KiB each, then the blocks
@@ -558,24 +564,17 @@ def open_database(
         try:
             conn = _migrate(path, backups, lock_timeout_s)
         except duckdb.Error as exc:  # its catalog could not be read, or a migration not written
-            if full := _disk_full(exc, path):
-                raise full from exc
-            if read_only := _read_only(exc, path):
-                raise read_only from exc
-            if _damaged(exc):
-                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            if problem := _file_problem(exc, path):
+                raise problem from exc
             raise
         try:
             if traces is not None and _holds_no_day(conn) and (found := traces.describe(writing)):
                 raise HistoryMissing(path, found, empty=True)
             yield conn
         except duckdb.Error as exc:
-            if full := _disk_full(exc, path):
-                raise full from exc
-            if read_only := _read_only(exc, path):  # the WAL could not be created or written
-                raise read_only from exc
-            if _damaged(exc):  # a damaged block met half-way through a run
-                raise DatabaseDamaged(path, _first_line(exc)) from exc
+            # the WAL could not be created or written, or a damaged block was met half-way through a run
+            if problem := _file_problem(exc, path):
+                raise problem from exc
             raise
         finally:
             conn.close()

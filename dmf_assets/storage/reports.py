@@ -12,11 +12,10 @@ from dmf_assets.storage.db import fetch_one, one_row, query
 
 
 def day_events(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(events with display values, their field changes) of one day."""
-    return (
-        conn.sql(query("report.day_events"), params=[day_id]).pl(),
-        conn.sql(query("report.day_changes"), params=[day_id]).pl(),
-    )
+    """(events with display values, their field changes) of one day: the published events, without the record
+    ids the 이력 sheet links reappearances by."""
+    events, changes = recent_events(conn, day_id, day_id)
+    return events.drop("record_id", "base_record_id"), changes
 
 
 def recent_events(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -1,30 +1,5 @@
 -- Named statements used by dmf_assets/report/day_data.py. Values are always bound parameters.
 
--- name: day_events
-SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
-       e.is_cosmetic, e.is_reappearance, e.number_assigned, e.number_changed, e.is_transfer, e.is_rename,
-       e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields, e.renumber_candidates,
-       v.ingredient, v.ingredient_base, v.applicant, v.bizrno, v.manufacturer, v.address,
-       v.countries, v.issue_date, v.target_class,
-       e.day_id, e.base_day_id, v.ingredient_key, v.manufacturer_key,
-       bv.ingredient_key AS base_ingredient_key, bv.manufacturer_key AS base_manufacturer_key,
-       -- a reappearance: the first day it was missing under this key (its latest disappearance, or the day it
-       -- continued under another number, before this day)
-       (SELECT max(w.day_id) FROM events w
-        WHERE e.is_reappearance AND w.base_record_id = e.record_id AND w.day_id < e.day_id
-          AND (w.event_type = 'WITHDRAWN' OR w.number_changed OR w.number_assigned)) AS gone_since_day_id
-FROM events e
-LEFT JOIN record_versions v ON v.version_id = coalesce(e.version_id, e.base_version_id)
-LEFT JOIN record_versions bv ON bv.version_id = e.base_version_id
-WHERE e.day_id = ?
-ORDER BY e.event_id;
-
--- name: day_changes
-SELECT event_id, field, before, after, is_cosmetic, severity
-FROM event_changes
-WHERE day_id = ?
-ORDER BY event_id;
-
 -- name: history_points
 -- 변경 = 실질 변경: changed_count counts number assignments and changes too (domain.model.substantive_changes)
 SELECT day_id, status, population, coalesce(new_count, 0),
@@ -80,7 +55,7 @@ SELECT name, label, value, expected, ok, detail FROM quality_checks WHERE day_id
 SELECT count(*), sum(attempts), sum(bytes), sum(elapsed_ms) FROM fetch_stats WHERE day_id = ?;
 
 -- name: recent_events
--- every event of the accepted days in [from, to] (the 이력 sheet), same columns as day_events
+-- every event of the accepted days in [from, to] (the 이력 sheet; one day's events: from = to), with display values
 SELECT e.event_id, e.event_type, e.severity, e.dmf_key, e.base_dmf_key, e.permit_no,
        e.is_cosmetic, e.is_reappearance, e.number_assigned, e.number_changed, e.is_transfer, e.is_rename,
        e.watchlist_hit, e.watch_reasons, e.changed_fields, e.cosmetic_fields, e.renumber_candidates,
@@ -101,6 +76,7 @@ WHERE e.day_id BETWEEN ? AND ?
 ORDER BY e.day_id DESC, e.event_id;
 
 -- name: recent_changes
+-- the field changes of those events
 SELECT event_id, field, before, after, is_cosmetic, severity
 FROM event_changes
 WHERE day_id BETWEEN ? AND ?
