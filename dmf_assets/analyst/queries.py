@@ -21,9 +21,8 @@ from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import (
     NUMBER_ASSIGNED_LABEL_KO,
     NUMBER_CHANGED_LABEL_KO,
-    event_label,
-    possible_renumbering_text,
-    renumbering_text,
+    event_title,
+    renumbering_note,
 )
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.text import match_key
@@ -133,16 +132,14 @@ class HistoryEvent:
     @property
     def label(self) -> str:
         """The event's name as people read it: 「등록번호 변경 A → B」, 「신규」, 「변경」, 「목록에서 삭제」."""
-        if self.number_changed:
-            return renumbering_text(self.base_dmf_key, self.permit_no)
-        return event_label(self.event_type)
+        return event_title(
+            self.event_type, self.permit_no, number_changed=self.number_changed, previous=self.base_dmf_key
+        )
 
     @property
     def note(self) -> str | None:
         """「등록번호 변경 가능성: A ↔ B」 when this NEW or WITHDRAWN may be one half of a re-numbering."""
-        if not self.renumber_candidates:
-            return None
-        return possible_renumbering_text(self.permit_no, self.renumber_candidates)
+        return renumbering_note(self.permit_no, self.renumber_candidates)
 
     @property
     def changes_text(self) -> str:

@@ -196,9 +196,14 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         last_day=last_day,
         last_status=last_run["status"] if last_run else None,
         rejected_day=rejected,
-        rejected_reason=rejected_run["reason"] if rejected_run else None,
+        # the team's words for why (the gate's observed value is on the day's page)
+        rejected_reason=GATE_BY_NUMBER[gate].reader_ko if gate in GATE_BY_NUMBER else _run_reason(rejected_run),
         rejected_gate=GATE_BY_NUMBER[gate].title if gate in GATE_BY_NUMBER else None,
     )
+
+
+def _run_reason(run: dict | None) -> str | None:
+    return run["reason"] if run else None
 
 
 # --- /search ---------------------------------------------------------------------------------------

@@ -192,6 +192,9 @@ def test_home_shows_the_latest_accepted_day_with_the_database_figures(project, w
     assert sum(tiles[EVENT_LABEL_KO[k]][0] for k in ("NEW", "CHANGED")) > 0  # a day with changes, not an empty page
     # the last rejected day and why, and the day's workbook
     assert f'<a href="/day/{REJECTED}">{REJECTED}</a>' in page and GATE_BY_NUMBER[2].title in page
+    # why, in the team's words: the API's field names and the gate's technical line are for the day's page
+    assert html.escape(GATE_BY_NUMBER[2].reader_ko) in page
+    assert "totalCount" not in page and "게이트 실패" not in page
     assert f"/reports/DMF_리포트_{END}.xlsx" in page
 
 
