@@ -154,10 +154,6 @@ class DiffResult:
     baseline: bool = False
     counts: dict[str, int] = field(default_factory=dict)
 
-    @property
-    def substantive_event_count(self) -> int:
-        return self.counts.get("substantive", 0)
-
     def to_events(self) -> list[Event]:
         """Events as dataclasses (for the CLI and tests; the pipeline keeps frames)."""
         by_key: dict[tuple[str | None, str | None], list[dict]] = {}

@@ -260,10 +260,6 @@ def _quiet_after(state: DayState, record: Latest) -> dict[str, str]:
     return {QUIET_TAG: "true"} if run is not None and is_bulk(run.tags) else {}
 
 
-def retries_so_far(instance: dg.DagsterInstance, day: str) -> int:
-    return _retries(runs_by_day(instance, [day])[day])
-
-
 def retry_number(run_tags: dict[str, str]) -> int:
     """The same-morning retry a run is (its RETRY_TAG "<day>#<n>"), 0 for any other run."""
     tag = run_tags.get(RETRY_TAG, "")

@@ -553,10 +553,6 @@ def write_table(
     return r
 
 
-def column_widths(cols: Sequence[Col]) -> tuple[float, ...]:
-    return tuple(col.width for col in cols)
-
-
 # --- values as display text ----------------------------------------------------------------------
 
 
