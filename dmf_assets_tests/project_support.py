@@ -12,10 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -99,6 +100,24 @@ def _shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, key: object, build: Callable[[Path], Any]) -> tuple[Path, Any]:
+    """(a copy of its own of the folder `build` filled, what `build` returned) — `build` runs once per session for
+    each `key`, under a lock in a folder the xdist workers share, and returns JSON (e.g. the folder it filled, which
+    paths written inside the copy still name); every caller, the first too, gets a fresh copy it may change."""
+    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    shared = _shared_folder(tmp_path_factory)
+    built, result = shared / name, shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first caller builds; the others wait for it, then copy
+        if not result.exists():
+            shutil.rmtree(built, ignore_errors=True)  # a build that failed half-way
+            built.mkdir()
+            result.write_text(json.dumps(build(built)), encoding="utf-8")
+    copy = tmp_path_factory.mktemp("built-once")
+    shutil.copytree(built, copy, dirs_exist_ok=True)
+    return copy, json.loads(result.read_text(encoding="utf-8"))
+
+
 def backfilled_project(
     tmp_path_factory: pytest.TempPathFactory,
     *args: str,
@@ -110,23 +129,17 @@ def backfilled_project(
     named in `elsewhere` at those paths under it, `env` added to its environment).
 
     A multi-day backfill costs tens of seconds of CPU, and several modules need the same one: it runs once per
-    session (under a lock in a folder the xdist workers share) and each caller gets a copy of its own, the config
-    and Dagster home pointing into the copy."""
+    session (`built_once`) and each caller gets a copy of its own, the config and Dagster home pointing into it."""
     extra = dict(env or {})
-    key = hashlib.sha256(json.dumps([args, extra, elsewhere], sort_keys=True).encode()).hexdigest()[:16]
-    shared = _shared_folder(tmp_path_factory)
-    built, result = shared / key, shared / f"{key}.json"
-    with open(shared / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the first caller builds; the others wait for it, then copy
-        if not result.exists():
-            shutil.rmtree(built, ignore_errors=True)  # a build that failed half-way
-            built.mkdir()
-            done = dmf(_project_env(built, extra, elsewhere), "backfill", *args, timeout=timeout)
-            result.write_text(json.dumps([done.returncode, done.stdout, done.stderr]), encoding="utf-8")
-    returncode, stdout, stderr = json.loads(result.read_text(encoding="utf-8"))
-    root = tmp_path_factory.mktemp("backfilled")
-    shutil.copytree(built, root, dirs_exist_ok=True)
-    return Backfilled(root, _project_env(root, extra, elsewhere), built, returncode, stdout, stderr)
+
+    def build(root: Path) -> list:
+        done = dmf(_project_env(root, extra, elsewhere), "backfill", *args, timeout=timeout)
+        return [str(root), done.returncode, done.stdout, done.stderr]
+
+    root, (built, returncode, stdout, stderr) = built_once(
+        tmp_path_factory, ["backfill", args, extra, elsewhere], build
+    )
+    return Backfilled(root, _project_env(root, extra, elsewhere), Path(built), returncode, stdout, stderr)
 
 
 def _project_env(root: Path, extra: Mapping[str, str], elsewhere: Mapping[str, str]) -> dict[str, str]:
