@@ -81,12 +81,12 @@ def read_rows(database: Path, sql: str, params: list | None = None) -> list[tupl
 
 
 @dataclass(frozen=True)
-class Backfilled:
-    """A project's own copy of what `dmf backfill` left behind (`backfilled_project`)."""
+class ProjectCopy:
+    """A project's own copy of what a `dmf` command left behind (`project_after`), and what the command said."""
 
     root: Path  #: this copy
     env: dict[str, str]  #: the copy's environment: its config and Dagster home, the build's extra variables
-    built_in: Path  #: the folder the backfill ran in (paths it wrote down name this one, not `root`)
+    built_in: Path  #: the folder the command ran in (paths it wrote down name this one, not `root`)
     returncode: int
     stdout: str
     stderr: str
@@ -118,28 +118,27 @@ def built_once(tmp_path_factory: pytest.TempPathFactory, key: object, build: Cal
     return copy, json.loads(result.read_text(encoding="utf-8"))
 
 
-def backfilled_project(
+def project_after(
     tmp_path_factory: pytest.TempPathFactory,
     *args: str,
     env: Mapping[str, str] | None = None,
     timeout: float = 1200,
     **elsewhere: str,
-) -> Backfilled:
-    """A project in a folder of its own holding what `dmf backfill *args` left behind (`temp_project`, the folders
-    named in `elsewhere` at those paths under it, `env` added to its environment).
+) -> ProjectCopy:
+    """A project in a folder of its own holding what `dmf *args` left behind (`temp_project`, the folders named in
+    `elsewhere` at those paths under it, `env` added to its environment).
 
-    A multi-day backfill costs tens of seconds of CPU, and several modules need the same one: it runs once per
-    session (`built_once`) and each caller gets a copy of its own, the config and Dagster home pointing into it."""
+    A day-run costs seconds of CPU, a multi-day backfill tens, and several modules start from the same one: it runs
+    once per session (`built_once`) and each caller gets a copy of its own, the config and Dagster home pointing
+    into it."""
     extra = dict(env or {})
 
     def build(root: Path) -> list:
-        done = dmf(_project_env(root, extra, elsewhere), "backfill", *args, timeout=timeout)
+        done = dmf(_project_env(root, extra, elsewhere), *args, timeout=timeout)
         return [str(root), done.returncode, done.stdout, done.stderr]
 
-    root, (built, returncode, stdout, stderr) = built_once(
-        tmp_path_factory, ["backfill", args, extra, elsewhere], build
-    )
-    return Backfilled(root, _project_env(root, extra, elsewhere), Path(built), returncode, stdout, stderr)
+    root, (built, returncode, stdout, stderr) = built_once(tmp_path_factory, ["dmf", args, extra, elsewhere], build)
+    return ProjectCopy(root, _project_env(root, extra, elsewhere), Path(built), returncode, stdout, stderr)
 
 
 def _project_env(root: Path, extra: Mapping[str, str], elsewhere: Mapping[str, str]) -> dict[str, str]:
@@ -152,14 +151,24 @@ TEN_DAYS_REJECTED = date(2026, 11, 21)
 TEN_DAYS_SERVICE_KEY = "web-test-service-key-must-never-show"
 
 
-def ten_days_one_short(tmp_path_factory: pytest.TempPathFactory) -> Backfilled:
+def ten_days_one_short(tmp_path_factory: pytest.TempPathFactory) -> ProjectCopy:
     """A copy of `dmf backfill` over TEN_DAYS with TEN_DAYS_REJECTED short of rows, run with a service key set (no
     page, sheet or file may show it) and every folder under data/ named after its setting (the readers follow the
     config, not the default layout)."""
-    return backfilled_project(
+    return project_after(
         tmp_path_factory,
-        *("--start", TEN_DAYS[0].isoformat(), "--end", TEN_DAYS[-1].isoformat()),
+        *("backfill", "--start", TEN_DAYS[0].isoformat(), "--end", TEN_DAYS[-1].isoformat()),
         *("--fault", f"{TEN_DAYS_REJECTED}=page_missing_rows"),
         env={"MFDS_SERVICE_KEY": TEN_DAYS_SERVICE_KEY},
         **{name: f"data/{name}" for name in PATH_NAMES},
     )
+
+
+#: a project whose first day, 2026-10-05, `dmf run` accepted, its database alone in db/ (a folder a test can make
+#: unwritable without touching the rest): what test_crash_safety and test_read_only_database start from
+FIRST_DAY = date(2026, 10, 5)
+
+
+def first_day_run(tmp_path_factory: pytest.TempPathFactory) -> ProjectCopy:
+    """A copy of the project `dmf run --date FIRST_DAY` left behind (database: db/dmf.duckdb)."""
+    return project_after(tmp_path_factory, "run", "--date", FIRST_DAY.isoformat(), database="db/dmf.duckdb")
