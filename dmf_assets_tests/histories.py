@@ -21,6 +21,7 @@ from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.orchestration import commit as day_commit
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
+from dmf_assets_tests.project_support import built_once
 
 START, END = date(2026, 10, 1), date(2026, 10, 8)
 REJECTED = date(2026, 10, 6)
@@ -58,8 +59,14 @@ def build_emulated_history(database: Path, days: list[date], rejected: tuple[dat
 
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory) -> Path:
+    """Built once per session (`built_once`), a copy for each module."""
     days = [START + timedelta(days=i) for i in range((END - START).days + 1)]
-    return build_emulated_history(tmp_path_factory.mktemp("emulated") / "dmf.duckdb", days, (REJECTED,))
+    root, _ = built_once(
+        tmp_path_factory,
+        ["emulated history", days, REJECTED],
+        lambda folder: str(build_emulated_history(folder / "dmf.duckdb", days, (REJECTED,))),
+    )
+    return root / "dmf.duckdb"
 
 
 def _ok_churn() -> GateOutcome:

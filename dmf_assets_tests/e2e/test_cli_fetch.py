@@ -45,7 +45,7 @@ def test_fetch_reads_the_key_from_dot_env(tmp_path, monkeypatch, capsys):
 
 def test_rebuild_is_not_stopped_by_an_archive_of_a_day_no_run_can_be_for(tmp_path, capsys):
     """An earlier `dmf fetch --date 2999-12-31` left an archive: the rebuild refused until --force."""
-    ws = make_workspace(tmp_path)
+    ws = make_workspace(tmp_path, records_in_memory=True)  # the rebuild reads the archives, not the runs
     days = [date(2026, 10, 5), date(2026, 10, 6)]
     launch.run_days(days, instance=ws.instance, resources=ws.resources, run_config=launch.QUIET)
     raw = tmp_path / "data" / "raw"

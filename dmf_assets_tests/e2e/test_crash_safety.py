@@ -23,19 +23,19 @@ from dmf_assets.report.workbook import workbook_day
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.project_support import dagster_home, project_paths, write_config
+from dmf_assets_tests.project_support import FIRST_DAY, dagster_home, first_day_run, project_paths, write_config
 from dmf_assets_tests.scoring import score
 
 pytestmark = pytest.mark.slow
 
-D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
+D1, D2 = FIRST_DAY, date(2026, 10, 6)  # D1: 2026-10-05
 KEY = "crash-test-key"
 
 
-def _project(root: Path, *, exist_ok: bool = False) -> dict[str, str]:
-    """A temp project (absolute paths through DMF_CONFIG) and the environment to run `dmf` in it.
-    `exist_ok`: the folder is a copy of another project (its config is rewritten to point here)."""
-    config = write_config(root / "dmf.toml", project_paths(root))
+def _project(root: Path) -> dict[str, str]:
+    """The environment to run `dmf` in `root`, a copy of the baseline project (absolute paths through DMF_CONFIG,
+    rewritten to point here; the layout of `first_day_run`: the database in db/)."""
+    config = write_config(root / "dmf.toml", project_paths(root, database=root / "db" / "dmf.duckdb"))
     home = dagster_home(root)
     env = {k: v for k, v in os.environ.items() if k != "DMF_CRASH_AT"}
     env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home), MFDS_SERVICE_KEY=KEY)
@@ -54,7 +54,7 @@ def dmf_run(env: dict[str, str], day: date, crash_at: str | None = None) -> subp
 
 
 def _db(root: Path):
-    return open_database(root / "data" / "dmf.duckdb", purpose="crash test")
+    return open_database(root / "db" / "dmf.duckdb", purpose="crash test")
 
 
 def _day_rows(conn, day: date) -> tuple[int, int, str | None]:
@@ -72,11 +72,11 @@ def sim():
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> Path:
-    """A project whose first day has run (`dmf run`, exit 0) — copied by each crash below, not re-run."""
-    root = tmp_path_factory.mktemp("baseline")
-    first = dmf_run(_project(root), D1)
+    """A project whose first day has run (`dmf run`, exit 0) — copied by each crash below, not re-run (the project
+    test_read_only_database starts from too: run once per session)."""
+    first = first_day_run(tmp_path_factory)
     assert first.returncode == 0, first.stdout + first.stderr
-    return root
+    return first.root
 
 
 @pytest.mark.parametrize("crash_at", ["fetch_page:7", "history_write", "workbook_write"])
@@ -84,7 +84,7 @@ def test_sigkill_then_rerun(tmp_path, baseline, sim, crash_at):
     tmp_path = tmp_path / "project"
     # the baseline project as its first `dmf run` left it: nothing holds its files (the process is gone)
     shutil.copytree(baseline, tmp_path, ignore=shutil.ignore_patterns(".*.lock"))
-    env = _project(tmp_path, exist_ok=True)
+    env = _project(tmp_path)
     with _db(tmp_path) as conn:
         population = history.run_row(conn, D1)["population"]
 

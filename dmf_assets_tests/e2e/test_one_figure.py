@@ -1,20 +1,21 @@
 """Issue 31: one figure, everywhere — and every figure an analyst reads is in analyst words.
 
 A real `dmf backfill` of ten emulator days (2026-11-16 … 11-25) with 11-21 refused by gate 2 (a short page),
-in a subprocess on a temporary project, as a user runs it. Then, for every day, the day's `DaySummary` (read
-from the database with `report.day_data.day_summary`) is checked against the database itself (the `events`
-rows, the `runs` counts), and every figure of every sheet of that day's workbook, the CLI's per-day line and
-table, and the Dagster UI's metadata (events, snapshot_diff, xlsx_report) is checked against the summary:
-withdrawals are in 요약's severity breakdown, a number assignment (번호 부여) is never counted as a 실질 변경,
-업체별 counts the day's events once. Then the analyst sheets of the real workbooks are scanned for English
-words, config keys, internal keys and unfilled particles.
+in a subprocess on a temporary project, as a user runs it (the one test_web reads: run once, each module reads
+its own copy). Then, for every day, the day's `DaySummary` (read from the database with
+`report.day_data.day_summary`) is checked against the database itself (the `events` rows, the `runs` counts), and
+every figure of every sheet of that day's workbook, the CLI's per-day line and table, and the Dagster UI's metadata
+(events, snapshot_diff, xlsx_report) is checked against the summary: withdrawals are in 요약's severity breakdown,
+a number assignment (번호 부여) is never counted as a 실질 변경, 업체별 counts the day's events once. Then the
+analyst sheets of the real workbooks are scanned for English words, config keys, internal keys and unfilled
+particles.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 
 import dagster as dg
@@ -45,13 +46,12 @@ from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, EVENT_KIND_LABEL_KO,
 from dmf_assets.report.workbook import KPI_LABELS, NOT_REFLECTED
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.project_support import dmf, temp_project
+from dmf_assets_tests.project_support import TEN_DAYS, TEN_DAYS_REJECTED, ten_days_one_short
 from dmf_assets_tests.workbook_reader import hidden_columns, sheet_values, table_rows
 
 pytestmark = pytest.mark.slow
 
-DAYS = [date(2026, 11, 16) + timedelta(days=i) for i in range(10)]
-REJECTED = date(2026, 11, 21)
+DAYS, REJECTED = TEN_DAYS, TEN_DAYS_REJECTED
 #: the sheets an analyst reads (메타 and 품질 are the administrator's: setup, API words, run ids)
 ANALYST_SHEETS = (
     SHEET_SUMMARY,
@@ -69,8 +69,8 @@ ANALYST_SHEETS = (
 class Backfill:
     def __init__(self, root: Path, stdout: str):
         self.root, self.stdout = root, stdout
-        self.database = root / "data" / "dmf.duckdb"
-        self.reports = root / "reports"
+        self.database = root / "data" / "database"  # every folder named after its setting
+        self.reports = root / "data" / "reports_dir"
         with open_database(self.database, purpose="test") as conn:
             self.summaries: dict[date, DaySummary] = {d: s for d in DAYS if (s := day_summary(conn, d)) is not None}
             self.runs = {d: history.run_row(conn, d) for d in DAYS}
@@ -85,21 +85,9 @@ class Backfill:
 
 @pytest.fixture(scope="module")
 def backfill(tmp_path_factory) -> Backfill:
-    root = tmp_path_factory.mktemp("one_figure")
-    env = temp_project(root)
-    out = dmf(
-        env,
-        "backfill",
-        "--start",
-        DAYS[0].isoformat(),
-        "--end",
-        DAYS[-1].isoformat(),
-        "--fault",
-        f"{REJECTED}=page_missing_rows",
-        timeout=1200,
-    )
-    assert out.returncode == 3, out.stdout[-2000:] + out.stderr[-2000:]  # one day rejected by a gate
-    return Backfill(root, out.stdout)
+    done = ten_days_one_short(tmp_path_factory)  # the backfill test_web reads: built once, each module a copy
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]  # one day rejected by a gate
+    return Backfill(done.root, done.stdout)
 
 
 def test_the_backfill_has_the_days_the_issue_needs(backfill):

@@ -14,21 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from dmf_assets_tests.project_support import dmf, temp_project
+from dmf_assets_tests.project_support import FIRST_DAY, dmf, first_day_run
 
-DAY = "2026-10-05"
+DAY = FIRST_DAY.isoformat()  # 2026-10-05
 SAYS = "이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다"
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A project with one accepted day."""
-    root = tmp_path_factory.mktemp("read_only")
-    (root / "db").mkdir()
-    env = temp_project(root, database=root / "db" / "dmf.duckdb")
-    first = dmf(env, "run", "--date", DAY)
+    """A project with one accepted day, its database alone in db/ (test_crash_safety's baseline too: run once)."""
+    first = first_day_run(tmp_path_factory)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    return root / "db" / "dmf.duckdb", env
+    return first.root / "db" / "dmf.duckdb", first.env
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ def _real_api_resources(root):
 
 
 def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
-    ws = make_workspace(tmp_path)
+    ws = make_workspace(tmp_path, records_in_memory=True)
     result = launch.execute_day(launch.definitions_with(_real_api_resources(tmp_path)), ws.instance, PAST.isoformat())
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
@@ -35,10 +35,10 @@ def test_past_date_without_archive_fails_with_a_clear_message(tmp_path):
 def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path, monkeypatch):
     # the archive was made on that day by the real API (its client, over loopback); it is never asked again
     monkeypatch.setenv("MFDS_SERVICE_KEY", "real-api-guard-test-key")
-    then = make_workspace(tmp_path / "then")
+    then = make_workspace(tmp_path / "then", records_in_memory=True)
     with EchoingApi(fixture_rows()) as api, clocks_at(morning(PAST)):
         launch.run_day(PAST, instance=then.instance, resources=real_api_resources(tmp_path / "then", api.url))
-    ws = make_workspace(tmp_path / "now")
+    ws = make_workspace(tmp_path / "now", records_in_memory=True)
     shutil.copytree(
         tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat()
     )
@@ -51,9 +51,9 @@ def test_past_date_with_an_archive_is_reprocessed_without_requests(tmp_path, mon
 
 def test_an_archive_of_the_emulator_is_never_replayed_as_the_real_apis(tmp_path):
     """Issue 30: after the demo, the real API's run of a demo day was accepted from the emulator's archive."""
-    emulated = make_workspace(tmp_path / "then")
+    emulated = make_workspace(tmp_path / "then", records_in_memory=True)
     launch.run_day(PAST, instance=emulated.instance, resources=emulated.resources)
-    ws = make_workspace(tmp_path / "now")
+    ws = make_workspace(tmp_path / "now", records_in_memory=True)
     shutil.copytree(
         tmp_path / "then" / "data" / "raw" / PAST.isoformat(), tmp_path / "now" / "data" / "raw" / PAST.isoformat()
     )
@@ -67,7 +67,7 @@ def test_an_archive_of_the_emulator_is_never_replayed_as_the_real_apis(tmp_path)
 
 def test_real_api_without_a_key_is_one_line_naming_the_variable_and_env(tmp_path, monkeypatch):
     """The key is needed only for the real API; its absence is one clear line, not a config error."""
-    ws = make_workspace(tmp_path)
+    ws = make_workspace(tmp_path, records_in_memory=True)
     monkeypatch.delenv("MFDS_SERVICE_KEY", raising=False)
     from dmf_assets.clock import today_kst
 

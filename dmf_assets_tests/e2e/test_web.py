@@ -14,7 +14,6 @@ import html
 import io
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -35,11 +34,12 @@ from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
 from dmf_assets.domain.text import match_key
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
+from dmf_assets_tests.project_support import TEN_DAYS, TEN_DAYS_REJECTED, TEN_DAYS_SERVICE_KEY, ten_days_one_short
 
 pytestmark = pytest.mark.slow
 
-START, END, REJECTED = date(2026, 11, 1), date(2026, 11, 10), date(2026, 11, 6)
-SERVICE_KEY = "web-test-service-key-must-never-show"
+START, END, REJECTED = TEN_DAYS[0], TEN_DAYS[-1], TEN_DAYS_REJECTED
+SERVICE_KEY = TEN_DAYS_SERVICE_KEY
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -62,6 +62,7 @@ def _free_port() -> int:
 class Project:
     root: Path
     env: dict[str, str]
+    built_in: Path  # where the backfill ran: no page may name it either
 
     @property
     def database(self) -> Path:
@@ -74,29 +75,11 @@ class Project:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Project:
-    """What `dmf backfill` leaves behind: 10 emulator days, the sixth rejected by the completeness gate."""
-    root = tmp_path_factory.mktemp("web")
-    names = ("database", "raw_dir", "staging_dir", "alerts_dir", "backups_dir", "reports_dir", "events_dir", "logs_dir")
-    config = root / "dmf.toml"
-    config.write_text(
-        "[paths]\n" + "".join(f'{n} = "{(root / "data" / n).as_posix()}"\n' for n in names), encoding="utf-8"
-    )
-    home = root / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_", "MFDS_"))}
-    env.update(DMF_CONFIG=str(config), DAGSTER_HOME=str(home), MFDS_SERVICE_KEY=SERVICE_KEY, PYTHONUNBUFFERED="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "dmf_assets", "backfill", "--start", str(START), "--end", str(END)]
-        + ["--fault", f"{REJECTED}=page_missing_rows"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=PROJECT_ROOT,
-    )
+    """What `dmf backfill` leaves behind: 10 emulator days, the sixth rejected by the completeness gate (the
+    backfill test_one_figure reads: built once, each module gets a copy), every folder named in the config."""
+    done = ten_days_one_short(tmp_path_factory)
     assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]  # one day rejected by a gate
-    return Project(root, env)
+    return Project(done.root, done.env | {"PYTHONUNBUFFERED": "1"}, done.built_in)
 
 
 @contextlib.contextmanager
@@ -227,7 +210,7 @@ def test_search_ignores_spacing_legal_forms_case_and_punctuation(web):
 
 def test_as_of_a_rejected_day_searches_the_registry_of_the_day_before(project, web):
     page = _get(f"{web}/search", params={"as_of": str(REJECTED), "q": "아세트아미노펜"}).text
-    assert f"{date(2026, 11, 5)} 정상 수집분 기준" in page and "반영되지 않은 날" in page
+    assert f"{REJECTED - timedelta(days=1)} 정상 수집분 기준" in page and "반영되지 않은 날" in page
     before = _get(f"{web}/search", params={"as_of": "2026-10-01"})
     assert before.status_code == 404 and "정상 수집된 날이 없습니다" in before.text
 
@@ -260,14 +243,15 @@ def test_a_registration_lists_its_events_before_and_after(project, web):
 def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project, web):
     with read_only_database(project.database) as conn:
         observed, threshold = conn.execute(
-            "SELECT observed, threshold FROM gate_results WHERE day_id = ? AND NOT passed", [20261106]
+            "SELECT observed, threshold FROM gate_results WHERE day_id = ? AND NOT passed",
+            [int(REJECTED.strftime("%Y%m%d"))],
         ).fetchone()
     page = _get(f"{web}/day/{REJECTED}").text
     assert DayStatus.REJECTED.word_ko == "거부" and "거부" in page
     assert GATE_BY_NUMBER[2].title in page
     assert html.escape(observed) in page and html.escape(threshold) in page
     assert "표본" in page and "480" in page  # the short page: 480 of 500 rows
-    assert f'<a href="/day/{date(2026, 11, 5)}">' in page  # its comparison base
+    assert f'<a href="/day/{REJECTED - timedelta(days=1)}">' in page  # its comparison base
     accepted = _get(f"{web}/day/{END}").text
     assert "무엇이 바뀌었나" in accepted and "습니다." in accepted  # the workbook's sentences
     calendar = _get(f"{web}/days").text
@@ -322,7 +306,7 @@ def test_no_page_shows_a_local_path_or_the_service_key(project, web):
     ):
         r = _get(f"{web}{path}")
         assert r.status_code < 500, (path, r.status_code)
-        for secret in (SERVICE_KEY, str(project.root), str(PROJECT_ROOT), "Traceback"):
+        for secret in (SERVICE_KEY, str(project.root), str(project.built_in), str(PROJECT_ROOT), "Traceback"):
             assert secret not in r.text, (path, secret)
         assert (
             r.headers["x-content-type-options"] == "nosniff"
@@ -333,7 +317,7 @@ def test_no_page_shows_a_local_path_or_the_service_key(project, web):
 def test_a_page_asked_while_a_run_writes_says_busy_instead_of_hanging(project, web):
     """A run holds the database lock (here: the test holds it, as every writer does): an uncached page answers 503
     with the reason within seconds; once the lock is free the same page is there."""
-    path = f"/day/{date(2026, 11, 3)}"
+    path = f"/day/{START + timedelta(days=2)}"
     with database_lock(lock_path(project.database), 10, "test: a run writing"):
         started = time.monotonic()
         r = _get(f"{web}{path}")

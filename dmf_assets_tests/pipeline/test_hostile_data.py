@@ -58,7 +58,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u202e]")
 
 @pytest.fixture(scope="module")
 def hostile_run(tmp_path_factory):
-    ws = make_workspace(tmp_path_factory.mktemp("hostile"), {HOSTILE_DAY.isoformat(): "hostile_text"})
+    ws = make_workspace(
+        tmp_path_factory.mktemp("hostile"), {HOSTILE_DAY.isoformat(): "hostile_text"}, records_in_memory=True
+    )
     reports = launch.run_days([BASE_DAY, HOSTILE_DAY], instance=ws.instance, resources=ws.resources)
     rows = default_simulator(SEED).items(HOSTILE_DAY)  # the registry the in-process emulator served
     hostile = {
