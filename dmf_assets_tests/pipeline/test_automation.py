@@ -242,16 +242,20 @@ def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_ac
 def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
     template, today, _ = today_rejected
     ws, defs = _ws(tmp_path, template, {today.isoformat(): "page_missing_rows"})
-    retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=30), until=dt_time(23, 59))
+    # a short interval: the moments asked about stay within today (KST) whenever the suite runs — with 30 minutes
+    # the last question fell after midnight from 22:30 KST, and the day was then an old one, not one out of retries
+    retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=1), until=dt_time(23, 59))
     for n in (1, 2):
-        later = _rejected_at(ws, today) + timedelta(minutes=31)
+        later = _rejected_at(ws, today) + timedelta(minutes=1, seconds=1)
         (plan,) = followups.plan_followups(ws.instance, later, retry=retry)
         assert plan.run_key == f"retry:{today.isoformat()}:{n}"
         launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
         launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
-    assert followups.plan_followups(ws.instance, later + timedelta(hours=1), retry=retry) == []
+    after_the_next_interval = _rejected_at(ws, today) + timedelta(minutes=2)
+    assert after_the_next_interval.date() == today  # still today: the answer is about retries, not the date
+    assert followups.plan_followups(ws.instance, after_the_next_interval, retry=retry) == []
     state = followups.day_states(ws.instance, [today.isoformat()])[today.isoformat()]
-    outlook = followups.retry_outlook(today.isoformat(), state, later + timedelta(hours=1), retry, daemon_alive=True)
+    outlook = followups.retry_outlook(today.isoformat(), state, after_the_next_interval, retry, daemon_alive=True)
     assert outlook.why_not is NoRetry.USED and state.retries == 2
 
 
