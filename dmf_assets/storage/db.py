@@ -482,21 +482,33 @@ def backup_database(path: Path, backups_dir: Path, label: str) -> Path | None:
 def replace_database(new: Path, database: Path, reason: str) -> Path | None:
     """Put `new` — a closed database file beside `database` (same folder, so the rename is atomic) — in
     place of `database`, keeping the file it replaces (and its WAL) beside it as
-    `<name>.before-<reason>-YYYYMMDD-HHMMSS`; returns that path (None when there was no file). The
+    `<name>.before-<reason>-YYYYMMDD-HHMMSS` (`-2`, `-3`… after it within the same second); returns that path (None when there was no file). The
     caller holds the database lock. At no moment is there no database file: the old one is linked
     aside first, then `new` is renamed over it."""
     if new.with_name(new.name + ".wal").exists():
         raise RuntimeError(f"{new} still has a WAL: it was not closed cleanly")  # the caller's bug, not the user's
     aside = None
     if database.exists():
-        aside = database.with_name(f"{database.name}.before-{reason}-{now_kst():%Y%m%d-%H%M%S}")
-        os.link(database, aside)
+        aside = _link_aside(database, f"{database.name}.before-{reason}-{now_kst():%Y%m%d-%H%M%S}")
         wal = database.with_name(database.name + ".wal")
         if wal.exists():  # it belongs to the old file: replayed onto the new one, it would damage it
             os.replace(wal, aside.with_name(aside.name + ".wal"))
     os.replace(new, database)
     fsync_dir(database.parent)
     return aside
+
+
+def _link_aside(database: Path, name: str) -> Path:
+    """A second name for `database` beside it: `name`, or `name-2`, `name-3`… when a file kept by a replacement
+    in the same second already has it (two rebuilds in one second must not fail, nor overwrite what is kept)."""
+    for n in range(1, 1000):
+        aside = database.with_name(name if n == 1 else f"{name}-{n}")
+        try:
+            os.link(database, aside)
+            return aside
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"{database.parent}: 999 files named {name}… already")  # a loop, not a user's mistake
 
 
 def _migrate(path: Path, backups_dir: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:

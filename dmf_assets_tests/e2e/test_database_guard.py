@@ -9,11 +9,12 @@ import errno
 import hashlib
 import os
 import time
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
 
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.storage import history
 from dmf_assets.storage.db import (
     DatabaseDamaged,
@@ -21,6 +22,7 @@ from dmf_assets.storage.db import (
     HistoryMissing,
     HistoryTraces,
     open_database,
+    replace_database,
 )
 from dmf_assets_tests.disk_support import fill_disk
 from dmf_assets_tests.project_support import dmf, temp_project
@@ -126,3 +128,22 @@ def test_a_full_disk_under_the_database_is_the_readme_line(tmp_path, small_fs):
     os.unlink(small_fs / "filler")
     with open_database(database, purpose="test") as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # rolled back, the file intact
+
+
+def test_two_replacements_in_one_second_keep_both_files_they_replaced(tmp_path):
+    """`dmf rebuild` twice within a second (a script, a fast machine): the second keeps what it replaced beside the
+    first one's copy instead of failing on the name (it raised FileExistsError, a traceback)."""
+    database = tmp_path / "dmf.duckdb"
+    kept = []
+    with frozen_at(datetime(2026, 12, 5, 22, 42, 35, tzinfo=KST)):
+        for n in range(3):
+            new = tmp_path / "dmf.duckdb.rebuild"
+            new.write_bytes(f"version {n + 1}".encode())
+            kept.append(replace_database(new, database, "rebuild"))
+    assert kept[0] is None  # nothing to keep the first time
+    assert [p.name for p in kept[1:]] == [
+        "dmf.duckdb.before-rebuild-20261205-224235",
+        "dmf.duckdb.before-rebuild-20261205-224235-2",
+    ]
+    assert [p.read_bytes() for p in kept[1:]] == [b"version 1", b"version 2"]
+    assert database.read_bytes() == b"version 3"
