@@ -30,7 +30,6 @@ import contextlib
 import errno
 import shutil
 import time
-import unicodedata
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -40,6 +39,7 @@ import duckdb
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.fsutil import is_disk_full, leaked_temp_files
+from dmf_assets.korean import display_width, pad
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
@@ -142,22 +142,16 @@ class DoctorReport:
         }
 
     def table(self, strict: bool = False) -> str:
-        width = max(_display_width(c.label) for c in self.checks)
+        width = max(display_width(c.label) for c in self.checks)
         lines = [f"DMF Watch 점검 / doctor — {self.database} — {self.now:%Y-%m-%d %H:%M} KST"]
         for c in self.checks:
-            pad = " " * (width - _display_width(c.label))
-            lines.append(f"  {c.status:<4}  {c.label}{pad}  {c.message_ko} — {c.message_en}")
+            lines.append(f"  {c.status:<4}  {pad(c.label, width)}  {c.message_ko} — {c.message_en}")
         counts = {s: sum(1 for c in self.checks if c.status == s) for s in (OK, WARN, FAIL)}
         lines.append(
             f"결과 / result: OK {counts[OK]} · WARN {counts[WARN]} · FAIL {counts[FAIL]} "
             f"→ 종료 코드 / exit {self.exit_code(strict)}" + (" (--strict)" if strict else "")
         )
         return "\n".join(lines)
-
-
-def _display_width(text: str) -> int:
-    # Hangul takes two terminal columns; pad by what the eye sees so the table lines up
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def _first_line(exc: BaseException) -> str:
