@@ -6,8 +6,10 @@ called the same thing from the API row to the Excel column. Pure data, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 # --- source --------------------------------------------------------------------------------------
 
@@ -138,6 +140,12 @@ def event_title(event_type: str, permit_no: str | None, *, number_changed: bool,
     """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering (A: its `previous` number),
     else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」."""
     return renumbering_text(previous, permit_no) if number_changed else event_label(event_type)
+
+
+def previous_number(changes: Iterable[Any], base_dmf_key: str | None) -> str | None:
+    """The number a re-numbered registration was listed under before: its permit_no change's before value (the
+    base's key when the event carries no such change)."""
+    return next((c.before for c in changes if c.field == "permit_no"), base_dmf_key)
 
 
 def renumbering_note(number: str | None, candidates: tuple[str, ...] | list[str]) -> str | None:
@@ -395,7 +403,7 @@ class Event:
     @property
     def label_ko(self) -> str:
         """「등록번호 변경 A → B」 for a re-numbering, else the event's name (`event_title`)."""
-        before = next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
+        before = previous_number(self.changes, self.base_dmf_key)
         return event_title(self.event_type.value, self.permit_no, number_changed=self.number_changed, previous=before)
 
 

@@ -19,6 +19,7 @@ from dmf_assets.domain.model import (
     SEVERITY_RANK,
     DayStatus,
     event_title,
+    previous_number,
     renumbering_note,
 )
 
@@ -153,7 +154,7 @@ class EventRow:
         """The number a re-numbered registration was listed under before (its 이전 번호)."""
         if not self.number_changed:
             return None
-        return next((c.before for c in self.changes if c.field == "permit_no"), self.base_dmf_key)
+        return previous_number(self.changes, self.base_dmf_key)
 
     @property
     def label(self) -> str:
