@@ -154,7 +154,7 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     last_run = history.run_row(conn, last_day) if last_day else None
     rejected = storage.last_day_with_status(conn, (DayStatus.REJECTED.value,))
     rejected_run = history.run_row(conn, rejected) if rejected else None
-    gate = rejected_run.get("rejected_gate") if rejected_run else None
+    gate = GATE_BY_NUMBER.get(rejected_run["rejected_gate"]) if rejected_run else None
     empty = Home(latest, None, (), 0, (), (), last_day, last_run["status"] if last_run else None, rejected, None, None)
     if latest is None:
         return empty
@@ -197,13 +197,9 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         last_status=last_run["status"] if last_run else None,
         rejected_day=rejected,
         # the team's words for why (the gate's observed value is on the day's page)
-        rejected_reason=GATE_BY_NUMBER[gate].reader_ko if gate in GATE_BY_NUMBER else _run_reason(rejected_run),
-        rejected_gate=GATE_BY_NUMBER[gate].title if gate in GATE_BY_NUMBER else None,
+        rejected_reason=gate.reader_ko if gate else rejected_run["reason"] if rejected_run else None,
+        rejected_gate=gate.title if gate else None,
     )
-
-
-def _run_reason(run: dict | None) -> str | None:
-    return run["reason"] if run else None
 
 
 # --- /search ---------------------------------------------------------------------------------------
