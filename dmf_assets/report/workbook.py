@@ -45,6 +45,7 @@ from dmf_assets.domain.model import (
     WITHDRAWN_FIRST_MENTION_KO,
     DayStatus,
     Severity,
+    field_labels,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
@@ -132,7 +133,7 @@ _APPLICANT = FIELD_LABEL_KO["applicant"]
 
 def _fields_of(severity: Severity) -> str:
     """「제조소명·제조소 소재지·제조국」: the compared fields a substantive change of which is `severity`."""
-    return "·".join(FIELD_LABEL_KO[f] for f, s in COMPARED_FIELDS.items() if s is severity and f != "permit_no")
+    return field_labels(*(f for f, s in COMPARED_FIELDS.items() if s is severity and f != "permit_no"))
 
 
 # --- names and fixed texts -----------------------------------------------------------------------
