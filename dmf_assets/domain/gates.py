@@ -189,7 +189,6 @@ class Gate:
     number: int
     name: str  # check name suffix: gate_{number}_{name}
     label_ko: str
-    label_en: str
     rule_ko: str  # the rule, without numbers (the thresholds are configuration)
     rule: Callable[[Evidence, GateThresholds], GateOutcome]  # returns an outcome numbered `number`
     needs: Needs
@@ -198,8 +197,11 @@ class Gate:
     check_ko: str  # what to look at before raising the threshold or re-running
     reader_ko: str  # why the day was not used, for the team's mail: no setting, no API field, no gate number
     faults: tuple[str, ...] = ()  # the emulator fault kinds (emulator/faults.py) this gate must refuse
+    label_en: str = ""  # default: the name, in words ('new_cap' -> 'new cap')
 
     def __post_init__(self) -> None:
+        if not self.label_en:
+            object.__setattr__(self, "label_en", self.name.replace("_", " "))
         if not self.reader_ko:
             raise ValueError(f"gate {self.number} needs the sentence its rejection says to the team (reader_ko)")
 
@@ -310,6 +312,28 @@ def _pct(x: float) -> str:
     return f"{x * 100:.2f} %"
 
 
+def _ratio_within(
+    gate: Gate,
+    value: float,
+    threshold: float,
+    observed: str,
+    ok: str,
+    bad: str,
+    samples: tuple[dict, ...] = (),
+    *,
+    each: bool = False,
+) -> GateOutcome:
+    """The outcome of a gate that holds a ratio (`each`: of several fields) to at most its threshold."""
+    passed = value <= threshold
+    bound = f"{'각 ' if each else ''}≤ {_pct(threshold)}"
+    return GateOutcome(gate.number, passed, value, threshold, observed, bound, ok if passed else bad, samples)
+
+
+def _without_base(gate: Gate, threshold: float, detail: str) -> GateOutcome:
+    """A gate that compares with the base, on a day without one: nothing to compare, so it passes."""
+    return GateOutcome(gate.number, True, 0.0, threshold, "비교 기준 없음", f"≤ {_pct(threshold)}", detail)
+
+
 def gate_transport(f: FetchFacts) -> GateOutcome:
     passed = f.transport_passed
     errors = "; ".join(f.transport_errors[:3])
@@ -416,29 +440,17 @@ def gate_recheck(v: RecheckVerdict) -> GateOutcome:
 def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutcome:
     threshold = gates.drop_max_ratio
     if base.day is None or not base.total_count:
-        return GateOutcome(
-            DROP.number,
-            True,
-            0.0,
-            threshold,
-            "비교 기준 없음",
-            f"≤ {_pct(threshold)}",
-            "첫 수집일이므로 감소율을 비교하지 않습니다.",
-        )
+        return _without_base(DROP, threshold, "첫 수집일이므로 감소율을 비교하지 않습니다.")
     current = f.total_count if f.total_count is not None else f.rows_after_dedup
     drop = max(0.0, (base.total_count - current) / base.total_count)
-    passed = drop <= threshold
-    return GateOutcome(
-        DROP.number,
-        passed,
+    return _ratio_within(
+        DROP,
         drop,
         threshold,
         f"{base.total_count:,}건 → {current:,}건 ("
         + (f"{_pct(drop)} 감소)" if current < base.total_count else "감소 없음)"),
-        f"≤ {_pct(threshold)}",
-        f"기준일 {base.day.isoformat()} 대비 감소율이 허용 범위 안입니다."
-        if passed
-        else f"기준일 {base.day.isoformat()} 대비 {base.total_count - current:,}건({_pct(drop)})이 사라졌습니다 — 부분 목록으로 보고 거부합니다.",
+        f"기준일 {base.day.isoformat()} 대비 감소율이 허용 범위 안입니다.",
+        f"기준일 {base.day.isoformat()} 대비 {base.total_count - current:,}건({_pct(drop)})이 사라졌습니다 — 부분 목록으로 보고 거부합니다.",
     )
 
 
@@ -455,7 +467,6 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         )
     ratios = {FIELD_LABEL_KO[f]: frame[f].null_count() / n for f in NULL_CHECKED_FIELDS}
     worst_label, worst = max(ratios.items(), key=lambda kv: kv[1])
-    passed = worst <= threshold
     failing = [k for k, v in ratios.items() if v > threshold]
     samples = (
         frame.filter(pl.col("permit_no").is_null() | pl.col("ingredient").is_null() | pl.col("applicant").is_null())
@@ -463,17 +474,15 @@ def gate_nulls(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         .head(10)
         .to_dicts()
     )
-    return GateOutcome(
-        NULLS.number,
-        passed,
+    return _ratio_within(
+        NULLS,
         worst,
         threshold,
         " · ".join(f"{k} {_pct(v)}" for k, v in ratios.items()),
-        f"각 ≤ {_pct(threshold)}",
-        "핵심 필드 결측이 허용 범위 안입니다."
-        if passed
-        else f"{', '.join(failing)} 결측 비율이 높습니다 (최대 {worst_label} {_pct(worst)}) — 응답 형식이 바뀌었을 수 있습니다.",
+        "핵심 필드 결측이 허용 범위 안입니다.",
+        f"{', '.join(failing)} 결측 비율이 높습니다 (최대 {worst_label} {_pct(worst)}) — 응답 형식이 바뀌었을 수 있습니다.",
         tuple(samples),
+        each=True,
     )
 
 
@@ -483,7 +492,6 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
     n = numbered.height
     surplus = n - numbered["permit_no"].n_unique() if n else 0
     ratio = surplus / n if n else 0.0
-    passed = ratio <= threshold
     dup_numbers = (
         numbered.group_by("permit_no")
         .len()
@@ -491,16 +499,13 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         .sort("len", "permit_no", descending=[True, False])
         .head(10)
     )
-    return GateOutcome(
-        DUPLICATES.number,
-        passed,
+    return _ratio_within(
+        DUPLICATES,
         ratio,
         threshold,
         f"중복 등록번호 초과분 {surplus:,}건 / {n:,}건 ({_pct(ratio)})",
-        f"≤ {_pct(threshold)}",
-        "중복 등록번호가 허용 범위 안입니다."
-        if passed
-        else "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
+        "중복 등록번호가 허용 범위 안입니다.",
+        "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
         tuple({"permit_no": r["permit_no"], "count": r["len"]} for r in dup_numbers.to_dicts()),
     )
 
@@ -511,13 +516,11 @@ def gate_churn(
     threshold = gates.churn_max_ratio
     changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
     ratio = changed / max(population, 1)
-    passed = ratio <= threshold
     # the churn counts a number event as a change; the text names it apart, as every headline does
     assigned, renumbered = counts.get("NUMBER_ASSIGNED", 0), counts.get("NUMBER_CHANGED", 0)
     w = COUNT_LABEL_KO
-    return GateOutcome(
-        CHURN.number,
-        passed,
+    return _ratio_within(
+        CHURN,
         ratio,
         threshold,
         f"{w['NEW']} {counts.get('NEW', 0):,} · "
@@ -526,10 +529,8 @@ def gate_churn(
         + (f" · {w['NUMBER_ASSIGNED']} {assigned:,}" if assigned else "")
         + (f" · {w['NUMBER_CHANGED']} {renumbered:,}" if renumbered else "")
         + f" / {population:,}건 ({_pct(ratio)})",
-        f"≤ {_pct(threshold)}",
-        "변동이 허용 범위 안입니다."
-        if passed
-        else "하루 변동이 비정상적으로 큽니다 — 원천 데이터 이상으로 보고 거부합니다. 실제 대규모 변경이면 "
+        "변동이 허용 범위 안입니다.",
+        "하루 변동이 비정상적으로 큽니다 — 원천 데이터 이상으로 보고 거부합니다. 실제 대규모 변경이면 "
         "config의 gates.churn_max_ratio를 높여 이 날짜를 다시 실행하세요.",
         samples,
     )
@@ -537,15 +538,7 @@ def gate_churn(
 
 def gate_churn_without_base(gates: GateThresholds) -> GateOutcome:
     """Gate 6 on the first accepted day (the baseline): nothing to compare, so it passes."""
-    return GateOutcome(
-        CHURN.number,
-        True,
-        0.0,
-        gates.churn_max_ratio,
-        "비교 기준 없음",
-        f"≤ {gates.churn_max_ratio * 100:.2f} %",
-        "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.",
-    )
+    return _without_base(CHURN, gates.churn_max_ratio, "첫 수집일(기준일)이므로 변동률을 비교하지 않습니다.")
 
 
 def churn_against(
@@ -567,7 +560,6 @@ TRANSPORT = Gate(
     number=1,
     name="transport",
     label_ko="전송",
-    label_en="transport",
     rule_ko="모든 쪽이 HTTP 200, resultCode 00, 읽을 수 있는 응답 본문, API의 9개 항목 그대로",
     rule=lambda e, _: gate_transport(e.fetch),
     needs=Needs.FETCH,
@@ -591,7 +583,6 @@ COMPLETENESS = Gate(
     number=2,
     name="completeness",
     label_ko="완전성",
-    label_en="completeness",
     rule_ko="수신 건수(페이지 간 반복 제거 후) = totalCount, 삭제 후보는 원천에 다시 물어 목록에 없음을 확인",
     rule=lambda e, _: gate_completeness(e.fetch, e.page_samples),
     needs=Needs.FETCH,
@@ -612,7 +603,6 @@ DROP = Gate(
     number=3,
     name="drop",
     label_ko="감소율",
-    label_en="drop",
     rule_ko="마지막 정상 수집일 대비 totalCount 감소율 ≤ [gates] drop_max_ratio",
     rule=lambda e, t: gate_drop(e.fetch, e.base, t),
     needs=Needs.BASE,
@@ -626,7 +616,6 @@ NULLS = Gate(
     number=4,
     name="nulls",
     label_ko="결측",
-    label_en="nulls",
     rule_ko=f"{field_labels(*NULL_CHECKED_FIELDS)} 결측 비율 각 ≤ [gates] null_max_ratio",
     rule=lambda e, t: gate_nulls(e.rows, t),
     needs=Needs.ROWS,
@@ -639,7 +628,6 @@ DUPLICATES = Gate(
     number=5,
     name="duplicates",
     label_ko="중복",
-    label_en="duplicates",
     rule_ko="중복 등록번호 비율 ≤ [gates] duplicate_max_ratio",
     rule=lambda e, t: gate_duplicates(e.rows, t),
     needs=Needs.ROWS,
@@ -652,7 +640,6 @@ CHURN = Gate(
     number=6,
     name="churn",
     label_ko="변동률",
-    label_en="churn",
     rule_ko="(신규+변경+삭제)/전체 ≤ [gates] churn_max_ratio, 비교 후 평가",
     rule=lambda e, t: churn_against(e.counts, e.base, t, population=e.population, samples=e.changes),
     needs=Needs.DIFF,
