@@ -9,12 +9,14 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
+from dmf_assets.domain.countries import canonical_country
 from dmf_assets.domain.model import EventType, TruthChange
 from dmf_assets.emulator import _keys, _vocab
 from dmf_assets.emulator._records import (
     ADDR,
     APP,
     BIZ,
+    COMPARED_POSITIONS,
     CTRY,
     DATE,
     ING,
@@ -23,23 +25,11 @@ from dmf_assets.emulator._records import (
     Factory,
     P,
     Row,
-    canonical_of,
     site_count,
+    with_field,
 )
 from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME, Country
 
-#: model.COMPARED_FIELDS name -> position in a row (API field order)
-COMPARED_POSITIONS: dict[str, int] = {
-    "permit_no": P,
-    "ingredient": ING,
-    "applicant": APP,
-    "bizrno": BIZ,
-    "manufacturer": MFR,
-    "address": ADDR,
-    "countries": CTRY,
-    "issue_date": DATE,
-    "target_class": NOTICE,
-}
 SUBSTANTIVE_KINDS = (
     "mfr_add",
     "mfr_replace",
@@ -122,53 +112,46 @@ def _edit_mfr_add(rng: random.Random, f: Factory, row: Row, today: date) -> Edit
     role = rng.choice(_vocab.ROLE_PREFIXES).format(ingr=(row[ING] or "").strip()) if rng.random() < 0.3 else ""
     sep = "," if rng.random() < 0.55 else ", "
     mfr = (row[MFR] or "").rstrip().rstrip(",")
-    new = (
-        row[:MFR]
-        + (
-            f"{mfr}{sep}{role}{m.name}",
-            f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
-            f"{row[CTRY]},{c.spell(rng)}",
-        )
-        + row[CTRY + 1 :]
+    new = with_field(
+        row,
+        manufacturer=f"{mfr}{sep}{role}{m.name}",
+        address=f"{(row[ADDR] or '').rstrip()}{sep}{role}{m.address}",
+        countries=f"{row[CTRY]},{c.spell(rng)}",
     )
     return new, f"manufacturer added: {role}{m.name} ({c.canonical})", ("manufacturer", "address")
 
 
 def _country_of(row: Row) -> Country | None:
-    return COUNTRY_BY_NAME.get(canonical_of(row[CTRY] or "") or "")
+    return COUNTRY_BY_NAME.get(canonical_country(row[CTRY] or "") or "")
 
 
 def _edit_mfr_replace(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     current = _country_of(row)
     c = current if current and rng.random() < 0.7 else f.pick_country()
     m = f.pick_manufacturer(c)
-    new = row[:MFR] + (m.name, m.address, c.spell(rng)) + row[CTRY + 1 :]
+    new = with_field(row, manufacturer=m.name, address=m.address, countries=c.spell(rng))
     return new, f"manufacturer replaced: {row[MFR]!r} -> {m.name!r}", ("manufacturer", "address")
 
 
 def _edit_address(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     addr = _vocab.manufacturer_address(rng, _country_of(row) or COUNTRIES[0])
-    return row[:ADDR] + (addr,) + row[ADDR + 1 :], f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
+    return with_field(row, address=addr), f"address changed: {row[ADDR]!r} -> {addr!r}", ("address",)
 
 
 def _edit_country(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     spelling = f.pick_country().spell(rng)
-    return (
-        row[:CTRY] + (spelling,) + row[CTRY + 1 :],
-        f"country corrected: {row[CTRY]!r} -> {spelling!r}",
-        ("countries",),
-    )
+    return with_field(row, countries=spelling), f"country corrected: {row[CTRY]!r} -> {spelling!r}", ("countries",)
 
 
 def _edit_transfer(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     a = f.pick_applicant(row[BIZ])
-    new = row[:APP] + (a.name,) + row[APP + 1 : BIZ] + (a.bizrno,) + row[BIZ + 1 :]
+    new = with_field(row, applicant=a.name, bizrno=a.bizrno)
     return new, f"transferred (양도양수): {row[APP]} [{row[BIZ]}] -> {a.name} [{a.bizrno}]", ("applicant", "bizrno")
 
 
 def _edit_rename(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     name = _vocab.korean_company_name(rng)
-    return row[:APP] + (name,) + row[APP + 1 :], f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
+    return with_field(row, applicant=name), f"applicant renamed: {row[APP]} -> {name}", ("applicant",)
 
 
 def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -183,7 +166,7 @@ def _edit_ingredient(rng: random.Random, f: Factory, row: Row, today: date) -> E
         if not salts:
             return None
         fixed = name[: -len(salts[0])]
-    return row[:ING] + (fixed,) + row[ING + 1 :], f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
+    return with_field(row, ingredient=fixed), f"ingredient corrected: {row[ING]!r} -> {fixed!r}", ("ingredient",)
 
 
 def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
@@ -194,7 +177,7 @@ def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> E
     if new_date == old:
         return None
     return (
-        row[:DATE] + (new_date.isoformat(),) + row[DATE + 1 :],
+        with_field(row, issue_date=new_date.isoformat()),
         f"issue date corrected: {row[DATE]} -> {new_date.isoformat()}",
         ("issue_date",),
     )
@@ -202,7 +185,7 @@ def _edit_issue_date(rng: random.Random, f: Factory, row: Row, today: date) -> E
 
 def _edit_notice(rng: random.Random, f: Factory, row: Row, today: date) -> Edit | None:
     value = rng.choices(("별표1", "기타", "신물질", "별표1의2", ""), (0.35, 0.35, 0.15, 0.1, 0.05))[0]
-    return row[:NOTICE] + (value,), f"target class changed: {row[NOTICE]!r} -> {value!r}", ("target_class",)
+    return with_field(row, target_class=value), f"target class changed: {row[NOTICE]!r} -> {value!r}", ("target_class",)
 
 
 SUBSTANTIVE_EDITS = {

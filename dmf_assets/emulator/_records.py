@@ -16,22 +16,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from dmf_assets.domain.countries import canonical_country
 from dmf_assets.emulator import _keys, _vocab
 from dmf_assets.emulator._sampling import cumulative, pick
 from dmf_assets.emulator._vocab import COUNTRIES, Country
 
 Row = tuple  # (permit, ingredient, applicant, manufacturer, address, countries, date, bizrno, notice)
 P, ING, APP, MFR, ADDR, CTRY, DATE, BIZ, NOTICE = range(9)
-FIELD_INDEX: dict[str, int] = {
+#: model.COMPARED_FIELDS name -> position in a row (API field order)
+COMPARED_POSITIONS: dict[str, int] = {
     "permit_no": P,
     "ingredient": ING,
     "applicant": APP,
+    "bizrno": BIZ,
     "manufacturer": MFR,
     "address": ADDR,
     "countries": CTRY,
     "issue_date": DATE,
-    "bizrno": BIZ,
     "target_class": NOTICE,
 }
 
@@ -666,7 +666,7 @@ def cosmetic_candidates(rng: random.Random, fld: str, value: str, sites: int) ->
 
 def cosmetic_edit(rng: random.Random, row: Row, fld: str) -> str | None:
     """A re-typing of one field that keeps every matching key, or None when none applies."""
-    i = FIELD_INDEX[fld]
+    i = COMPARED_POSITIONS[fld]
     value = row[i]
     if not value or not value.strip():
         return None
@@ -684,11 +684,8 @@ def site_count(row: Row) -> int:
 
 
 def with_field(row: Row, **changes: str | None) -> Row:
+    """`row` with the named fields (model.COMPARED_FIELDS names) set to new values."""
     r = list(row)
     for fld, v in changes.items():
-        r[FIELD_INDEX[fld]] = v
+        r[COMPARED_POSITIONS[fld]] = v
     return tuple(r)
-
-
-def canonical_of(spelling: str) -> str | None:
-    return canonical_country(spelling)

@@ -37,7 +37,6 @@ from dmf_assets.emulator._calendar import (
     previous_business_day,
 )
 from dmf_assets.emulator._edits import (
-    COMPARED_POSITIONS,
     SINGLE_SITE_EDITS,
     SUBSTANTIVE_EDITS,
     SUBSTANTIVE_KINDS,
@@ -47,14 +46,12 @@ from dmf_assets.emulator._edits import (
     truth_change,
 )
 from dmf_assets.emulator._records import (
-    ADDR,
     APP,
     BIZ,
+    COMPARED_POSITIONS,
     CTRY,
     DATE,
     ING,
-    MFR,
-    NOTICE,
     Applicant,
     Draft,
     Factory,
@@ -66,6 +63,7 @@ from dmf_assets.emulator._records import (
     malform_number,
     own_number,
     split_grant,
+    with_field,
 )
 from dmf_assets.emulator._sampling import allocate, cumulative, pick, poisson
 from dmf_assets.emulator._vocab import COUNTRIES, COUNTRY_BY_NAME
@@ -233,16 +231,12 @@ class _Timeline:
                 issue = grant_issue - timedelta(days=rng.randint(200, 2500))
             issue = min(issue, grant_issue)
             applicant = f.pick_applicant()
-            row = (
-                base_no,
-                srow[ING],
-                applicant.name,
-                srow[MFR],
-                srow[ADDR],
-                srow[CTRY],
-                issue.isoformat(),
-                applicant.bizrno,
-                srow[NOTICE],
+            row = with_field(
+                srow,
+                permit_no=base_no,
+                applicant=applicant.name,
+                issue_date=issue.isoformat(),
+                bizrno=applicant.bizrno,
             )
             f.used.add(base_no)
             if issue <= FIRST_DATE:
@@ -310,7 +304,7 @@ class _Timeline:
         # a few malformed numbers (they normalize to the clean number, which stays unique)
         for i in rng.sample(range(len(originals)), int(len(rows) * 0.003)):
             row, d = rows[i]
-            rows[i] = ((malform_number(row[P], rng),) + row[1:], d)
+            rows[i] = (with_field(row, permit_no=malform_number(row[P], rng)), d)
         # registrations published just before the first day, still waiting for their number
         for k in range(n_pending):
             issue = previous_business_day(latest - timedelta(days=2 * k))
@@ -348,7 +342,7 @@ class _Timeline:
                 if written[row[CTRY]] > 3:
                     written[row[CTRY]] -= 1
                     written[spelling] += 1
-                    initial[i] = (row[:CTRY] + (spelling,) + row[CTRY + 1 :], d, kw)
+                    initial[i] = (with_field(row, countries=spelling), d, kw)
 
     def _lock_pending(self, e: _Entity, publish_day: int, assign_day: date) -> None:
         day = (assign_day - FIRST_DATE).days
@@ -409,8 +403,7 @@ class _Timeline:
             row = e.current
             publish = FIRST_DATE + timedelta(days=publish_day)
             number = self.factory.assign_number(e.draft, accept=min(publish, d))
-            new = (number,) + row[1:DATE] + (row[DATE] or d.isoformat(),) + row[DATE + 1 :]
-            e.set(di, new)
+            e.set(di, with_field(row, permit_no=number, issue_date=row[DATE] or d.isoformat()))
             self.counters.pending_numbers -= 1
             self._log(
                 di,
@@ -501,10 +494,9 @@ class _Timeline:
             new_value = cosmetic_edit(rng, e.present_row, fld)
             if new_value is None:
                 continue
-            i = COMPARED_POSITIONS[fld]
             old = e.present_row
-            e.set(di, old[:i] + (new_value,) + old[i + 1 :])
-            self._log(di, f"COSMETIC #{e.eid} {old[P]} {fld}: {old[i]!r} -> {new_value!r}")
+            e.set(di, with_field(old, **{fld: new_value}))
+            self._log(di, f"COSMETIC #{e.eid} {old[P]} {fld}: {old[COMPARED_POSITIONS[fld]]!r} -> {new_value!r}")
             return
 
     # --- substantive changes ------------------------------------------------------------------------
@@ -555,7 +547,7 @@ class _Timeline:
             return False
         for eid in members:
             e = self.entities[eid]
-            e.set(di, e.present_row[:APP] + (new_name,) + e.present_row[APP + 1 :])
+            e.set(di, with_field(e.present_row, applicant=new_name))
         f.applicants[k] = Applicant(new_name, a.bizrno, a.weight)
         self._log(
             di,
@@ -600,11 +592,11 @@ class _Timeline:
             owners[new] = {e.eid}
             k = bisect.bisect_right(e.starts, di) - 1
             e.starts.insert(k + 1, di)
-            e.rows.insert(k + 1, (new,) + row[1:])
+            e.rows.insert(k + 1, with_field(row, permit_no=new))
             for j in range(k + 2, len(e.rows)):  # later versions (a reappearance too) carry the new number
                 later = e.rows[j]
                 if later is not None and _keys.permit_key(later[P]) == old:
-                    e.rows[j] = (new,) + later[1:]
+                    e.rows[j] = with_field(later, permit_no=new)
             self._log(di, f"RENUMBERED #{e.eid} {row[P]} -> {new} ({kind}) {row[ING]} / {row[APP]}")
             return
 
