@@ -37,6 +37,7 @@ from dmf_assets.emulator._calendar import (
     previous_business_day,
 )
 from dmf_assets.emulator._edits import (
+    COMPARED_POSITIONS,
     SINGLE_SITE_EDITS,
     SUBSTANTIVE_EDITS,
     SUBSTANTIVE_KINDS,
@@ -48,7 +49,6 @@ from dmf_assets.emulator._edits import (
 from dmf_assets.emulator._records import (
     APP,
     BIZ,
-    COMPARED_POSITIONS,
     CTRY,
     DATE,
     ING,
