@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import cache
 
 from dmf_assets.domain.countries import canonical_country
@@ -166,28 +167,26 @@ def bizrno_key(value: str | None) -> str | None:
     return digits or None
 
 
+#: the fields whose display value is already their matching key (no key variant applies)
+_EXACT_KEYS: dict[str, Callable[[str | None], str | None]] = {
+    "permit_no": permit_key,
+    "bizrno": bizrno_key,
+    "issue_date": date_key,
+}
+
+
 def field_key(field: str, value: str | None, variant: str = OFFICIAL) -> str | None:
     """Matching key of a COMPARED_FIELDS field (model.py names)."""
-    if field == "permit_no":
-        return permit_key(value)
     if field == "countries":
         return countries_key(value)
-    if field == "issue_date":
-        return date_key(value)
-    if field == "bizrno":
-        return bizrno_key(value)
-    return text_key(field, value, variant)
+    exact = _EXACT_KEYS.get(field)
+    return exact(value) if exact else text_key(field, value, variant)
 
 
 def field_display(field: str, value: str | None) -> str | None:
     """What people read for a COMPARED_FIELDS field: re-typings invisible here are no change at all."""
-    if field == "permit_no":
-        return permit_key(value)
-    if field == "bizrno":
-        return bizrno_key(value)
-    if field == "issue_date":
-        return date_key(value)
-    return display(value)
+    exact = _EXACT_KEYS.get(field)
+    return exact(value) if exact else display(value)
 
 
 def is_cosmetic_edit(field: str, before: str | None, after: str | None) -> bool:
