@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from dmf_assets.domain.model import PERMIT_GROUPS
 from dmf_assets.emulator import _keys, _vocab
 from dmf_assets.emulator._sampling import cumulative, pick
 from dmf_assets.emulator._vocab import COUNTRIES, Country
@@ -35,18 +36,8 @@ COMPARED_POSITIONS: dict[str, int] = {
     "target_class": NOTICE,
 }
 
-GROUP_DATES: dict[str, date] = {
-    "A": date(2003, 1, 1),
-    "B": date(2003, 1, 1),
-    "C": date(2003, 1, 1),
-    "D": date(2003, 1, 1),
-    "E": date(2008, 1, 1),
-    "F": date(2009, 1, 1),
-    "G": date(2010, 1, 1),
-    "H": date(2011, 1, 1),
-    "I": date(2013, 1, 1),
-    "J": date(2017, 12, 25),
-    "K": date(2018, 1, 1),
+#: when each number group came into use: the 별표 groups' effective dates (model.PERMIT_GROUPS), and HP / ND
+GROUP_DATES: dict[str, date] = {g: date.fromisoformat(since) for g, (_, since) in PERMIT_GROUPS.items()} | {
     "HP": date(2005, 1, 1),
     "ND": date(2005, 1, 1),
 }
