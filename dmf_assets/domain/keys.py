@@ -31,18 +31,6 @@ IDENTITY_COLUMNS: tuple[str, ...] = tuple(key for _, key in FIELD_COLUMNS.values
 #: what a registration without a number is recognised by (also when the number arrives later)
 SYN_BASIS_COLUMNS: tuple[str, ...] = ("ingredient_key", "applicant_identity", "manufacturer_key", "issue_date")
 
-KEY_COLUMNS: tuple[str, ...] = (
-    "applicant_identity",
-    "group_key",
-    "dmf_key",
-    "is_synthetic",
-    "dup_count",
-    "dup_rank",
-    "content_hash",
-    "identity_hash",
-    "syn_basis_hash",
-)
-
 SYNTHETIC_PREFIX = "SYN-"
 
 
@@ -190,7 +178,8 @@ def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def assign_keys(normalized: pl.DataFrame) -> pl.DataFrame:
-    """Add KEY_COLUMNS to a normalized frame (`domain.normalize.normalize_items` output).
+    """Add the keys and hashes to a normalized frame (`domain.normalize.normalize_items` output): applicant_identity,
+    group_key, dmf_key, is_synthetic, dup_count, dup_rank, content_hash, identity_hash and syn_basis_hash.
 
     Row order is preserved. Pure and deterministic: same rows in any order -> same keys.
     """

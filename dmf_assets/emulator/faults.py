@@ -340,7 +340,6 @@ class RequestEffect:
 
     status: int | None = None  # answer with this HTTP status and a short error body
     retry_after: str | None = None
-    gateway_error: str | None = None  # "key" | "quota"
     delay_s: float = 0.0
     truncate: bool = False
 
@@ -349,16 +348,11 @@ NO_EFFECT = RequestEffect()
 
 
 def request_effect(fault: Fault | None, day: str, page_no: int, n_pages: int, attempt: int) -> RequestEffect:
-    """Decide what request number `attempt` (1-based, per page) of `page_no` gets."""
+    """Decide what request number `attempt` (1-based, per page) of `page_no` gets. (An outage and the gateway
+    errors answer every request alike, before any page is served: the app answers them itself.)"""
     if fault is None:
         return NO_EFFECT
     kind = fault.kind
-    if kind == "outage":
-        return RequestEffect(status=503)
-    if kind == "xml_key_error":
-        return RequestEffect(gateway_error="key")
-    if kind == "xml_quota_error":
-        return RequestEffect(gateway_error="quota")
     if kind == "slow_responses":
         return RequestEffect(delay_s=float(fault.param("delay_s")))
     if kind == "http_5xx_burst":
@@ -401,11 +395,9 @@ def served_sequence(fault: Fault | None, day: str, rows: list[Row], num_of_rows:
         kept = [r for i, r in enumerate(rows) if i not in gone]
         return kept, len(kept)
     if kind == "schema_drift_renamed":
-        old, new = str(fault.param("field")), str(fault.param("to"))
-        return [{(new if k == old else k): v for k, v in r.items()} for r in rows], len(rows)
+        return [_renamed(fault, r) for r in rows], len(rows)
     if kind == "schema_drift_missing":
-        gone_field = str(fault.param("field"))
-        return [{k: v for k, v in r.items() if k != gone_field} for r in rows], len(rows)
+        return [_without_field(fault, r) for r in rows], len(rows)
     if kind == "field_renamed_on_rows":
         hit = set(rng_for(day, kind).sample(range(len(rows)), min(len(rows), int(fault.param("rows")))))
         return [_renamed(fault, r) if i in hit else r for i, r in enumerate(rows)], len(rows)
@@ -484,14 +476,18 @@ def page_slice(
     if kind == "field_renamed_on_page" and fault is not None and page_no == middle_page(n_pages):
         return [_renamed(fault, r) for r in rows]
     if kind == "field_missing_on_page" and fault is not None and page_no == middle_page(n_pages):
-        gone = str(fault.param("field"))
-        return [{k: v for k, v in r.items() if k != gone} for r in rows]
+        return [_without_field(fault, r) for r in rows]
     return rows
 
 
 def _renamed(fault: Fault, row: Row) -> Row:
     old, new = str(fault.param("field")), str(fault.param("to"))
     return {(new if k == old else k): v for k, v in row.items()}
+
+
+def _without_field(fault: Fault, row: Row) -> Row:
+    gone = str(fault.param("field"))
+    return {k: v for k, v in row.items() if k != gone}
 
 
 def shift_page(fault: Fault | None) -> int | None:

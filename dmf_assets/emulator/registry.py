@@ -696,9 +696,7 @@ class RegistrySimulator:
             if c is not None:
                 changes.append(c)
         return GroundTruth(
-            FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + o).isoformat(),
-            FIRST_DATE.fromordinal(FIRST_DATE.toordinal() + n).isoformat(),
-            tuple(changes),
+            (FIRST_DATE + timedelta(days=o)).isoformat(), (FIRST_DATE + timedelta(days=n)).isoformat(), tuple(changes)
         )
 
     def day_log(self, day: date | str) -> list[str]:
