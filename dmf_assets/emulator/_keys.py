@@ -76,7 +76,6 @@ _COMPACT_SUFFIXES = (
 _COMPACT_PREFIXES = ("주식회사", "유한회사", "주")
 
 COMPANY_FIELDS = frozenset({"applicant", "manufacturer"})
-TEXT_FIELDS = frozenset({"ingredient", "applicant", "manufacturer", "address", "target_class"})
 
 OFFICIAL = "official"
 #: (control characters -> space or dropped, legal-form handling)

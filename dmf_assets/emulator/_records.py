@@ -570,8 +570,6 @@ def malform_number(number: str, rng: random.Random) -> str:
 
 # --- cosmetic re-typings (evolution) ---------------------------------------------------------------
 
-_KO_FORMS = ("(주)", "㈜", "주식회사")
-
 
 def _korean_form_swaps(v: str) -> list[str]:
     m = re.match(r"^\s*(\(주\)|㈜|주식회사\s?)(.+?)\s*$", v)

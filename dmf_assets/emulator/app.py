@@ -237,11 +237,6 @@ class EmulatorApp:
             resp = AppResponse(resp.status, resp.headers, resp.body, effect.delay_s)
         return done(resp, day=iso, page=page_no, rows=num_rows, attempt=attempt, outcome=outcome if fault else "ok")
 
-    def reset_attempts(self) -> None:
-        """Forget per-page attempt counters (a fresh 'first attempt' for every page)."""
-        with self._lock:
-            self._attempts.clear()
-
     # -- internals ------------------------------------------------------------------------------
 
     def _served_day(self, header: str | None) -> date:
