@@ -11,12 +11,12 @@ The rules live in `text.py` (display/keys/dates/BIZRNO/countries), `permit.py`, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import polars as pl
 
 from dmf_assets.domain.ingredients import with_ingredient_base
-from dmf_assets.domain.model import API_FIELDS, NORMALIZED_COLUMNS, SPEC_SIZES
+from dmf_assets.domain.model import API_FIELDS, NORMALIZED_COLUMNS, SOURCE_FIELDS, SPEC_SIZES
 from dmf_assets.domain.permit import PERMIT_COLUMNS, with_permit_columns
 from dmf_assets.domain.sites import SITE_DTYPE, SITES_DTYPE, split_display
 from dmf_assets.domain.text import (
@@ -118,6 +118,8 @@ def _coerce(raw: pl.DataFrame) -> pl.DataFrame:
 
 #: above this distinct/rows ratio, normalizing the unique values and joining back costs more
 DIRECT_RATIO = 0.5
+#: a per-field table builder (see above)
+Builder = Callable[[pl.LazyFrame], pl.LazyFrame]
 
 
 def site_part_exprs(display: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -132,31 +134,26 @@ def _permit_table(values: pl.LazyFrame) -> pl.LazyFrame:
     return with_permit_columns(values, "DMF_PERMIT_NO")
 
 
-def _text_table(values: pl.LazyFrame, field: str, display: str, key: str, company: bool) -> pl.LazyFrame:
-    table = values.with_columns(display_expr(pl.col(field)).alias(display))
-    key_expr = company_key_expr(pl.col(display)) if company else text_key_expr(pl.col(display))
-    return table.with_columns(key_expr.alias(key))
+def _text_table(field: str, *, company: bool = False, site_part: str | None = None) -> Builder:
+    """The builder of a text field: its display value (`SOURCE_FIELDS` names it) and matching key `<name>_key`
+    — a company key for `company` — and, `site_part`, the single-site value and role of a name/address."""
+    display = SOURCE_FIELDS[field]
+
+    def build(values: pl.LazyFrame) -> pl.LazyFrame:
+        table = values.with_columns(display_expr(pl.col(field)).alias(display))
+        key_expr = company_key_expr(pl.col(display)) if company else text_key_expr(pl.col(display))
+        table = table.with_columns(key_expr.alias(f"{display}_key"))
+        if site_part is None:
+            return table
+        value, role = site_part_exprs(pl.col(display))
+        return table.with_columns(value.alias(site_part), role.alias(f"{site_part}_role"))
+
+    return build
 
 
 def _ingredient_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    table = _text_table(values, "INGR_KOR_NAME", "ingredient", "ingredient_key", company=False)
+    table = _text_table("INGR_KOR_NAME")(values)
     return with_ingredient_base(table, "ingredient", "ingredient_base", "is_micronized")
-
-
-def _applicant_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    return _text_table(values, "ENTP_NAME", "applicant", "applicant_key", company=True)
-
-
-def _manufacturer_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    table = _text_table(values, "MNFCTR_NAME", "manufacturer", "manufacturer_key", company=True)
-    name, role = site_part_exprs(pl.col("manufacturer"))
-    return table.with_columns(name.alias("_site_name"), role.alias("_site_name_role"))
-
-
-def _address_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    table = _text_table(values, "MNFCTR_PLACE", "address", "address_key", company=False)
-    address, role = site_part_exprs(pl.col("address"))
-    return table.with_columns(address.alias("_site_address"), role.alias("_site_address_role"))
 
 
 def _country_display_table(values: pl.LazyFrame) -> pl.LazyFrame:
@@ -197,28 +194,24 @@ def _bizrno_table(values: pl.LazyFrame) -> pl.LazyFrame:
     return table.with_columns(bizrno_valid_expr(pl.col("bizrno")).alias("bizrno_valid"))
 
 
-def _target_table(values: pl.LazyFrame) -> pl.LazyFrame:
-    return _text_table(values, "NOTICE_CODE", "target_class", "target_class_key", company=False)
-
-
-_BUILDERS = {
+_BUILDERS: dict[str, Builder] = {
     "DMF_PERMIT_NO": _permit_table,
     "INGR_KOR_NAME": _ingredient_table,
-    "ENTP_NAME": _applicant_table,
-    "MNFCTR_NAME": _manufacturer_table,
-    "MNFCTR_PLACE": _address_table,
+    "ENTP_NAME": _text_table("ENTP_NAME", company=True),
+    "MNFCTR_NAME": _text_table("MNFCTR_NAME", company=True, site_part="_site_name"),
+    "MNFCTR_PLACE": _text_table("MNFCTR_PLACE", site_part="_site_address"),
     "MANUF_COUNTRY_CODE_NM": _country_display_table,
     "DMF_PERMIT_DATE": _date_table,
     "BIZRNO": _bizrno_table,
-    "NOTICE_CODE": _target_table,
+    "NOTICE_CODE": _text_table("NOTICE_CODE"),
 }
 
 
 #: `full=False`: names and addresses without their single-site parts (and the permit number without its
 #: parts: `permit_no_series`, outside the plans)
-_COMPARISON_BUILDERS = {
-    "MNFCTR_NAME": lambda values: _text_table(values, "MNFCTR_NAME", "manufacturer", "manufacturer_key", company=True),
-    "MNFCTR_PLACE": lambda values: _text_table(values, "MNFCTR_PLACE", "address", "address_key", company=False),
+_COMPARISON_BUILDERS: dict[str, Builder] = {
+    "MNFCTR_NAME": _text_table("MNFCTR_NAME", company=True),
+    "MNFCTR_PLACE": _text_table("MNFCTR_PLACE"),
 }
 
 
