@@ -136,9 +136,6 @@ class Watchlist:
     manufacturers: tuple[str, ...] = ()
     countries: tuple[str, ...] = ()
 
-    def is_empty(self) -> bool:
-        return not (self.ingredients or self.applicants or self.manufacturers or self.countries)
-
     @classmethod
     def of(cls, config: WatchlistLists) -> Watchlist:
         """From anything with the four lists as attributes (the settings' `[watchlist]` section)."""
@@ -623,8 +620,7 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
 def _apply_watchlist(
     events: pl.DataFrame, watchlist: Watchlist | None, key_of: Callable[[str, Kind], str | None]
 ) -> pl.DataFrame:
-    if watchlist is None or watchlist.is_empty():
-        return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
+    watchlist = watchlist or Watchlist()
     reasons = []
     lists: tuple[tuple[str, str, tuple[str, ...], Kind], ...] = (
         ("성분", "ingredient_key", watchlist.ingredients, "text"),
@@ -641,7 +637,7 @@ def _apply_watchlist(
                         pl.lit(f"{label}: {pattern}")
                     )
                 )
-    if not reasons:
+    if not reasons:  # no watchlist, or no pattern with a key
         return events.with_columns(watchlist_hit=pl.lit(False), watch_reasons=pl.lit([], dtype=pl.List(pl.Utf8)))
     events = events.with_columns(watch_reasons=pl.concat_list(reasons).list.drop_nulls())
     hit = pl.col("watch_reasons").list.len() > 0
