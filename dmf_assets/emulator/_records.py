@@ -406,12 +406,9 @@ class Factory:
                 seq = self.nd_seq[ing.nd_no] = self.nd_seq.get(ing.nd_no, 0) + 1
                 number = f"{'수' if ing.nd_prefix else ''}{ing.nd_no}-{seq}-ND"
             elif ing.group == "J":
-                serial = int(_interp(_J_ANCHORS, acc)) + rng.randint(0, 6) + attempt * 3
-                number = f"{acc:%Y%m%d}-{ing.ingr_no}-J-{serial}"
+                number = f"{acc:%Y%m%d}-{ing.ingr_no}-J-{_serial_at('J', acc, rng, attempt)}"
             else:
-                gd = GROUP_DATES[ing.group]
-                frac = max(0.0, (acc - gd).days / max(1, (_SERIAL_REF - gd).days))
-                serial = max(1, int(_GROUP_SERIAL_MAX[ing.group] * frac) + rng.randint(-3, 3) + attempt)
+                serial = _serial_at(ing.group, acc, rng, attempt)
                 ing.seq += 1
                 seq = ing.seq if ing.seq < 100 else rng.randint(1, 99)
                 number = f"{acc:%Y%m%d}-{ing.ingr_no}-{ing.group}-{serial}-{seq:02d}"
@@ -457,15 +454,16 @@ class Factory:
 # --- numbers corrected after publication (re-numbering, docs/DOMAIN.md §4) ------------------------------
 
 
-def _serial_at(group: str, accept: date, rng: random.Random) -> int | None:
-    """A serial the group would be handing out on `accept` (None: a group without a running serial)."""
+def _serial_at(group: str, accept: date, rng: random.Random, attempt: int = 0) -> int | None:
+    """A serial the group would be handing out on `accept` (None: a group without a running serial); `attempt`:
+    how many tries at a free number came before (each moves the serial on)."""
     if group == "J":
-        return int(_interp(_J_ANCHORS, accept)) + rng.randint(0, 6)
+        return int(_interp(_J_ANCHORS, accept)) + rng.randint(0, 6) + attempt * 3
     if group not in _GROUP_SERIAL_MAX:
         return None
     gd = GROUP_DATES[group]
     frac = max(0.0, (accept - gd).days / max(1, (_SERIAL_REF - gd).days))
-    return max(1, int(_GROUP_SERIAL_MAX[group] * frac) + rng.randint(-3, 3))
+    return max(1, int(_GROUP_SERIAL_MAX[group] * frac) + rng.randint(-3, 3) + attempt)
 
 
 def own_number(number: str, issue: date, rng: random.Random) -> str | None:
