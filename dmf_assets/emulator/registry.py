@@ -185,6 +185,10 @@ class _Timeline:
     def _log(self, day: int, text: str) -> None:
         self.logs[day].append(text)
 
+    def _log_new(self, di: int, e: _Entity, note: str = "") -> None:
+        row = e.present_row
+        self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]}{note}")
+
     def _editable(self, e: _Entity, day: int) -> bool:
         return e.current is not None and e.locked_until < day and e.current[P] is not None
 
@@ -391,12 +395,7 @@ class _Timeline:
             e = self._new_entity(di, row, **kw)
             if e.is_seed:
                 e.locked_until = self.seed_lock
-            self._log(
-                di,
-                f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (real seed row)"
-                if e.is_seed
-                else f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (original of a seed grant)",
-            )
+            self._log_new(di, e, " (real seed row)" if e.is_seed else " (original of a seed grant)")
         elif kind == "assign":
             _, eid, publish_day = event
             e = self.entities[eid]
@@ -439,9 +438,7 @@ class _Timeline:
                 self._log(di, f"NEW #{e.eid} (no number yet{'' if with_date else ', no date'}) {row[ING]} / {row[APP]}")
             else:
                 f.assign_number(draft)
-                row = f.render(draft)
-                e = self._new_entity(di, row, draft)
-                self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]}")
+                self._log_new(di, self._new_entity(di, f.render(draft), draft))
 
     def _new_grant(self, di: int, d: date) -> bool:
         f = self.factory
@@ -462,9 +459,8 @@ class _Timeline:
         g = f.grant(base.present_row, draft.number, draft.ingredient, d, applicant)
         if g is None:
             return False
-        row = f.render(g)
-        e = self._new_entity(di, row, g, is_grant=True)
-        self._log(di, f"NEW #{e.eid} {row[P]} {row[ING]} / {row[APP]} (grant-derived from #{base.eid})")
+        e = self._new_entity(di, f.render(g), g, is_grant=True)
+        self._log_new(di, e, f" (grant-derived from #{base.eid})")
         return True
 
     def _withdraw(self, di: int, d: date) -> None:
