@@ -305,13 +305,9 @@ SITE_CHANGE_LABEL_KO: dict[str, str] = {"added": "제조소 추가", "removed": 
 
 
 @dataclass(frozen=True)
-class KeyedSite:
+class KeyedSite(Site):
     """One site with the matching keys of its name and address (computed by the caller, vectorized)."""
 
-    name: str | None
-    address: str | None
-    country: str | None
-    role: str | None
     name_key: str | None
     address_key: str | None
 
