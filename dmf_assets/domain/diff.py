@@ -582,39 +582,21 @@ def _rows_for(snapshot: pl.DataFrame, keys: pl.Series, columns: list) -> pl.Data
 
 def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """Display values of the registration (today's; the base's for WITHDRAWN) for people and files,
-    and the matching keys the watchlist reads (`_w_*`, dropped after `_apply_watchlist`)."""
-    cols = [c for c in SUMMARY_COLUMNS if c != "permit_no"]
-    new_summary = _rows_for(
-        new,
-        events["dmf_key"],
-        [
-            "dmf_key",
-            pl.col("permit_no").alias("n_permit"),
-            *[pl.col(c).alias(f"{c}_summary") for c in cols],
-            *[pl.col(c).alias(f"_n_{c}") for c in _WATCH_COLUMNS],
-        ],
-    )
-    base_summary = _rows_for(
-        base,
-        events["base_dmf_key"],
-        [
-            pl.col("dmf_key").alias("base_dmf_key"),
-            pl.col("permit_no").alias("b_permit"),
-            *[pl.col(c).alias(f"b_{c}_summary") for c in cols],
-            *[pl.col(c).alias(f"_b_{c}") for c in _WATCH_COLUMNS],
-        ],
+    and the matching keys the watchlist reads (`_w_*`; like each side's `_n_*` / `_b_*`, dropped after
+    `_apply_watchlist`)."""
+    read = (*SUMMARY_COLUMNS, *_WATCH_COLUMNS)
+    n_side, b_side = (
+        _rows_for(frame, events[key], [pl.col("dmf_key").alias(key), *[pl.col(c).alias(f"_{side}_{c}") for c in read]])
+        for side, frame, key in (("n", new, "dmf_key"), ("b", base, "base_dmf_key"))
     )
     withdrawn = pl.col("event_type") == EventType.WITHDRAWN.value
-    out = events.join(new_summary, on="dmf_key", how="left").join(base_summary, on="base_dmf_key", how="left")
+    out = events.join(n_side, on="dmf_key", how="left").join(b_side, on="base_dmf_key", how="left")
+    named = {c: c if c == "permit_no" else f"{c}_summary" for c in SUMMARY_COLUMNS} | {
+        c: f"_w_{c}" for c in _WATCH_COLUMNS
+    }
     return out.with_columns(
-        permit_no=pl.when(withdrawn).then(pl.col("b_permit")).otherwise(pl.col("n_permit")),
-        **{
-            f"{c}_summary": pl.when(withdrawn).then(pl.col(f"b_{c}_summary")).otherwise(pl.col(f"{c}_summary"))
-            for c in cols
-        },
-        # watchlist: today's keys, the base's for withdrawn registrations
-        **{f"_w_{c}": pl.when(withdrawn).then(pl.col(f"_b_{c}")).otherwise(pl.col(f"_n_{c}")) for c in _WATCH_COLUMNS},
-    ).drop("n_permit", "b_permit", *[f"b_{c}_summary" for c in cols])
+        **{name: pl.when(withdrawn).then(pl.col(f"_b_{c}")).otherwise(pl.col(f"_n_{c}")) for c, name in named.items()}
+    )
 
 
 def _apply_watchlist(
