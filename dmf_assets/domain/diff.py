@@ -683,7 +683,7 @@ def _with_unmatched(
         base_dmf_key=pl.lit(None, dtype=pl.Utf8),
         event_type=pl.lit(EventType.NEW.value),
         # the number came back, or (inside a duplicate-number group) the very same registration did
-        # (identity_hash is null where a comparison-only snapshot did not need it: snapshot.build_snapshot_pair)
+        # (identity_hash is null where a comparison-only snapshot did not need it: snapshot.build_snapshot_pair_taking)
         is_reappearance=pl.col("group_key").is_in(seen) | pl.col("identity_hash").is_in(seen).fill_null(False),
     )
     new_rows = new_rows.with_columns(

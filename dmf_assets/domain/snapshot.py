@@ -30,8 +30,10 @@ def build_snapshot(rows: pl.DataFrame | Iterable[dict]) -> pl.DataFrame:
     return assign_keys(normalize_items(raw))
 
 
-def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`(build_snapshot(old_rows), build_snapshot(new_rows))`, normalizing rows the two days share once.
+def build_snapshot_pair_taking(rows: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`(build_snapshot(old_rows), build_snapshot(new_rows))` of `rows` = [old_rows, new_rows], normalizing rows
+    the two days share once. It empties `rows`: when the caller keeps no other reference, the raw frames are
+    released as soon as they are matched and normalized (peak memory of `dmf diff`).
 
     Two consecutive days share ≈99.9 % of their rows, and every normalized and per-row key column
     depends on the row's own nine values only (`row_no` and the duplicate ranks are the exceptions,
@@ -42,12 +44,6 @@ def build_snapshot_pair(old_rows: pl.DataFrame, new_rows: pl.DataFrame) -> tuple
     never reads are left out (`normalize.COMPARISON_OMITS`): the diff derives the sites of the pairs it
     compares from their display values (`normalize.site_columns`).
     """
-    return build_snapshot_pair_taking([old_rows, new_rows])
-
-
-def build_snapshot_pair_taking(rows: list[pl.DataFrame]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`build_snapshot_pair(*rows)` that empties `rows`: when the caller keeps no other reference, the
-    raw frames are released as soon as they are matched and normalized (peak memory of `dmf diff`)."""
     old_rows, new_rows = rows.pop(0), rows.pop(0)
     if not (_plain_text(old_rows) and _plain_text(new_rows)):  # odd inputs: the one-day path converts them
         return build_snapshot(old_rows), build_snapshot(new_rows)

@@ -88,7 +88,7 @@ def _pre_diff_gates(
         )
 
     # the gates read these columns only. The new snapshot is made of slices of the old one (see
-    # snapshot.build_snapshot_pair); column by column, its five columns become one chunk each for a few
+    # snapshot.build_snapshot_pair_taking); column by column, its five columns become one chunk each for a few
     # MB — a frame-level filter over the slices would first assemble them at ≈40× that cost (1 M rows)
     new_snap = pl.DataFrame([new_snap.get_column(c).rechunk() for c in _GATE_COLUMNS])
     new_facts = facts(new, new_snap)
