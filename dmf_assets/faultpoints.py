@@ -12,7 +12,6 @@ import os
 import signal
 from collections import Counter
 
-POINTS = ("fetch_page", "history_write", "workbook_write")
 _calls: Counter[str] = Counter()
 
 

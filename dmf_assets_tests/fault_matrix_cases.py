@@ -144,7 +144,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
     from dmf_assets.emulator.client import default_simulator
     from dmf_assets.report.day_data import stored_events
     from dmf_assets.runs import launch
-    from dmf_assets.source.fetch import read_manifest
+    from dmf_assets.source.archive import DayArchive
     from dmf_assets.source.politeness import fake_clock
     from dmf_assets.storage import history
     from dmf_assets_tests.graph_support import runs_by_day
@@ -202,7 +202,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
             }
             for g in history.gate_rows(conn, FAULT_DAY)
         ]
-    manifest = read_manifest(ws.resources["mfds"].raw_dir, FAULT_DAY)
+    manifest = DayArchive(ws.resources["mfds"].raw_path(), FAULT_DAY).published_manifest()
     out["fetch"] = dict(manifest.totals or {}) if manifest else {}
     out["attempts"] = [
         [{k: a.get(k) for k in ("status", "error", "wait_s", "elapsed_ms", "retry_after_s")} for a in p.attempts]

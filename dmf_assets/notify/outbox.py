@@ -47,6 +47,8 @@ STATE_KO = {
     SUPERSEDED: "대체됨(새 리포트로)",
     RECORDED: "기록만(채널 없음)",
 }
+#: the states of a workbook mail that has not gone out yet (a newer workbook of the day supersedes it)
+_UNSENT: dict[str, Any] = {"held": HELD, "pending": PENDING}
 #: send states
 SEND_PENDING, SENDING, SENT, SEND_GIVEN_UP, DROPPED = "pending", "sending", "sent", "given_up", "dropped"
 
@@ -135,10 +137,10 @@ class Outbox:
         report = message["kind"] == REPORT
         stamp = _iso(now)
         with db.transaction(self.path) as conn:
-            if dedupe is not None and db.dedupe_exists(conn, dedupe):
+            if dedupe is not None and db.run(conn, "find_dedupe", dedupe=dedupe).fetchone():
                 return None
             if report:
-                db.supersede_day_reports(conn, message["day"], state=SUPERSEDED, stamp=stamp, of_states=(HELD, PENDING))
+                db.run(conn, "supersede_day_reports", day=message["day"], state=SUPERSEDED, stamp=stamp, **_UNSENT)
             message_id = db.insert_message(
                 conn,
                 type=REPORT if report else "alert",
@@ -162,7 +164,7 @@ class Outbox:
     def supersede_day_reports(self, day: str, *, now: datetime) -> None:
         """The day's workbook mails that have not gone out yet are dropped (superseded): what people have is right."""
         with db.transaction(self.path) as conn:
-            db.supersede_day_reports(conn, day, state=SUPERSEDED, stamp=_iso(now), of_states=(HELD, PENDING))
+            db.run(conn, "supersede_day_reports", day=day, state=SUPERSEDED, stamp=_iso(now), **_UNSENT)
 
     def day_reports(self, day: str) -> list[Stored]:
         """The workbook mails of `day`, oldest first."""
@@ -171,21 +173,28 @@ class Outbox:
     def release(self, message_id: int, *, now: datetime, note: str | None = None) -> bool:
         """A held mail becomes due now (its day was decided); False when it was not held any more."""
         with db.transaction(self.path) as conn:
-            released = db.release_message(conn, message_id, state=PENDING, from_state=HELD, note=note, stamp=_iso(now))
-            if released:
-                db.reschedule_sends(conn, message_id, in_state=SEND_PENDING, next_attempt_at=_iso(now))
-            return released
+            stamp = _iso(now)
+            released = db.run(
+                conn, "release_message", message_id, state=PENDING, from_state=HELD, note=note, stamp=stamp
+            )
+            if released.rowcount:
+                db.run(conn, "reschedule_sends", message_id, in_state=SEND_PENDING, next_attempt_at=stamp)
+            return bool(released.rowcount)
 
     def requeue_given_up(self, *, now: datetime) -> int:
         """Given-up messages get another `give_up_after` of tries (`dmf notify flush --given-up`)."""
         with db.transaction(self.path) as conn:
-            ids = db.message_ids_in_state(conn, GIVEN_UP)
+            ids = [r[0] for r in db.run(conn, "message_ids_in_state", state=GIVEN_UP)]
+            stamp, give_up_at = _iso(now), _iso(now + self.give_up_after)
             for message_id in ids:
-                db.requeue_message(
-                    conn, message_id, state=PENDING, give_up_at=_iso(now + self.give_up_after), stamp=_iso(now)
-                )
-                db.requeue_sends(
-                    conn, message_id, state=SEND_PENDING, from_state=SEND_GIVEN_UP, next_attempt_at=_iso(now)
+                db.run(conn, "requeue_message", message_id, state=PENDING, give_up_at=give_up_at, stamp=stamp)
+                db.run(
+                    conn,
+                    "requeue_sends",
+                    message_id,
+                    state=SEND_PENDING,
+                    from_state=SEND_GIVEN_UP,
+                    next_attempt_at=stamp,
                 )
         return len(ids)
 
@@ -198,10 +207,13 @@ class Outbox:
         marked as being sent, so no other process sends it meanwhile."""
         stamp, stale = _iso(now), _iso(now - STALE_CLAIM)
         with db.transaction(self.path) as conn:
-            db.reclaim_stale(conn, state=SEND_PENDING, from_state=SENDING, older_than=stale)
-            due = db.due_sends(conn, (PENDING, SEND_PENDING), due_by=None if force else stamp, message_id=message_id)
+            db.run(conn, "reclaim_stale", state=SEND_PENDING, from_state=SENDING, older_than=stale)
+            due_by = None if force else stamp
+            due = db.run(
+                conn, "due_sends", message_id, state=PENDING, send_state=SEND_PENDING, due_by=due_by
+            ).fetchall()
             for row in due:
-                db.claim_send(conn, row["message_id"], row["channel"], state=SENDING, stamp=stamp)
+                db.run(conn, "claim_send", row["message_id"], channel=row["channel"], state=SENDING, stamp=stamp)
         out = []
         for row in due:
             stored = self.get(row["message_id"])
@@ -215,8 +227,8 @@ class Outbox:
         """The outcome of one claimed send; the message's state follows from all of its sends."""
         stamp = _iso(now)
         with db.transaction(self.path) as conn:
-            attempts = db.send_attempts(conn, message_id, channel) + (0 if dropped else 1)
-            give_up_at = db.message_give_up_at(conn, message_id)
+            attempts = db.run(conn, "send_attempts", message_id, channel=channel).fetchone()[0] + (0 if dropped else 1)
+            give_up_at = db.run(conn, "message_give_up_at", message_id).fetchone()[0]
             if dropped:
                 state, nxt = DROPPED, stamp
             elif error is None:
@@ -225,17 +237,16 @@ class Outbox:
                 state, nxt = SEND_GIVEN_UP, stamp
             else:  # the last try falls on the give-up moment itself, so a message is tried for the whole time
                 state, nxt = SEND_PENDING, min(_iso(now + backoff(attempts)), give_up_at)
-            db.record_send(
-                conn, message_id, channel, state=state, attempts=attempts, error=error, stamp=stamp, next_attempt_at=nxt
-            )
-            states = db.send_states(conn, message_id)
+            outcome: dict[str, Any] = {"state": state, "attempts": attempts, "error": error, "next_attempt_at": nxt}
+            db.run(conn, "record_send", message_id, channel=channel, stamp=stamp, **outcome)
+            states = {r[0] for r in db.run(conn, "send_states", message_id)}
             if states & {SEND_PENDING, SENDING}:
                 overall = PENDING
             elif SEND_GIVEN_UP in states:
                 overall = GIVEN_UP
             else:
                 overall = DELIVERED if SENT in states else GIVEN_UP
-            db.set_message_state(conn, message_id, state=overall, from_state=PENDING, stamp=stamp)
+            db.run(conn, "set_message_state", message_id, state=overall, from_state=PENDING, stamp=stamp)
         return self.get(message_id)
 
     # --- reading -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl  # POSIX advisory locks, like the history database's (storage.db)
 import gzip
 import hashlib
 import json
@@ -30,13 +31,6 @@ import orjson
 
 from dmf_assets.fsutil import atomic_write_bytes
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, RequestCapExceeded, SourceError
-
-try:  # POSIX advisory locks; on other systems the lock degrades to an exclusive-create file
-    import fcntl
-except ImportError:  # pragma: no cover - not on Linux
-    _HAS_FCNTL = False
-else:
-    _HAS_FCNTL = True
 
 MANIFEST = "manifest.json"
 PAGE_EXTS = ("json", "xml", "html", "txt")
@@ -217,10 +211,6 @@ def json_text(obj: Any) -> str:
     return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode("utf-8") + "\n"
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, json_text(obj).encode("utf-8"))
-
-
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -234,14 +224,9 @@ def read_json(path: Path) -> dict[str, Any] | None:
 @contextlib.contextmanager
 def _flock(path: Path, *, blocking: bool) -> Iterator[bool]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fh = open(path, "a+")  # noqa: SIM115 - held for the duration of the block
-    try:
-        if not _HAS_FCNTL:  # pragma: no cover
-            yield True
-            return
-        flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+    with open(path, "a+") as fh:  # held for the duration of the block
         try:
-            fcntl.flock(fh.fileno(), flags)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return
@@ -249,8 +234,6 @@ def _flock(path: Path, *, blocking: bool) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    finally:
-        fh.close()
 
 
 def published_days(raw_dir: Path) -> list[date]:
@@ -379,5 +362,5 @@ class RequestCounter:
             if used >= cap:
                 raise RequestCapExceeded(host, cap, used)
             hosts[host] = used + 1
-            atomic_write_json(path, {"day": today.isoformat(), "hosts": hosts})
+            atomic_write_bytes(path, json_text({"day": today.isoformat(), "hosts": hosts}).encode("utf-8"))
             return used + 1

@@ -360,8 +360,3 @@ def load_dump(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> Dump:
             "the dump has no rows; an empty list is never compared"
         )
     return dump
-
-
-def load_items(path: str | Path) -> list[dict]:
-    """The dump's rows as item dicts (tests and small tools; `dmf diff` uses `load_dump`)."""
-    return load_dump(path).frame.to_dicts()

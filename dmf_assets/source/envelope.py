@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from dmf_assets.source.errors import ApiResultError, GatewayError, MalformedPage
 
 if TYPE_CHECKING:  # polars is imported lazily: the client and `dmf --help` do not need it
@@ -163,14 +165,9 @@ def _strict_utf8(body: bytes) -> str:
 
 def _loads(text: str) -> Any:
     try:
-        import orjson
-    except ImportError:  # pragma: no cover - orjson is a dependency; json gives the same values
-        pass
-    else:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass  # lone surrogates and other corner cases: json decides (and explains)
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass  # lone surrogates and other corner cases: json decides (and explains)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

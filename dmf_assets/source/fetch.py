@@ -34,14 +34,13 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from dmf_assets.clock import now_kst, require_not_behind, today_kst
 from dmf_assets.domain.model import API_FIELDS, FIELD_LABEL_KO, SOURCE_FIELDS
 from dmf_assets.faultpoints import crash_point
-from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.source.archive import (
     MANIFEST_SCHEMA,
     ArchivedPage,
@@ -86,41 +85,12 @@ Row = dict[str, str | None]
 _Rows = tuple[list[Row], int, int]
 
 
-class FetchLog(Protocol):
-    def info(self, msg: str, *args: Any) -> Any: ...
-    def warning(self, msg: str, *args: Any) -> Any: ...
+#: where the fetch says what it does: this module's logger, a run's (Dagster's `context.log` is a Logger too)
+FetchLog = logging.Logger
 
 
-class FetchConfig(Protocol):
-    """What the fetch reads from its client (`source.client.MfdsClient` and its replay twin): its settings and
-    the hooks a replay twin overrides. A protocol, so this module never imports the client that calls it."""
-
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def num_of_rows(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def connect_timeout_s(self) -> float: ...
-    @property
-    def read_timeout_s(self) -> float: ...
-    @property
-    def min_interval_s(self) -> float: ...
-    @property
-    def backoff_base_s(self) -> float: ...
-    @property
-    def backoff_max_s(self) -> float: ...
-    @property
-    def daily_request_cap(self) -> int: ...
-
-    def service_key(self) -> str: ...
-    def anonymous_key(self) -> str | None: ...
-    def http_client(self) -> httpx.Client: ...
-    def request_headers(self, day: date) -> dict[str, str]: ...
-    def manifest_extra(self, day: date) -> dict[str, Any]: ...
-    def expected_source(self) -> str | None: ...
-    def raw_path(self) -> Path: ...
+if TYPE_CHECKING:  # the client that calls the fetch: its fields are the fetch's settings, its hooks a replay overrides
+    from dmf_assets.source.client import MfdsClient
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -300,7 +270,7 @@ def as_date(day: date | str) -> date:
 
 
 def fetch_day(
-    client: FetchConfig,
+    client: MfdsClient,
     day: date | str,
     *,
     http_client: httpx.Client | None = None,
@@ -324,7 +294,8 @@ def fetch_day(
     archive = DayArchive(client.raw_path(), day)
     # one source per archive folder (source.identity): a day of another registry is refused before anything is
     # written — one the configuration names here, a server on this machine when it first answers
-    held = _held_source(archive)
+    held_at = folder_source(archive.raw_dir, first=day)  # (source, day): this day's complete archive first
+    held = (held_at[0], str(archive.raw_dir / held_at[1].isoformat())) if held_at else None
     expected = client.expected_source()
     if held is not None:
         require_same(expected, held[0], held[1])
@@ -364,7 +335,7 @@ class _DayFetch:
 
     def __init__(
         self,
-        config: FetchConfig,
+        config: MfdsClient,
         day: date,
         endpoint: Endpoint,
         archive: DayArchive,
@@ -621,17 +592,8 @@ class _DayFetch:
         if wait > 0:
             sleep(wait)
         self.counter.take(self.endpoint.host, self.config.daily_request_cap, self.cap_day)
-        rec: dict[str, Any] = {
-            "attempt": attempt,
-            "started_at": _now_iso(),
-            "wait_s": round(wait, 3),
-            "status": None,
-            "bytes": None,
-            "sha256": None,
-            "elapsed_ms": None,
-            "error": None,
-            "retry_after_s": None,
-        }
+        rec: dict[str, Any] = {"attempt": attempt, "started_at": _now_iso(), "wait_s": round(wait, 3)}
+        rec |= dict.fromkeys(("status", "bytes", "sha256", "elapsed_ms", "error", "retry_after_s"))  # as it goes
         page.update(attempts=(*page.entry.attempts, rec))
         self.requests += 1
         self.retries += attempt > 1
@@ -919,15 +881,6 @@ class _DayFetch:
         return manifest
 
 
-def _held_source(archive: DayArchive) -> tuple[str, str] | None:
-    """(source, where) of what is archived already: this day's complete archive, else the folder's newest."""
-    manifest = archive.published_manifest()
-    if manifest and manifest.complete and (source := manifest_source(manifest)):
-        return source, str(archive.day_dir)
-    held = folder_source(archive.raw_dir)
-    return (held[0], str(archive.raw_dir / held[1].isoformat())) if held else None
-
-
 class _DeadlineExceeded(Exception):
     def __init__(self, deadline_s: float) -> None:
         super().__init__(
@@ -1060,10 +1013,3 @@ def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) 
         if manifest is None:
             raise ArchiveCorrupt(f"{archive.day_dir}: 보관된 수집본(manifest.json)이 없습니다 / no published archive")
         return _replay(archive, manifest, log or module_log)
-
-
-def read_manifest(raw_dir: str | Path, day: date | str) -> Manifest | None:
-    """The published manifest of a day (None if the day was never fetched)."""
-    p = Path(raw_dir)
-    p = p if p.is_absolute() else PROJECT_ROOT / p
-    return DayArchive(p, as_date(day)).published_manifest()

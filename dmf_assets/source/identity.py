@@ -116,10 +116,10 @@ def require_same(found: str | None, holds: str | None, where: str) -> None:
         raise SourceMismatch(found=found, where=where, holds=holds)
 
 
-def folder_source(raw_dir: Path) -> tuple[str, date] | None:
-    """The source of the archive folder — that of its newest complete archive — and that archive's day; None
-    for a folder with no complete archive."""
-    for day in reversed(published_days(raw_dir)):
+def folder_source(raw_dir: Path, first: date | None = None) -> tuple[str, date] | None:
+    """The source of the archive folder — that of its newest complete archive, or of `first`'s (the day being
+    fetched) when that one is complete — and that archive's day; None for a folder with no complete archive."""
+    for day in (*([first] if first else []), *reversed(published_days(raw_dir))):
         manifest = DayArchive(raw_dir, day).published_manifest()
         if manifest and manifest.complete and (source := manifest_source(manifest)):
             return source, day

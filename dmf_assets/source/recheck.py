@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dmf_assets.clock import today_kst
 from dmf_assets.domain.recheck import Answer, Query
 from dmf_assets.source.archive import MANIFEST, MANIFEST_SCHEMA, DayArchive, PageEntry, read_json, read_pages, record_of
-from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
+from dmf_assets.source.endpoint import resolve_endpoint
 from dmf_assets.source.envelope import parse_page
 from dmf_assets.source.errors import MissingServiceKey, RequestCapExceeded
-from dmf_assets.source.fetch import FetchConfig, FetchLog, _DayFetch, _now_iso, _Page, as_date, module_log
+from dmf_assets.source.fetch import FetchLog, _DayFetch, _now_iso, _Page, as_date, module_log
+
+if TYPE_CHECKING:
+    from dmf_assets.source.client import MfdsClient
 
 RECHECK_DIR = "recheck"
 #: the archive schema from which a day's withdrawals are re-checked (older archives were accepted without)
@@ -101,27 +104,22 @@ class _RecheckStore(DayArchive):
 
 
 def recheck(
-    client: FetchConfig, day: date | str, queries: Sequence[Query], *, log: FetchLog | None = None
+    client: MfdsClient, day: date | str, queries: Sequence[Query], *, log: FetchLog | None = None
 ) -> RecheckAnswers:
     """Answer `queries` about `day`: archived answers replayed, the others asked now when the source can still
     serve the day (a replay can serve any day; the real API only today), then archived."""
-    day = as_date(day)
-    endpoint = resolve_endpoint(client.base_url)
-
-    def ask(store: _RecheckStore, filed: dict[str, FiledAnswer], todo: list[Query], answers: dict[str, Answer]) -> int:
-        if not (endpoint.dated or day == today_kst()):
-            return 0
-        return _ask(client, day, endpoint, store, filed, todo, answers, log or module_log)
-
-    return _answered(client.raw_path(), day, queries, ask)
+    return _answered(client.raw_path(), as_date(day), queries, client, log or module_log)
 
 
 def replay_recheck(raw_dir: Path, day: date | str, queries: Sequence[Query]) -> RecheckAnswers:
     """The archived answers to `queries` about `day`, never a request (what `dmf rebuild` replays)."""
-    return _answered(Path(raw_dir), as_date(day), queries, None)
+    return _answered(Path(raw_dir), as_date(day), queries, None, module_log)
 
 
-def _answered(raw_dir: Path, day: date, queries: Sequence[Query], ask: _Ask | None) -> RecheckAnswers:
+def _answered(
+    raw_dir: Path, day: date, queries: Sequence[Query], client: MfdsClient | None, log: FetchLog
+) -> RecheckAnswers:
+    """The archived answers, and — with a `client` — the others asked now (`_ask`)."""
     archive = DayArchive(raw_dir, day)
     store = _RecheckStore(archive)
     with archive.locked():
@@ -139,27 +137,28 @@ def _answered(raw_dir: Path, day: date, queries: Sequence[Query], ask: _Ask | No
                 todo.append(q)
             else:
                 answers[q.key] = answer
-        requests = ask(store, filed, todo, answers) if todo and ask is not None and published is not None else 0
+        requests = 0
+        if todo and client is not None and published is not None:
+            requests = _ask(client, day, store, filed, todo, answers, log)
         for q in todo:
             answers.setdefault(q.key, Answer(None, NO_ANSWER))
     return RecheckAnswers(answers, requests, legacy)
 
 
-#: asks the source the queries not answered yet, archives, fills the answers; returns the requests sent
-_Ask = Callable[["_RecheckStore", dict[str, FiledAnswer], list[Query], dict[str, Answer]], int]
-
-
 def _ask(
-    client: FetchConfig,
+    client: MfdsClient,
     day: date,
-    endpoint: Endpoint,
     store: _RecheckStore,
     filed: dict[str, FiledAnswer],
     todo: list[Query],
     answers: dict[str, Answer],
     log: FetchLog,
 ) -> int:
-    """Ask the source `todo`, archive the answers (with those filed before); returns the requests sent."""
+    """Ask the source `todo` while it can still serve the day (a replay can serve any day; the real API only
+    today), archive the answers (with those filed before); returns the requests sent."""
+    endpoint = resolve_endpoint(client.base_url)
+    if not (endpoint.dated or day == today_kst()):
+        return 0
     try:
         session = _DayFetch(client, day, endpoint, store, log, random.Random())
     except MissingServiceKey:

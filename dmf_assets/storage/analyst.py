@@ -9,12 +9,7 @@ from typing import Any
 
 import duckdb
 
-from dmf_assets.storage.db import query
-
-
-def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    names = [d[0] for d in cur.description or ()]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+from dmf_assets.storage.db import dict_rows, query
 
 
 def records_by_key(conn: duckdb.DuckDBPyConnection, key: str) -> set[int]:
@@ -33,17 +28,17 @@ def records_by_pattern(conn: duckdb.DuckDBPyConnection, column: str, needle: str
 
 
 def record_versions(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> list[dict[str, Any]]:
-    return _dicts(conn.execute(query("analyst.record_versions"), [record_ids]))
+    return dict_rows(conn.execute(query("analyst.record_versions"), [record_ids]))
 
 
 def record_events(
     conn: duckdb.DuckDBPyConnection, record_ids: list[int], start_id: int, end_id: int
 ) -> list[dict[str, Any]]:
-    return _dicts(conn.execute(query("analyst.record_events"), [record_ids, record_ids, start_id, end_id]))
+    return dict_rows(conn.execute(query("analyst.record_events"), [record_ids, record_ids, start_id, end_id]))
 
 
 def event_changes(conn: duckdb.DuckDBPyConnection, event_ids: list[int]) -> list[dict[str, Any]]:
-    return _dicts(conn.execute(query("analyst.event_changes_of"), [event_ids]))
+    return dict_rows(conn.execute(query("analyst.event_changes_of"), [event_ids]))
 
 
 def number_links(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> list[tuple]:

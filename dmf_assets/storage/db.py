@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import cache
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import duckdb
 
@@ -275,6 +275,12 @@ def one_row(conn: duckdb.DuckDBPyConnection, sql: str, params: list | None = Non
     return row
 
 
+def dict_rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """An executed statement's rows as dicts keyed by column name."""
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
 def lock_path(database: Path) -> Path:
     return database.with_name(database.name + ".lock")
 
@@ -374,21 +380,16 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     delay = 0.2
     while True:
         try:
-            conn = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+            with _file_errors(path):
+                conn = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
             break
         except duckdb.IOException as exc:
-            if problem := _file_problem(exc, path):
-                raise problem from exc
             if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
                 raise DatabaseBusy(
                     f"DB 파일을 열 수 없습니다: {exc}. Another program holds {path}; close it and retry."
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
-        except duckdb.Error as exc:
-            if _damaged(exc):
-                raise DatabaseDamaged(path, _first_line(exc)) from exc
-            raise
     try:
         _check_length(conn, path)
     except BaseException:
@@ -418,14 +419,19 @@ def _damaged(exc: duckdb.Error) -> bool:
     return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
 
 
-def _file_problem(exc: duckdb.Error, path: Path) -> DatabaseDiskFull | DatabaseReadOnly | DatabaseDamaged | None:
-    """What a DuckDB error says about the file — no space left, not writable, damaged — as the error this module
-    raises for it (None: something else)."""
-    if full := _disk_full(exc, path):
-        return full
-    if read_only := _read_only(exc, path):
-        return read_only
-    return DatabaseDamaged(path, _first_line(exc)) if _damaged(exc) else None
+@contextlib.contextmanager
+def _file_errors(path: Path, *, writing: bool = True) -> Iterator[None]:
+    """A DuckDB error that says something about the file raised as the error this module raises for it — no space
+    left or not writable (`writing`: a reader is never told it cannot write), damaged; any other as it is."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        problem: Exception | None = (_disk_full(exc, path) or _read_only(exc, path)) if writing else None
+        if problem is None and _damaged(exc):
+            problem = DatabaseDamaged(path, _first_line(exc))
+        if problem is not None:
+            raise problem from exc
+        raise
 
 
 #: DuckDB's file starts with a main header and two database headers of 4 KiB each, then the blocks
@@ -573,21 +579,14 @@ def open_database(
     with database_lock(lock_path(path), lock_timeout_s, purpose):
         if refused := write_refusal(path):  # said as such, before DuckDB would call it a lock held by another
             raise DatabaseReadOnly(path, refused)
-        try:
+        with _file_errors(path):  # its catalog could not be read, or a migration not written
             conn = _migrate(path, backups, lock_timeout_s)
-        except duckdb.Error as exc:  # its catalog could not be read, or a migration not written
-            if problem := _file_problem(exc, path):
-                raise problem from exc
-            raise
         try:
-            if traces is not None and _holds_no_day(conn) and (found := traces.describe(writing)):
-                raise HistoryMissing(path, found, empty=True)
-            yield conn
-        except duckdb.Error as exc:
             # the WAL could not be created or written, or a damaged block was met half-way through a run
-            if problem := _file_problem(exc, path):
-                raise problem from exc
-            raise
+            with _file_errors(path):
+                if traces is not None and _holds_no_day(conn) and (found := traces.describe(writing)):
+                    raise HistoryMissing(path, found, empty=True)
+                yield conn
         finally:
             conn.close()
 
@@ -617,24 +616,20 @@ def read_only_database(path: str | Path, *, wait_s: float = 2.0) -> Iterator[duc
                 time.sleep(0.05)
         try:
             try:
-                conn = duckdb.connect(str(path), read_only=True)
+                with _file_errors(path, writing=False):
+                    conn = duckdb.connect(str(path), read_only=True)
             except duckdb.Error as exc:
-                if _damaged(exc):
-                    raise DatabaseDamaged(path, _first_line(exc)) from exc
                 if "lock" in str(exc).lower():  # another program (a DuckDB CLI) holds the file
                     raise DatabaseBusy(_first_line(exc)) from exc
                 raise
             try:
-                _check_length(conn, path)
-                pending, problems = check_migrations(conn)
-                if problems or pending:
-                    raise DatabaseOutdated("; ".join(problems) or f"{len(pending)} migration(s) pending")
-                conn.execute("SET TimeZone = ?", [TIMEZONE_NAME])
-                yield conn
-            except duckdb.Error as exc:
-                if _damaged(exc):
-                    raise DatabaseDamaged(path, _first_line(exc)) from exc
-                raise
+                with _file_errors(path, writing=False):
+                    _check_length(conn, path)
+                    pending, problems = check_migrations(conn)
+                    if problems or pending:
+                        raise DatabaseOutdated("; ".join(problems) or f"{len(pending)} migration(s) pending")
+                    conn.execute("SET TimeZone = ?", [TIMEZONE_NAME])
+                    yield conn
             finally:
                 conn.close()
         finally:

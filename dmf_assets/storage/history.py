@@ -44,7 +44,7 @@ from dmf_assets.domain.keys import with_group_columns, with_identity_columns
 from dmf_assets.domain.model import ACCEPTED_STATUSES as ACCEPTED_STATUSES  # re-exported: the SQL's `status IN (…)`
 from dmf_assets.domain.model import NORMALIZED_COLUMNS, DayStatus
 from dmf_assets.faultpoints import crash_point
-from dmf_assets.storage.db import fetch_one, one_row, query
+from dmf_assets.storage.db import dict_rows, fetch_one, one_row, query
 
 T = TypeVar("T")
 
@@ -144,17 +144,14 @@ def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: lis
     present = pl.DataFrame({"dmf_key": keys}, schema={"dmf_key": pl.Utf8})
     conn.register("present_keys", present.to_arrow())
     try:
-        cur = conn.execute(query("history.missing_from_base"), [day_id(base_day), limit])
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return dict_rows(conn.execute(query("history.missing_from_base"), [day_id(base_day), limit]))
     finally:
         conn.unregister("present_keys")
 
 
 def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
-    cur = conn.execute(query("history.run_row"), [day_id(day)])
-    rows = cur.fetchall()
-    return dict(zip([d[0] for d in cur.description], rows[0], strict=True)) if rows else None
+    rows = dict_rows(conn.execute(query("history.run_row"), [day_id(day)]))
+    return rows[0] if rows else None
 
 
 def history_source(conn: duckdb.DuckDBPyConnection) -> str | None:
@@ -174,9 +171,7 @@ def judged_identity(run: dict) -> FrameIdentity:
 
 
 def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
-    cur = conn.execute(query("history.gate_rows"), [day_id(day)])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return dict_rows(conn.execute(query("history.gate_rows"), [day_id(day)]))
 
 
 def recorded_counts(run: Mapping) -> dict[str, int]:

@@ -10,6 +10,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 FILE = "outbox.sqlite3"
 
@@ -84,21 +85,50 @@ def transaction(path: Path) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-# --- messages ----------------------------------------------------------------------------------------
+# --- messages and sends ---------------------------------------------------------------------------
+
+#: every statement that changes the outbox or reads one value of it, by name (`run`); values are bound by name
+STATEMENTS = {
+    "find_dedupe": "SELECT 1 FROM messages WHERE dedupe = :dedupe",
+    # the day's workbook mails still held or pending take `state`
+    "supersede_day_reports": "UPDATE messages SET state = :state, updated_at = :stamp "
+    "WHERE type = 'report' AND day = :day AND state IN (:held, :pending)",
+    # a message in `from_state` takes `state`, its hold lifted (rowcount 0: it was not in `from_state`)
+    "release_message": "UPDATE messages SET state = :state, note = COALESCE(:note, note), hold_until = NULL, "
+    "updated_at = :stamp WHERE id = :message_id AND state = :from_state",
+    "message_ids_in_state": "SELECT id FROM messages WHERE state = :state",
+    "requeue_message": "UPDATE messages SET state = :state, give_up_at = :give_up_at, updated_at = :stamp "
+    "WHERE id = :message_id",
+    "message_give_up_at": "SELECT give_up_at FROM messages WHERE id = :message_id",
+    "set_message_state": "UPDATE messages SET state = :state, updated_at = :stamp "
+    "WHERE id = :message_id AND state = :from_state",
+    # the message's sends in `in_state` become due at `next_attempt_at`
+    "reschedule_sends": "UPDATE sends SET next_attempt_at = :next_attempt_at "
+    "WHERE message_id = :message_id AND state = :in_state",
+    "requeue_sends": "UPDATE sends SET state = :state, next_attempt_at = :next_attempt_at "
+    "WHERE message_id = :message_id AND state = :from_state",
+    # claims (`from_state`) last attempted before `older_than` return to `state`
+    "reclaim_stale": "UPDATE sends SET state = :state WHERE state = :from_state AND last_attempt_at < :older_than",
+    # (message_id, channel) of the sends in `send_state` of messages in `state`, due by `due_by` (None: whenever
+    # due), of one message if given; oldest message first
+    "due_sends": "SELECT s.message_id, s.channel FROM sends s JOIN messages m ON m.id = s.message_id "
+    "WHERE m.state = :state AND s.state = :send_state AND (:due_by IS NULL OR s.next_attempt_at <= :due_by) "
+    "AND (:message_id IS NULL OR m.id = :message_id) ORDER BY m.id, s.channel",
+    "claim_send": "UPDATE sends SET state = :state, last_attempt_at = :stamp "
+    "WHERE message_id = :message_id AND channel = :channel",
+    "send_attempts": "SELECT attempts FROM sends WHERE message_id = :message_id AND channel = :channel",
+    # one attempt's outcome; `sent_at` is stamped when `state` is 'sent'
+    "record_send": "UPDATE sends SET state = :state, attempts = :attempts, last_error = :error, "
+    "last_attempt_at = :stamp, next_attempt_at = :next_attempt_at, "
+    "sent_at = CASE WHEN :state = 'sent' THEN :stamp ELSE sent_at END "
+    "WHERE message_id = :message_id AND channel = :channel",
+    "send_states": "SELECT state FROM sends WHERE message_id = :message_id",
+}
 
 
-def dedupe_exists(conn: sqlite3.Connection, dedupe: str) -> bool:
-    return conn.execute("SELECT 1 FROM messages WHERE dedupe = ?", (dedupe,)).fetchone() is not None
-
-
-def supersede_day_reports(
-    conn: sqlite3.Connection, day: str, *, state: str, stamp: str, of_states: tuple[str, str]
-) -> None:
-    """The day's workbook mails in `of_states` take `state`."""
-    conn.execute(
-        "UPDATE messages SET state = ?, updated_at = ? WHERE type = 'report' AND day = ? AND state IN (?, ?)",
-        (state, stamp, day, *of_states),
-    )
+def run(conn: sqlite3.Connection, name: str, message_id: int | None = None, **values: Any) -> sqlite3.Cursor:
+    """The statement `STATEMENTS[name]`, its values bound by name (`message_id`: the message it is about)."""
+    return conn.execute(STATEMENTS[name], {"message_id": message_id, **values})
 
 
 def insert_message(conn: sqlite3.Connection, **columns: str | None) -> int:
@@ -119,115 +149,6 @@ def insert_sends(
         "INSERT INTO sends (message_id, channel, target, state, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
         [(message_id, key, target, state, stamp) for key, target in channels],
     )
-
-
-def release_message(
-    conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, note: str | None, stamp: str
-) -> bool:
-    """A message in `from_state` takes `state` (hold lifted); False when it was not in `from_state`."""
-    cur = conn.execute(
-        "UPDATE messages SET state = ?, note = COALESCE(?, note), hold_until = NULL, updated_at = ? "
-        "WHERE id = ? AND state = ?",
-        (state, note, stamp, message_id, from_state),
-    )
-    return bool(cur.rowcount)
-
-
-def message_ids_in_state(conn: sqlite3.Connection, state: str) -> list[int]:
-    return [r[0] for r in conn.execute("SELECT id FROM messages WHERE state = ?", (state,))]
-
-
-def requeue_message(conn: sqlite3.Connection, message_id: int, *, state: str, give_up_at: str, stamp: str) -> None:
-    conn.execute(
-        "UPDATE messages SET state = ?, give_up_at = ?, updated_at = ? WHERE id = ?",
-        (state, give_up_at, stamp, message_id),
-    )
-
-
-def message_give_up_at(conn: sqlite3.Connection, message_id: int) -> str:
-    return conn.execute("SELECT give_up_at FROM messages WHERE id = ?", (message_id,)).fetchone()[0]
-
-
-def set_message_state(conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, stamp: str) -> None:
-    conn.execute(
-        "UPDATE messages SET state = ?, updated_at = ? WHERE id = ? AND state = ?",
-        (state, stamp, message_id, from_state),
-    )
-
-
-# --- sends -------------------------------------------------------------------------------------------
-
-
-def reschedule_sends(conn: sqlite3.Connection, message_id: int, *, in_state: str, next_attempt_at: str) -> None:
-    """The message's sends in `in_state` become due at `next_attempt_at`."""
-    conn.execute(
-        "UPDATE sends SET next_attempt_at = ? WHERE message_id = ? AND state = ?",
-        (next_attempt_at, message_id, in_state),
-    )
-
-
-def requeue_sends(
-    conn: sqlite3.Connection, message_id: int, *, state: str, from_state: str, next_attempt_at: str
-) -> None:
-    conn.execute(
-        "UPDATE sends SET state = ?, next_attempt_at = ? WHERE message_id = ? AND state = ?",
-        (state, next_attempt_at, message_id, from_state),
-    )
-
-
-def reclaim_stale(conn: sqlite3.Connection, *, state: str, from_state: str, older_than: str) -> None:
-    """Claims (`from_state`) last attempted before `older_than` return to `state`."""
-    conn.execute("UPDATE sends SET state = ? WHERE state = ? AND last_attempt_at < ?", (state, from_state, older_than))
-
-
-def due_sends(
-    conn: sqlite3.Connection, states: tuple[str, str], *, due_by: str | None, message_id: int | None
-) -> list[sqlite3.Row]:
-    """(message_id, channel) rows of the sends in `states[1]` of messages in `states[0]`, due by `due_by` (None:
-    whenever due), of one message if given; oldest message first."""
-    return conn.execute(
-        "SELECT s.message_id, s.channel FROM sends s JOIN messages m ON m.id = s.message_id "
-        "WHERE m.state = ? AND s.state = ? AND (? IS NULL OR s.next_attempt_at <= ?) AND (? IS NULL OR m.id = ?) "
-        "ORDER BY m.id, s.channel",
-        (*states, due_by, due_by, message_id, message_id),
-    ).fetchall()
-
-
-def claim_send(conn: sqlite3.Connection, message_id: int, channel: str, *, state: str, stamp: str) -> None:
-    conn.execute(
-        "UPDATE sends SET state = ?, last_attempt_at = ? WHERE message_id = ? AND channel = ?",
-        (state, stamp, message_id, channel),
-    )
-
-
-def send_attempts(conn: sqlite3.Connection, message_id: int, channel: str) -> int:
-    row = conn.execute(
-        "SELECT attempts FROM sends WHERE message_id = ? AND channel = ?", (message_id, channel)
-    ).fetchone()
-    return int(row["attempts"])
-
-
-def record_send(
-    conn: sqlite3.Connection,
-    message_id: int,
-    channel: str,
-    *,
-    state: str,
-    attempts: int,
-    error: str | None,
-    stamp: str,
-    next_attempt_at: str,
-) -> None:
-    """One attempt's outcome; `sent_at` is stamped when `state` is 'sent'."""
-    conn.execute(
-        "UPDATE sends SET state = ?, attempts = ?, last_error = ?, last_attempt_at = ?, next_attempt_at = ?, "
-        "sent_at = CASE WHEN ? = 'sent' THEN ? ELSE sent_at END WHERE message_id = ? AND channel = ?",
-        (state, attempts, error, stamp, next_attempt_at, state, stamp, message_id, channel),
-    )
-
-
-def send_states(conn: sqlite3.Connection, message_id: int) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT state FROM sends WHERE message_id = ?", (message_id,))}
 
 
 # --- reading -----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from dmf_assets.cli.diff import EXIT_REJECTED, EXIT_UNREADABLE, FORCE_BANNER
 from dmf_assets.emulator.app import KEY_ERROR_XML
 from dmf_assets.emulator.client import mfds_client_from_settings
 from dmf_assets.settings import load_settings
-from dmf_assets.source.dumps import load_items
+from dmf_assets.source.dumps import load_dump
 from dmf_assets.source.fetch import fetch_day
 
 D1, D2 = date(2026, 10, 7), date(2026, 10, 8)
@@ -42,7 +42,7 @@ def days(tmp_path_factory) -> dict:
         "tmp": tmp,
         "old": raw / D1.isoformat(),
         "new": raw / D2.isoformat(),
-        "items": load_items(raw / D2.isoformat()),
+        "items": load_dump(raw / D2.isoformat()).frame.to_dicts(),
         "config": cfg,
     }
 
@@ -171,7 +171,7 @@ def _without_first(days, n: int, *, shape: str) -> Path:
 def test_without_totalcount_many_withdrawals_are_refused_unless_forced(days, shape):
     """Issue 22: 8,900 of 9,213 rows given as a bare list (or {"items": …}) once listed 311 false WITHDRAWN, exit 0.
     Completeness cannot be proven without a totalCount, so more withdrawals than max(0.5 % of OLD, 20) are refused."""
-    old_rows, missing = len(load_items(days["old"])), 313
+    old_rows, missing = load_dump(days["old"]).rows, 313
     new = _without_first(days, missing, shape=shape)
     refused = dmf(days, "diff", days["old"], new)
     assert refused.returncode == EXIT_REJECTED, (refused.stdout[-500:], refused.stderr)
