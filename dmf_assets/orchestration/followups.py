@@ -165,12 +165,6 @@ def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DaySt
     }
 
 
-def states_of(instance: dg.DagsterInstance, days: list[str], states: dict[str, DayState] | None) -> dict[str, DayState]:
-    """`day_states` of `days`, taken from `states` when the caller has read them already (the sensor reads
-    them once per tick, for the follow-ups and for the alerts)."""
-    return {d: states[d] for d in days} if states is not None else day_states(instance, days)
-
-
 def _older(record: Latest | None, than: Latest) -> bool:
     return record is None or record.storage_id < than.storage_id
 
@@ -306,6 +300,30 @@ def daemon_alive(instance: dg.DagsterInstance, now: datetime) -> bool:
     return beat is not None and now.timestamp() - beat.timestamp < HEARTBEAT_STALE.total_seconds()
 
 
+@dataclass(frozen=True)
+class Tick:
+    """What one sensor tick knows, read from Dagster's records once for the follow-ups and the alerts: the days
+    recent runs worked on (newest first), those a run or a backfill owns (`busy`: never touched), the states of
+    the others, the retry policy, and whether a daemon is beating to launch a planned retry."""
+
+    now: datetime
+    days: list[str]
+    busy: set[str]
+    states: dict[str, DayState]  # of each day of `days` not in `busy`
+    retry: RetryPolicy = RetryPolicy()
+    daemon_alive: bool = True
+
+    @classmethod
+    def read(cls, instance: dg.DagsterInstance, now: datetime, retry: RetryPolicy = RetryPolicy()) -> Tick:
+        days, busy = recent_days(instance), in_flight_days(instance)
+        states = day_states(instance, [d for d in days if d not in busy])
+        return cls(now, days, busy, states, retry, daemon_alive(instance, now))
+
+    def todo(self, days: Iterable[str]) -> list[str]:
+        """`days` that no run or backfill owns, oldest first."""
+        return sorted(d for d in days if d not in self.busy)
+
+
 def retry_outlook(
     day: str, state: DayState, now: datetime, policy: RetryPolicy, *, daemon_alive: bool
 ) -> RetryOutlook | None:
@@ -344,28 +362,14 @@ def retry_outlook(
     return nxt(at=at)
 
 
-def plan_followups(
-    instance: dg.DagsterInstance,
-    now: datetime,
-    *,
-    retry: RetryPolicy = RetryPolicy(),
-    days: list[str] | None = None,
-    busy: set[str] | None = None,
-    states: dict[str, DayState] | None = None,
-) -> list[Plan]:
-    """The runs the sensor should request now, oldest day first.
-
-    `states`: the days' `day_states`, when the caller has read them already (the sensor reads them once
-    per tick, for this and for the alerts). A retry is planned as if a daemon runs it: the sensor that
-    asks is the daemon's (the `dmf` commands evaluate the same sensor and leave retries to the daemon).
-    """
-    days = days if days is not None else recent_days(instance)
-    busy = busy if busy is not None else in_flight_days(instance)
-    todo = [d for d in days if d not in busy]
-    states = states_of(instance, todo, states)
+def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
+    """The runs the sensor should request now, oldest day first. A retry is planned as if a daemon runs it:
+    the sensor that asks is the daemon's (the `dmf` commands evaluate the same sensor and leave retries to the
+    daemon)."""
+    now, retry, busy = tick.now, tick.retry, tick.busy
     plans: dict[str, Plan] = {}
-    for day in sorted(todo):
-        state = states[day]
+    for day in tick.todo(tick.days):
+        state = tick.states[day]
         # 1. a chain stopped by a blocking gate (a rejected day) or by a failed step: complete its tail
         tail = missing_tail(state)
         if tail is not None:
@@ -393,7 +397,7 @@ def plan_followups(
             {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"},
         )
     # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
-    for day, state in states.items():
+    for day, state in tick.states.items():
         diffed = state.diffed
         rederived = diffed.metadata.get("rederived_day") if diffed else None
         if diffed is None or not rederived or rederived in busy or rederived in plans:
