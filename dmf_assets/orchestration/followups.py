@@ -196,11 +196,8 @@ def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
 
 
 def _range_days(start: str, end: str) -> set[str]:
-    d, last, out = date.fromisoformat(start), date.fromisoformat(end), set()
-    while d <= last:
-        out.add(d.isoformat())
-        d += timedelta(days=1)
-    return out
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    return {(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)}
 
 
 def _run_days(run: dg.DagsterRun) -> set[str]:
