@@ -148,15 +148,10 @@ def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> 
     ]
 
 
-def overdue_alert(
-    day: str, expected_at: time, *, latest_report: date | None, daemon_down: bool = False
-) -> notify.Alert:
+def overdue_alert(day: str, expected_at: time, *, latest_report: date | None) -> notify.Overdue:
+    """The overdue alert of `day` (the watchdog marks it `daemon_down` when the daemon is down too)."""
     from dmf_assets.report.retention import dated_workbook_name
 
-    return notify.Overdue(
-        day=date.fromisoformat(day),
-        expected_at=expected_at,
-        workbook=f"reports/{dated_workbook_name(date.fromisoformat(day))}",
-        latest_report=latest_report,
-        daemon_down=daemon_down,
-    )
+    d = date.fromisoformat(day)
+    workbook = f"reports/{dated_workbook_name(d)}"
+    return notify.Overdue(day=d, expected_at=expected_at, workbook=workbook, latest_report=latest_report)
