@@ -28,7 +28,7 @@ from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.orchestration.verdict import rejection_of
+from dmf_assets.orchestration.verdict import plain, rejection_of
 from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
@@ -75,10 +75,6 @@ class Plan:
     tags: dict = field(default_factory=dict)
 
 
-def _meta_value(value: object) -> object:
-    return getattr(value, "value", value)
-
-
 def latest_by_partition(
     instance: dg.DagsterInstance, asset: str, partitions: list[str], *, observations: bool = False
 ) -> dict[str, Latest]:
@@ -98,7 +94,7 @@ def latest_by_partition(
                 record.storage_id,
                 record.timestamp,
                 record.run_id,
-                {k: _meta_value(v) for k, v in (event.metadata if event else {}).items()},
+                plain(event.metadata if event else {}),
             )
     return out
 
