@@ -111,6 +111,9 @@ def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection)
 
 # --- raw_pages -----------------------------------------------------------------------------------
 
+#: the page table's columns before 재사용, as a page's stats name them
+PAGE_COLUMNS = ("page_no", "status", "rows", "total_count", "attempts")
+
 
 @dg.asset(
     partitions_def=daily_partitions,
@@ -150,17 +153,7 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
             "page_table": dg.MetadataValue.md(
                 md_table(
                     ["쪽", "상태", "행", "totalCount", "시도", "재사용"],
-                    [
-                        [
-                            p.get("page_no"),
-                            p.get("status"),
-                            p.get("rows"),
-                            p.get("total_count"),
-                            p.get("attempts"),
-                            "예" if p.get("reused") else "",
-                        ]
-                        for p in pages
-                    ],
+                    [[*(p.get(k) for k in PAGE_COLUMNS), "예" if p.get("reused") else ""] for p in pages],
                 )
             ),
         },

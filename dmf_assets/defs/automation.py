@@ -97,12 +97,8 @@ def _tell_people(
     context: dg.SensorEvaluationContext,
     workspace: DmfWorkspace,
     settings: Settings,
-    now: datetime,
-    days: list[str],
-    busy: set[str],
-    retry: followups.RetryPolicy,
+    tick: followups.Tick,
     overdue: dg.AssetCheckEvaluation | None,
-    states: dict[str, followups.DayState],
 ) -> None:
     """Alerts out of band (e-mail, webhooks), once per day and kind; held workbook mails whose day is
     decided; re-sends that are due. Never fails the tick."""
@@ -112,17 +108,7 @@ def _tell_people(
         notifier = notify.Notifier(
             settings, workspace.path("alerts_dir"), budget_s=20, config_file=workspace.config_file or None
         )
-        alive = followups.daemon_alive(context.instance, now)
-        alerts = alerting.alerts_for_tick(
-            context.instance,
-            days[:40],
-            now=now,
-            retry=retry,
-            settings=settings,
-            busy=busy,
-            daemon_alive=alive,
-            states=states,
-        )
+        alerts = alerting.alerts_for_tick(context.instance, tick, settings)
         if overdue is not None and overdue.partition is not None:  # `_overdue_evaluation` always names its day
             dated = dated_workbooks(workspace.path("reports_dir"))
             alerts.append(
@@ -134,26 +120,19 @@ def _tell_people(
             outcome = notifier.send_alert(alert)
             if outcome is not None:
                 context.log.warning(f"[경보 {alert.kind}] {alert.day}: {outcome.subject} — {outcome.state}")
-        _release_decided(context, notifier, now, retry, busy, alive)
+        _release_decided(context, notifier, tick)
         notifier.flush()
     except Exception as exc:  # noqa: BLE001 - telling people must never stop the completion of days
         context.log.error(f"경보를 보내지 못했습니다 / alerting failed: {type(exc).__name__}: {exc}")
 
 
-def _release_decided(
-    context: dg.SensorEvaluationContext,
-    notifier: notify.Notifier,
-    now: datetime,
-    retry: followups.RetryPolicy,
-    busy: set[str],
-    alive: bool,
-) -> None:
+def _release_decided(context: dg.SensorEvaluationContext, notifier: notify.Notifier, tick: followups.Tick) -> None:
     """A workbook mail held for a same-morning retry goes out once no retry is planned any more."""
-    held = [m for m in notifier.held_reports() if m.day not in busy]
+    held = [m for m in notifier.held_reports() if m.day not in tick.busy]
     states = followups.day_states(context.instance, sorted({m.day for m in held}))
     for message in held:
         state = states[message.day]
-        outlook = followups.retry_outlook(message.day, state, now, retry, daemon_alive=alive)
+        outlook = followups.retry_outlook(message.day, state, tick.now, tick.retry, daemon_alive=tick.daemon_alive)
         if outlook is None or not outlook.planned:
             note = notify.retries_failed_note(state.retries) if state.retries and state.rejection else None
             notifier.release(message.id, note)
@@ -163,11 +142,9 @@ def watch(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.Se
     """One tick of `dmf_watch_sensor` (the daemon's, or the one the `dmf` commands evaluate after their runs)."""
     settings = workspace.settings()
     now = now_kst()
-    retry = followups.RetryPolicy.of(settings)
     # what Dagster has on record, read once per tick for the follow-ups and the alerts
-    days, busy = followups.recent_days(context.instance), followups.in_flight_days(context.instance)
-    states = followups.day_states(context.instance, [d for d in days if d not in busy])
-    plans = followups.plan_followups(context.instance, now, retry=retry, days=days, busy=busy, states=states)
+    tick = followups.Tick.read(context.instance, now, followups.RetryPolicy.of(settings))
+    plans = followups.plan_followups(context.instance, tick)
     # a clock set back hides the days after "today" from the partitions: their follow-ups wait for the clock
     # (a run requested for them would fail as an unknown partition on every tick)
     last = daily_partitions.get_last_partition_key()
@@ -180,7 +157,7 @@ def watch(context: dg.SensorEvaluationContext, workspace: DmfWorkspace) -> dg.Se
     for p in plans:
         context.log.info(f"{p.day}: {p.kind} — {p.reason} → {', '.join(p.assets)}")
     overdue = _overdue_evaluation(context.instance, now, settings)
-    _tell_people(context, workspace, settings, now, days, busy, retry, overdue, states)
+    _tell_people(context, workspace, settings, tick, overdue)
     requests = [
         dg.RunRequest(
             run_key=p.run_key,

@@ -113,9 +113,8 @@ def quality_result(metrics: list[QualityMetric]) -> dg.AssetCheckResult:
     """The day's quality metrics as one WARN check: passed only if every metric is as expected; the
     description and the metadata name each failing metric, and the table holds all of them."""
     by_name = {m.name: m for m in metrics}
-    failing = [
-        (name, label, by_name[name]) for name, label in QUALITY_METRICS if name in by_name and not by_name[name].ok
-    ]
+    evaluated = [(name, label, by_name[name]) for name, label in QUALITY_METRICS if name in by_name]
+    failing = [(name, label, m) for name, label, m in evaluated if not m.ok]
     mark = {True: "✅ 정상", False: "⚠️ 경고"}
     rows = []
     for name, label in QUALITY_METRICS:
@@ -130,17 +129,12 @@ def quality_result(metrics: list[QualityMetric]) -> dg.AssetCheckResult:
             _metric_phrase(label, name, m) for name, label, m in failing
         )
     else:
-        evaluated = sum(1 for name, _ in QUALITY_METRICS if name in by_name)
-        description = f"품질 지표 {evaluated}개 모두 정상 (all {evaluated} quality metrics as expected)"
-        if evaluated < len(QUALITY_METRICS):
-            description += f" — {len(QUALITY_METRICS) - evaluated}개는 평가하지 않음 (not evaluated)"
+        n = len(evaluated)
+        description = f"품질 지표 {n}개 모두 정상 (all {n} quality metrics as expected)"
+        if n < len(QUALITY_METRICS):
+            description += f" — {len(QUALITY_METRICS) - n}개는 평가하지 않음 (not evaluated)"
     # sample rows: the failing metrics' first, then those of passing metrics that still point at rows
-    with_samples = [(name, label, by_name[name]) for name, label, _ in failing if by_name[name].samples]
-    with_samples += [
-        (name, label, by_name[name])
-        for name, label in QUALITY_METRICS
-        if name in by_name and by_name[name].ok and by_name[name].samples
-    ]
+    with_samples = [x for x in failing if x[2].samples] + [x for x in evaluated if x[2].ok and x[2].samples]
     sample_md = "\n\n".join(f"**{label} ({name})**\n\n{samples_md(m.samples)}" for name, label, m in with_samples)
     metadata: dict = {
         "failing": dg.MetadataValue.text(", ".join(name for name, _, _ in failing)),
@@ -150,9 +144,7 @@ def quality_result(metrics: list[QualityMetric]) -> dg.AssetCheckResult:
         "samples": dg.MetadataValue.json({name: list(m.samples) for name, _, m in with_samples}),
     }
     # each metric's value under its own name, so the check's history plots it day by day
-    metadata.update(
-        {name: dg.MetadataValue.float(float(by_name[name].value)) for name, _ in QUALITY_METRICS if name in by_name}
-    )
+    metadata.update({name: dg.MetadataValue.float(float(m.value)) for name, _, m in evaluated})
     return dg.AssetCheckResult(
         check_name=QUALITY_CHECK,
         passed=not failing,

@@ -151,9 +151,7 @@ def smtp_password(email: AlertEmail) -> str | None:
     return os.environ.get(SMTP_PASSWORD_ENV, "") if email.username else None
 
 
-def build_email(
-    cfg: AlertEmail, message: Message, attachment: Path | None = None, *, to: list[str] | None = None
-) -> Message_:
+def build_email(cfg: AlertEmail, message: Message, attachment: Path | None, to: list[str]) -> Message_:
     """The e-mail: plain text and, beside it, HTML (multipart/alternative), the workbook attached under a name
     every mail program shows — RFC 2231 `filename*` on Content-Disposition for the standards, and an RFC 2047
     `name=` on Content-Type for Outlook, which otherwise shows a Korean file name as "ATT00001". Built with
@@ -181,7 +179,7 @@ def build_email(
         msg.attach(part)
     msg["Subject"] = Header(message.subject, "utf-8")  # type: ignore[assignment]  # compat32 encodes a Header
     msg["From"] = from_address(cfg)
-    msg["To"] = ", ".join(cfg.recipients if to is None else to)
+    msg["To"] = ", ".join(to)
     msg["Date"] = format_datetime(now_kst())  # Korea time, +0900, as every timestamp the project writes
     domain = from_address(cfg).rpartition("@")[2] or "localhost"
     msg["Message-ID"] = make_msgid("dmf", domain=domain)
@@ -223,54 +221,6 @@ def message_html(message: Message, *, attached: bool | None) -> str:
     )
 
 
-def send_email(
-    cfg: AlertEmail, message: Message, attachment: Path | None = None, *, to: list[str], timeout_s: float = 30.0
-) -> str:
-    """Send once to `to`; returns a short note (the accepted recipients). Raises DeliveryError."""
-    password = smtp_password(cfg)
-    try:
-        email = build_email(cfg, message, attachment, to=to)
-    except OSError as exc:
-        raise DeliveryError(
-            f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True
-        ) from None
-    try:
-        with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=timeout_s) as smtp:
-            smtp.ehlo()
-            if cfg.starttls:
-                smtp.starttls(context=ssl.create_default_context())
-                smtp.ehlo()
-            if cfg.username:
-                if not password:
-                    raise DeliveryError(
-                        "SMTP 로그인에 필요한 비밀번호가 없습니다: 환경 변수 DMF_SMTP_PASSWORD를 설정하세요 "
-                        "/ DMF_SMTP_PASSWORD is not set",
-                        permanent=True,
-                    )
-                smtp.login(cfg.username, password)
-            refused = smtp.send_message(email)
-    except DeliveryError:
-        raise
-    except smtplib.SMTPAuthenticationError as exc:
-        raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
-    except smtplib.SMTPRecipientsRefused as exc:
-        raise DeliveryError(
-            f"모든 수신자가 거부됨 / all recipients refused: {', '.join(exc.recipients)}", permanent=True
-        ) from None
-    except smtplib.SMTPResponseException as exc:
-        text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
-        raise DeliveryError(
-            f"SMTP {exc.smtp_code} {scrub(text, password)}", permanent=500 <= exc.smtp_code < 600
-        ) from None
-    except (OSError, smtplib.SMTPException) as exc:
-        reason = scrub(str(exc) or type(exc).__name__, password)
-        raise DeliveryError(
-            f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}"
-        ) from None
-    accepted = [r for r in to if r not in (refused or {})]
-    return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
-
-
 class EmailChannel(
     Channel, name="email", section="email", setting_ko="[alerts.email]", enable_ko="[alerts.email] smtp_host·recipients"
 ):
@@ -302,8 +252,52 @@ class EmailChannel(
         return (smtp_password(self.email),)
 
     def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
-        timeout = min(self.email.timeout_s, timeout_s)
-        return send_email(self.email, message, attachment, to=list(self.to), timeout_s=timeout)
+        """Send once to this list; returns a short note (the accepted recipients)."""
+        cfg, to, timeout_s = self.email, list(self.to), min(self.email.timeout_s, timeout_s)
+        password = smtp_password(cfg)
+        try:
+            email = build_email(cfg, message, attachment, to)
+        except OSError as exc:
+            raise DeliveryError(
+                f"첨부 파일을 읽을 수 없습니다 / cannot read attachment: {exc.strerror or exc}", permanent=True
+            ) from None
+        try:
+            with smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=timeout_s) as smtp:
+                smtp.ehlo()
+                if cfg.starttls:
+                    smtp.starttls(context=ssl.create_default_context())
+                    smtp.ehlo()
+                if cfg.username:
+                    if not password:
+                        raise DeliveryError(
+                            "SMTP 로그인에 필요한 비밀번호가 없습니다: 환경 변수 DMF_SMTP_PASSWORD를 설정하세요 "
+                            "/ DMF_SMTP_PASSWORD is not set",
+                            permanent=True,
+                        )
+                    smtp.login(cfg.username, password)
+                refused = smtp.send_message(email)
+        except DeliveryError:
+            raise
+        except smtplib.SMTPAuthenticationError as exc:
+            raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
+        except smtplib.SMTPRecipientsRefused as exc:
+            raise DeliveryError(
+                f"모든 수신자가 거부됨 / all recipients refused: {', '.join(exc.recipients)}", permanent=True
+            ) from None
+        except smtplib.SMTPResponseException as exc:
+            text = (
+                exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+            )
+            raise DeliveryError(
+                f"SMTP {exc.smtp_code} {scrub(text, password)}", permanent=500 <= exc.smtp_code < 600
+            ) from None
+        except (OSError, smtplib.SMTPException) as exc:
+            reason = scrub(str(exc) or type(exc).__name__, password)
+            raise DeliveryError(
+                f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}"
+            ) from None
+        accepted = [r for r in to if r not in (refused or {})]
+        return f"{len(accepted)}명에게 발송 / sent to {len(accepted)}" + (f", 거부 {len(refused)}" if refused else "")
 
 
 # --- webhooks -----------------------------------------------------------------------------------
@@ -414,32 +408,6 @@ def webhook_payload(url: str, message: Message) -> dict:
     return {SLACK: slack_payload, TEAMS: teams_payload}.get(webhook_flavour(url), generic_payload)(message)
 
 
-def send_webhook(
-    url: str, message: Message, *, timeout_s: float = WEBHOOK_TIMEOUT_S, client: httpx.Client | None = None
-) -> str:
-    """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
-    payload = webhook_payload(url, message)
-    _, url = split_webhook(url)
-    own = client is None
-    client = client or httpx.Client(timeout=timeout_s, headers={"User-Agent": USER_AGENT}, follow_redirects=False)
-    try:
-        response = client.post(url, json=payload)
-    except httpx.HTTPError as exc:
-        raise DeliveryError(
-            f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}"
-        ) from None
-    finally:
-        if own:
-            client.close()
-    if response.status_code >= 300:
-        body = scrub(response.text[:200]) if response.text else ""
-        permanent = response.status_code in (400, 401, 403, 404, 410)
-        raise DeliveryError(
-            f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""), permanent=permanent
-        )
-    return f"HTTP {response.status_code}"
-
-
 class WebhookChannel(Channel, name="webhook", section="webhook_urls", setting_ko="[alerts] webhook_urls"):
     """One webhook URL ([alerts] webhook_urls): every message, both audiences, no attachment."""
 
@@ -457,4 +425,21 @@ class WebhookChannel(Channel, name="webhook", section="webhook_urls", setting_ko
         return webhook_flavour(self.url)
 
     def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
-        return send_webhook(self.url, message, timeout_s=min(WEBHOOK_TIMEOUT_S, timeout_s))
+        """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
+        payload = webhook_payload(self.url, message)
+        _, url = split_webhook(self.url)
+        timeout = min(WEBHOOK_TIMEOUT_S, timeout_s)
+        try:
+            with httpx.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}, follow_redirects=False) as client:
+                response = client.post(url, json=payload)
+        except httpx.HTTPError as exc:
+            raise DeliveryError(
+                f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}"
+            ) from None
+        if response.status_code >= 300:
+            body = scrub(response.text[:200]) if response.text else ""
+            permanent = response.status_code in (400, 401, 403, 404, 410)
+            raise DeliveryError(
+                f"{redact_url(url)} HTTP {response.status_code}" + (f": {body}" if body else ""), permanent=permanent
+            )
+        return f"HTTP {response.status_code}"

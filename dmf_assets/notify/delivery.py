@@ -303,13 +303,10 @@ class Notifier:
     def _unstored(self, message: Message, problem: str, attachment: Path | None = None) -> Outcome:
         """The outbox cannot be written: still try every channel once, so people are told anyway."""
         log.warning("%s — 저장하지 못한 채 한 번만 보냅니다 / sending once without storing", problem)
-        results = []
-        for channel in self.channels_for(message.audience):
-            try:
-                channel.send(message, attachment, 30.0)
-                results.append(f"{channel.target} sent")
-            except Exception as exc:  # noqa: BLE001 - one channel's failure never stops the others
-                results.append(f"{channel.target} failed ({scrub(str(exc))})")
+        results = [
+            f"{channel.target} sent" if error is None else f"{channel.target} failed ({error})"
+            for channel, error in _send_once(self.channels_for(message.audience), message, attachment)
+        ]
         line = f"{message.day} {message.kind}: 저장 실패(발송함) — {problem}; " + "; ".join(results)
         return Outcome(message.subject, "failed", line)
 
@@ -324,15 +321,20 @@ class Notifier:
 
     def send_test(self) -> list[tuple[Channel, str | None]]:
         """A test message to every channel, once, not stored: (channel, error or None)."""
-        message = test_message(self.clock())
-        out: list[tuple[Channel, str | None]] = []
-        for channel in self.channels:
-            try:
-                channel.send(message, None, 30.0)
-                out.append((channel, None))
-            except Exception as exc:  # noqa: BLE001 - every channel's answer is reported, whatever went wrong
-                out.append((channel, scrub(str(exc))))
-        return out
+        return _send_once(self.channels, test_message(self.clock()), None)
+
+
+def _send_once(channels: list[Channel], message: Message, attachment: Path | None) -> list[tuple[Channel, str | None]]:
+    """`message` sent once to each channel, unstored: (channel, error or None) — one channel's failure, whatever
+    went wrong, never stops the others."""
+    out: list[tuple[Channel, str | None]] = []
+    for channel in channels:
+        try:
+            channel.send(message, attachment, 30.0)
+            out.append((channel, None))
+        except Exception as exc:  # noqa: BLE001 - every channel's answer is reported
+            out.append((channel, scrub(str(exc))))
+    return out
 
 
 def _told(stored: Stored) -> bool:

@@ -78,11 +78,11 @@ class Message:
     subject: str
     title: str  # one line: what happened
     level: str  # info | warning | critical
+    kind: str = ""  # alert kind, REPORT or TEST
+    day: str = ""
     sections: tuple[tuple[str, str], ...] = ()  # (heading, paragraph) in order
     facts: tuple[tuple[str, str], ...] = ()  # label -> value, shown as a table / card facts
     link: str = ""  # the workbook's public download link ([web] public_base_url, `links`), or none
-    kind: str = ""  # alert kind, REPORT or TEST
-    day: str = ""
     audience: Audience = Audience.ONCALL
     workbook: str = ""  # the workbook's file name, when the message is about one (an e-mail attaches it)
     status: str = ""  # a workbook mail: the day's `DayStatus` value (what a correction compares)
@@ -122,35 +122,22 @@ class Message:
         return dataclasses.replace(self, sections=(*self.sections, (heading, paragraph)))
 
     def to_dict(self) -> dict:
-        return {
-            "subject": self.subject,
-            "title": self.title,
-            "level": self.level,
-            "kind": self.kind,
-            "day": self.day,
-            "sections": [list(s) for s in self.sections],
-            "facts": [list(f) for f in self.facts],
-            "link": self.link,
-            "audience": self.audience.value,
-            "workbook": self.workbook,
-            "status": self.status,
-        }
+        """The message as JSON values, its fields in order (what the outbox stores)."""
+        return {**dataclasses.asdict(self), "audience": self.audience.value}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        stored = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
         return cls(
-            subject=data["subject"],
-            title=data["title"],
-            level=data["level"],
-            sections=tuple((str(h), str(t)) for h, t in data.get("sections", ())),
-            facts=tuple((str(k), str(v)) for k, v in data.get("facts", ())),
-            link=data.get("link", ""),
-            kind=data.get("kind", ""),
-            day=data.get("day", ""),
-            # a message stored before the two audiences: a workbook mail was the team's, anything else an alert
-            audience=Audience(data.get("audience") or (Audience.TEAM if data.get("kind") == REPORT else "oncall")),
-            workbook=data.get("workbook", ""),
-            status=data.get("status", ""),
+            **{
+                **stored,
+                "sections": tuple((str(h), str(t)) for h, t in data.get("sections", ())),
+                "facts": tuple((str(k), str(v)) for k, v in data.get("facts", ())),
+                # a message stored before the two audiences: a workbook mail was the team's, anything else an alert
+                "audience": Audience(
+                    data.get("audience") or (Audience.TEAM if data.get("kind") == REPORT else "oncall")
+                ),
+            }
         )
 
 
@@ -263,6 +250,11 @@ class Parts:
     why: str
     todo: str
     facts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def sections(self) -> tuple[tuple[str, str], ...]:
+        """What happened, why, what to do next — an on-call message's sections, under their headings."""
+        return (("무슨 일 / What happened", self.what), ("원인 / Why", self.why), ("조치 / What to do next", self.todo))
 
 
 ALERT_KINDS: dict[str, type[Alert]] = {}
@@ -430,7 +422,7 @@ class RunFailed(Alert, kind="run_failed", label="실행 실패", level=CRITICAL)
                 f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun(day)}로 다시 실행하세요. "
                 "`dmf doctor`가 설치 상태를 점검합니다."
             )
-        facts = (("단계 / step", self.step),) + ((("Dagster run", self.run_id),) if self.run_id else ())
+        facts = (("단계 / step", self.step),)
         return Parts(f"{day} 실행 실패 (failed run) — {self.step}", what, f"오류 / error: {self.error}", todo, facts)
 
 
@@ -655,13 +647,13 @@ def compose_alert(alert: Alert, ctx: MessageContext) -> Message:
     p = alert.parts(ctx)
     prefix = "[DMF 긴급]" if alert.kind == RejectedStreak.kind else "[DMF 경보]"
     facts = (("날짜 / day", alert.day.isoformat()), ("종류 / kind", f"{alert.label_ko} ({alert.kind})"), *p.facts)
-    if alert.run_id and not any(k == "Dagster run" for k, _ in facts):
+    if alert.run_id:
         facts += (("Dagster run", alert.run_id),)
     return Message(
         subject=f"{prefix} {p.subject}",
         title=p.what,
         level=alert.level,
-        sections=(("무슨 일 / What happened", p.what), ("원인 / Why", p.why), ("조치 / What to do next", p.todo)),
+        sections=p.sections,
         facts=facts,
         kind=alert.kind,
         day=alert.day.isoformat(),
@@ -915,20 +907,14 @@ def compose_report(d: ReportDelivery, ctx: MessageContext, *, replaces: Replaced
 
 def test_message(now: datetime) -> Message:
     """`dmf notify test`: one message to every channel."""
-    what = "DMF Watch 알림 채널 시험 발송입니다(test message)."
-    return Message(
-        audience=Audience.EVERYONE,
-        subject=f"[DMF] 알림 시험 / test — {now.astimezone(KST):%Y-%m-%d %H:%M} KST",
-        title=what,
-        level=INFO,
-        kind=TEST,
-        day=now.astimezone(KST).date().isoformat(),
-        sections=(
-            ("무슨 일 / What happened", what),
-            ("원인 / Why", "`dmf notify test`를 실행했습니다."),
-            ("조치 / What to do next", "이 메시지를 받았다면 이 채널의 설정이 맞습니다. 할 일은 없습니다."),
-        ),
+    local = now.astimezone(KST)
+    p = Parts(
+        f"[DMF] 알림 시험 / test — {local:%Y-%m-%d %H:%M} KST",
+        "DMF Watch 알림 채널 시험 발송입니다(test message).",
+        "`dmf notify test`를 실행했습니다.",
+        "이 메시지를 받았다면 이 채널의 설정이 맞습니다. 할 일은 없습니다.",
     )
+    return Message(p.subject, p.what, INFO, TEST, local.date().isoformat(), p.sections, audience=Audience.EVERYONE)
 
 
 # --- rules the sensor uses to decide (pure) ---------------------------------------------------------

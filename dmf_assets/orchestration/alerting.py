@@ -9,24 +9,19 @@ said in that day's one workbook mail, not in an alert of its own.)
 
 from __future__ import annotations
 
-from datetime import date, datetime, time
+from datetime import date, time
 
 import dagster as dg
 
 from dmf_assets import notify
 from dmf_assets.domain.model import DayStatus
-from dmf_assets.orchestration.followups import (
-    TIMED_OUT_TAG,
-    DayState,
-    RetryPolicy,
-    fetch_failed_at,
-    retry_outlook,
-    states_of,
-)
+from dmf_assets.orchestration.followups import TIMED_OUT_TAG, DayState, Tick, fetch_failed_at, retry_outlook
 from dmf_assets.orchestration.verdict import rejecting_steps
 from dmf_assets.settings import Settings
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
+#: how many of the most recent days a tick raises alerts for
+ALERT_DAYS = 40
 
 
 def _committed(state: DayState) -> DayStatus | None:
@@ -60,27 +55,16 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
     return None
 
 
-def alerts_for_tick(
-    instance: dg.DagsterInstance,
-    days: list[str],
-    *,
-    now: datetime,
-    retry: RetryPolicy,
-    settings: Settings,
-    busy: set[str],
-    daemon_alive: bool,
-    states: dict[str, DayState] | None = None,
-) -> list[notify.Alert]:
-    """`states`: `followups.day_states` of (at least) these days, when the caller has read them already."""
-    todo = sorted(d for d in days if d not in busy)
-    states = states_of(instance, todo, states)
+def alerts_for_tick(instance: dg.DagsterInstance, tick: Tick, settings: Settings) -> list[notify.Alert]:
+    """The alerts of the tick's `ALERT_DAYS` most recent days that no run or backfill owns."""
+    todo = tick.todo(tick.days[:ALERT_DAYS])
     alerts: list[notify.Alert] = []
     statuses: dict[date, DayStatus] = {}
     gates: dict[date, int] = {}
     bases: dict[date, date | None] = {}  # each rejected day's comparison base
     for day in todo:
-        state, d = states[day], date.fromisoformat(day)
-        outlook = retry_outlook(day, state, now, retry, daemon_alive=daemon_alive)
+        state, d = tick.states[day], date.fromisoformat(day)
+        outlook = retry_outlook(day, state, tick.now, tick.retry, daemon_alive=tick.daemon_alive)
         # why the retries ended, when they did (all used, or the morning's window closed)
         ended = (
             outlook.why_not
@@ -164,15 +148,10 @@ def _slow_runs(instance: dg.DagsterInstance, days: list[str], factor: float) -> 
     ]
 
 
-def overdue_alert(
-    day: str, expected_at: time, *, latest_report: date | None, daemon_down: bool = False
-) -> notify.Alert:
+def overdue_alert(day: str, expected_at: time, *, latest_report: date | None) -> notify.Overdue:
+    """The overdue alert of `day` (the watchdog marks it `daemon_down` when the daemon is down too)."""
     from dmf_assets.report.retention import dated_workbook_name
 
-    return notify.Overdue(
-        day=date.fromisoformat(day),
-        expected_at=expected_at,
-        workbook=f"reports/{dated_workbook_name(date.fromisoformat(day))}",
-        latest_report=latest_report,
-        daemon_down=daemon_down,
-    )
+    d = date.fromisoformat(day)
+    workbook = f"reports/{dated_workbook_name(d)}"
+    return notify.Overdue(day=d, expected_at=expected_at, workbook=workbook, latest_report=latest_report)

@@ -70,35 +70,6 @@ class DayOutcome:
     recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
 
     @classmethod
-    def committed(
-        cls,
-        day: date,
-        status: DayStatus,
-        base_day: date | None,
-        diff: DiffResult,
-        gates: Sequence[GateOutcome],
-        rederived_day: date | None,
-        seconds: float,
-    ) -> DayOutcome:
-        return cls(day, status, base_day, dict(diff.counts), tuple(gates), rederived_day=rederived_day, seconds=seconds)
-
-    @classmethod
-    def rejected(
-        cls, day: date, base_day: date | None, gate: GateOutcome, rederived_day: date | None, seconds: float
-    ) -> DayOutcome:
-        """Refused here by `gate`."""
-        return cls(
-            day,
-            DayStatus.REJECTED,
-            base_day,
-            failed_gate=gate,
-            rejected_gate=gate.number,
-            reason=rejection_reason(gate),
-            rederived_day=rederived_day,
-            seconds=seconds,
-        )
-
-    @classmethod
     def carried(
         cls, day: date, base_day: date | None, gate: int | None, reason: str | None, seconds: float = 0.0
     ) -> DayOutcome:
@@ -172,7 +143,16 @@ def _reject(
     """`base`: the day's comparison base as the caller chose it under this lock (None: read it here)."""
     base = history.write_rejection(conn, day, gate, run_id=run_id, started=started, base=base)
     rederived = _finish(conn, day, rules)
-    return DayOutcome.rejected(day, base.day, gate, rederived, time.monotonic() - started)
+    return DayOutcome(
+        day,
+        DayStatus.REJECTED,
+        base.day,
+        failed_gate=gate,
+        rejected_gate=gate.number,
+        reason=rejection_reason(gate),
+        rederived_day=rederived,
+        seconds=time.monotonic() - started,
+    )
 
 
 def record_judgement(
@@ -194,9 +174,7 @@ def record_judgement(
 
     def work() -> DayOutcome | None:
         history.write_judgement(conn, day, judgement, run_id)
-        if failed is None:
-            return None
-        return _reject(conn, day, failed, run_id, started, rules, base)
+        return None if failed is None else _reject(conn, day, failed, run_id, started, rules, base)
 
     return history.transaction(conn, work)
 
@@ -241,6 +219,9 @@ def commit_day(
     def work() -> DayOutcome:
         status = history.write_accepted(conn, day, keyed, diff, base=base, gates=gates, run_id=run_id, started=started)
         rederived = _finish(conn, day, rules)
-        return DayOutcome.committed(day, status, base.day, diff, gates, rederived, time.monotonic() - started)
+        seconds = time.monotonic() - started
+        return DayOutcome(
+            day, status, base.day, dict(diff.counts), tuple(gates), rederived_day=rederived, seconds=seconds
+        )
 
     return history.transaction(conn, work)

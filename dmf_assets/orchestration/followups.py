@@ -28,7 +28,7 @@ from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.orchestration.verdict import rejection_of
+from dmf_assets.orchestration.verdict import plain, rejection_of
 from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
@@ -75,10 +75,6 @@ class Plan:
     tags: dict = field(default_factory=dict)
 
 
-def _meta_value(value: object) -> object:
-    return getattr(value, "value", value)
-
-
 def latest_by_partition(
     instance: dg.DagsterInstance, asset: str, partitions: list[str], *, observations: bool = False
 ) -> dict[str, Latest]:
@@ -98,7 +94,7 @@ def latest_by_partition(
                 record.storage_id,
                 record.timestamp,
                 record.run_id,
-                {k: _meta_value(v) for k, v in (event.metadata if event else {}).items()},
+                plain(event.metadata if event else {}),
             )
     return out
 
@@ -165,12 +161,6 @@ def day_states(instance: dg.DagsterInstance, days: list[str]) -> dict[str, DaySt
     }
 
 
-def states_of(instance: dg.DagsterInstance, days: list[str], states: dict[str, DayState] | None) -> dict[str, DayState]:
-    """`day_states` of `days`, taken from `states` when the caller has read them already (the sensor reads
-    them once per tick, for the follow-ups and for the alerts)."""
-    return {d: states[d] for d in days} if states is not None else day_states(instance, days)
-
-
 def _older(record: Latest | None, than: Latest) -> bool:
     return record is None or record.storage_id < than.storage_id
 
@@ -202,11 +192,8 @@ def missing_tail(state: DayState) -> tuple[tuple[str, ...], Latest] | None:
 
 
 def _range_days(start: str, end: str) -> set[str]:
-    d, last, out = date.fromisoformat(start), date.fromisoformat(end), set()
-    while d <= last:
-        out.add(d.isoformat())
-        d += timedelta(days=1)
-    return out
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    return {(first + timedelta(days=n)).isoformat() for n in range((last - first).days + 1)}
 
 
 def _run_days(run: dg.DagsterRun) -> set[str]:
@@ -306,6 +293,30 @@ def daemon_alive(instance: dg.DagsterInstance, now: datetime) -> bool:
     return beat is not None and now.timestamp() - beat.timestamp < HEARTBEAT_STALE.total_seconds()
 
 
+@dataclass(frozen=True)
+class Tick:
+    """What one sensor tick knows, read from Dagster's records once for the follow-ups and the alerts: the days
+    recent runs worked on (newest first), those a run or a backfill owns (`busy`: never touched), the states of
+    the others, the retry policy, and whether a daemon is beating to launch a planned retry."""
+
+    now: datetime
+    days: list[str]
+    busy: set[str]
+    states: dict[str, DayState]  # of each day of `days` not in `busy`
+    retry: RetryPolicy = RetryPolicy()
+    daemon_alive: bool = True
+
+    @classmethod
+    def read(cls, instance: dg.DagsterInstance, now: datetime, retry: RetryPolicy = RetryPolicy()) -> Tick:
+        days, busy = recent_days(instance), in_flight_days(instance)
+        states = day_states(instance, [d for d in days if d not in busy])
+        return cls(now, days, busy, states, retry, daemon_alive(instance, now))
+
+    def todo(self, days: Iterable[str]) -> list[str]:
+        """`days` that no run or backfill owns, oldest first."""
+        return sorted(d for d in days if d not in self.busy)
+
+
 def retry_outlook(
     day: str, state: DayState, now: datetime, policy: RetryPolicy, *, daemon_alive: bool
 ) -> RetryOutlook | None:
@@ -344,28 +355,14 @@ def retry_outlook(
     return nxt(at=at)
 
 
-def plan_followups(
-    instance: dg.DagsterInstance,
-    now: datetime,
-    *,
-    retry: RetryPolicy = RetryPolicy(),
-    days: list[str] | None = None,
-    busy: set[str] | None = None,
-    states: dict[str, DayState] | None = None,
-) -> list[Plan]:
-    """The runs the sensor should request now, oldest day first.
-
-    `states`: the days' `day_states`, when the caller has read them already (the sensor reads them once
-    per tick, for this and for the alerts). A retry is planned as if a daemon runs it: the sensor that
-    asks is the daemon's (the `dmf` commands evaluate the same sensor and leave retries to the daemon).
-    """
-    days = days if days is not None else recent_days(instance)
-    busy = busy if busy is not None else in_flight_days(instance)
-    todo = [d for d in days if d not in busy]
-    states = states_of(instance, todo, states)
+def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
+    """The runs the sensor should request now, oldest day first. A retry is planned as if a daemon runs it:
+    the sensor that asks is the daemon's (the `dmf` commands evaluate the same sensor and leave retries to the
+    daemon)."""
+    now, retry, busy = tick.now, tick.retry, tick.busy
     plans: dict[str, Plan] = {}
-    for day in sorted(todo):
-        state = states[day]
+    for day in tick.todo(tick.days):
+        state = tick.states[day]
         # 1. a chain stopped by a blocking gate (a rejected day) or by a failed step: complete its tail
         tail = missing_tail(state)
         if tail is not None:
@@ -393,7 +390,7 @@ def plan_followups(
             {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"},
         )
     # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
-    for day, state in states.items():
+    for day, state in tick.states.items():
         diffed = state.diffed
         rederived = diffed.metadata.get("rederived_day") if diffed else None
         if diffed is None or not rederived or rederived in busy or rederived in plans:

@@ -11,6 +11,7 @@ compared with what `judge` recorded in the database (a damaged or replaced stage
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -49,6 +50,7 @@ from dmf_assets.korean import josa
 from dmf_assets.orchestration import commit
 from dmf_assets.orchestration.commit import DayOutcome
 from dmf_assets.settings import Settings
+from dmf_assets.source.fetch import FetchResult
 from dmf_assets.source.identity import require_same
 from dmf_assets.source.recheck import RecheckAnswers
 from dmf_assets.storage import history
@@ -107,33 +109,23 @@ class JudgedDay:
 # --- collect -------------------------------------------------------------------------------------
 
 
-def facts_from_fetch(result: Any) -> FetchFacts:
+def facts_from_fetch(result: FetchResult) -> FetchFacts:
     """Adapt the client's FetchResult to what the gates need."""
-    pages = list(result.pages)
-    failed = [p for p in pages if not _page_ok(p)]
+    failed = sum(1 for p in result.pages if p.status != "ok")
     return FetchFacts(
-        transport_ok=bool(result.transport_ok),
+        transport_ok=result.transport_ok,
         transport_errors=tuple(result.transport_errors),
-        pages_ok=len(pages) - len(failed),
-        pages_failed=len(failed) if failed else (0 if result.transport_ok else 1),
+        pages_ok=len(result.pages) - failed,
+        pages_failed=failed or (0 if result.transport_ok else 1),
         total_count=result.total_count,
-        total_count_note="; ".join(getattr(result, "problems", []) or []),
-        rows_received=int(result.rows_received),
-        rows_after_dedup=int(result.rows_after_dedup),
-        duplicate_rows_dropped=int(result.duplicate_rows_dropped),
+        total_count_note="; ".join(result.problems),
+        rows_received=result.rows_received,
+        rows_after_dedup=result.rows_after_dedup,
+        duplicate_rows_dropped=result.duplicate_rows_dropped,
         unexpected_fields=tuple(result.unexpected_fields),
         missing_fields=tuple(result.missing_fields),
-        stopped=str(getattr(result, "stopped", "") or ""),
+        stopped=result.stopped,
     )
-
-
-def _page_ok(page: Any) -> bool:
-    status = page.get("status") if isinstance(page, dict) else getattr(page, "status", None)
-    return status in ("ok", 200, "200")
-
-
-def _page_dict(page: Any) -> dict:
-    return page if isinstance(page, dict) else dict(vars(page))
 
 
 def items_frame(items: list[dict]) -> pl.DataFrame:
@@ -153,7 +145,7 @@ def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: boo
     return fetched(client.fetch_day(day, log=logger, resume=resume), started)
 
 
-def fetched(result: Any, started: float) -> FetchedDay:
+def fetched(result: FetchResult, started: float) -> FetchedDay:
     """A fetch's (or an archive replay's) `FetchResult` as the value raw_pages hands on."""
     fetch = {
         "source": result.source,
@@ -162,9 +154,9 @@ def fetched(result: Any, started: float) -> FetchedDay:
         "retries": result.retries,
         "elapsed_s": round(time.monotonic() - started, 3),
         "archive_dir": str(result.archive_dir),
-        "num_of_rows": getattr(result, "num_of_rows", None),
-        "source_id": getattr(result, "source_id", None),
-        "pages": [_page_dict(p) for p in result.pages],
+        "num_of_rows": result.num_of_rows,
+        "source_id": result.source_id,
+        "pages": [dataclasses.asdict(p) for p in result.pages],
     }
     return FetchedDay(result.day, facts_from_fetch(result), items_frame(list(result.items)), fetch)
 

@@ -68,7 +68,7 @@ def rejection_of(metadata: Mapping[str, Any], registry: GateRegistry = GATES) ->
 
 
 def plain(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A record's metadata as plain values (what `rejection_of` reads)."""
+    """A record's metadata as plain values (what `rejection_of` and the sensor's `followups.Latest` read)."""
     return {k: getattr(v, "value", v) for k, v in metadata.items()}
 
 

@@ -39,16 +39,8 @@ def _state(day: date, storage_id: int, status: DayStatus) -> followups.DayState:
 def _streaks(statuses: list[DayStatus]) -> list[notify.Alert]:
     settings = load_settings()
     states = {d.isoformat(): _state(d, 10 * i, s) for i, (d, s) in enumerate(zip(DAYS, statuses, strict=True))}
-    alerts = alerting.alerts_for_tick(
-        dg.DagsterInstance.ephemeral(),
-        list(states),
-        now=datetime(2026, 11, 6, 8, tzinfo=KST),
-        retry=followups.RetryPolicy.of(settings),
-        settings=settings,
-        busy=set(),
-        daemon_alive=True,
-        states=states,
-    )
+    tick = followups.Tick(datetime(2026, 11, 6, 8, tzinfo=KST), list(states), set(), states)
+    alerts = alerting.alerts_for_tick(dg.DagsterInstance.ephemeral(), tick, settings)
     return [a for a in alerts if isinstance(a, notify.RejectedStreak)]
 
 

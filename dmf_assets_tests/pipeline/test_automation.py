@@ -33,6 +33,13 @@ WORKSPACE = {"workspace": DmfWorkspace()}
 NOW = datetime(2026, 10, 6, 7, 0, tzinfo=KST)
 
 
+def _plans(ws, now: datetime, retry: followups.RetryPolicy | None = None) -> list[followups.Plan]:
+    """The follow-ups a sensor tick at `now` plans, from what the instance has on record."""
+    return followups.plan_followups(
+        ws.instance, followups.Tick.read(ws.instance, now, retry or followups.RetryPolicy())
+    )
+
+
 def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
     # a config with its own whole-run limit: the schedule's runs carry that, not a built-in number
     config = tmp_path / "dmf.toml"
@@ -118,7 +125,7 @@ def test_sensor_completes_the_stopped_day_once(stopped_day):
     assert [r.run_key for r in again.run_requests] == [request.run_key]
 
     launch.follow_up(defs, ws.instance)
-    assert followups.plan_followups(ws.instance, NOW) == []
+    assert _plans(ws, NOW) == []
     assert (ws.root / "reports" / f"DMF_리포트_{D2.isoformat()}.xlsx").exists()
     assert runs_by_day(ws)[D2]["status"] == "rejected"
 
@@ -159,9 +166,9 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     )
     ws.instance.add_run(running)
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
-    assert followups.plan_followups(ws.instance, NOW) == []
+    assert _plans(ws, NOW) == []
     ws.instance.report_run_failed(running)
-    assert [p.day for p in followups.plan_followups(ws.instance, NOW)] == [D2.isoformat()]
+    assert [p.day for p in _plans(ws, NOW)] == [D2.isoformat()]
 
     from dagster._core.execution.backfill import PartitionBackfill
 
@@ -180,7 +187,7 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     )
     ws.instance.add_backfill(backfill)  # REQUESTED: in progress
     assert D2.isoformat() in followups.in_flight_days(ws.instance)
-    assert followups.plan_followups(ws.instance, NOW) == []
+    assert _plans(ws, NOW) == []
     sensor = launch.tick(defs, ws.instance)
     assert not sensor.run_requests
 
@@ -228,15 +235,15 @@ def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_ac
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
     assert runs_by_day(ws)[today]["status"] == "rejected"
     rejected = _rejected_at(ws, today)
-    assert followups.plan_followups(ws.instance, rejected + timedelta(minutes=29), retry=ALL_DAY) == []
-    (plan,) = followups.plan_followups(ws.instance, rejected + timedelta(minutes=31), retry=ALL_DAY)
+    assert _plans(ws, rejected + timedelta(minutes=29), retry=ALL_DAY) == []
+    (plan,) = _plans(ws, rejected + timedelta(minutes=31), retry=ALL_DAY)
     assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
 
     # the source recovers (the same project, its API without the fault) before the retry runs
     ws = make_workspace(tmp_path / "ws", reuse=True)
     launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
     assert runs_by_day(ws)[today]["status"] == "accepted"
-    assert followups.plan_followups(ws.instance, rejected + timedelta(hours=2), retry=ALL_DAY) == []
+    assert _plans(ws, rejected + timedelta(hours=2), retry=ALL_DAY) == []
 
 
 def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
@@ -247,13 +254,13 @@ def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
     retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=1), until=dt_time(23, 59))
     for n in (1, 2):
         later = _rejected_at(ws, today) + timedelta(minutes=1, seconds=1)
-        (plan,) = followups.plan_followups(ws.instance, later, retry=retry)
+        (plan,) = _plans(ws, later, retry=retry)
         assert plan.run_key == f"retry:{today.isoformat()}:{n}"
         launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
         launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
     after_the_next_interval = _rejected_at(ws, today) + timedelta(minutes=2)
     assert after_the_next_interval.date() == today  # still today: the answer is about retries, not the date
-    assert followups.plan_followups(ws.instance, after_the_next_interval, retry=retry) == []
+    assert _plans(ws, after_the_next_interval, retry=retry) == []
     state = followups.day_states(ws.instance, [today.isoformat()])[today.isoformat()]
     outlook = followups.retry_outlook(today.isoformat(), state, after_the_next_interval, retry, daemon_alive=True)
     assert outlook.why_not is NoRetry.USED and state.retries == 2
@@ -295,7 +302,7 @@ def test_drop_and_churn_rejections_are_never_retried(tmp_path, after_d1, fault, 
     launch.run_day(D2, instance=ws.instance, resources=ws.resources)
     assert runs_by_day(ws)[D2]["rejected_gate"] == gate
     # an hour after the rejection, long past a retry's interval: still none
-    assert followups.plan_followups(ws.instance, _rejected_at(ws, D2) + timedelta(hours=1)) == []
+    assert _plans(ws, _rejected_at(ws, D2) + timedelta(hours=1)) == []
 
 
 def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, after_d1):
