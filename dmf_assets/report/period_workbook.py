@@ -11,7 +11,6 @@ from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_
 from dmf_assets.report.cells import write_table
 from dmf_assets.report.columns import columns
 from dmf_assets.report.model import NET_LABEL_KO, NetChange, PeriodReport
-from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
     FIELD_COLUMNS,
@@ -195,7 +194,7 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
             f"전체 이벤트 · {span}",
             "기간의 모든 이벤트 (표기 변경 포함), 관측일 순.",
             (*RECENT_COLUMNS, *REVIEW_COLUMNS),
-            [{**event_row(e, SOURCE_BASE_FALLBACK), "day": e.day, "base_day": e.base_day, **_REVIEW} for e in events],
+            [{**event_row(e), **_REVIEW} for e in events],
             colours(severity=3),
         ),
         TableSheet(
