@@ -32,13 +32,11 @@ from dmf_assets.report.tables import (
     Look,
     Page,
     TableSheet,
-    add_table_sheet,
     colours,
-    finish_workbook,
     frame_sheet,
     keep_in_view,
-    new_workbook,
     save_workbook,
+    tables_workbook,
 )
 from dmf_assets.report.workbook import SHEET_SUMMARY, SUMMARY_WIDTHS, meta_rows, meta_sheet
 
@@ -214,11 +212,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     header = f"DMF 기간 리포트 {period.start}~{period.end}"
     status = DayStatus.REJECTED if period.accepted_days == 0 else DayStatus.ACCEPTED
     look = Look(_period_banner(period), status, header)
-    wb = new_workbook()
-    _summary_page(wb, look, period)
-    for sheet in _sheets(period):
-        add_table_sheet(wb, look, sheet)
-    return finish_workbook(wb, header)
+    return tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
 
 
 def write_period_workbook(period: PeriodReport, path: Path) -> Path:

@@ -78,8 +78,11 @@ def paint(cell: Cell, fill_font: tuple[PatternFill, Font]) -> None:
     cell.fill, cell.font = fill_font
 
 
-def severity_style(severity: str) -> tuple[PatternFill, Font]:
-    return st.severity_fill(severity), st.severity_font(severity)
+def put_severity(ws: Worksheet, row: int, col: int, severity: str, mark: str = "") -> Cell:
+    """A severity in its words and colours (`mark` after the word)."""
+    cell = put_text(ws, row, col, SEVERITY_LABEL_KO.get(severity, severity) + mark)
+    paint(cell, st.severity_style(severity))
+    return cell
 
 
 def colours(
@@ -90,11 +93,11 @@ def colours(
 
     def hook(ws: Worksheet, r: int, row: dict) -> None:
         if severity and row.get("_severity_code"):
-            paint(ws.cell(row=r, column=severity), severity_style(row["_severity_code"]))
+            paint(ws.cell(row=r, column=severity), st.severity_style(row["_severity_code"]))
         if watch and row.get("_watch"):
-            ws.cell(row=r, column=watch).font = st.severity_font("HIGH")
+            ws.cell(row=r, column=watch).font = st.severity_style("HIGH")[1]
         if cosmetic and row.get("_cosmetic"):
-            paint(ws.cell(row=r, column=cosmetic), severity_style("COSMETIC"))
+            paint(ws.cell(row=r, column=cosmetic), st.severity_style("COSMETIC"))
         if verdict and row.get("_verdict"):
             paint(ws.cell(row=r, column=verdict), st.verdict_style(row["_verdict"]))
 
@@ -127,7 +130,7 @@ def frame_sheet(
         ws.sheet_properties.tabColor = look.status.colour
     for j, width in enumerate(widths, 1):
         ws.column_dimensions[get_column_letter(j)].width = width
-    _wide_cell(ws, 1, look.banner, widths, (st.banner_fill(look.status), st.banner_font()))
+    _wide_cell(ws, 1, look.banner, widths, st.banner_style(look.status))
     put_text(ws, 2, 1, title, st.TITLE)
     ws.row_dimensions[2].height = 26
     if note:
@@ -165,7 +168,7 @@ def add_table_sheet(wb: Workbook, look: Look, sheet: TableSheet) -> Worksheet:
     """Write one `TableSheet` (the header on row 4, unless `sheet.above` wrote something there first)."""
     if sheet.notice is not None:
         ws = frame_sheet(wb, look, sheet.name, _NOTICE_WIDTHS, sheet.title, None)
-        notice = (st.solid(st.FAIL_FILL), st.font(size=12, bold=True, color=st.FAIL_FONT))
+        notice = st.coloured(*st.VERDICT_COLOURS["fail"], size=12)
         _wide_cell(ws, 3, sheet.notice, _NOTICE_WIDTHS, notice)
         keep_in_view(ws, "A4")
         return ws
@@ -182,15 +185,23 @@ def add_table_sheet(wb: Workbook, look: Look, sheet: TableSheet) -> Worksheet:
     return ws
 
 
-def new_workbook() -> Workbook:
+def tables_workbook(
+    look: Look,
+    sheets: Sequence[TableSheet],
+    title: str,
+    *,
+    page: Callable[[Workbook], object] | None = None,
+    **properties: str,
+) -> Workbook:
+    """A workbook of `sheets` in memory — after `page` (a 요약 written section by section), if any — its first sheet
+    active and its document's properties set (title, creator, the attribution, any other)."""
     wb = Workbook()
     wb.remove(wb.active)
     st.register_styles(wb)
-    return wb
-
-
-def finish_workbook(wb: Workbook, title: str, **properties: str) -> Workbook:
-    """The first sheet active, and the document's properties (title, creator, the attribution, any other)."""
+    if page is not None:
+        page(wb)
+    for sheet in sheets:
+        add_table_sheet(wb, look, sheet)
     wb.active = 0
     props = wb.properties
     props.title = title
@@ -213,10 +224,7 @@ def write_tables_workbook(
     path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str, status: DayStatus = DayStatus.ACCEPTED
 ) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), written atomically."""
-    wb = new_workbook()
-    for sheet in sheets:
-        add_table_sheet(wb, Look(banner, status, doc_title), sheet)
-    return save_workbook(finish_workbook(wb, doc_title), path)
+    return save_workbook(tables_workbook(Look(banner, status, doc_title), sheets, doc_title), path)
 
 
 class Page:
@@ -267,6 +275,5 @@ class Page:
         for x in sentences:
             self.row += 1
             mark = " · 자사" if x.products else " · 관심" if watch and x.watch else ""
-            cell = put_text(self.ws, self.row, 1, SEVERITY_LABEL_KO.get(x.severity, x.severity) + mark)
-            paint(cell, severity_style(x.severity))
+            put_severity(self.ws, self.row, 1, x.severity, mark)
             self.merged_text(2, x.full_text)

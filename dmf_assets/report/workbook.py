@@ -118,14 +118,12 @@ from dmf_assets.report.tables import (
     Look,
     Page,
     TableSheet,
-    add_table_sheet,
     colours,
-    finish_workbook,
     frame_sheet,
     keep_in_view,
-    new_workbook,
     paint,
-    severity_style,
+    put_severity,
+    tables_workbook,
 )
 
 _APPLICANT = FIELD_LABEL_KO["applicant"]
@@ -287,7 +285,7 @@ class _Summary(Page):
         self.label("상태")
         paint(
             self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT),
-            (st.banner_fill(report.status), st.font(bold=True, color=st.BANNER_FONT)),
+            st.banner_style(report.status, st.FONT_SIZE),
         )
         self.label("설명")
         self.merged_text(2, report.status_reason, last_col=5)
@@ -339,18 +337,11 @@ class _Summary(Page):
         rejected = report.is_rejected
         self.section("핵심 지표")
         self.header([(1, "지표"), (2, "건수"), (3, "설명")], merges=[(3, 7)])
-        values: dict[str, int | None] = {
-            "new": k.new,
-            "changed": k.changed,
-            "withdrawn": k.withdrawn,
-            "number_assigned": k.number_assigned,
-            "number_changed": k.number_changed,
-            "reappeared": k.reappeared,
-            "headline_events": k.headline_events,
-            **{f"severity_{s}": k.by_severity.get(s, 0) for s in HEADLINE_SEVERITIES},
-            "watchlist_hits": k.watchlist_hits,
-            "product_hits": k.product_hits,
-            "cosmetic": k.cosmetic,
+        # every figure but the sizes: a `DaySummary` attribute, or a severity's count
+        values = {
+            key: k.by_severity.get(key.removeprefix("severity_"), 0) if key.startswith("severity_") else getattr(k, key)
+            for key in KPI_LABELS
+            if key not in ("registry_size", "received")
         }
         self.label(KPI_LABELS["registry_size"])
         put_int(ws, self.row, 2, k.shown_registry_size)
@@ -383,9 +374,9 @@ class _Summary(Page):
             self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
             sev = key.removeprefix("severity_")
             if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
-                paint(value_cell, severity_style(sev))
+                paint(value_cell, st.severity_style(sev))
             if key == "cosmetic":
-                paint(label_cell, severity_style("COSMETIC"))
+                paint(label_cell, st.severity_style("COSMETIC"))
 
     def gates(self) -> None:
         """수용 게이트 in the reader's words: each gate's verdict and what it means. The observed values and
@@ -443,15 +434,14 @@ class _Summary(Page):
         for ev in hits[:50]:
             self.row += 1
             put_text(ws, self.row, 1, ev.permit_no or NO_NUMBER)
-            cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-            paint(cell, severity_style(ev.severity))
+            put_severity(ws, self.row, 2, ev.severity)
             for col, value in enumerate((ev.label, ev.ingredient, ev.applicant, ", ".join(ev.watch_reasons)), 3):
                 put_text(ws, self.row, col, value)
             merge_cells(ws, self.row, 6, 7)
         if len(hits) > 50:
             self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
 
-    def trend(self) -> int:
+    def trend(self) -> None:
         """최근 추이 on a page of its own: a chart, then the table, newest first (it answers "what happened
         lately"). A day's status is a word in its own column; a rejected day has no counts (blank, never a
         zero) and is marked in the chart by its own series on a hidden 0–1 axis — never a bar on the count
@@ -462,7 +452,7 @@ class _Summary(Page):
         rows = day_rows(sorted(report.history, key=lambda p: p.day, reverse=True))
         if not rows:
             self.note("추이 자료 없음")
-            return 0
+            return
         top = self.row + _CHART_ROWS + 1  # the chart takes the rows above the table
         for extra in range(len(SUMMARY_WIDTHS) + 1, len(TREND_COLUMNS) + 1):
             ws.column_dimensions[get_column_letter(extra)].width = _TREND_EXTRA_WIDTH
@@ -476,10 +466,9 @@ class _Summary(Page):
         ws.column_dimensions[get_column_letter(marker_col)].hidden = True
         _history_chart(ws, top, last, marker_col, anchor=f"A{self.row + 1}")
         self.row = last
-        return len(rows)
 
 
-def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> int:
+def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> None:
     """요약: what an analyst forwards. An accepted day leads with its events as sentences; a rejected
     day with the gate that refused it and that gate's sample rows."""
     page = _Summary(wb, look, report)
@@ -494,24 +483,31 @@ def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> int:
         page.kpis()
         page.gates()
         page.watchlist()
-    rows = page.trend()
+    page.trend()
     keep_in_view(page.ws, "A4")
-    return rows
+
+
+def _bar_chart(kind: str, title: str) -> BarChart:
+    """A bar ("bar") or column ("col") chart of a table listed first to last: its category axis runs the other
+    way, so the first row is at the top (bars) or time runs left to right (columns), and the value axis stays at
+    the bottom or on the left; both axes shown (openpyxl's default hides them in recent Excel versions)."""
+    chart = BarChart()
+    chart.type = kind
+    chart.title = title
+    chart.x_axis.scaling.orientation = "maxMin"
+    chart.y_axis.crosses = "max"
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.y_axis.majorGridlines = None
+    return chart
 
 
 def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: str) -> None:
-    chart = BarChart()
-    chart.type = "col"
+    chart = _bar_chart("col", f"일별 신규·변경·삭제 (최근 {last - top}일)")  # the table is newest-first
     chart.grouping = "stacked"
     chart.overlap = 100
-    chart.title = f"일별 신규·변경·삭제 (최근 {last - top}일)"
     chart.y_axis.title = "건수"
-    chart.y_axis.majorGridlines = None
     chart.x_axis.number_format = "mm-dd"
-    chart.x_axis.scaling.orientation = "maxMin"  # the table is newest-first; time runs left to right
-    chart.y_axis.crosses = "max"  # keep the value axis on the left after the flip
-    chart.x_axis.delete = False  # openpyxl default hides axes in recent Excel versions
-    chart.y_axis.delete = False
     categories = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
     chart.add_data(Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last), titles_from_data=True)
     chart.set_categories(categories)
@@ -717,8 +713,7 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
                     break
                 shown += 1
                 r += 1
-                cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-                paint(cell, severity_style(ev.severity))
+                put_severity(ws, r, 1, ev.severity)
                 put_text(ws, r, 2, company, st.TEXT_WRAP)
                 sentence = event_sentence(ev)
                 put_text(ws, r, 3, sentence, st.TEXT_WRAP)
@@ -775,15 +770,8 @@ def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow])
 
     def chart(ws: Worksheet, header: int) -> None:
         top_n = min(TOP_N_CHART, len(rows))
-        chart = BarChart()
-        chart.type = "bar"
-        chart.title = f"상위 {top_n}개 · 등록 수"
+        chart = _bar_chart("bar", f"상위 {top_n}개 · 등록 수")  # rank 1 at the top
         chart.legend = None
-        chart.x_axis.scaling.orientation = "maxMin"  # rank 1 at the top
-        chart.y_axis.crosses = "max"  # …and the value axis stays at the bottom
-        chart.x_axis.delete = False
-        chart.y_axis.delete = False
-        chart.y_axis.majorGridlines = None
         chart.add_data(Reference(ws, min_col=3, min_row=header, max_row=header + top_n), titles_from_data=True)
         chart.set_categories(Reference(ws, min_col=2, min_row=header + 1, max_row=header + top_n))
         chart.series[0].graphicalProperties.solidFill = "2F5597"
@@ -979,22 +967,18 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
             _meta(report),
         )
     }
-    wb = new_workbook()
-    rows: dict[str, int] = {}
-    for name in SHEET_NAMES:  # 요약 first: the one page that is not a table
-        if name == SHEET_SUMMARY:
-            rows[name] = _summary_sheet(wb, look, report)
-        else:
-            add_table_sheet(wb, look, tables[name])
-            rows[name] = len(tables[name].rows)
-    # the 최신 copy's day is read back from the keywords (see `workbook_day`)
-    finish_workbook(
-        wb,
+    sheets = [tables[name] for name in SHEET_NAMES if name != SHEET_SUMMARY]
+    # 요약 first: the one page that is not a table; the 최신 copy's day is read back from the keywords (see
+    # `workbook_day`)
+    wb = tables_workbook(
+        look,
+        sheets,
         f"DMF 리포트 {day}",
+        page=lambda wb: _summary_sheet(wb, look, report),
         subject="원료의약품 등록(DMF) 일일 변경 리포트",
         keywords=f"dmf-day={day}; status={report.status.value}",
     )
-    return wb, rows
+    return wb, {SHEET_SUMMARY: len(report.history), **{sheet.name: len(sheet.rows) for sheet in sheets}}
 
 
 _DAY_IN_CORE = re.compile(rb"dmf-day=(\d{4}-\d{2}-\d{2})")
