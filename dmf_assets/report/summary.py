@@ -164,6 +164,18 @@ class DaySummary:
         return self.comparison_base if self.is_rejected else self.day
 
     @property
+    def gap_days(self) -> int:
+        """Days the comparison covers (1 = yesterday's base; more after rejected or missing days; 0 without one)."""
+        if self.comparison_base is None or self.is_rejected:
+            return 0
+        return (self.day - self.comparison_base).days
+
+    @property
+    def covers_text(self) -> str:
+        """「 (N일치 변경)」 when the comparison base is more than one day back."""
+        return f" ({self.gap_days}일치 변경)" if self.gap_days > 1 else ""
+
+    @property
     def shown_registry_size(self) -> int | None:
         """The registry the sheets list (전체현황, the aggregates): the day's, or the base's on a rejected day."""
         return self.base_registry_size if self.is_rejected else self.registry_size

@@ -197,11 +197,6 @@ def _base_day(report: DayReport) -> date | None:
     return report.last_accepted_day or report.comparison_base
 
 
-def _covers(report: DayReport) -> str:
-    """「N일치 변경」 when the comparison base is more than one day back."""
-    return f" ({report.gap_days}일치 변경)" if report.gap_days > 1 else ""
-
-
 def banner_text(report: DayReport) -> str:
     """The first row of every sheet: the day's verdict, then any active warning."""
     return _banner_core(report) + (f" · ⚠ 경고: {'; '.join(report.warnings)}" if report.warnings else "")
@@ -224,9 +219,9 @@ def _banner_core(report: DayReport) -> str:
     if report.status is DayStatus.UNCHANGED:
         return (
             f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {josa(day_text(report.comparison_base), '과/와')} "
-            f"동일합니다{_covers(report)}. 등록 현황 {size}"
+            f"동일합니다{k.covers_text}. 등록 현황 {size}"
         )
-    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {k.counts_text}{_covers(report)}"
+    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {k.counts_text}{k.covers_text}"
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
     if k.product_hits:
@@ -642,7 +637,7 @@ def _fields_sheet(report: DayReport) -> TableSheet:
             f"바뀐 항목별 1행 — {kinds}, {CHANGE_KIND_LABEL_KO['COSMETIC']} {cosmetic:,}행 (회색, 헤드라인 건수 제외): "
             f"표기만 바뀐 이벤트 {k.cosmetic:,}건(요약의 '표기 변경' 건수)의 행과, 실질 변경 이벤트 안의 표기 항목 "
             f"{inside:,}행. 번호 부여는 실질 변경이 아닙니다. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. "
-            f"비교 기준 {day_text(report.comparison_base)}{_covers(report)}."
+            f"비교 기준 {day_text(report.comparison_base)}{k.covers_text}."
         )
     hook = colours(severity=1, cosmetic=2)
     return TableSheet(SHEET_FIELDS, title, note, FIELD_COLUMNS, field_rows(report), hook, empty=None)
