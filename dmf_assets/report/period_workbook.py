@@ -10,6 +10,7 @@ from openpyxl import Workbook
 from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.report.cells import write_table
 from dmf_assets.report.columns import columns
+from dmf_assets.report.meta import meta_rows, meta_sheet
 from dmf_assets.report.model import NET_LABEL_KO, NetChange, PeriodReport
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
@@ -38,7 +39,7 @@ from dmf_assets.report.tables import (
     save_workbook,
     tables_workbook,
 )
-from dmf_assets.report.workbook import SHEET_SUMMARY, SUMMARY_WIDTHS, meta_rows, meta_sheet
+from dmf_assets.report.workbook import SHEET_SUMMARY, SUMMARY_WIDTHS
 
 REVIEW_COLUMNS = columns({"reviewer": 10, "reviewed_on": 11, "comment": 30})
 NET_COLUMNS = (

@@ -37,14 +37,6 @@ SEVERITY_COLOURS: dict[str, tuple[str, str]] = {
 #: the banner's text colour (first row of every sheet; its fill is the day's `DayStatus.colour`)
 BANNER_FONT = "FFFFFF"
 
-#: Verdict -> (fill colour, font colour) of gates and quality metrics (ok | warn | fail | na).
-VERDICT_COLOURS: dict[str, tuple[str, str]] = {
-    "ok": ("C6EFCE", "006100"),
-    "warn": ("FFEB9C", "9C5700"),
-    "fail": ("FFC7CE", "9C0006"),
-    "na": ("EDEDED", "595959"),
-}
-
 
 def solid(colour: str) -> PatternFill:
     return PatternFill(fill_type="solid", start_color=colour, end_color=colour)
@@ -125,9 +117,15 @@ def severity_style(severity: str) -> tuple[PatternFill, Font]:
     return coloured(*SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"]))
 
 
-def verdict_style(kind: str) -> tuple[PatternFill, Font]:
-    """kind: ok | warn | fail | na -> (fill, font) for result cells on the quality sheet."""
-    return coloured(*VERDICT_COLOURS[kind])
+def verdict_style(kind: str, **kw: bool | str | float) -> tuple[PatternFill, Font]:
+    """kind: ok | warn | fail | na -> (fill, font) for result cells on the quality sheet (`kw`: font overrides)."""
+    fill, colour = {
+        "ok": ("C6EFCE", "006100"),
+        "warn": ("FFEB9C", "9C5700"),
+        "fail": ("FFC7CE", "9C0006"),
+        "na": ("EDEDED", "595959"),
+    }[kind]
+    return coloured(fill, colour, **kw)
 
 
 def banner_style(status: DayStatus, size: float = 12) -> tuple[PatternFill, Font]:

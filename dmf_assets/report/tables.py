@@ -168,7 +168,7 @@ def add_table_sheet(wb: Workbook, look: Look, sheet: TableSheet) -> Worksheet:
     """Write one `TableSheet` (the header on row 4, unless `sheet.above` wrote something there first)."""
     if sheet.notice is not None:
         ws = frame_sheet(wb, look, sheet.name, _NOTICE_WIDTHS, sheet.title, None)
-        notice = st.coloured(*st.VERDICT_COLOURS["fail"], size=12)
+        notice = st.verdict_style("fail", size=12)
         _wide_cell(ws, 3, sheet.notice, _NOTICE_WIDTHS, notice)
         keep_in_view(ws, "A4")
         return ws
