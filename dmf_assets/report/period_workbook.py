@@ -34,12 +34,9 @@ from dmf_assets.report.tables import (
     Page,
     TableSheet,
     colours,
-    frame_sheet,
-    keep_in_view,
     save_workbook,
     tables_workbook,
 )
-from dmf_assets.report.workbook import SHEET_SUMMARY, SUMMARY_WIDTHS
 
 REVIEW_COLUMNS = columns({"reviewer": 10, "reviewed_on": 11, "comment": 30})
 NET_COLUMNS = (
@@ -92,7 +89,7 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
     """요약: the period's facts, its events as sentences, and how each day was processed."""
     title = f"DMF 기간 리포트 · {period.start} ~ {period.end}"
     note = "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)"
-    page = Page(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
+    page = Page(wb, look, title, note)
     accepted = [d for d in period.days if d.status == DayStatus.ACCEPTED]
     by_type = Counter(NET_LABEL_KO[n.net_type] for n in sorted(period.net, key=lambda n: n.net_type))
     figures = ("new", "changed", "withdrawn", "number_assigned", "number_changed")
@@ -138,7 +135,6 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
             )
         row["reason"] = period.reasons.get(d.day) or row.get("reason")
     write_table(page.ws, page.row + 1, PERIOD_DAY_COLUMNS, rows, row_hook=colours(verdict=2), set_widths=False)
-    keep_in_view(page.ws, "A4")
 
 
 def _net_row(n: NetChange) -> dict:

@@ -33,6 +33,7 @@ from dmf_assets.report.cells import (
     write_table,
 )
 from dmf_assets.report.columns import Col
+from dmf_assets.report.model import SHEET_SUMMARY
 from dmf_assets.report.output import atomic_write, ensure_dir
 from dmf_assets.report.sentences import Sentence
 
@@ -227,11 +228,18 @@ def write_tables_workbook(
     return save_workbook(tables_workbook(Look(banner, status, doc_title), sheets, doc_title), path)
 
 
-class Page:
-    """A sheet written top to bottom in sections (the daily and the period 요약); `row` is the last row written."""
+#: the 요약 grid (its tables' first columns line up with it)
+SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
 
-    def __init__(self, ws: Worksheet, widths: Sequence[float]) -> None:
-        self.ws, self.widths, self.row = ws, widths, 3
+
+class Page:
+    """요약, the first sheet of the daily and of the period workbook, written top to bottom in sections on the house
+    frame (its tab in the status colour; banner, title and note stay in view); `row` is the last row written."""
+
+    def __init__(self, wb: Workbook, look: Look, title: str, note: str) -> None:
+        self.ws = frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True)
+        keep_in_view(self.ws, "A4")
+        self.widths, self.row = SUMMARY_WIDTHS, 3
 
     def section(self, text: str) -> None:
         self.row += 2

@@ -105,12 +105,11 @@ from dmf_assets.report.sentences import (
 )
 from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
 from dmf_assets.report.tables import (
+    SUMMARY_WIDTHS,
     Look,
     Page,
     TableSheet,
     colours,
-    frame_sheet,
-    keep_in_view,
     paint,
     put_severity,
     tables_workbook,
@@ -231,7 +230,6 @@ def _event_sheet_note(report: DayReport) -> str:
 # --- 요약 ------------------------------------------------------------------------------------------
 
 
-SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
 #: the trend table's last columns (번호 변경, 표기 변경), beyond the 요약 grid; the chart's hidden helper column after them
 _TREND_EXTRA_WIDTH = 12.0
 #: rows kept free for the trend chart (9.5 cm high) above its table
@@ -254,7 +252,7 @@ class _Summary(Page):
     def __init__(self, wb: Workbook, look: Look, report: DayReport):
         title = f"DMF 일일 리포트 · {_day_label(report.day)}"
         note = "식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약"
-        super().__init__(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
+        super().__init__(wb, look, title, note)
         self.report = report
 
     def status(self) -> None:
@@ -464,7 +462,6 @@ def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> None:
         page.gates()
         page.watchlist()
     page.trend()
-    keep_in_view(page.ws, "A4")
 
 
 def _bar_chart(kind: str, title: str) -> BarChart:
