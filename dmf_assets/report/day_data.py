@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -447,19 +447,7 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
                 key=lambda s: SEVERITY_RANK.get(s, -1),
             )
         )
-        out.append(
-            FieldChangeRow(
-                b.dmf_key,
-                b.permit_no,
-                b.ingredient,
-                b.applicant,
-                name,
-                a.before,
-                b.after,
-                cosmetic_only[name],
-                severity,
-            )
-        )
+        out.append(replace(b, before=a.before, is_cosmetic=cosmetic_only[name], severity=severity))
     return tuple(out) + tuple(sites)
 
 
