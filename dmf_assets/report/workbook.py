@@ -518,7 +518,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
 # --- the table sheets ----------------------------------------------------------------------------
 
 
-def _notice(name: str, report: DayReport, title: str) -> TableSheet:
+def _notice(sheet: TableSheet, report: DayReport) -> TableSheet:
     """A sheet of a rejected day's changes: a red sentence that they were not applied, never an empty table."""
     base = _base_day(report)
     text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
@@ -526,13 +526,11 @@ def _notice(name: str, report: DayReport, title: str) -> TableSheet:
         text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
     if report.events:
         text += f" (거부된 비교 결과 {len(report.events):,}건은 반영되지 않음 — '{SHEET_QUALITY}' 시트 참고)"
-    return TableSheet(name, title, None, notice=text)
+    return TableSheet(sheet.name, sheet.title, None, notice=text)
 
 
 def _events_sheet(report: DayReport) -> TableSheet:
     title = f"변경 이벤트 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_EVENTS, report, title)
     rows = [event_row(e, report.source_url) for e in sorted_events(report.headline_events)]
     # printed up to 대상의약품; the audit columns stay on screen
     hook = colours(severity=1, watch=10)
@@ -602,8 +600,6 @@ def _ledger_sheet(report: DayReport, recent_rows: list[dict]) -> TableSheet:
 
 def _fields_sheet(report: DayReport) -> TableSheet:
     title = f"필드 변경 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_FIELDS, report, title)
     k = report.summary
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
@@ -627,8 +623,6 @@ def _fields_sheet(report: DayReport) -> TableSheet:
 
 def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
     title = f"신규 · 목록에서 삭제 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_NEW_WITHDRAWN, report, title)
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
@@ -821,12 +815,13 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
     day = report.day.isoformat()
     look = Look(banner_text(report), report.status, f"DMF 리포트 {day}", report.status.label_ko, report.is_rejected)
     recent = recent_rows(report)
+    changes = [_events_sheet(report), _fields_sheet(report), _new_withdrawn_sheet(report)]
+    if report.is_rejected:  # the day's changes were not applied
+        changes = [_notice(sheet, report) for sheet in changes]
     tables = {
         sheet.name: sheet
         for sheet in (
-            _events_sheet(report),
-            _fields_sheet(report),
-            _new_withdrawn_sheet(report),
+            *changes,
             _ledger_sheet(report, recent),
             _recent_sheet(report, recent),
             _aggregate_sheet(report, SHEET_BY_INGREDIENT, report.by_ingredient),
