@@ -7,7 +7,7 @@ header and footer with the attribution), the table under frozen header rows. The
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -122,12 +122,10 @@ def frame_sheet(
     widths: Sequence[float],
     title: str,
     note: str | None,
-    *,
-    tab: bool | None = None,
 ) -> Worksheet:
     """The house sheet frame: banner (row 1), title (row 2), note (row 3), column widths and print setup."""
     ws = wb.create_sheet(name)
-    if look.tab if tab is None else tab:
+    if look.tab:
         ws.sheet_properties.tabColor = look.status.colour
     for j, width in enumerate(widths, 1):
         ws.column_dimensions[get_column_letter(j)].width = width
@@ -237,7 +235,7 @@ class Page:
     frame (its tab in the status colour; banner, title and note stay in view); `row` is the last row written."""
 
     def __init__(self, wb: Workbook, look: Look, title: str, note: str) -> None:
-        self.ws = frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True)
+        self.ws = frame_sheet(wb, replace(look, tab=True), SHEET_SUMMARY, SUMMARY_WIDTHS, title, note)
         keep_in_view(self.ws, "A4")
         self.widths, self.row = SUMMARY_WIDTHS, 3
 

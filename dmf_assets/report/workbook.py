@@ -173,10 +173,6 @@ class WorkbookResult:
 # --- report-wide texts ---------------------------------------------------------------------------
 
 
-def _day_label(day: date) -> str:
-    return f"{day.isoformat()} ({_WEEKDAYS_KO[day.weekday()]})"
-
-
 def _base_day(report: DayReport) -> date | None:
     return report.last_accepted_day or report.comparison_base
 
@@ -250,7 +246,8 @@ class _Summary(Page):
     """The 요약 sheet, section by section, top to bottom."""
 
     def __init__(self, wb: Workbook, look: Look, report: DayReport):
-        title = f"DMF 일일 리포트 · {_day_label(report.day)}"
+        day = report.day
+        title = f"DMF 일일 리포트 · {day.isoformat()} ({_WEEKDAYS_KO[day.weekday()]})"
         note = "식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약"
         super().__init__(wb, look, title, note)
         self.report = report
