@@ -113,8 +113,7 @@ def _warm() -> None:
 
 
 def _score_day(conn, sim, day: date, base: date, seen: list[date], exclude: set[str]) -> dict:
-    from dmf_assets.report.day_data import stored_events
-    from dmf_assets_tests.scoring import score
+    from dmf_assets_tests.scoring import score, stored_events
 
     truth = sim.truth(base, day, seen=seen)
     events = [e for e in stored_events(conn, day) if e.permit_no not in exclude]
@@ -142,12 +141,12 @@ def run_kind(kind: str, base_dir: str) -> dict:
 def _run_kind(kind: str, base_dir: Path) -> dict:
     from dmf_assets.domain.text import display_text
     from dmf_assets.emulator.client import default_simulator
-    from dmf_assets.report.day_data import stored_events
     from dmf_assets.runs import launch
     from dmf_assets.source.archive import DayArchive
     from dmf_assets.source.politeness import fake_clock
     from dmf_assets.storage import history
     from dmf_assets_tests.graph_support import runs_by_day
+    from dmf_assets_tests.scoring import stored_events
 
     started = time.monotonic()
     spec = FAULT_SPECS.get(kind, kind)

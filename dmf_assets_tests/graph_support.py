@@ -11,11 +11,10 @@ import dagster as dg
 
 from dmf_assets.defs.resources import build_resources
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.report.day_data import stored_events
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets_tests.scoring import Score, score
+from dmf_assets_tests.scoring import Score, score, stored_events
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dmf_assets.domain.model import Event, EventType, GroundTruth, TruthChange
+from dmf_assets.report.day_data import day_events_frame
 
 
 def _signature(
@@ -105,3 +106,8 @@ def score(events: Iterable[Event], truth: GroundTruth) -> Score:
     for sig, n in missed.items():
         fn[sig[0]] += n
     return Score(tp, fp, fn, tuple(sorted(missed.elements(), key=str)), tuple(sorted(spurious.elements(), key=str)))
+
+
+def stored_events(conn, day) -> list[Event]:
+    """A day's committed events as domain Events, as `score` compares them."""
+    return [Event.from_row(e, e["changes"] or ()) for e in day_events_frame(conn, day).iter_rows(named=True)]

@@ -15,13 +15,28 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+import polars as pl
 from openpyxl import load_workbook
 from openpyxl.utils.cell import coordinate_to_tuple, range_boundaries
 
 from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, NUMBER_CHANGED_LABEL_KO, SEVERITY_LABEL_KO
-from dmf_assets.report.cells import ooxml_unescape
+from dmf_assets.report import cells, xlsx_body
+from dmf_assets.report.cells import ooxml_unescape, store_text
 from dmf_assets.report.rows import EVENT_COLUMNS, FLAG_LABELS
 from dmf_assets.report.workbook import NOT_REFLECTED, SHEET_EVENTS
+
+
+def cell_text(value: Any) -> str | None:
+    """What reading the cell back (with `ooxml_unescape`) yields for a source value."""
+    stored = store_text(value)
+    return None if stored is None else ooxml_unescape(stored)
+
+
+def column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
+    """Each cell of one column as the streamed table writes it: the XML after its reference (` s="3" …</c>`)."""
+    tails = cells._column_tail_expr(w, j, kind, values, "value")
+    return values.to_frame("value").with_columns(**tails.extra).select(tails.tail).to_series()
+
 
 _SEVERITY_BY_LABEL = {v: k for k, v in SEVERITY_LABEL_KO.items()}
 _EVENT_BY_LABEL = {v: k for k, v in EVENT_LABEL_KO.items()} | {NUMBER_CHANGED_LABEL_KO: "CHANGED"}

@@ -91,12 +91,6 @@ def store_text(value: Any) -> str | None:
     return _ooxml_escape(text[:lo]) + TRUNCATION_MARK
 
 
-def cell_text(value: Any) -> str | None:
-    """What reading the cell back (with `ooxml_unescape`) yields for a source value."""
-    stored = store_text(value)
-    return None if stored is None else ooxml_unescape(stored)
-
-
 # --- cell writers --------------------------------------------------------------------------------
 
 
@@ -220,10 +214,6 @@ def put_date(ws: Worksheet, row: int, col: int, value: Any) -> Cell:
 
 def put_datetime(ws: Worksheet, row: int, col: int, value: datetime | None) -> Cell:
     return put_cell(ws, row, col, cell_value("datetime", value))
-
-
-def _put_any(ws: Worksheet, row: int, col: int, kind: str, value: Any) -> Cell:
-    return put_cell(ws, row, col, cell_value(kind, value))
 
 
 # --- merged cells --------------------------------------------------------------------------------
@@ -387,12 +377,6 @@ def _column_tail_expr(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Ser
     return _plain_or_rule(w, j, kind, values, plain, fast)
 
 
-def _column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) -> pl.Series:
-    """Each cell of one column as the XML after its reference (` s="3" t="inlineStr">…</c>`)."""
-    tails = _column_tail_expr(w, j, kind, values, "value")
-    return values.to_frame("value").with_columns(**tails.extra).select(tails.tail).to_series()
-
-
 _EXCEL_DAY_ZERO = date(1899, 12, 30)  # serial 0 of Excel's 1900 date system, valid from 1900-03-01 on
 
 
@@ -542,7 +526,7 @@ def write_table(
             value = row.get(col.key)
             if sparse and (value is None or value == ""):
                 continue
-            _put_any(ws, r, j, col.kind, value)
+            put_cell(ws, r, j, cell_value(col.kind, value))
         if wrapped:
             lines = max(text_lines(str(row.get(key) or ""), width) for key, width in wrapped)
             fit_row_height(ws, r, lines)

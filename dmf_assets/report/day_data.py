@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,14 @@ import polars as pl
 
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.gates import GATES
-from dmf_assets.domain.model import ACCEPTED_STATUSES, DayStatus, substantive_changes
+from dmf_assets.domain.model import (
+    ACCEPTED_STATUSES,
+    COMPARED_FIELDS,
+    SEVERITY_RANK,
+    SITES_FIELD,
+    DayStatus,
+    substantive_changes,
+)
 from dmf_assets.report.model import (
     AggregateRow,
     ChangeRate,
@@ -173,6 +180,10 @@ def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int | None) 
     )
 
 
+#: a gate an earlier one made unnecessary: (passed, observed, threshold, detail, samples) of its row
+_NOT_JUDGED = (None, "평가하지 않음", "해당 없음", "앞선 단계에서 판정이 끝났습니다.", ())
+
+
 def _gates(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> tuple[tuple[GateRow, ...], list[str]]:
     """Gate rows for the workbook — the outcomes the commit and the re-derivation stored (`history.day_gates`) —
     and the stored rows found stale."""
@@ -184,22 +195,8 @@ def _gates(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> tu
     rows = []
     for gate in GATES:
         g = outcomes.get(gate.number)
-        if g is None:
-            rows.append(
-                GateRow(
-                    gate.number,
-                    gate.name,
-                    gate.label_ko,
-                    None,
-                    "평가하지 않음",
-                    "해당 없음",
-                    "앞선 단계에서 판정이 끝났습니다.",
-                )
-            )
-        else:
-            rows.append(
-                GateRow(gate.number, gate.name, gate.label_ko, g.passed, g.observed, g.threshold, g.detail, g.samples)
-            )
+        judged = (g.passed, g.observed, g.threshold, g.detail, g.samples) if g is not None else _NOT_JUDGED
+        rows.append(GateRow(gate.number, gate.name, gate.label_ko, *judged))
     return tuple(rows), problems
 
 
@@ -246,19 +243,17 @@ SOURCE_LABEL_KO: dict[str, str] = {
 
 def _products(settings: Settings) -> tuple[tuple, str | None]:
     """(products, problem): a broken product list never stops the daily workbook — it is reported."""
-    from dmf_assets.report.products import ProductsError, products_of
+    from dmf_assets.report.products import ProductsError, load_products
 
     try:
-        return products_of(settings), None
+        return load_products(settings.products.resolve()), None
     except ProductsError as exc:
         return (), f"제품 목록 오류 — 자사 영향 표시 없음: {exc}"
 
 
 def _status_reason(summary: DaySummary) -> str:
     """요약's 설명: why the day is what it is, in the team's words."""
-    base_day, status = summary.comparison_base, summary.status
-    gap = (summary.day - base_day).days if base_day and status is not DayStatus.REJECTED else 0
-    covers = f" ({gap}일치 변경)" if gap > 1 else ""
+    base_day, status, covers = summary.comparison_base, summary.status, summary.covers_text
     if status is DayStatus.REJECTED:
         return summary.rejection_text
     if status is DayStatus.BASELINE:
@@ -393,24 +388,13 @@ RECENT_DAYS = 90
 
 def _fmt_quality(value: float | None, expected: str | None) -> str:
     """Ratios (their threshold is a percentage) as percent, so 품질 uses one unit per metric."""
-    if value is not None and expected and "%" in expected and 0 <= float(value) <= 1:
-        return f"{float(value) * 100:.2f} %"
-    return _fmt(value)
-
-
-def _fmt(value: float | None) -> str:
     if value is None:
         return "-"
+    if expected and "%" in expected and 0 <= float(value) <= 1:
+        return f"{float(value) * 100:.2f} %"
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:.4f}"
-
-
-def stored_events(conn: duckdb.DuckDBPyConnection, day: date) -> list:
-    """A day's committed events as domain Events (for scoring and the CLI)."""
-    from dmf_assets.domain.model import Event
-
-    return [Event.from_row(e, e["changes"] or ()) for e in day_events_frame(conn, day).iter_rows(named=True)]
 
 
 # --- period report -------------------------------------------------------------------------------
@@ -434,8 +418,6 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
     Site rows cannot be chained by field; an added site that was removed again (or the reverse)
     cancels out, the rest are kept in order.
     """
-    from dmf_assets.domain.model import COMPARED_FIELDS, SEVERITY_RANK, SITES_FIELD
-
     first: dict[str, FieldChangeRow] = {}
     last: dict[str, FieldChangeRow] = {}
     cosmetic_only: dict[str, bool] = {}
@@ -465,27 +447,13 @@ def _net_changes(events: list[EventRow]) -> tuple[FieldChangeRow, ...]:
                 key=lambda s: SEVERITY_RANK.get(s, -1),
             )
         )
-        out.append(
-            FieldChangeRow(
-                b.dmf_key,
-                b.permit_no,
-                b.ingredient,
-                b.applicant,
-                name,
-                a.before,
-                b.after,
-                cosmetic_only[name],
-                severity,
-            )
-        )
+        out.append(replace(b, before=a.before, is_cosmetic=cosmetic_only[name], severity=severity))
     return tuple(out) + tuple(sites)
 
 
 def _net(paired: list[tuple[dict, EventRow]]) -> list[NetChange]:
     """Each registration's net change over a period's events (oldest first, with their stored rows), the team's
     products first, then watchlist hits, then severity."""
-    from dmf_assets.domain.model import SEVERITY_RANK
-
     # one registration = its record, joined with the record it was numbered from (number assignment)
     parent: dict[int, int] = {}
 
@@ -534,9 +502,9 @@ def _net(paired: list[tuple[dict, EventRow]]) -> list[NetChange]:
 
 def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date, settings: Settings) -> PeriodReport:
     """Every event of the accepted days in [start, end] and the net effect per registration."""
-    from dmf_assets.report.products import products_of
+    from dmf_assets.report.products import load_products
 
-    products = products_of(settings)  # the CLI reports a broken list as a `dmf:` error
+    products = load_products(settings.products.resolve())  # the CLI reports a broken list as a `dmf:` error
     params = [history.day_id(start), history.day_id(end)]
     frame = recent_events_frame(conn, start, end)
     rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
@@ -546,11 +514,8 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
 
     net = _net(paired)
     runs = reports.period_runs(conn, *params)
-    days = tuple(
-        HistoryPoint(history.to_date(r[0]), DayStatus.of_value(r[1]), r[3], r[4], r[5], r[6], r[7], r[9], r[10])
-        for r in runs
-    )
-    reasons = {history.to_date(r[0]): r[8] for r in runs if r[1] == DayStatus.REJECTED.value and r[8]}
+    days = _history_points(conn, start, end)
+    reasons = {history.to_date(r[0]): r[3] for r in runs if r[1] == DayStatus.REJECTED.value and r[3]}
     first_accepted = next((r for r in runs if r[1] in ACCEPTED_STATUSES), None)
     warnings = []
     if not runs:

@@ -308,10 +308,7 @@ class DayReport:
 
     @property
     def gap_days(self) -> int:
-        """Days the comparison covers (1 = yesterday's base; more after rejected/missing days)."""
-        if self.comparison_base is None or self.status is DayStatus.REJECTED:
-            return 0
-        return (self.day - self.comparison_base).days
+        return self.summary.gap_days
 
 
 # --- period report (`dmf report --from D1 --to D2`) ----------------------------------------------

@@ -10,8 +10,8 @@ from openpyxl import Workbook
 from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.report.cells import write_table
 from dmf_assets.report.columns import columns
+from dmf_assets.report.meta import meta_rows, meta_sheet
 from dmf_assets.report.model import NET_LABEL_KO, NetChange, PeriodReport
-from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
     FIELD_COLUMNS,
@@ -33,15 +33,10 @@ from dmf_assets.report.tables import (
     Look,
     Page,
     TableSheet,
-    add_table_sheet,
     colours,
-    finish_workbook,
-    frame_sheet,
-    keep_in_view,
-    new_workbook,
     save_workbook,
+    tables_workbook,
 )
-from dmf_assets.report.workbook import SHEET_SUMMARY, SUMMARY_WIDTHS, meta_rows, meta_sheet
 
 REVIEW_COLUMNS = columns({"reviewer": 10, "reviewed_on": 11, "comment": 30})
 NET_COLUMNS = (
@@ -94,7 +89,7 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
     """요약: the period's facts, its events as sentences, and how each day was processed."""
     title = f"DMF 기간 리포트 · {period.start} ~ {period.end}"
     note = "주간·월간 검토용: 기간의 모든 이벤트, 등록별 순변경, 검토자·검토일·의견 열 (감사 추적용, 비워 둠)"
-    page = Page(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
+    page = Page(wb, look, title, note)
     accepted = [d for d in period.days if d.status == DayStatus.ACCEPTED]
     by_type = Counter(NET_LABEL_KO[n.net_type] for n in sorted(period.net, key=lambda n: n.net_type))
     figures = ("new", "changed", "withdrawn", "number_assigned", "number_changed")
@@ -140,7 +135,6 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
             )
         row["reason"] = period.reasons.get(d.day) or row.get("reason")
     write_table(page.ws, page.row + 1, PERIOD_DAY_COLUMNS, rows, row_hook=colours(verdict=2), set_widths=False)
-    keep_in_view(page.ws, "A4")
 
 
 def _net_row(n: NetChange) -> dict:
@@ -195,7 +189,7 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
             f"전체 이벤트 · {span}",
             "기간의 모든 이벤트 (표기 변경 포함), 관측일 순.",
             (*RECENT_COLUMNS, *REVIEW_COLUMNS),
-            [{**event_row(e, SOURCE_BASE_FALLBACK), "day": e.day, "base_day": e.base_day, **_REVIEW} for e in events],
+            [{**event_row(e), **_REVIEW} for e in events],
             colours(severity=3),
         ),
         TableSheet(
@@ -215,11 +209,7 @@ def build_period_workbook(period: PeriodReport) -> Workbook:
     header = f"DMF 기간 리포트 {period.start}~{period.end}"
     status = DayStatus.REJECTED if period.accepted_days == 0 else DayStatus.ACCEPTED
     look = Look(_period_banner(period), status, header)
-    wb = new_workbook()
-    _summary_page(wb, look, period)
-    for sheet in _sheets(period):
-        add_table_sheet(wb, look, sheet)
-    return finish_workbook(wb, header)
+    return tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
 
 
 def write_period_workbook(period: PeriodReport, path: Path) -> Path:

@@ -148,16 +148,6 @@ def load_products(path: Path | str | None) -> tuple[Product, ...]:
     return parse_products(text, str(path))
 
 
-def products_of(settings: object) -> tuple[Product, ...]:
-    """The configured list (settings.products.file), or () when none is configured."""
-    section = getattr(settings, "products", None)
-    if section is None:
-        return ()
-    resolve = getattr(section, "resolve", None)
-    path = resolve() if callable(resolve) else getattr(section, "file", None)
-    return load_products(path)
-
-
 def _contains(haystack: str | None, needle: str | None) -> bool:
     return bool(needle and haystack and needle in haystack)
 

@@ -87,13 +87,16 @@ EVENT_COLUMNS = columns(
 )
 
 
-def event_row(ev: EventRow, base_url: str) -> dict:
+def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
+    """One event as every event table shows it (변경 이벤트, 신규·삭제, 이력, the period's 전체 이벤트): each table
+    writes the columns it declares."""
     return {
         "severity": SEVERITY_LABEL_KO.get(ev.severity, ev.severity),
         "event_type": event_label(ev.event_type, number_changed=ev.number_changed),
         "permit_no": ev.permit_no,
         "previous_permit_no": ev.previous_permit_no,
         "ingredient": ev.ingredient,
+        "ingredient_base": ev.ingredient_base,
         "applicant": ev.applicant,
         "manufacturer": ev.manufacturer,
         "countries": ev.countries,
@@ -111,6 +114,8 @@ def event_row(ev: EventRow, base_url: str) -> dict:
         "_severity_code": ev.severity,
         "_watch": ev.watchlist_hit,
         "product_hits": "\n".join(ev.product_hits) or None,
+        "day": ev.day,
+        "base_day": ev.base_day,
     }
 
 
@@ -140,12 +145,7 @@ NEW_WITHDRAWN_COLUMNS = columns(
 def new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
     chosen = [e for e in report.events if e.event_type in ("NEW", "WITHDRAWN")]
     chosen.sort(key=lambda e: (e.event_type != "NEW", -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
-    rows = []
-    for e in chosen:
-        row = event_row(e, base_url)
-        row["ingredient_base"] = e.ingredient_base
-        rows.append(row)
-    return rows
+    return [event_row(e, base_url) for e in chosen]
 
 
 RECENT_COLUMNS = columns(
@@ -174,12 +174,7 @@ def recent_rows(report: DayReport) -> list[dict]:
         report.recent_events,
         key=lambda e: (-(e.day.toordinal() if e.day else 0), -SEVERITY_RANK.get(e.severity, -1), e.dmf_key),
     )
-    rows = []
-    for e in ordered:
-        row = event_row(e, report.source_url)
-        row.update(day=e.day, base_day=e.base_day)
-        rows.append(row)
-    return rows
+    return [event_row(e, report.source_url) for e in ordered]
 
 
 # --- 필드 변경 -------------------------------------------------------------------------------------
@@ -401,48 +396,37 @@ def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
       manufacturer when a single site has no name, the manufacturer alone when no site was split out;
     - 제조국: the distinct countries in order, or the country text as given when none was resolved;
     - 번호 형식: the Korean label."""
-    site = pl.element()
 
     def given(expr: pl.Expr) -> pl.Expr:  # neither null nor empty (Python's `x or …`)
         return expr.is_not_null() & (expr != "")
 
-    role = site.struct.field("role")
-    country = site.struct.field("country")
-    role_part = pl.when(given(role)).then(pl.concat_str([pl.lit("["), role, pl.lit("] ")])).otherwise(pl.lit(""))
-    where = pl.concat_str(
-        [pl.lit(" ("), pl.when(given(country)).then(country).otherwise(pl.lit("국가 미상")), pl.lit(")")]
-    )
-    name = site.struct.field("name")
+    def site_label(site: pl.Expr, name: pl.Expr) -> pl.Expr:
+        """「[역할] 이름 (국가)」 of one site, `name` standing for its name."""
+        role, country = site.struct.field("role"), site.struct.field("country")
+        return pl.concat_str(
+            [
+                pl.when(given(role)).then(pl.concat_str([pl.lit("["), role, pl.lit("] ")])).otherwise(pl.lit("")),
+                name,
+                pl.lit(" ("),
+                pl.when(given(country)).then(country).otherwise(pl.lit("국가 미상")),
+                pl.lit(")"),
+            ]
+        )
+
+    site, only = pl.element(), pl.col("sites").list.first()
+    name, only_name, manufacturer = site.struct.field("name"), only.struct.field("name"), pl.col("manufacturer")
     numbered = pl.concat_str(
         [
             pl.int_range(1, pl.len() + 1).cast(pl.Utf8),
             pl.lit(". "),
-            role_part,
-            pl.when(given(name)).then(name).otherwise(pl.lit(missing("manufacturer"))),
-            where,
+            site_label(site, pl.when(given(name)).then(name).otherwise(pl.lit(missing("manufacturer")))),
         ]
+    )
+    single = site_label(
+        only,
+        pl.when(given(only_name)).then(only_name).when(given(manufacturer)).then(manufacturer).otherwise(pl.lit("")),
     )
     sites, n_sites = pl.col("sites"), pl.col("sites").list.len()
-    manufacturer = pl.col("manufacturer")
-    only = sites.list.first()
-    only_name = only.struct.field("name")
-    single = pl.concat_str(
-        [
-            pl.when(given(only.struct.field("role")))
-            .then(pl.concat_str([pl.lit("["), only.struct.field("role"), pl.lit("] ")]))
-            .otherwise(pl.lit("")),
-            pl.when(given(only_name))
-            .then(only_name)
-            .when(given(manufacturer))
-            .then(manufacturer)
-            .otherwise(pl.lit("")),
-            pl.lit(" ("),
-            pl.when(given(only.struct.field("country")))
-            .then(only.struct.field("country"))
-            .otherwise(pl.lit("국가 미상")),
-            pl.lit(")"),
-        ]
-    )
     site_text = (
         pl.when(n_sites > 1)
         .then(sites.list.eval(numbered).list.join("\n"))

@@ -19,7 +19,7 @@ for all of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -110,19 +110,33 @@ def change_line(field_name: str, before: str | None, after: str | None) -> str:
     return f"{field_label(field_name)}: {value_text(before)} → {value_text(after)}"
 
 
-def change_lines(changes: Sequence[ChangeLike], *, cosmetic: bool = False) -> list[str]:
-    """The substantive changes of one event as lines — the site lines first, standing for the manufacturer,
-    address and country values they detail (often hundreds of characters; the full values are on 필드 변경). A
-    country list that only repeats a country is no change. `cosmetic`: also the cosmetic ones, marked 「(표기)」."""
+def _shown(
+    changes: Sequence[ChangeLike], *, cosmetic: bool, sep: str = ", "
+) -> Iterator[tuple[ChangeLike, str | None, str | None]]:
+    """The changes people read of one event, with their before and after: the site rows first, standing for the
+    manufacturer, address and country values they detail (often hundreds of characters; the full values are on
+    필드 변경); a country list (each country once, joined by `sep`) that only repeats a country is no change.
+    `cosmetic`: also the cosmetic ones."""
     sites = [c for c in changes if c.field == SITES_FIELD]
-    lines = [change_line(c.field, c.before, c.after) for c in sites]
+    yield from ((c, c.before, c.after) for c in sites)
     for c in changes:
         if c.field == SITES_FIELD or (sites and c.field in SITE_FIELDS) or (c.is_cosmetic and not cosmetic):
             continue
-        if c.field == "countries" and countries_text(c.before) == countries_text(c.after) and not c.is_cosmetic:
-            continue
-        lines.append(change_line(c.field, c.before, c.after) + (" (표기)" if c.is_cosmetic else ""))
-    return lines
+        before, after = c.before, c.after
+        if c.field == "countries":
+            before, after = countries_text(before, sep), countries_text(after, sep)
+            if before == after and not c.is_cosmetic:
+                continue
+        yield c, before, after
+
+
+def change_lines(changes: Sequence[ChangeLike], *, cosmetic: bool = False) -> list[str]:
+    """The substantive changes of one event as lines (`_shown`); `cosmetic`: also the cosmetic ones, marked
+    「(표기)」."""
+    return [
+        change_line(c.field, before, after) + (" (표기)" if c.is_cosmetic and c.field != SITES_FIELD else "")
+        for c, before, after in _shown(changes, cosmetic=cosmetic)
+    ]
 
 
 # --- an event as a sentence ------------------------------------------------------------------------
@@ -208,19 +222,11 @@ def _field_clause(name: str, before: str | None, after: str | None) -> _Clause:
 
 def _clauses(changes: Sequence[ChangeLike], *, skip: tuple[str, ...] = ()) -> list[_Clause]:
     """The substantive changes as clauses; the site rows stand for the manufacturer, address and countries."""
-    changes = [c for c in changes if c.field not in skip and not c.is_cosmetic]
-    sites = [c for c in changes if c.field == SITES_FIELD]
-    out = [_site_clause(c.before, c.after) for c in sites]
-    for c in changes:
-        if c.field == SITES_FIELD or (sites and c.field in SITE_FIELDS):
-            continue
-        before, after = c.before, c.after
-        if c.field == "countries":
-            before, after = countries_text(before, "·"), countries_text(after, "·")
-            if before == after:
-                continue
-        out.append(_field_clause(c.field, before, after))
-    return out
+    kept = [c for c in changes if c.field not in skip and not c.is_cosmetic]
+    return [
+        _site_clause(before, after) if c.field == SITES_FIELD else _field_clause(c.field, before, after)
+        for c, before, after in _shown(kept, cosmetic=False, sep="·")
+    ]
 
 
 def _predicate(clauses: list[_Clause]) -> str:

@@ -37,16 +37,6 @@ SEVERITY_COLOURS: dict[str, tuple[str, str]] = {
 #: the banner's text colour (first row of every sheet; its fill is the day's `DayStatus.colour`)
 BANNER_FONT = "FFFFFF"
 
-#: Pass/fail colours for gates and quality metrics.
-OK_FILL = "C6EFCE"
-OK_FONT = "006100"
-WARN_FILL = "FFEB9C"
-WARN_FONT = "9C5700"
-FAIL_FILL = "FFC7CE"
-FAIL_FONT = "9C0006"
-NA_FILL = "EDEDED"
-NA_FONT = "595959"
-
 
 def solid(colour: str) -> PatternFill:
     return PatternFill(fill_type="solid", start_color=colour, end_color=colour)
@@ -118,28 +108,26 @@ def register_styles(wb: Workbook) -> None:
             wb.add_named_style(style)
 
 
-def severity_fill(severity: str) -> PatternFill:
-    return solid(SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"])[0])
+def coloured(fill: str, colour: str, **kw: bool | str | float) -> tuple[PatternFill, Font]:
+    """(fill, bold font) of a coloured cell: a severity, a verdict, the banner (`kw`: other font overrides)."""
+    return solid(fill), font(bold=True, color=colour, **kw)
 
 
-def severity_font(severity: str, bold: bool = True) -> Font:
-    return font(bold=bold, color=SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"])[1])
+def severity_style(severity: str) -> tuple[PatternFill, Font]:
+    return coloured(*SEVERITY_COLOURS.get(severity, SEVERITY_COLOURS["INFO"]))
 
 
-def banner_fill(status: DayStatus) -> PatternFill:
-    return solid(status.colour)
-
-
-def banner_font() -> Font:
-    return font(size=12, bold=True, color=BANNER_FONT)
-
-
-def verdict_style(kind: str) -> tuple[PatternFill, Font]:
-    """kind: ok | warn | fail | na -> (fill, font) for result cells on the quality sheet."""
+def verdict_style(kind: str, **kw: bool | str | float) -> tuple[PatternFill, Font]:
+    """kind: ok | warn | fail | na -> (fill, font) for result cells on the quality sheet (`kw`: font overrides)."""
     fill, colour = {
-        "ok": (OK_FILL, OK_FONT),
-        "warn": (WARN_FILL, WARN_FONT),
-        "fail": (FAIL_FILL, FAIL_FONT),
-        "na": (NA_FILL, NA_FONT),
+        "ok": ("C6EFCE", "006100"),
+        "warn": ("FFEB9C", "9C5700"),
+        "fail": ("FFC7CE", "9C0006"),
+        "na": ("EDEDED", "595959"),
     }[kind]
-    return solid(fill), font(bold=True, color=colour)
+    return coloured(fill, colour, **kw)
+
+
+def banner_style(status: DayStatus, size: float = 12) -> tuple[PatternFill, Font]:
+    """The day's verdict in its status colour (the banner; 요약's 상태 cell in the body text's size)."""
+    return coloured(status.colour, BANNER_FONT, size=size)

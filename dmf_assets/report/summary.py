@@ -106,6 +106,16 @@ def companies(ev: EventRow) -> dict[str, list[str]]:
     return {"applicant": [ev.applicant or missing("applicant")], "manufacturer": names or [missing("manufacturer")]}
 
 
+class _Figure:
+    """A figure of `DaySummary` read from its `by_kind`: the count of the kind it is named after (`new` -> NEW)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.kind = name.upper()
+
+    def __get__(self, summary: DaySummary, owner: type | None = None) -> int:
+        return summary.by_kind.get(self.kind, 0)
+
+
 @dataclass(frozen=True)
 class DaySummary:
     """Every figure of one day (see the module's table). Frozen: it is made once and read everywhere."""
@@ -128,32 +138,13 @@ class DaySummary:
     watchlist_hits: int = 0  # headline events matching the watchlist
     product_hits: int = 0  # headline events touching the team's products
 
-    # -- the headline figures --
-
-    @property
-    def new(self) -> int:
-        return self.by_kind.get("NEW", 0)
-
-    @property
-    def changed(self) -> int:
-        """실질 변경 (the headline 「변경」): neither cosmetic nor a number event."""
-        return self.by_kind.get("CHANGED", 0)
-
-    @property
-    def withdrawn(self) -> int:
-        return self.by_kind.get("WITHDRAWN", 0)
-
-    @property
-    def number_assigned(self) -> int:
-        return self.by_kind.get("NUMBER_ASSIGNED", 0)
-
-    @property
-    def number_changed(self) -> int:
-        return self.by_kind.get("NUMBER_CHANGED", 0)
-
-    @property
-    def cosmetic(self) -> int:
-        return self.by_kind.get("COSMETIC", 0)
+    # -- the headline figures: each its kind's count (변경 is 실질 변경: neither cosmetic nor a number event) --
+    new = _Figure()
+    changed = _Figure()
+    withdrawn = _Figure()
+    number_assigned = _Figure()
+    number_changed = _Figure()
+    cosmetic = _Figure()
 
     @property
     def headline_events(self) -> int:
@@ -171,6 +162,18 @@ class DaySummary:
     @property
     def last_accepted_day(self) -> date | None:
         return self.comparison_base if self.is_rejected else self.day
+
+    @property
+    def gap_days(self) -> int:
+        """Days the comparison covers (1 = yesterday's base; more after rejected or missing days; 0 without one)."""
+        if self.comparison_base is None or self.is_rejected:
+            return 0
+        return (self.day - self.comparison_base).days
+
+    @property
+    def covers_text(self) -> str:
+        """「 (N일치 변경)」 when the comparison base is more than one day back."""
+        return f" ({self.gap_days}일치 변경)" if self.gap_days > 1 else ""
 
     @property
     def shown_registry_size(self) -> int | None:
@@ -232,24 +235,12 @@ class HeadlineFigures(Protocol):
 def headline_counts(c: HeadlineFigures) -> str:
     """「신규 5 · 변경 6 · 삭제 0」, with 「· 번호 부여 1」 / 「· 번호 변경 1」 on a day that has one — the one way every
     text says the headline. `changed` is 실질 변경: a number event is its own figure, never in 변경 or 삭제."""
-    return headline_text(
-        new=c.new,
-        changed=c.changed,
-        withdrawn=c.withdrawn,
-        number_assigned=c.number_assigned,
-        number_changed=c.number_changed,
-    )
+    return headline_text(**{kind.lower(): getattr(c, kind.lower()) for kind in HEADLINE_KINDS})
 
 
 def headline_text(*, new: int, changed: int, withdrawn: int, number_assigned: int, number_changed: int) -> str:
     """`headline_counts` of figures that no single value holds (a period's sums, a `runs` row)."""
-    figures = {
-        "NEW": new,
-        "CHANGED": changed,
-        "WITHDRAWN": withdrawn,
-        "NUMBER_ASSIGNED": number_assigned,
-        "NUMBER_CHANGED": number_changed,
-    }
+    figures = dict(zip(HEADLINE_KINDS, (new, changed, withdrawn, number_assigned, number_changed), strict=True))
     return " · ".join(
         f"{EVENT_KIND_LABEL_KO[k]} {figures[k]:,}" for k in HEADLINE_KINDS if k not in OPTIONAL_KINDS or figures[k]
     )

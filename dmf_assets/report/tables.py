@@ -7,7 +7,7 @@ header and footer with the attribution), the table under frozen header rows. The
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from dmf_assets.report.cells import (
     write_table,
 )
 from dmf_assets.report.columns import Col
+from dmf_assets.report.model import SHEET_SUMMARY
 from dmf_assets.report.output import atomic_write, ensure_dir
 from dmf_assets.report.sentences import Sentence
 
@@ -78,8 +79,11 @@ def paint(cell: Cell, fill_font: tuple[PatternFill, Font]) -> None:
     cell.fill, cell.font = fill_font
 
 
-def severity_style(severity: str) -> tuple[PatternFill, Font]:
-    return st.severity_fill(severity), st.severity_font(severity)
+def put_severity(ws: Worksheet, row: int, col: int, severity: str, mark: str = "") -> Cell:
+    """A severity in its words and colours (`mark` after the word)."""
+    cell = put_text(ws, row, col, SEVERITY_LABEL_KO.get(severity, severity) + mark)
+    paint(cell, st.severity_style(severity))
+    return cell
 
 
 def colours(
@@ -90,11 +94,11 @@ def colours(
 
     def hook(ws: Worksheet, r: int, row: dict) -> None:
         if severity and row.get("_severity_code"):
-            paint(ws.cell(row=r, column=severity), severity_style(row["_severity_code"]))
+            paint(ws.cell(row=r, column=severity), st.severity_style(row["_severity_code"]))
         if watch and row.get("_watch"):
-            ws.cell(row=r, column=watch).font = st.severity_font("HIGH")
+            ws.cell(row=r, column=watch).font = st.severity_style("HIGH")[1]
         if cosmetic and row.get("_cosmetic"):
-            paint(ws.cell(row=r, column=cosmetic), severity_style("COSMETIC"))
+            paint(ws.cell(row=r, column=cosmetic), st.severity_style("COSMETIC"))
         if verdict and row.get("_verdict"):
             paint(ws.cell(row=r, column=verdict), st.verdict_style(row["_verdict"]))
 
@@ -118,16 +122,14 @@ def frame_sheet(
     widths: Sequence[float],
     title: str,
     note: str | None,
-    *,
-    tab: bool | None = None,
 ) -> Worksheet:
     """The house sheet frame: banner (row 1), title (row 2), note (row 3), column widths and print setup."""
     ws = wb.create_sheet(name)
-    if look.tab if tab is None else tab:
+    if look.tab:
         ws.sheet_properties.tabColor = look.status.colour
     for j, width in enumerate(widths, 1):
         ws.column_dimensions[get_column_letter(j)].width = width
-    _wide_cell(ws, 1, look.banner, widths, (st.banner_fill(look.status), st.banner_font()))
+    _wide_cell(ws, 1, look.banner, widths, st.banner_style(look.status))
     put_text(ws, 2, 1, title, st.TITLE)
     ws.row_dimensions[2].height = 26
     if note:
@@ -165,7 +167,7 @@ def add_table_sheet(wb: Workbook, look: Look, sheet: TableSheet) -> Worksheet:
     """Write one `TableSheet` (the header on row 4, unless `sheet.above` wrote something there first)."""
     if sheet.notice is not None:
         ws = frame_sheet(wb, look, sheet.name, _NOTICE_WIDTHS, sheet.title, None)
-        notice = (st.solid(st.FAIL_FILL), st.font(size=12, bold=True, color=st.FAIL_FONT))
+        notice = st.verdict_style("fail", size=12)
         _wide_cell(ws, 3, sheet.notice, _NOTICE_WIDTHS, notice)
         keep_in_view(ws, "A4")
         return ws
@@ -182,15 +184,23 @@ def add_table_sheet(wb: Workbook, look: Look, sheet: TableSheet) -> Worksheet:
     return ws
 
 
-def new_workbook() -> Workbook:
+def tables_workbook(
+    look: Look,
+    sheets: Sequence[TableSheet],
+    title: str,
+    *,
+    page: Callable[[Workbook], object] | None = None,
+    **properties: str,
+) -> Workbook:
+    """A workbook of `sheets` in memory — after `page` (a 요약 written section by section), if any — its first sheet
+    active and its document's properties set (title, creator, the attribution, any other)."""
     wb = Workbook()
     wb.remove(wb.active)
     st.register_styles(wb)
-    return wb
-
-
-def finish_workbook(wb: Workbook, title: str, **properties: str) -> Workbook:
-    """The first sheet active, and the document's properties (title, creator, the attribution, any other)."""
+    if page is not None:
+        page(wb)
+    for sheet in sheets:
+        add_table_sheet(wb, look, sheet)
     wb.active = 0
     props = wb.properties
     props.title = title
@@ -213,17 +223,21 @@ def write_tables_workbook(
     path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str, status: DayStatus = DayStatus.ACCEPTED
 ) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), written atomically."""
-    wb = new_workbook()
-    for sheet in sheets:
-        add_table_sheet(wb, Look(banner, status, doc_title), sheet)
-    return save_workbook(finish_workbook(wb, doc_title), path)
+    return save_workbook(tables_workbook(Look(banner, status, doc_title), sheets, doc_title), path)
+
+
+#: the 요약 grid (its tables' first columns line up with it)
+SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
 
 
 class Page:
-    """A sheet written top to bottom in sections (the daily and the period 요약); `row` is the last row written."""
+    """요약, the first sheet of the daily and of the period workbook, written top to bottom in sections on the house
+    frame (its tab in the status colour; banner, title and note stay in view); `row` is the last row written."""
 
-    def __init__(self, ws: Worksheet, widths: Sequence[float]) -> None:
-        self.ws, self.widths, self.row = ws, widths, 3
+    def __init__(self, wb: Workbook, look: Look, title: str, note: str) -> None:
+        self.ws = frame_sheet(wb, replace(look, tab=True), SHEET_SUMMARY, SUMMARY_WIDTHS, title, note)
+        keep_in_view(self.ws, "A4")
+        self.widths, self.row = SUMMARY_WIDTHS, 3
 
     def section(self, text: str) -> None:
         self.row += 2
@@ -267,6 +281,5 @@ class Page:
         for x in sentences:
             self.row += 1
             mark = " · 자사" if x.products else " · 관심" if watch and x.watch else ""
-            cell = put_text(self.ws, self.row, 1, SEVERITY_LABEL_KO.get(x.severity, x.severity) + mark)
-            paint(cell, severity_style(x.severity))
+            put_severity(self.ws, self.row, 1, x.severity, mark)
             self.merged_text(2, x.full_text)

@@ -20,9 +20,9 @@ import re
 import shutil
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -36,16 +36,12 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES
 from dmf_assets.domain.model import (
-    COMPARED_FIELDS,
-    COUNT_LABEL_KO,
-    EVENT_LABEL_KO,
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     WITHDRAWN_FIRST_MENTION_KO,
     DayStatus,
     Severity,
-    field_labels,
 )
 from dmf_assets.korean import josa
 from dmf_assets.report import styles as st
@@ -62,6 +58,7 @@ from dmf_assets.report.cells import (
     write_table,
 )
 from dmf_assets.report.columns import COLUMN_LABELS, WRAP, columns
+from dmf_assets.report.meta import day_meta_sheet, fields_of
 from dmf_assets.report.model import (
     AGGREGATE_LABEL_KO,
     SHEET_BY_APPLICANT,
@@ -70,7 +67,6 @@ from dmf_assets.report.model import (
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_LEDGER,
-    SHEET_META,
     SHEET_NAMES,
     SHEET_NEW_WITHDRAWN,
     SHEET_QUALITY,
@@ -81,14 +77,12 @@ from dmf_assets.report.model import (
     DayReport,
     sorted_events,
 )
-from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
 from dmf_assets.report.output import WorkbookError, atomic_write, ensure_dir
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name, dated_workbooks
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
     EVENT_COLUMNS,
     FIELD_COLUMNS,
-    FLAG_LABELS,
     LEDGER_COLUMNS,
     NEW_WITHDRAWN_COLUMNS,
     RECENT_COLUMNS,
@@ -103,37 +97,25 @@ from dmf_assets.report.rows import (
 )
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
-    LOCAL_CONFIG_FILE,
     NO_NUMBER,
     NUMBER_ASSIGNED_DEFINITION,
     NUMBER_CHANGED_DEFINITION,
-    WITHDRAWN_DEFINITION,
     event_sentence,
-    products_hint,
     summary_sentences,
 )
 from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
 from dmf_assets.report.tables import (
-    ATTRIBUTION,
+    SUMMARY_WIDTHS,
     Look,
     Page,
     TableSheet,
-    add_table_sheet,
     colours,
-    finish_workbook,
-    frame_sheet,
-    keep_in_view,
-    new_workbook,
     paint,
-    severity_style,
+    put_severity,
+    tables_workbook,
 )
 
 _APPLICANT = FIELD_LABEL_KO["applicant"]
-
-
-def _fields_of(severity: Severity) -> str:
-    """「제조소명·제조소 소재지·제조국」: the compared fields a substantive change of which is `severity`."""
-    return field_labels(*(f for f, s in COMPARED_FIELDS.items() if s is severity and f != "permit_no"))
 
 
 # --- names and fixed texts -----------------------------------------------------------------------
@@ -168,9 +150,9 @@ _KPI_NOTES: dict[str, str] = {
     "number_changed": NUMBER_CHANGED_DEFINITION,
     "reappeared": "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)",
     "headline_events": "신규·변경·목록에서 삭제·번호 부여·번호 변경의 합 — 아래는 심각도별 ('변경 이벤트' 시트의 행)",
-    "severity_CRITICAL": f"{_fields_of(Severity.CRITICAL)} 변경, 목록에서 삭제된 등록",
-    "severity_HIGH": f"{_fields_of(Severity.HIGH)} 변경, 재등장, 관심목록 해당",
-    "severity_MEDIUM": f"{_fields_of(Severity.MEDIUM)} 변경, 번호 변경",
+    "severity_CRITICAL": f"{fields_of(Severity.CRITICAL)} 변경, 목록에서 삭제된 등록",
+    "severity_HIGH": f"{fields_of(Severity.HIGH)} 변경, 재등장, 관심목록 해당",
+    "severity_MEDIUM": f"{fields_of(Severity.MEDIUM)} 변경, 번호 변경",
     "severity_INFO": "신규 등록, 번호 부여",
     "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
     "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
@@ -191,17 +173,8 @@ class WorkbookResult:
 # --- report-wide texts ---------------------------------------------------------------------------
 
 
-def _day_label(day: date) -> str:
-    return f"{day.isoformat()} ({_WEEKDAYS_KO[day.weekday()]})"
-
-
 def _base_day(report: DayReport) -> date | None:
     return report.last_accepted_day or report.comparison_base
-
-
-def _covers(report: DayReport) -> str:
-    """「N일치 변경」 when the comparison base is more than one day back."""
-    return f" ({report.gap_days}일치 변경)" if report.gap_days > 1 else ""
 
 
 def banner_text(report: DayReport) -> str:
@@ -226,9 +199,9 @@ def _banner_core(report: DayReport) -> str:
     if report.status is DayStatus.UNCHANGED:
         return (
             f"변경 없음 — {report.day.isoformat()} 수집분이 비교 기준 {josa(day_text(report.comparison_base), '과/와')} "
-            f"동일합니다{_covers(report)}. 등록 현황 {size}"
+            f"동일합니다{k.covers_text}. 등록 현황 {size}"
         )
-    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {k.counts_text}{_covers(report)}"
+    text = f"정상 수집 · 비교 기준 {day_text(report.comparison_base)} — {k.counts_text}{k.covers_text}"
     if k.cosmetic:
         text += f" (표기 변경 {k.cosmetic:,}건 별도)"
     if k.product_hits:
@@ -253,7 +226,6 @@ def _event_sheet_note(report: DayReport) -> str:
 # --- 요약 ------------------------------------------------------------------------------------------
 
 
-SUMMARY_WIDTHS = (28.0, 14.0, 24.0, 16.0, 18.0, 14.0, 40.0)
 #: the trend table's last columns (번호 변경, 표기 변경), beyond the 요약 grid; the chart's hidden helper column after them
 _TREND_EXTRA_WIDTH = 12.0
 #: rows kept free for the trend chart (9.5 cm high) above its table
@@ -274,9 +246,10 @@ class _Summary(Page):
     """The 요약 sheet, section by section, top to bottom."""
 
     def __init__(self, wb: Workbook, look: Look, report: DayReport):
-        title = f"DMF 일일 리포트 · {_day_label(report.day)}"
+        day = report.day
+        title = f"DMF 일일 리포트 · {day.isoformat()} ({_WEEKDAYS_KO[day.weekday()]})"
         note = "식품의약품안전처 원료의약품 등록(DMF) 현황 — 비교 기준일 대비 신규·변경·목록에서 삭제 요약"
-        super().__init__(frame_sheet(wb, look, SHEET_SUMMARY, SUMMARY_WIDTHS, title, note, tab=True), SUMMARY_WIDTHS)
+        super().__init__(wb, look, title, note)
         self.report = report
 
     def status(self) -> None:
@@ -287,7 +260,7 @@ class _Summary(Page):
         self.label("상태")
         paint(
             self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT),
-            (st.banner_fill(report.status), st.font(bold=True, color=st.BANNER_FONT)),
+            st.banner_style(report.status, st.FONT_SIZE),
         )
         self.label("설명")
         self.merged_text(2, report.status_reason, last_col=5)
@@ -339,18 +312,11 @@ class _Summary(Page):
         rejected = report.is_rejected
         self.section("핵심 지표")
         self.header([(1, "지표"), (2, "건수"), (3, "설명")], merges=[(3, 7)])
-        values: dict[str, int | None] = {
-            "new": k.new,
-            "changed": k.changed,
-            "withdrawn": k.withdrawn,
-            "number_assigned": k.number_assigned,
-            "number_changed": k.number_changed,
-            "reappeared": k.reappeared,
-            "headline_events": k.headline_events,
-            **{f"severity_{s}": k.by_severity.get(s, 0) for s in HEADLINE_SEVERITIES},
-            "watchlist_hits": k.watchlist_hits,
-            "product_hits": k.product_hits,
-            "cosmetic": k.cosmetic,
+        # every figure but the sizes: a `DaySummary` attribute, or a severity's count
+        values = {
+            key: k.by_severity.get(key.removeprefix("severity_"), 0) if key.startswith("severity_") else getattr(k, key)
+            for key in KPI_LABELS
+            if key not in ("registry_size", "received")
         }
         self.label(KPI_LABELS["registry_size"])
         put_int(ws, self.row, 2, k.shown_registry_size)
@@ -383,9 +349,9 @@ class _Summary(Page):
             self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
             sev = key.removeprefix("severity_")
             if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
-                paint(value_cell, severity_style(sev))
+                paint(value_cell, st.severity_style(sev))
             if key == "cosmetic":
-                paint(label_cell, severity_style("COSMETIC"))
+                paint(label_cell, st.severity_style("COSMETIC"))
 
     def gates(self) -> None:
         """수용 게이트 in the reader's words: each gate's verdict and what it means. The observed values and
@@ -443,15 +409,14 @@ class _Summary(Page):
         for ev in hits[:50]:
             self.row += 1
             put_text(ws, self.row, 1, ev.permit_no or NO_NUMBER)
-            cell = put_text(ws, self.row, 2, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-            paint(cell, severity_style(ev.severity))
+            put_severity(ws, self.row, 2, ev.severity)
             for col, value in enumerate((ev.label, ev.ingredient, ev.applicant, ", ".join(ev.watch_reasons)), 3):
                 put_text(ws, self.row, col, value)
             merge_cells(ws, self.row, 6, 7)
         if len(hits) > 50:
             self.note(f"… 외 {len(hits) - 50:,}건 — '{SHEET_EVENTS}' 시트에서 '표시' 열을 '관심목록'으로 필터")
 
-    def trend(self) -> int:
+    def trend(self) -> None:
         """최근 추이 on a page of its own: a chart, then the table, newest first (it answers "what happened
         lately"). A day's status is a word in its own column; a rejected day has no counts (blank, never a
         zero) and is marked in the chart by its own series on a hidden 0–1 axis — never a bar on the count
@@ -462,7 +427,7 @@ class _Summary(Page):
         rows = day_rows(sorted(report.history, key=lambda p: p.day, reverse=True))
         if not rows:
             self.note("추이 자료 없음")
-            return 0
+            return
         top = self.row + _CHART_ROWS + 1  # the chart takes the rows above the table
         for extra in range(len(SUMMARY_WIDTHS) + 1, len(TREND_COLUMNS) + 1):
             ws.column_dimensions[get_column_letter(extra)].width = _TREND_EXTRA_WIDTH
@@ -476,10 +441,9 @@ class _Summary(Page):
         ws.column_dimensions[get_column_letter(marker_col)].hidden = True
         _history_chart(ws, top, last, marker_col, anchor=f"A{self.row + 1}")
         self.row = last
-        return len(rows)
 
 
-def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> int:
+def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> None:
     """요약: what an analyst forwards. An accepted day leads with its events as sentences; a rejected
     day with the gate that refused it and that gate's sample rows."""
     page = _Summary(wb, look, report)
@@ -494,24 +458,30 @@ def _summary_sheet(wb: Workbook, look: Look, report: DayReport) -> int:
         page.kpis()
         page.gates()
         page.watchlist()
-    rows = page.trend()
-    keep_in_view(page.ws, "A4")
-    return rows
+    page.trend()
+
+
+def _bar_chart(kind: str, title: str) -> BarChart:
+    """A bar ("bar") or column ("col") chart of a table listed first to last: its category axis runs the other
+    way, so the first row is at the top (bars) or time runs left to right (columns), and the value axis stays at
+    the bottom or on the left; both axes shown (openpyxl's default hides them in recent Excel versions)."""
+    chart = BarChart()
+    chart.type = kind
+    chart.title = title
+    chart.x_axis.scaling.orientation = "maxMin"
+    chart.y_axis.crosses = "max"
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    chart.y_axis.majorGridlines = None
+    return chart
 
 
 def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: str) -> None:
-    chart = BarChart()
-    chart.type = "col"
+    chart = _bar_chart("col", f"일별 신규·변경·삭제 (최근 {last - top}일)")  # the table is newest-first
     chart.grouping = "stacked"
     chart.overlap = 100
-    chart.title = f"일별 신규·변경·삭제 (최근 {last - top}일)"
     chart.y_axis.title = "건수"
-    chart.y_axis.majorGridlines = None
     chart.x_axis.number_format = "mm-dd"
-    chart.x_axis.scaling.orientation = "maxMin"  # the table is newest-first; time runs left to right
-    chart.y_axis.crosses = "max"  # keep the value axis on the left after the flip
-    chart.x_axis.delete = False  # openpyxl default hides axes in recent Excel versions
-    chart.y_axis.delete = False
     categories = Reference(ws, min_col=1, min_row=top + 1, max_row=last)
     chart.add_data(Reference(ws, min_col=4, max_col=6, min_row=top, max_row=last), titles_from_data=True)
     chart.set_categories(categories)
@@ -545,7 +515,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
 # --- the table sheets ----------------------------------------------------------------------------
 
 
-def _notice(name: str, report: DayReport, title: str) -> TableSheet:
+def _notice(sheet: TableSheet, report: DayReport) -> TableSheet:
     """A sheet of a rejected day's changes: a red sentence that they were not applied, never an empty table."""
     base = _base_day(report)
     text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
@@ -553,13 +523,11 @@ def _notice(name: str, report: DayReport, title: str) -> TableSheet:
         text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
     if report.events:
         text += f" (거부된 비교 결과 {len(report.events):,}건은 반영되지 않음 — '{SHEET_QUALITY}' 시트 참고)"
-    return TableSheet(name, title, None, notice=text)
+    return TableSheet(sheet.name, sheet.title, None, notice=text)
 
 
 def _events_sheet(report: DayReport) -> TableSheet:
     title = f"변경 이벤트 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_EVENTS, report, title)
     rows = [event_row(e, report.source_url) for e in sorted_events(report.headline_events)]
     # printed up to 대상의약품; the audit columns stay on screen
     hook = colours(severity=1, watch=10)
@@ -629,8 +597,6 @@ def _ledger_sheet(report: DayReport, recent_rows: list[dict]) -> TableSheet:
 
 def _fields_sheet(report: DayReport) -> TableSheet:
     title = f"필드 변경 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_FIELDS, report, title)
     k = report.summary
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
@@ -646,7 +612,7 @@ def _fields_sheet(report: DayReport) -> TableSheet:
             f"바뀐 항목별 1행 — {kinds}, {CHANGE_KIND_LABEL_KO['COSMETIC']} {cosmetic:,}행 (회색, 헤드라인 건수 제외): "
             f"표기만 바뀐 이벤트 {k.cosmetic:,}건(요약의 '표기 변경' 건수)의 행과, 실질 변경 이벤트 안의 표기 항목 "
             f"{inside:,}행. 번호 부여는 실질 변경이 아닙니다. 제조소가 더해지거나 빠진 변경은 '제조소 추가/삭제' 행으로 표시. "
-            f"비교 기준 {day_text(report.comparison_base)}{_covers(report)}."
+            f"비교 기준 {day_text(report.comparison_base)}{k.covers_text}."
         )
     hook = colours(severity=1, cosmetic=2)
     return TableSheet(SHEET_FIELDS, title, note, FIELD_COLUMNS, field_rows(report), hook, empty=None)
@@ -654,8 +620,6 @@ def _fields_sheet(report: DayReport) -> TableSheet:
 
 def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
     title = f"신규 · 목록에서 삭제 · {report.day.isoformat()}"
-    if report.is_rejected:
-        return _notice(SHEET_NEW_WITHDRAWN, report, title)
     if report.status in (DayStatus.BASELINE, DayStatus.UNCHANGED):
         note = _event_sheet_note(report)
     else:
@@ -717,8 +681,7 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
                     break
                 shown += 1
                 r += 1
-                cell = put_text(ws, r, 1, SEVERITY_LABEL_KO.get(ev.severity, ev.severity))
-                paint(cell, severity_style(ev.severity))
+                put_severity(ws, r, 1, ev.severity)
                 put_text(ws, r, 2, company, st.TEXT_WRAP)
                 sentence = event_sentence(ev)
                 put_text(ws, r, 3, sentence, st.TEXT_WRAP)
@@ -775,15 +738,8 @@ def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow])
 
     def chart(ws: Worksheet, header: int) -> None:
         top_n = min(TOP_N_CHART, len(rows))
-        chart = BarChart()
-        chart.type = "bar"
-        chart.title = f"상위 {top_n}개 · 등록 수"
+        chart = _bar_chart("bar", f"상위 {top_n}개 · 등록 수")  # rank 1 at the top
         chart.legend = None
-        chart.x_axis.scaling.orientation = "maxMin"  # rank 1 at the top
-        chart.y_axis.crosses = "max"  # …and the value axis stays at the bottom
-        chart.x_axis.delete = False
-        chart.y_axis.delete = False
-        chart.y_axis.majorGridlines = None
         chart.add_data(Reference(ws, min_col=3, min_row=header, max_row=header + top_n), titles_from_data=True)
         chart.set_categories(Reference(ws, min_col=2, min_row=header + 1, max_row=header + top_n))
         chart.series[0].graphicalProperties.solidFill = "2F5597"
@@ -846,114 +802,6 @@ def _quality_sheet(report: DayReport) -> TableSheet:
     return TableSheet(SHEET_QUALITY, title, note, cols, rows, colours(verdict=4), empty="게이트·품질 지표 자료 없음")
 
 
-SEVERITY_DEFINITIONS: dict[str, str] = {
-    "CRITICAL": f"{_fields_of(Severity.CRITICAL)}의 실질 변경, {WITHDRAWN_FIRST_MENTION_KO}",
-    "HIGH": f"{_fields_of(Severity.HIGH)} 변경(양도양수 포함), 목록에서 삭제된 뒤 재등장한 신규, 관심목록 해당(최소 높음)",
-    "MEDIUM": f"{_fields_of(Severity.MEDIUM)} 변경, 등록번호 변경",
-    "INFO": "신규 등록, 등록번호 부여",
-    "COSMETIC": "띄어쓰기·문장부호·대소문자·법인격 표기((주), 주식회사 등)만 달라진 변경 — 헤드라인 건수에서 제외하고 '필드 변경' 시트에 회색으로 표시",
-}
-EVENT_DEFINITIONS: dict[str, str] = {
-    "NEW": "오늘 목록에만 있는 등록. 과거에 목록에서 삭제됐다 다시 나타나면 '재등장'(높음)",
-    "CHANGED": "비교 기준일과 오늘 모두 있으나 내용이 달라진 등록. 가장 심각한 항목의 심각도를 따름. 건수의 '변경'은 "
-    + CHANGED_DEFINITION
-    + "; 번호 부여와 번호 변경은 각각의 건수로 따로 셈",
-    "WITHDRAWN": WITHDRAWN_DEFINITION + " (완전성이 증명된 수집분에서만 판정)",
-}
-FLAG_DEFINITIONS: dict[str, str] = {
-    "is_reappearance": "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남",
-    "number_assigned": NUMBER_ASSIGNED_DEFINITION,
-    "number_changed": NUMBER_CHANGED_DEFINITION,
-    "is_transfer": f"{FIELD_LABEL_KO['bizrno']}가 바뀜 (등록의 양도양수)",
-    "is_rename": f"{FIELD_LABEL_KO['bizrno']}는 같고 {_APPLICANT} 이름만 바뀜 (상호 변경)",
-    "watchlist_hit": "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'",
-}
-NOTES: tuple[str, ...] = (
-    "출처 API는 현재 상태만 제공하므로, 변경은 매일 전체 목록을 받아 직전 정상 수집일과 비교해 판정합니다.",
-    f"수용 게이트 {len(GATES)}개({'·'.join(g.label_ko for g in GATES)})를 모두 통과한 수집분만 반영합니다. 실패한 날은 비교 기준이 그대로이며, 다음 정상 수집일의 비교가 그 사이 변경을 모두 포함합니다.",
-    "표기 변경(COSMETIC)은 헤드라인 건수(신규·변경·삭제)에 포함하지 않습니다.",
-    "제조국은 제조소별로 하나씩 기록되므로 제조국별 집계의 합은 등록 수보다 클 수 있습니다.",
-    f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",
-    "원문 텍스트는 모두 문자열로 저장되며 수식으로 해석되지 않습니다. XML에 쓸 수 없는 제어 문자는 U+FFFD(�)로 바꾸고, 32,767자를 넘는 값은 잘라 '…(잘림)'으로 표시합니다.",
-)
-META_COLUMNS = columns({"kind": 14, "item": 30, "value": 100})
-_SEVERITY_AT_2 = colours(severity=2)
-
-
-def _meta_hook(ws: Worksheet, r: int, row: dict) -> None:
-    _SEVERITY_AT_2(ws, r, row)
-    value = row["value"]
-    if isinstance(value, datetime):  # dates and times as dates, in the text column
-        put_datetime(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
-    elif isinstance(value, date):
-        put_date(ws, r, 3, value).alignment = Alignment(horizontal="left", vertical="top")
-
-
-def meta_rows(group: str, items: Iterable[tuple[str, object]]) -> list[dict]:
-    """메타's rows of one group: (item, value) pairs."""
-    return [{"kind": group, "item": item, "value": value} for item, value in items]
-
-
-def meta_sheet(title: str, rows: Sequence[dict]) -> TableSheet:
-    """메타 (the daily and the period workbook): the attribution first, then `rows`, then the notes."""
-    notes = meta_rows("참고", ((f"참고 {i}", text) for i, text in enumerate(NOTES, 1)))
-    rows = [*meta_rows("출처", [("출처 표시", ATTRIBUTION)]), *rows, *notes]
-    return TableSheet(SHEET_META, title, ATTRIBUTION, META_COLUMNS, rows, _meta_hook, empty=None)
-
-
-def _meta(report: DayReport) -> TableSheet:
-    service = "식품의약품안전처_원료의약품등록(DMF)현황 (data.go.kr/data/15057075), 오퍼레이션 getMdcDmfList01"
-    nedrug = (
-        f"{report.source_url.rstrip('/')}{NEDRUG_DMF_SEARCH_PATH} — 각 시트의 '{NEDRUG_LINK_TEXT}' 링크: 등록의 "
-        "성분명으로 검색한 목록 (등록 건별 주소가 아님, 아래 참고)"
-    )
-    rows = meta_rows("출처", [("데이터 서비스", service), ("의약품안전나라", nedrug)])
-    rows += meta_rows(
-        "보고서",
-        [
-            ("보고일", report.day),
-            ("상태", f"{report.status.label_ko} ({report.status.label_en})"),
-            ("상태 설명", report.status_reason),
-            ("비교 기준일", report.comparison_base or "없음 (첫 수집일)"),
-            ("마지막 정상 수집일", report.last_accepted_day or "없음"),
-            ("생성 시각 (KST)", report.generated_at),
-            ("생성 프로그램", "DMF Watch"),
-        ],
-    )
-    rows += meta_rows("실행 정보", report.run_info.items())
-    rows += [
-        {"kind": "심각도", "item": f"{SEVERITY_LABEL_KO[s]} ({s})", "value": text, "_severity_code": s}
-        for s, text in SEVERITY_DEFINITIONS.items()
-    ]
-    rows += meta_rows("이벤트", ((f"{EVENT_LABEL_KO[t]} ({t})", text) for t, text in EVENT_DEFINITIONS.items()))
-    rows += meta_rows(
-        "이벤트",
-        [
-            (COUNT_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
-            (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
-        ],
-    )
-    rows += meta_rows("표시", ((FLAG_LABELS[f], text) for f, text in FLAG_DEFINITIONS.items()))
-    rows += meta_rows(
-        "항목", ((f"{FIELD_LABEL_KO[name]} ({name})", _field_definition(name)) for name in COMPARED_FIELDS)
-    )
-    watch = [(kind, ", ".join(pats)) for kind, pats in report.watchlist.items() if pats]
-    setup = (
-        f"관심목록 없음 — {LOCAL_CONFIG_FILE}의 [watchlist]에 성분·업체·제조소·국가를 적으면 해당 이벤트를 "
-        "'높음' 이상으로 올립니다"
-    )
-    rows += meta_rows("관심목록", watch or [("설정", setup)])
-    if not report.products_configured:  # setup is the administrator's: never on an analyst's sheet
-        rows += meta_rows("자사 제품", [("설정 (관리자)", products_hint())])
-    return meta_sheet("메타 정보 · 출처 · 정의", rows)
-
-
-def _field_definition(name: str) -> str:
-    if name == "permit_no":
-        return f"비교 항목 — 번호 없이 공개됐던 등록이 번호를 받을 때만 바뀜: '{FLAG_LABELS['number_assigned']}' (실질 변경 아님)"
-    return f"비교 항목 — 실질 변경 시 심각도 {SEVERITY_LABEL_KO[COMPARED_FIELDS[name].value]}"
-
-
 # --- assembling and writing ----------------------------------------------------------------------
 
 
@@ -964,37 +812,34 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
     day = report.day.isoformat()
     look = Look(banner_text(report), report.status, f"DMF 리포트 {day}", report.status.label_ko, report.is_rejected)
     recent = recent_rows(report)
+    changes = [_events_sheet(report), _fields_sheet(report), _new_withdrawn_sheet(report)]
+    if report.is_rejected:  # the day's changes were not applied
+        changes = [_notice(sheet, report) for sheet in changes]
     tables = {
         sheet.name: sheet
         for sheet in (
-            _events_sheet(report),
-            _fields_sheet(report),
-            _new_withdrawn_sheet(report),
+            *changes,
             _ledger_sheet(report, recent),
             _recent_sheet(report, recent),
             _aggregate_sheet(report, SHEET_BY_INGREDIENT, report.by_ingredient),
             _aggregate_sheet(report, SHEET_BY_APPLICANT, report.by_applicant),
             _aggregate_sheet(report, SHEET_BY_COUNTRY, report.by_country),
             _quality_sheet(report),
-            _meta(report),
+            day_meta_sheet(report),
         )
     }
-    wb = new_workbook()
-    rows: dict[str, int] = {}
-    for name in SHEET_NAMES:  # 요약 first: the one page that is not a table
-        if name == SHEET_SUMMARY:
-            rows[name] = _summary_sheet(wb, look, report)
-        else:
-            add_table_sheet(wb, look, tables[name])
-            rows[name] = len(tables[name].rows)
-    # the 최신 copy's day is read back from the keywords (see `workbook_day`)
-    finish_workbook(
-        wb,
+    sheets = [tables[name] for name in SHEET_NAMES if name != SHEET_SUMMARY]
+    # 요약 first: the one page that is not a table; the 최신 copy's day is read back from the keywords (see
+    # `workbook_day`)
+    wb = tables_workbook(
+        look,
+        sheets,
         f"DMF 리포트 {day}",
+        page=lambda wb: _summary_sheet(wb, look, report),
         subject="원료의약품 등록(DMF) 일일 변경 리포트",
         keywords=f"dmf-day={day}; status={report.status.value}",
     )
-    return wb, rows
+    return wb, {SHEET_SUMMARY: len(report.history), **{sheet.name: len(sheet.rows) for sheet in sheets}}
 
 
 _DAY_IN_CORE = re.compile(rb"dmf-day=(\d{4}-\d{2}-\d{2})")

@@ -132,27 +132,16 @@ class BodyWriter:
             f'<hyperlink ref="{ref}" location="{xml_attr(location)}" display="{xml_attr(display)}"/>'
         )
 
-    def add_row(self, r: int, cells: list[str], height: float | None = None) -> None:
-        self._expect(r)
-        self.body.rows.append(f'<row r="{r}"{height_attr(height)}>{"".join(cells)}</row>')
-
     def add_rows(self, first: int, rows: list[str]) -> None:
         """Whole `<row>` elements, rows `first..` (a table rendered column by column)."""
-        self._expect(first)
+        if first != self.body.first_row + len(self.body.rows):
+            raise ValueError(f"streamed rows must be consecutive: row {first} after {self.body.last_row}")
         self.body.rows.extend(rows)
-
-    def _expect(self, r: int) -> None:
-        if r != self.body.first_row + len(self.body.rows):
-            raise ValueError(f"streamed rows must be consecutive: row {r} after {self.body.last_row}")
 
 
 def height_attr(height: float | None) -> str:
     """A `<row>`'s attributes for a set height ("" for the default)."""
     return f' ht="{_number(height)}" customHeight="1"' if height else ""
-
-
-def streamed_body(ws: Worksheet) -> StreamedBody | None:
-    return getattr(ws, _BODY_ATTR, None)
 
 
 def _check_nothing_below(ws: Worksheet, body: StreamedBody) -> None:
@@ -187,7 +176,7 @@ def _splice(xml: str, ws: Worksheet, body: StreamedBody) -> bytes:
 
 def save(wb: Workbook, path: Path) -> None:
     """`wb.save(path)`, then the streamed bodies spliced into their sheets (one zip rewrite)."""
-    bodies = [(ws, b) for ws in wb.worksheets if (b := streamed_body(ws)) is not None and b.rows]
+    bodies = [(ws, b) for ws in wb.worksheets if (b := getattr(ws, _BODY_ATTR, None)) is not None and b.rows]
     for ws, body in bodies:
         _check_nothing_below(ws, body)
     wb.save(path)

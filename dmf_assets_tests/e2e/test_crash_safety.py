@@ -18,13 +18,12 @@ from openpyxl import load_workbook
 
 from dmf_assets.defs.io import META_KEY
 from dmf_assets.emulator.registry import RegistrySimulator
-from dmf_assets.report.day_data import stored_events
 from dmf_assets.report.workbook import workbook_day
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.project_support import FIRST_DAY, dagster_home, first_day_run, project_paths, write_config
-from dmf_assets_tests.scoring import score
+from dmf_assets_tests.scoring import score, stored_events
 
 pytestmark = pytest.mark.slow
 

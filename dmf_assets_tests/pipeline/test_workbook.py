@@ -17,7 +17,7 @@ from openpyxl import load_workbook
 from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.report import styles as st
-from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, cell_text, store_text
+from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, store_text
 from dmf_assets.report.model import DayReport, EventRow
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
@@ -54,7 +54,7 @@ from dmf_assets_tests.report_builders import (
     summary_for,
     unchanged_report,
 )
-from dmf_assets_tests.workbook_reader import RejectedDayError, read_events_sheet
+from dmf_assets_tests.workbook_reader import RejectedDayError, cell_text, column_tails, read_events_sheet
 
 # --- helpers -------------------------------------------------------------------------------------
 
@@ -644,7 +644,7 @@ def test_column_wise_cells_are_the_cells_of_the_one_rule():
     st.register_styles(wb)
     writer = xlsx_body.BodyWriter(wb.active, 2, 2, cells._style_array)
     for kind, values in (("text", texts), ("wrap", texts), ("date", dates)):
-        got = cells._column_tails(writer, 1, kind, pl.Series(values, dtype=pl.Utf8)).to_list()
+        got = column_tails(writer, 1, kind, pl.Series(values, dtype=pl.Utf8)).to_list()
         for value, tail in zip(values, got, strict=True):
             xml = cells._stream_cell(writer, 1, 1, kind, value)
             assert tail == xml[xml.index('"', 6) + 1 :], (kind, value[:40] if value else value)

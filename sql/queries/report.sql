@@ -94,10 +94,8 @@ ORDER BY r.day_id;
 SELECT population FROM runs WHERE status IN ('accepted', 'baseline') AND day_id <= ? ORDER BY day_id DESC LIMIT 1;
 
 -- name: period_runs
-SELECT day_id, status, base_day_id, population, coalesce(new_count, 0),
-       coalesce(changed_count, 0) - coalesce(assigned_count, 0) - coalesce(renumbered_count, 0),
-       coalesce(withdrawn_count, 0), coalesce(cosmetic_count, 0), reason, coalesce(assigned_count, 0),
-       coalesce(renumbered_count, 0)
+-- the days' figures are history_points'
+SELECT day_id, status, base_day_id, reason
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
