@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import polars as pl
@@ -114,6 +114,11 @@ class Ranked:
     query: dict[str, str]  # the search that lists them
 
 
+class Top(NamedTuple):
+    title: str
+    rows: tuple[Ranked, ...]
+
+
 @dataclass(frozen=True)
 class Home:
     latest: date | None  # the latest accepted day
@@ -121,7 +126,7 @@ class Home:
     figures: tuple[tuple[str, int], ...]  # 신규 · 변경 · 목록에서 삭제 · 번호 부여, the runs row's
     cosmetic: int
     totals: tuple[tuple[str, int], ...]  # registrations, applicants, manufacturers, countries (by matching keys)
-    tops: tuple[tuple[str, tuple[Ranked, ...]], ...]
+    tops: tuple[Top, ...]
     last_day: date | None  # the latest day any run recorded, and what became of it
     last_status: str | None
     rejected_day: date | None
@@ -178,7 +183,7 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         cosmetic=summary.cosmetic,
         totals=(("등록", run["population"] or 0), *((label, len(rows)) for label, rows, _ in ranked[1:])),
         tops=tuple(
-            (label, tuple(Ranked(r[0], r[1], {param: r[0]}) for r in rows[:TOP_N])) for label, rows, param in ranked
+            Top(label, tuple(Ranked(r[0], r[1], {param: r[0]}) for r in rows[:TOP_N])) for label, rows, param in ranked
         ),
         last_day=last_day,
         last_status=last_status,
@@ -390,6 +395,10 @@ def day_page(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> 
 class Month:
     first: date
     weeks: tuple[tuple[tuple[date, str | None] | None, ...], ...]  # Sunday first; None = outside the month
+
+    @property
+    def title(self) -> str:
+        return f"{self.first.year}년 {self.first.month}월"
 
 
 @dataclass(frozen=True)
