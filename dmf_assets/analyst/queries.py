@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date
@@ -230,25 +231,15 @@ def registration_history(
 ) -> RegistrationHistory:
     """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
     every event of the registrations — the events observed in [start, end] when given."""
-    versions_raw = storage.record_versions(conn, record_ids)
-    per_key: dict[str, int] = {}
+    per_key: Counter[str] = Counter()
     version_no: dict[int, int] = {}
     versions = []
-    for v in versions_raw:
-        per_key[v["dmf_key"]] = per_key.get(v["dmf_key"], 0) + 1
-        version_no[v["version_id"]] = per_key[v["dmf_key"]]
-        values = {k: v[k] for k in _VERSION_VALUES}
-        values["sites"] = sites_text(v["sites"])
-        versions.append(
-            HistoryVersion(
-                v["dmf_key"],
-                per_key[v["dmf_key"]],
-                history.to_date(v["first_day"]),
-                history.to_date(v["last_day"]),
-                v["days_observed"],
-                values,
-            )
-        )
+    for v in storage.record_versions(conn, record_ids):
+        per_key[v["dmf_key"]] += 1
+        version_no[v["version_id"]] = n = per_key[v["dmf_key"]]
+        values = {k: v[k] for k in _VERSION_VALUES} | {"sites": sites_text(v["sites"])}
+        first, last = history.to_date(v["first_day"]), history.to_date(v["last_day"])
+        versions.append(HistoryVersion(v["dmf_key"], n, first, last, v["days_observed"], values))
     day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
     events_raw = storage.record_events(conn, record_ids, *day_range)
     changes: dict[int, list[HistoryChange]] = {}
