@@ -78,10 +78,14 @@ def find_records(
     return sorted(set.intersection(*found)) if found else []
 
 
+#: what a compact permit number leaves out: all but digits, capitals and Hangul (sql/queries/analyst.sql says it too)
+NOT_COMPACT = r"[^0-9A-Z가-힣]"
+
+
 def compact_key(text: str) -> str:
     """A permit number with everything but letters and digits removed ("20240418 54 C 374 06" ->
     "2024041854C37406"), as `analyst.records_by_compact_key` compares the stored numbers."""
-    return re.sub(r"[^0-9A-Z가-힣]", "", unicodedata.normalize("NFKC", text).upper())
+    return re.sub(NOT_COMPACT, "", unicodedata.normalize("NFKC", text).upper())
 
 
 # --- one registration's history -------------------------------------------------------------------

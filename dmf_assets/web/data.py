@@ -252,7 +252,7 @@ class Registry:
 def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
     """The registry as accepted on `day` (None: the latest accepted day). Raises registry.NoHistory."""
     accepted, frame = registry.registry_asof(conn, day or LAST_DAY)
-    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(r"[^0-9A-Z가-힣]", ""))
+    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(analyst.NOT_COMPACT, ""))
     countries = frame.select(pl.col("country_list").explode().drop_nulls().unique().sort()).to_series().to_list()
     return Registry(accepted, frame, tuple(countries))
 
