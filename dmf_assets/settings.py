@@ -18,7 +18,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import time
 from functools import lru_cache
@@ -113,8 +113,9 @@ def _webhook_url(value: str) -> str:
     return _http_url(value)
 
 
-def _http_url_or_empty(value: str) -> str:
-    return value and _http_url(value)
+def _or_empty(rule: Callable[[str], str]) -> Callable[[str], str]:
+    """`rule`, or nothing at all (an empty value: the feature is off)."""
+    return lambda value: value and rule(value)
 
 
 def _base_url(value: str) -> str:
@@ -128,10 +129,6 @@ def _email(value: str) -> str:
     if not _EMAIL.match(value):
         raise ValueError(f"e-메일 주소 형식이 아닙니다 / not an e-mail address: {value!r} (name@example.com)")
     return value
-
-
-def _email_or_empty(value: str) -> str:
-    return value and _email(value)
 
 
 def _hh_mm(value: Any) -> time:
@@ -264,7 +261,7 @@ class Web(_Section):
     host: Annotated[str, AfterValidator(_not_blank)] = "127.0.0.1"
     port: Port = 8765
     #: where people reach the page (a reverse proxy, the server's name); empty = http://127.0.0.1:<port>
-    public_base_url: Annotated[str, AfterValidator(_http_url_or_empty)] = ""
+    public_base_url: Annotated[str, AfterValidator(_or_empty(_http_url))] = ""
     #: required on any address but loopback; env DMF_WEB_TOKEN wins
     token: Annotated[str, AfterValidator(_web_token)] = ""
 
@@ -274,9 +271,7 @@ class Web(_Section):
         try:
             return _web_token(from_env) or self.token
         except ValueError as exc:
-            raise ConfigError(
-                [Problem(None, WEB_TOKEN_ENV, None, f"환경 변수 / environment variable: {exc}")]
-            ) from None
+            raise ConfigError.of(None, f"환경 변수 / environment variable: {exc}", key=WEB_TOKEN_ENV) from None
 
 
 class Retention(_Section):
@@ -303,7 +298,7 @@ class AlertEmail(_Section):
     smtp_port: Port = 25
     starttls: bool = False
     username: str = ""
-    sender: Annotated[str, AfterValidator(_email_or_empty)] = ""
+    sender: Annotated[str, AfterValidator(_or_empty(_email))] = ""
     recipients: list[Annotated[str, AfterValidator(_email)]] = Field(default_factory=list)
     oncall_recipients: list[Annotated[str, AfterValidator(_email)]] = Field(default_factory=list)
     timeout_s: Seconds = 30.0
@@ -385,6 +380,11 @@ class ConfigError(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__(self._text())
+
+    @classmethod
+    def of(cls, file: Path | None, message: str, *, key: str = "", line: int | None = None) -> ConfigError:
+        """The error of one problem (a whole file's when no `key`)."""
+        return cls([Problem(file, key, line, message)])
 
     def _text(self) -> str:
         head = "설정 오류 / configuration error" + (f" ({len(self.problems)}건)" if len(self.problems) > 1 else "")
@@ -578,22 +578,13 @@ def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows Notepad writes one) is not part of the TOML
     except FileNotFoundError:
-        raise ConfigError(
-            [
-                Problem(
-                    path,
-                    "",
-                    None,
-                    f"설정 파일이 없습니다 / no configuration file at {path} ({why}) — 경로를 고치세요 / fix the path",
-                )
-            ]
+        raise ConfigError.of(
+            path, f"설정 파일이 없습니다 / no configuration file at {path} ({why}) — 경로를 고치세요 / fix the path"
         ) from None
     except UnicodeDecodeError:
-        raise ConfigError([Problem(path, "", None, "UTF-8 텍스트가 아닙니다 / the file is not UTF-8 text")]) from None
+        raise ConfigError.of(path, "UTF-8 텍스트가 아닙니다 / the file is not UTF-8 text") from None
     except OSError as exc:
-        raise ConfigError(
-            [Problem(path, "", None, f"읽을 수 없습니다 / cannot read the file: {exc.strerror or exc}")]
-        ) from None
+        raise ConfigError.of(path, f"읽을 수 없습니다 / cannot read the file: {exc.strerror or exc}") from None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
@@ -604,9 +595,7 @@ def _read_toml(path: Path, *, why: str) -> tuple[dict[str, Any], str]:
         if line and line <= len(text.splitlines()):
             quoted = f" — `{text.splitlines()[line - 1].strip()[:80]}`"
         col = f", column {m[2]}" if m else ""
-        raise ConfigError(
-            [Problem(path, "", line, f"TOML 문법 오류 / TOML syntax error{col}: {reason}{quoted}")]
-        ) from None
+        raise ConfigError.of(path, f"TOML 문법 오류 / TOML syntax error{col}: {reason}{quoted}", line=line) from None
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -619,52 +608,38 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-def _cross_checks(s: Settings) -> list[tuple[tuple[str, ...], str]]:
-    """Rules between keys and against the disk, once the types are right."""
-    out: list[tuple[tuple[str, ...], str]] = []
-    for low, high, section in (
-        ("row_count_min", "row_count_max", s.quality),
-        ("backoff_base_s", "backoff_max_s", s.source),
+def _cross_checks(s: Settings) -> dict[tuple[str, ...], str]:
+    """Rules between keys and against the disk, once the types are right: (section, key) -> what is wrong."""
+    out: dict[tuple[str, ...], str] = {}
+    for name, low, high in (
+        ("quality", "row_count_min", "row_count_max"),
+        ("source", "backoff_base_s", "backoff_max_s"),
     ):
-        a, b = getattr(section, low), getattr(section, high)
-        name = "quality" if section is s.quality else "source"
+        a, b = getattr(getattr(s, name), low), getattr(getattr(s, name), high)
         if a > b:
-            out.append(
-                (
-                    (name, low),
-                    f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})",
-                )
+            out[name, low] = (
+                f"{josa(f'{low} = {a:g}', '이/가')} {high} = {b:g}보다 큽니다 / {low} ({a:g}) must be ≤ {high} ({b:g})"
             )
     if s.demo.fault_days_ago >= s.demo.days:
-        out.append(
-            (
-                ("demo", "fault_days_ago"),
-                f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
-                f"작아야 합니다 / must be < demo.days ({s.demo.days})",
-            )
+        out["demo", "fault_days_ago"] = (
+            f"{josa(f'fault_days_ago = {s.demo.fault_days_ago}', '은/는')} days = {s.demo.days}보다 "
+            f"작아야 합니다 / must be < demo.days ({s.demo.days})"
         )
     for name in Paths.model_fields:
         p = s.paths.resolve(name)
         written = josa(f'{name} = "{getattr(s.paths, name)}"', "은/는")
-        if name == "database":
-            if p.is_dir():
-                out.append(
-                    (
-                        ("paths", name),
-                        f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
-                        f'is a folder ({p}); write a file path such as "data/dmf.duckdb"',
-                    )
-                )
-        elif p.exists() and not p.is_dir():
-            out.append((("paths", name), f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"))
+        if name == "database" and p.is_dir():
+            out["paths", name] = (
+                f"{written} 폴더입니다 — DB 파일 경로를 쓰세요 / "
+                f'is a folder ({p}); write a file path such as "data/dmf.duckdb"'
+            )
+        elif name != "database" and p.exists() and not p.is_dir():
+            out["paths", name] = f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"
     products = s.products.resolve()
     if products is not None and not products.is_file():
-        out.append(
-            (
-                ("products", "file"),
-                f'file = "{s.products.file}" — 제품 목록 파일이 없습니다 / '
-                f"no product list file at {products} (empty = no product list)",
-            )
+        out["products", "file"] = (
+            f'file = "{s.products.file}" — 제품 목록 파일이 없습니다 / '
+            f"no product list file at {products} (empty = no product list)"
         )
     return out
 
@@ -706,7 +681,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except ValidationError as exc:
         raise ConfigError(_in_file_order(problem(*_explain(e)) for e in exc.errors(include_url=False))) from None
     if crossed := _cross_checks(result):
-        raise ConfigError(_in_file_order(problem(loc, msg) for loc, msg in crossed))
+        raise ConfigError(_in_file_order(problem(loc, msg) for loc, msg in crossed.items()))
     return result
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 
 import duckdb
 
+from dmf_assets.domain.diff import SUMMARY_COLUMNS
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import (
     NUMBER_ASSIGNED_LABEL_KO,
@@ -27,6 +29,7 @@ from dmf_assets.domain.model import (
 from dmf_assets.domain.permit import parse_permit
 from dmf_assets.domain.text import match_key
 from dmf_assets.korean import josa
+from dmf_assets.report.rows import FLAG_LABELS
 from dmf_assets.report.sentences import change_line
 from dmf_assets.storage import analyst as storage
 from dmf_assets.storage import history
@@ -75,10 +78,14 @@ def find_records(
     return sorted(set.intersection(*found)) if found else []
 
 
+#: what a compact permit number leaves out: all but digits, capitals and Hangul (sql/queries/analyst.sql says it too)
+NOT_COMPACT = r"[^0-9A-Z가-힣]"
+
+
 def compact_key(text: str) -> str:
     """A permit number with everything but letters and digits removed ("20240418 54 C 374 06" ->
     "2024041854C37406"), as `analyst.records_by_compact_key` compares the stored numbers."""
-    return re.sub(r"[^0-9A-Z가-힣]", "", unicodedata.normalize("NFKC", text).upper())
+    return re.sub(NOT_COMPACT, "", unicodedata.normalize("NFKC", text).upper())
 
 
 # --- one registration's history -------------------------------------------------------------------
@@ -208,27 +215,17 @@ class RegistrationHistory:
     spans: tuple[ListedSpan, ...] = ()
 
 
-_FLAGS = (
-    ("is_reappearance", "재등장"),
-    ("number_assigned", "번호 부여"),
-    ("number_changed", "번호 변경"),
-    ("is_transfer", "양도양수"),
-    ("is_rename", "명칭 변경"),
-    ("watchlist_hit", "관심목록"),
+#: what a registration says, in the order the analyst's outputs list it (`dmf asof`, a version of `dmf history`): the
+#: diff's summary columns without the number, with the count of sites after the countries
+CONTENT_COLUMNS = tuple(
+    column
+    for summary in SUMMARY_COLUMNS
+    if summary != "permit_no"
+    for column in ((summary, "site_count") if summary == "countries" else (summary,))
 )
-#: what a registration says, in the order the analyst's outputs list it (`dmf asof`, a version of `dmf history`)
-CONTENT_COLUMNS = (
-    "ingredient",
-    "ingredient_base",
-    "applicant",
-    "bizrno",
-    "manufacturer",
-    "address",
-    "countries",
-    "site_count",
-    "issue_date",
-    "target_class",
-)
+#: the fields of a `HistoryEvent` that a row of `analyst.record_events` holds as they are, and those built from it
+_BUILT = ("day", "base_day", "flags", "watch_reasons", "changes", "renumber_candidates")
+_EVENT_AS_STORED = tuple(f.name for f in fields(HistoryEvent) if f.name not in _BUILT)
 #: a version's values: its number, what it says (without the base name, which only counts) and its grant
 _VERSION_VALUES = ("permit_no", *(c for c in CONTENT_COLUMNS if c != "ingredient_base"), "base_permit_no", "cohort")
 
@@ -238,25 +235,15 @@ def registration_history(
 ) -> RegistrationHistory:
     """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
     every event of the registrations — the events observed in [start, end] when given."""
-    versions_raw = storage.record_versions(conn, record_ids)
-    per_key: dict[str, int] = {}
+    per_key: Counter[str] = Counter()
     version_no: dict[int, int] = {}
     versions = []
-    for v in versions_raw:
-        per_key[v["dmf_key"]] = per_key.get(v["dmf_key"], 0) + 1
-        version_no[v["version_id"]] = per_key[v["dmf_key"]]
-        values = {k: v[k] for k in _VERSION_VALUES}
-        values["sites"] = sites_text(v["sites"])
-        versions.append(
-            HistoryVersion(
-                v["dmf_key"],
-                per_key[v["dmf_key"]],
-                history.to_date(v["first_day"]),
-                history.to_date(v["last_day"]),
-                v["days_observed"],
-                values,
-            )
-        )
+    for v in storage.record_versions(conn, record_ids):
+        per_key[v["dmf_key"]] += 1
+        version_no[v["version_id"]] = n = per_key[v["dmf_key"]]
+        values = {k: v[k] for k in _VERSION_VALUES} | {"sites": sites_text(v["sites"])}
+        first, last = history.to_date(v["first_day"]), history.to_date(v["last_day"])
+        versions.append(HistoryVersion(v["dmf_key"], n, first, last, v["days_observed"], values))
     day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
     events_raw = storage.record_events(conn, record_ids, *day_range)
     changes: dict[int, list[HistoryChange]] = {}
@@ -267,23 +254,12 @@ def registration_history(
             )
     events = tuple(
         HistoryEvent(
+            **{name: e[name] for name in _EVENT_AS_STORED},
             day=history.to_date(e["day_id"]),
             base_day=history.to_date(e["base_day_id"]),
-            event_type=e["event_type"],
-            severity=e["severity"],
-            dmf_key=e["dmf_key"],
-            base_dmf_key=e["base_dmf_key"],
-            permit_no=e["permit_no"],
-            is_cosmetic=e["is_cosmetic"],
-            flags=tuple(label for attr, label in _FLAGS if e[attr]),
+            flags=tuple(label for attr, label in FLAG_LABELS.items() if e[attr]),
             watch_reasons=tuple(e["watch_reasons"] or ()),
-            ingredient=e["ingredient"],
-            applicant=e["applicant"],
-            manufacturer=e["manufacturer"],
-            countries=e["countries"],
             changes=tuple(changes.get(e["event_id"], ())),
-            number_assigned=e["number_assigned"],
-            number_changed=e["number_changed"],
             renumber_candidates=tuple(e["renumber_candidates"] or ()),
         )
         for e in events_raw

@@ -5,6 +5,7 @@ page's search found."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import polars as pl
@@ -100,28 +101,9 @@ def write_history_workbook(
     note = f"{scope}관측일 순. 표기 변경 행은 '(표기)'로 표시."
     sheets = [TableSheet("이벤트", f"등록 이력 · {what}", note, EVENT_COLUMNS, event_rows, colours(severity=3))]
     if versions is not None:
-        version_rows = [
-            {
-                "dmf_key": v.dmf_key,
-                "version_no": v.version_no,
-                "first_day": v.first_day,
-                "last_day": v.last_day,
-                "days_observed": v.days_observed,
-                **v.values,
-            }
-            for v in versions
-        ]
-        span_rows = [
-            {
-                "dmf_key": s.dmf_key,
-                "first_day": s.first_day,
-                "last_day": s.last_day,
-                "state": s.state,
-                "accepted_days": s.accepted_days,
-                "detail": s.text,
-            }
-            for s in spans
-        ]
+        # a row holds more than its sheet's columns: the table writer takes the columns' keys
+        version_rows = [asdict(v) | v.values for v in versions]
+        span_rows = [asdict(s) | {"state": s.state, "detail": s.text} for s in spans]
         sheets += [
             TableSheet(
                 "버전",

@@ -232,14 +232,11 @@ def _workspace(defs: dg.Definitions) -> DmfWorkspace:
     return (defs.resources or {})["workspace"]
 
 
-def sensor_context(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorEvaluationContext:
-    """What the daemon hands `dmf_watch_sensor` on a tick: the instance, and the resources it reads."""
-    return dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": _workspace(defs)})
-
-
 def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
-    """One evaluation of the definitions' `dmf_watch_sensor`, as a tick of the daemon would run it."""
-    result = defs.resolve_sensor_def(WATCH_SENSOR)(sensor_context(defs, instance))
+    """One evaluation of the definitions' `dmf_watch_sensor`, as a tick of the daemon would run it: given the
+    instance, and the resources it reads."""
+    context = dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": _workspace(defs)})
+    result = defs.resolve_sensor_def(WATCH_SENSOR)(context)
     assert isinstance(result, dg.SensorResult)  # `automation.watch` returns one on every tick
     return result
 

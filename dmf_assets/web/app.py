@@ -413,15 +413,12 @@ def _attachment(name: str) -> dict[str, str]:
 def _change_rows(changes: Any) -> list[tuple[str, str | None, str | None, bool, str | None]]:
     """(label, before, after, cosmetic, site line) per field change of an event: a site row as one line
     ('제조소 추가: Name (country)'), every other field before → after."""
-    rows: list[tuple[str, str | None, str | None, bool, str | None]] = []
-    for c in changes:
-        if c.field == SITES_FIELD:
-            rows.append(
-                (FIELD_LABEL_KO[SITES_FIELD], None, None, c.is_cosmetic, describe_site_change(c.before, c.after))
-            )
-        else:
-            rows.append((FIELD_LABEL_KO.get(c.field, c.field), c.before, c.after, c.is_cosmetic, None))
-    return rows
+    return [
+        (FIELD_LABEL_KO[SITES_FIELD], None, None, c.is_cosmetic, describe_site_change(c.before, c.after))
+        if c.field == SITES_FIELD
+        else (FIELD_LABEL_KO.get(c.field, c.field), c.before, c.after, c.is_cosmetic, None)
+        for c in changes
+    ]
 
 
 # --- who may look ----------------------------------------------------------------------------------

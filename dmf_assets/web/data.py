@@ -16,12 +16,12 @@ manufacturers.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import polars as pl
@@ -114,6 +114,11 @@ class Ranked:
     query: dict[str, str]  # the search that lists them
 
 
+class Top(NamedTuple):
+    title: str
+    rows: tuple[Ranked, ...]
+
+
 @dataclass(frozen=True)
 class Home:
     latest: date | None  # the latest accepted day
@@ -121,7 +126,7 @@ class Home:
     figures: tuple[tuple[str, int], ...]  # 신규 · 변경 · 목록에서 삭제 · 번호 부여, the runs row's
     cosmetic: int
     totals: tuple[tuple[str, int], ...]  # registrations, applicants, manufacturers, countries (by matching keys)
-    tops: tuple[tuple[str, tuple[Ranked, ...]], ...]
+    tops: tuple[Top, ...]
     last_day: date | None  # the latest day any run recorded, and what became of it
     last_status: str | None
     rejected_day: date | None
@@ -155,46 +160,33 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     rejected = storage.last_day_with_status(conn, (DayStatus.REJECTED.value,))
     rejected_run = history.run_row(conn, rejected) if rejected else None
     gate = GATE_BY_NUMBER.get(rejected_run["rejected_gate"]) if rejected_run else None
-    empty = Home(latest, None, (), 0, (), (), last_day, last_run["status"] if last_run else None, rejected, None, None)
+    last_status = last_run["status"] if last_run else None
     if latest is None:
-        return empty
+        return Home(latest, None, (), 0, (), (), last_day, last_status, rejected, None, None)
     run = history.run_row(conn, latest)
     assert run is not None  # the day was just found in runs
     summary = day_summary(conn, latest)
     assert summary is not None  # an accepted day has its figures
     d = history.day_id(latest)
-    ingredients = reports.aggregate_rows(conn, "by_ingredient", d)
-    applicants = reports.aggregate_rows(conn, "by_applicant", d)
-    countries = reports.aggregate_rows(conn, "by_country", d)
-    manufacturers = _manufacturers(storage.day_site_names(conn, latest))
-    tops = (
-        (AGGREGATE_LABEL_KO[SHEET_BY_INGREDIENT], tuple(Ranked(r[0], r[1], {"q": r[0]}) for r in ingredients[:TOP_N])),
-        (
-            AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT],
-            tuple(Ranked(r[0], r[1], {"applicant": r[0]}) for r in applicants[:TOP_N]),
-        ),
-        (
-            MANUFACTURER,
-            tuple(
-                Ranked(r["label"], r["registrations"], {"q": r["label"]}) for r in manufacturers.head(TOP_N).to_dicts()
-            ),
-        ),
-        (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], tuple(Ranked(r[0], r[1], {"country": r[0]}) for r in countries[:TOP_N])),
+    manufacturers = _manufacturers(storage.day_site_names(conn, latest)).select("label", "registrations").rows()
+    # each list, and the search that lists a row's registrations
+    ranked = (
+        (AGGREGATE_LABEL_KO[SHEET_BY_INGREDIENT], reports.aggregate_rows(conn, "by_ingredient", d), "q"),
+        (AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT], reports.aggregate_rows(conn, "by_applicant", d), "applicant"),
+        (MANUFACTURER, manufacturers, "q"),
+        (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], reports.aggregate_rows(conn, "by_country", d), "country"),
     )
     return Home(
         latest=latest,
         base_day=history.to_date(run["base_day_id"]),
         figures=headline_figures(summary),
         cosmetic=summary.cosmetic,
-        totals=(
-            ("등록", run["population"] or 0),
-            (AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT], len(applicants)),
-            (MANUFACTURER, manufacturers.height),
-            (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], len(countries)),
+        totals=(("등록", run["population"] or 0), *((label, len(rows)) for label, rows, _ in ranked[1:])),
+        tops=tuple(
+            Top(label, tuple(Ranked(r[0], r[1], {param: r[0]}) for r in rows[:TOP_N])) for label, rows, param in ranked
         ),
-        tops=tops,
         last_day=last_day,
-        last_status=last_run["status"] if last_run else None,
+        last_status=last_status,
         rejected_day=rejected,
         # the team's words for why (the gate's observed value is on the day's page)
         rejected_reason=gate.reader_ko if gate else rejected_run["reason"] if rejected_run else None,
@@ -215,6 +207,11 @@ SORTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
 }
 
 
+#: the form's names of the fields it names otherwise, and the values a link leaves out
+_PARAM_NAMES = {"issued_from": "from", "issued_to": "to"}
+_PARAM_DEFAULTS: dict[str, object] = {"sort": "permit", "page": 1}
+
+
 @dataclass(frozen=True)
 class SearchQuery:
     """One search, as the form and its links carry it (every value checked by the route)."""
@@ -231,23 +228,9 @@ class SearchQuery:
     page: int = 1
 
     def params(self, **changes: object) -> dict[str, str]:
-        """The query string of this search (with `changes`), empty values left out."""
-        values: dict[str, object] = {
-            "q": self.q,
-            "country": self.country,
-            "applicant": self.applicant,
-            "target_class": self.target_class,
-            "from": self.issued_from,
-            "to": self.issued_to,
-            "cohort": self.cohort,
-            "as_of": self.as_of,
-            "sort": "" if self.sort == "permit" else self.sort,
-            "page": "" if self.page == 1 else self.page,
-        }
-        values.update(changes)
-        if values["page"] == 1:
-            values["page"] = ""
-        return {k: str(v) for k, v in values.items() if v not in ("", None)}
+        """The query string of this search (with `changes`), empty and default values left out."""
+        values = {_PARAM_NAMES.get(k, k): v for k, v in {**asdict(self), **changes}.items()}
+        return {k: str(v) for k, v in values.items() if v not in ("", None) and _PARAM_DEFAULTS.get(k) != v}
 
     @property
     def is_empty(self) -> bool:
@@ -269,7 +252,7 @@ class Registry:
 def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
     """The registry as accepted on `day` (None: the latest accepted day). Raises registry.NoHistory."""
     accepted, frame = registry.registry_asof(conn, day or LAST_DAY)
-    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(r"[^0-9A-Z가-힣]", ""))
+    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(analyst.NOT_COMPACT, ""))
     countries = frame.select(pl.col("country_list").explode().drop_nulls().unique().sort()).to_series().to_list()
     return Registry(accepted, frame, tuple(countries))
 
@@ -413,6 +396,10 @@ class Month:
     first: date
     weeks: tuple[tuple[tuple[date, str | None] | None, ...], ...]  # Sunday first; None = outside the month
 
+    @property
+    def title(self) -> str:
+        return f"{self.first.year}년 {self.first.month}월"
+
 
 @dataclass(frozen=True)
 class Calendar:
@@ -442,10 +429,5 @@ def calendar(conn: duckdb.DuckDBPyConnection, today: date) -> Calendar:
         cells += [None] * (-len(cells) % 7)
         months.append(Month(start, tuple(tuple(cells[i : i + 7]) for i in range(0, len(cells), 7))))
         start = nxt
-    counts: dict[str, int] = {}
-    for m in months:
-        for week in m.weeks:
-            for cell in week:
-                if cell is not None and cell[1] is not None:
-                    counts[cell[1]] = counts.get(cell[1], 0) + 1
-    return Calendar(tuple(reversed(months)), counts)
+    counts = Counter(cell[1] for m in months for week in m.weeks for cell in week if cell and cell[1])
+    return Calendar(tuple(reversed(months)), dict(counts))
