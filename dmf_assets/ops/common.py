@@ -112,6 +112,12 @@ class Unreadable(Exception):
         self.table, self.error = table, error
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (DuckDB's run on for lines), or its type when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row count of every table, reading every value: DuckDB verifies each block's checksum as it reads it
     (a bare count(*) could be answered from metadata; hashing every column touches every block).
@@ -121,7 +127,7 @@ def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
         try:  # identifier from the catalog, not from a user
             counts[t] = ops_storage.read_table(conn, t)
         except duckdb.Error as exc:
-            raise Unreadable(t, (str(exc).strip().splitlines() or [type(exc).__name__])[0]) from None
+            raise Unreadable(t, first_line(exc)) from None
     return counts
 
 
