@@ -59,16 +59,12 @@ class BackupFile:
 
 def backup_time(name: str) -> datetime | None:
     """When a backup file was taken, from its name; None if the name is not a backup's."""
-    if m := _MIGRATION_RE.match(name):
-        try:  # db.backup_database stamps Seoul time
-            return datetime.strptime(m["day"] + m["time"], "%Y%m%d%H%M%S").replace(tzinfo=KST)
-        except ValueError:
-            return None
-    if m := _DAILY_RE.match(name):
-        try:
-            return datetime.strptime(m["day"] + m["time"], "%Y-%m-%d%H%M%S").replace(tzinfo=KST)
-        except ValueError:
-            return None
+    for pattern, stamp in ((_MIGRATION_RE, "%Y%m%d%H%M%S"), (_DAILY_RE, "%Y-%m-%d%H%M%S")):
+        if m := pattern.match(name):
+            try:  # both name Seoul time (db.backup_database, backup_database)
+                return datetime.strptime(m["day"] + m["time"], stamp).replace(tzinfo=KST)
+            except ValueError:
+                return None
     return None
 
 

@@ -69,7 +69,7 @@ from dmf_assets.storage.db import (
     migrations,
     write_refusal,
 )
-from dmf_assets.storage.history import history_source
+from dmf_assets.storage.history import history_source, to_date
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -165,10 +165,6 @@ class DoctorReport:
         return "\n".join(lines)
 
 
-def _day(value: int) -> date:
-    return date(value // 10000, value // 100 % 100, value % 100)
-
-
 # --- database checks ----------------------------------------------------------------------------
 
 
@@ -234,7 +230,7 @@ def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresh
     rows = ops_storage.unfinished_days(conn)
     if not rows:
         return check(OK, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
-    days = [_day(d) for d, _ in rows]
+    days = [to_date(d) for d, _ in rows]
     minutes = max(0.0, (now.replace(tzinfo=None) - max(at for _, at in rows)).total_seconds() / 60)
     shown = ", ".join(map(str, days[:5])) + (" …" if len(days) > 5 else "")
     details = {"days": [d.isoformat() for d in days], "minutes_since_latest": round(minutes, 1)}
@@ -258,7 +254,7 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
     latest = ops_storage.latest_run(conn)
     latest_note_ko = latest_note_en = ""
     if latest:
-        d, status, gate = _day(latest[0]), latest[1], latest[2]
+        d, status, gate = to_date(latest[0]), latest[1], latest[2]
         gate_txt = f", 게이트 {gate}" if gate else ""
         latest_note_ko = f"; 마지막 실행 {d} {DayStatus.of_value(status).word_ko}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
@@ -270,7 +266,7 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
         "last_accepted": last.isoformat(),
         "age_days": age,
         "today": today.isoformat(),
-        "latest_run": latest and {"day": _day(latest[0]).isoformat(), "status": latest[1]},
+        "latest_run": latest and {"day": to_date(latest[0]).isoformat(), "status": latest[1]},
     }
     status = FAIL if age > th.stale_fail_days else WARN if age > th.stale_warn_days else OK
     ko = f"마지막 반영일 {last} ({age}일 전){latest_note_ko}"
@@ -558,16 +554,8 @@ STALE_TEMP_S = 3600
 
 def _temp_files_check(paths: ProjectPaths) -> Check:
     check = Check.named("temp_files", "임시 파일 / temp files")
-    folders = (
-        paths.database.parent,
-        paths.raw_dir,
-        paths.staging_dir,
-        paths.reports_dir,
-        paths.backups_dir,
-        paths.events_dir,
-    )
     stale = []
-    for p in leaked_temp_files(*folders):
+    for p in leaked_temp_files(*paths.written_folders):
         try:
             st = p.stat()
         except FileNotFoundError:  # its writer just finished

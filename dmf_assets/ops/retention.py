@@ -257,11 +257,8 @@ def prune_logs(logs_dir: Path, keep_days: int, now: datetime, *, dry_run: bool =
         for name in files:
             path = Path(dirpath) / name
             with contextlib.suppress(FileNotFoundError):
-                st = path.lstat()
-                if st.st_mtime < cutoff:
-                    if not dry_run:
-                        path.unlink()
-                    removed.append(Removal("log", path, st.st_size))
+                if path.lstat().st_mtime < cutoff:
+                    removed.append(_removal("log", path, dry_run))
     if not dry_run:
         for dirpath, _, _ in sorted(os.walk(logs_dir), key=lambda w: -len(w[0])):
             if Path(dirpath) != logs_dir:
@@ -277,13 +274,8 @@ def prune_dagster_logs(storage_dir: Path, keep_days: int, now: datetime, *, dry_
     if not storage_dir.is_dir():
         return []
     cutoff = now.timestamp() - keep_days * 86400
-    removed = []
-    for folder in sorted(storage_dir.iterdir()):
-        if not (_RUN_ID.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
-            continue
-        if _newest_mtime(folder) < cutoff:
-            removed.append(_removal("dagster_log", folder, dry_run))
-    return removed
+    runs = [f for f in sorted(storage_dir.iterdir()) if _RUN_ID.match(f.name) and f.is_dir() and not f.is_symlink()]
+    return [_removal("dagster_log", f, dry_run) for f in runs if _newest_mtime(f) < cutoff]
 
 
 # --- everything ----------------------------------------------------------------------------------
@@ -336,9 +328,7 @@ def prune(
             paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
         )
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
-    leftovers = prune_temp_files(
-        [paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir, paths.events_dir], dry_run=dry_run
-    )
+    leftovers = prune_temp_files([f for f in paths.written_folders if f != paths.backups_dir], dry_run=dry_run)
     report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups
     report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
     report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)
