@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, seconds
+from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, said_in_one_line, seconds
 from dmf_assets.domain.model import FIELD_LABEL_KO
 from dmf_assets.errors import UserError
 
@@ -386,11 +386,8 @@ def _asof(args: argparse.Namespace) -> int:
     from dmf_assets.storage.registry import NoHistory, registry_asof
 
     _out_fits_the_format(args)
-    with _connect(args) as (settings, conn):
-        try:
-            accepted, frame = registry_asof(conn, args.date)
-        except NoHistory as exc:
-            raise UserError(str(exc)) from None
+    with _connect(args) as (settings, conn), said_in_one_line(NoHistory):
+        accepted, frame = registry_asof(conn, args.date)
     note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
     if args.format == "xlsx":

@@ -10,9 +10,10 @@ no folder created outside the project unasked).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
@@ -39,6 +40,16 @@ def _checked(check: Callable[[str], T]) -> Callable[[str], T]:
 
     convert.__name__ = check.__name__  # argparse shows it for errors it words itself
     return convert
+
+
+@contextlib.contextmanager
+def said_in_one_line(*kinds: type[Exception]) -> Iterator[None]:
+    """An error of these kinds (a subsystem's refusal: a busy database, an unreadable dump) is the command's one
+    `dmf:` line, its own text (cli.main prints it, exit 2)."""
+    try:
+        yield
+    except kinds as exc:
+        raise UserError(str(exc)) from None
 
 
 def _parsed(parse: Callable[[str], T], text: str, refusal: str) -> T:

@@ -118,7 +118,7 @@ def _unproven_refusal(new: str, unproven: UnprovenCompleteness, old_rows: int, l
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from dmf_assets.errors import UserError
+    from dmf_assets.cli.arguments import said_in_one_line
     from dmf_assets.settings import load_settings
 
     settings = load_settings()  # a bad config is one clean message before any big file is read
@@ -127,10 +127,8 @@ def _diff(args: argparse.Namespace) -> int:
     from dmf_assets.source.dumps import DumpError
 
     watchlist = None if args.no_watchlist else Watchlist.of(settings.watchlist)
-    try:
+    with said_in_one_line(DumpError):
         compared = compare_dumps(args.old, args.new, settings.gates, watchlist, settings.diff, force=args.force)
-    except DumpError as exc:
-        raise UserError(str(exc)) from None
     failed, result, unproven = compared.failed, compared.result, compared.unproven
     if result is None and failed:
         print(f"dmf: {_refusal(failed)}", file=sys.stderr)

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, seconds, whole
+from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, said_in_one_line, seconds, whole
 from dmf_assets.errors import UserError
 from dmf_assets.settings import MAX_DAYS
 
@@ -157,10 +157,8 @@ def _on_backups(args: argparse.Namespace, step: Callable[..., T]) -> tuple[Proje
     from dmf_assets.storage.db import DatabaseBusy
 
     _, paths = _paths(args)
-    try:
+    with said_in_one_line(BackupError, DatabaseBusy):
         return paths, step(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
-    except (BackupError, DatabaseBusy) as exc:
-        raise UserError(str(exc)) from None
 
 
 def _backup(args: argparse.Namespace) -> int:
@@ -230,7 +228,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         )
         print(f"  {out.day}  {out.status.word_ko}{gate}{counts}", flush=True)
 
-    try:
+    with said_in_one_line(DatabaseBusy):
         result = rebuild_history(
             settings,
             database=paths.database,
@@ -242,8 +240,6 @@ def _rebuild(args: argparse.Namespace) -> int:
             lock_timeout_s=args.lock_wait,
             progress=progress,
         )
-    except DatabaseBusy as exc:
-        raise UserError(str(exc)) from None
     days = result.days
     rejected = sum(1 for d in days if d.status is DayStatus.REJECTED)
     print(
