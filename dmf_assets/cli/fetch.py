@@ -43,22 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.cli.runs import project_settings
     from dmf_assets.clock import outside_run_days, today_kst
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.errors import UserError
-    from dmf_assets.settings import PROJECT_ROOT, load_settings
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.errors import SourceError
     from dmf_assets.source.fetch import fetch_day
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    load_dotenv(PROJECT_ROOT / ".env")  # MFDS_SERVICE_KEY, as `dmf run` and `dagster dev` read it
     day = args.date or today_kst()
     if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
         raise UserError(why)
-    s = load_settings()
+    s = project_settings()
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
     if args.base_url:
         overrides["base_url"] = args.base_url

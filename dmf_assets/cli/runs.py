@@ -90,6 +90,15 @@ def load_dotenv(path: Path) -> None:
             os.environ.setdefault(key.strip(), value.strip().strip("'\""))
 
 
+def project_settings(config: str | None = None) -> Settings:
+    """The settings, after the project's .env: the secrets (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD) as `dagster dev`
+    reads them. A bad config is one clean message (ConfigError → exit 2)."""
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
+
+    load_dotenv(PROJECT_ROOT / ".env")
+    return load_settings(config)
+
+
 def use_project_instance() -> Path:
     """DAGSTER_HOME = the project's dagster_home/ (with its pools and run queue), unless set already."""
     from dmf_assets.settings import PROJECT_ROOT
@@ -105,11 +114,7 @@ def use_project_instance() -> Path:
 
 
 def _prepare() -> tuple[Settings, Path]:
-    from dmf_assets.settings import PROJECT_ROOT, load_settings
-
-    load_dotenv(PROJECT_ROOT / ".env")
-    settings = load_settings()  # a bad config is one clean message (ConfigError → exit 2)
-    return settings, use_project_instance()
+    return project_settings(), use_project_instance()
 
 
 def _check_days(*days: date) -> None:
