@@ -41,18 +41,10 @@ class WatchdogResult:
     alerts: list = field(default_factory=list)  # notify.Outcome of alerts raised now (duplicates excluded)
     resent: list = field(default_factory=list)  # notify.Outcome of messages re-sent now
 
-    @property
-    def ok(self) -> bool:
-        return all(c.status == OK for c in self.checks)
-
 
 def expected_day(now: datetime) -> date:
     """The partition the 06:00 KST schedule collects on the morning of `now`: today in Korea."""
     return now.astimezone(KST).date()
-
-
-def workbook_path(reports_dir: Path, day: date) -> Path:
-    return Path(reports_dir) / f"DMF_리포트_{day.isoformat()}.xlsx"
 
 
 def _instance(dagster_home: Path | None) -> DagsterInstance:
@@ -128,11 +120,11 @@ def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)
     """(check, the overdue alert or None). FAIL when the expected day's workbook is missing at or after
     `overdue_at` KST."""
     from dmf_assets.orchestration.alerting import overdue_alert
-    from dmf_assets.report.retention import dated_workbooks
+    from dmf_assets.report.retention import dated_workbook_name, dated_workbooks
 
     local = now.astimezone(KST)
     day = expected_day(local)
-    path = workbook_path(reports_dir, day)
+    path = Path(reports_dir) / dated_workbook_name(day)
     check = Check.named("report", "오늘 리포트")
     dated = dated_workbooks(Path(reports_dir))
     latest = dated[-1][0] if dated else None
