@@ -72,11 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _refusal(failed: list) -> str:
     from dmf_assets.domain.gates import GATE_BY_NUMBER  # lazily: polars (see the module's docstring)
 
-    lines = []
-    for who, g in failed:
-        lines.append(
-            f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
-        )
+    lines = [
+        f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
+        for who, g in failed
+    ]
     numbers = {g.number for _, g in failed}
     keys = (GATE_BY_NUMBER[n].setting_key for n in sorted(numbers))  # where each threshold is set (None: exact)
     settings_hint = ", ".join(k for k in keys if k)
