@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, seconds
+from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, said_in_one_line, seconds
 from dmf_assets.domain.model import FIELD_LABEL_KO
 from dmf_assets.errors import UserError
 
@@ -143,21 +143,11 @@ def _history(args: argparse.Namespace) -> int:
         hist = q.registration_history(conn, ids, start=args.start, end=args.end)
     view = _HistoryView(hist, args)
     if args.format == "jsonl":
-        with _text_out(args.out, bom=False) as target:
-            for line in view.json_lines():
-                target.write(json.dumps(line, ensure_ascii=False) + "\n")
+        _write_rows(args.out, None, view.json_lines())
     elif args.format == "csv":
-        with _text_out(args.out) as target:
-            w = csv.writer(target)
-            w.writerow(HISTORY_CSV_COLUMNS)
-            for e in view.events:
-                w.writerow(_event_csv(e))
+        _write_rows(args.out, HISTORY_CSV_COLUMNS, map(_event_csv, view.events))
     elif args.format == "xlsx":
-        path = (
-            Path(args.out)
-            if args.out
-            else settings.paths.resolve("reports_dir") / f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx"
-        )
+        path = _workbook_path(args, settings, f"DMF_이력_{_safe_name(args.key or 'pattern')}.xlsx")
         from dmf_assets.analyst.sheets import write_history_workbook
 
         versions = None if args.changes_only else view.versions
@@ -179,6 +169,23 @@ def _text_out(path: str | None, *, bom: bool = True) -> Iterator[TextIO]:
         return
     with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as fh:
         yield fh
+
+
+def _write_rows(path: str | None, header: Sequence[str] | None, rows: Iterable[Any]) -> None:
+    """`--format jsonl` (no header: each row a JSON object, one a line) or `--format csv` (the header, then the
+    rows) to the --out file or standard output."""
+    with _text_out(path, bom=header is not None) as target:
+        if header is None:
+            target.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        else:
+            w = csv.writer(target)
+            w.writerow(header)
+            w.writerows(rows)
+
+
+def _workbook_path(args: argparse.Namespace, settings: Settings, name: str) -> Path:
+    """--out, or the workbook `name` in the reports folder."""
+    return Path(args.out) if args.out else settings.paths.resolve("reports_dir") / name
 
 
 def _out_fits_the_format(args: argparse.Namespace) -> None:
@@ -379,18 +386,15 @@ def _asof(args: argparse.Namespace) -> int:
     from dmf_assets.storage.registry import NoHistory, registry_asof
 
     _out_fits_the_format(args)
-    with _connect(args) as (settings, conn):
-        try:
-            accepted, frame = registry_asof(conn, args.date)
-        except NoHistory as exc:
-            raise UserError(str(exc)) from None
+    with _connect(args) as (settings, conn), said_in_one_line(NoHistory):
+        accepted, frame = registry_asof(conn, args.date)
     note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
     if args.format == "xlsx":
         from dmf_assets.analyst.sheets import write_registry_workbook
         from dmf_assets.report.rows import ledger_frame
 
-        path = Path(args.out) if args.out else settings.paths.resolve("reports_dir") / f"DMF_등록현황_{accepted}.xlsx"
+        path = _workbook_path(args, settings, f"DMF_등록현황_{accepted}.xlsx")
         write_registry_workbook(
             path,
             ledger_frame(frame),
@@ -404,22 +408,12 @@ def _asof(args: argparse.Namespace) -> int:
         return 0
     rows, columns = frame.to_dicts(), _asof_columns()
     if args.format == "jsonl":
-        with _text_out(args.out, bom=False) as target:
-            for r in rows:
-                rec: dict[str, object] = {c: _iso(r[c]) for c in columns}
-                rec.update(
-                    asof_day=accepted.isoformat(),
-                    countries_list=list(dict.fromkeys(r["country_list"] or ())),
-                    sites=[dict(s) for s in (r["sites"] or ())],
-                )
-                target.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        _write_rows(args.out, None, (_asof_json(r, columns, accepted) for r in rows))
         return 0
     if args.format == "csv":
-        with _text_out(args.out) as target:
-            w = csv.writer(target)
-            w.writerow([*columns, "sites"])
-            for r in rows:
-                w.writerow([_iso(r[c]) for c in columns] + [_sites_line(r["sites"])])
+        _write_rows(
+            args.out, [*columns, "sites"], ([_iso(r[c]) for c in columns] + [_sites_line(r["sites"])] for r in rows)
+        )
         return 0
     from dmf_assets.report.columns import COLUMN_LABELS
 
@@ -428,6 +422,16 @@ def _asof(args: argparse.Namespace) -> int:
     for r in rows:
         print("\t".join(str(_iso(r[c]) or "-") for c in (*shown, "first_seen", "last_changed")))
     return 0
+
+
+def _asof_json(r: dict[str, Any], columns: Sequence[str], accepted: date) -> dict[str, object]:
+    """One registration of `dmf asof --format jsonl`: the flat columns, the day, the countries and the sites."""
+    return {
+        **{c: _iso(r[c]) for c in columns},
+        "asof_day": accepted.isoformat(),
+        "countries_list": list(dict.fromkeys(r["country_list"] or ())),
+        "sites": [dict(s) for s in (r["sites"] or ())],
+    }
 
 
 def _sites_line(sites: Iterable[Mapping[str, str | None]] | None) -> str:
@@ -447,11 +451,7 @@ def _report(args: argparse.Namespace) -> int:
         period = build_period_report(conn, args.start, args.end, settings)
     if not period.days:  # an empty workbook must never look like "nothing changed"
         raise UserError(f"{args.start} ~ {args.end}에 처리(수집·판정)된 날이 없습니다 — 기간을 확인하십시오")
-    path = (
-        Path(args.out)
-        if args.out
-        else settings.paths.resolve("reports_dir") / f"DMF_기간리포트_{args.start}_{args.end}.xlsx"
-    )
+    path = _workbook_path(args, settings, f"DMF_기간리포트_{args.start}_{args.end}.xlsx")
     write_period_workbook(period, path)
     print(
         f"{path} — 이벤트 {len(period.events):,}건, 등록별 순변경 {len(period.net):,}건, "

@@ -10,9 +10,10 @@ no folder created outside the project unasked).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
@@ -41,13 +42,27 @@ def _checked(check: Callable[[str], T]) -> Callable[[str], T]:
     return convert
 
 
-def _day(text: str) -> date:
+@contextlib.contextmanager
+def said_in_one_line(*kinds: type[Exception]) -> Iterator[None]:
+    """An error of these kinds (a subsystem's refusal: a busy database, an unreadable dump) is the command's one
+    `dmf:` line, its own text (cli.main prints it, exit 2)."""
     try:
-        value = date.fromisoformat(text.strip())
+        yield
+    except kinds as exc:
+        raise UserError(str(exc)) from None
+
+
+def _parsed(parse: Callable[[str], T], text: str, refusal: str) -> T:
+    """`parse(text)`, or the refusal said in the product's words instead of Python's ValueError."""
+    try:
+        return parse(text)
     except ValueError:
-        raise UserError(
-            f"날짜는 YYYY-MM-DD 형식의 있는 날짜여야 합니다 (date must be a real date YYYY-MM-DD): {text!r}"
-        ) from None
+        raise UserError(refusal) from None
+
+
+def _day(text: str) -> date:
+    refusal = f"날짜는 YYYY-MM-DD 형식의 있는 날짜여야 합니다 (date must be a real date YYYY-MM-DD): {text!r}"
+    value = _parsed(date.fromisoformat, text.strip(), refusal)
     if not FIRST_DAY <= value <= LAST_DAY:
         raise UserError(
             f"날짜는 {FIRST_DAY} ~ {LAST_DAY} 사이여야 합니다 (date must be {FIRST_DAY}..{LAST_DAY}): {text!r}"
@@ -62,10 +77,7 @@ def whole(low: int, high: int, what_ko: str, what_en: str) -> Callable[[str], in
     """A whole number low..high (days, minutes, rows)."""
 
     def check(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise UserError(f"{josa(what_ko, '은/는')} 정수입니다 (a whole {what_en}): {text!r}") from None
+        n = _parsed(int, text, f"{josa(what_ko, '은/는')} 정수입니다 (a whole {what_en}): {text!r}")
         if not low <= n <= high:
             raise UserError(
                 f"{josa(what_ko, '은/는')} {low}–{high} 사이여야 합니다 ({what_en} must be {low}–{high}): {n}"
@@ -85,10 +97,7 @@ def seconds(high: float) -> Callable[[str], float]:
     """A finite number of seconds 0..high (a lock wait): inf or nan would end in OverflowError."""
 
     def check(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise UserError(f"초는 숫자입니다 (seconds must be a number): {text!r}") from None
+        value = _parsed(float, text, f"초는 숫자입니다 (seconds must be a number): {text!r}")
         if not math.isfinite(value) or not 0 <= value <= high:
             raise UserError(f"초는 0–{high:g} 사이의 유한한 숫자여야 합니다 (seconds must be 0–{high:g}): {text!r}")
         return value

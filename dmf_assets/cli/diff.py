@@ -72,11 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _refusal(failed: list) -> str:
     from dmf_assets.domain.gates import GATE_BY_NUMBER  # lazily: polars (see the module's docstring)
 
-    lines = []
-    for who, g in failed:
-        lines.append(
-            f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
-        )
+    lines = [
+        f"게이트 {g.number} {g.label_ko}({g.name}) 실패 [{who} 덤프] — 관측 {g.observed} / 기준 {g.threshold}: {g.detail}"
+        for who, g in failed
+    ]
     numbers = {g.number for _, g in failed}
     keys = (GATE_BY_NUMBER[n].setting_key for n in sorted(numbers))  # where each threshold is set (None: exact)
     settings_hint = ", ".join(k for k in keys if k)
@@ -118,7 +117,7 @@ def _unproven_refusal(new: str, unproven: UnprovenCompleteness, old_rows: int, l
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from dmf_assets.errors import UserError
+    from dmf_assets.cli.arguments import said_in_one_line
     from dmf_assets.settings import load_settings
 
     settings = load_settings()  # a bad config is one clean message before any big file is read
@@ -127,10 +126,8 @@ def _diff(args: argparse.Namespace) -> int:
     from dmf_assets.source.dumps import DumpError
 
     watchlist = None if args.no_watchlist else Watchlist.of(settings.watchlist)
-    try:
+    with said_in_one_line(DumpError):
         compared = compare_dumps(args.old, args.new, settings.gates, watchlist, settings.diff, force=args.force)
-    except DumpError as exc:
-        raise UserError(str(exc)) from None
     failed, result, unproven = compared.failed, compared.result, compared.unproven
     if result is None and failed:
         print(f"dmf: {_refusal(failed)}", file=sys.stderr)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from dmf_assets.cli.arguments import day, listen_host, listen_port, whole
+from dmf_assets.cli.arguments import day, listen_host, listen_port, said_in_one_line, whole
 from dmf_assets.settings import MAX_SEED
 
 _SEED = whole(0, MAX_SEED, "시드", "seed")  # the range of emulator.seed in the settings
@@ -140,10 +140,8 @@ def truth(args: argparse.Namespace) -> int:
     sim = RegistrySimulator(args.seed if args.seed is not None else settings().emulator.seed)
     if not hasattr(sim, "truth"):
         raise UserError("this registry simulator has no ground truth")
-    try:
+    with said_in_one_line(ValueError):
         gt = sim.truth(args.old, args.new)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
     rows: list[dict[str, Any]] = [  # JSON objects
         {
             "event": c.event_type.value,

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 from typing import TYPE_CHECKING
 
-from dmf_assets.cli.arguments import day, out_folder, whole
+from dmf_assets.cli.arguments import day, out_folder, said_in_one_line, whole
 
 if TYPE_CHECKING:  # imported by the handler itself: `dmf --help` stays instant
     from dmf_assets.source.fetch import FetchResult
@@ -44,22 +43,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.cli.runs import project_settings
     from dmf_assets.clock import outside_run_days, today_kst
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.errors import UserError
-    from dmf_assets.settings import PROJECT_ROOT, load_settings
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.errors import SourceError
     from dmf_assets.source.fetch import fetch_day
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    load_dotenv(PROJECT_ROOT / ".env")  # MFDS_SERVICE_KEY, as `dmf run` and `dagster dev` read it
     day = args.date or today_kst()
     if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
         raise UserError(why)
-    s = load_settings()
+    s = project_settings()
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
     if args.base_url:
         overrides["base_url"] = args.base_url
@@ -67,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["num_of_rows"] = args.num_of_rows
     if args.raw_dir:
         overrides["raw_dir"] = str(args.raw_dir)
-    try:
+    with said_in_one_line(SourceError, ValueError):
         config = mfds_client_from_settings(s, **overrides)
         endpoint = resolve_endpoint(config.base_url)
         if args.fault:
@@ -80,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())
         result = fetch_day(config, day, resume=not args.no_resume)
-    except (SourceError, ValueError) as exc:
-        raise UserError(str(exc)) from None
     _print_summary(result)
     return 0 if result.complete else 1
 
@@ -89,24 +84,22 @@ def run(args: argparse.Namespace) -> int:
 def _print_summary(r: FetchResult) -> None:
     from dmf_assets.source.identity import label as source_label
 
-    out = sys.stdout
-    print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})", file=out)
+    print(f"DMF fetch {r.day} — {r.status} ({STATUS_KO.get(r.status, r.status)})")
     registry = f" ({source_label(r.source_id)})" if r.source_id else ""
-    print(f"  source 출처: {r.source}{registry}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}", file=out)
+    print(f"  source 출처: {r.source}{registry}   pages 페이지: {len(r.pages)}   numOfRows: {r.num_of_rows}")
     print(
         f"  rows 행: {r.rows_received} received, {r.rows_after_dedup} after de-dup "
         f"({r.duplicate_rows_dropped} repeated rows dropped)   totalCount: {r.total_count}"
-        + (f" (per page: {sorted(set(r.total_counts))})" if len(set(r.total_counts)) > 1 else ""),
-        file=out,
+        + (f" (per page: {sorted(set(r.total_counts))})" if len(set(r.total_counts)) > 1 else "")
     )
-    print(f"  requests 요청: {r.requests}   retries 재시도: {r.retries}   time 시간: {r.elapsed_s:.1f} s", file=out)
-    print(f"  transport 전송: {'OK' if r.transport_ok else 'FAILED 실패'}", file=out)
+    print(f"  requests 요청: {r.requests}   retries 재시도: {r.retries}   time 시간: {r.elapsed_s:.1f} s")
+    print(f"  transport 전송: {'OK' if r.transport_ok else 'FAILED 실패'}")
     for err in r.transport_errors[:10]:
-        print(f"    - {err}", file=out)
+        print(f"    - {err}")
     if r.stopped:
-        print(f"  stopped 중단: {r.stopped}", file=out)
+        print(f"  stopped 중단: {r.stopped}")
     for problem in r.problems[:10]:
-        print(f"  problem 문제: {problem}", file=out)
+        print(f"  problem 문제: {problem}")
     if r.unexpected_fields or r.missing_fields:
-        print(f"  schema drift 스키마 변화: unexpected {r.unexpected_fields}, missing {r.missing_fields}", file=out)
-    print(f"  archive 보관: {r.archive_dir}", file=out)
+        print(f"  schema drift 스키마 변화: unexpected {r.unexpected_fields}, missing {r.missing_fields}")
+    print(f"  archive 보관: {r.archive_dir}")

@@ -40,12 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _notifier(args: argparse.Namespace) -> Notifier:
-    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.cli.runs import project_settings
     from dmf_assets.notify import Notifier
-    from dmf_assets.settings import PROJECT_ROOT, load_settings
 
-    load_dotenv(PROJECT_ROOT / ".env")  # DMF_SMTP_PASSWORD, as `dmf ui` and `dagster dev` read it
-    settings = load_settings(args.config)
+    settings = project_settings(args.config)
     # these commands print every message's line themselves, on stdout: the notifier's log records of the same
     # lines must not reach the terminal a second time (through Python's handler of last resort, on stderr)
     notices = logging.getLogger("dmf_assets.notify")

@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, seconds, whole
+from dmf_assets.cli.arguments import day, existing_folder, file_in_existing_folder, said_in_one_line, seconds, whole
 from dmf_assets.errors import UserError
 from dmf_assets.settings import MAX_DAYS
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--today", type=day, default=None, help="최신성 기준 날짜 (기본: 오늘, KST)")
     p.add_argument("--stale-warn-days", type=_DAYS, default=1, help="마지막 반영일이 이보다 오래면 WARN (기본 1)")
     p.add_argument("--stale-fail-days", type=_DAYS, default=3, help="마지막 반영일이 이보다 오래면 FAIL (기본 3)")
-    p.add_argument("--lock-wait", type=seconds(86400), default=5.0, help="DB 잠금을 기다리는 최대 초 (기본 5)")
+    _lock_wait(p, 5.0, "DB 잠금을")
     p.add_argument(
         "--alert",
         action="store_true",
@@ -45,22 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _location_args(p)
     p.add_argument("--dry-run", action="store_true", help="지우지 않고 지울 목록만 보여 줌")
     p.add_argument("--today", type=day, default=None, help="기준 날짜 (기본: 오늘, KST)")
-    p.add_argument("--lock-wait", type=seconds(86400), default=60.0, help="DB 잠금을 기다리는 최대 초 (기본 60)")
+    _lock_wait(p, 60.0, "DB 잠금을")
     p.set_defaults(handler=_prune)
 
-    p = sub.add_parser("backup", help="DB를 잠근 채 일관된 사본을 data/backups/에 만들고 검증")
-    _location_args(p)
-    p.add_argument(
-        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
-    )
-    p.set_defaults(handler=_backup)
-
-    p = sub.add_parser("restore", help="검증되는 가장 최근 백업으로 DB를 되돌림 (바뀌는 DB 파일은 옆에 남김)")
-    _location_args(p)
-    p.add_argument(
-        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
-    )
-    p.set_defaults(handler=_restore)
+    for name, help_, handler in (
+        ("backup", "DB를 잠근 채 일관된 사본을 data/backups/에 만들고 검증", _backup),
+        ("restore", "검증되는 가장 최근 백업으로 DB를 되돌림 (바뀌는 DB 파일은 옆에 남김)", _restore),
+    ):
+        p = sub.add_parser(name, help=help_)
+        _location_args(p)
+        _lock_wait(p, 900.0)
+        p.set_defaults(handler=handler)
 
     p = sub.add_parser(
         "rebuild",
@@ -75,9 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="지금 DB가 읽히는데 다시 만든 이력과 다를 때도 교체 (설정·규칙을 바꿔 다시 처리할 때)",
     )
-    p.add_argument(
-        "--lock-wait", type=seconds(86400), default=900.0, help="실행 중인 작업을 기다리는 최대 초 (기본 900)"
-    )
+    _lock_wait(p, 900.0)
     p.set_defaults(handler=_rebuild)
 
 
@@ -89,6 +82,12 @@ def _location_args(p: argparse.ArgumentParser) -> None:
         "--database", type=file_in_existing_folder, default=None, help="DB 파일 경로 (기본: config의 paths.database)"
     )
     p.add_argument("--config", default=None, help="설정 파일 (기본: config/dmf.toml + dmf.local.toml 또는 $DMF_CONFIG)")
+
+
+def _lock_wait(p: argparse.ArgumentParser, default: float, waits_for: str = "실행 중인 작업을") -> None:
+    p.add_argument(
+        "--lock-wait", type=seconds(86400), default=default, help=f"{waits_for} 기다리는 최대 초 (기본 {default:g})"
+    )
 
 
 def _paths(args: argparse.Namespace) -> tuple[Settings, ProjectPaths]:
@@ -158,10 +157,8 @@ def _on_backups(args: argparse.Namespace, step: Callable[..., T]) -> tuple[Proje
     from dmf_assets.storage.db import DatabaseBusy
 
     _, paths = _paths(args)
-    try:
+    with said_in_one_line(BackupError, DatabaseBusy):
         return paths, step(paths.database, paths.backups_dir, lock_timeout_s=args.lock_wait)
-    except (BackupError, DatabaseBusy) as exc:
-        raise UserError(str(exc)) from None
 
 
 def _backup(args: argparse.Namespace) -> int:
@@ -188,10 +185,7 @@ def _restore(args: argparse.Namespace) -> int:
         f"복원 완료 / restored: {paths.database} ← {result.backup.path.name} "
         f"({result.backup.taken_at:%Y-%m-%d %H:%M} KST, 실행 기록 {result.runs}일, 마지막 반영일 {result.last_accepted or '없음'})"
     )
-    if result.kept_aside:
-        print(
-            f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there"
-        )
+    _kept_aside(result.kept_aside)
     later = _archived_after(paths.raw_dir, result.last_accepted)
     if later:
         print(
@@ -199,6 +193,12 @@ def _restore(args: argparse.Namespace) -> int:
             f"--end {later[-1]} 로 다시 처리하세요 / re-run the days after the backup from their archives"
         )
     return 0
+
+
+def _kept_aside(path: Path | None) -> None:
+    """Where `dmf restore` and `dmf rebuild` left the database file they replaced."""
+    if path:
+        print(f"  바뀌기 전 파일은 {path}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
 
 
 def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
@@ -228,7 +228,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         )
         print(f"  {out.day}  {out.status.word_ko}{gate}{counts}", flush=True)
 
-    try:
+    with said_in_one_line(DatabaseBusy):
         result = rebuild_history(
             settings,
             database=paths.database,
@@ -240,8 +240,6 @@ def _rebuild(args: argparse.Namespace) -> int:
             lock_timeout_s=args.lock_wait,
             progress=progress,
         )
-    except DatabaseBusy as exc:
-        raise UserError(str(exc)) from None
     days = result.days
     rejected = sum(1 for d in days if d.status is DayStatus.REJECTED)
     print(
@@ -254,10 +252,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         print(
             f"  --force: 이전 DB와 {len(result.differences)}일 다른 이력으로 바꾸었습니다 / replaced a history that differed"
         )
-    if result.kept_aside:
-        print(
-            f"  바뀌기 전 파일은 {result.kept_aside}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there"
-        )
+    _kept_aside(result.kept_aside)
     print(
         "  Dagster의 실행 기록·리포트·이벤트 파일은 그대로입니다 / Dagster's records, workbooks and events files are unchanged"
     )

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -90,6 +90,15 @@ def load_dotenv(path: Path) -> None:
             os.environ.setdefault(key.strip(), value.strip().strip("'\""))
 
 
+def project_settings(config: str | None = None) -> Settings:
+    """The settings, after the project's .env: the secrets (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD) as `dagster dev`
+    reads them. A bad config is one clean message (ConfigError → exit 2)."""
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
+
+    load_dotenv(PROJECT_ROOT / ".env")
+    return load_settings(config)
+
+
 def use_project_instance() -> Path:
     """DAGSTER_HOME = the project's dagster_home/ (with its pools and run queue), unless set already."""
     from dmf_assets.settings import PROJECT_ROOT
@@ -105,11 +114,7 @@ def use_project_instance() -> Path:
 
 
 def _prepare() -> tuple[Settings, Path]:
-    from dmf_assets.settings import PROJECT_ROOT, load_settings
-
-    load_dotenv(PROJECT_ROOT / ".env")
-    settings = load_settings()  # a bad config is one clean message (ConfigError → exit 2)
-    return settings, use_project_instance()
+    return project_settings(), use_project_instance()
 
 
 def _check_days(*days: date) -> None:
@@ -439,21 +444,24 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="dmf-die-with-parent", daemon=True).start()
 
 
-def _stop_group(pgid: int, grace_s: float = 5.0) -> None:
-    """SIGTERM to what is left of a process group (helpers of a child that has exited), SIGKILL after `grace_s`."""
-    try:
+def _stop_group(pgid: int, grace_s: float = 5.0, running: Callable[[], bool] | None = None) -> None:
+    """SIGTERM to what is left of a process group (helpers of a child that has exited), SIGKILL after `grace_s`
+    unless nothing is `running` any more (default: no process is left in the group)."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return
+    deadline, left = time.monotonic() + grace_s, running or functools.partial(_group_alive, pgid)
+    while left() and time.monotonic() < deadline:
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 # --- the commands --------------------------------------------------------------------------------
@@ -479,19 +487,8 @@ def _run(args: argparse.Namespace) -> int:
         return code
     from dmf_assets.clock import today_kst
 
-    settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
-    _check_clock(settings)
-    from dmf_assets.runs import launch
-
     day = args.date or today_kst()
-    _check_days(day)
-    resources = _resources(settings, _faults(args.fault))
-    _check_history(settings, [day], resources)
-    started = time.monotonic()
-    with _days_running():
-        report = launch.run_day(day, instance=_instance(), resources=resources, trigger="cli", run_config=launch.QUIET)
-    _progress(settings, report, time.monotonic() - started)
-    return _exit_code(settings, [report], _print_summary(settings, [day]))
+    return _days_with_faults(args, day, day, trigger="cli")
 
 
 def _backfill(args: argparse.Namespace) -> int:
@@ -499,13 +496,18 @@ def _backfill(args: argparse.Namespace) -> int:
         return code
     if args.end < args.start:
         raise UserError(f"--end({args.end})가 --start({args.start})보다 앞입니다 (--end is before --start)")
-    settings, _ = _prepare()
+    return _days_with_faults(args, args.start, args.end, trigger="cli-backfill")
+
+
+def _days_with_faults(args: argparse.Namespace, first: date, last: date, *, trigger: str) -> int:
+    """`dmf run` (one day) and `dmf backfill`: the days `first`…`last` with the --fault plan, then the summary."""
+    settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
     _check_clock(settings)
-    _check_days(args.start, args.end)
-    days = [args.start + timedelta(days=i) for i in range((args.end - args.start).days + 1)]
+    _check_days(first, last)
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days, resources)
-    reports = _run_days(settings, days, resources, trigger="cli-backfill")
+    reports = _run_days(settings, days, resources, trigger=trigger)
     return _exit_code(settings, reports, _print_summary(settings, days))
 
 
@@ -597,13 +599,7 @@ def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     """Stop `dagster dev` and everything it started (webserver, daemon, code server, runs): SIGTERM to its
     process group, SIGKILL to whatever is left after `grace_s` — the group and any descendant that left it."""
     tree = descendants(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and (proc.poll() is None or _still_running(tree)):
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    _stop_group(proc.pid, grace_s, lambda: proc.poll() is None or bool(_still_running(tree)))
     for pid in _still_running(tree):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

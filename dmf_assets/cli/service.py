@@ -79,7 +79,7 @@ def _unit_dir(args: argparse.Namespace) -> Path:
 
 def _install(args: argparse.Namespace) -> int:
     from dmf_assets.fsutil import atomic_write_text
-    from dmf_assets.service.units import default_options, install_commands, render_units
+    from dmf_assets.service.units import FORMER_UNITS, default_options, install_commands, render_units
     from dmf_assets.settings import PROJECT_ROOT
 
     root = args.root.resolve() if args.root else PROJECT_ROOT
@@ -122,7 +122,7 @@ def _install(args: argparse.Namespace) -> int:
     print(f"유닛 {len(units)}개를 썼습니다 / wrote {len(units)} units to {target}:")
     for name in units:
         print(f"  {target / name}")
-    former = _former_units(target)
+    former = _ours(target, FORMER_UNITS)
     for path in former:  # the download server an earlier version installed: the page serves the downloads now
         path.unlink()
         print(f"  삭제 (이전 버전의 유닛) / removed (an earlier version's unit): {path}")
@@ -137,25 +137,22 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
-def _former_units(target: Path) -> list[Path]:
-    from dmf_assets.service.units import FORMER_UNITS, MARKER
+def _ours(target: Path, names: tuple[str, ...]) -> list[Path]:
+    """The unit files of `names` in `target` that DMF Watch wrote (they carry its marker)."""
+    from dmf_assets.service.units import MARKER
 
     return [
         target / n
-        for n in FORMER_UNITS
+        for n in names
         if (target / n).is_file() and MARKER in (target / n).read_text(encoding="utf-8", errors="replace")
     ]
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from dmf_assets.service.units import ALL_UNITS, MARKER, uninstall_commands
+    from dmf_assets.service.units import ALL_UNITS, uninstall_commands
 
     target = _unit_dir(args)
-    ours = [
-        target / n
-        for n in ALL_UNITS
-        if (target / n).is_file() and MARKER in (target / n).read_text(encoding="utf-8", errors="replace")
-    ]
+    ours = _ours(target, ALL_UNITS)
     links = (
         [link for link in target.glob("*.wants/*") if link.name in ALL_UNITS and link.is_symlink()]
         if target.is_dir()

@@ -23,7 +23,7 @@ import duckdb
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.fsutil import atomic_output
-from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
+from dmf_assets.ops.common import Unreadable, first_line, last_accepted_day, read_every_table, table_counts
 from dmf_assets.report.retention import dated_files
 from dmf_assets.storage.db import database_lock, lock_path, replace_database
 from dmf_assets.storage.ops import checkpoint
@@ -59,16 +59,12 @@ class BackupFile:
 
 def backup_time(name: str) -> datetime | None:
     """When a backup file was taken, from its name; None if the name is not a backup's."""
-    if m := _MIGRATION_RE.match(name):
-        try:  # db.backup_database stamps Seoul time
-            return datetime.strptime(m["day"] + m["time"], "%Y%m%d%H%M%S").replace(tzinfo=KST)
-        except ValueError:
-            return None
-    if m := _DAILY_RE.match(name):
-        try:
-            return datetime.strptime(m["day"] + m["time"], "%Y-%m-%d%H%M%S").replace(tzinfo=KST)
-        except ValueError:
-            return None
+    for pattern, stamp in ((_MIGRATION_RE, "%Y%m%d%H%M%S"), (_DAILY_RE, "%Y-%m-%d%H%M%S")):
+        if m := pattern.match(name):
+            try:  # both name Seoul time (db.backup_database, backup_database)
+                return datetime.strptime(m["day"] + m["time"], stamp).replace(tzinfo=KST)
+            except ValueError:
+                return None
     return None
 
 
@@ -138,7 +134,7 @@ def _read_copy(copy: Path) -> tuple[dict[str, int], date | None]:
     try:
         conn = duckdb.connect(str(copy), read_only=True)
     except duckdb.Error as exc:
-        raise BackupError(f"사본이 열리지 않습니다 / the copy does not open: {str(exc).splitlines()[0]}") from None
+        raise BackupError(f"사본이 열리지 않습니다 / the copy does not open: {first_line(exc)}") from None
     try:
         counts = read_every_table(conn)
         if "runs" not in counts:

@@ -15,6 +15,7 @@ import duckdb
 from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
 from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import database_lock, lock_path
+from dmf_assets.storage.history import to_date
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,18 @@ class ProjectPaths:
     def dagster_storage(self) -> Path:
         """Where Dagster's local compute-log manager keeps per-run stdout/stderr."""
         return self.dagster_home / "storage"
+
+    @property
+    def written_folders(self) -> tuple[Path, ...]:
+        """Where the product writes files (through a temporary file a killed writer may leave behind)."""
+        return (
+            self.database.parent,
+            self.raw_dir,
+            self.staging_dir,
+            self.reports_dir,
+            self.backups_dir,
+            self.events_dir,
+        )
 
 
 def project_paths(
@@ -95,8 +108,7 @@ def read_only_database(database: Path, *, lock_timeout_s: float, purpose: str) -
 
 
 def last_accepted_day(conn: duckdb.DuckDBPyConnection) -> date | None:
-    value = ops_storage.last_accepted_day_id(conn)
-    return None if value is None else date(value // 10000, value // 100 % 100, value % 100)
+    return to_date(ops_storage.last_accepted_day_id(conn))
 
 
 def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -112,6 +124,12 @@ class Unreadable(Exception):
         self.table, self.error = table, error
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (DuckDB's run on for lines), or its type when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Row count of every table, reading every value: DuckDB verifies each block's checksum as it reads it
     (a bare count(*) could be answered from metadata; hashing every column touches every block).
@@ -121,7 +139,7 @@ def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
         try:  # identifier from the catalog, not from a user
             counts[t] = ops_storage.read_table(conn, t)
         except duckdb.Error as exc:
-            raise Unreadable(t, (str(exc).strip().splitlines() or [type(exc).__name__])[0]) from None
+            raise Unreadable(t, first_line(exc)) from None
     return counts
 
 

@@ -30,6 +30,7 @@ import contextlib
 import errno
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -44,6 +45,7 @@ from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
     Unreadable,
+    first_line,
     human_size,
     last_accepted_day,
     path_size,
@@ -67,7 +69,7 @@ from dmf_assets.storage.db import (
     migrations,
     write_refusal,
 )
-from dmf_assets.storage.history import history_source
+from dmf_assets.storage.history import history_source, to_date
 
 OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -115,6 +117,15 @@ class Check:
     message_en: str
     details: dict = field(default_factory=dict)
 
+    @staticmethod
+    def named(name: str, label: str) -> Callable[..., Check]:
+        """The maker of one check's line: each verdict then says only its status, its two texts and its details."""
+
+        def verdict(status: str, ko: str, en: str, details: dict | None = None) -> Check:
+            return Check(name, status, label, ko, en, details or {})
+
+        return verdict
+
 
 @dataclass
 class DoctorReport:
@@ -154,20 +165,11 @@ class DoctorReport:
         return "\n".join(lines)
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _day(value: int) -> date:
-    return date(value // 10000, value // 100 % 100, value % 100)
-
-
 # --- database checks ----------------------------------------------------------------------------
 
 
 def _problem_check(
-    conn: duckdb.DuckDBPyConnection, name: str, label: str, specs: tuple, ok_ko: str, ok_en: str
+    conn: duckdb.DuckDBPyConnection, check: Callable[..., Check], specs: tuple, ok_ko: str, ok_en: str
 ) -> Check:
     problems: list[tuple[str, str]] = []
     details: dict[str, dict[str, object]] = {}
@@ -175,40 +177,36 @@ def _problem_check(
         try:
             n, sample = ops_storage.problem_count(conn, query_name)
         except duckdb.Error as exc:
-            problems.append((f"{ko}: 확인 불가 ({_first_line(exc)})", f"{en}: cannot check"))
-            details[query_name] = {"error": _first_line(exc)}
+            problems.append((f"{ko}: 확인 불가 ({first_line(exc)})", f"{en}: cannot check"))
+            details[query_name] = {"error": first_line(exc)}
             continue
         details[query_name] = {"count": n, "sample": [str(s) for s in (sample or [])]}
         if n:
             shown = ", ".join(str(s) for s in (sample or []))
             problems.append((f"{ko} {n}건 (예: {shown})", f"{en}: {n} (e.g. {shown})"))
     if problems:
-        return Check(name, FAIL, label, "; ".join(p[0] for p in problems), "; ".join(p[1] for p in problems), details)
-    return Check(name, OK, label, ok_ko, ok_en, details)
+        return check(FAIL, "; ".join(p[0] for p in problems), "; ".join(p[1] for p in problems), details)
+    return check(OK, ok_ko, ok_en, details)
 
 
 def _schema_check(conn: duckdb.DuckDBPyConnection, tables: list[str]) -> Check:
-    label = "스키마 / schema"
+    check = Check.named("schema", "스키마 / schema")
     if "schema_migrations" not in tables:
-        return Check(
-            "schema",
+        return check(
             FAIL,
-            label,
             "schema_migrations 표가 없습니다 (DMF Watch DB가 아님)",
             "no schema_migrations table: not a DMF Watch database",
         )
     try:
         pending, problems = check_migrations(conn)
     except MigrationError as exc:  # e.g. two migration files with one number
-        return Check("schema", FAIL, label, f"마이그레이션 파일 오류: {exc}", str(exc))
+        return check(FAIL, f"마이그레이션 파일 오류: {exc}", str(exc))
     applied = ops_storage.applied_versions(conn)
     files = [m.version for m in migrations()]
     details = {"applied": applied, "files": files, "pending": [m.version for m in pending], "problems": problems}
     if problems:
-        return Check(
-            "schema",
+        return check(
             FAIL,
-            label,
             "마이그레이션 파일이 적용 후 바뀌었습니다: " + "; ".join(problems),
             "; ".join(problems) + " — restore the original sql/migrations files",
             details,
@@ -216,33 +214,23 @@ def _schema_check(conn: duckdb.DuckDBPyConnection, tables: list[str]) -> Check:
     version = applied[-1] if applied else 0
     if pending:
         names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
-        return Check(
-            "schema",
+        return check(
             WARN,
-            label,
             f"버전 {version}, 대기 중인 마이그레이션 {names} (다음 실행 때 적용)",
             f"version {version}; pending {names} (applied, after a backup, on the next run)",
             details,
         )
-    return Check(
-        "schema",
-        OK,
-        label,
-        f"버전 {version}, 체크섬 일치 ({len(applied)}개)",
-        f"version {version}, {len(applied)} migration checksum(s) match",
-        details,
-    )
+    ko = f"버전 {version}, 체크섬 일치 ({len(applied)}개)"
+    return check(OK, ko, f"version {version}, {len(applied)} migration checksum(s) match", details)
 
 
 def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresholds) -> Check:
     """Days judged by gates 1–5 but never committed or rejected afterwards (snapshot_diff failed, or is running)."""
-    label = "미완료 날짜 / unfinished"
+    check = Check.named("unfinished", "미완료 날짜 / unfinished")
     rows = ops_storage.unfinished_days(conn)
     if not rows:
-        return Check(
-            "unfinished", OK, label, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected"
-        )
-    days = [_day(d) for d, _ in rows]
+        return check(OK, "판정된 날은 모두 반영 또는 거부됨", "every judged day was committed or rejected")
+    days = [to_date(d) for d, _ in rows]
     minutes = max(0.0, (now.replace(tzinfo=None) - max(at for _, at in rows)).total_seconds() / 60)
     shown = ", ".join(map(str, days[:5])) + (" …" if len(days) > 5 else "")
     details = {"days": [d.isoformat() for d in days], "minutes_since_latest": round(minutes, 1)}
@@ -255,34 +243,30 @@ def _unfinished_check(conn: duckdb.DuckDBPyConnection, now: datetime, th: Thresh
         f"{len(days)} day(s) judged but never committed or rejected ({shown}): unless a run is in progress, "
         "snapshot_diff failed — re-run the day from raw_pages"
     )
-    return Check("unfinished", status, label, ko, en, details)
+    return check(status, ko, en, details)
+
+
+_FRESHNESS = Check.named("freshness", "최신 반영일 / freshness")
 
 
 def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today: date, th: Thresholds) -> Check:
-    label = "최신 반영일 / freshness"
     last = last_accepted_day(conn)
     latest = ops_storage.latest_run(conn)
     latest_note_ko = latest_note_en = ""
     if latest:
-        d, status, gate = _day(latest[0]), latest[1], latest[2]
+        d, status, gate = to_date(latest[0]), latest[1], latest[2]
         gate_txt = f", 게이트 {gate}" if gate else ""
         latest_note_ko = f"; 마지막 실행 {d} {DayStatus.of_value(status).word_ko}{gate_txt}"
         latest_note_en = f"; latest run {d} {status}" + (f" (gate {gate})" if gate else "")
     if last is None:
-        return Check(
-            "freshness",
-            FAIL,
-            label,
-            "반영된 날이 없습니다" + latest_note_ko,
-            "no accepted day yet" + latest_note_en,
-            {"last_accepted": None},
-        )
+        ko, en = "반영된 날이 없습니다" + latest_note_ko, "no accepted day yet" + latest_note_en
+        return _FRESHNESS(FAIL, ko, en, {"last_accepted": None})
     age = (today - last).days
     details = {
         "last_accepted": last.isoformat(),
         "age_days": age,
         "today": today.isoformat(),
-        "latest_run": latest and {"day": _day(latest[0]).isoformat(), "status": latest[1]},
+        "latest_run": latest and {"day": to_date(latest[0]).isoformat(), "status": latest[1]},
     }
     status = FAIL if age > th.stale_fail_days else WARN if age > th.stale_warn_days else OK
     ko = f"마지막 반영일 {last} ({age}일 전){latest_note_ko}"
@@ -296,39 +280,33 @@ def _freshness_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, today
         ko += f"; 마지막 반영일의 원본 보관({paths.raw_dir / last.isoformat()})이 없습니다"
         en += "; the raw archive of the last accepted day is missing"
         details["raw_archive_missing"] = True
-    return Check("freshness", status, label, ko, en, details)
+    return _FRESHNESS(status, ko, en, details)
 
 
 def _source_check(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, configured: str | None) -> Check:
     """One source per history (source.identity): which registry the history is built from, and whether the
     configured source is that one — a run of another source is refused."""
-    label = "원천 / source"
+    check = Check.named("source", "원천 / source")
     held = history_source(conn)
     if held is None and (archived := folder_source(paths.raw_dir)):
         held = archived[0]
     details = {"history": held, "configured": configured}
     if held is None:
-        return Check("source", OK, label, "아직 수집한 원천이 없습니다", "no source recorded yet", details)
+        return check(OK, "아직 수집한 원천이 없습니다", "no source recorded yet", details)
     if configured is not None and configured != held:
-        return Check(
-            "source",
+        return check(
             FAIL,
-            label,
             f"이력은 {source_label(held)}에서 만들어졌는데 설정된 원천은 {source_label(configured)}입니다 — 실행이 "
             "거부됩니다. 새 원천으로 시작하려면 새 데이터 폴더를 쓰거나 README의 '원천 바꾸기'대로 지금 폴더를 옮겨 두세요",
             f"the history is built from {held}, the configuration names {configured}: runs are refused",
             details,
         )
     note = "" if configured is not None else " (설정된 서버가 응답하지 않아 그 원천은 확인하지 못했습니다)"
-    return Check("source", OK, label, f"이력의 원천: {source_label(held)}{note}", f"history built from {held}", details)
+    return check(OK, f"이력의 원천: {source_label(held)}{note}", f"history built from {held}", details)
 
 
-_DB_LABEL = "DB 파일 / database"
-
-
-def _database(status: str, ko: str, en: str, details: dict | None = None) -> Check:
-    """The check of the database file itself."""
-    return Check("database", status, _DB_LABEL, ko, en, details or {})
+#: the check of the database file itself
+_DATABASE = Check.named("database", "DB 파일 / database")
 
 
 def _database_checks(
@@ -344,46 +322,30 @@ def _database_checks(
             return _open_database_checks(conn, paths, now, th, source, traces), None
     except DatabaseBusy:
         holder = lock_holder(db) or {"holder": "unknown"}
-        return [
-            _database(
-                WARN,
-                f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀",
-                f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped",
-                {"holder": holder},
-            )
-        ], holder
+        ko = f"다른 실행이 DB를 {th.lock_wait_s:.0f}초 넘게 사용 중이라 DB 점검을 건너뜀"
+        en = f"database busy for more than {th.lock_wait_s:.0f} s; database checks skipped"
+        return [_DATABASE(WARN, ko, en, {"holder": holder})], holder
     except OSError as exc:  # the lock file cannot be created or written: a full or read-only disk
         return [_lock_refused(db, exc)], None
     except duckdb.Error as exc:
-        msg = _first_line(exc)
+        msg = first_line(exc)
         if "lock" in msg.lower():
-            return [
-                _database(
-                    FAIL,
-                    f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}",
-                    "another program holds the file",
-                    {"error": msg},
-                )
-            ], None
-        return [
-            _database(
-                FAIL,
-                f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}",
-                f"the file is corrupt and does not open — {WAYS_OUT_EN}",
-                {"error": msg},
-            )
-        ], None
+            ko, en = f"다른 프로그램이 DB 파일을 열고 있습니다: {msg}", "another program holds the file"
+        else:
+            ko = f"DB 파일이 손상되어 열리지 않습니다 ({msg}) — {WAYS_OUT_KO}"
+            en = f"the file is corrupt and does not open — {WAYS_OUT_EN}"
+        return [_DATABASE(FAIL, ko, en, {"error": msg})], None
 
 
 def _missing_database(db: Path, traces: str | None) -> Check:
     if traces:
-        return _database(
+        return _DATABASE(
             FAIL,
             f"DB 파일이 없는데 이전 날의 기록이 남아 있습니다 ({db}): {traces} — {WAYS_OUT_KO}",
             f"no database file at {db} although earlier days exist — {WAYS_OUT_EN}",
             {"traces": traces},
         )
-    return _database(
+    return _DATABASE(
         FAIL, f"DB 파일이 없습니다 ({db}) — `dmf demo` 또는 일일 실행 후 생깁니다", f"no database file at {db}"
     )
 
@@ -397,7 +359,7 @@ def _lock_refused(db: Path, exc: OSError) -> Check:
         if exc.errno == errno.EROFS
         else ("파일을 쓸 수 없습니다", "cannot write there")
     )
-    return _database(
+    return _DATABASE(
         FAIL,
         f"DB 잠금 파일을 만들 수 없어 점검하지 못했습니다 — {hint_ko}: {msg}",
         f"cannot take the database lock — {hint_en}: {msg}",
@@ -418,36 +380,21 @@ def _open_database_checks(
     try:
         counts = read_every_table(conn)
     except Unreadable as exc:
-        return [
-            _database(
-                FAIL,
-                f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: {exc.error} — {WAYS_OUT_KO}",
-                f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}",
-                {"table": exc.table, "error": exc.error},
-            )
-        ]
+        ko = f"DB 파일이 손상되었습니다 — '{exc.table}' 표를 읽을 수 없습니다: {exc.error} — {WAYS_OUT_KO}"
+        en = f"the file is corrupt: table {exc.table} is unreadable — {WAYS_OUT_EN}"
+        return [_DATABASE(FAIL, ko, en, {"table": exc.table, "error": exc.error})]
     except duckdb.Error as exc:  # the catalog itself
-        return [
-            _database(
-                FAIL,
-                f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: {_first_line(exc)} — {WAYS_OUT_KO}",
-                f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}",
-                {"error": _first_line(exc)},
-            )
-        ]
+        ko = f"DB 파일이 손상되었습니다 — 목록(catalog)을 읽을 수 없습니다: {first_line(exc)} — {WAYS_OUT_KO}"
+        en = f"the file is corrupt: its catalog is unreadable — {WAYS_OUT_EN}"
+        return [_DATABASE(FAIL, ko, en, {"error": first_line(exc)})]
     if counts.get("runs") == 0 and traces:
-        return [
-            _database(
-                FAIL,
-                f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}",
-                f"the database holds no day although earlier days exist — {WAYS_OUT_EN}",
-                {"tables": counts, "traces": traces},
-            )
-        ]
+        ko = f"DB에 기록된 날이 하나도 없는데 이전 날의 기록이 남아 있습니다: {traces} — {WAYS_OUT_KO}"
+        en = f"the database holds no day although earlier days exist — {WAYS_OUT_EN}"
+        return [_DATABASE(FAIL, ko, en, {"tables": counts, "traces": traces})]
     size = path_size(paths.database)
     shown = ", ".join(f"{t} {counts[t]:,}" for t in ("runs", "snapshots", "events") if t in counts)
     return [
-        _database(
+        _DATABASE(
             OK,
             f"{len(counts)}개 표 모두 읽힘 ({shown}), {human_size(size)}",
             f"all {len(counts)} tables readable, {human_size(size)}",
@@ -456,16 +403,14 @@ def _open_database_checks(
         _schema_check(conn, list(counts)),
         _problem_check(
             conn,
-            "references",
-            "참조 무결성 / references",
+            Check.named("references", "참조 무결성 / references"),
             REFERENCE_CHECKS,
             "스냅샷·이벤트·변경·버전의 참조가 모두 맞음",
             "snapshots, events, changes and versions all resolve",
         ),
         _problem_check(
             conn,
-            "days",
-            "날짜 일관성 / days",
+            Check.named("days", "날짜 일관성 / days"),
             DAY_CHECKS,
             "반영일만 스냅샷이 있고 거부일은 이력이 없음",
             "only accepted days have history; rejected days have none",
@@ -480,9 +425,7 @@ def _freshness_or_failure(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, 
     try:
         return _freshness_check(conn, paths, now.date(), th)
     except duckdb.Error as exc:
-        return Check(
-            "freshness", FAIL, "최신 반영일 / freshness", f"확인 불가: {_first_line(exc)}", "cannot read the runs table"
-        )
+        return _FRESHNESS(FAIL, f"확인 불가: {first_line(exc)}", "cannot read the runs table")
 
 
 # --- file checks --------------------------------------------------------------------------------
@@ -491,14 +434,12 @@ def _freshness_or_failure(conn: duckdb.DuckDBPyConnection, paths: ProjectPaths, 
 def _clock_check(paths: ProjectPaths, today: date) -> Check:
     """Time only moves forward: today (KST) earlier than the newest archived day means the clock was set back —
     every run is refused until it is right (a run would commit "today" before days already recorded)."""
-    label = "시계 / clock"
+    check = Check.named("clock", "시계 / clock")
     newest = newest_archived_day(paths.raw_dir)
     details = {"today": today.isoformat(), "newest_archive": newest and newest.isoformat()}
     if newest is not None and today < newest:
-        return Check(
-            "clock",
+        return check(
             FAIL,
-            label,
             f"시계가 뒤로 갔습니다: 오늘(KST)이 {today}인데 원본 보관에 {newest}의 수집본이 있습니다 "
             f"({paths.raw_dir / newest.isoformat()}) — 이 컴퓨터의 날짜·시각과 시간대(timedatectl, NTP)를 확인하세요; "
             "그때까지 모든 실행이 거부됩니다",
@@ -507,74 +448,57 @@ def _clock_check(paths: ProjectPaths, today: date) -> Check:
             details,
         )
     shown = f"가장 최근 원본 보관 {newest}" if newest else "원본 보관 없음"
-    return Check(
-        "clock", OK, label, f"오늘(KST) {today}, {shown}", f"today {today} (KST), not before any archive", details
-    )
+    return check(OK, f"오늘(KST) {today}, {shown}", f"today {today} (KST), not before any archive", details)
 
 
 def _writable_check(paths: ProjectPaths) -> Check:
     """The runs write the database: one that cannot be written (permissions, an immutable file or folder, a
     read-only mount) fails every run, so it is a FAIL here too, said as what it is."""
-    label = "DB 쓰기 / writable"
+    check = Check.named("writable", "DB 쓰기 / writable")
     if refused := write_refusal(paths.database):
-        return Check(
-            "writable",
+        return check(
             FAIL,
-            label,
             f"실행이 이력 DB에 쓸 수 없습니다 — 읽기 전용이거나 바꿀 수 없게(immutable) 되어 있습니다 ({refused}); "
             f"{DatabaseReadOnly.CHECK_KO}",
             f"the runs cannot write the history database: read-only or immutable — {DatabaseReadOnly.CHECK_EN}",
             {"error": refused},
         )
-    return Check("writable", OK, label, "실행이 DB에 쓸 수 있음", "the runs can write the database")
+    return check(OK, "실행이 DB에 쓸 수 있음", "the runs can write the database")
 
 
 def _lock_check(holder: dict | None, was_held: dict | None, now: datetime, th: Thresholds) -> Check:
-    label = "DB 잠금 / lock"
+    check = Check.named("lock", "DB 잠금 / lock")
     if holder is None:
         if was_held:
-            return Check(
-                "lock",
+            return check(
                 OK,
-                label,
                 f"잠시 사용 중이었다가 풀림 (pid {was_held.get('pid')})",
                 f"briefly held by pid {was_held.get('pid')} ({was_held.get('purpose')}), released",
                 {"was_held": was_held},
             )
-        return Check("lock", OK, label, "사용 중인 실행 없음", "free")
+        return check(OK, "사용 중인 실행 없음", "free")
     who = f"pid {holder.get('pid')} @ {holder.get('host')} ({holder.get('purpose')})"
     held_h = None
     with contextlib.suppress(KeyError, TypeError, ValueError):
         held_h = (now - datetime.fromisoformat(holder["since"])).total_seconds() / 3600
     since = f", {held_h:.1f}시간째" if held_h is not None else ""
     since_en = f" for {held_h:.1f} h" if held_h is not None else ""
+    details = {"holder": holder, "held_hours": held_h}
     if held_h is not None and held_h > th.lock_stuck_hours:
-        return Check(
-            "lock",
-            FAIL,
-            label,
+        ko, en = (
             f"{who}가 DB를 잡고 있음{since} — 멈춘 프로세스인지 확인하세요",
             f"held by {who}{since_en}: stuck process?",
-            {"holder": holder, "held_hours": held_h},
         )
-    return Check(
-        "lock",
-        WARN,
-        label,
-        f"{who}가 사용 중{since}",
-        f"held by {who}{since_en}",
-        {"holder": holder, "held_hours": held_h},
-    )
+        return check(FAIL, ko, en, details)
+    return check(WARN, f"{who}가 사용 중{since}", f"held by {who}{since_en}", details)
 
 
 def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
-    label = "백업 / backup"
+    check = Check.named("backup", "백업 / backup")
     backups = list_backups(paths.backups_dir)
     if not backups:
-        return Check(
-            "backup",
+        return check(
             WARN,
-            label,
             "백업이 없습니다 — `dmf backup` (매일 05:30 KST 자동)",
             "no backup yet — run `dmf backup` (daily at 05:30 KST)",
             {"count": 0},
@@ -589,26 +513,14 @@ def _backup_check(paths: ProjectPaths, now: datetime, th: Thresholds) -> Check:
         finally:
             conn.close()
     except duckdb.Error as exc:
-        return Check(
-            "backup",
-            FAIL,
-            label,
-            f"최신 백업을 열 수 없습니다 ({newest.path.name}): {_first_line(exc)}",
-            "the newest backup does not open",
-            details,
-        )
+        ko = f"최신 백업을 열 수 없습니다 ({newest.path.name}): {first_line(exc)}"
+        return check(FAIL, ko, "the newest backup does not open", details)
     ko = f"최신 {newest.path.name} ({age_h:.1f}시간 전, 실행 기록 {details['runs']}일), 모두 {len(backups)}개"
     en = f"newest {age_h:.1f} h old, opens ({details['runs']} runs); {len(backups)} backup(s)"
     if age_h > th.backup_warn_hours:
-        return Check(
-            "backup",
-            WARN,
-            label,
-            ko + f" — {th.backup_warn_hours:.0f}시간 초과",
-            en + f" — older than {th.backup_warn_hours:.0f} h",
-            details,
-        )
-    return Check("backup", OK, label, ko, en, details)
+        limit = f"{th.backup_warn_hours:.0f}"
+        return check(WARN, ko + f" — {limit}시간 초과", en + f" — older than {limit} h", details)
+    return check(OK, ko, en, details)
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -619,7 +531,7 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 def _disk_check(paths: ProjectPaths, th: Thresholds) -> Check:
-    label = "디스크 / disk"
+    check = Check.named("disk", "디스크 / disk")
     # data/, reports/ and backups may sit on different file systems: the fullest one decides
     places: dict[int, Path] = {}
     for folder in (paths.database.parent, paths.raw_dir, paths.reports_dir, paths.backups_dir):
@@ -630,25 +542,10 @@ def _disk_check(paths: ProjectPaths, th: Thresholds) -> Check:
     free = free_by_place[where]
     details = {"path": str(where), "free_bytes": free, "places": {str(p): f for p, f in free_by_place.items()}}
     ko, en = f"{where} 여유 {human_size(free)}", f"{human_size(free)} free under {where}"
-    if free < th.disk_fail_bytes:
-        return Check(
-            "disk",
-            FAIL,
-            label,
-            ko + f" (< {human_size(th.disk_fail_bytes)})",
-            en + f" (< {human_size(th.disk_fail_bytes)})",
-            details,
-        )
-    if free < th.disk_warn_bytes:
-        return Check(
-            "disk",
-            WARN,
-            label,
-            ko + f" (< {human_size(th.disk_warn_bytes)})",
-            en + f" (< {human_size(th.disk_warn_bytes)})",
-            details,
-        )
-    return Check("disk", OK, label, ko, en, details)
+    for status, limit in ((FAIL, th.disk_fail_bytes), (WARN, th.disk_warn_bytes)):
+        if free < limit:
+            return check(status, ko + f" (< {human_size(limit)})", en + f" (< {human_size(limit)})", details)
+    return check(OK, ko, en, details)
 
 
 #: a temporary file this old has no writer any more (a run is limited to 30 minutes)
@@ -656,17 +553,9 @@ STALE_TEMP_S = 3600
 
 
 def _temp_files_check(paths: ProjectPaths) -> Check:
-    label = "임시 파일 / temp files"
-    folders = (
-        paths.database.parent,
-        paths.raw_dir,
-        paths.staging_dir,
-        paths.reports_dir,
-        paths.backups_dir,
-        paths.events_dir,
-    )
+    check = Check.named("temp_files", "임시 파일 / temp files")
     stale = []
-    for p in leaked_temp_files(*folders):
+    for p in leaked_temp_files(*paths.written_folders):
         try:
             st = p.stat()
         except FileNotFoundError:  # its writer just finished
@@ -674,13 +563,11 @@ def _temp_files_check(paths: ProjectPaths) -> Check:
         if time.time() - st.st_mtime > STALE_TEMP_S:  # the real clock (--today only moves the freshness date)
             stale.append((p, st.st_size))
     if not stale:
-        return Check("temp_files", OK, label, "남은 임시 파일 없음", "no leaked temporary files", {"count": 0})
+        return check(OK, "남은 임시 파일 없음", "no leaked temporary files", {"count": 0})
     total = sum(size for _, size in stale)
     shown = ", ".join(str(p) for p, _ in stale[:3]) + (" …" if len(stale) > 3 else "")
-    return Check(
-        "temp_files",
+    return check(
         WARN,
-        label,
         f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 지웁니다",
         f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them",
         {"count": len(stale), "bytes": total, "files": [str(p) for p, _ in stale]},
@@ -713,20 +600,14 @@ def _sizes_check(paths: ProjectPaths) -> Check:
         f"db {human_size(db)}, raw {human_size(sizes['raw'])}, reports {human_size(sizes['reports'])}, "
         f"backups {human_size(sizes['backups'])}"
     )
-    return Check(
-        "sizes",
-        OK,
-        "용량 / sizes",
-        ko,
-        en,
-        {
-            "bytes": sizes,
-            "raw_days": len(raw_days),
-            "oldest_raw_day": raw_days[0] if raw_days else None,
-            "workbooks": len(workbooks),
-            "backups": len(backups),
-        },
-    )
+    details = {
+        "bytes": sizes,
+        "raw_days": len(raw_days),
+        "oldest_raw_day": raw_days[0] if raw_days else None,
+        "workbooks": len(workbooks),
+        "backups": len(backups),
+    }
+    return Check("sizes", OK, "용량 / sizes", ko, en, details)
 
 
 def run_doctor(

@@ -28,7 +28,7 @@ import duckdb
 from dmf_assets.clock import now_kst
 from dmf_assets.fsutil import leaked_temp_files
 from dmf_assets.ops.backup import list_backups
-from dmf_assets.ops.common import ProjectPaths, human_size, last_accepted_day, path_size, read_only_database
+from dmf_assets.ops.common import ProjectPaths, first_line, human_size, last_accepted_day, path_size, read_only_database
 from dmf_assets.report.retention import dated_workbooks, prune_reports
 from dmf_assets.settings import Retention
 from dmf_assets.source.archive import DayArchive
@@ -95,6 +95,17 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
+
+
+def _removal(kind: str, path: Path, dry_run: bool) -> Removal:
+    """`path` (a file or a folder) measured, then deleted unless `dry_run`; one that is gone already is no error
+    (its writer or another prune removed it meanwhile)."""
+    size = path_size(path)
+    if not dry_run and path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif not dry_run:
+        path.unlink(missing_ok=True)
+    return Removal(kind, path, size)
 
 
 def _day(value: str) -> date | None:
@@ -169,10 +180,7 @@ def prune_raw(raw_dir: Path, cutoff: date, *, dry_run: bool = False) -> tuple[li
         for entry in sorted(requests_dir.iterdir()):
             m = _REQUESTS_FILE.match(entry.name)
             if m and (d := _day(m.group(1))) is not None and d < cutoff and entry.is_file():
-                size = path_size(entry)
-                if not dry_run:
-                    entry.unlink(missing_ok=True)
-                removed.append(Removal("raw", entry, size))
+                removed.append(_removal("raw", entry, dry_run))
     return removed, notes
 
 
@@ -186,28 +194,15 @@ def _newest_mtime(folder: Path) -> float:
     )
 
 
-def prune_staging(staging_dir: Path, keep_days: int, today: date, *, dry_run: bool = False) -> list[Path]:
+def _prune_staging(staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]) -> list[Removal]:
     """Delete staging day folders (data/staging/YYYY-MM-DD/, the day store of the asset graph) older than
     keep_days — the raw archive can rebuild them. `dry_run`: list, delete nothing."""
-    removed = []
     cutoff = today - timedelta(days=keep_days)
-    for folder in sorted(Path(staging_dir).glob("????-??-??")):
-        try:
-            d = date.fromisoformat(folder.name)
-        except ValueError:
-            continue
-        if d < cutoff:
-            if not dry_run:
-                shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
-
-
-def _prune_staging(staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]) -> list[Removal]:
-    staging_dir = Path(staging_dir)
-    if not staging_dir.is_dir():
-        return []
-    candidates = prune_staging(staging_dir, keep_days, today, dry_run=True)
+    candidates = [
+        folder
+        for folder in sorted(Path(staging_dir).glob("????-??-??"))
+        if (d := _day(folder.name)) is not None and d < cutoff
+    ]
     # A backfill of old days writes their staging now and reads it a step later: leave it alone.
     in_use = [p.name for p in candidates if time.time() - _newest_mtime(p) < _STAGING_IN_USE_S]
     if in_use:
@@ -217,10 +212,7 @@ def _prune_staging(staging_dir: Path, keep_days: int, today: date, dry_run: bool
             "(a backfill?): staging not pruned this time"
         )
         return []
-    sizes = {p: path_size(p) for p in candidates}
-    return [
-        Removal("staging", p, sizes.get(p, 0)) for p in prune_staging(staging_dir, keep_days, today, dry_run=dry_run)
-    ]
+    return [_removal("staging", p, dry_run) for p in candidates]
 
 
 def _prune_reports(reports_dir: Path, keep_days: int, today: date, dry_run: bool) -> list[Removal]:
@@ -238,14 +230,8 @@ def prune_backups(backups_dir: Path, keep_days: int, now: datetime, *, dry_run: 
     """Delete backups taken more than `keep_days` before `now`; the newest backup always stays.
     Also removes temporary files of backups that crashed more than a day ago."""
     backups = list_backups(Path(backups_dir))
-    removed: list[Removal] = []
     cutoff = now - timedelta(days=keep_days)
-    for b in backups[:-1]:  # never the newest
-        if b.taken_at < cutoff:
-            size = path_size(b.path)
-            if not dry_run:
-                b.path.unlink(missing_ok=True)
-            removed.append(Removal("backup", b.path, size))
+    removed = [_removal("backup", b.path, dry_run) for b in backups[:-1] if b.taken_at < cutoff]  # never the newest
     return removed + prune_temp_files([backups_dir], dry_run=dry_run, kind="backup")
 
 
@@ -256,10 +242,7 @@ def prune_temp_files(folders: Iterable[str | Path], *, dry_run: bool = False, ki
     for tmp in leaked_temp_files(*map(Path, folders)):
         with contextlib.suppress(FileNotFoundError):
             if time.time() - tmp.stat().st_mtime > _STALE_TMP_S:  # the real clock: mtimes are real
-                size = path_size(tmp)
-                if not dry_run:
-                    tmp.unlink()
-                removed.append(Removal(kind, tmp, size))
+                removed.append(_removal(kind, tmp, dry_run))
     return removed
 
 
@@ -274,11 +257,8 @@ def prune_logs(logs_dir: Path, keep_days: int, now: datetime, *, dry_run: bool =
         for name in files:
             path = Path(dirpath) / name
             with contextlib.suppress(FileNotFoundError):
-                st = path.lstat()
-                if st.st_mtime < cutoff:
-                    if not dry_run:
-                        path.unlink()
-                    removed.append(Removal("log", path, st.st_size))
+                if path.lstat().st_mtime < cutoff:
+                    removed.append(_removal("log", path, dry_run))
     if not dry_run:
         for dirpath, _, _ in sorted(os.walk(logs_dir), key=lambda w: -len(w[0])):
             if Path(dirpath) != logs_dir:
@@ -294,16 +274,8 @@ def prune_dagster_logs(storage_dir: Path, keep_days: int, now: datetime, *, dry_
     if not storage_dir.is_dir():
         return []
     cutoff = now.timestamp() - keep_days * 86400
-    removed = []
-    for folder in sorted(storage_dir.iterdir()):
-        if not (_RUN_ID.match(folder.name) and folder.is_dir() and not folder.is_symlink()):
-            continue
-        if _newest_mtime(folder) < cutoff:
-            size = path_size(folder)
-            if not dry_run:
-                shutil.rmtree(folder, ignore_errors=True)
-            removed.append(Removal("dagster_log", folder, size))
-    return removed
+    runs = [f for f in sorted(storage_dir.iterdir()) if _RUN_ID.match(f.name) and f.is_dir() and not f.is_symlink()]
+    return [_removal("dagster_log", f, dry_run) for f in runs if _newest_mtime(f) < cutoff]
 
 
 # --- everything ----------------------------------------------------------------------------------
@@ -319,7 +291,7 @@ def read_last_accepted(database: Path, lock_timeout_s: float) -> tuple[date | No
     except DatabaseBusy as exc:
         return None, f"DB 사용 중 / database busy: {exc}"
     except duckdb.Error as exc:
-        return None, f"DB를 읽을 수 없습니다 / database unreadable: {str(exc).splitlines()[0]}"
+        return None, f"DB를 읽을 수 없습니다 / database unreadable: {first_line(exc)}"
 
 
 def prune(
@@ -356,9 +328,7 @@ def prune(
             paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
         )
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
-    leftovers = prune_temp_files(
-        [paths.database.parent, paths.raw_dir, paths.staging_dir, paths.reports_dir, paths.events_dir], dry_run=dry_run
-    )
+    leftovers = prune_temp_files([f for f in paths.written_folders if f != paths.backups_dir], dry_run=dry_run)
     report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups
     report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
     report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)

@@ -41,18 +41,10 @@ class WatchdogResult:
     alerts: list = field(default_factory=list)  # notify.Outcome of alerts raised now (duplicates excluded)
     resent: list = field(default_factory=list)  # notify.Outcome of messages re-sent now
 
-    @property
-    def ok(self) -> bool:
-        return all(c.status == OK for c in self.checks)
-
 
 def expected_day(now: datetime) -> date:
     """The partition the 06:00 KST schedule collects on the morning of `now`: today in Korea."""
     return now.astimezone(KST).date()
-
-
-def workbook_path(reports_dir: Path, day: date) -> Path:
-    return Path(reports_dir) / f"DMF_리포트_{day.isoformat()}.xlsx"
 
 
 def _instance(dagster_home: Path | None) -> DagsterInstance:
@@ -79,7 +71,7 @@ def daemon_check(
     never `daemon_down`: not knowing is not the same as knowing the daemon stopped."""
     from dmf_assets import notify
 
-    label = "Dagster 데몬"
+    check = Check.named("daemon", "Dagster 데몬")
     day = expected_day(now)
     try:
         instance = _instance(dagster_home)
@@ -90,17 +82,9 @@ def daemon_check(
     except Exception as exc:  # noqa: BLE001 - an instance that cannot be read is itself the problem
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         reason = f"{type(exc).__name__}: {text}"[:300]
-        return (
-            Check(
-                "daemon",
-                FAIL,
-                label,
-                f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}",
-                f"cannot read the Dagster instance: {reason}",
-                {"dagster_home": str(dagster_home)},
-            ),
-            notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason),
-        )
+        ko = f"Dagster 인스턴스를 읽을 수 없습니다 ({dagster_home}) — {reason}"
+        failed = check(FAIL, ko, f"cannot read the Dagster instance: {reason}", {"dagster_home": str(dagster_home)})
+        return failed, notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason)
     ages: dict[str, float | None] = {}
     for daemon in required:
         beat = beats.get(daemon)
@@ -115,14 +99,8 @@ def daemon_check(
     }
     if not stale:
         worst = max(a for a in ages.values() if a is not None)
-        return Check(
-            "daemon",
-            OK,
-            label,
-            f"하트비트 정상 (가장 오래된 {worst:.1f}분 전)",
-            f"heartbeats fresh (oldest {worst:.1f} min ago)",
-            details,
-        ), None
+        ko, en = f"하트비트 정상 (가장 오래된 {worst:.1f}분 전)", f"heartbeats fresh (oldest {worst:.1f} min ago)"
+        return check(OK, ko, en, details), None
     if all(a is None for a in ages.values()) and not beats:
         ko, en = (
             "하트비트 기록이 없습니다 — 데몬이 한 번도 실행되지 않았거나 다른 DAGSTER_HOME을 씁니다",
@@ -135,67 +113,58 @@ def daemon_check(
             f"no heartbeat for over {stale_minutes:g} min: {', '.join(stale)}",
         )
     alert = notify.DaemonDown(day=day, last_heartbeat=last, limit_minutes=stale_minutes, daemons=tuple(sorted(stale)))
-    return Check("daemon", FAIL, label, ko, en, details), alert
+    return check(FAIL, ko, en, details), alert
 
 
 def report_check(reports_dir: Path, now: datetime, overdue_at: time = time(9, 0)) -> tuple[Check, Any]:
     """(check, the overdue alert or None). FAIL when the expected day's workbook is missing at or after
     `overdue_at` KST."""
     from dmf_assets.orchestration.alerting import overdue_alert
-    from dmf_assets.report.retention import dated_workbooks
+    from dmf_assets.report.retention import dated_workbook_name, dated_workbooks
 
     local = now.astimezone(KST)
     day = expected_day(local)
-    path = workbook_path(reports_dir, day)
-    label = "오늘 리포트"
+    path = Path(reports_dir) / dated_workbook_name(day)
+    check = Check.named("report", "오늘 리포트")
     dated = dated_workbooks(Path(reports_dir))
     latest = dated[-1][0] if dated else None
     details = {"day": day.isoformat(), "path": str(path), "latest_report": latest.isoformat() if latest else None}
     if path.is_file():
-        return Check("report", OK, label, f"{path.name} 있음", f"{path.name} exists", details), None
+        return check(OK, f"{path.name} 있음", f"{path.name} exists", details), None
     if local.time() < overdue_at:
-        return Check(
-            "report",
+        return check(
             OK,
-            label,
             f"{day} 리포트 아직 없음 — {overdue_at:%H:%M} KST 전이라 정상",
             f"no workbook yet for {day}, before the {overdue_at:%H:%M} KST deadline",
             details,
         ), None
-    check = Check(
-        "report",
+    overdue = check(
         FAIL,
-        label,
         f"{day} 리포트가 {overdue_at:%H:%M} KST까지 만들어지지 않았습니다 (최근: {latest or '없음'})",
         f"no workbook for {day} by {overdue_at:%H:%M} KST (report overdue)",
         details,
     )
-    return check, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
+    return overdue, overdue_alert(day.isoformat(), overdue_at, latest_report=latest)
 
 
 def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     """Did every message get through? FAIL for one given up in the last `days`; WARN while some wait for
     a re-send, when no channel is set, or when e-mail goes out without a public link to the workbooks."""
-
-    label = "알림 발송"
+    check = Check.named("deliveries", "알림 발송")
     stored = notifier.status(days)
     given_up = [m for m in stored if m.state == "given_up"]
     waiting = [m for m in stored if m.state == "pending"]
     details = {"given_up": [m.line() for m in given_up[-10:]], "pending": [m.line() for m in waiting[-10:]]}
     if given_up:
-        return Check(
-            "deliveries",
+        return check(
             FAIL,
-            label,
             f"발송 포기 {len(given_up)}건 — {given_up[-1].line()} (`dmf notify flush --given-up`으로 다시 보내기)",
             f"{len(given_up)} message(s) given up",
             details,
         )
     if waiting:
-        return Check(
-            "deliveries",
+        return check(
             WARN,
-            label,
             f"재발송 대기 {len(waiting)}건 — {waiting[-1].line()} (`dmf notify flush`로 지금 보내기)",
             f"{len(waiting)} message(s) waiting to be re-sent",
             details,
@@ -204,25 +173,21 @@ def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     if not chans:
         from dmf_assets.notify import channel_settings_ko
 
-        return Check(
-            "deliveries",
+        return check(
             WARN,
-            label,
             f"알림 채널이 설정되지 않았습니다 ({channel_settings_ko(', ', to_enable=True)}) — 경보는 data/alerts/에만 "
             "기록됩니다",
             "no notification channel configured: alerts are only written to the alerts folder",
         )
     if any(c.kind == "email" for c in chans) and not notifier.context.public_base_url:
-        return Check(
-            "deliveries",
+        return check(
             WARN,
-            label,
             "메일은 보내지만 [web] public_base_url이 비어 있어 메일에 리포트 링크가 "
             "없습니다(첨부만) — 받는 사람이 열 수 있는 주소를 설정하세요",
             "e-mail is configured without [web] public_base_url: mails carry no link to the workbook",
         )
     names = ", ".join(dict.fromkeys(c.kind for c in chans))
-    return Check("deliveries", OK, label, f"발송 실패 없음 ({names})", "every message delivered")
+    return check(OK, f"발송 실패 없음 ({names})", "every message delivered")
 
 
 def watch(
