@@ -108,11 +108,14 @@ class PageSummary:
     sha256: str | None
     error: str | None
     error_type: str | None = None  # timeout | connection | http_status | gateway | api_result | malformed
+    bytes: int | None = None  # the body's size as received
+    elapsed_ms: float | None = None  # the time its requests took, every attempt counted
 
     @classmethod
     def of(cls, e: PageEntry) -> PageSummary:
-        same = {f.name: getattr(e, f.name) for f in dataclasses.fields(cls) if f.name != "attempts"}
-        return cls(**same, attempts=len(e.attempts))
+        same = {f.name: getattr(e, f.name) for f in dataclasses.fields(cls) if f.name not in ("attempts", "elapsed_ms")}
+        spent = [a["elapsed_ms"] for a in e.attempts if a.get("elapsed_ms") is not None]
+        return cls(**same, attempts=len(e.attempts), elapsed_ms=round(sum(spent), 1) if spent else None)
 
 
 @dataclass(frozen=True)
