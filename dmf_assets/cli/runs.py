@@ -353,7 +353,7 @@ def _what_next(settings: Settings, days: list[date]) -> list[tuple[date, str]]:
         outlook = followups.retry_outlook(rejected.isoformat(), state, now, policy, daemon_alive=alive)
         assert outlook is not None  # a rejected day always has one: the retry, or why there is none
         alert = notify.Rejected(day=rejected, rejection=state.rejection[1], retry=outlook)
-        out.append((rejected, dict(notify.compose_alert(alert, context).sections)["조치 / What to do next"]))
+        out.append((rejected, alert.parts(context).todo))  # the on-call alert's "what to do next", as it says it
     return out
 
 
@@ -516,6 +516,7 @@ def _demo(args: argparse.Namespace) -> int:
         return code
     from dmf_assets import links
     from dmf_assets.clock import today_kst
+    from dmf_assets.report.retention import LATEST_NAME
     from dmf_assets.settings import EMULATOR_URL
 
     settings, home = _prepare()
@@ -538,7 +539,7 @@ def _demo(args: argparse.Namespace) -> int:
     rows = _print_summary(settings, days)
     reports_dir = settings.paths.resolve("reports_dir")
     print(f"\n총 {time.monotonic() - started:.0f}초.")
-    print(f"최신 리포트 / latest workbook: {reports_dir / 'DMF_리포트_최신.xlsx'}")
+    print(f"최신 리포트 / latest workbook: {reports_dir / LATEST_NAME}")
     print(f"날짜별 리포트 / daily workbooks: {reports_dir}/DMF_리포트_YYYY-MM-DD.xlsx")
     print(
         f"UI 열기 / open the UI:  .venv/bin/dmf ui   → http://127.0.0.1:3000 (조회 페이지·리포트: {links.base_url(settings.web)})"
