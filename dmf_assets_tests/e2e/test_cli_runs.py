@@ -17,6 +17,7 @@ from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.project_support import dmf as _dmf
 from dmf_assets_tests.project_support import temp_project as _project
+from dmf_assets_tests.project_support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -162,16 +163,15 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stdout.read()
-            time.sleep(1)
+        wait_until(up, proc, 180)
         tree = _descendants(proc.pid)
         assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
         # the team's page and its workbook downloads, in the same process tree
