@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dmf_assets.settings import PROJECT_ROOT, ConfigError, load_settings
+from dmf_assets_tests.project_support import first_day_run, project_paths, write_config
 
 PYTHON = str(PROJECT_ROOT / ".venv" / "bin" / "python") if (PROJECT_ROOT / ".venv").is_dir() else sys.executable
 
@@ -244,27 +245,27 @@ def test_each_rule(tmp_path, text, expected):
     assert "pydantic" not in message and "Traceback" not in message
 
 
-def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path):
+def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path_factory):
     """The issue's reproduction: drop_max_ratio = 5 + churn_max_ratio = 10 on a mass_disappearance day once
     committed thousands of false WITHDRAWN; a negative threshold rejected (and deleted) a good day."""
     import hashlib
 
     import duckdb
 
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {"DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "settings-contract-key"}
-    good = project_config(tmp_path, "[gates]\ndrop_max_ratio = 0.05\n")
-    first = dmf("run", "--date", "2026-10-05", config=good, env_extra=env)
-    database = tmp_path / "data" / "dmf.duckdb"
+    # the accepted day: the session's one `dmf run --date 2026-10-05`, a copy of its project (database in db/)
+    first = first_day_run(tmp_path_factory)
+    database = first.root / "db" / "dmf.duckdb"
     assert first.returncode == 0 and database.is_file(), (first.stdout[-2000:], first.stderr[-2000:])
     before = hashlib.sha256(database.read_bytes()).hexdigest()
+    env = {"DAGSTER_HOME": first.env["DAGSTER_HOME"], "MFDS_SERVICE_KEY": "settings-contract-key"}
 
-    bad = project_config(tmp_path, "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
+    def config(name: str, text: str) -> Path:  # the copy's folders, and `text`
+        return write_config(first.root / name, project_paths(first.root, database=database), text)
+
+    bad = config("bad.toml", "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
     result = dmf("run", "--date", "2026-10-06", "--fault", "2026-10-06=mass_disappearance", config=bad, env_extra=env)
     assert_refused(result, "gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05")
-    negative = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n")
+    negative = config("negative.toml", "[gates]\nnull_max_ratio = -0.01\n")
     result = dmf("run", "--date", "2026-10-05", config=negative, env_extra=env)
     assert_refused(result, "gates.null_max_ratio")
 
