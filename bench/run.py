@@ -88,15 +88,24 @@ class Target:
     unit: str
 
 
+#: the three `dmf diff` sizes: (metric key, the two days compared, their rows, limits: wall s, floor ratio, peak RSS MB
+#: — None: not a target for the small day)
+DIFF_SIZES: tuple[tuple[str, str, str, float, float, float | None], ...] = (
+    ("9k", "two emulator days (≈9.2 k rows)", "9.2 k rows", 0.8, 2.0, None),
+    ("100k", "two 100 k-row days", "100 k rows", 3.0, 1.4, 400.0),
+    ("1m", "two 1 M-row days", "1 M rows", 12.0, 1.25, 2048.0),
+)
+
 TARGETS: tuple[Target, ...] = (
-    Target("diff.9k.wall_s", "dmf diff, two emulator days (≈9.2 k rows), whole process", 0.8, "s"),
-    Target("diff.9k.floor_ratio", "dmf diff / floor (polars alone, same run), 9.2 k rows", 2.0, "x"),
-    Target("diff.100k.wall_s", "dmf diff, two 100 k-row days, whole process", 3.0, "s"),
-    Target("diff.100k.floor_ratio", "dmf diff / floor (polars alone, same run), 100 k rows", 1.4, "x"),
-    Target("diff.100k.peak_rss_mb", "dmf diff, 100 k rows, peak RSS", 400.0, "MB"),
-    Target("diff.1m.wall_s", "dmf diff, two 1 M-row days, whole process", 12.0, "s"),
-    Target("diff.1m.floor_ratio", "dmf diff / floor (polars alone, same run), 1 M rows", 1.25, "x"),
-    Target("diff.1m.peak_rss_mb", "dmf diff, 1 M rows, peak RSS", 2048.0, "MB"),
+    *(
+        target
+        for key, days, rows, wall_s, ratio, rss_mb in DIFF_SIZES
+        for target in (
+            Target(f"diff.{key}.wall_s", f"dmf diff, {days}, whole process", wall_s, "s"),
+            Target(f"diff.{key}.floor_ratio", f"dmf diff / floor (polars alone, same run), {rows}", ratio, "x"),
+            *([Target(f"diff.{key}.peak_rss_mb", f"dmf diff, {rows}, peak RSS", rss_mb, "MB")] if rss_mb else []),
+        )
+    ),
     Target(
         "daily_step.total_s", "daily step: normalize + gates + diff + commit (9.2 k rows, base from DuckDB)", 0.5, "s"
     ),
@@ -113,9 +122,7 @@ TARGETS: tuple[Target, ...] = (
 
 #: figures printed beside the previous result without a goal (what a change costs, not a promise)
 FIGURES: tuple[tuple[str, str, str], ...] = (
-    ("diff.9k.floor.wall_s", "floor (bench/floor.py), 9.2 k rows", "s"),
-    ("diff.100k.floor.wall_s", "floor (bench/floor.py), 100 k rows", "s"),
-    ("diff.1m.floor.wall_s", "floor (bench/floor.py), 1 M rows", "s"),
+    *((f"diff.{key}.floor.wall_s", f"floor (bench/floor.py), {rows}", "s") for key, _, rows, *_ in DIFF_SIZES),
     ("graph.floor.cpu_s", "Dagster's floor for one day (bench/dagster_floor.py), CPU seconds", "s"),
     ("graph.one_day.floor_cpu_ratio", "dmf run --date D / Dagster's floor, CPU seconds", "x"),
     ("graph.events_per_run.one_day", "dmf run --date D, events stored in the Dagster event log per run", "rows"),

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -72,6 +73,17 @@ def dmf(env: Mapping[str, str], *args: str, timeout: float = 600) -> subprocess.
         timeout=timeout,
         cwd=PROJECT_ROOT,
     )
+
+
+def wait_until(ready: Callable[[], object], proc: subprocess.Popen, timeout_s: float) -> None:
+    """Ask `ready()` once a second until it answers true — a server or daemon `proc` just started coming up. Fails
+    when `proc` exits first (saying what it printed, when its output is piped) or after `timeout_s` (a bound for a
+    loaded machine, never a verdict on speed)."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        assert proc.poll() is None, f"exited ({proc.returncode}): {proc.stdout.read() if proc.stdout else ''}"
+        assert time.monotonic() < deadline, f"not up after {timeout_s:g} s"
+        time.sleep(1)
 
 
 def read_rows(database: Path, sql: str, params: list | None = None) -> list[tuple]:

@@ -16,6 +16,7 @@ import pytest
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.project_support import dmf as _dmf
+from dmf_assets_tests.project_support import first_day_run, wait_until
 from dmf_assets_tests.project_support import temp_project as _project
 
 pytestmark = pytest.mark.slow
@@ -42,16 +43,16 @@ def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, says):
     assert not (tmp_path / "data" / "dmf.duckdb").exists()  # nothing ran, nothing was written
 
 
-def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path):
-    env = _project(tmp_path)
-    accepted = _dmf(env, "run", "--date", "2026-10-05")
+def test_exit_codes_accepted_rejected_and_a_failed_step_with_its_cause(tmp_path, tmp_path_factory):
+    # the accepted first day is the session's one `dmf run --date 2026-10-05`; the days after run in a copy of it
+    accepted = first_day_run(tmp_path_factory)
     assert accepted.returncode == 0, accepted.stdout[-1500:] + accepted.stderr[-1500:]
     assert "기준일" in accepted.stdout
 
-    rejected = _dmf(env, "run", "--date", "2026-10-06", "--fault", "2026-10-06=page_missing_rows")
+    rejected = _dmf(accepted.env, "run", "--date", "2026-10-06", "--fault", "2026-10-06=page_missing_rows")
     assert rejected.returncode == 3, rejected.stdout[-1500:] + rejected.stderr[-1500:]
     assert "거부 — 2번 완전성" in rejected.stdout and "exit 3" in rejected.stderr
-    assert (tmp_path / "reports" / "DMF_리포트_2026-10-06.xlsx").exists()  # its workbook anyway
+    assert (accepted.root / "reports" / "DMF_리포트_2026-10-06.xlsx").exists()  # its workbook anyway
 
     # the real API without a key: the step fails with its root cause and what to do, exit 1
     real = _project(tmp_path / "real", '[source]\nbase_url = "https://apis.data.go.kr/1471000/MdcDmfInfoService01"\n')
@@ -162,16 +163,15 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stdout.read()
-            time.sleep(1)
+        wait_until(up, proc, 180)
         tree = _descendants(proc.pid)
         assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
         # the team's page and its workbook downloads, in the same process tree

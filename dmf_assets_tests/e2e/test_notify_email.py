@@ -35,33 +35,26 @@ T0 = datetime.fromisoformat("2026-11-26T06:20:00+09:00")
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 
 
-def _event(kind, permit, ingredient, applicant, manufacturer, country, severity, *, changes=(), watch=False):
-    reasons = ("성분: 메트포르민",) if watch else ()
-    return event_row(
-        kind,
-        permit,
-        ingredient,
-        applicant,
-        severity=severity,
-        manufacturer=manufacturer,
-        country=country,
-        changes=changes,
-        watchlist_hit=watch,
-        watch_reasons=reasons,
-    )
-
-
 EVENTS = (
-    _event("NEW", "20261126-1", "세파클러", "(주)삼오제약", "Aurobindo Pharma Ltd", "인도", "INFO"),
-    _event("NEW", "20261126-2", "메트포르민염산염", "(주)파마피아", "Zhejiang Huahai", "중국", "HIGH", watch=True),
-    _event(
+    event_row("NEW", "20261126-1", "세파클러", "(주)삼오제약", manufacturer="Aurobindo Pharma Ltd", country="인도"),
+    event_row(
+        "NEW",
+        "20261126-2",
+        "메트포르민염산염",
+        "(주)파마피아",
+        severity="HIGH",
+        manufacturer="Zhejiang Huahai",
+        watchlist_hit=True,
+        watch_reasons=("성분: 메트포르민",),
+    ),
+    event_row(
         "CHANGED",
         "20190101-5",
         "아토르바스타틴칼슘",
         "대신무약(주)",
-        "MSN Laboratories",
-        "인도",
-        "CRITICAL",
+        severity="CRITICAL",
+        manufacturer="MSN Laboratories",
+        country="인도",
         changes=(
             FieldChangeRow("k", "p", "i", "a", "manufacturer", "Hetero Labs", "MSN Laboratories", False, "CRITICAL"),
         ),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dmf_assets.settings import PROJECT_ROOT, ConfigError, load_settings
+from dmf_assets_tests.project_support import first_day_run, project_paths, write_config
 
 PYTHON = str(PROJECT_ROOT / ".venv" / "bin" / "python") if (PROJECT_ROOT / ".venv").is_dir() else sys.executable
 
@@ -67,15 +68,6 @@ def test_a_valid_config_loads_and_the_command_runs(tmp_path):
     assert not (tmp_path / "data" / "dmf.duckdb").exists()  # doctor never creates a database
 
 
-def test_percentage_for_a_ratio_is_refused_with_the_fix(tmp_path):
-    cfg = project_config(tmp_path, "[gates]\n# a user meaning 5 %\ndrop_max_ratio = 5\n")
-    line = cfg.read_text().splitlines().index("drop_max_ratio = 5") + 1
-    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(
-        result, str(cfg), f"line {line}", "gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05"
-    )
-
-
 @pytest.mark.parametrize(
     "command",
     [
@@ -95,47 +87,56 @@ def test_every_command_refuses_before_touching_anything(tmp_path, command):
     assert not (tmp_path / "data").exists()  # no database, no archive, no staging: nothing ran
 
 
-def test_negative_threshold(tmp_path):
-    cfg = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n[quality]\nsynthetic_key_max = -1\n")
+#: (config text, what the message must say, the config lines it must name by number, a secret it must not echo)
+BAD_SETTINGS = [
+    pytest.param(
+        "[gates]\n# a user meaning 5 %\ndrop_max_ratio = 5\n",
+        ("gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05"),
+        ("drop_max_ratio = 5",),
+        None,
+        id="percentage_for_a_ratio_with_the_fix",
+    ),
+    pytest.param(
+        "[gates]\nnull_max_ratio = -0.01\n[quality]\nsynthetic_key_max = -1\n",
+        # "(2건)": both problems in one message, not one per attempt
+        ("gates.null_max_ratio", "null_max_ratio = -0.01", "0 ≤ x ≤ 1")
+        + ("quality.synthetic_key_max", "synthetic_key_max = -1", "0 ≤ x", "(2건)"),
+        (),
+        None,
+        id="negative_threshold",
+    ),
+    pytest.param(
+        '[source]\nread_timeout_s = "30"\n',
+        ("source.read_timeout_s", 'read_timeout_s = "30"', "must be a number without quotes"),
+        (),
+        None,
+        id="string_for_a_number",
+    ),
+    pytest.param(
+        "[gates]\ndrop_max = 0.05\n\n[alert]\nwebhook_urls = []\n",
+        ("unknown key drop_max", "did you mean 'drop_max_ratio'?", "unknown section [alert]", "did you mean 'alerts'?"),
+        ("drop_max = 0.05", "[alert]"),
+        None,
+        id="unknown_key_and_section",
+    ),
+    pytest.param(
+        '[alerts.email]\nsmtp_host = "smtp.example.com"\npassword = "hunter2"\n',
+        ("alerts.email.password", "DMF_SMTP_PASSWORD"),
+        (),
+        "hunter2",  # a secret typed in the wrong place is not echoed
+        id="password_key_with_the_environment_hint",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "named_lines", "secret"), BAD_SETTINGS)
+def test_a_bad_setting_is_refused_naming_file_line_key_and_rule(tmp_path, text, expected, named_lines, secret):
+    cfg = project_config(tmp_path, text)
+    lines = cfg.read_text().splitlines()
     result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(
-        result,
-        "gates.null_max_ratio",
-        "null_max_ratio = -0.01",
-        "0 ≤ x ≤ 1",
-        "quality.synthetic_key_max",
-        "synthetic_key_max = -1",
-        "0 ≤ x",
-    )
-    assert "(2건)" in result.stderr  # both problems in one message, not one per attempt
-
-
-def test_string_for_a_number(tmp_path):
-    cfg = project_config(tmp_path, '[source]\nread_timeout_s = "30"\n')
-    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(result, "source.read_timeout_s", 'read_timeout_s = "30"', "must be a number without quotes")
-
-
-def test_unknown_key_and_section(tmp_path):
-    cfg = project_config(tmp_path, "[gates]\ndrop_max = 0.05\n\n[alert]\nwebhook_urls = []\n")
-    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(
-        result,
-        "unknown key drop_max",
-        "did you mean 'drop_max_ratio'?",
-        "unknown section [alert]",
-        "did you mean 'alerts'?",
-    )
-    text = cfg.read_text().splitlines()
-    assert f"line {text.index('drop_max = 0.05') + 1}" in result.stderr
-    assert f"line {text.index('[alert]') + 1}" in result.stderr
-
-
-def test_password_key_is_refused_with_the_environment_hint(tmp_path):
-    cfg = project_config(tmp_path, '[alerts.email]\nsmtp_host = "smtp.example.com"\npassword = "hunter2"\n')
-    result = dmf("doctor", "--root", str(tmp_path), config=cfg)
-    assert_refused(result, "alerts.email.password", "DMF_SMTP_PASSWORD")
-    assert "hunter2" not in result.stderr  # a secret typed in the wrong place is not echoed
+    assert_refused(result, str(cfg), *expected, *(f"line {lines.index(line) + 1}" for line in named_lines))
+    if secret is not None:
+        assert secret not in result.stderr
 
 
 def test_malformed_toml_names_file_and_line(tmp_path):
@@ -244,27 +245,27 @@ def test_each_rule(tmp_path, text, expected):
     assert "pydantic" not in message and "Traceback" not in message
 
 
-def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path):
+def test_after_an_accepted_day_a_bad_config_changes_nothing(tmp_path_factory):
     """The issue's reproduction: drop_max_ratio = 5 + churn_max_ratio = 10 on a mass_disappearance day once
     committed thousands of false WITHDRAWN; a negative threshold rejected (and deleted) a good day."""
     import hashlib
 
     import duckdb
 
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {"DAGSTER_HOME": str(home), "MFDS_SERVICE_KEY": "settings-contract-key"}
-    good = project_config(tmp_path, "[gates]\ndrop_max_ratio = 0.05\n")
-    first = dmf("run", "--date", "2026-10-05", config=good, env_extra=env)
-    database = tmp_path / "data" / "dmf.duckdb"
+    # the accepted day: the session's one `dmf run --date 2026-10-05`, a copy of its project (database in db/)
+    first = first_day_run(tmp_path_factory)
+    database = first.root / "db" / "dmf.duckdb"
     assert first.returncode == 0 and database.is_file(), (first.stdout[-2000:], first.stderr[-2000:])
     before = hashlib.sha256(database.read_bytes()).hexdigest()
+    env = {"DAGSTER_HOME": first.env["DAGSTER_HOME"], "MFDS_SERVICE_KEY": "settings-contract-key"}
 
-    bad = project_config(tmp_path, "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
+    def config(name: str, text: str) -> Path:  # the copy's folders, and `text`
+        return write_config(first.root / name, project_paths(first.root, database=database), text)
+
+    bad = config("bad.toml", "[gates]\ndrop_max_ratio = 5\nchurn_max_ratio = 10\n")
     result = dmf("run", "--date", "2026-10-06", "--fault", "2026-10-06=mass_disappearance", config=bad, env_extra=env)
     assert_refused(result, "gates.drop_max_ratio", "drop_max_ratio = 5 means 500 %; write 0.05")
-    negative = project_config(tmp_path, "[gates]\nnull_max_ratio = -0.01\n")
+    negative = config("negative.toml", "[gates]\nnull_max_ratio = -0.01\n")
     result = dmf("run", "--date", "2026-10-05", config=negative, env_extra=env)
     assert_refused(result, "gates.null_max_ratio")
 

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time as _time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from dmf_assets.ops.doctor import FAIL, OK, WARN
 from dmf_assets.ops.watchdog import daemon_check, delivery_check, report_check, watch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.notify_servers import settings_for, webhook_receiver
-from dmf_assets_tests.project_support import dmf
+from dmf_assets_tests.project_support import dmf, wait_until
 
 MORNING = datetime(2026, 11, 27, 8, 59, tzinfo=KST)
 LATE = datetime(2026, 11, 27, 9, 0, tzinfo=KST)
@@ -191,15 +190,8 @@ def test_a_real_dagster_daemon_is_seen_alive_then_dead(tmp_path):
         start_new_session=True,
     )
     try:
-        deadline = _time.monotonic() + 240  # a loaded CI machine starts the daemon slowly
-        check = None
-        while _time.monotonic() < deadline:  # bounded: wait for the daemon's first heartbeats
-            check, _ = daemon_check(home, datetime.now(KST))
-            if check.status == OK:
-                break
-            assert proc.poll() is None, "dagster-daemon exited"
-            _time.sleep(1)
-        assert check is not None and check.status == OK, check
+        # the daemon's first heartbeats (240 s: a loaded CI machine starts the daemon slowly)
+        wait_until(lambda: daemon_check(home, datetime.now(KST))[0].status == OK, proc, 240)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
