@@ -5,3 +5,9 @@ from __future__ import annotations
 
 class UserError(Exception):
     """A problem the user can fix (a bad argument, a missing file); printed as one line, exit 2."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (DuckDB's run on for lines), or its type when it says nothing."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

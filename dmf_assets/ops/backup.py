@@ -22,8 +22,9 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import KST, now_kst
+from dmf_assets.errors import first_line
 from dmf_assets.fsutil import atomic_output
-from dmf_assets.ops.common import Unreadable, first_line, last_accepted_day, read_every_table, table_counts
+from dmf_assets.ops.common import Unreadable, last_accepted_day, read_every_table, table_counts
 from dmf_assets.report.retention import dated_files
 from dmf_assets.storage.db import database_lock, lock_path, replace_database
 from dmf_assets.storage.ops import checkpoint

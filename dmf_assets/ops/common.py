@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+from dmf_assets.errors import first_line
 from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
 from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import database_lock, lock_path
@@ -122,12 +123,6 @@ class Unreadable(Exception):
     def __init__(self, table: str, error: str) -> None:
         super().__init__(f"{table}: {error}")
         self.table, self.error = table, error
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an error's message (DuckDB's run on for lines), or its type when it says nothing."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def read_every_table(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:

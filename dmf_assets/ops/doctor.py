@@ -39,13 +39,13 @@ import duckdb
 
 from dmf_assets.clock import now_kst
 from dmf_assets.domain.model import DayStatus
+from dmf_assets.errors import first_line
 from dmf_assets.fsutil import is_disk_full, leaked_temp_files
 from dmf_assets.korean import display_width, pad
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import (
     ProjectPaths,
     Unreadable,
-    first_line,
     human_size,
     last_accepted_day,
     path_size,

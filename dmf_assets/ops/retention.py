@@ -26,9 +26,10 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.clock import now_kst
+from dmf_assets.errors import first_line
 from dmf_assets.fsutil import leaked_temp_files
 from dmf_assets.ops.backup import list_backups
-from dmf_assets.ops.common import ProjectPaths, first_line, human_size, last_accepted_day, path_size, read_only_database
+from dmf_assets.ops.common import ProjectPaths, human_size, last_accepted_day, path_size, read_only_database
 from dmf_assets.report.retention import dated_workbooks, prune_reports
 from dmf_assets.settings import Retention
 from dmf_assets.source.archive import DayArchive

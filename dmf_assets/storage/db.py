@@ -37,7 +37,7 @@ from typing import IO, Any
 import duckdb
 
 from dmf_assets.clock import TIMEZONE_NAME, now_kst
-from dmf_assets.errors import UserError
+from dmf_assets.errors import UserError, first_line
 from dmf_assets.fsutil import atomic_output, fsync_dir
 from dmf_assets.settings import PROJECT_ROOT
 
@@ -131,7 +131,7 @@ def write_refusal(database: Path) -> str | None:
 
 
 def _read_only(exc: duckdb.Error, database: Path) -> DatabaseReadOnly | None:
-    text = _first_line(exc)
+    text = first_line(exc)
     return DatabaseReadOnly(database, text) if any(sign in text for sign in _READ_ONLY_SIGNS) else None
 
 
@@ -401,10 +401,6 @@ def _connect(path: Path, timeout_s: float) -> duckdb.DuckDBPyConnection:
     return conn
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
 #: how DuckDB words a file it cannot read: overwritten or zero-length, a block whose checksum does not
 #: match, a file cut short, a WAL that does not fit the file
 _DAMAGE_SIGNS = (
@@ -428,7 +424,7 @@ def _file_errors(path: Path, *, writing: bool = True) -> Iterator[None]:
     except duckdb.Error as exc:
         problem: Exception | None = (_disk_full(exc, path) or _read_only(exc, path)) if writing else None
         if problem is None and _damaged(exc):
-            problem = DatabaseDamaged(path, _first_line(exc))
+            problem = DatabaseDamaged(path, first_line(exc))
         if problem is not None:
             raise problem from exc
         raise
@@ -620,7 +616,7 @@ def read_only_database(path: str | Path, *, wait_s: float = 2.0) -> Iterator[duc
                     conn = duckdb.connect(str(path), read_only=True)
             except duckdb.Error as exc:
                 if "lock" in str(exc).lower():  # another program (a DuckDB CLI) holds the file
-                    raise DatabaseBusy(_first_line(exc)) from exc
+                    raise DatabaseBusy(first_line(exc)) from exc
                 raise
             try:
                 with _file_errors(path, writing=False):
