@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
+from itertools import chain
 from typing import Any
 
 import duckdb
@@ -128,10 +129,17 @@ def facts_from_fetch(result: FetchResult) -> FetchFacts:
     )
 
 
+def _as_text(column: list) -> list[str | None]:
+    """The column's values as text (parse_page's items already are: then the list itself)."""
+    if set(map(type, column)) <= {str, type(None)}:
+        return column
+    return [None if v is None else str(v) for v in column]
+
+
 def items_frame(items: list[dict]) -> pl.DataFrame:
     """API rows as an all-string frame (the nine fields first, then anything unexpected)."""
-    columns = list(API_FIELDS) + sorted({k for it in items for k in it} - set(API_FIELDS))
-    values = {c: [None if it.get(c) is None else str(it.get(c)) for it in items] for c in columns}
+    columns = list(API_FIELDS) + sorted(set(chain.from_iterable(items)) - set(API_FIELDS))
+    values = {c: _as_text([it.get(c) for it in items]) for c in columns}
     try:
         return pl.DataFrame(values, schema=dict.fromkeys(columns, pl.Utf8))
     except UnicodeEncodeError:  # a lone surrogate, in an archive fetched before the fetch refused such pages

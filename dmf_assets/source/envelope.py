@@ -59,7 +59,7 @@ class Page:
 def parse_page(body: bytes, content_type: str | None = None) -> Page:
     """Parse a response body. Raises GatewayError, ApiResultError or MalformedPage."""
     page, raw_items = _parse(body, content_type)
-    return dataclasses.replace(page, items=[{str(k): _text(v) for k, v in item.items()} for item in raw_items])
+    return dataclasses.replace(page, items=[_as_texts(item) for item in raw_items])
 
 
 def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page, pl.DataFrame]:
@@ -93,6 +93,14 @@ def _text(value: Any) -> str | None:
 
 
 _TEXT_TYPES = {str, type(None)}
+
+
+def _as_texts(item: RawItem) -> dict[str, str | None]:
+    """An item with every value as text (`_text`). The usual item already is (its keys are always text: JSON
+    names and XML tags): the parser's own fresh dict is kept then, not copied."""
+    if set(map(type, item.values())) <= _TEXT_TYPES:
+        return item
+    return {k: _text(v) for k, v in item.items()}
 
 
 def _items_frame(items: list[RawItem]) -> pl.DataFrame:

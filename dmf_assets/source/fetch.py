@@ -31,8 +31,10 @@ import math
 import random
 import re
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -929,6 +931,11 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 def _check_values(page: Page) -> None:
     """A value holding a lone surrogate (a JSON escape such as \\ud800 that encodes no character) is not text:
     the page cannot be read as Unicode (it could not be stored or shown), so it fails like a malformed one."""
+    # one search over the page's names and values at once (every page is checked); the rows only when it finds one
+    names = "".join(chain.from_iterable(page.items))
+    values = "".join(chain.from_iterable(filter(None, item.values()) for item in page.items))
+    if _LONE_SURROGATE.search(names) is None and _LONE_SURROGATE.search(values) is None:
+        return
     for row_no, item in enumerate(page.items, 1):
         for value in (*item, *item.values()):  # a field's name is text too
             found = _LONE_SURROGATE.search(value) if value is not None else None
@@ -957,11 +964,8 @@ def page_shape_problem(page: Page) -> str | None:
     if not page.items:
         return None
     expected = set(API_FIELDS)
-    carried: dict[str, int] = {}
-    for item in page.items:
-        for name in item:
-            carried[name] = carried.get(name, 0) + 1
-    writes_nulls = page.fmt == "json" and any(v is None for item in page.items for v in item.values())
+    carried = Counter(chain.from_iterable(page.items))  # how many items carry each name, in first-seen order
+    writes_nulls = page.fmt == "json" and any(None in item.values() for item in page.items)
     n = len(page.items)
     missing = {f: n - carried.get(f, 0) for f in API_FIELDS if not carried.get(f) or (writes_nulls and carried[f] < n)}
     unexpected = {f: c for f, c in carried.items() if f not in expected}

@@ -83,10 +83,21 @@ def to_date(value: int | None) -> date | None:
 
 def frame_fingerprint(keyed: pl.DataFrame) -> str:
     """Identity of a normalized snapshot: which rows with which content (order-independent)."""
-    digest = hashlib.sha256()
-    for key, content in keyed.select("dmf_key", "content_hash").sort("dmf_key").iter_rows():
-        digest.update(f"{key}\x1f{content}\n".encode())
-    return digest.hexdigest()[:32]
+    # one line per row, "key\x1fcontent\n" in key order (a null written "None"), hashed as one text: the
+    # fingerprints stored by earlier runs were made line by line from the same text
+    lines = (
+        keyed.select("dmf_key", "content_hash")
+        .sort("dmf_key")
+        .select(
+            pl.concat_str(
+                pl.col("dmf_key").fill_null("None"),
+                pl.lit("\x1f"),
+                pl.col("content_hash").fill_null("None"),
+                pl.lit("\n"),
+            )
+        )
+    )
+    return hashlib.sha256("".join(lines.to_series()).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

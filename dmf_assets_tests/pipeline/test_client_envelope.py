@@ -227,3 +227,25 @@ def test_every_echoed_form_of_the_key_is_scrubbed_from_text_and_bodies(form):
     assert r(f"<p>{form}</p>") == "<p>***</p>"
     assert r.scrub_bytes(f"<p>{form}</p>".encode()) == b"<p>***</p>"
     assert r.scrub_bytes(b"<p>dMfW4tch</p>") == b"<p>dMfW4tch</p>"  # a part of the key is no key
+
+
+@pytest.mark.parametrize("where", ["value", "name"])
+def test_a_lone_surrogate_names_the_first_row_that_holds_it(where):
+    """The page is searched at once, and the message still names the row (its place on the page) and the code."""
+    from dmf_assets.source.fetch import _check_values
+
+    rows = [dict(r) for r in fixture_rows()[:5]]
+    for row in rows[1:]:
+        row.setdefault("ITEM_NAME", None)  # a null value is no text to search
+    field = next(iter(rows[3]))
+    if where == "value":
+        rows[3][field] = f"{rows[3][field] or ''}\udc81"
+    else:
+        rows[3]["X\ud83d"] = rows[3].pop(field)
+    body = json.dumps({"header": {"resultCode": "00"}, "body": {"items": rows, "totalCount": 5}}).encode()
+    with pytest.raises(MalformedPage, match=r"4번째 행의 값에 짝 없는 서로게이트\(\\u(dc81|d83d)\)"):
+        _check_values(parse_page(body))
+    del rows[3]
+    _check_values(
+        parse_page(json.dumps({"header": {"resultCode": "00"}, "body": {"items": rows, "totalCount": 4}}).encode())
+    )

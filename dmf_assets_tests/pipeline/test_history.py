@@ -271,3 +271,21 @@ def test_second_process_waits_then_reports_who_holds_the_database(tmp_path):
     finally:
         holder.join(30)
     assert dbmod.lock_holder(Path(path)) is None
+
+
+def test_a_snapshot_fingerprint_is_the_one_earlier_runs_stored(snapshots):
+    """A judgement's fingerprint is compared with the one stored when the day was judged, perhaps by an older
+    version: it is the SHA-256 of one `key␟content` line per row in key order (a null written None), whatever
+    order the rows come in."""
+    import hashlib
+
+    keyed = snapshots[DAYS[0]]
+    ordered = sorted(zip(keyed["dmf_key"].to_list(), keyed["content_hash"].to_list(), strict=True))
+    stored = hashlib.sha256("".join(f"{k}\x1f{c}\n" for k, c in ordered).encode()).hexdigest()[:32]
+    assert history.frame_fingerprint(keyed) == stored
+    assert history.frame_fingerprint(keyed.reverse()) == stored
+    with_null = pl.DataFrame(
+        {"dmf_key": ["B", None], "content_hash": [None, "x"]},
+        schema=dict.fromkeys(("dmf_key", "content_hash"), pl.String),
+    )
+    assert history.frame_fingerprint(with_null) == hashlib.sha256(b"None\x1fx\nB\x1fNone\n").hexdigest()[:32]
