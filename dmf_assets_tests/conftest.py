@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+# Set before polars is first imported (by the plugins below), here and in every process the tests start: the
+# suite already keeps each core busy with a process of its own (xdist workers, the commands and servers they
+# start), so polars' own thread pool in each would only contend for the same cores — one thread each spends less
+# CPU for the same wall time. Results never depend on it.
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 #: fixtures shared by test modules of several folders, in support modules of their own (no test module imports
 #: another): the two history databases of the analyst and workbook tests, the small disk of the disk-full tests
@@ -16,8 +23,6 @@ REAL_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "r
 
 def _real_fixture_dir() -> Path:
     # ../shared sits beside the checkout; a fresh clone elsewhere finds it through DMF_SHARED
-    import os
-
     env = os.environ.get("DMF_SHARED")
     candidates = [Path(env) / "fixtures" / "real"] if env else []
     # fallback: the copy packaged as the emulator's seed rows (identical; see test_seed_copy)
