@@ -14,7 +14,9 @@ import importlib
 import logging
 import os
 import re
+import signal
 import sys
+import threading
 import warnings
 from typing import NoReturn, TextIO
 
@@ -111,12 +113,25 @@ def _refused_write(exc: BaseException) -> str | None:
     return None
 
 
-def _secondary_write_failures_unsaid(unraisable: sys.UnraisableHookArgs) -> None:
-    """A writer left for the garbage collector after a refused write (openpyxl's ZipFile) fails once more in
-    its __del__; Python would print that as a traceback after the one line that already says why."""
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """What Python would print as "Exception ignored in …", where it says nothing new or loses a Ctrl-C.
+
+    - A writer left for the garbage collector after a refused write (openpyxl's ZipFile) fails once more in its
+      __del__: a traceback after the one line that already says why. Unsaid.
+    - Ctrl-C that arrives while a finalizer runs (a __del__, a weakref callback — SQLAlchemy's, within a Dagster
+      run) is raised there, and Python ignores it there: a traceback, and the work goes on until it is killed.
+      Unsaid, and asked again from another thread, so that it is raised in the work itself, which stops as after
+      any Ctrl-C.
+    """
     from dmf_assets.fsutil import refused_write_line
 
     exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        # a moment later: by then the finalizer is over (if not, this comes round again)
+        again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        again.daemon = True
+        again.start()
+        return
     if isinstance(exc, OSError) and refused_write_line(exc.errno, exc.filename):
         return
     sys.__unraisablehook__(unraisable)
@@ -147,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
     logging.getLogger("dmf.db").addHandler(_NOTICES)  # once: adding the same handler again changes nothing
     logging.getLogger("dmf.db").setLevel(logging.WARNING)
-    sys.unraisablehook = _secondary_write_failures_unsaid
+    sys.unraisablehook = _unraisable
     try:
         parser = build_parser()  # command modules may read the settings while importing
         args = parser.parse_args(argv)
