@@ -113,20 +113,29 @@ def _refused_write(exc: BaseException) -> str | None:
     return None
 
 
+def _is_interrupt(exc: BaseException | None) -> bool:
+    """Ctrl-C as Python raises it (KeyboardInterrupt), or as Dagster raises it inside a step."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    dagster = sys.modules.get("dagster")  # not imported for this: Dagster's own can only come once it is loaded
+    return dagster is not None and isinstance(exc, dagster.DagsterExecutionInterruptedError)
+
+
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """What Python would print as "Exception ignored in …", where it says nothing new or loses a Ctrl-C.
 
     - A writer left for the garbage collector after a refused write (openpyxl's ZipFile) fails once more in its
       __del__: a traceback after the one line that already says why. Unsaid.
     - Ctrl-C that arrives while a finalizer runs (a __del__, a weakref callback — SQLAlchemy's, within a Dagster
-      run) is raised there, and Python ignores it there: a traceback, and the work goes on until it is killed.
+      run) is raised there, as KeyboardInterrupt or, inside a step, as Dagster's interrupt error, and Python ignores
+      it there: a traceback, and the work goes on until it is killed.
       Unsaid, and asked again from another thread, so that it is raised in the work itself, which stops as after
       any Ctrl-C.
     """
     from dmf_assets.fsutil import refused_write_line
 
     exc = unraisable.exc_value
-    if isinstance(exc, KeyboardInterrupt):
+    if _is_interrupt(exc):
         # a moment later: by then the finalizer is over (if not, this comes round again)
         again = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
         again.daemon = True
