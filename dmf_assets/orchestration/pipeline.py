@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
-from itertools import chain
 from typing import Any
 
 import duckdb
@@ -44,13 +43,13 @@ from dmf_assets.domain.gates import (
     staleness_metric,
 )
 from dmf_assets.domain.model import API_FIELDS
-from dmf_assets.domain.normalize import without_lone_surrogates
 from dmf_assets.domain.recheck import Query, judge_recheck, plan_recheck
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import commit
 from dmf_assets.orchestration.commit import DayOutcome
 from dmf_assets.settings import Settings
+from dmf_assets.source.envelope import text_frame
 from dmf_assets.source.fetch import FetchResult
 from dmf_assets.source.identity import require_same
 from dmf_assets.source.recheck import RecheckAnswers
@@ -129,22 +128,11 @@ def facts_from_fetch(result: FetchResult) -> FetchFacts:
     )
 
 
-def _as_text(column: list) -> list[str | None]:
-    """The column's values as text (parse_page's items already are: then the list itself)."""
-    if set(map(type, column)) <= {str, type(None)}:
-        return column
-    return [None if v is None else str(v) for v in column]
-
-
 def items_frame(items: list[dict]) -> pl.DataFrame:
     """API rows as an all-string frame (the nine fields first, then anything unexpected)."""
-    columns = list(API_FIELDS) + sorted(set(chain.from_iterable(items)) - set(API_FIELDS))
-    values = {c: _as_text([it.get(c) for it in items]) for c in columns}
-    try:
-        return pl.DataFrame(values, schema=dict.fromkeys(columns, pl.Utf8))
-    except UnicodeEncodeError:  # a lone surrogate, in an archive fetched before the fetch refused such pages
-        shown = {c: [v if v is None else without_lone_surrogates(v) for v in vs] for c, vs in values.items()}
-        return pl.DataFrame(shown, schema=dict.fromkeys(columns, pl.Utf8))
+    frame = text_frame(items)
+    absent = [pl.lit(None, pl.String).alias(f) for f in API_FIELDS if f not in frame.columns]
+    return frame.with_columns(absent).select(*API_FIELDS, *sorted(set(frame.columns) - set(API_FIELDS)))
 
 
 def collect(client: Any, day: date, logger: logging.Logger = log, *, resume: bool = True) -> FetchedDay:

@@ -67,7 +67,7 @@ def parse_page_frame(body: bytes, content_type: str | None = None) -> tuple[Page
     instead of dicts; the returned Page has `items=[]`. The same parse, the same text of every value (a lone
     surrogate, which polars cannot hold, becomes U+FFFD)."""
     page, raw_items = _parse(body, content_type)
-    return page, _items_frame(raw_items)
+    return page, text_frame(raw_items)
 
 
 def _parse(body: bytes, content_type: str | None) -> tuple[Page, list[RawItem]]:
@@ -103,7 +103,7 @@ def _as_texts(item: RawItem) -> dict[str, str | None]:
     return {k: _text(v) for k, v in item.items()}
 
 
-def _items_frame(items: list[RawItem]) -> pl.DataFrame:
+def text_frame(items: list[RawItem]) -> pl.DataFrame:
     """The items as String columns, every value through `_text` (a column of text and nulls as it is: the usual page,
     column by column, cheaper than polars reading the dicts)."""
     import polars as pl
