@@ -23,6 +23,7 @@ from dmf_assets.domain.model import (
     substantive_changes,
 )
 from dmf_assets.report.model import (
+    AGGREGATES,
     AggregateRow,
     ChangeRate,
     DayCounts,
@@ -164,20 +165,10 @@ def _event_row(e: dict[str, Any], product_hits: tuple[str, ...]) -> EventRow:
 
 
 #: what each aggregate counts beside its registrations (the columns of its named query, in order)
-_AGGREGATE_COUNTS = {
-    "by_ingredient": ("manufacturers", "applicants", "countries"),
-    "by_applicant": ("manufacturers", "ingredients", "countries"),
-    "by_country": ("manufacturers", "applicants", "ingredients"),
-}
-
-
 def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int | None) -> tuple[AggregateRow, ...]:
     if day_id is None:  # no accepted day yet
         return ()
-    return tuple(
-        AggregateRow(label, regs, **dict(zip(_AGGREGATE_COUNTS[name], counts, strict=True)))
-        for label, regs, *counts in reports.aggregate_rows(conn, name, day_id)
-    )
+    return tuple(AggregateRow(**row) for row in reports.aggregate_rows(conn, name, day_id))
 
 
 #: a gate an earlier one made unnecessary: (passed, observed, threshold, detail, samples) of its row
@@ -355,7 +346,7 @@ def build_day_report(
         _status_reason(summary),
         events=event_rows,
         history=_history_points(conn, day - timedelta(days=settings.report.history_days - 1), day),
-        **{name: _aggregates(conn, name, shown_id) for name in _AGGREGATE_COUNTS},
+        **{a.statement: _aggregates(conn, a.statement, shown_id) for a in AGGREGATES},
         gates=gates,
         quality=quality,
         watchlist={k: tuple(v) for k, v in settings.watchlist.model_dump().items() if v},

@@ -56,12 +56,50 @@ SHEET_NAMES: tuple[str, ...] = (
 )
 
 
-#: what the aggregate sheets count registrations by (their first column; the web page's top lists too)
-AGGREGATE_LABEL_KO: dict[str, str] = {
-    SHEET_BY_INGREDIENT: "성분 (기준명)",
-    SHEET_BY_APPLICANT: FIELD_LABEL_KO["applicant"],
-    SHEET_BY_COUNTRY: FIELD_LABEL_KO["countries"],
-}
+@dataclass(frozen=True)
+class Aggregate:
+    """One count of the registry by a field, declared once: the statement `report.<statement>` that counts it (also
+    the `DayReport` field that holds its rows), its sheet, what it counts registrations by (the first column; the
+    web page's top list), the sheet's title, the other counts the sheet shows (in that order), the web page's
+    search field that lists a row's registrations, and what the sheet's note adds."""
+
+    statement: str
+    sheet: str
+    label_ko: str
+    title: str
+    counts: tuple[str, ...]
+    search: str
+    note: str = ""
+
+
+AGGREGATES: tuple[Aggregate, ...] = (
+    Aggregate(
+        "by_ingredient",
+        SHEET_BY_INGREDIENT,
+        "성분 (기준명)",
+        "성분별 등록 현황",
+        ("manufacturers", "applicants", "countries"),
+        "q",
+        "염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다.",
+    ),
+    Aggregate(
+        "by_applicant",
+        SHEET_BY_APPLICANT,
+        FIELD_LABEL_KO["applicant"],
+        f"업체({FIELD_LABEL_KO['applicant']})별 등록 현황",
+        ("ingredients", "manufacturers", "countries"),
+        "applicant",
+    ),
+    Aggregate(
+        "by_country",
+        SHEET_BY_COUNTRY,
+        FIELD_LABEL_KO["countries"],
+        f"{FIELD_LABEL_KO['countries']}별 등록 현황",
+        ("ingredients", "applicants", "manufacturers"),
+        "country",
+        "여러 제조국이 있는 등록은 각 국가에 모두 집계되므로 합계가 등록 현황보다 큽니다.",
+    ),
+)
 
 
 def sheet_ref(name: str) -> str:
@@ -313,16 +351,23 @@ class DayReport:
 
 # --- period report (`dmf report --from D1 --to D2`) ----------------------------------------------
 
-#: net effect of a registration over the period -> Korean label
-NET_LABEL_KO: dict[str, str] = {
-    "NEW": "신규",
-    "CHANGED": "변경",
-    "WITHDRAWN": "목록에서 삭제",
-    "NEW_WITHDRAWN": "신규 후 삭제",
-    "REAPPEARED": "삭제 후 재등장",
-    "REVERTED": "변경 후 원복",
-    "COSMETIC": "표기 변경만",
+#: net effect of a registration over the period -> (Korean label, what it means: the period workbook's 메타)
+NET_TYPES: dict[str, tuple[str, str]] = {
+    "NEW": ("신규", "기간 중 새로 나타난 등록 (이후 변경이 있었다면 마지막 상태로 표시)"),
+    "CHANGED": (
+        "변경",
+        "기간 처음의 값과 마지막 값이 다른 항목이 있는 등록 — 두 번 바뀌었으면 처음 전 → 마지막 후 한 행",
+    ),
+    "WITHDRAWN": ("목록에서 삭제", "기간 중 목록에서 사라진 등록 (취하 등 — 목록은 취하인지 취소인지 알려 주지 않음)"),
+    "NEW_WITHDRAWN": ("신규 후 삭제", "기간 안에서 나타났다가 목록에서 사라진 등록"),
+    "REAPPEARED": ("삭제 후 재등장", "기간 안에서 목록에서 사라졌다가 다시 나타난 등록"),
+    "REVERTED": (
+        "변경 후 원복",
+        "바뀌었다가 기간 안에 원래 값으로 돌아온 등록 (순변경 없음, 이벤트는 '전체 이벤트' 시트)",
+    ),
+    "COSMETIC": ("표기 변경만", "띄어쓰기·문장부호 등 표기만 달라진 등록"),
 }
+NET_LABEL_KO: dict[str, str] = {kind: label for kind, (label, _) in NET_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -331,7 +376,7 @@ class NetChange:
 
     dmf_key: str
     permit_no: str | None
-    net_type: str  # NET_LABEL_KO key
+    net_type: str  # NET_TYPES key
     severity: str  # worst event severity in the period
     first_day: date
     last_day: date

@@ -11,7 +11,7 @@ from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_
 from dmf_assets.report.cells import write_table
 from dmf_assets.report.columns import columns
 from dmf_assets.report.meta import meta_rows, meta_sheet
-from dmf_assets.report.model import NET_LABEL_KO, NetChange, PeriodReport
+from dmf_assets.report.model import NET_LABEL_KO, NET_TYPES, NetChange, PeriodReport
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
     FIELD_COLUMNS,
@@ -63,15 +63,6 @@ NET_COLUMNS = (
 )
 PERIOD_FIELD_COLUMNS = (*columns({"day": 11}), *FIELD_COLUMNS)
 PERIOD_DAY_COLUMNS = (*DAY_COLUMNS, *columns({"reason": 40}))
-NET_DEFINITIONS: dict[str, str] = {
-    "신규": "기간 중 새로 나타난 등록 (이후 변경이 있었다면 마지막 상태로 표시)",
-    "변경": "기간 처음의 값과 마지막 값이 다른 항목이 있는 등록 — 두 번 바뀌었으면 처음 전 → 마지막 후 한 행",
-    "목록에서 삭제": "기간 중 목록에서 사라진 등록 (취하 등 — 목록은 취하인지 취소인지 알려 주지 않음)",
-    "신규 후 삭제": "기간 안에서 나타났다가 목록에서 사라진 등록",
-    "삭제 후 재등장": "기간 안에서 목록에서 사라졌다가 다시 나타난 등록",
-    "변경 후 원복": "바뀌었다가 기간 안에 원래 값으로 돌아온 등록 (순변경 없음, 이벤트는 '전체 이벤트' 시트)",
-    "표기 변경만": "띄어쓰기·문장부호 등 표기만 달라진 등록",
-}
 _REVIEW = {"reviewer": "", "reviewed_on": "", "comment": ""}
 
 
@@ -170,7 +161,7 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
                 (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
             ],
         ),
-        *meta_rows("순변경", NET_DEFINITIONS.items()),
+        *meta_rows("순변경", NET_TYPES.values()),
         *meta_rows("제품 목록", ((f"제품 {i}", p) for i, p in enumerate(period.products, 1))),
     ]
     return [

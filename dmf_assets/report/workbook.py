@@ -36,7 +36,6 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES
 from dmf_assets.domain.model import (
-    FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SEVERITY_RANK,
     WITHDRAWN_FIRST_MENTION_KO,
@@ -60,10 +59,8 @@ from dmf_assets.report.cells import (
 from dmf_assets.report.columns import COLUMN_LABELS, WRAP, columns
 from dmf_assets.report.meta import day_meta_sheet, fields_of
 from dmf_assets.report.model import (
-    AGGREGATE_LABEL_KO,
+    AGGREGATES,
     SHEET_BY_APPLICANT,
-    SHEET_BY_COUNTRY,
-    SHEET_BY_INGREDIENT,
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_LEDGER,
@@ -72,6 +69,7 @@ from dmf_assets.report.model import (
     SHEET_QUALITY,
     SHEET_RECENT,
     SHEET_SUMMARY,
+    Aggregate,
     AggregateRow,
     DayCounts,
     DayReport,
@@ -114,9 +112,6 @@ from dmf_assets.report.tables import (
     put_severity,
     tables_workbook,
 )
-
-_APPLICANT = FIELD_LABEL_KO["applicant"]
-
 
 # --- names and fixed texts -----------------------------------------------------------------------
 
@@ -633,11 +628,6 @@ def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
 
 
 #: the aggregates: what each counts by (its first column), its title, and the counts beside 등록 수
-_AGGREGATES: dict[str, tuple[str, tuple[str, ...]]] = {
-    SHEET_BY_INGREDIENT: ("성분별 등록 현황", ("manufacturers", "applicants", "countries")),
-    SHEET_BY_APPLICANT: (f"업체({_APPLICANT})별 등록 현황", ("ingredients", "manufacturers", "countries")),
-    SHEET_BY_COUNTRY: (f"{FIELD_LABEL_KO['countries']}별 등록 현황", ("ingredients", "applicants", "manufacturers")),
-}
 TOP_N_CHART = 20
 #: 업체별: at most this many event rows per list (applicants, manufacturers); the rest is on 변경 이벤트
 COMPANY_EVENTS_MAX = 300
@@ -695,9 +685,10 @@ def _company_events(ws: Worksheet, report: DayReport, widths: Sequence[float]) -
     return r
 
 
-def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow]) -> TableSheet:
+def _aggregate_sheet(report: DayReport, aggregate: Aggregate) -> TableSheet:
+    name, title, counts = aggregate.sheet, aggregate.title, aggregate.counts
     by_company = name == SHEET_BY_APPLICANT  # its columns also hold the day's events per company
-    title, counts = _AGGREGATES[name]
+    data: Sequence[AggregateRow] = getattr(report, aggregate.statement)
     cols = columns(
         {
             "rank": 9 if by_company else 6,
@@ -706,7 +697,7 @@ def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow])
             "share": 9,
             **{f"n_{attr}": 14 if by_company else 11 for attr in counts},
         },
-        headers={"label": AGGREGATE_LABEL_KO[name]},
+        headers={"label": aggregate.label_ko},
         kinds={"label": WRAP},
     )
     base = _base_day(report)
@@ -715,10 +706,8 @@ def _aggregate_sheet(report: DayReport, name: str, data: Sequence[AggregateRow])
         note = f"마지막 정상 수집일 {day_text(base)} 기준 현황 (오늘 수집분 미반영)."
     else:
         note = f"{report.day.isoformat()} 정상 수집분의 현재 등록 기준."
-    if name == SHEET_BY_COUNTRY:
-        note += " 여러 제조국이 있는 등록은 각 국가에 모두 집계되므로 합계가 등록 현황보다 큽니다."
-    elif name == SHEET_BY_INGREDIENT:
-        note += " 염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다."
+    if aggregate.note:
+        note += " " + aggregate.note
     ordered = sorted(data, key=lambda a: (-a.registrations, a.label))
     rows = [
         {
@@ -821,9 +810,7 @@ def build_workbook(report: DayReport) -> tuple[Workbook, dict[str, int]]:
             *changes,
             _ledger_sheet(report, recent),
             _recent_sheet(report, recent),
-            _aggregate_sheet(report, SHEET_BY_INGREDIENT, report.by_ingredient),
-            _aggregate_sheet(report, SHEET_BY_APPLICANT, report.by_applicant),
-            _aggregate_sheet(report, SHEET_BY_COUNTRY, report.by_country),
+            *(_aggregate_sheet(report, aggregate) for aggregate in AGGREGATES),
             _quality_sheet(report),
             day_meta_sheet(report),
         )

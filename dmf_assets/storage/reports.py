@@ -1,9 +1,12 @@
 """The workbook's reads (`report/day_data.py`): the named statements of sql/queries/report.sql, run here so
 that every SQL statement of the project sits behind `storage/`. Rows come back as polars frames (events and
-their changes) or tuples in the statement's column order; the report model is built by the caller.
+their changes), dicts by column name (the aggregates) or tuples in the statement's column order; the report model
+is built by the caller.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -27,9 +30,11 @@ def recent_events(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -
     )
 
 
-def aggregate_rows(conn: duckdb.DuckDBPyConnection, name: str, day_id: int) -> list[tuple]:
-    """(label, registrations, a, b, c) rows of the aggregate statement `report.<name>`."""
-    return conn.execute(query(f"report.{name}"), [day_id]).fetchall()
+def aggregate_rows(conn: duckdb.DuckDBPyConnection, name: str, day_id: int) -> list[dict[str, Any]]:
+    """The rows of the aggregate statement `report.<name>`, by column name (label, registrations and its counts)."""
+    cursor = conn.execute(query(f"report.{name}"), [day_id])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def rate_runs(conn: duckdb.DuckDBPyConnection, day_id: int) -> list[tuple]:

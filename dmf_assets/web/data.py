@@ -32,13 +32,7 @@ from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
 from dmf_assets.domain.text import company_key_expr, display_expr, match_key
 from dmf_assets.report.day_data import DayNotReady, build_day_report, day_summary
-from dmf_assets.report.model import (
-    AGGREGATE_LABEL_KO,
-    SHEET_BY_APPLICANT,
-    SHEET_BY_COUNTRY,
-    SHEET_BY_INGREDIENT,
-    DayReport,
-)
+from dmf_assets.report.model import AGGREGATES, DayReport
 from dmf_assets.report.rows import EXPORT_COLUMNS, ledger_frame
 from dmf_assets.report.summary import COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
@@ -169,13 +163,12 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     assert summary is not None  # an accepted day has its figures
     d = history.day_id(latest)
     manufacturers = _manufacturers(storage.day_site_names(conn, latest)).select("label", "registrations").rows()
-    # each list, and the search that lists a row's registrations
-    ranked = (
-        (AGGREGATE_LABEL_KO[SHEET_BY_INGREDIENT], reports.aggregate_rows(conn, "by_ingredient", d), "q"),
-        (AGGREGATE_LABEL_KO[SHEET_BY_APPLICANT], reports.aggregate_rows(conn, "by_applicant", d), "applicant"),
-        (MANUFACTURER, manufacturers, "q"),
-        (AGGREGATE_LABEL_KO[SHEET_BY_COUNTRY], reports.aggregate_rows(conn, "by_country", d), "country"),
-    )
+    # each list, and the search that lists a row's registrations (the manufacturers' after the applicants')
+    ranked = [
+        (a.label_ko, [(r["label"], r["registrations"]) for r in reports.aggregate_rows(conn, a.statement, d)], a.search)
+        for a in AGGREGATES
+    ]
+    ranked.insert(2, (MANUFACTURER, manufacturers, "q"))
     return Home(
         latest=latest,
         base_day=history.to_date(run["base_day_id"]),

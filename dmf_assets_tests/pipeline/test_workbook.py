@@ -18,7 +18,7 @@ from dmf_assets.domain.model import SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.report import styles as st
 from dmf_assets.report.cells import EXCEL_MAX_CHARS, TRUNCATION_MARK, store_text
-from dmf_assets.report.model import DayReport, EventRow
+from dmf_assets.report.model import SHEET_BY_APPLICANT, SHEET_BY_COUNTRY, SHEET_BY_INGREDIENT, DayReport, EventRow
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH
 from dmf_assets.report.output import WorkbookError
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
@@ -29,9 +29,6 @@ from dmf_assets.report.tables import ATTRIBUTION
 from dmf_assets.report.workbook import (
     KPI_LABELS,
     NOT_REFLECTED,
-    SHEET_BY_APPLICANT,
-    SHEET_BY_COUNTRY,
-    SHEET_BY_INGREDIENT,
     SHEET_EVENTS,
     SHEET_FIELDS,
     SHEET_NAMES,
