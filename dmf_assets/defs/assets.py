@@ -83,7 +83,7 @@ from dmf_assets.report.sentences import field_label
 from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
-from dmf_assets.source.errors import SourceError
+from dmf_assets.source.errors import RequestCapExceeded, SourceError
 from dmf_assets.source.identity import SourceMismatch
 from dmf_assets.source.recheck import RecheckAnswers
 
@@ -130,7 +130,9 @@ def raw_pages(context: dg.AssetExecutionContext, mfds: MfdsClient) -> dg.Output[
     try:
         fetched = pipeline.collect(mfds, day, context.log, resume=resume)
     except (SourceError, ClockBehind) as exc:  # past date on the real API, request cap, missing key, clock set back
-        raise dg.Failure(description=str(exc)) from None
+        # the cap reached is recorded as such: the sensor's alert says it from this, not from the error's words
+        facts = {followups.REQUEST_CAP_KEY: exc.cap} if isinstance(exc, RequestCapExceeded) else None
+        raise dg.Failure(description=str(exc), metadata=facts) from None
     f, x = fetched.facts, fetched.fetch
     context.log.info(
         f"{day}: {f.rows_after_dedup:,}건 수신 (totalCount {f.total_count}), 쪽 {f.pages_ok}/{f.pages_ok + f.pages_failed}, "

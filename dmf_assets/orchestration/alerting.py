@@ -9,13 +9,21 @@ said in that day's one workbook mail, not in an alert of its own.)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date, time
 
 import dagster as dg
 
 from dmf_assets import notify
 from dmf_assets.domain.model import DayStatus
-from dmf_assets.orchestration.followups import TIMED_OUT_TAG, DayState, Tick, fetch_failed_at, retry_outlook
+from dmf_assets.orchestration.followups import (
+    REQUEST_CAP_KEY,
+    TIMED_OUT_TAG,
+    DayState,
+    Tick,
+    fetch_failed_at,
+    retry_outlook,
+)
 from dmf_assets.orchestration.verdict import rejecting_steps
 from dmf_assets.settings import Settings
 
@@ -30,8 +38,15 @@ def _committed(state: DayState) -> DayStatus | None:
     return next((s for s in DayStatus if s.is_accepted and s.label_ko_en == said), None)
 
 
-def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] | None:
-    """(step, first line of the error) of a step that failed for a reason other than a gate check."""
+@dataclass(frozen=True)
+class _RunFailure:
+    step: str
+    error: str  # the first line of the error
+    request_cap: int | None = None  # the daily request cap the step reached (its failure's metadata)
+
+
+def _run_failure(instance: dg.DagsterInstance, run_id: str) -> _RunFailure | None:
+    """The step that failed for a reason other than a gate check: its error's first line and what it recorded."""
     verdicts = rejecting_steps(
         (r.step_key, r.asset_observation.metadata)
         for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_OBSERVATION)
@@ -48,10 +63,11 @@ def _run_failure(instance: dg.DagsterInstance, run_id: str) -> tuple[str, str] |
         user = getattr(data, "user_failure_data", None)
         text = (user.description if user is not None and user.description else None) or (error.message if error else "")
         first = next((line.strip() for line in (text or "").splitlines() if line.strip()), "원인 미상 (unknown)")
-        return event.step_key or "run", first[:500]
+        cap = user.metadata.get(REQUEST_CAP_KEY) if user is not None else None
+        return _RunFailure(event.step_key or "run", first[:500], int(cap.value) if cap is not None else None)
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
-        if "maximum runtime" in (record.message or ""):
-            return "run", record.message
+        if "maximum runtime" in (record.message or ""):  # Dagster's run monitor stopped a run the daemon launched
+            return _RunFailure("run", record.message)
     return None
 
 
@@ -90,7 +106,7 @@ def alerts_for_tick(instance: dg.DagsterInstance, tick: Tick, settings: Settings
             failure = _run_failure(instance, run_id)
             if failure is None:
                 continue
-            step, error = failure
+            step, error = failure.step, failure.error
             fetch_outlook = outlook if fetch_failed_at(state) is not None and outlook is not None else NOT_RETRIED
             if "maximum runtime" in error or TIMED_OUT_TAG in latest[0].dagster_run.tags:
                 alerts.append(
@@ -98,8 +114,8 @@ def alerts_for_tick(instance: dg.DagsterInstance, tick: Tick, settings: Settings
                         day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook, run_id=run_id
                     )
                 )
-            elif "요청 한도" in error or "request cap" in error.lower():
-                alerts.append(notify.RequestCap(day=d, cap=settings.source.daily_request_cap, run_id=run_id))
+            elif failure.request_cap is not None:
+                alerts.append(notify.RequestCap(day=d, cap=failure.request_cap, run_id=run_id))
             else:
                 if ended is not None and state.rejection is None:
                     alerts.append(

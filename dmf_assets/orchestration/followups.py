@@ -40,6 +40,8 @@ REFETCH_TAG = "dmf/refetch"
 QUIET_TAG = "dmf/quiet"
 #: run tag of an in-process run (`dmf run`) stopped at its time limit, in seconds ([runs] max_minutes)
 TIMED_OUT_TAG = "dmf/timed_out"
+#: metadata of a step failure stopped by the daily request cap: the cap it reached (what the alert says)
+REQUEST_CAP_KEY = "request_cap"
 #: `dmf/trigger` values of runs that backfill old days
 BULK_TRIGGERS = ("cli-backfill", "demo")
 #: the daemons a planned retry needs: the sensor launches it (the scheduler runs the 06:00 collection)
