@@ -24,6 +24,7 @@ from dmf_assets.domain.model import (
     NUMBER_ASSIGNED_LABEL_KO,
     NUMBER_CHANGED_LABEL_KO,
     event_title,
+    previous_number,
     renumbering_note,
 )
 from dmf_assets.domain.permit import parse_permit
@@ -139,9 +140,8 @@ class HistoryEvent:
     @property
     def label(self) -> str:
         """The event's name as people read it: 「등록번호 변경 A → B」, 「신규」, 「변경」, 「목록에서 삭제」."""
-        return event_title(
-            self.event_type, self.permit_no, number_changed=self.number_changed, previous=self.base_dmf_key
-        )
+        before = previous_number(self.changes, self.base_dmf_key)  # the workbook's rule
+        return event_title(self.event_type, self.permit_no, number_changed=self.number_changed, previous=before)
 
     @property
     def note(self) -> str | None:
