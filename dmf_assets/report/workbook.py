@@ -101,7 +101,7 @@ from dmf_assets.report.sentences import (
     event_sentence,
     summary_sentences,
 )
-from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, EVENT_KIND_LABEL_KO, HEADLINE_SEVERITIES
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, EVENT_KIND_LABEL_KO
 from dmf_assets.report.tables import (
     SUMMARY_WIDTHS,
     Look,
@@ -118,41 +118,41 @@ from dmf_assets.report.tables import (
 NOT_REFLECTED = "이 날짜의 변경 내역은 반영되지 않았습니다"
 _WEEKDAYS_KO = "월화수목금토일"
 
-#: KPI key -> label in column A of the 요약 sheet (tests and users find rows by these labels). The headline
-#: figures come first — 신규 · 변경 (실질 변경) · 목록에서 삭제 · 번호 부여 · 번호 변경 — as in the banner and the
-#: mail; then their sum, 이벤트, split by severity (withdrawals included), as 변경 이벤트 counts them. Every value
-#: is a figure of the day's `DaySummary`.
-KPI_LABELS: dict[str, str] = {
-    "registry_size": "등록 현황 (건)",
-    "received": "받은 목록 (건)",
-    "new": EVENT_KIND_LABEL_KO["NEW"],
-    "changed": f"{EVENT_KIND_LABEL_KO['CHANGED']} (실질 변경)",
-    "withdrawn": WITHDRAWN_FIRST_MENTION_KO,
-    "number_assigned": EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"],
-    "number_changed": EVENT_KIND_LABEL_KO["NUMBER_CHANGED"],
-    "reappeared": "재등장 (신규 중)",
-    "headline_events": "이벤트 (표기 변경 제외)",
-    **{f"severity_{s}": f"  · {SEVERITY_LABEL_KO[s]}" for s in HEADLINE_SEVERITIES},
-    "watchlist_hits": "관심목록 해당",
-    "product_hits": "자사 제품 해당",
-    "cosmetic": f"{EVENT_KIND_LABEL_KO['COSMETIC']} (별도 집계)",
+#: KPI key -> (label in column A of the 요약 sheet, what it counts; the two sizes' notes depend on the day). Tests
+#: and users find rows by these labels. The headline figures come first — 신규 · 변경 (실질 변경) · 목록에서 삭제 ·
+#: 번호 부여 · 번호 변경 — as in the banner and the mail; then their sum, 이벤트, split by severity (withdrawals
+#: included), as 변경 이벤트 counts them. Every value is a figure of the day's `DaySummary`.
+KPIS: dict[str, tuple[str, str]] = {
+    "registry_size": ("등록 현황 (건)", ""),
+    "received": ("받은 목록 (건)", ""),
+    "new": (EVENT_KIND_LABEL_KO["NEW"], "비교 기준일에 없던 등록 (재등장 포함)"),
+    "changed": (f"{EVENT_KIND_LABEL_KO['CHANGED']} (실질 변경)", CHANGED_DEFINITION),
+    "withdrawn": (
+        WITHDRAWN_FIRST_MENTION_KO,
+        "비교 기준일에 있었으나 오늘 목록에 없는 등록 — 취하인지 취소인지는 목록이 알려 주지 않음",
+    ),
+    "number_assigned": (EVENT_KIND_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
+    "number_changed": (EVENT_KIND_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
+    "reappeared": ("재등장 (신규 중)", "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)"),
+    "headline_events": (
+        "이벤트 (표기 변경 제외)",
+        "신규·변경·목록에서 삭제·번호 부여·번호 변경의 합 — 아래는 심각도별 ('변경 이벤트' 시트의 행)",
+    ),
+    "severity_CRITICAL": (
+        f"  · {SEVERITY_LABEL_KO['CRITICAL']}",
+        f"{fields_of(Severity.CRITICAL)} 변경, 목록에서 삭제된 등록",
+    ),
+    "severity_HIGH": (f"  · {SEVERITY_LABEL_KO['HIGH']}", f"{fields_of(Severity.HIGH)} 변경, 재등장, 관심목록 해당"),
+    "severity_MEDIUM": (f"  · {SEVERITY_LABEL_KO['MEDIUM']}", f"{fields_of(Severity.MEDIUM)} 변경, 번호 변경"),
+    "severity_INFO": (f"  · {SEVERITY_LABEL_KO['INFO']}", "신규 등록, 번호 부여"),
+    "watchlist_hits": ("관심목록 해당", "관심 성분·업체·제조소·국가에 해당하는 이벤트"),
+    "product_hits": ("자사 제품 해당", "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트"),
+    "cosmetic": (
+        f"{EVENT_KIND_LABEL_KO['COSMETIC']} (별도 집계)",
+        "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
+    ),
 }
-_KPI_NOTES: dict[str, str] = {
-    "new": "비교 기준일에 없던 등록 (재등장 포함)",
-    "changed": CHANGED_DEFINITION,
-    "withdrawn": "비교 기준일에 있었으나 오늘 목록에 없는 등록 — 취하인지 취소인지는 목록이 알려 주지 않음",
-    "number_assigned": NUMBER_ASSIGNED_DEFINITION,
-    "number_changed": NUMBER_CHANGED_DEFINITION,
-    "reappeared": "목록에서 삭제된 뒤 다시 나타난 등록 (신규에 포함)",
-    "headline_events": "신규·변경·목록에서 삭제·번호 부여·번호 변경의 합 — 아래는 심각도별 ('변경 이벤트' 시트의 행)",
-    "severity_CRITICAL": f"{fields_of(Severity.CRITICAL)} 변경, 목록에서 삭제된 등록",
-    "severity_HIGH": f"{fields_of(Severity.HIGH)} 변경, 재등장, 관심목록 해당",
-    "severity_MEDIUM": f"{fields_of(Severity.MEDIUM)} 변경, 번호 변경",
-    "severity_INFO": "신규 등록, 번호 부여",
-    "watchlist_hits": "관심 성분·업체·제조소·국가에 해당하는 이벤트",
-    "product_hits": "자사 제품 목록의 등록번호 또는 성분+제조소에 해당하는 이벤트",
-    "cosmetic": "띄어쓰기·문장부호·법인격 표기만 달라진 변경 — 위 건수에 포함하지 않음",
-}
+KPI_LABELS: dict[str, str] = {key: label for key, (label, _) in KPIS.items()}
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ class _Summary(Page):
                 value_cell.alignment = Alignment(horizontal="center", vertical="top")
             else:
                 value_cell = put_int(ws, self.row, 2, value)
-            self.merged_text(3, _KPI_NOTES[key], style=st.TEXT)
+            self.merged_text(3, KPIS[key][1], style=st.TEXT)
             sev = key.removeprefix("severity_")
             if sev in SEVERITY_RANK and not rejected and (value or 0) > 0:
                 paint(value_cell, st.severity_style(sev))
