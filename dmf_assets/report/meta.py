@@ -24,7 +24,7 @@ from dmf_assets.report.cells import put_date, put_datetime
 from dmf_assets.report.columns import columns
 from dmf_assets.report.model import SHEET_META, DayReport
 from dmf_assets.report.nedrug import NEDRUG_DMF_SEARCH_PATH, NEDRUG_LINK_TEXT
-from dmf_assets.report.rows import FLAG_LABELS
+from dmf_assets.report.rows import FLAG_LABELS, FLAGS
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     LOCAL_CONFIG_FILE,
@@ -54,14 +54,6 @@ EVENT_DEFINITIONS: dict[str, str] = {
     + CHANGED_DEFINITION
     + "; 번호 부여와 번호 변경은 각각의 건수로 따로 셈",
     "WITHDRAWN": WITHDRAWN_DEFINITION + " (완전성이 증명된 수집분에서만 판정)",
-}
-FLAG_DEFINITIONS: dict[str, str] = {
-    "is_reappearance": "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남",
-    "number_assigned": NUMBER_ASSIGNED_DEFINITION,
-    "number_changed": NUMBER_CHANGED_DEFINITION,
-    "is_transfer": f"{FIELD_LABEL_KO['bizrno']}가 바뀜 (등록의 양도양수)",
-    "is_rename": f"{FIELD_LABEL_KO['bizrno']}는 같고 {FIELD_LABEL_KO['applicant']} 이름만 바뀜 (상호 변경)",
-    "watchlist_hit": "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'",
 }
 NOTES: tuple[str, ...] = (
     "출처 API는 현재 상태만 제공하므로, 변경은 매일 전체 목록을 받아 직전 정상 수집일과 비교해 판정합니다.",
@@ -129,7 +121,7 @@ def day_meta_sheet(report: DayReport) -> TableSheet:
             (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
         ],
     )
-    rows += meta_rows("표시", ((FLAG_LABELS[f], text) for f, text in FLAG_DEFINITIONS.items()))
+    rows += meta_rows("표시", FLAGS.values())
     rows += meta_rows(
         "항목", ((f"{FIELD_LABEL_KO[name]} ({name})", _field_definition(name)) for name in COMPARED_FIELDS)
     )

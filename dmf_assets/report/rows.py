@@ -23,17 +23,27 @@ from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns, drop
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, HistoryPoint, sorted_events
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
-from dmf_assets.report.sentences import change_lines, field_label
+from dmf_assets.report.sentences import (
+    NUMBER_ASSIGNED_DEFINITION,
+    NUMBER_CHANGED_DEFINITION,
+    change_lines,
+    field_label,
+)
 from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, change_kind, companies
 
-FLAG_LABELS: dict[str, str] = {
-    "is_reappearance": COUNT_LABEL_KO["REAPPEARED"],
-    "number_assigned": COUNT_LABEL_KO["NUMBER_ASSIGNED"],
-    "number_changed": COUNT_LABEL_KO["NUMBER_CHANGED"],
-    "is_transfer": "양도양수",
-    "is_rename": "명칭 변경",
-    "watchlist_hit": "관심목록",
+#: an event's flag (its attribute) -> (the word of the 표시 column, what it means: 메타's legend)
+FLAGS: dict[str, tuple[str, str]] = {
+    "is_reappearance": (COUNT_LABEL_KO["REAPPEARED"], "과거에 목록에서 삭제된 적이 있는 등록이 다시 나타남"),
+    "number_assigned": (COUNT_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
+    "number_changed": (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
+    "is_transfer": ("양도양수", f"{FIELD_LABEL_KO['bizrno']}가 바뀜 (등록의 양도양수)"),
+    "is_rename": (
+        "명칭 변경",
+        f"{FIELD_LABEL_KO['bizrno']}는 같고 {FIELD_LABEL_KO['applicant']} 이름만 바뀜 (상호 변경)",
+    ),
+    "watchlist_hit": ("관심목록", "설정의 관심목록(성분·업체·제조소·국가)에 해당 — 최소 '높음'"),
 }
+FLAG_LABELS: dict[str, str] = {flag: label for flag, (label, _) in FLAGS.items()}
 
 
 # --- event texts ---------------------------------------------------------------------------------
