@@ -80,7 +80,7 @@ from dmf_assets.report.day_data import (
 )
 from dmf_assets.report.model import DayReport, EventRow
 from dmf_assets.report.sentences import field_label
-from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, HEADLINE_KINDS, DaySummary
+from dmf_assets.report.summary import EVENT_KIND_LABEL_KO, FIGURES, HEADLINE_KINDS, DaySummary
 from dmf_assets.settings import Settings
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import RequestCapExceeded, SourceError
@@ -434,15 +434,9 @@ snapshot_diff = diff_asset()
 
 
 def _figures(summary: DaySummary) -> dict[str, int]:
-    """The day's headline figures as the UI shows them — the `DaySummary` every sheet and mail reads."""
-    return {
-        "new": summary.new,
-        "changed": summary.changed,  # 실질 변경, as on 요약
-        "withdrawn": summary.withdrawn,
-        "number_assigned": summary.number_assigned,
-        "number_changed": summary.number_changed,
-        "cosmetic": summary.cosmetic,
-    }
+    """The day's headline figures and its cosmetic count as the UI shows them — the `DaySummary` every sheet and mail
+    reads (its 'changed' is 실질 변경, as on 요약)."""
+    return {name: getattr(summary, name) for name in FIGURES}
 
 
 # --- events --------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from dmf_assets.report.sentences import (
     change_lines,
     summary_sentences,
 )
-from dmf_assets.report.summary import headline_text
+from dmf_assets.report.summary import HEADLINE_FIGURES, headline_text
 from dmf_assets.report.tables import (
     Look,
     Page,
@@ -83,7 +83,6 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
     page = Page(wb, look, title, note)
     accepted = [d for d in period.days if d.status == DayStatus.ACCEPTED]
     by_type = Counter(NET_LABEL_KO[n.net_type] for n in sorted(period.net, key=lambda n: n.net_type))
-    figures = ("new", "changed", "withdrawn", "number_assigned", "number_changed")
     page.section("기간 개요")
     for name, value in (
         ("시작일", period.start),
@@ -96,7 +95,7 @@ def _summary_page(wb: Workbook, look: Look, period: PeriodReport) -> None:
         ("첫 비교 기준일", period.first_base or "없음 (기간 안에 정상 반영일이 없음)"),
         (
             "건수 (정상 반영일 합계)",
-            headline_text(**{k: sum(getattr(d, k) for d in accepted) for k in figures})
+            headline_text(**{k: sum(getattr(d, k) for d in accepted) for k in HEADLINE_FIGURES})
             + f" · 표기 변경 {sum(d.cosmetic for d in accepted):,}",
         ),
         ("순변경 등록", ", ".join(f"{label} {count:,}" for label, count in by_type.items()) or "없음"),

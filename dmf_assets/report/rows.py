@@ -29,7 +29,7 @@ from dmf_assets.report.sentences import (
     change_lines,
     field_label,
 )
-from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, change_kind, companies
+from dmf_assets.report.summary import CHANGE_KIND_LABEL_KO, COMPANY_KINDS, FIGURES, change_kind, companies
 
 #: an event's flag (its attribute) -> (the word of the 표시 column, what it means: 메타's legend)
 FLAGS: dict[str, tuple[str, str]] = {
@@ -256,18 +256,7 @@ def day_rows(points: Sequence[HistoryPoint]) -> list[dict]:
             "day": p.day,
             "status": DayStatus.of_value(p.status).word_ko,
             "registry_size": p.registry_size,
-            **(
-                {
-                    "new": p.new,
-                    "changed": p.changed,
-                    "withdrawn": p.withdrawn,
-                    "number_assigned": p.number_assigned,
-                    "number_changed": p.number_changed,
-                    "cosmetic": p.cosmetic,
-                }
-                if p.status == DayStatus.ACCEPTED
-                else {}
-            ),
+            **({name: getattr(p, name) for name in FIGURES} if p.status == DayStatus.ACCEPTED else {}),
             "_verdict": "fail" if p.status == DayStatus.REJECTED else None,
         }
         for p in points

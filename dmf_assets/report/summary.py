@@ -60,6 +60,9 @@ EVENT_KIND_LABEL_KO: dict[str, str] = {
 }
 #: the headline figures, in the order every text says them (the number events only on a day that has one)
 HEADLINE_KINDS: tuple[str, ...] = ("NEW", "CHANGED", "WITHDRAWN", "NUMBER_ASSIGNED", "NUMBER_CHANGED")
+#: the figures by name, as a `DaySummary`, a `HistoryPoint` and the runs table call them ('new' counts NEW …)
+FIGURES: tuple[str, ...] = tuple(kind.lower() for kind in EVENT_KIND_LABEL_KO)
+HEADLINE_FIGURES: tuple[str, ...] = tuple(kind.lower() for kind in HEADLINE_KINDS)
 #: headline kinds said only when they happened
 OPTIONAL_KINDS: tuple[str, ...] = ("NUMBER_ASSIGNED", "NUMBER_CHANGED")
 #: severities of headline events, most severe first (COSMETIC is a kind, not a headline severity)
