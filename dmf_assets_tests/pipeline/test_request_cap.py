@@ -21,7 +21,7 @@ CAP = 1  # the day's first run takes its one request with page 1 (and stops ther
 
 
 def test_a_fetch_over_the_request_cap_is_alerted_as_the_cap_and_commits_nothing(tmp_path):
-    ws = make_workspace(tmp_path, daily_request_cap=CAP)
+    ws = make_workspace(tmp_path, records_in_memory=True, daily_request_cap=CAP)
     short = launch.run_day(DAY, instance=ws.instance, resources=ws.resources, run_config=launch.QUIET)
     assert runs_by_day(ws)[DAY]["rejected_gate"] == 2 and short.failure is None  # the page cap: a short day
     (tmp_path / "data" / "alerts" / f"{DAY}-rejected.json").unlink()  # told; what follows is the second run's
