@@ -164,8 +164,8 @@ def _event_row(e: dict[str, Any], product_hits: tuple[str, ...]) -> EventRow:
     return EventRow(**values, changes=changes, product_hits=product_hits)
 
 
-#: what each aggregate counts beside its registrations (the columns of its named query, in order)
 def _aggregates(conn: duckdb.DuckDBPyConnection, name: str, day_id: int | None) -> tuple[AggregateRow, ...]:
+    """The rows of the aggregate `name` (`report/model.AGGREGATES`), each count by its column's name."""
     if day_id is None:  # no accepted day yet
         return ()
     return tuple(AggregateRow(**row) for row in reports.aggregate_rows(conn, name, day_id))

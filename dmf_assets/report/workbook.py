@@ -627,7 +627,7 @@ def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
     return TableSheet(SHEET_NEW_WITHDRAWN, title, note, NEW_WITHDRAWN_COLUMNS, rows, colours(severity=2), empty=None)
 
 
-#: the aggregates: what each counts by (its first column), its title, and the counts beside 등록 수
+#: the aggregate sheets' bar chart: this many of the top rows
 TOP_N_CHART = 20
 #: 업체별: at most this many event rows per list (applicants, manufacturers); the rest is on 변경 이벤트
 COMPANY_EVENTS_MAX = 300
