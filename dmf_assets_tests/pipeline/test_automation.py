@@ -203,12 +203,16 @@ def after_yesterday(tmp_path_factory) -> Path:
 
 
 #: the retry rule judged by the wall clock (a same-morning retry is for today's partition, rejected today):
-#: a window open all day, so the test does not depend on the hour it runs at
-ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=30), until=dt_time(23, 59))
+#: a window open all day, so the test does not depend on the hour it runs at, and a short interval, so the moments
+#: the tests ask about stay within today from any hour but the last minutes before midnight
+ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=5), until=dt_time(23, 59))
+#: Dagster stamps a rejection with the wall clock: from here on, a retry due within the tests' few minutes would
+#: fall on tomorrow, when the day is an old one (never retried)
+_LAST_START = dt_time(23, 50)
 
 
 def _today_or_skip() -> date:
-    if datetime.now(KST).time() > dt_time(23, 15):
+    if datetime.now(KST).time() > _LAST_START:
         pytest.skip("too close to midnight KST: today's retry window would close before the retry is due")
     return today_kst()
 
@@ -235,15 +239,15 @@ def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_ac
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
     assert runs_by_day(ws)[today]["status"] == "rejected"
     rejected = _rejected_at(ws, today)
-    assert _plans(ws, rejected + timedelta(minutes=29), retry=ALL_DAY) == []
-    (plan,) = _plans(ws, rejected + timedelta(minutes=31), retry=ALL_DAY)
+    assert _plans(ws, rejected + timedelta(minutes=4, seconds=59), retry=ALL_DAY) == []
+    (plan,) = _plans(ws, rejected + timedelta(minutes=5, seconds=1), retry=ALL_DAY)
     assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
 
     # the source recovers (the same project, its API without the fault) before the retry runs
     ws = make_workspace(tmp_path / "ws", reuse=True)
     launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
     assert runs_by_day(ws)[today]["status"] == "accepted"
-    assert _plans(ws, rejected + timedelta(hours=2), retry=ALL_DAY) == []
+    assert _plans(ws, rejected + timedelta(minutes=6), retry=ALL_DAY) == []  # past the interval: accepted, no retry
 
 
 def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
