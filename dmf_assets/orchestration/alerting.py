@@ -114,8 +114,10 @@ def alerts_for_tick(instance: dg.DagsterInstance, tick: Tick, settings: Settings
                         day=d, limit_minutes=settings.runs.max_minutes, retry=fetch_outlook, run_id=run_id
                     )
                 )
-            elif failure.request_cap is not None:
-                alerts.append(notify.RequestCap(day=d, cap=failure.request_cap, run_id=run_id))
+            elif failure.request_cap is not None or "daily request cap reached" in error:
+                # the words: a run an earlier release recorded carries no `request_cap` (its cap: the configured one)
+                cap = failure.request_cap or settings.source.daily_request_cap
+                alerts.append(notify.RequestCap(day=d, cap=cap, run_id=run_id))
             else:
                 if ended is not None and state.rejection is None:
                     alerts.append(
