@@ -284,14 +284,19 @@ _COSMETIC = [
 ]
 
 
+def _substantive(base: pl.DataFrame, new_items: list[dict]) -> set:
+    """(type, key, changed fields) of each substantive event from the `base` snapshot to `new_items`."""
+    events = diff_snapshots(base, build_snapshot(new_items)).to_events()
+    return {(e.event_type, e.dmf_key, e.changed_fields) for e in events if not e.is_cosmetic}
+
+
 @pytest.fixture(scope="module")
 def one_real_change(base_items, base) -> tuple[list[dict], set]:
     """The base with one real change — so the property below is about *keeping* the substantive events unchanged —
     and those events (the same for every example: worked out once)."""
     truth_new = copy.deepcopy(base_items)
     truth_new[10]["MNFCTR_NAME"] = "Completely Different Pharma Ltd"
-    events = diff_snapshots(base, build_snapshot(truth_new)).to_events()
-    return truth_new, {(e.event_type, e.dmf_key, e.changed_fields) for e in events if not e.is_cosmetic}
+    return truth_new, _substantive(base, truth_new)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -310,8 +315,7 @@ def test_order_paging_and_retyping_never_change_substantive_events(
         noisy.append(dict(rng.choice(noisy)))
     if shuffle:
         rng.shuffle(noisy)
-    events = diff_snapshots(base, build_snapshot(noisy)).to_events()
-    assert {(e.event_type, e.dmf_key, e.changed_fields) for e in events if not e.is_cosmetic} == reference
+    assert _substantive(base, noisy) == reference
 
 
 # --- sites as first-class changes (issue 12) -----------------------------------------------------
