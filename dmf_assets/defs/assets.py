@@ -435,8 +435,21 @@ snapshot_diff = diff_asset()
 
 def _figures(summary: DaySummary) -> dict[str, int]:
     """The day's headline figures and its cosmetic count as the UI shows them — the `DaySummary` every sheet and mail
-    reads (its 'changed' is 실질 변경, as on 요약)."""
-    return {name: getattr(summary, name) for name in FIGURES}
+    reads (its 'changed' is 실질 변경, as on 요약). A rejected day has none: nothing was compared, so the UI leaves
+    them out, as the workbook leaves them blank — never a 0 that reads as "nothing changed"."""
+    return {} if summary.is_rejected else {name: getattr(summary, name) for name in FIGURES}
+
+
+def _event_totals(summary: DaySummary) -> dict[str, Any]:
+    """The events asset's totals beside the figures: none on a rejected day, for the same reason."""
+    if summary.is_rejected:
+        return {}
+    return {
+        "headline_events": summary.headline_events,
+        "cosmetic_events": summary.cosmetic,
+        **_figures(summary),
+        "by_severity": summary.severity_text,
+    }
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -481,10 +494,7 @@ def events(
         metadata={
             "dagster/row_count": dg.MetadataValue.int(summary.events),
             "status": summary.status.label_ko_en,
-            "headline_events": summary.headline_events,
-            "cosmetic_events": summary.cosmetic,
-            **_figures(summary),
-            "by_severity": summary.severity_text,
+            **_event_totals(summary),
             "summary": dg.MetadataValue.md(table),
             "preview": dg.MetadataValue.md(preview),
             "jsonl": dg.MetadataValue.path(str(path)),
