@@ -296,12 +296,13 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
         if status is DayStatus.ACCEPTED and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
         size = k.registry_size if k is not None else None
+        # a rejected or unjudged day compared nothing: "-", as the workbook leaves it blank, never a 0
         figures = (
-            (k.new, k.changed, k.cosmetic, k.withdrawn, k.number_assigned, k.number_changed)
-            if k is not None
-            else (0,) * 6
+            tuple(map(str, (k.new, k.changed, k.cosmetic, k.withdrawn, k.number_assigned, k.number_changed)))
+            if k is not None and not k.is_rejected
+            else ("-",) * 6
         )
-        cells = (r["day"].isoformat(), _status_word(r), f"{size:,}" if size else "-", *map(str, figures))
+        cells = (r["day"].isoformat(), _status_word(r), f"{size:,}" if size else "-", *figures)
         print(f"{_table_line(cells)}  {note}".rstrip())
     accepted = sum(1 for r in rows if r["status"].is_accepted)
     rejected = sum(1 for r in rows if r["status"] is DayStatus.REJECTED)

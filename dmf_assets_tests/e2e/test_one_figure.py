@@ -311,8 +311,9 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
     }
     assert set(lines) == set(table) == set(DAYS)
     for day, s in backfill.summaries.items():
-        if s.is_rejected:
+        if s.is_rejected:  # nothing was compared: its reason, and no figure, never a 0
             assert lines[day].startswith(f"{s.status.word_ko} — ")
+            assert table[day][1:8] == ["-"] * 7, table[day]
             continue
         assert lines[day].startswith(
             f"{s.status.word_ko} · 등록 {s.registry_size:,} · {s.counts_text} · 표기 {s.cosmetic}"
