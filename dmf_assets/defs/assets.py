@@ -529,7 +529,11 @@ def _events_tables(summary: DaySummary, shown: Sequence[EventRow]) -> tuple[str,
     """The day's events per kind and severity, and its first fifteen headline events, as the UI shows them."""
     if summary.is_rejected:
         base_text = str(summary.comparison_base or "없음")
-        return f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {josa(base_text, '으로/로')} 유지됩니다.", "-"
+        # words, not "-": the UI renders the metadata as Markdown, where a lone "-" is an empty bullet
+        return (
+            f"거부된 날 — 반영된 이벤트 없음. 비교 기준일은 {josa(base_text, '으로/로')} 유지됩니다.",
+            "거부된 날 — 표시할 이벤트 없음",
+        )
     kinds = list(EVENT_KIND_LABEL_KO)
     table = md_table(
         ["유형", "심각도", "건수"],

@@ -6,6 +6,7 @@ only after a successful backup (a fresh backup is then the newest and can never 
 never deletes the last accepted day's data (see `dmf_assets.ops.retention`).
 """
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
@@ -58,12 +59,17 @@ def prune_retention(context: dg.OpExecutionContext, workspace: DmfWorkspace, bac
             "bytes_freed": dg.MetadataValue.int(report.bytes),
             "by_kind": dg.MetadataValue.json({k: {"files": n, "bytes": b} for k, (n, b) in by_kind.items()}),
             "kept_backup": dg.MetadataValue.path(backup_path),
-            "notes": dg.MetadataValue.md("\n".join(f"- {n}" for n in report.notes) or "-"),
+            "notes": dg.MetadataValue.md(_bullets(report.notes)),
             "removed_files": dg.MetadataValue.md(
-                "\n".join(f"- [{r.kind}] `{r.path}` ({human_size(r.bytes)})" for r in report.removed[:200]) or "-"
+                _bullets(f"[{r.kind}] `{r.path}` ({human_size(r.bytes)})" for r in report.removed[:200])
             ),
         }
     )
+
+
+def _bullets(lines: Iterable[str]) -> str:
+    """Markdown bullets, or 「없음 / none」: the UI renders Markdown, where a lone "-" is an empty bullet."""
+    return "\n".join(f"- {line}" for line in lines) or "없음 / none"
 
 
 @dg.job(

@@ -370,6 +370,9 @@ def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(back
         for asset in ("events", "snapshot_diff", "xlsx_report"):
             assert metadata(asset, day)["status"] == s.status.label_ko_en, (asset, day)
         events, diff = metadata("events", day), metadata("snapshot_diff", day)
+        # the UI renders these as Markdown: a line of a lone "-" or "*" would be an empty bullet, not a word
+        for text in (events["summary"], events["preview"]):
+            assert text.strip() and not any(re.fullmatch(r"\s*[-*+]\s*", line) for line in text.splitlines()), day
         if s.is_rejected:  # nothing was compared: no figure at all, as the workbook leaves them blank — never a 0
             totals = {*figures, "headline_events", "cosmetic_events", "by_severity"}
             assert not totals & set(events) and not totals & set(diff), (day, events, diff)

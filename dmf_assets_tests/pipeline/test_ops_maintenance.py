@@ -50,7 +50,7 @@ def maintenance(tmp_path_factory):
     result = dmf_maintenance_job.execute_in_process(
         instance=instance, resources={"workspace": DmfWorkspace(root=str(root))}
     )
-    return result, instance, files, {"last": last, "backups": backups}
+    return result, instance, files, {"last": last, "backups": backups, "root": root}
 
 
 def test_job_backs_up_then_prunes_in_a_temp_project(maintenance):
@@ -84,6 +84,20 @@ def test_job_backs_up_then_prunes_in_a_temp_project(maintenance):
     record = instance.get_run_record_by_id(result.run_id)
     assert record is not None and record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
     assert record.dagster_run.tags.get("dmf/kind") == "maintenance"
+
+
+def test_a_second_run_removes_nothing_and_says_so_in_words(maintenance):
+    """Run again the same morning: nothing is left to prune, and the UI's Markdown says 「없음」 — not a lone "-",
+    which Markdown draws as an empty bullet. (After the first test: this run adds a backup of its own.)"""
+    _, instance, files, info = maintenance
+    again = dmf_maintenance_job.execute_in_process(
+        instance=instance, resources={"workspace": DmfWorkspace(root=str(info["root"]))}
+    )
+    assert again.success
+    meta = {e.step_key: e.event_specific_data.metadata for e in again.all_events if e.event_type_value == "STEP_OUTPUT"}
+    assert meta["prune_retention"]["removed"].value == 0
+    assert meta["prune_retention"]["removed_files"].md_str == "없음 / none"
+    assert all(p.exists() for name, p in files.items() if not name.startswith("old "))
 
 
 def test_backup_step_is_in_the_duckdb_pool_and_runs_first(maintenance):
