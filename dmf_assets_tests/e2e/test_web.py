@@ -251,6 +251,8 @@ def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project,
     assert GATE_BY_NUMBER[2].title in page
     assert html.escape(observed) in page and html.escape(threshold) in page
     assert "표본" in page and "480" in page  # the short page: 480 of 500 rows
+    # every count in a cell is written as the observed value writes it (9,205, not 9205)
+    assert re.search(r"<td>\d{1,3}(,\d{3})+</td>", page) and not re.search(r"<td>\d{4,}</td>", page)
     assert f'<a href="/day/{REJECTED - timedelta(days=1)}">' in page  # its comparison base
     accepted = _get(f"{web}/day/{END}").text
     assert "무엇이 바뀌었나" in accepted and "습니다." in accepted  # the workbook's sentences
