@@ -235,8 +235,10 @@ def _workspace(defs: dg.Definitions) -> DmfWorkspace:
 def tick(defs: dg.Definitions, instance: dg.DagsterInstance) -> dg.SensorResult:
     """One evaluation of the definitions' `dmf_watch_sensor`, as a tick of the daemon would run it: given the
     instance, and the resources it reads."""
-    context = dg.build_sensor_context(instance=instance, definitions=defs, resources={"workspace": _workspace(defs)})
-    result = defs.resolve_sensor_def(WATCH_SENSOR)(context)
+    with dg.build_sensor_context(
+        instance=instance, definitions=defs, resources={"workspace": _workspace(defs)}
+    ) as context:  # its resources released here, not whenever the garbage collector comes by
+        result = defs.resolve_sensor_def(WATCH_SENSOR)(context)
     assert isinstance(result, dg.SensorResult)  # `automation.watch` returns one on every tick
     return result
 

@@ -40,6 +40,15 @@ def _plans(ws, now: datetime, retry: followups.RetryPolicy | None = None) -> lis
     )
 
 
+def _evaluate_at(tick: datetime) -> dg.RunRequest:
+    """The 06:00 schedule evaluated at `tick`, its context closed when done: left to the garbage collector, the
+    context's own Dagster instance is disposed at a random later moment, and SQLAlchemy prints a traceback."""
+    with dg.build_schedule_context(resources=WORKSPACE, scheduled_execution_time=tick) as context:
+        request = daily_0600_kst(context)
+    assert isinstance(request, dg.RunRequest)
+    return request
+
+
 def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
     # a config with its own whole-run limit: the schedule's runs carry that, not a built-in number
     config = tmp_path / "dmf.toml"
@@ -52,21 +61,13 @@ def test_schedule_runs_the_new_day_at_0600_kst(tmp_path, monkeypatch):
         # 21:00 UTC the day before is 06:00 KST: the day is always the Korean one
         assert tick.astimezone(KST).time() == datetime.min.time().replace(hour=6)
         assert tick.astimezone(UTC).hour == 21 and tick.astimezone(KST).date().isoformat() == kst_day
-        request = daily_0600_kst(dg.build_schedule_context(resources=WORKSPACE, scheduled_execution_time=tick))
+        request = _evaluate_at(tick)
         assert request.partition_key == kst_day and request.run_key == f"schedule:{kst_day}"
         assert kst_day in daily_partitions.get_partition_keys(current_time=tick)  # a partition the job has
         assert request.tags == {"dmf/trigger": "schedule", "dagster/max_runtime": str(47 * 60)}
     # the same tick given in UTC or in KST asks for the same day
-    utc = daily_0600_kst(
-        dg.build_schedule_context(
-            resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
-        )
-    )
-    kst = daily_0600_kst(
-        dg.build_schedule_context(
-            resources=WORKSPACE, scheduled_execution_time=datetime(2026, 11, 30, 6, 0, tzinfo=KST)
-        )
-    )
+    utc = _evaluate_at(datetime(2026, 11, 29, 21, 0, tzinfo=UTC))
+    kst = _evaluate_at(datetime(2026, 11, 30, 6, 0, tzinfo=KST))
     assert utc.partition_key == kst.partition_key == "2026-11-30"
 
 
