@@ -39,9 +39,16 @@ def _values(real_items):
 def _store(tmp_path, asset: str, value) -> tuple[DayStoreIOManager, object]:
     manager = DayStoreIOManager(staging_dir=str(tmp_path))
     key = dg.AssetKey(asset)
-    manager.handle_output(dg.build_output_context(asset_key=key, partition_key=DAY.isoformat()), value)
-    loaded = manager.load_input(dg.build_input_context(asset_key=key, partition_key=DAY.isoformat()))
-    return manager, loaded
+    with dg.build_output_context(asset_key=key, partition_key=DAY.isoformat()) as context:
+        manager.handle_output(context, value)
+    return manager, _load(manager, asset)
+
+
+def _load(manager: DayStoreIOManager, asset: str) -> object:
+    # closed here: left to the garbage collector, the context's own Dagster instance is disposed at a random later
+    # moment, and SQLAlchemy prints a traceback into the suite's output
+    with dg.build_input_context(asset_key=dg.AssetKey(asset), partition_key=DAY.isoformat()) as context:
+        return manager.load_input(context)
 
 
 def _same(a, b) -> None:
@@ -70,9 +77,7 @@ def test_a_value_staged_by_the_earlier_pyarrow_writer_still_loads(tmp_path, real
     path = tmp_path / DAY.isoformat() / "normalized_records.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), path, compression="zstd")
-    loaded = DayStoreIOManager(staging_dir=str(tmp_path)).load_input(
-        dg.build_input_context(asset_key=dg.AssetKey("normalized_records"), partition_key=DAY.isoformat())
-    )
+    loaded = _load(DayStoreIOManager(staging_dir=str(tmp_path)), "normalized_records")
     _same(value, loaded)
 
 
@@ -81,7 +86,7 @@ def test_a_damaged_staged_value_fails_the_step_with_what_to_do(tmp_path, real_it
     path = tmp_path / DAY.isoformat() / "raw_pages.parquet"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a disk that lost the file's end
     with pytest.raises(dg.Failure) as failed:
-        manager.load_input(dg.build_input_context(asset_key=dg.AssetKey("raw_pages"), partition_key=DAY.isoformat()))
+        _load(manager, "raw_pages")
     assert "읽을 수 없습니다" in failed.value.description and "raw_pages부터 다시 실행" in failed.value.description
     assert str(path) in failed.value.description
 
