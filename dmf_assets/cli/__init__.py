@@ -147,8 +147,8 @@ def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
 
 
 class _Notices(logging.StreamHandler):
-    """The product's own notices (e.g. "waiting for the database lock held by PID N") on the terminal: on
-    whatever sys.stderr is when one comes, since main may run many times in one process (tests)."""
+    """Notices (the product's own, e.g. "waiting for the database lock held by PID N"; SQLAlchemy's errors) on the
+    terminal: on whatever sys.stderr is when one comes, since main may run many times in one process (tests)."""
 
     @property
     def stream(self) -> TextIO:
@@ -163,6 +163,20 @@ _NOTICES = _Notices()
 _NOTICES.setFormatter(logging.Formatter("dmf: %(message)s"))
 
 
+class _NotAnInterruptedClose(logging.Filter):
+    """SQLAlchemy logs a connection close that Ctrl-C cut short, with its traceback, and then raises the
+    KeyboardInterrupt again — which `main` reports as "dmf: interrupted", once. That record is dropped; every other
+    SQLAlchemy error still reaches the terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and _is_interrupt(record.exc_info[1]))
+
+
+_SQLALCHEMY_ERRORS = _Notices()  # where Python's last-resort handler printed them: the terminal, as they come
+_SQLALCHEMY_ERRORS.setLevel(logging.WARNING)
+_SQLALCHEMY_ERRORS.addFilter(_NotAnInterruptedClose())
+
+
 def main(argv: list[str] | None = None) -> int:
     from dmf_assets.settings import ConfigError
 
@@ -171,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message=r".*partitions_def on an AssetCheckSpec.*")
     logging.getLogger("dmf.db").addHandler(_NOTICES)  # once: adding the same handler again changes nothing
     logging.getLogger("dmf.db").setLevel(logging.WARNING)
+    logging.getLogger("sqlalchemy").addHandler(_SQLALCHEMY_ERRORS)
+    logging.getLogger("sqlalchemy").propagate = False
     sys.unraisablehook = _unraisable
     try:
         parser = build_parser()  # command modules may read the settings while importing
