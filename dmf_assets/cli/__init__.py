@@ -178,7 +178,11 @@ _SQLALCHEMY_ERRORS.addFilter(_NotAnInterruptedClose())
 
 
 def main(argv: list[str] | None = None) -> int:
-    from dmf_assets.settings import ConfigError
+    try:
+        from dmf_assets.settings import ConfigError
+    except KeyboardInterrupt:  # Ctrl-C while the settings load (the command's first second)
+        print("dmf: interrupted", file=sys.stderr)
+        return 130
 
     # Dagster marks some parameters we rely on as beta/preview: not news for a user at a terminal
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
@@ -208,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as exc:
+        from dmf_assets.storage.db import interrupted_query
+
+        if any(interrupted_query(c) for c in _causes(exc)):  # Ctrl-C that DuckDB took for itself
+            print("dmf: interrupted", file=sys.stderr)
+            return 130
         config = next((c for c in _causes(exc) if isinstance(c, ConfigError)), None)
         if config is not None:  # settings read inside a Dagster step: the same one message
             print(f"dmf: {config}", file=sys.stderr)

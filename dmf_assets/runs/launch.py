@@ -73,13 +73,14 @@ def _root_cause(error: Any) -> str:  # a SerializableErrorInfo and its causes
 
 
 def interrupted(result: dg.JobExecutionResult) -> bool:
-    """Ctrl-C reached a step: Dagster records it as that step's failure (DagsterExecutionInterruptedError) and
-    returns, as if the run had merely failed."""
+    """Ctrl-C reached a step: Dagster records it as that step's failure (DagsterExecutionInterruptedError, or the
+    KeyboardInterrupt `open_database` raises for a query DuckDB stopped) and returns, as if the run had merely
+    failed."""
     return any(
         e.is_step_failure
         and e.step_failure_data is not None
         and e.step_failure_data.error is not None
-        and e.step_failure_data.error.cls_name == "DagsterExecutionInterruptedError"
+        and e.step_failure_data.error.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
         for e in result.all_events
     )
 
@@ -153,6 +154,37 @@ def _time_limit(seconds: float) -> Iterator[threading.Event]:
         timer.cancel()
 
 
+@contextlib.contextmanager
+def _ctrl_c_seen() -> Iterator[Callable[[], bool]]:
+    """Whether SIGINT reached this process while the block ran, whatever the handlers in between made of it: Dagster
+    keeps a Ctrl-C that comes between two steps for the next step and forgets it when the run ends; DuckDB turns one
+    into a query error; Python ignores one in a finalizer. Python writes each signal's number to the wake-up file
+    descriptor either way. Only where signals are handled: the main thread (every `dmf` command)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    import socket
+
+    receiver, sender = socket.socketpair()
+    receiver.setblocking(False)
+    sender.setblocking(False)
+    previous = signal.set_wakeup_fd(sender.fileno(), warn_on_full_buffer=False)
+
+    def seen() -> bool:
+        signals = b""
+        with contextlib.suppress(BlockingIOError):
+            while chunk := receiver.recv(512):
+                signals += chunk
+        return signal.SIGINT in signals
+
+    try:
+        yield seen
+    finally:
+        signal.set_wakeup_fd(previous)
+        receiver.close()
+        sender.close()
+
+
 def _timed_out_line(result: dg.JobExecutionResult, limit_s: float) -> str:
     step = next((e.step_key for e in result.all_events if e.is_step_failure and e.step_key), None) or "run"
     limit = f"{limit_s / 60:g}분" if limit_s >= 60 else f"{limit_s:g}초"
@@ -218,12 +250,13 @@ def execute_day(
         remote_job_origin=code_location_origin(),
     )
     limit = float((tags or {}).get(MAX_RUNTIME_TAG) or 0)
-    with _time_limit(limit) as stopped:
+    with _time_limit(limit) as stopped, _ctrl_c_seen() as ctrl_c:
         result = execute_run(InMemoryJob(job), run, instance)
+        pressed = ctrl_c() and not stopped.is_set()  # the time limit stops a run with a SIGINT of its own
     if stopped.is_set() and not result.success:  # said in the run's record, for the UI and the sensor's alert
         _TIMED_OUT[result.run_id] = limit
         instance.add_run_tags(result.run_id, {TIMED_OUT_TAG: f"{limit:g}"})
-    elif interrupted(result):  # the person stopped the command: no further day, no follow-up
+    elif pressed or interrupted(result):  # the person stopped the command: no further day, no follow-up
         raise KeyboardInterrupt
     return result
 

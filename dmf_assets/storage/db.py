@@ -411,6 +411,26 @@ _DAMAGE_SIGNS = (
 )
 
 
+def interrupted_query(exc: BaseException) -> bool:
+    """A query that Ctrl-C (SIGINT) stopped, as DuckDB reports it: DuckDB takes the signal for itself, so Python
+    never raises the KeyboardInterrupt — a run would carry on as after an ordinary error."""
+    return isinstance(exc, duckdb.InterruptException) or (
+        isinstance(exc, RuntimeError) and str(exc) == "Query interrupted"
+    )
+
+
+@contextlib.contextmanager
+def _interrupts_kept() -> Iterator[None]:
+    """Ctrl-C during a query raised as the KeyboardInterrupt it was: Dagster then stops the run as after any Ctrl-C
+    (and `dmf backfill` its remaining days) instead of failing one step and going on."""
+    try:
+        yield
+    except Exception as exc:
+        if interrupted_query(exc):
+            raise KeyboardInterrupt from exc
+        raise
+
+
 def _damaged(exc: duckdb.Error) -> bool:
     return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
 
@@ -572,7 +592,7 @@ def open_database(
         raise HistoryMissing(path, found)  # refused before anything is created
     path.parent.mkdir(parents=True, exist_ok=True)
     backups = Path(backups_dir) if backups_dir else path.parent / "backups"
-    with database_lock(lock_path(path), lock_timeout_s, purpose):
+    with database_lock(lock_path(path), lock_timeout_s, purpose), _interrupts_kept():
         if refused := write_refusal(path):  # said as such, before DuckDB would call it a lock held by another
             raise DatabaseReadOnly(path, refused)
         with _file_errors(path):  # its catalog could not be read, or a migration not written

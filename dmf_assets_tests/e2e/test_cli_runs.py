@@ -332,6 +332,56 @@ def test_ctrl_c_while_sqlalchemy_closes_a_connection_is_said_once(cut_by):
         assert "Exception closing connection" in run.stderr and "disk I/O error" in run.stderr, run
 
 
+#: a long DuckDB query in the history database, and Ctrl-C (SIGINT) while it runs
+_CTRL_C_IN_A_QUERY = """
+import os, signal, sys, threading
+from dmf_assets.storage.db import open_database
+try:
+    with open_database(sys.argv[1]) as conn:
+        conn.execute("SET threads = 1")  # DuckDB notices at once; a task of another thread may run on unaware
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        conn.execute("SELECT sum(a) FROM range(1000000000000) t(a)").fetchall()
+    print("finished")
+except BaseException as exc:
+    print(type(exc).__name__, exc.__cause__)
+"""
+
+
+def test_ctrl_c_during_a_query_is_raised_as_the_interrupt_it_was(tmp_path):
+    """Found by pressing Ctrl-C on `dmf backfill` at random moments: DuckDB takes a SIGINT that comes during a
+    query for itself and raises 「RuntimeError: Query interrupted」 — Python never raises the KeyboardInterrupt, so
+    the day failed as after an error (「원인을 고친 뒤 다시 실행하세요」) and the backfill went on with the next days.
+    The history database's connection gives it back as KeyboardInterrupt (its cause: DuckDB's error)."""
+    run = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_A_QUERY, str(tmp_path / "dmf.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.stdout.strip() == "KeyboardInterrupt Query interrupted", run
+
+
+def test_a_ctrl_c_that_dagster_forgets_is_still_seen_by_the_run():
+    """Dagster keeps a Ctrl-C that comes between two steps for the next step, and forgets it when the run ends
+    (`capture_interrupts`): one pressed during the last step's log clean-up let `dmf backfill` run all its
+    remaining days and exit 0. `execute_day` asks the signal's wake-up descriptor instead, which hears every
+    SIGINT whatever the handler made of it; a run without one is not taken for interrupted."""
+    import signal
+
+    from dagster._utils.interrupts import capture_interrupts
+
+    from dmf_assets.runs import launch
+
+    with launch._ctrl_c_seen() as seen:
+        with capture_interrupts():
+            pass
+        assert seen() is False
+    with launch._ctrl_c_seen() as seen:
+        with capture_interrupts():
+            signal.raise_signal(signal.SIGINT)  # Dagster's handler takes it; leaving the block forgets it
+        assert seen() is True
+
+
 def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
     """The work runs in a child of a session of its own (for Ctrl-C): SIGKILL to the command, which cannot be
     forwarded, must still stop that child and Dagster's helpers, as it stopped the one process of before."""
