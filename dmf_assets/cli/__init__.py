@@ -177,12 +177,17 @@ _SQLALCHEMY_ERRORS.setLevel(logging.WARNING)
 _SQLALCHEMY_ERRORS.addFilter(_NotAnInterruptedClose())
 
 
+def _interrupted() -> int:
+    """Ctrl-C, however it reached the command: one line, exit 130."""
+    print("dmf: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         from dmf_assets.settings import ConfigError
     except KeyboardInterrupt:  # Ctrl-C while the settings load (the command's first second)
-        print("dmf: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
 
     # Dagster marks some parameters we rely on as beta/preview: not news for a user at a terminal
     warnings.filterwarnings("ignore", message=r".*is currently in beta.*")
@@ -205,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dmf: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("dmf: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         # output piped into `head` and friends: stop quietly, like other command-line tools
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -215,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         from dmf_assets.storage.db import interrupted_query
 
         if any(interrupted_query(c) for c in _causes(exc)):  # Ctrl-C that DuckDB took for itself
-            print("dmf: interrupted", file=sys.stderr)
-            return 130
+            return _interrupted()
         config = next((c for c in _causes(exc) if isinstance(c, ConfigError)), None)
         if config is not None:  # settings read inside a Dagster step: the same one message
             print(f"dmf: {config}", file=sys.stderr)

@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -163,8 +164,6 @@ def _ctrl_c_seen() -> Iterator[Callable[[], bool]]:
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
         return
-    import socket
-
     receiver, sender = socket.socketpair()
     receiver.setblocking(False)
     sender.setblocking(False)
