@@ -41,8 +41,8 @@ def _cfg(base_url: str, raw: Path, **kw) -> MfdsClient:
         "base_url": base_url,
         "service_key": FAKE_KEY_ENCODED,
         "num_of_rows": 1000,
-        "read_timeout_s": 0.5,
-        "connect_timeout_s": 0.5,
+        "read_timeout_s": 5.0,  # the loopback server here never delays: a timeout would only be a loaded machine
+        "connect_timeout_s": 5.0,
         "backoff_base_s": 0.01,
         "backoff_max_s": 0.05,
         "raw_dir": str(raw),
