@@ -4,9 +4,11 @@ same morning, and never retries a drop/churn rejection."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from pathlib import Path
@@ -14,10 +16,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.test_utils import freeze_time  # Dagster's own clock fake: it stamps run events
 from dagster._daemon.types import DaemonHeartbeat
 from dagster._utils.schedules import cron_string_iterator
 
-from dmf_assets.clock import KST, frozen_at, today_kst
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.defs.automation import SCHEDULE_TRIGGER, _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
@@ -193,29 +196,30 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     assert not sensor.run_requests
 
 
+#: the morning the retry tests live in. Both clocks read it: Dagster's, which stamps a rejection (and so decides
+#: "rejected today"), and the product's. The tests then ask the same questions whatever hour the suite runs at.
+MORNING = datetime(2026, 10, 20, 7, 0, tzinfo=KST)
+TODAY = MORNING.date()
+#: the retry rule (a same-morning retry is for today's partition, rejected today) with a window open all day
+ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=5), until=dt_time(23, 59))
+
+
+@contextlib.contextmanager
+def _at(moment: datetime) -> Iterator[None]:
+    """Dagster's clock and the product's both at `moment`: what runs meanwhile happens then."""
+    with frozen_at(moment), freeze_time(moment):
+        yield
+
+
 @pytest.fixture(scope="module")
 def after_yesterday(tmp_path_factory) -> Path:
     """Yesterday (KST) accepted: a project where today's partition can be rejected and retried."""
     root = tmp_path_factory.mktemp("after_yesterday") / "ws"
     ws = make_workspace(root)
-    assert launch.run_day(today_kst() - timedelta(days=1), instance=ws.instance, resources=ws.resources).success
+    with _at(MORNING - timedelta(days=1)):
+        assert launch.run_day(TODAY - timedelta(days=1), instance=ws.instance, resources=ws.resources).success
     ws.instance.dispose()
     return root
-
-
-#: the retry rule judged by the wall clock (a same-morning retry is for today's partition, rejected today):
-#: a window open all day, so the test does not depend on the hour it runs at, and a short interval, so the moments
-#: the tests ask about stay within today from any hour but the last minutes before midnight
-ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=5), until=dt_time(23, 59))
-#: Dagster stamps a rejection with the wall clock: from here on, a retry due within the tests' few minutes would
-#: fall on tomorrow, when the day is an old one (never retried)
-_LAST_START = dt_time(23, 50)
-
-
-def _today_or_skip() -> date:
-    if datetime.now(KST).time() > _LAST_START:
-        pytest.skip("too close to midnight KST: today's retry window would close before the retry is due")
-    return today_kst()
 
 
 def _rejected_at(ws, day: date) -> datetime:
@@ -224,50 +228,51 @@ def _rejected_at(ws, day: date) -> datetime:
 
 
 @pytest.fixture(scope="module")
-def today_rejected(tmp_path_factory: pytest.TempPathFactory, after_yesterday: Path) -> tuple[Path, date, launch.DayRun]:
+def today_rejected(tmp_path_factory: pytest.TempPathFactory, after_yesterday: Path) -> tuple[Path, launch.DayRun]:
     """Yesterday accepted, today's partition rejected by an outage this morning (gate 2) — run once, copied
     by each test that starts from there; with that run's report."""
-    today = _today_or_skip()
-    ws, _ = _ws(tmp_path_factory.mktemp("today_rejected"), after_yesterday, {today.isoformat(): "page_missing_rows"})
-    first = launch.run_day(today, instance=ws.instance, resources=ws.resources)
+    ws, _ = _ws(tmp_path_factory.mktemp("today_rejected"), after_yesterday, {TODAY.isoformat(): "page_missing_rows"})
+    with _at(MORNING):
+        first = launch.run_day(TODAY, instance=ws.instance, resources=ws.resources)
     ws.instance.dispose()
-    return ws.root, today, first
+    return ws.root, first
 
 
 def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_accepted(tmp_path, today_rejected):
-    template, today, first = today_rejected
-    ws, _ = _ws(tmp_path, template, {today.isoformat(): "page_missing_rows"})  # an outage this morning
+    template, first = today_rejected
+    ws, _ = _ws(tmp_path, template, {TODAY.isoformat(): "page_missing_rows"})  # an outage this morning
     assert first.followups == 1  # the rejected day's workbook; the retry waits for the daemon
-    assert runs_by_day(ws)[today]["status"] == "rejected"
-    rejected = _rejected_at(ws, today)
+    assert runs_by_day(ws)[TODAY]["status"] == "rejected"
+    rejected = _rejected_at(ws, TODAY)
+    assert rejected == MORNING  # stamped by Dagster's clock
     assert _plans(ws, rejected + timedelta(minutes=4, seconds=59), retry=ALL_DAY) == []
-    (plan,) = _plans(ws, rejected + timedelta(minutes=5, seconds=1), retry=ALL_DAY)
+    due = rejected + timedelta(minutes=5, seconds=1)
+    (plan,) = _plans(ws, due, retry=ALL_DAY)
     assert plan.kind == "retry" and plan.assets == followups.CHAIN and plan.tags[followups.REFETCH_TAG] == "true"
 
     # the source recovers (the same project, its API without the fault) before the retry runs
     ws = make_workspace(tmp_path / "ws", reuse=True)
-    launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
-    assert runs_by_day(ws)[today]["status"] == "accepted"
+    with _at(due):
+        launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
+    assert runs_by_day(ws)[TODAY]["status"] == "accepted"
     assert _plans(ws, rejected + timedelta(minutes=6), retry=ALL_DAY) == []  # past the interval: accepted, no retry
 
 
 def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
-    template, today, _ = today_rejected
-    ws, defs = _ws(tmp_path, template, {today.isoformat(): "page_missing_rows"})
-    # a short interval: the moments asked about stay within today (KST) whenever the suite runs — with 30 minutes
-    # the last question fell after midnight from 22:30 KST, and the day was then an old one, not one out of retries
+    template, _ = today_rejected
+    ws, defs = _ws(tmp_path, template, {TODAY.isoformat(): "page_missing_rows"})
     retry = followups.RetryPolicy(attempts=2, interval=timedelta(minutes=1), until=dt_time(23, 59))
     for n in (1, 2):
-        later = _rejected_at(ws, today) + timedelta(minutes=1, seconds=1)
+        later = _rejected_at(ws, TODAY) + timedelta(minutes=1, seconds=1)
         (plan,) = _plans(ws, later, retry=retry)
-        assert plan.run_key == f"retry:{today.isoformat()}:{n}"
-        launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
-        launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
-    after_the_next_interval = _rejected_at(ws, today) + timedelta(minutes=2)
-    assert after_the_next_interval.date() == today  # still today: the answer is about retries, not the date
+        assert plan.run_key == f"retry:{TODAY.isoformat()}:{n}"
+        with _at(later):
+            launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
+            launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
+    after_the_next_interval = _rejected_at(ws, TODAY) + timedelta(minutes=2)
     assert _plans(ws, after_the_next_interval, retry=retry) == []
-    state = followups.day_states(ws.instance, [today.isoformat()])[today.isoformat()]
-    outlook = followups.retry_outlook(today.isoformat(), state, after_the_next_interval, retry, daemon_alive=True)
+    state = followups.day_states(ws.instance, [TODAY.isoformat()])[TODAY.isoformat()]
+    outlook = followups.retry_outlook(TODAY.isoformat(), state, after_the_next_interval, retry, daemon_alive=True)
     assert outlook.why_not is NoRetry.USED and state.retries == 2
 
 
@@ -277,24 +282,24 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     """An old day and today's partition rejected the same way, `[retry] interval_minutes = 1`: 70 s later the
     sensor — on the project's instance, with a daemon beating — asks for one retry, of today only, and the
     old day's alert promises none."""
-    today = _today_or_skip()
-    old = today - timedelta(days=3)
+    old = TODAY - timedelta(days=3)
     config = tmp_path / "dmf.toml"
     config.write_text(
         '[retry]\ninterval_minutes = 1\nuntil = "23:59"\n[alerts]\noverdue_at = "23:59"\n', encoding="utf-8"
     )
     monkeypatch.setenv("DMF_CONFIG", str(config))
-    faults = {today.isoformat(): "page_missing_rows", old.isoformat(): "page_missing_rows"}
+    faults = {TODAY.isoformat(): "page_missing_rows", old.isoformat(): "page_missing_rows"}
     ws, defs = _ws(tmp_path, after_yesterday, faults)
-    for day in (old, today):
-        launch.run_day(day, instance=ws.instance, resources=ws.resources)
-    assert {runs_by_day(ws)[d]["status"] for d in (old, today)} == {"rejected"}
-    later = max(_rejected_at(ws, d) for d in (old, today)) + timedelta(seconds=70)
+    with _at(MORNING):
+        for day in (old, TODAY):
+            launch.run_day(day, instance=ws.instance, resources=ws.resources)
+    assert {runs_by_day(ws)[d]["status"] for d in (old, TODAY)} == {"rejected"}
+    later = max(_rejected_at(ws, d) for d in (old, TODAY)) + timedelta(seconds=70)
     ws.instance.add_daemon_heartbeat(DaemonHeartbeat(later.timestamp(), "SENSOR", "test-daemon", []))
-    with frozen_at(later):
+    with _at(later):
         result = launch.tick(defs, ws.instance)
     retries = [r for r in result.run_requests if r.tags.get(followups.RETRY_TAG)]
-    assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(today.isoformat(), f"{today}#1")]
+    assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(TODAY.isoformat(), f"{TODAY}#1")]
     alerts = ws.root / "data" / "alerts"
     old_text = json.loads((alerts / f"{old}-rejected.json").read_text(encoding="utf-8"))["text"]
     assert "자동으로 다시 수집합니다" not in old_text and "자동으로 다시 수집하지 않습니다" in old_text
