@@ -51,6 +51,15 @@ def _config(base_url: str, raw_dir: Path, **kw) -> MfdsClient:
     return mfds_client(**values)
 
 
+# Over loopback the server really waits and a loaded CI machine can take a few hundred milliseconds for a clean
+# page, so the read timeout there is 4x the in-process one, and so are the delays that must beat or miss it.
+LOOPBACK_TIMEOUT_S = 2.0
+
+
+def _on_loopback_time(kind_spec: str) -> str:
+    return re.sub(r"delay_s=([0-9.]+)", lambda m: f"delay_s={float(m[1]) * 4:g}", kind_spec)
+
+
 def _run(kind_spec: str | None, tmp_path: Path, caplog, via: str = "loopback", **cfg):
     """Serve the small registry with one fault on FAULT_DAY — over loopback HTTP or in-process —
     fetch it, and return everything the checks need. In process, the fetch and the emulator share a fake clock:
@@ -74,16 +83,6 @@ def _run(kind_spec: str | None, tmp_path: Path, caplog, via: str = "loopback", *
     manifest = assert_archive_consistent(result.archive_dir)
     assert_key_absent(tmp_path, caplog.text, "\n".join(lines), repr(result), json.dumps(result.summary()))
     return result, manifest, list(app.requests), rows, lines
-
-
-# Over loopback the server really waits and a loaded CI machine can take a few hundred milliseconds for a clean
-# page, so the read timeout there is 4x the in-process one, and so are the delays that must beat or miss it.
-LOOPBACK_TIMEOUT_S = 2.0
-
-
-def _on_loopback_time(kind_spec: str) -> str:
-    kind, _, delay = kind_spec.partition(":delay_s=")
-    return f"{kind}:delay_s={float(delay) * 4:g}" if delay else kind_spec
 
 
 def _pages_of(records, status=None):
