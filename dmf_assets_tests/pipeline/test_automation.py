@@ -269,7 +269,9 @@ def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
         with _at(later):
             launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
             launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
+        assert _rejected_at(ws, TODAY) == later  # rejected again, when the retry ran
     after_the_next_interval = _rejected_at(ws, TODAY) + timedelta(minutes=2)
+    assert after_the_next_interval.date() == TODAY  # still today: the answer is about retries, not the date
     assert _plans(ws, after_the_next_interval, retry=retry) == []
     state = followups.day_states(ws.instance, [TODAY.isoformat()])[TODAY.isoformat()]
     outlook = followups.retry_outlook(TODAY.isoformat(), state, after_the_next_interval, retry, daemon_alive=True)
