@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, time
 from pathlib import Path
 
 import dagster as dg
 
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.defs.resources import build_resources
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets_tests.scoring import Score, score, stored_events
+
+
+@contextlib.contextmanager
+def clocks_at(moment: datetime) -> Iterator[None]:
+    """A machine whose clock says `moment`: the product's clock (`clock.frozen_at`) and Dagster's — the one its daily
+    partitions are counted by (`dg.partition_loading_context`) and the one that stamps a run's events, such as a
+    rejection (`freeze_time`, Dagster's own test helper: every event of the block is stamped `moment`)."""
+    from dagster._core.test_utils import freeze_time  # half a second of imports: only for the tests that use it
+
+    with frozen_at(moment), freeze_time(moment), dg.partition_loading_context(effective_dt=moment):
+        yield
+
+
+def morning(day: date) -> datetime:
+    """07:00 KST of `day`: after the 06:00 schedule, before the 09:00 deadline."""
+    return datetime.combine(day, time(7, 0), tzinfo=KST)
 
 
 @dataclass

@@ -8,20 +8,15 @@ with an error page echoing the request it received, in the body kinds a real gat
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
-from collections.abc import Iterator
-from datetime import date, datetime, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-import dagster as dg
 import httpx
 
-from dmf_assets.clock import KST, frozen_at
 from dmf_assets.defs.resources import build_resources
 from dmf_assets.emulator.app import EmulatorApp, StaticItemSource
 from dmf_assets.settings import REAL_API_URL, Settings, load_settings
@@ -156,16 +151,3 @@ class EchoingApi:
         self.httpd.shutdown()
         self._thread.join(timeout=5)
         self.httpd.server_close()
-
-
-@contextlib.contextmanager
-def clocks_at(moment: datetime) -> Iterator[None]:
-    """Both clocks read `moment`: the product's (`clock.frozen_at`) and the one Dagster's daily partitions are
-    counted by (`dg.partition_loading_context`) — a machine whose clock says `moment`."""
-    with frozen_at(moment), dg.partition_loading_context(effective_dt=moment):
-        yield
-
-
-def morning(day: date) -> datetime:
-    """07:00 KST of `day`: after the 06:00 schedule, before the 09:00 deadline."""
-    return datetime.combine(day, time(7, 0), tzinfo=KST)

@@ -18,9 +18,9 @@ from dmf_assets.clock import today_kst
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL
 from dmf_assets_tests.client_support import fixture_rows
-from dmf_assets_tests.graph_support import make_workspace, runs_by_day
+from dmf_assets_tests.graph_support import clocks_at, make_workspace, morning, runs_by_day
 from dmf_assets_tests.project_support import project_paths, read_rows, write_config
-from dmf_assets_tests.real_api_support import EchoingApi, clocks_at, morning, real_api_resources
+from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from dmf_assets.defs.resources import build_resources
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL, load_settings
 from dmf_assets_tests.client_support import fixture_rows
-from dmf_assets_tests.graph_support import make_workspace
-from dmf_assets_tests.real_api_support import EchoingApi, clocks_at, morning, real_api_resources
+from dmf_assets_tests.graph_support import clocks_at, make_workspace, morning
+from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
 
 PAST = date(2026, 10, 5)
 

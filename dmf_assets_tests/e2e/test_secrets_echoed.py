@@ -19,8 +19,8 @@ from dmf_assets.clock import today_kst
 from dmf_assets.runs import launch
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 from dmf_assets_tests.client_support import fixture_rows
-from dmf_assets_tests.graph_support import make_workspace, runs_by_day
-from dmf_assets_tests.real_api_support import ECHO_KINDS, EchoingApi, clocks_at, morning, real_api_resources
+from dmf_assets_tests.graph_support import clocks_at, make_workspace, morning, runs_by_day
+from dmf_assets_tests.real_api_support import ECHO_KINDS, EchoingApi, real_api_resources
 from dmf_assets_tests.secret_search import hits, key_forms, leaks
 
 pytestmark = pytest.mark.slow

@@ -4,11 +4,9 @@ same morning, and never retries a drop/churn rejection."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import time
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dt_time
 from pathlib import Path
@@ -16,11 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.storage.dagster_run import DagsterRun
-from dagster._core.test_utils import freeze_time  # Dagster's own clock fake: it stamps run events
 from dagster._daemon.types import DaemonHeartbeat
 from dagster._utils.schedules import cron_string_iterator
 
-from dmf_assets.clock import KST, frozen_at
+from dmf_assets.clock import KST
 from dmf_assets.defs.automation import SCHEDULE_TRIGGER, _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
@@ -28,7 +25,7 @@ from dmf_assets.notify.messages import NoRetry
 from dmf_assets.orchestration import followups
 from dmf_assets.runs import launch
 from dmf_assets.settings import load_settings
-from dmf_assets_tests.graph_support import make_workspace, runs_by_day
+from dmf_assets_tests.graph_support import clocks_at, make_workspace, morning, runs_by_day
 
 D1, D2 = date(2026, 10, 5), date(2026, 10, 6)
 #: the resource the schedule reads its settings through (the project's files, read on each tick)
@@ -196,19 +193,12 @@ def test_sensor_leaves_days_that_a_run_or_a_backfill_still_owns(stopped_day):
     assert not sensor.run_requests
 
 
-#: the morning the retry tests live in. Both clocks read it: Dagster's, which stamps a rejection (and so decides
-#: "rejected today"), and the product's. The tests then ask the same questions whatever hour the suite runs at.
-MORNING = datetime(2026, 10, 20, 7, 0, tzinfo=KST)
-TODAY = MORNING.date()
+#: the morning the retry tests live in (`clocks_at`): Dagster's clock stamps the rejection there (and so decides
+#: "rejected today"). The tests then ask the same questions whatever hour the suite runs at.
+TODAY = date(2026, 10, 20)
+MORNING = morning(TODAY)
 #: the retry rule (a same-morning retry is for today's partition, rejected today) with a window open all day
 ALL_DAY = followups.RetryPolicy(attempts=3, interval=timedelta(minutes=5), until=dt_time(23, 59))
-
-
-@contextlib.contextmanager
-def _at(moment: datetime) -> Iterator[None]:
-    """Dagster's clock and the product's both at `moment`: what runs meanwhile happens then."""
-    with frozen_at(moment), freeze_time(moment):
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +206,7 @@ def after_yesterday(tmp_path_factory) -> Path:
     """Yesterday (KST) accepted: a project where today's partition can be rejected and retried."""
     root = tmp_path_factory.mktemp("after_yesterday") / "ws"
     ws = make_workspace(root)
-    with _at(MORNING - timedelta(days=1)):
+    with clocks_at(MORNING - timedelta(days=1)):
         assert launch.run_day(TODAY - timedelta(days=1), instance=ws.instance, resources=ws.resources).success
     ws.instance.dispose()
     return root
@@ -232,7 +222,7 @@ def today_rejected(tmp_path_factory: pytest.TempPathFactory, after_yesterday: Pa
     """Yesterday accepted, today's partition rejected by an outage this morning (gate 2) — run once, copied
     by each test that starts from there; with that run's report."""
     ws, _ = _ws(tmp_path_factory.mktemp("today_rejected"), after_yesterday, {TODAY.isoformat(): "page_missing_rows"})
-    with _at(MORNING):
+    with clocks_at(MORNING):
         first = launch.run_day(TODAY, instance=ws.instance, resources=ws.resources)
     ws.instance.dispose()
     return ws.root, first
@@ -252,7 +242,7 @@ def test_a_transient_rejection_of_today_is_retried_later_the_same_morning_and_ac
 
     # the source recovers (the same project, its API without the fault) before the retry runs
     ws = make_workspace(tmp_path / "ws", reuse=True)
-    with _at(due):
+    with clocks_at(due):
         launch.execute_day(launch.definitions_with(ws.resources), ws.instance, plan.day, tags=plan.tags)
     assert runs_by_day(ws)[TODAY]["status"] == "accepted"
     assert _plans(ws, rejected + timedelta(minutes=6), retry=ALL_DAY) == []  # past the interval: accepted, no retry
@@ -266,7 +256,7 @@ def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
         later = _rejected_at(ws, TODAY) + timedelta(minutes=1, seconds=1)
         (plan,) = _plans(ws, later, retry=retry)
         assert plan.run_key == f"retry:{TODAY.isoformat()}:{n}"
-        with _at(later):
+        with clocks_at(later):
             launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
             launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
         assert _rejected_at(ws, TODAY) == later  # rejected again, when the retry ran
@@ -292,13 +282,13 @@ def test_the_sensor_retries_today_but_never_an_old_day_and_promises_only_what_it
     monkeypatch.setenv("DMF_CONFIG", str(config))
     faults = {TODAY.isoformat(): "page_missing_rows", old.isoformat(): "page_missing_rows"}
     ws, defs = _ws(tmp_path, after_yesterday, faults)
-    with _at(MORNING):
+    with clocks_at(MORNING):
         for day in (old, TODAY):
             launch.run_day(day, instance=ws.instance, resources=ws.resources)
     assert {runs_by_day(ws)[d]["status"] for d in (old, TODAY)} == {"rejected"}
     later = max(_rejected_at(ws, d) for d in (old, TODAY)) + timedelta(seconds=70)
     ws.instance.add_daemon_heartbeat(DaemonHeartbeat(later.timestamp(), "SENSOR", "test-daemon", []))
-    with _at(later):
+    with clocks_at(later):
         result = launch.tick(defs, ws.instance)
     retries = [r for r in result.run_requests if r.tags.get(followups.RETRY_TAG)]
     assert [(r.partition_key, r.tags[followups.RETRY_TAG]) for r in retries] == [(TODAY.isoformat(), f"{TODAY}#1")]
