@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -57,7 +58,8 @@ LOOPBACK_TIMEOUT_S = 2.0
 
 
 def _on_loopback_time(kind_spec: str) -> str:
-    return re.sub(r"delay_s=([0-9.]+)", lambda m: f"delay_s={float(m[1]) * 4:g}", kind_spec)
+    fault = F.parse_fault(kind_spec)
+    return replace(fault, params=tuple((k, v * 4 if k == "delay_s" else v) for k, v in fault.params)).spec()
 
 
 def _run(kind_spec: str | None, tmp_path: Path, caplog, via: str = "loopback", **cfg):
