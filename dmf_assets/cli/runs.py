@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_backfill)
 
     p = sub.add_parser(
-        "ui", help="Dagster UI(dagster dev)와 팀 조회 페이지 「DMF 조회」(리포트 내려받기 포함)를 함께 시작"
+        "ui", help="Dagster UI(dg dev)와 팀 조회 페이지 「DMF 조회」(리포트 내려받기 포함)를 함께 시작"
     )
     p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
     p.add_argument("--host", type=listen_host, default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
@@ -549,7 +549,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _ui_port_must_be_free(host: str, port: int) -> None:
-    """`dagster dev` whose webserver cannot bind keeps running with no UI: find out before starting it."""
+    """`dg dev` whose webserver cannot bind keeps running with no UI: find out before starting it."""
     from dmf_assets.web.ports import busy_port_text
 
     try:
@@ -598,7 +598,7 @@ def _still_running(tree: dict[int, str]) -> list[int]:
 
 
 def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
-    """Stop `dagster dev` and everything it started (webserver, daemon, code server, runs): SIGTERM to its
+    """Stop `dg dev` and everything it started (webserver, daemon, code server, runs): SIGTERM to its
     process group, SIGKILL to whatever is left after `grace_s` — the group and any descendant that left it."""
     tree = descendants(proc.pid)
     _stop_group(proc.pid, grace_s, lambda: proc.poll() is None or bool(_still_running(tree)))
@@ -623,10 +623,12 @@ def _ui(args: argparse.Namespace) -> int:
     _ui_port_must_be_free(args.host, args.port)
     web, lines = start_web(settings, None, web_port, fix="dmf ui --web-port {port}")
     web.start()  # in this process: one process tree, stopped with it
+    # `dg dev` with a workspace file runs `dagster dev` itself, without the advice `dagster dev` prints as it starts
+    # (a Python warning, "… is superseded … Use 'dg dev' instead", in the terminal of whoever started the UI)
     cmd = [
         sys.executable,
         "-m",
-        "dagster",
+        "dagster_dg_cli.cli",
         "dev",
         "-w",
         str(PROJECT_ROOT / "workspace.yaml"),
@@ -644,7 +646,7 @@ def _ui(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     try:
-        # dagster dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
+        # dg dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
         proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
         try:
             while not received and proc.poll() is None:
@@ -658,7 +660,7 @@ def _ui(args: argparse.Namespace) -> int:
     if received or proc.returncode == 0:
         return 0
     print(
-        f"dmf: dagster dev가 {josa(f'코드 {proc.returncode}', '으로/로')} 끝났습니다 — 위의 출력을 확인하세요 / dagster dev exited with "
+        f"dmf: dg dev가 {josa(f'코드 {proc.returncode}', '으로/로')} 끝났습니다 — 위의 출력을 확인하세요 / dg dev exited with "
         f"code {proc.returncode}: see its output above",
         file=sys.stderr,
     )

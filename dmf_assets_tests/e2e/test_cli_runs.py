@@ -184,6 +184,11 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         while time.monotonic() - first < 40 and any(_alive(p) for p in tree):
             time.sleep(0.5)
         assert not [p for p in tree if _alive(p)], f"left after {time.monotonic() - first:.0f} s"
+        # what the person who started it read in the terminal: the addresses, no Python warning nor traceback
+        # (`dagster dev` advises `dg dev` as it starts, in a Python warning)
+        printed = proc.communicate(timeout=10)[0]
+        assert f"Dagster UI: http://127.0.0.1:{port}" in printed and f"http://127.0.0.1:{web_port}/" in printed
+        assert "Warning:" not in printed and "dg dev" not in printed and "Traceback" not in printed, printed[-3000:]
         with pytest.raises(httpx.TransportError):
             httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=2)
     finally:
