@@ -67,9 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="DATE=KIND")
     p.set_defaults(handler=_backfill)
 
-    p = sub.add_parser(
-        "ui", help="Dagster UI(dg dev)와 팀 조회 페이지 「DMF 조회」(리포트 내려받기 포함)를 함께 시작"
-    )
+    p = sub.add_parser("ui", help="Dagster UI(dg dev)와 팀 조회 페이지 「DMF 조회」(리포트 내려받기 포함)를 함께 시작")
     p.add_argument("--port", type=port, default=3000, help="Dagster UI 포트 (기본 3000)")
     p.add_argument("--host", type=listen_host, default="127.0.0.1", help="Dagster UI 주소 (기본 127.0.0.1)")
     p.add_argument("--web-port", type=port, default=None, help="조회 페이지 포트 (기본: config web.port, 8765)")
