@@ -49,8 +49,11 @@ def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[object]], width: int = 120) -> str:
+    """A Markdown table for the UI; a count is written as every other count the product writes (9,206, not 9206)."""
+
     def cell(v: object) -> str:
-        return str("" if v is None else v).replace("|", "\\|").replace("\n", " ")[:width]
+        text = f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str("" if v is None else v)
+        return text.replace("|", "\\|").replace("\n", " ")[:width]
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]

@@ -382,11 +382,11 @@ def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(back
             assert events["by_severity"] == s.severity_text
         report = metadata("xlsx_report", day)["summary"]
         if s.is_rejected:
-            assert f"| {s.received} | {s.total_count} | {s.base_registry_size} |" in report
+            assert f"| {s.received:,} | {s.total_count:,} | {s.base_registry_size:,} |" in report
         else:
             assert (
-                f"| {s.registry_size} | {s.new} | {s.changed} | {s.withdrawn} | {s.number_assigned} | "
-                f"{s.number_changed} | {s.reappeared} |" in report
+                f"| {s.registry_size:,} | {s.new:,} | {s.changed:,} | {s.withdrawn:,} | {s.number_assigned:,} | "
+                f"{s.number_changed:,} | {s.reappeared:,} |" in report
             )
     assert metadata("events", REJECTED)["status"] == "거부 (rejected)"
     assert {metadata("xlsx_report", d)["status"] for d in DAYS} >= {
@@ -394,6 +394,26 @@ def test_the_dagster_metadata_says_the_summarys_figures_and_korean_statuses(back
         "변경 없음 (unchanged)",
         "반영 (accepted)",
     }
+
+
+def test_every_table_the_dagster_ui_shows_writes_its_counts_as_the_product_does(backfill):
+    """The tables of the runs' metadata (each asset's and each check's, on every day): a count of 1,000 or more has its
+    thousands separator, as in the sentence beside it (「9,206건」) — never a bare 9206."""
+    instance = dg.DagsterInstance.from_config(str(backfill.root / "dagster_home"))
+    tables, bare = 0, []
+    for record in instance.get_run_records():
+        for entry in instance.all_logs(record.dagster_run.run_id):
+            data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+            # a materialization carries its metadata on the event; a check evaluation on the data itself
+            metadata = getattr(getattr(data, "materialization", data), "metadata", None) or {}
+            for key, value in metadata.items():
+                text = str(getattr(value, "value", value))
+                rows = [line for line in text.splitlines() if line.startswith("| ") and line.endswith(" |")]
+                tables += bool(rows)
+                bare += [
+                    (key, cell) for row in rows for cell in row[2:-2].split(" | ") if re.fullmatch(r"\d{4,}", cell)
+                ]
+    assert tables > 50 and not bare, bare[:10]
 
 
 # --- analyst words --------------------------------------------------------------------------------

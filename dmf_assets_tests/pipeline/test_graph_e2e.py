@@ -211,7 +211,10 @@ def test_every_count_people_read_follows_one_definition_of_changed(per_day):
             ).fetchone()[0]
         k = report.summary
         assert (k.changed, k.number_assigned, k.number_changed, k.withdrawn) == (changed, *numbers, withdrawn), day
-        assert f"| {k.registry_size} | {k.new} | {changed} | {k.withdrawn} |" in metadata("xlsx_report", day)["summary"]
+        assert (
+            f"| {k.registry_size:,} | {k.new:,} | {changed:,} | {k.withdrawn:,} |"
+            in metadata("xlsx_report", day)["summary"]
+        )
         counts = headline_counts(k)
         assert counts in messages.report_subject(messages.ReportDelivery.from_day_report(report, None)), day
         assert ("번호 변경" in counts) == bool(run["renumbered_count"]), day
