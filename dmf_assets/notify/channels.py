@@ -293,6 +293,8 @@ class EmailChannel(
             ) from None
         except (OSError, smtplib.SMTPException) as exc:
             reason = scrub(str(exc) or type(exc).__name__, password)
+            if any(isinstance(e, TimeoutError) for e in (exc, exc.__context__)):  # smtplib: "disconnected"
+                reason += f" ({timeout_s:.1f} s)"  # how long it waited: its own timeout, or what the round had left
             raise DeliveryError(
                 f"SMTP {cfg.smtp_host}:{cfg.smtp_port} 연결 실패 / cannot deliver: {type(exc).__name__}: {reason}"
             ) from None
@@ -433,8 +435,9 @@ class WebhookChannel(Channel, name="webhook", section="webhook_urls", setting_ko
             with httpx.Client(timeout=timeout, headers={"User-Agent": USER_AGENT}, follow_redirects=False) as client:
                 response = client.post(url, json=payload)
         except httpx.HTTPError as exc:
+            waited = f" ({timeout:.1f} s)" if isinstance(exc, httpx.TimeoutException) else ""
             raise DeliveryError(
-                f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}"
+                f"{redact_url(url)} 연결 실패 / request failed: {type(exc).__name__}: {scrub(str(exc))}{waited}"
             ) from None
         if response.status_code >= 300:
             body = scrub(response.text[:200]) if response.text else ""

@@ -23,6 +23,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -188,7 +189,10 @@ class WebServer:
         request_deadline_s: float = REQUEST_DEADLINE_S,
         max_connections: int = MAX_CONNECTIONS,
         min_download_rate: float = MIN_DOWNLOAD_RATE,
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
     ) -> None:
+        """`loop_factory`: the event loop to serve on (default: uvicorn's choice) — tests give one whose clock they
+        move forward, so a deadline is seen to pass without waiting for it."""
         _quiet_logs()
         self.sock = sock
         config = uvicorn.Config(
@@ -202,6 +206,7 @@ class WebServer:
             timeout_graceful_shutdown=5,
         )
         self.server = uvicorn.Server(config)
+        self._loop_factory = loop_factory
         self._thread: threading.Thread | None = None
 
     @property
@@ -225,15 +230,18 @@ class WebServer:
 
     def start(self, timeout_s: float = 30.0) -> None:
         """Serving in a thread of this process (uvicorn leaves the signals to the main thread)."""
-        self._thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, name="dmf-web", daemon=True
-        )
+        run = self.server.run if self._loop_factory is None else self._run_on_given_loop
+        self._thread = threading.Thread(target=run, kwargs={"sockets": [self.sock]}, name="dmf-web", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the web server did not start")
             time.sleep(0.02)
+
+    def _run_on_given_loop(self, sockets: list[socket.socket]) -> None:
+        with asyncio.Runner(loop_factory=self._loop_factory) as runner:
+            runner.run(self.server.serve(sockets=sockets))
 
     def stop(self) -> None:
         self.server.should_exit = True

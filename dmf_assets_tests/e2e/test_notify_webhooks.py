@@ -5,9 +5,9 @@ and a time budget that keeps a sensor tick short."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
-import time
 from datetime import date, datetime, timedelta
 
 import pytest
@@ -269,13 +269,14 @@ def test_a_time_budget_bounds_a_round_and_the_rest_is_sent_later(tmp_path):
             settings_kw = {"webhooks": [hook.url()], "smtp_port": silent.getsockname()[1]}
             notifier = notifier_for(tmp_path / "alerts", **settings_kw)
             notifier.budget_s = 2.0
-            started = time.monotonic()
             with frozen_at(T0):
                 outcome = notifier.send_alert(notify.RequestCap(day=DAY, cap=300))
-            elapsed = time.monotonic() - started
             errors = {s.channel.split(":")[0]: s.last_error for s in outcome.stored.sends}
-            assert elapsed < 6.0, elapsed
-            assert "timed out" in errors["email"].lower() and "time budget" in errors["webhook"]
+            # the mail server was given what was left of the round's 2 s (not its own timeout), and the webhook,
+            # asked after it, found the budget spent: the round ends instead of waiting on every channel
+            waited = re.search(r"timed out \(([\d.]+) s\)", errors["email"])
+            assert waited and 0 < float(waited.group(1)) <= notifier.budget_s, errors["email"]
+            assert "time budget" in errors["webhook"]
             assert hook.received.empty()
             silent.close()  # the mail server is gone for good: refused at once from now on
             with frozen_at(T0 + timedelta(minutes=2)):

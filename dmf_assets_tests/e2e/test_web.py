@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -318,13 +317,12 @@ def test_no_page_shows_a_local_path_or_the_service_key(project, web):
 
 def test_a_page_asked_while_a_run_writes_says_busy_instead_of_hanging(project, web):
     """A run holds the database lock (here: the test holds it, as every writer does): an uncached page answers 503
-    with the reason within seconds; once the lock is free the same page is there."""
+    with the reason while the lock is still held — it does not wait for the run; once the lock is free the same page
+    is there."""
     path = f"/day/{START + timedelta(days=2)}"
     with database_lock(lock_path(project.database), 10, "test: a run writing"):
-        started = time.monotonic()
-        r = _get(f"{web}{path}")
+        r = _get(f"{web}{path}")  # the lock is released only after this answer: a page waiting for it never answers
         assert r.status_code == 503 and "기록하는 중" in r.text and r.headers["retry-after"] == "5"
-        assert time.monotonic() - started < 10
     assert _get(f"{web}{path}").status_code == 200
 
 

@@ -5,6 +5,7 @@ bounded, and a busy port is a clear message naming the process that holds it."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -19,8 +20,8 @@ import pytest
 from dmf_assets.errors import UserError
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.web.files import XLSX, check_reports_dir, is_report_name
-from dmf_assets.web.server import REQUEST_DEADLINE_S, bind
-from dmf_assets_tests.web_support import serving
+from dmf_assets.web.server import bind
+from dmf_assets_tests.web_support import JumpingLoop, serving
 
 DAY = "DMF_리포트_2026-10-08.xlsx"
 LATEST = "DMF_리포트_최신.xlsx"
@@ -142,89 +143,140 @@ def test_malformed_and_traversing_paths_get_4xx_and_the_server_lives_on(reports,
     assert "Traceback" not in err, err
 
 
-def test_a_silent_client_is_timed_out(reports, database):
+#: the page's request deadline in these tests: far longer than any of them runs, so it passes only when the test
+#: moves the page's clock past it (`JumpingLoop.jump`), never by waiting on a loaded machine
+DEADLINE_S = 600.0
+
+
+def _open(s: socket.socket) -> bool:
+    """The server has not closed `s` (nothing to read, no end of stream): a quick look, after `jump` has let the
+    loop run what came due."""
+    s.settimeout(0.2)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except TimeoutError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+def _closed(s: socket.socket) -> bool:
+    """The server closed `s`: end of stream or reset (waited for at most 10 s — a bound, not a verdict)."""
+    s.settimeout(10)
+    try:
+        while chunk := s.recv(1 << 20):
+            del chunk
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_a_silent_client_is_cut_off_when_its_request_deadline_passes(reports, database):
+    loop = JumpingLoop()
     with (
-        serving(reports, database, request_deadline_s=0.5) as (_, port),
+        serving(reports, database, request_deadline_s=DEADLINE_S, loop=loop) as (_, port),
         socket.create_connection(("127.0.0.1", port)) as s,
     ):
-        s.settimeout(10)
-        started = time.monotonic()
-        assert s.recv(100) == b""  # the server closed the connection
-        assert time.monotonic() - started < 5
+        loop.jump(DEADLINE_S - 1)
+        assert _open(s)  # a second before its deadline: still waiting for the request
+        loop.jump(2)
+        assert _closed(s) and s.recv(100) == b""  # the server closed the connection
 
 
-def test_sixteen_slow_clients_neither_hold_a_connection_nor_block_a_download(reports, database):
-    """Slowloris: each client sends one byte of its request every 8 s — always inside a timeout per receive. With
-    a deadline per request each is cut off after REQUEST_DEADLINE_S, and a normal download meanwhile completes
-    at once (the production limits)."""
-    request = b"GET /reports/" + quote(DAY).encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n"
-    held_for: list[float] = []
+def test_sixteen_slow_clients_are_cut_off_at_the_deadline_and_block_no_download(reports, database):
+    """Slowloris: each client sends a byte of its request headers every 0.2 s, forever. The page's clock moves on
+    100 s at a time, and every client sends another byte after each step — never idle for long, so a timeout per
+    receive would never end them. With a deadline per request each is cut off once 600 s have passed since it
+    connected (and not before), and a normal download meanwhile is answered."""
+    loop = JumpingLoop()
+    head = b"GET /reports/" + quote(DAY).encode() + b" HTTP/1.1\r\nHost: x\r\nX-Slow: "
+    sent = [0] * 16  # bytes each client has sent
+    cut: list[int] = []  # the clients the server closed
 
-    def trickle(port: int) -> None:
+    def trickle(i: int, port: int) -> None:
         with socket.create_connection(("127.0.0.1", port)) as s:
-            s.settimeout(8)
-            started = time.monotonic()
-            for byte in request:
-                s.sendall(bytes([byte]))
+            s.settimeout(0.2)
+            while sent[i] < 600:  # a bound: the test's steps end it long before
+                s.sendall(head[sent[i] : sent[i] + 1] or b"a")
+                sent[i] += 1
                 try:
-                    if s.recv(1) == b"":  # the server closed the connection
-                        break
+                    closed = s.recv(1) == b""
                 except TimeoutError:
-                    continue  # 8 s later: the next byte
-            held_for.append(time.monotonic() - started)
+                    continue
+                except ConnectionResetError:
+                    closed = True
+                if closed:  # the server closed the connection
+                    cut.append(i)
+                    return
 
-    with serving(reports, database) as (base, port):
-        clients = [threading.Thread(target=trickle, args=(port,)) for _ in range(16)]
+    def step(seconds: float) -> None:
+        """The clock `seconds` on, then every client still connected sends at least one more byte."""
+        before = list(sent)
+        loop.jump(seconds)
+        deadline = time.monotonic() + 30
+        while any(sent[i] == before[i] and i not in cut for i in range(16)):
+            assert time.monotonic() < deadline, "the clients stopped sending"
+            time.sleep(0.05)
+
+    with serving(reports, database, request_deadline_s=DEADLINE_S, loop=loop) as (base, port):
+        clients = [threading.Thread(target=trickle, args=(i, port)) for i in range(16)]
         for c in clients:
             c.start()
-        time.sleep(0.5)  # all sixteen connected and trickling
-        started = time.monotonic()
+        step(0)  # all sixteen connected and trickling
         r = httpx.get(f"{base}/reports/{quote(DAY)}", timeout=10)
         assert r.status_code == 200 and r.content == (reports / DAY).read_bytes()
-        assert time.monotonic() - started < 5
+        for _ in range(5):
+            step(DEADLINE_S / 6)
+        assert cut == []  # 500 s on: none cut before its deadline
+        step(DEADLINE_S / 6 + 1)
         for c in clients:
             c.join(30)
-    assert len(held_for) == 16
-    assert all(REQUEST_DEADLINE_S - 1 < t < REQUEST_DEADLINE_S + 2 for t in held_for), held_for
+    assert sorted(cut) == list(range(16)), cut
 
 
 def test_a_download_nobody_reads_is_cut_off_at_its_deadline(reports, database):
     """A client that asks for a workbook and stops reading holds its connection for the request deadline plus
-    the workbook's size at the minimum rate — here 0.5 s + 16 MiB at 4 MiB/s — not for as long as it likes."""
+    the workbook's size at the minimum rate — here 600 s + 16 MiB at 1 MiB/s — not for as long as it likes, and
+    not less: a client that reads again within that time gets the whole workbook."""
     big = "DMF_리포트_2026-10-02.xlsx"
-    (reports / big).write_bytes(b"PK" + b"\x00" * (16 * 1024 * 1024))
-    with serving(reports, database, request_deadline_s=0.5, min_download_rate=4 * 1024 * 1024) as (_, port):
+    size = 16 * 1024 * 1024
+    (reports / big).write_bytes(b"PK" + b"\x00" * (size - 2))
+    request = b"GET /reports/" + quote(big).encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    loop = JumpingLoop()
+    limits = {"request_deadline_s": DEADLINE_S, "min_download_rate": 1024 * 1024}
+
+    def stalled_then_read(port: int, stalled_for: float) -> int:
+        """Bytes of the answer received by a client that stops reading while the clock moves `stalled_for` on."""
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-            s.sendall(b"GET /reports/" + quote(big).encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
-            time.sleep(7)  # reads nothing, well past 0.5 s + 4 s
+            s.sendall(request)
+            assert _open(s)  # the answer has started: the buffers fill, and the client reads nothing
+            loop.jump(stalled_for)
+            received = 0
             s.settimeout(10)
-            received, closed = 0, False
-            started = time.monotonic()
-            while time.monotonic() - started < 10:
-                try:
-                    chunk = s.recv(1 << 20)
-                except ConnectionResetError:
-                    closed = True
-                    break
-                if not chunk:
-                    closed = True
-                    break
-                received += len(chunk)
-        assert closed and received < (reports / big).stat().st_size  # cut off, not delivered late
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := s.recv(1 << 20):
+                    received += len(chunk)
+            return received
+
+    with serving(reports, database, loop=loop, **limits) as (_, port):
+        header_and_body = stalled_then_read(port, DEADLINE_S + 1)  # past the request deadline, within the size's
+        assert header_and_body > size  # delivered whole
+        assert stalled_then_read(port, DEADLINE_S + 16 + 1) < size  # past 600 s + 16 s: cut off, not delivered late
         r = httpx.get(f"http://127.0.0.1:{port}/reports/{quote(DAY)}", timeout=10)
         assert r.status_code == 200  # the server itself is fine
 
 
 def test_connections_are_bounded_with_503_beyond(reports, database):
-    with serving(reports, database, max_connections=2, request_deadline_s=30) as (base, port):
+    with serving(reports, database, max_connections=2, request_deadline_s=DEADLINE_S) as (base, port):
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]  # each holds a slot
         try:
-            time.sleep(0.3)
-            started = time.monotonic()
+            for s in idle:
+                assert _open(s)  # accepted, and holding its slot
+            # answered at once, not queued behind the idle clients: they hold their slots until their deadline
+            # (600 s), far beyond this request's own 10 s timeout
             status, data = raw_get(port, b"/reports/" + quote(DAY).encode())
             assert status == 503 and b"Retry-After" in data
-            assert time.monotonic() - started < 3  # answered at once, not queued behind the idle clients
         finally:
             for s in idle:
                 s.close()
