@@ -52,9 +52,9 @@ class JumpingLoop(asyncio.SelectorEventLoop):
         return super().time() + self.ahead
 
     def jump(self, seconds: float) -> None:
-        """Move the clock `seconds` on, from the test's thread: once the loop has taken in what had already reached
-        it (a connection accepted, its deadline set), and returns once the loop has run what came due then (the
-        timers, and the closes they started)."""
+        """Move the clock `seconds` on (called from the test's thread). The move waits until the loop has taken in
+        what had already reached it (a connection accepted, its deadline set); the call returns once the loop has run
+        what came due (the timers, and the closes they started)."""
         settled = threading.Event()
 
         def passes(n: int, then: Callable[[], None]) -> None:  # n more passes of the loop, then `then`
