@@ -19,7 +19,13 @@ import polars as pl
 from openpyxl import load_workbook
 from openpyxl.utils.cell import coordinate_to_tuple, range_boundaries
 
-from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, NUMBER_CHANGED_LABEL_KO, SEVERITY_LABEL_KO
+from dmf_assets.domain.model import (
+    EVENT_LABEL_KO,
+    FIELD_LABEL_KO,
+    NUMBER_ASSIGNED_LABEL_KO,
+    NUMBER_CHANGED_LABEL_KO,
+    SEVERITY_LABEL_KO,
+)
 from dmf_assets.report import cells, xlsx_body
 from dmf_assets.report.cells import ooxml_unescape, store_text
 from dmf_assets.report.rows import EVENT_COLUMNS, FLAG_LABELS
@@ -39,7 +45,9 @@ def column_tails(w: xlsx_body.BodyWriter, j: int, kind: str, values: pl.Series) 
 
 
 _SEVERITY_BY_LABEL = {v: k for k, v in SEVERITY_LABEL_KO.items()}
-_EVENT_BY_LABEL = {v: k for k, v in EVENT_LABEL_KO.items()} | {NUMBER_CHANGED_LABEL_KO: "CHANGED"}
+_EVENT_BY_LABEL = {v: k for k, v in EVENT_LABEL_KO.items()} | dict.fromkeys(
+    (NUMBER_CHANGED_LABEL_KO, NUMBER_ASSIGNED_LABEL_KO), "CHANGED"
+)
 _FIELD_BY_LABEL = {v: k for k, v in FIELD_LABEL_KO.items()}
 _FLAG_BY_LABEL = {v: k for k, v in FLAG_LABELS.items()}
 

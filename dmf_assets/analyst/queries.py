@@ -139,9 +139,15 @@ class HistoryEvent:
 
     @property
     def label(self) -> str:
-        """The event's name as people read it: 「등록번호 변경 A → B」, 「신규」, 「변경」, 「목록에서 삭제」."""
+        """The event's name as people read it: 「등록번호 변경 A → B」, 「신규」, 「변경」, 「목록에서 삭제」, 「등록번호 부여」."""
         before = previous_number(self.changes, self.base_dmf_key)  # the workbook's rule
-        return event_title(self.event_type, self.permit_no, number_changed=self.number_changed, previous=before)
+        return event_title(
+            self.event_type,
+            self.permit_no,
+            number_changed=self.number_changed,
+            previous=before,
+            number_assigned=self.number_assigned,
+        )
 
     @property
     def note(self) -> str | None:

@@ -117,11 +117,14 @@ COUNT_LABEL_KO: dict[str, str] = {
 }
 
 
-def event_label(event_type: str, *, number_changed: bool = False) -> str:
-    """An event's own name: 「등록번호 변경」 for a re-numbering (a CHANGED event, but neither a change of the
-    registration nor a withdrawal), else EVENT_LABEL_KO (a number assignment is a 변경 flagged 번호 부여)."""
+def event_label(event_type: str, *, number_changed: bool = False, number_assigned: bool = False) -> str:
+    """An event's own name: 「등록번호 변경」 for a re-numbering and 「등록번호 부여」 for a number assignment (CHANGED
+    events, but not a change of the registration: each is counted apart from 변경, so each has its own name), else
+    EVENT_LABEL_KO."""
     if event_type == EventType.CHANGED.value and number_changed:
         return NUMBER_CHANGED_LABEL_KO
+    if event_type == EventType.CHANGED.value and number_assigned:
+        return NUMBER_ASSIGNED_LABEL_KO
     return EVENT_LABEL_KO.get(event_type, event_type)
 
 
@@ -136,10 +139,14 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
     return f"{NUMBER_CHANGED_LABEL_KO} 가능성: {number} ↔ {', '.join(candidates)}"
 
 
-def event_title(event_type: str, permit_no: str | None, *, number_changed: bool, previous: str | None) -> str:
+def event_title(
+    event_type: str, permit_no: str | None, *, number_changed: bool, previous: str | None, number_assigned: bool = False
+) -> str:
     """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering (A: its `previous` number),
-    else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」."""
-    return renumbering_text(previous, permit_no) if number_changed else event_label(event_type)
+    else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」, 「등록번호 부여」."""
+    if number_changed:
+        return renumbering_text(previous, permit_no)
+    return event_label(event_type, number_assigned=number_assigned)
 
 
 def previous_number(changes: Iterable[Any], base_dmf_key: str | None) -> str | None:

@@ -196,9 +196,14 @@ class EventRow:
 
     @property
     def label(self) -> str:
-        """The event's name: 「등록번호 변경 A → B」 for a re-numbering, else 「신규」, 「변경」, 「목록에서 삭제」."""
+        """The event's name: 「등록번호 변경 A → B」 for a re-numbering, else 「신규」, 「변경」, 「목록에서 삭제」,
+        「등록번호 부여」."""
         return event_title(
-            self.event_type, self.permit_no, number_changed=self.number_changed, previous=self.previous_permit_no
+            self.event_type,
+            self.permit_no,
+            number_changed=self.number_changed,
+            previous=self.previous_permit_no,
+            number_assigned=self.number_assigned,
         )
 
     @property

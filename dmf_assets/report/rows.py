@@ -102,7 +102,7 @@ def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
     writes the columns it declares."""
     return {
         "severity": SEVERITY_LABEL_KO.get(ev.severity, ev.severity),
-        "event_type": event_label(ev.event_type, number_changed=ev.number_changed),
+        "event_type": event_label(ev.event_type, number_changed=ev.number_changed, number_assigned=ev.number_assigned),
         "permit_no": ev.permit_no,
         "previous_permit_no": ev.previous_permit_no,
         "ingredient": ev.ingredient,

@@ -41,12 +41,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from dmf_assets.clock import today_kst
 from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.model import (
-    EVENT_LABEL_KO,
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
     SITES_FIELD,
     TARGET_CLASSES,
     DayStatus,
+    event_label,
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
@@ -373,7 +373,7 @@ def _templates() -> Jinja2Templates:
         registration_href=registration_href,
         FIELD=FIELD_LABEL_KO,
         COLUMN=COLUMN_LABEL,
-        EVENT=EVENT_LABEL_KO,
+        EVENT=event_label,  # an event's own name: 「등록번호 변경」 and 「등록번호 부여」 apart from 「변경」
         SEVERITY=SEVERITY_LABEL_KO,
         STATUS={s.value: s.word_ko for s in DayStatus},
         FLAG=FLAG_LABELS,

@@ -29,7 +29,7 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.domain.gates import GATE_BY_NUMBER
-from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
+from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, NUMBER_ASSIGNED_LABEL_KO, DayStatus
 from dmf_assets.domain.text import match_key
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
@@ -237,6 +237,21 @@ def test_a_registration_lists_its_events_before_and_after(project, web):
         assert "nedrug.mfds.go.kr" in page  # the official lookup (a search by ingredient, and it says so)
     missing = _get(f"{web}/dmf/{quote('99999999-1-A-1-01')}")
     assert missing.status_code == 404 and "등록을 찾을 수 없습니다" in missing.text
+
+
+def test_a_number_assignment_is_named_as_such_on_its_registration(project, web):
+    """A registration that received its number shows that event under its own name, 「등록번호 부여」 — the name the
+    workbook's 이벤트 column gives it and the headline counts apart from 변경 — not as a 「변경」."""
+    with read_only_database(project.database) as conn:
+        permit, day_id = conn.execute(
+            "SELECT permit_no, day_id FROM events WHERE number_assigned ORDER BY event_id LIMIT 1"
+        ).fetchone()
+    day = date(day_id // 10000, day_id // 100 % 100, day_id % 100)
+    page = _get(f"{web}/dmf/{quote(permit, safe='')}").text
+    names = re.findall(
+        rf'<a href="/day/{day}">{day}</a></strong>\s*<span[^>]*>[^<]*</span>\s*<strong>([^<]*)</strong>', page
+    )
+    assert names == [NUMBER_ASSIGNED_LABEL_KO], names
 
 
 def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project, web):
