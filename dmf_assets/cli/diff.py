@@ -166,7 +166,6 @@ def _print_table(
 ) -> None:
     from dmf_assets.domain.model import (
         COUNT_LABEL_KO,
-        EVENT_LABEL_KO,
         SEVERITY_LABEL_KO,
         possible_renumbering_text,
         substantive_changes,
@@ -198,7 +197,7 @@ def _print_table(
             if flag
         ]
         key = e.dmf_key if not e.base_dmf_key or e.base_dmf_key == e.dmf_key else f"{e.base_dmf_key} → {e.dmf_key}"
-        what = e.label_ko if e.number_changed else f"{EVENT_LABEL_KO[e.event_type.value]} {key}"
+        what = e.label_ko if e.number_changed else f"{e.label_ko} {key}"
         print(
             f"\n[{SEVERITY_LABEL_KO[e.severity.value]}] {what}" + (f" ({', '.join(flags)})" if flags else ""),
             file=out,

@@ -411,7 +411,13 @@ class Event:
     def label_ko(self) -> str:
         """「등록번호 변경 A → B」 for a re-numbering, else the event's name (`event_title`)."""
         before = previous_number(self.changes, self.base_dmf_key)
-        return event_title(self.event_type.value, self.permit_no, number_changed=self.number_changed, previous=before)
+        return event_title(
+            self.event_type.value,
+            self.permit_no,
+            number_changed=self.number_changed,
+            previous=before,
+            number_assigned=self.number_assigned,
+        )
 
 
 # --- ground truth (emulator) ---------------------------------------------------------------------

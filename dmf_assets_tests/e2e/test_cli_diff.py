@@ -79,6 +79,23 @@ def test_the_real_renumbering_is_one_changed_event_in_dmf_diff(tmp_path, real_it
     assert f"등록번호 변경 가능성: {before['DMF_PERMIT_NO']} ↔ 20260922-190-I-769-04, 20260922-190-I-769-05" in table
 
 
+def test_a_number_assignment_is_named_as_such_in_dmf_diff(tmp_path, real_items):
+    """A registration listed without a number that receives one: one CHANGED event, named 「등록번호 부여」 as the
+    workbook names it and counted under 번호 부여 — not a 「변경」, never 삭제 + 신규."""
+    numbered = real_items[0]
+    unnumbered = {**numbered, "DMF_PERMIT_NO": None}
+    paths = {}
+    for name, row in (("old", unnumbered), ("new", numbered)):
+        rows = [*real_items[1:], row]
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps({"totalCount": len(rows), "items": rows}, ensure_ascii=False), "utf-8")
+    table = dmf("diff", str(paths["old"]), str(paths["new"]), "--no-watchlist")
+    assert table.returncode == 0, table.stderr
+    assert "신규 0 · 변경 0 · 삭제 0 · 번호 부여 1 · 번호 변경 0" in table.stdout
+    (line,) = [x for x in table.stdout.splitlines() if x.startswith("[")]
+    assert line.startswith("[정보] 등록번호 부여 SYN-") and f" → {numbered['DMF_PERMIT_NO']}" in line, line
+
+
 def test_api_pages_and_archived_days_scored_against_truth(tmp_path):
     raw = tmp_path / "raw"
     config = mfds_client_from_settings(load_settings(), service_key="k", raw_dir=str(raw), num_of_rows=1000)
