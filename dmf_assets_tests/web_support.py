@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +38,17 @@ def serving(
         yield f"http://127.0.0.1:{server.port}", server.port
     finally:
         server.stop()
+
+
+def raw_get(port: int, path: bytes, timeout: float = 10) -> tuple[int, bytes]:
+    """A request line exactly as typed (clients would normalise or refuse these paths)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    assert data, f"no response for {path!r}"
+    return int(data.split(b" ", 2)[1]), data
 
 
 class JumpingLoop(asyncio.SelectorEventLoop):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,8 +32,10 @@ from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, NUMBER_ASSIGNED_LABEL_KO, DayStatus
 from dmf_assets.domain.text import match_key
 from dmf_assets.settings import PROJECT_ROOT
+from dmf_assets.storage import history
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
 from dmf_assets_tests.project_support import TEN_DAYS, TEN_DAYS_REJECTED, TEN_DAYS_SERVICE_KEY, ten_days_one_short
+from dmf_assets_tests.web_support import raw_get
 
 pytestmark = pytest.mark.slow
 
@@ -163,7 +165,7 @@ def test_home_shows_the_latest_accepted_day_with_the_database_figures(project, w
     manufacturers = len({k for n in names if n and (k := match_key(n, "company"))})
     page = _get(f"{web}/").text
     tiles = _tiles(page)
-    assert f"{END}" in page and d == int(END.strftime("%Y%m%d"))  # the latest accepted day
+    assert f"{END}" in page and d == history.day_id(END)  # the latest accepted day
     assert tiles["등록"] == [registrations] and registrations == run["population"]
     assert tiles["신청인"] == [applicants] and tiles["제조국"] == [countries] and tiles["제조소"] == [manufacturers]
     assert manufacturers < len({n for n in names if n})  # spellings of one company counted once
@@ -229,7 +231,7 @@ def test_a_registration_lists_its_events_before_and_after(project, web):
         r = _get(f"{web}/dmf/{quote(key, safe='')}")
         assert r.status_code == 200, r.text[:300]
         page = r.text
-        box = page[page.index(f'<a href="/day/{date(day_id // 10000, day_id // 100 % 100, day_id % 100)}">') :]
+        box = page[page.index(f'<a href="/day/{history.to_date(day_id)}">') :]
         assert EVENT_LABEL_KO["CHANGED"] in box and FIELD_LABEL_KO[field] in box
         b, a = box.index(html.escape(before)), box.index(html.escape(after))
         assert b < a, "before comes before after"
@@ -246,7 +248,7 @@ def test_a_number_assignment_is_named_as_such_on_its_registration(project, web):
         permit, day_id = conn.execute(
             "SELECT permit_no, day_id FROM events WHERE number_assigned ORDER BY event_id LIMIT 1"
         ).fetchone()
-    day = date(day_id // 10000, day_id // 100 % 100, day_id % 100)
+    day = history.to_date(day_id)
     page = _get(f"{web}/dmf/{quote(permit, safe='')}").text
     names = re.findall(
         rf'<a href="/day/{day}">{day}</a></strong>\s*<span[^>]*>[^<]*</span>\s*<strong>([^<]*)</strong>', page
@@ -258,7 +260,7 @@ def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project,
     with read_only_database(project.database) as conn:
         observed, threshold = conn.execute(
             "SELECT observed, threshold FROM gate_results WHERE day_id = ? AND NOT passed",
-            [int(REJECTED.strftime("%Y%m%d"))],
+            [history.day_id(REJECTED)],
         ).fetchone()
     page = _get(f"{web}/day/{REJECTED}").text
     assert DayStatus.REJECTED.word_ko == "거부" and "거부" in page
@@ -295,12 +297,7 @@ def test_the_workbook_downloads_byte_for_byte_and_nothing_outside(project, web):
         b"/../pyproject.toml",
         b"/%2e%2e/pyproject.toml",
     ):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
-        status = int(data.split(b" ", 2)[1])
+        status, data = raw_get(port, path)
         assert 400 <= status < 500, (path, data[:200])
         assert b"[project]" not in data and b"dmf-watch" not in data
 

@@ -21,22 +21,11 @@ from dmf_assets.errors import UserError
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.web.files import XLSX, check_reports_dir, is_report_name
 from dmf_assets.web.server import bind
-from dmf_assets_tests.web_support import JumpingLoop, serving
+from dmf_assets_tests.web_support import JumpingLoop, raw_get, serving
 
 DAY = "DMF_리포트_2026-10-08.xlsx"
 LATEST = "DMF_리포트_최신.xlsx"
 PERIOD = "DMF_기간리포트_2026-10-01_2026-10-08.xlsx"
-
-
-def raw_get(port: int, path: bytes, timeout: float = 10) -> tuple[int, bytes]:
-    """A request line exactly as typed (clients would normalise or refuse these paths)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    assert data, f"no response for {path!r}"
-    return int(data.split(b" ", 2)[1]), data
 
 
 @pytest.fixture
