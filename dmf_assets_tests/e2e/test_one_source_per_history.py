@@ -22,6 +22,7 @@ from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.runs import launch
 from dmf_assets.settings import REAL_API_URL
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
+from dmf_assets.storage import history
 from dmf_assets_tests.client_support import fixture_rows
 from dmf_assets_tests.graph_support import make_workspace, open_workspace
 from dmf_assets_tests.project_support import project_paths, read_rows, write_config
@@ -131,7 +132,7 @@ def test_after_the_demo_another_source_is_refused_and_on_a_fresh_folder_it_works
             assert code == 1 and "MFDS_SERVICE_KEY" in out and "원천이 다릅니다" not in out + err
         else:
             assert code == 0, out + err
-            assert _runs(fresh) == [(int(today.strftime("%Y%m%d")), "baseline", "127.0.0.1")]
+            assert _runs(fresh) == [(history.day_id(today), "baseline", "127.0.0.1")]
     assert source == "real_api" or other.requests > requests_before
 
 
@@ -163,5 +164,5 @@ def test_a_loopback_emulator_of_the_same_seed_is_the_same_source(after_the_demo,
         assert dmf_main(["doctor"]) in (0, 2)
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "원천 / source" in ln]
     assert line.split()[0] == "OK" and "에뮬레이터(seed 20250101)" in line
-    assert _runs(root)[-1] == (int(today.strftime("%Y%m%d")), "accepted", EMULATOR)
+    assert _runs(root)[-1] == (history.day_id(today), "accepted", EMULATOR)
     assert len(_runs(root)) == len(days) + 1
