@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dmf_assets.clock import today_kst
 from dmf_assets.domain.gates import GATE_BY_NUMBER
+from dmf_assets.domain.keys import SYNTHETIC_PREFIX
 from dmf_assets.domain.model import (
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
@@ -47,6 +48,8 @@ from dmf_assets.domain.model import (
     TARGET_CLASSES,
     DayStatus,
     event_label,
+    field_labels,
+    missing,
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
@@ -201,6 +204,12 @@ def href(path: str, params: dict[str, str] | None = None) -> str:
 
 def registration_href(key: str) -> str:
     return "/dmf/" + quote(key, safe="")
+
+
+def shown_key(key: str) -> str:
+    """A registration's key as a page shows it: its number, or 「(등록번호 없음)」 for the key the history gives a
+    registration listed without one (the team never sees those keys; the link behind the text still uses it)."""
+    return missing("permit_no") if key.upper().startswith(SYNTHETIC_PREFIX) else key
 
 
 # --- the pages -------------------------------------------------------------------------------------
@@ -371,6 +380,8 @@ def _templates() -> Jinja2Templates:
     env.globals.update(
         href=href,
         registration_href=registration_href,
+        KEY=shown_key,
+        SEARCH_HINT=field_labels(*data.SEARCHED_FIELDS, sep=", "),
         FIELD=FIELD_LABEL_KO,
         COLUMN=COLUMN_LABEL,
         EVENT=event_label,  # an event's own name: 「등록번호 변경」 and 「등록번호 부여」 apart from 「변경」

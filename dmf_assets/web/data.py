@@ -250,6 +250,10 @@ def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
     return Registry(accepted, frame, tuple(countries))
 
 
+#: what the search box looks in (`matching`), named by the box's hint
+SEARCHED_FIELDS = ("permit_no", "ingredient", "applicant", "manufacturer", "countries")
+
+
 def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
     """The registrations the search finds: the box over number, ingredient, applicant, manufacturer and country by their
     matching keys (spacing, (주)/주식회사/㈜, case and punctuation do not matter), and the filters."""

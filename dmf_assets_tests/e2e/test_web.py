@@ -125,6 +125,11 @@ def _tiles(page: str) -> dict[str, list[int]]:
     return found
 
 
+def _visible(page: str) -> str:
+    """What a reader sees of a page: its text without the tags (and the addresses inside them)."""
+    return html.unescape(re.sub(r"<[^>]*>", " ", page))
+
+
 def _csv(response: httpx.Response) -> list[dict[str, str]]:
     assert response.status_code == 200, response.text[:500]
     assert response.content.startswith("\ufeff".encode()), "no BOM: Excel would misread the Hangul"
@@ -254,6 +259,31 @@ def test_a_number_assignment_is_named_as_such_on_its_registration(project, web):
         rf'<a href="/day/{day}">{day}</a></strong>\s*<span[^>]*>[^<]*</span>\s*<strong>([^<]*)</strong>', page
     )
     assert names == [NUMBER_ASSIGNED_LABEL_KO], names
+    # the listing it had before its number is linked in the team's words, never by the key the history gives it
+    number = FIELD_LABEL_KO["permit_no"]
+    line = re.search(rf'<div class="small">{number}: <a href="([^"]+)">([^<]+)</a> → <a href="[^"]+">([^<]+)</a>', page)
+    assert line and line.group(2) == f"({number} 없음)" and line.group(3) == permit, line
+    earlier = _get(f"{web}{line.group(1)}")
+    assert earlier.status_code == 200 and NUMBER_ASSIGNED_LABEL_KO in earlier.text
+    assert "SYN-" not in _visible(page) and "SYN-" not in _visible(earlier.text)
+
+
+def test_a_registration_listed_without_a_number_is_shown_as_such_never_by_its_key(project, web):
+    """The search box names what it searches, in the same words on every page; a registration the list shows without a
+    number is 「(등록번호 없음)」 in the results and on its own page (the history's key for it stays in the link)."""
+    with read_only_database(project.database) as conn:
+        key, ingredient = conn.execute(
+            "SELECT r.dmf_key, v.ingredient FROM records r JOIN record_versions v ON v.version_id = r.current_version_id "
+            "WHERE r.is_synthetic AND r.status = 'active' ORDER BY r.record_id LIMIT 1"
+        ).fetchone()
+    hint = ", ".join(FIELD_LABEL_KO[f] for f in ("permit_no", "ingredient", "applicant", "manufacturer", "countries"))
+    results = _get(f"{web}/search", params={"q": ingredient}).text
+    assert results.count(f'placeholder="{hint}"') == 2  # the top bar's box and the page's own
+    number = FIELD_LABEL_KO["permit_no"]
+    assert f'<a href="/dmf/{quote(key, safe="")}">({number} 없음)</a>' in results
+    page = _get(f"{web}/dmf/{quote(key, safe='')}").text
+    assert f'<span class="muted">· ({number} 없음)</span>' in page
+    assert "SYN-" not in _visible(results) and "SYN-" not in _visible(page)
 
 
 def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project, web):
