@@ -139,9 +139,9 @@ def _resources(settings: Settings, faults: dict[str, str], base_url: str | None 
 
 
 def _instance() -> dg.DagsterInstance:
-    import dagster as dg
+    from dmf_assets.ops.instance import open_instance
 
-    return dg.DagsterInstance.get()
+    return open_instance()
 
 
 class _StderrWithoutEventLogEchoes:
@@ -619,6 +619,7 @@ def _ui(args: argparse.Namespace) -> int:
             f"must differ: dmf ui --port {args.port} --web-port {other}"
         )
     _ui_port_must_be_free(args.host, args.port)
+    _instance().dispose()  # a new home's storage created now, in turn with other `dmf` commands (ops/instance.py)
     web, lines = start_web(settings, None, web_port, fix="dmf ui --web-port {port}")
     web.start()  # in this process: one process tree, stopped with it
     # `dg dev` with a workspace file runs `dagster dev` itself, without the advice `dagster dev` prints as it starts

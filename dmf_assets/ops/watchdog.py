@@ -12,7 +12,6 @@ An instance that cannot be read is its own alert (`watchdog_error`), never a fal
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from pathlib import Path
@@ -20,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from dmf_assets.clock import KST, now_kst
 from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
+from dmf_assets.ops.instance import open_instance
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from dagster import DagsterInstance
 
     from dmf_assets.notify import Alert, Notifier
     from dmf_assets.ops.common import ProjectPaths
@@ -47,19 +45,6 @@ def expected_day(now: datetime) -> date:
     return now.astimezone(KST).date()
 
 
-def _instance(dagster_home: Path | None) -> DagsterInstance:
-    import dagster as dg
-
-    env = os.environ.get("DAGSTER_HOME")
-    if env and (dagster_home is None or Path(env).resolve() == Path(dagster_home).resolve()):
-        return dg.DagsterInstance.get()
-    if dagster_home is None:
-        raise RuntimeError("DAGSTER_HOME이 설정되지 않았습니다 / DAGSTER_HOME is not set")
-    if not (Path(dagster_home) / "dagster.yaml").is_file():
-        raise FileNotFoundError(f"{dagster_home}/dagster.yaml이 없습니다 / no dagster.yaml there")
-    return dg.DagsterInstance.from_config(str(dagster_home))
-
-
 def daemon_check(
     dagster_home: Path | None,
     now: datetime,
@@ -74,7 +59,7 @@ def daemon_check(
     check = Check.named("daemon", "Dagster 데몬")
     day = expected_day(now)
     try:
-        instance = _instance(dagster_home)
+        instance = open_instance(dagster_home)
         try:
             beats = instance.get_daemon_heartbeats()
         finally:

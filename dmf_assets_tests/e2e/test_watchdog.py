@@ -20,6 +20,7 @@ from dmf_assets.clock import KST, frozen_at
 from dmf_assets.notify import Notifier
 from dmf_assets.ops.common import project_paths
 from dmf_assets.ops.doctor import FAIL, OK, WARN
+from dmf_assets.ops.instance import open_instance
 from dmf_assets.ops.watchdog import daemon_check, delivery_check, report_check, watch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.notify_servers import settings_for, webhook_receiver
@@ -181,6 +182,10 @@ def test_a_real_dagster_daemon_is_seen_alive_then_dead(tmp_path):
     defs = tmp_path / "tiny_defs.py"
     defs.write_text("import dagster as dg\n\n@dg.asset\ndef a():\n    return 1\n\ndefs = dg.Definitions(assets=[a])\n")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
+    # the home's storage created first, as `dmf ui` does before it starts the daemon: the daemon and this check
+    # creating a new home at the same moment is the race `ops/instance.py` prevents between `dmf` commands (the
+    # daemon does not take turns), and it once left this test's instance unreadable for the whole 240 s
+    open_instance(home).dispose()
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-f", str(defs)],
         env=env,
