@@ -4,12 +4,16 @@ materializations and a rejected day's failed gate check (on its partition) are i
 
 from __future__ import annotations
 
+import shutil
+import socket
+
 import dagster as dg
 import pytest
 import yaml
 
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets_tests import pg_server
+from dmf_assets_tests.project_support import dmf, temp_project
 
 TEMPLATE = PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml"
 DAYS = ["2026-10-05", "2026-10-06", "2026-10-07"]
@@ -116,3 +120,23 @@ def test_asset_graph_runs_on_a_real_postgres_instance(tmp_path, server, monkeypa
         assert cur.fetchone()[0] > 10
     other.dispose()
     instance.dispose()
+
+
+def test_a_postgresql_instance_that_cannot_be_reached_is_one_line_not_a_traceback(tmp_path):
+    """`dmf run` on an instance whose PostgreSQL is down: after Dagster's own retries, one line naming the instance,
+    the server's refusal and what to check, and exit 2 — not a traceback as the only explanation."""
+    pytest.importorskip("dagster_postgres", reason="dagster-postgres is not installed (requirements.lock)")
+    home = tmp_path / "pg_home"
+    home.mkdir()
+    shutil.copy(TEMPLATE, home / "dagster.yaml")
+    with socket.socket() as s:  # a port nothing listens on once it is closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pg = {"HOST": "127.0.0.1", "PORT": str(port), "DB": "dmf", "USERNAME": "dmf", "PASSWORD": "unused"}
+    env = temp_project(tmp_path) | {"DAGSTER_HOME": str(home)} | {f"DAGSTER_PG_{k}": v for k, v in pg.items()}
+    done = dmf(env, "run", "--date", DAYS[0], timeout=300)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if x.startswith("dmf: ")]
+    assert f"Dagster 인스턴스를 열 수 없습니다 (DAGSTER_HOME={home})" in line
+    assert f"port {port} failed" in line and "DAGSTER_PG_" in line
