@@ -5,7 +5,9 @@ opened on a new DAGSTER_HOME. Two processes doing that at the same moment can st
 process can ever open the instance again ("Version table 'alembic_version' has more than one head present").
 Every `dmf` command opens it here, under an exclusive lock beside dagster.yaml, so they take turns. Dagster's
 own processes need no lock: `dagster dev` opens the instance in its parent before it starts the webserver and
-the daemon, and `dmf ui` opens it here before that.
+the daemon, and `dmf ui` opens it here before that. The systemd units start the webserver and the daemon side by
+side, so each first runs `python -m dmf_assets.ops.instance` (`ExecStartPre=`): whichever comes first creates
+a new home's storage here, the other finds it made.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,3 +57,20 @@ def open_instance(dagster_home: Path | None = None) -> DagsterInstance:
         raise FileNotFoundError(f"{dagster_home}/dagster.yaml이 없습니다 / no dagster.yaml there")
     with _taking_turns(Path(dagster_home)):
         return dg.DagsterInstance.from_config(str(dagster_home))
+
+
+def main() -> int:
+    """Open DAGSTER_HOME's instance once (creating a new home's storage) and close it: 0, or 1 with one line."""
+    try:
+        open_instance().dispose()
+    except Exception as exc:  # noqa: BLE001 - the unit's start fails with the reason in its log, then restarts
+        from dmf_assets.errors import first_line
+
+        home = os.environ.get("DAGSTER_HOME", "")
+        print(f"Dagster 인스턴스를 열 수 없습니다 (DAGSTER_HOME={home}): {first_line(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

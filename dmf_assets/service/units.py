@@ -109,7 +109,13 @@ def _unit_section(o: UnitOptions, description: str, *, after_network: bool = Tru
 
 
 def _service_section(
-    o: UnitOptions, exec_start: str, *, kind: str = "simple", restart: bool = True, extra: tuple[str, ...] = ()
+    o: UnitOptions,
+    exec_start: str,
+    *,
+    kind: str = "simple",
+    restart: bool = True,
+    extra: tuple[str, ...] = (),
+    pre: str | None = None,
 ) -> str:
     lines = ["[Service]", f"Type={kind}"]
     if not o.user_mode and o.user:
@@ -121,6 +127,7 @@ def _service_section(
         "Environment=PYTHONIOENCODING=utf-8",
         # optional: the unit still starts without .env (the emulator demo needs no key)
         f"EnvironmentFile=-{o.env_file}",
+        *([f"ExecStartPre={pre}"] if pre else []),
         f"ExecStart={exec_start}",
     ]
     if restart:
@@ -138,14 +145,19 @@ def render_units(o: UnitOptions) -> dict[str, str]:
     """unit file name -> content."""
     workspace = _q(o.root / "workspace.yaml")
     dmf = _q(o.venv_bin / "dmf")
+    # the webserver and the daemon start side by side: a new DAGSTER_HOME's storage is created by one of them
+    # first, the other waits its turn (dmf_assets/ops/instance.py)
+    instance = f"{_q(o.venv_bin / 'python')} -m dmf_assets.ops.instance"
     units = {
         "dmf-dagster-webserver.service": _unit_section(o, "DMF Watch — Dagster UI (dagster-webserver)")
-        + _service_section(o, f"{_q(o.venv_bin / 'dagster-webserver')} -w {workspace} -h {o.web_host} -p {o.web_port}")
+        + _service_section(
+            o, f"{_q(o.venv_bin / 'dagster-webserver')} -w {workspace} -h {o.web_host} -p {o.web_port}", pre=instance
+        )
         + _install_section(o),
         "dmf-dagster-daemon.service": _unit_section(
             o, "DMF Watch — Dagster daemon (06:00 KST schedule, sensors, run queue)"
         )
-        + _service_section(o, f"{_q(o.venv_bin / 'dagster-daemon')} run -w {workspace}")
+        + _service_section(o, f"{_q(o.venv_bin / 'dagster-daemon')} run -w {workspace}", pre=instance)
         + _install_section(o),
         "dmf-web.service": _unit_section(o, "DMF Watch — the team's page DMF 조회 and the workbook downloads")
         + _service_section(o, f"{dmf} web")

@@ -4,6 +4,7 @@ name `dmf serve-reports`) as the real process that dmf-web.service runs."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -54,6 +55,9 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
         in units["dmf-dagster-webserver.service"]
     )
     assert f"ExecStart={VENV_BIN / 'dmf'} web" in units["dmf-web.service"].splitlines()
+    # the webserver and the daemon start side by side: each first opens the instance in turn (ops/instance.py)
+    pre = f"ExecStartPre={VENV_BIN / 'python'} -m dmf_assets.ops.instance"
+    assert all(pre in units[n].splitlines() for n in ("dmf-dagster-webserver.service", "dmf-dagster-daemon.service"))
     watchdog = units["dmf-watchdog.service"]
     assert "Type=oneshot" in watchdog and f"ExecStart={VENV_BIN / 'dmf'} doctor --alert" in watchdog
     assert "Restart=" not in watchdog and "SuccessExitStatus=1 2" in watchdog
@@ -202,3 +206,22 @@ def test_service_without_an_action_shows_its_own_help(capsys):
     assert main(["service"]) == 2
     out = capsys.readouterr().out
     assert "install" in out and "uninstall" in out and "serve-reports" not in out
+
+
+def test_the_units_pre_start_step_creates_a_new_dagster_home(tmp_path):
+    """The daemon's and the webserver's `ExecStartPre=`, run as systemd runs it (the unit's DAGSTER_HOME, a home
+    never used): it exits 0 and leaves the instance's storage made, so neither Dagster process creates it beside
+    the other. With a dagster.yaml it cannot read, it fails with one line (the unit then restarts), no traceback."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(PROJECT_ROOT / "dagster_home" / "dagster.yaml", home / "dagster.yaml")
+    unit = render_units(default_options(PROJECT_ROOT, user_mode=True))["dmf-dagster-daemon.service"]
+    [pre] = [line.removeprefix("ExecStartPre=") for line in unit.splitlines() if line.startswith("ExecStartPre=")]
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    done = subprocess.run(shlex.split(pre), env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (home / "history" / "runs.db").is_file() and (home / "schedules" / "schedules.db").is_file()
+    (home / "dagster.yaml").write_text("run_storage: [not, a, storage\n", encoding="utf-8")  # an edit gone wrong
+    done = subprocess.run(shlex.split(pre), env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("Dagster 인스턴스를 열 수 없습니다") and len(done.stderr.splitlines()) == 1
