@@ -20,7 +20,7 @@ import threading
 import warnings
 from typing import NoReturn, TextIO
 
-from dmf_assets.errors import UserError
+from dmf_assets.errors import UserError, causes
 
 # polars' allocator (jemalloc): how soon freed memory goes back to the OS. Immediately (0 ms) kept
 # `dmf diff`'s peak lowest but cost ≈7 s of page faults at 1 M rows; polars' own 500 ms raised the
@@ -68,15 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _causes(exc: BaseException | None) -> list[BaseException]:
-    """`exc` and what it was raised from, however deeply a library (Dagster, DuckDB) wrapped it."""
-    chain: list[BaseException] = []
-    while exc is not None and all(exc is not seen for seen in chain):
-        chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return chain
-
-
 def _instance_home_refuses(home: str) -> int | None:
     """Why SQLite (Dagster's instance storage in DAGSTER_HOME) cannot write, as an errno, if the folder says so:
     SQLite reports only "disk I/O error" or "unable to open database file", never the errno."""
@@ -98,7 +89,7 @@ def _refused_write(exc: BaseException) -> str | None:
     from dmf_assets.fsutil import refused_write_line
 
     home = os.environ.get("DAGSTER_HOME")
-    for cause in _causes(exc):
+    for cause in causes(exc):
         text = str(cause)
         if isinstance(cause, OSError) and (line := refused_write_line(cause.errno, cause.filename)):
             return line
@@ -218,9 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from dmf_assets.storage.db import interrupted_query
 
-        if any(interrupted_query(c) for c in _causes(exc)):  # Ctrl-C that DuckDB took for itself
+        if any(interrupted_query(c) for c in causes(exc)):  # Ctrl-C that DuckDB took for itself
             return _interrupted()
-        config = next((c for c in _causes(exc) if isinstance(c, ConfigError)), None)
+        config = next((c for c in causes(exc) if isinstance(c, ConfigError)), None)
         if config is not None:  # settings read inside a Dagster step: the same one message
             print(f"dmf: {config}", file=sys.stderr)
             return 2

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from dmf_assets.cli.arguments import day, listen_host, port, whole
 from dmf_assets.domain.model import DayStatus
-from dmf_assets.errors import UserError, first_line
+from dmf_assets.errors import UserError
 from dmf_assets.korean import josa, pad, shorten
 
 if TYPE_CHECKING:  # for annotations only: each command imports what it needs when it runs (docs/ARCHITECTURE.md, cli/)
@@ -139,20 +139,12 @@ def _resources(settings: Settings, faults: dict[str, str], base_url: str | None 
 
 
 def _instance() -> dg.DagsterInstance:
-    from dmf_assets.cli import _causes
-    from dmf_assets.ops.instance import open_instance
+    from dmf_assets.ops.instance import cannot_open, open_instance
 
     try:
         return open_instance()
-    except (
-        Exception
-    ) as exc:  # whatever Dagster raises here (storage unreachable, schema damaged): one line, no traceback
-        cause = first_line(_causes(exc)[-1])  # the innermost: "connection to server at … failed: Connection refused"
-        home = os.environ.get("DAGSTER_HOME", "")
-        raise UserError(
-            f"Dagster 인스턴스를 열 수 없습니다 (DAGSTER_HOME={home}): {cause} — dagster.yaml의 저장소를 확인하세요 "
-            f"(PostgreSQL이면 서버가 실행 중인지, DAGSTER_PG_* 값) / cannot open the Dagster instance: {cause}"
-        ) from exc
+    except Exception as exc:  # whatever Dagster raises (storage unreachable, schema damaged): one line, no traceback
+        raise UserError(cannot_open(exc)) from exc
 
 
 class _StderrWithoutEventLogEchoes:

@@ -59,15 +59,24 @@ def open_instance(dagster_home: Path | None = None) -> DagsterInstance:
         return dg.DagsterInstance.from_config(str(dagster_home))
 
 
+def cannot_open(exc: BaseException) -> str:
+    """The one line said when the instance cannot be opened: DAGSTER_HOME, the innermost cause (「connection to server
+    at … failed: Connection refused」, not Dagster's "too many retries") and what to check."""
+    from dmf_assets.errors import causes, first_line
+
+    cause = first_line(causes(exc)[-1])
+    return (
+        f"Dagster 인스턴스를 열 수 없습니다 (DAGSTER_HOME={os.environ.get('DAGSTER_HOME', '')}): {cause} — dagster.yaml의 "
+        f"저장소를 확인하세요 (PostgreSQL이면 서버가 실행 중인지, DAGSTER_PG_* 값) / cannot open the Dagster instance: {cause}"
+    )
+
+
 def main() -> int:
     """Open DAGSTER_HOME's instance once (creating a new home's storage) and close it: 0, or 1 with one line."""
     try:
         open_instance().dispose()
     except Exception as exc:  # noqa: BLE001 - the unit's start fails with the reason in its log, then restarts
-        from dmf_assets.errors import first_line
-
-        home = os.environ.get("DAGSTER_HOME", "")
-        print(f"Dagster 인스턴스를 열 수 없습니다 (DAGSTER_HOME={home}): {first_line(exc)}", file=sys.stderr)
+        print(cannot_open(exc), file=sys.stderr)
         return 1
     return 0
 
