@@ -5,7 +5,6 @@ materializations and a rejected day's failed gate check (on its partition) are i
 from __future__ import annotations
 
 import shutil
-import socket
 
 import dagster as dg
 import pytest
@@ -13,6 +12,7 @@ import yaml
 
 from dmf_assets.settings import PROJECT_ROOT, load_settings
 from dmf_assets_tests import pg_server
+from dmf_assets_tests.notify_servers import free_port
 from dmf_assets_tests.project_support import dmf, temp_project
 
 TEMPLATE = PROJECT_ROOT / "dagster_home" / "dagster.postgres.yaml"
@@ -129,9 +129,7 @@ def test_a_postgresql_instance_that_cannot_be_reached_is_one_line_not_a_tracebac
     home = tmp_path / "pg_home"
     home.mkdir()
     shutil.copy(TEMPLATE, home / "dagster.yaml")
-    with socket.socket() as s:  # a port nothing listens on once it is closed
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there once it is returned
     pg = {"HOST": "127.0.0.1", "PORT": str(port), "DB": "dmf", "USERNAME": "dmf", "PASSWORD": "unused"}
     env = temp_project(tmp_path) | {"DAGSTER_HOME": str(home)} | {f"DAGSTER_PG_{k}": v for k, v in pg.items()}
     done = dmf(env, "run", "--date", DAYS[0], timeout=300)
