@@ -250,8 +250,11 @@ def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
     return Registry(accepted, frame, tuple(countries))
 
 
-#: what the search box looks in (`matching`), named by the box's hint
-SEARCHED_FIELDS = ("permit_no", "ingredient", "applicant", "manufacturer", "countries")
+#: the text fields the search box finds by their company key (`matching`: column `<field>_key`)
+_KEYED_FIELDS = ("ingredient", "applicant", "manufacturer")
+#: what the search box looks in (`matching`), named by the box's hint: the number (its compact form), the keyed
+#: text fields and the countries (their canonical names)
+SEARCHED_FIELDS = ("permit_no", *_KEYED_FIELDS, "countries")
 
 
 def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
@@ -263,9 +266,7 @@ def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
         # "아세트 아미노펜 ㈜" looks for what "아세트아미노펜" does, and "(주)삼오 제약" for "삼오제약"
         key = match_key(sq.q, "company")
         either = [
-            pl.col(column).str.contains(key, literal=True).fill_null(False)
-            for column in ("ingredient_key", "applicant_key", "manufacturer_key")
-            if key
+            pl.col(f"{field}_key").str.contains(key, literal=True).fill_null(False) for field in _KEYED_FIELDS if key
         ]
         if compact := analyst.compact_key(sq.q):
             either.append(pl.col("permit_compact").str.contains(compact, literal=True).fill_null(False))
