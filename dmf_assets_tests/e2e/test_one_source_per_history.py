@@ -24,7 +24,7 @@ from dmf_assets.settings import REAL_API_URL
 from dmf_assets.source.endpoint import SERVICE_BASE_PATH
 from dmf_assets.storage import history
 from dmf_assets_tests.client_support import fixture_rows
-from dmf_assets_tests.graph_support import make_workspace, open_workspace
+from dmf_assets_tests.graph_support import clocks_at, make_workspace, morning, open_workspace
 from dmf_assets_tests.project_support import project_paths, read_rows, write_config
 from dmf_assets_tests.real_api_support import EchoingApi, real_api_resources
 
@@ -158,7 +158,8 @@ def test_the_real_apis_run_after_the_demo_is_refused_on_every_path(after_the_dem
 def test_a_loopback_emulator_of_the_same_seed_is_the_same_source(after_the_demo, monkeypatch, capsys):
     root, _, days = after_the_demo
     today = today_kst()
-    with EmulatorServer() as server:  # `dmf emulator serve` with the default seed
+    # `dmf run` with no date runs today: on a clock held at this morning, midnight cannot pass in between
+    with EmulatorServer() as server, clocks_at(morning(today)):  # `dmf emulator serve` with the default seed
         _configure(monkeypatch, root, server.base_url)
         assert dmf_main(["run"]) == 0, capsys.readouterr()
         assert dmf_main(["doctor"]) in (0, 2)
