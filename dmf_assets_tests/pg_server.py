@@ -14,12 +14,13 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from dmf_assets_tests.notify_servers import free_port
 
 HOST = "127.0.0.1"
 USER = "dmf"
@@ -36,12 +37,6 @@ def server_binaries() -> Path | None:
     if found and (Path(found).resolve().parent / "postgres").is_file():
         return Path(found).resolve().parent
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -105,7 +100,7 @@ def postgres_server():
         full = ["runuser", "-u", "postgres", "--", *cmd] if as_root else list(cmd)
         return subprocess.run(full, capture_output=True, text=True, timeout=120, check=check, cwd=base)
 
-    port = _free_port()
+    port = free_port()
     started = False
     try:
         run(

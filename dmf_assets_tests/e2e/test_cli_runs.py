@@ -15,6 +15,7 @@ import pytest
 
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage.db import open_database
+from dmf_assets_tests.notify_servers import free_port
 from dmf_assets_tests.project_support import dmf as _dmf
 from dmf_assets_tests.project_support import first_day_run, wait_until
 from dmf_assets_tests.project_support import temp_project as _project
@@ -144,14 +145,8 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
     signal used to cut the stop short (no SIGKILL fallback), leaving dagster dev, its code server, gRPC server,
     webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal."""
     import signal
-    import socket
 
     import httpx
-
-    def free_port() -> int:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
 
     env = _project(tmp_path)
     port, web_port = free_port(), free_port()

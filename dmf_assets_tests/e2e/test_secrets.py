@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -37,6 +36,7 @@ import pytest
 from dmf_assets.runs import launch
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets_tests.graph_support import make_workspace, runs_by_day
+from dmf_assets_tests.notify_servers import free_port
 from dmf_assets_tests.secret_search import hits, key_forms, leaks
 
 pytestmark = pytest.mark.slow
@@ -73,12 +73,6 @@ def _dmf(args: list[str], out: Path, env: dict[str, str]) -> subprocess.Popen:
         return subprocess.Popen(
             [sys.executable, "-m", "dmf_assets", *args], cwd=PROJECT_ROOT, env=env, stdout=stdout, stderr=stderr
         )
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_for_url(path: Path, proc: subprocess.Popen, timeout_s: float = 120.0) -> str:
@@ -153,7 +147,7 @@ def test_the_fake_key_appears_in_no_file_log_or_output(tmp_path, caplog, capfd, 
                 [
                     "fetch",
                     "--base-url",
-                    f"http://127.0.0.1:{_closed_port()}/1471000/MdcDmfInfoService01",
+                    f"http://127.0.0.1:{free_port()}/1471000/MdcDmfInfoService01",  # nobody listens there
                     "--date",
                     CLI_DAY,
                     "-v",

@@ -20,7 +20,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,7 +34,7 @@ from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
 from dmf_assets.web.files import XLSX
-from dmf_assets_tests.notify_servers import email_config
+from dmf_assets_tests.notify_servers import email_config, free_port
 from dmf_assets_tests.web_support import serving
 
 pytestmark = pytest.mark.slow
@@ -95,12 +94,6 @@ def _project_marks() -> dict[str, float | None]:
     return {str(p): (p.stat().st_mtime if p.exists() else None) for p in paths}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _write_config(folder: Path, web_port: int, smtp_port: int, faults: dict[str, str]) -> Path:
     """Every [paths] entry absolute inside `folder`, so nothing resolves against the project root. A run
     of `dagster dev` loads the code location anew, so a rewritten config reaches the next run."""
@@ -137,8 +130,8 @@ class Dagit:
 
     def __init__(self, tmp: Path, smtp_port: int):
         self.tmp = tmp
-        self.port = _free_port()
-        self.web_port = _free_port()
+        self.port = free_port()
+        self.web_port = free_port()
         self.smtp_port = smtp_port
         self.base = f"http://127.0.0.1:{self.port}"
         home = tmp / "dagster_home"

@@ -15,7 +15,6 @@ import io
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from dmf_assets.domain.text import match_key
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
+from dmf_assets_tests.notify_servers import free_port
 from dmf_assets_tests.project_support import TEN_DAYS, TEN_DAYS_REJECTED, TEN_DAYS_SERVICE_KEY, ten_days_one_short
 from dmf_assets_tests.web_support import raw_get
 
@@ -51,12 +51,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -85,7 +79,7 @@ def project(tmp_path_factory) -> Project:
 
 @contextlib.contextmanager
 def _dmf_web(env: dict[str, str], *args: str) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "dmf_assets", "web", "--port", str(port), *args],
         env=env,
@@ -370,7 +364,7 @@ def test_a_page_asked_while_a_run_writes_says_busy_instead_of_hanging(project, w
 
 def test_another_address_needs_a_token_and_then_every_request_carries_it(project):
     refused = subprocess.run(
-        [sys.executable, "-m", "dmf_assets", "web", "--host", "0.0.0.0", "--port", str(_free_port())],
+        [sys.executable, "-m", "dmf_assets", "web", "--host", "0.0.0.0", "--port", str(free_port())],
         env=project.env,
         capture_output=True,
         text=True,
