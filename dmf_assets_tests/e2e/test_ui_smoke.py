@@ -23,7 +23,8 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as clock_time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -51,6 +52,9 @@ TERMINAL_RUN = {"SUCCESS", "FAILURE", "CANCELED"}
 #: `[runs] sensor_interval_s` in the test's config (default 30): the follow-up and the settled check
 #: come one tick after the backfill ends, not half a minute
 SENSOR_INTERVAL_S = 5
+#: the morning test's day is the daemon's today (KST), and its retry must come before `[retry] until` (23:59):
+#: started this close to midnight KST, it would end on another day than it began
+LAST_MINUTES_OF_THE_DAY = timedelta(minutes=5)
 
 Q_WORKSPACE = """
 query { workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus
@@ -381,9 +385,21 @@ def _rejected_today(dagit: Dagit, day: str, deadline: float) -> bool:
         instance.dispose()
 
 
+def _wait_out_the_end_of_the_kst_day() -> None:
+    """The daemon is a process of its own, on the real clock: a frozen clock cannot hold its day. In the last
+    minutes before midnight KST, wait for the next day to begin instead (at most five minutes, once a day)."""
+    from dmf_assets.clock import KST, now_kst
+
+    now = now_kst()
+    midnight = datetime.combine(now.date() + timedelta(days=1), clock_time(0), tzinfo=KST)
+    if midnight - now < LAST_MINUTES_OF_THE_DAY:
+        time.sleep((midnight - now).total_seconds() + 2)
+
+
 def test_a_morning_rejected_then_accepted_on_retry_sends_one_alert_and_one_workbook_mail(dagit, mailbox):
     from dmf_assets.clock import today_kst
 
+    _wait_out_the_end_of_the_kst_day()
     today = today_kst().isoformat()
     while not mailbox.received.empty():  # what the backfill test's alerts left behind
         mailbox.received.get()
