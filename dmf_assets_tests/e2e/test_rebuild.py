@@ -15,6 +15,7 @@ import pytest
 
 from dmf_assets.clock import today_kst
 from dmf_assets.defs.resources import build_resources
+from dmf_assets.emulator._calendar import previous_business_day
 from dmf_assets.errors import UserError
 from dmf_assets.orchestration import pipeline
 from dmf_assets.orchestration.rebuild import rebuild_history
@@ -148,7 +149,10 @@ def test_a_lost_database_is_refused_by_every_run_and_rebuilt_from_the_archives(t
     database created; the Dagster-launched run fails the same way; `dmf doctor` FAILs; `dmf rebuild` → exit 0
     and the same events (key, type, severity); `dmf doctor` → exit 0."""
     today = today_kst()
-    days = [today - timedelta(days=n) for n in (3, 2, 1)]  # recent, so the doctor finds the history fresh
+    # recent, so the doctor finds the history fresh; ending on a business day, since the emulator's registry (as
+    # MFDS's) changes only on those: on a Monday, Friday–Saturday–Sunday would hold no event to compare
+    last = previous_business_day(today - timedelta(days=1))
+    days = [last - timedelta(days=n) for n in (2, 1, 0)]
     ws = make_workspace(tmp_path, records_in_memory=True)
     assert all(r.success for r in launch.run_days(days, instance=ws.instance, resources=ws.resources))
     events = _keys_types_severities(ws.database)
