@@ -17,6 +17,11 @@ SEED_FILE = Path(__file__).resolve().parent / "seeds" / "mfds_dmf_items_2026-09-
 SEED_OBSERVED_ON = "2026-09-24"
 
 
+def _words(text: str) -> tuple[str, ...]:
+    """A word list written as one block of text: the words, in order, split at whitespace."""
+    return tuple(text.split())
+
+
 def load_seed_rows() -> list[dict[str, str | None]]:
     """The 151 real API rows packaged with the emulator."""
     return json.loads(SEED_FILE.read_text(encoding="utf-8"))["items"]
@@ -39,101 +44,20 @@ HIPL_LIFE_NAME, HIPL_LIFE_BIZRNO = "하이플생명과학(주)", "1338124994"
 #: applicants found in the seed rows; generated records never use them before the seed date
 SEED_APPLICANT_BIZRNOS = frozenset({HIPL_BIZRNO, HIPL_LIFE_BIZRNO})
 
-_KO_STEMS = (
-    "한",
-    "대",
-    "동",
-    "신",
-    "영",
-    "삼",
-    "일",
-    "세",
-    "유",
-    "태",
-    "광",
-    "진",
-    "성",
-    "우",
-    "보",
-    "명",
-    "경",
-    "국",
-    "제",
-    "휴",
-    "녹",
-    "부",
-    "정",
-    "인",
-    "화",
-    "서",
-    "미",
-    "지",
-    "하",
-    "안",
-    "청",
-    "원",
-    "상",
-    "혜",
-    "수",
-    "비",
-    "선",
-    "용",
-    "은",
-    "향",
-    "초",
-    "해",
-    "아",
-    "로",
-    "리",
-    "나",
-    "다",
-    "온",
-    "솔",
-    "빛",
+_KO_STEMS = _words(
+    """
+    한 대 동 신 영 삼 일 세 유 태 광 진 성 우 보 명 경 국 제 휴 녹 부 정 인 화 서 미 지 하 안 청 원 상 혜 수 비 선 용 은 향 초 해 아 로 리 나 다 온 솔 빛
+    """
 )
-_KO_FOREIGN = (
-    "코리",
-    "바이",
-    "메디",
-    "파마",
-    "셀",
-    "젠",
-    "케어",
-    "엘",
-    "씨",
-    "알",
-    "넥",
-    "테크",
-    "라이프",
-    "에스",
-    "오",
-    "유니",
-    "글로",
-    "네오",
-    "프라",
-    "엔",
+_KO_FOREIGN = _words(
+    """
+    코리 바이 메디 파마 셀 젠 케어 엘 씨 알 넥 테크 라이프 에스 오 유니 글로 네오 프라 엔
+    """
 )
-_KO_TRADES = (
-    "제약",
-    "약품",
-    "바이오",
-    "팜",
-    "생명과학",
-    "케미칼",
-    "헬스케어",
-    "메디칼",
-    "무역",
-    "상사",
-    "화학",
-    "신약",
-    "바이오텍",
-    "약업",
-    "파마",
-    "사이언스",
-    "바이오팜",
-    "제약산업",
-    "켐",
-    "인터내셔널",
+_KO_TRADES = _words(
+    """
+    제약 약품 바이오 팜 생명과학 케미칼 헬스케어 메디칼 무역 상사 화학 신약 바이오텍 약업 파마 사이언스 바이오팜 제약산업 켐 인터내셔널
+    """
 )
 
 
@@ -258,78 +182,14 @@ COSMETIC_COUNTRY_SWAPS: dict[str, str] = {
 
 # --- manufacturer names ------------------------------------------------------------------------
 
-_IN_STEMS = (
-    "Aarav",
-    "Abhay",
-    "Aditya",
-    "Ajanta",
-    "Alivira",
-    "Amsal",
-    "Anuh",
-    "Apex",
-    "Aarna",
-    "Bharat",
-    "Bhavya",
-    "Chemspec",
-    "Deccan",
-    "Devi",
-    "Divya",
-    "Emcure",
-    "Gufic",
-    "Hikal",
-    "Indoco",
-    "Jubil",
-    "Kopran",
-    "Lasa",
-    "Macleo",
-    "Mehta",
-    "Nandini",
-    "Navin",
-    "Neuraxis",
-    "Omkar",
-    "Panacea",
-    "Prudence",
-    "Rajshree",
-    "Ravi",
-    "Sai",
-    "Sanjivani",
-    "Satyam",
-    "Shilpa",
-    "Siddharth",
-    "Sree",
-    "Sudarshan",
-    "Surya",
-    "Synbio",
-    "Tirupati",
-    "Triveni",
-    "Unimark",
-    "Vamsi",
-    "Vasu",
-    "Venkata",
-    "Vijaya",
-    "Vindhya",
-    "Vishnu",
-    "Wanbury",
-    "Yashika",
-    "Zenith",
-    "Ganga",
-    "Krishna",
-    "Lakshmi",
-    "Mahalaxmi",
-    "Nakoda",
-    "Symed",
-    "Maithri",
-    "Glochem",
-    "Granu",
-    "Virupaksha",
-    "Aragen",
-    "Morepen",
-    "Solara",
-    "Neuland",
-    "Metrochem",
-    "Hy-Gro",
-    "Supriya",
-    "Lee",
+_IN_STEMS = _words(
+    """
+    Aarav Abhay Aditya Ajanta Alivira Amsal Anuh Apex Aarna Bharat Bhavya Chemspec Deccan Devi Divya Emcure Gufic
+    Hikal Indoco Jubil Kopran Lasa Macleo Mehta Nandini Navin Neuraxis Omkar Panacea Prudence Rajshree Ravi Sai
+    Sanjivani Satyam Shilpa Siddharth Sree Sudarshan Surya Synbio Tirupati Triveni Unimark Vamsi Vasu Venkata
+    Vijaya Vindhya Vishnu Wanbury Yashika Zenith Ganga Krishna Lakshmi Mahalaxmi Nakoda Symed Maithri Glochem
+    Granu Virupaksha Aragen Morepen Solara Neuland Metrochem Hy-Gro Supriya Lee
+    """
 )
 _IN_TRADES = (
     "Drugs",
@@ -398,54 +258,13 @@ _CN_PLACES = (
     ("Tianjin", "Tianjin"),
     ("Shanxi", "Taiyuan"),
 )
-_CN_WORDS = (
-    "Huahai",
-    "Jingxin",
-    "Tianyu",
-    "Hisun",
-    "Xianju",
-    "Haizhou",
-    "Liaoyuan",
-    "Guobang",
-    "Charioteer",
-    "Zhenyuan",
-    "Kangle",
-    "Dongcheng",
-    "Tianma",
-    "Anhong",
-    "Renan",
-    "Haoran",
-    "Hepalink",
-    "Changshan",
-    "Jincheng",
-    "Xinhua",
-    "Huasheng",
-    "Hengrui",
-    "Aoxiang",
-    "Yongtai",
-    "Tianxin",
-    "Jiuzhou",
-    "Huayi",
-    "Lianhe",
-    "Minsheng",
-    "Baiyang",
-    "Kangyu",
-    "Ruibo",
-    "Tiantai",
-    "Huarun",
-    "Yuxin",
-    "Shenghua",
-    "Jiuyuan",
-    "Hongri",
-    "Dongrui",
-    "Xinyi",
-    "Nhwa",
-    "Dijia",
-    "Zein",
-    "Bosen",
-    "Tianren",
-    "Gedian",
-    "Fushine",
+_CN_WORDS = _words(
+    """
+    Huahai Jingxin Tianyu Hisun Xianju Haizhou Liaoyuan Guobang Charioteer Zhenyuan Kangle Dongcheng Tianma Anhong
+    Renan Haoran Hepalink Changshan Jincheng Xinhua Huasheng Hengrui Aoxiang Yongtai Tianxin Jiuzhou Huayi Lianhe
+    Minsheng Baiyang Kangyu Ruibo Tiantai Huarun Yuxin Shenghua Jiuyuan Hongri Dongrui Xinyi Nhwa Dijia Zein Bosen
+    Tianren Gedian Fushine
+    """
 )
 _CN_TRADES = (
     "Pharmaceutical",
@@ -461,32 +280,11 @@ _CN_TRADES = (
     "Pharmaceutical Chemical",
 )
 _CN_LEGAL = ("Co., Ltd.", "Co.,Ltd.", "Co., Ltd", "Co. Ltd.", "Co.,Ltd", "Co., Ltd.", "Co., Ltd.")
-_EU_PREFIX = (
-    "Chem",
-    "Pharm",
-    "Bio",
-    "Syn",
-    "Medi",
-    "Nova",
-    "Euro",
-    "Alpha",
-    "Terra",
-    "Lumi",
-    "Vita",
-    "Cura",
-    "Orga",
-    "Poly",
-    "Fine",
-    "Neo",
-    "Prima",
-    "Gen",
-    "Heli",
-    "Astra",
-    "Derm",
-    "Farma",
-    "Lab",
-    "Quimi",
-    "Inter",
+_EU_PREFIX = _words(
+    """
+    Chem Pharm Bio Syn Medi Nova Euro Alpha Terra Lumi Vita Cura Orga Poly Fine Neo Prima Gen Heli Astra Derm
+    Farma Lab Quimi Inter
+    """
 )
 _EU_SUFFIX = ("ika", "on", "ex", "ia", "os", "ine", "ara", "olab", "chem", "pharma", "synth", "tek", "ena", "ix")
 _STYLE_TRADES = {
