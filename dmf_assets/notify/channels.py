@@ -274,8 +274,6 @@ class EmailChannel(
                         )
                     smtp.login(cfg.username, password)
                 refused = smtp.send_message(email)
-        except DeliveryError:
-            raise
         except smtplib.SMTPAuthenticationError as exc:
             raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
         except smtplib.SMTPRecipientsRefused as exc:
