@@ -86,10 +86,9 @@ CHANNELS: dict[str, type[Channel]] = {}
 @dataclass_transform(kw_only_default=True, frozen_default=True)
 @dataclass(frozen=True, kw_only=True)
 class Channel:
-    """One configured place messages go. Subclasses are the kinds of channel, each named in its class statement
-    (as the alert kinds are): `name` (the registry's key, the kind a status line shows), `section` (its settings:
-    the key of [alerts] `configured` is given), `setting_ko` (how a text names them: "[alerts.email]") and
-    `enable_ko` (what a person sets to switch it on; `setting_ko` when that says it)."""
+    """One configured place messages go; a subclass is a kind of channel, declared in its class statement (module
+    docstring). `name` is also the kind a status line shows; `enable_ko` is what a person sets to switch it on
+    (`setting_ko` when that says it)."""
 
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
@@ -252,7 +251,6 @@ class EmailChannel(
         return (smtp_password(self.email),)
 
     def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
-        """Send once to this list; returns a short note (the accepted recipients)."""
         cfg, to, timeout_s = self.email, list(self.to), min(self.email.timeout_s, timeout_s)
         password = smtp_password(cfg)
         try:
@@ -276,8 +274,6 @@ class EmailChannel(
                         )
                     smtp.login(cfg.username, password)
                 refused = smtp.send_message(email)
-        except DeliveryError:
-            raise
         except smtplib.SMTPAuthenticationError as exc:
             raise DeliveryError(f"SMTP 인증 실패 / authentication refused ({exc.smtp_code})", permanent=True) from None
         except smtplib.SMTPRecipientsRefused as exc:
@@ -427,7 +423,6 @@ class WebhookChannel(Channel, name="webhook", section="webhook_urls", setting_ko
         return webhook_flavour(self.url)
 
     def send(self, message: Message, attachment: Path | None, timeout_s: float) -> str:
-        """POST once; returns 'HTTP 200'. Raises DeliveryError (without the URL's secret path)."""
         payload = webhook_payload(self.url, message)
         _, url = split_webhook(self.url)
         timeout = min(WEBHOOK_TIMEOUT_S, timeout_s)

@@ -48,7 +48,6 @@ from dmf_assets.notify.outbox import (
     RECORDED,
     SEND_GIVEN_UP,
     SENT,
-    SUPERSEDED,
     Outbox,
     OutboxError,
     Stored,
@@ -68,10 +67,6 @@ class Outcome:
     state: str  # an outbox state, or "failed" when it could not even be stored
     line: str
     stored: Stored | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.state in (DELIVERED, RECORDED, HELD)
 
     def metadata(self) -> dict[str, str]:
         """Plain values for a materialization's metadata (the Dagster UI shows them)."""
@@ -253,31 +248,25 @@ class Notifier:
         for stored, send in self.outbox.claim_due(now=self.clock(), force=force, message_id=message_id):
             channel = by_key.get(send.channel)
             left = None if deadline is None else deadline - time.monotonic()
-            if channel is None:
-                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=None, dropped=True)
-            elif left is not None and left < 0.5:
-                result = self.outbox.record_attempt(
-                    stored.id,
-                    send.channel,
-                    now=self.clock(),
-                    error="시간 예산 소진 — 다음 차례에 보냅니다 / time budget used up",
-                )
-            else:
+            error: str | None = None  # a channel no longer configured: its send is dropped
+            if channel is not None and left is not None and left < 0.5:
+                error = "시간 예산 소진 — 다음 차례에 보냅니다 / time budget used up"
+            elif channel is not None:
                 message = Message.from_dict(stored.message)
                 if stored.note:
-                    message = message.with_section(RETRIES_FAILED_HEADING, stored.note)
+                    message = replace(message, sections=(*message.sections, (RETRIES_FAILED_HEADING, stored.note)))
                 attachment = Path(stored.attachment) if stored.attachment else None
                 if attachment is not None and not attachment.is_file():
                     attachment = None
                 try:
                     channel.send(message, attachment, 30.0 if left is None else max(0.5, left))
-                    error = None
                 except DeliveryError as exc:
                     error = str(exc)
                 except Exception as exc:  # noqa: BLE001 - never into the pipeline
                     error = scrub(f"{type(exc).__name__}: {exc}", *channel.secrets)
-                result = self.outbox.record_attempt(stored.id, send.channel, now=self.clock(), error=error)
-            touched[stored.id] = result
+            touched[stored.id] = self.outbox.record_attempt(
+                stored.id, send.channel, now=self.clock(), error=error, dropped=channel is None
+            )
         out = []
         for stored in touched.values():
             (log.info if stored.state == DELIVERED else log.warning)("%s", stored.line())
@@ -298,7 +287,7 @@ class Notifier:
             since=datetime.fromisoformat(stored.created_at),
         )
         if stored.kind != DeliveryGivenUp.kind:  # a given-up notice about a given-up notice would loop
-            self.send_alert(replace(alert, run_id=None), only=others)
+            self.send_alert(alert, only=others)
 
     def _unstored(self, message: Message, problem: str, attachment: Path | None = None) -> Outcome:
         """The outbox cannot be written: still try every channel once, so people are told anyway."""
@@ -339,7 +328,7 @@ def _send_once(channels: list[Channel], message: Message, attachment: Path | Non
 
 def _told(stored: Stored) -> bool:
     """The mail went out (to some channel at least), or was recorded where no channel is configured."""
-    return stored.state in (DELIVERED, RECORDED) or any(s.state == SENT for s in stored.sends)
+    return stored.state in (DELIVERED, RECORDED) or _reached(stored)
 
 
 def _reached(stored: Stored) -> bool:
@@ -352,15 +341,3 @@ def _replaced(stored: Stored) -> Replaced:
     sent = max((s.sent_at for s in stored.sends if s.sent_at), default=stored.updated_at)
     status = stored.message.get("status")
     return Replaced(stored.subject, datetime.fromisoformat(sent), DayStatus.of_value(status) if status else None)
-
-
-__all__ = [
-    "DELIVERED",
-    "GIVEN_UP",
-    "HELD",
-    "PENDING",
-    "RECORDED",
-    "SUPERSEDED",
-    "Notifier",
-    "Outcome",
-]

@@ -118,9 +118,6 @@ class Message:
             return ""
         return f"첨부: {self.workbook}" if attached else "첨부 없음 — 리포트 파일을 찾을 수 없습니다."
 
-    def with_section(self, heading: str, paragraph: str) -> Message:
-        return dataclasses.replace(self, sections=(*self.sections, (heading, paragraph)))
-
     def to_dict(self) -> dict:
         """The message as JSON values, its fields in order (what the outbox stores)."""
         return {**dataclasses.asdict(self), "audience": self.audience.value}

@@ -242,10 +242,8 @@ class Outbox:
             states = {r[0] for r in db.run(conn, "send_states", message_id)}
             if states & {SEND_PENDING, SENDING}:
                 overall = PENDING
-            elif SEND_GIVEN_UP in states:
-                overall = GIVEN_UP
-            else:
-                overall = DELIVERED if SENT in states else GIVEN_UP
+            else:  # delivered only when no channel gave up and one accepted it (not every send was dropped)
+                overall = DELIVERED if SENT in states and SEND_GIVEN_UP not in states else GIVEN_UP
             db.run(conn, "set_message_state", message_id, state=overall, from_state=PENDING, stamp=stamp)
         return self.get(message_id)
 
