@@ -28,7 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(handler=_test)
     q = ss.add_parser("flush", help="발송함에서 재발송을 기다리는 메시지를 지금 보냄 (실패하면 다시 대기)")
     q.add_argument("--config", default=None)
-    q.add_argument("--given-up", action="store_true", help="발송을 포기한 메시지도 다시 보냄 (다시 24시간 재시도)")
+    q.add_argument(
+        "--given-up",
+        action="store_true",
+        help="발송을 포기한 메시지도 다시 보냄 (다시 [alerts] give_up_hours 동안 재시도, 기본 24시간)",
+    )
     q.set_defaults(handler=_flush)
     q = ss.add_parser("status", help="최근 메시지의 상태: 대기·보류·발송됨·발송 포기, 채널별 시도와 마지막 오류")
     q.add_argument("--config", default=None)

@@ -277,14 +277,18 @@ class Notifier:
 
     def _given_up(self, stored: Stored) -> None:
         failed = [s for s in stored.sends if s.state == SEND_GIVEN_UP]
+        if not failed:  # every send was dropped (its channel is no longer configured): no delivery failed to report
+            return
         others = {c.key for c in self.channels_for(Audience.ONCALL)} - {s.channel for s in failed}
+        since = datetime.fromisoformat(stored.created_at)
         alert = DeliveryGivenUp(
             day=date.fromisoformat(stored.day),
             subject=stored.subject,
             channels=tuple(s.target for s in failed),
             attempts=max(s.attempts for s in failed),
             last_error=failed[-1].last_error or "알 수 없음",
-            since=datetime.fromisoformat(stored.created_at),
+            since=since,
+            hours=int((self.clock() - since).total_seconds() // 3600),
         )
         if stored.kind != DeliveryGivenUp.kind:  # a given-up notice about a given-up notice would loop
             self.send_alert(alert, only=others)

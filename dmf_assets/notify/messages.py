@@ -616,11 +616,11 @@ class DeliveryGivenUp(Alert, kind="delivery_given_up", label="발송 포기", le
     attempts: int
     last_error: str
     since: datetime
+    hours: int  # how long it was tried, from `since` to giving up (`[alerts] give_up_hours`, more after a re-send)
 
     def parts(self, ctx: MessageContext) -> Parts:
-        hours = "24시간"
         what = (
-            f"「{self.subject}」 메시지를 {_when(self.since)}부터 {hours} 동안 {self.attempts}번 보냈지만 "
+            f"「{self.subject}」 메시지를 {_when(self.since)}부터 {self.hours}시간 동안 {self.attempts}번 보냈지만 "
             f"{', '.join(self.channels)}에 끝내 전달하지 못해 발송을 포기했습니다(delivery given up)."
         )
         from dmf_assets.notify.channels import channel_settings_ko  # the channels import this module

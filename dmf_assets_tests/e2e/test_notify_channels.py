@@ -74,10 +74,17 @@ def test_a_channel_class_registered_in_a_test_is_configured_used_and_named(tmp_p
     check = delivery_check(quiet)
     assert check.status == "WARN" and "[alerts.pager] url" in check.message_ko, check
     given_up = notify.DeliveryGivenUp(
-        day=DAY, subject="[DMF] x", channels=("pager",), attempts=3, last_error="HTTP 503", since=datetime(2026, 11, 27)
+        day=DAY,
+        subject="[DMF] x",
+        channels=("pager",),
+        attempts=3,
+        last_error="HTTP 503",
+        since=datetime(2026, 11, 27),
+        hours=6,
     )
     text = notify.compose_alert(given_up, notify.MessageContext(emulator=True)).text()
     assert "이 채널의 설정([alerts.email], [alerts] webhook_urls, [alerts.pager])과 서버 상태를" in text
+    assert "부터 6시간 동안 3번 보냈지만" in text  # how long it was tried, as the alert says it
 
     with webhook_receiver() as pager, webhook_receiver() as hook:
         settings = _pager_settings(

@@ -200,6 +200,7 @@ def test_a_mail_that_never_gets_through_is_given_up_once_and_told_on_the_other_c
     assert (
         notice["kind"] == "delivery_given_up"
         and "요청 한도" in notice["text"]
+        and "부터 24시간 동안 9번 보냈지만" in notice["text"]  # the hours it was tried: T0 to 24 h 1 min later
         and "dmf notify flush --given-up" in notice["text"]
     )
     assert [s.channel for s in told.sends] == [given_up.sends[1].channel]  # not the e-mail that gave up
@@ -208,6 +209,24 @@ def test_a_mail_that_never_gets_through_is_given_up_once_and_told_on_the_other_c
         outcomes = notifier.flush(force=True, given_up=True)
         _, msg = smtp.next_message()
     assert "요청 한도" in msg["Subject"] and any(o.state == "delivered" for o in outcomes)
+
+
+def test_a_message_whose_every_channel_was_removed_is_given_up_quietly(tmp_path):
+    """Its only channel was taken out of the settings: the send is dropped, the message is given up (it reached
+    nobody), and no "delivery given up" notice goes out — no delivery failed. The flush used to raise here."""
+    with webhook_receiver() as hook:
+        notifier = notifier_for(tmp_path / "alerts", webhooks=[hook.url()])
+        with frozen_at(T0):
+            stored_id = notifier.outbox.add(
+                {"kind": "request_cap", "day": DAY.isoformat(), "subject": "[DMF 경보] 요청 한도"},
+                channels=[("email:removed", "smtp:25 → ra@x.kr")],
+                now=T0,
+            )
+            [outcome] = notifier.flush(force=True)
+            assert stored_id is not None and outcome.state == "given_up"
+            assert [s.state for s in outcome.stored.sends] == ["dropped"]
+            assert [m.kind for m in notifier.status()] == ["request_cap"]  # no delivery_given_up notice stored
+        assert hook.received.empty()  # and none sent
 
 
 def test_a_held_mail_goes_out_once_when_its_day_is_decided(tmp_path):

@@ -65,6 +65,7 @@ def every_alert() -> list[notify.Alert]:
             attempts=27,
             last_error="SMTP 연결 실패",
             since=KST_NOON,
+            hours=48,
         ),
     ]
     return out
