@@ -271,6 +271,13 @@ class DayArchive:
                 )
             yield
 
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[Manifest | None]:
+        """The day locked (`locked`) and recovered (`recover`): its published manifest, None when there is none."""
+        with self.locked():
+            self.recover()
+            yield self.published_manifest()
+
     def recover(self) -> None:
         """Finish a publish that a crash interrupted between its two renames."""
         if self._old_dir.exists():

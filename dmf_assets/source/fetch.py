@@ -67,7 +67,7 @@ from dmf_assets.source.errors import (
 )
 from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
 from dmf_assets.source.politeness import backoff_s, monotonic, parse_retry_after, politeness_for, sleep
-from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
+from dmf_assets.source.service_key import Redactor, install_key_log_filter
 
 module_log = logging.getLogger("dmf_assets.source")
 
@@ -310,9 +310,7 @@ def fetch_day(
     if held is not None:
         require_same(expected, held[0], held[1])
     archive.raw_dir.mkdir(parents=True, exist_ok=True)
-    with archive.locked():
-        archive.recover()
-        published = archive.published_manifest()
+    with archive.opened() as published:
         today = today_kst()
         can_fetch = endpoint.dated or day == today
         complete = published is not None and published.complete
@@ -358,7 +356,7 @@ class _DayFetch:
         self.endpoint = endpoint
         self.archive = archive
         self.redact = Redactor(config.service_key())
-        key = decode_service_key(config.service_key()) or config.anonymous_key()
+        key = config.query_key()
         if not key:
             raise MissingServiceKey(
                 "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
@@ -1013,9 +1011,7 @@ def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) 
     rebuild` replays). Raises ArchiveCorrupt when there is no published archive or it is damaged, and
     FetchInProgress while a fetch of the day runs."""
     archive = DayArchive(Path(raw_dir), as_date(day))
-    with archive.locked():
-        archive.recover()
-        manifest = archive.published_manifest()
+    with archive.opened() as manifest:
         if manifest is None:
             raise ArchiveCorrupt(f"{archive.day_dir}: 보관된 수집본(manifest.json)이 없습니다 / no published archive")
         return _replay(archive, manifest, log or module_log)
