@@ -1,21 +1,14 @@
 """The fetch of one day: page through the API, archive every body, resume, replay, and give a verdict.
 
-`fetch_day(client, day)` is the engine behind `MfdsClient.fetch_day`. A fetch:
-1. replays the day from the archive if it is already complete (no HTTP), or resumes an
-   interrupted/failed fetch by fetching only the missing pages;
-2. pages through the API (page 1 first, ceil(totalCount/numOfRows) pages, then more while the
-   last page is full — a deflated totalCount cannot hide rows; a page beyond them that answers
-   NODATA ends the list), one request at a time, with retries, backoff + jitter, Retry-After,
-   adaptive slow-down, a deadline for each whole request (connect + every read) and a daily request
-   cap for every source; it stops early when totalCount promises more pages than the cap allows or
-   the pages come back empty (a page cap derived from totalCount and numOfRows);
-3. writes every body gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE parsing it (a body that cannot be
-   decoded as it was received), and writes the manifest once per batch of pages and when it stops;
-4. checks every page's shape: its items carry the API's nine fields, no other (`page_shape_problem`);
-   a page that does not — like one that cannot be decoded or parsed — is a failed page (retried,
-   then a transport rejection naming the page and the fields), never rows with a field gone;
-5. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
-   items. Transport failures are recorded, not raised: the day still gets a verdict.
+`fetch_day(client, day)`, behind `MfdsClient.fetch_day`, replays a complete archived day (no HTTP), resumes an
+interrupted or failed fetch by fetching only the missing pages, or pages through the API one request at a time
+(`_DayFetch`): page 1, ceil(totalCount/numOfRows) pages, then more while the last page is full — a deflated
+totalCount cannot hide rows; it stops early when the day's request cap cannot hold the pages totalCount promises,
+or pages come back empty (`_stop`). Every body is written gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE it is parsed (a
+body that cannot be decoded as it was received); a page that cannot be decoded or parsed, or whose items do not
+carry the API's nine fields and no other (`page_shape_problem`), is a failed page (retried, then a transport
+failure naming it), never rows with a field gone. Transport failures are recorded, not raised: the day still gets
+a verdict (`FetchResult`: complete | incomplete | failed, and the de-duplicated items).
 The service key is a secret: it goes into the query string and nowhere else; every response body is
 scrubbed of it (`Redactor.scrub_bytes`) before it is archived, parsed, logged or shown.
 
