@@ -292,12 +292,9 @@ class DayArchive:
     def partial_manifest(self) -> Manifest | None:
         return read_manifest_file(self.work_dir / MANIFEST)
 
-    def write_manifest(
-        self, manifest: Manifest | Mapping[str, Any], text_filter: Callable[[str], str] | None = None
-    ) -> None:
-        text = json_text(manifest.to_json() if isinstance(manifest, Manifest) else manifest)
-        if text_filter is not None:
-            text = text_filter(text)
+    def write_manifest(self, manifest: Manifest | Mapping[str, Any], text_filter: Callable[[str], str]) -> None:
+        """`manifest` written into the working directory, its text through `text_filter` (the key's redactor)."""
+        text = text_filter(json_text(manifest.to_json() if isinstance(manifest, Manifest) else manifest))
         atomic_write_bytes(self.work_dir / MANIFEST, text.encode("utf-8"))
 
     # -- the working directory ------------------------------------------------------------------
