@@ -118,9 +118,8 @@ class MfdsClient(dg.ConfigurableResource):
         endpoint = resolve_endpoint(self.base_url)
         if (known := self.expected_source()) is not None or endpoint.in_process:
             return known
-        return ask_source(
-            endpoint, key=self.query_key(), headers=self.request_headers(day), timeout_s=self.connect_timeout_s
-        )
+        key = self.query_key()
+        return ask_source(endpoint, key=key, headers=self.request_headers(day), timeout_s=self.connect_timeout_s)
 
     # -- use --------------------------------------------------------------------------------------
 
