@@ -6,9 +6,9 @@ Layout under `raw_dir` (docs/DOMAIN.md §7):
     .YYYY-MM-DD.lock                  one fetch per day at a time (flock, released if the process dies)
     _requests/YYYY-MM-DD.json         requests sent per host on that (Seoul) day — the daily cap
 Every file is written atomically (`fsutil.atomic_write_bytes`: temporary file + fsync + rename, mode
-from the umask, no temporary file left on failure), the manifest after every page, and a
-finished fetch replaces the day directory in one rename, so a crash never leaves a half-written
-archive where a reader expects a finished one.
+from the umask, no temporary file left on failure), the manifest once per batch of pages and when the
+fetch stops, and a finished fetch replaces the day directory in one rename, so a crash never leaves a
+half-written archive where a reader expects a finished one.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def json_text(obj: Any) -> str:
-    """Indented, UTF-8 JSON for people to read. orjson: the manifest is rewritten after every page, and the
+    """Indented, UTF-8 JSON for people to read. orjson: the manifest is rewritten as the fetch goes, and the
     standard library's indenting encoder is pure Python (≈1 ms a write at 19 pages)."""
     return orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode("utf-8") + "\n"
 
@@ -214,9 +214,7 @@ def json_text(obj: Any) -> str:
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return None  # a damaged manifest is treated as no manifest: the fetch starts over
     return data if isinstance(data, dict) else None
 
@@ -271,6 +269,13 @@ class DayArchive:
                 )
             yield
 
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[Manifest | None]:
+        """The day locked (`locked`) and recovered (`recover`): its published manifest, None when there is none."""
+        with self.locked():
+            self.recover()
+            yield self.published_manifest()
+
     def recover(self) -> None:
         """Finish a publish that a crash interrupted between its two renames."""
         if self._old_dir.exists():
@@ -287,12 +292,9 @@ class DayArchive:
     def partial_manifest(self) -> Manifest | None:
         return read_manifest_file(self.work_dir / MANIFEST)
 
-    def write_manifest(
-        self, manifest: Manifest | Mapping[str, Any], text_filter: Callable[[str], str] | None = None
-    ) -> None:
-        text = json_text(manifest.to_json() if isinstance(manifest, Manifest) else manifest)
-        if text_filter is not None:
-            text = text_filter(text)
+    def write_manifest(self, manifest: Manifest | Mapping[str, Any], text_filter: Callable[[str], str]) -> None:
+        """`manifest` written into the working directory, its text through `text_filter` (the key's redactor)."""
+        text = text_filter(json_text(manifest.to_json() if isinstance(manifest, Manifest) else manifest))
         atomic_write_bytes(self.work_dir / MANIFEST, text.encode("utf-8"))
 
     # -- the working directory ------------------------------------------------------------------

@@ -87,6 +87,10 @@ class MfdsClient(dg.ConfigurableResource):
         """The key to send when none is configured; None: the fetch stops with MissingServiceKey."""
         return None
 
+    def query_key(self) -> str:
+        """The key the query string carries: the service key decoded once, else `anonymous_key`; "" for none."""
+        return decode_service_key(self.service_key()) or self.anonymous_key() or ""
+
     def http_client(self) -> httpx.Client:
         """A fresh HTTP client for one fetch (the fetch closes it)."""
         if resolve_endpoint(self.base_url).in_process:
@@ -114,7 +118,7 @@ class MfdsClient(dg.ConfigurableResource):
         endpoint = resolve_endpoint(self.base_url)
         if (known := self.expected_source()) is not None or endpoint.in_process:
             return known
-        key = decode_service_key(self.service_key()) or self.anonymous_key() or ""
+        key = self.query_key()
         return ask_source(endpoint, key=key, headers=self.request_headers(day), timeout_s=self.connect_timeout_s)
 
     # -- use --------------------------------------------------------------------------------------

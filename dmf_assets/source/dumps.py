@@ -5,14 +5,13 @@
 - one API response page as saved from the API (JSON envelope or XML, gzip'd or not);
 - an archived day directory (data/raw/YYYY-MM-DD/ with manifest.json and gzip'd pages).
 
-Everything is read straight into columns (`Dump.frame`: the nine API fields as String columns — other
-keys are not kept, normalization ignores them — rows as received — identical rows repeated across pages are kept; `snapshot.drop_repeated_rows` removes
-them, and gate 2 counts them). Items JSON is streamed in blocks cut between two items; each block is
-parsed by polars' JSON reader straight into columns, so a 1 M-row dump never becomes a million
-Python dicts. A block the
-fast reader cannot prove it reads exactly (numbers, booleans, nested values, surrogate escapes,
-anything unusual) sends the whole file down the careful item-by-item path, which gives the same
-values `normalize.items_to_frame` always gave.
+`Dump.frame` holds the rows as received, in columns (the nine API fields as String columns; other keys are not
+kept, normalization ignores them). Identical rows repeated across pages are kept: `snapshot.drop_repeated_rows`
+removes them, and gate 2 counts them. Items JSON is streamed in blocks cut between two items, each parsed by
+polars' JSON reader straight into columns, so a 1 M-row dump never becomes a million Python dicts. A block the
+fast reader cannot prove it reads exactly (numbers, booleans, nested values, surrogate escapes, anything unusual)
+sends the whole file down the careful item-by-item path, which gives the same values `normalize.items_to_frame`
+always gave.
 
 Anything that is not a usable registry dump raises `DumpError` with a Korean + English sentence:
 missing/empty/binary files, JSON that is not a list of objects, API error envelopes, an archive day
@@ -280,8 +279,7 @@ def _total_count(path: Path, meta: dict[str, Any]) -> int | None:
 def _from_file(path: Path, block_bytes: int) -> Dump:
     try:
         with _open(path) as fh:
-            first = fh.read(1)
-            if not first:
+            if not fh.read(1):
                 raise DumpError(f"{path}: 빈 파일입니다 / the file is empty")
             fh.seek(0)
             try:

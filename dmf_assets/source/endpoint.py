@@ -49,9 +49,7 @@ def resolve_endpoint(base_url: str) -> Endpoint:
         raise ValueError(f"source.base_url {base_url!r} is not a URL: {exc}") from None
     if url.scheme not in ("http", "https", IN_PROCESS_SCHEME):
         raise ValueError(f"source.base_url {base_url!r}: scheme must be http, https or {IN_PROCESS_SCHEME}")
-    path = url.path.rstrip("/")
-    if not path:
-        path = SERVICE_BASE_PATH
+    path = url.path.rstrip("/") or SERVICE_BASE_PATH
     if not path.endswith("/" + API_OPERATION):
         path = f"{path}/{API_OPERATION}"
     op_url = str(url.copy_with(path=path, query=None, fragment=None))

@@ -147,11 +147,8 @@ def body_format(body: bytes, content_type: str | None = None) -> str:
 
 
 def _decode(body: bytes, content_type: str | None) -> str:
-    charset = "utf-8"
-    if content_type:
-        m = _CHARSET.search(content_type)
-        if m:
-            charset = m.group(1)
+    m = _CHARSET.search(content_type or "")
+    charset = m.group(1) if m else "utf-8"
     try:
         text = body.decode(charset)
     except LookupError:

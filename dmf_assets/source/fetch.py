@@ -1,21 +1,14 @@
 """The fetch of one day: page through the API, archive every body, resume, replay, and give a verdict.
 
-`fetch_day(client, day)` is the engine behind `MfdsClient.fetch_day`. A fetch:
-1. replays the day from the archive if it is already complete (no HTTP), or resumes an
-   interrupted/failed fetch by fetching only the missing pages;
-2. pages through the API (page 1 first, ceil(totalCount/numOfRows) pages, then more while the
-   last page is full — a deflated totalCount cannot hide rows; a page beyond them that answers
-   NODATA ends the list), one request at a time, with retries, backoff + jitter, Retry-After,
-   adaptive slow-down, a deadline for each whole request (connect + every read) and a daily request
-   cap for every source; it stops early when totalCount promises more pages than the cap allows or
-   the pages come back empty (a page cap derived from totalCount and numOfRows);
-3. writes every body gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE parsing it (a body that cannot be
-   decoded as it was received), and writes the manifest once per batch of pages and when it stops;
-4. checks every page's shape: its items carry the API's nine fields, no other (`page_shape_problem`);
-   a page that does not — like one that cannot be decoded or parsed — is a failed page (retried,
-   then a transport rejection naming the page and the fields), never rows with a field gone;
-5. returns a `FetchResult` with a status (complete | incomplete | failed) and the de-duplicated
-   items. Transport failures are recorded, not raised: the day still gets a verdict.
+`fetch_day(client, day)`, behind `MfdsClient.fetch_day`, replays a complete archived day (no HTTP), resumes an
+interrupted or failed fetch by fetching only the missing pages, or pages through the API one request at a time
+(`_DayFetch`): page 1, ceil(totalCount/numOfRows) pages, then more while the last page is full — a deflated
+totalCount cannot hide rows; it stops early when the day's request cap cannot hold the pages totalCount promises,
+or pages come back empty (`_stop`). Every body is written gzip'd to `raw_dir/YYYY-MM-DD/` BEFORE it is parsed (a
+body that cannot be decoded as it was received); a page that cannot be decoded or parsed, or whose items do not
+carry the API's nine fields and no other (`page_shape_problem`), is a failed page (retried, then a transport
+failure naming it), never rows with a field gone. Transport failures are recorded, not raised: the day still gets
+a verdict (`FetchResult`: complete | incomplete | failed, and the de-duplicated items).
 The service key is a secret: it goes into the query string and nowhere else; every response body is
 scrubbed of it (`Redactor.scrub_bytes`) before it is archived, parsed, logged or shown.
 
@@ -67,7 +60,7 @@ from dmf_assets.source.errors import (
 )
 from dmf_assets.source.identity import SourceMismatch, answered_by, folder_source, manifest_source, require_same
 from dmf_assets.source.politeness import backoff_s, monotonic, parse_retry_after, politeness_for, sleep
-from dmf_assets.source.service_key import Redactor, decode_service_key, install_key_log_filter
+from dmf_assets.source.service_key import Redactor, install_key_log_filter
 
 module_log = logging.getLogger("dmf_assets.source")
 
@@ -210,16 +203,21 @@ class _Page:
         """ok, with the parsed page's rows — or (None) NODATA where no rows are a possible answer: no rows, no
         totalCount, the list ends here."""
         if parsed is None:
-            self.update(status="ok", error=None, error_type=None, rows=0, nodata=True)
+            counts: dict[str, Any] = {"rows": 0, "nodata": True}
         else:
-            counts = {"total_count": parsed.total_count, "num_of_rows": parsed.num_of_rows}
-            self.update(status="ok", error=None, error_type=None, rows=parsed.rows, **counts)
+            counts = {"rows": parsed.rows, "total_count": parsed.total_count, "num_of_rows": parsed.num_of_rows}
+        self.update(status="ok", error=None, error_type=None, **counts)
         self.items = parsed.items if parsed is not None else []
         return self
 
-    def failed(self, rec: dict[str, Any], error: str, kind: str, **changes: Any) -> None:
-        """The attempt `rec` failed: `error` (already redacted) recorded on it and on the page."""
-        rec["error"] = error
+    @property
+    def attempt(self) -> dict[str, Any]:
+        """The record of the attempt under way (`_DayFetch._attempt`), filled in as it goes."""
+        return self.entry.attempts[-1]
+
+    def failed(self, error: str, kind: str, **changes: Any) -> None:
+        """The attempt under way failed: `error` (already redacted) recorded on it and on the page."""
+        self.attempt["error"] = error
         self.update(error=error, error_type=kind, **changes)
 
 
@@ -305,9 +303,7 @@ def fetch_day(
     if held is not None:
         require_same(expected, held[0], held[1])
     archive.raw_dir.mkdir(parents=True, exist_ok=True)
-    with archive.locked():
-        archive.recover()
-        published = archive.published_manifest()
+    with archive.opened() as published:
         today = today_kst()
         can_fetch = endpoint.dated or day == today
         complete = published is not None and published.complete
@@ -353,7 +349,7 @@ class _DayFetch:
         self.endpoint = endpoint
         self.archive = archive
         self.redact = Redactor(config.service_key())
-        key = decode_service_key(config.service_key()) or config.anonymous_key()
+        key = config.query_key()
         if not key:
             raise MissingServiceKey(
                 "MFDS_SERVICE_KEY가 설정되지 않았습니다 — 실제 API를 쓰려면 공공데이터포털 서비스 키를 프로젝트 폴더의 .env "
@@ -571,26 +567,25 @@ class _DayFetch:
         headers = self.config.request_headers(self.day)
         retry_wait: float | None = 0.0
         for attempt in range(1, self.config.max_attempts + 1):
-            rec = self._attempt(page, attempt, retry_wait or 0.0)
+            self._attempt(page, attempt, retry_wait or 0.0)
             started = monotonic()
             try:
                 status, resp_headers, raw = self._send(params, headers)
             except (_DeadlineExceeded, httpx.TransportError) as exc:
-                self._failed_attempt(page, rec, started, exc)
-                retry_wait = self._backoff(attempt)
+                self._failed_attempt(page, started, exc)
+                retry_wait = self._backoff(page)
                 continue
-            body, undecodable = self._receive(page, rec, started, status, resp_headers, raw, archive_no or page_no)
+            body, undecodable = self._receive(page, started, status, resp_headers, raw, archive_no or page_no)
             if status != 200:
-                retry_wait = self._http_error(page, rec, attempt, status, resp_headers, body)
+                retry_wait = self._http_error(page, status, resp_headers, body)
             else:
-                content_type = resp_headers.get("content-type")
-                retry_wait = self._read_answer(page, rec, attempt, body, content_type, undecodable, nodata_is_empty)
+                retry_wait = self._read_answer(page, body, resp_headers, undecodable, nodata_is_empty)
             if retry_wait is None:
                 break
         self._log_page(page)
         return page
 
-    def _attempt(self, page: _Page, attempt: int, retry_wait: float) -> dict[str, Any]:
+    def _attempt(self, page: _Page, attempt: int, retry_wait: float) -> None:
         """Wait until the next request may start (spacing, pause, backoff), count it against the daily cap
         (RequestCapExceeded) and record it on the page."""
         wait = max(self.politeness.wait_s(monotonic()), retry_wait if attempt > 1 else 0.0)
@@ -602,7 +597,6 @@ class _DayFetch:
         page.update(attempts=(*page.entry.attempts, rec))
         self.requests += 1
         self.retries += attempt > 1
-        return rec
 
     def _send(self, params: dict[str, str | int], headers: dict[str, str]) -> tuple[int, httpx.Headers, bytes]:
         """One whole request — connect, headers and every read of the body, as received (not decoded) — within
@@ -641,7 +635,7 @@ class _DayFetch:
         return outcome["answer"]
 
     def _receive(
-        self, page: _Page, rec: dict[str, Any], started: float, status: int, headers: httpx.Headers, raw: bytes, no: int
+        self, page: _Page, started: float, status: int, headers: httpx.Headers, raw: bytes, no: int
     ) -> tuple[bytes, MalformedPage | None]:
         """The answer's body — its Content-Encoding undone (as received when it cannot be: the error comes back
         beside it), scrubbed of the service key and archived as page `no` before anything reads it."""
@@ -652,51 +646,42 @@ class _DayFetch:
         except MalformedPage as exc:
             body, undecodable = raw, exc  # archived as it was received
         body = self.redact.scrub_bytes(body)  # the one chokepoint: a server may echo the key
+        rec = page.attempt
         rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
         # Archive before parsing: whatever came back is kept, even if it cannot be read.
         name = self.archive.write_page(no, body, body_format(body, headers.get("content-type")))
         page.update(file=name, sha256=rec["sha256"], bytes=len(body))
-        if self.politeness.observe(elapsed, status == 200):
-            rec["pause_after_s"] = round(self.politeness.pause_s, 3)
+        self._observe(page, elapsed, status == 200)
         return body, undecodable
 
-    def _http_error(
-        self, page: _Page, rec: dict[str, Any], attempt: int, status: int, headers: httpx.Headers, body: bytes
-    ) -> float | None:
+    def _http_error(self, page: _Page, status: int, headers: httpx.Headers, body: bytes) -> float | None:
         """A non-200 answer: the wait before asking again, or None (asking again will not help)."""
         retry_after = parse_retry_after(headers.get("retry-after"))
-        rec["retry_after_s"] = retry_after
+        page.attempt["retry_after_s"] = retry_after
         error = f"HTTP {status}"
         if len(body) <= 300 and "text/plain" in (headers.get("content-type") or ""):
             error += ": " + body.decode("utf-8", errors="replace").strip()  # e.g. a replay's date range
         error = self.redact(error)
-        page.failed(rec, error, "http_status")
+        page.failed(error, "http_status")
         if status != 429 and status < 500:
             return None  # 4xx: asking again will not change the answer
         if retry_after is not None and retry_after > max(self.config.backoff_max_s, 60.0):
-            page.failed(rec, f"{error}; Retry-After {retry_after:g} s is too long to wait", "http_status")
+            page.failed(f"{error}; Retry-After {retry_after:g} s is too long to wait", "http_status")
             return None
-        wait = max(self._backoff(attempt), retry_after or 0.0)
+        wait = max(self._backoff(page), retry_after or 0.0)
         self.log.info("%s page %d: %s, retrying in %.2f s", self.day, page.entry.page_no, error, wait)
         return wait
 
     def _read_answer(
-        self,
-        page: _Page,
-        rec: dict[str, Any],
-        attempt: int,
-        body: bytes,
-        content_type: str | None,
-        undecodable: MalformedPage | None,
-        nodata_is_empty: bool,
+        self, page: _Page, body: bytes, headers: httpx.Headers, undecodable: MalformedPage | None, nodata_is_empty: bool
     ) -> float | None:
         """A 200 answer parsed and its shape checked: the page's rows (returns None), or the wait before asking
         again (a malformed page, a passing API error), or None when asking again will not help."""
         try:
-            parsed = _checked(body, content_type, undecodable)
+            parsed = _checked(body, headers.get("content-type"), undecodable)
         except GatewayError as exc:
             gateway = {"return_reason_code": exc.return_reason_code, "return_auth_msg": exc.return_auth_msg}
-            page.failed(rec, self.redact(str(exc)), "gateway", gateway_error={**gateway, "err_msg": exc.err_msg})
+            page.failed(self.redact(str(exc)), "gateway", gateway_error={**gateway, "err_msg": exc.err_msg})
             page.fatal = True  # key/quota problems do not fix themselves within seconds
             self.log.warning("%s page %d: %s", self.day, page.entry.page_no, page.entry.error)
             return None
@@ -704,19 +689,17 @@ class _DayFetch:
             if exc.result_code == NODATA and nodata_is_empty:
                 page.answered(None)
                 return None
-            page.failed(rec, self.redact(str(exc)), "api_result")
+            page.failed(self.redact(str(exc)), "api_result")
             page.fatal = exc.result_code in FATAL_RESULT_CODES
             if page.fatal or not exc.transient or page.api_retried:
                 return None
             page.api_retried = True
-            return self._backoff(attempt)
+            return self._backoff(page)
         except MalformedPage as exc:
             shape = isinstance(exc, _WrongShape)
-            page.failed(
-                rec, self.redact(str(exc) if shape else f"malformed page: {exc}"), "shape" if shape else "malformed"
-            )
+            page.failed(self.redact(str(exc) if shape else f"malformed page: {exc}"), "shape" if shape else "malformed")
             self.log.info("%s page %d: %s", self.day, page.entry.page_no, page.entry.error)
-            return self._backoff(attempt)
+            return self._backoff(page)
         page.answered(parsed)
         return None
 
@@ -743,20 +726,26 @@ class _DayFetch:
             len(e.attempts),
         )
 
-    def _failed_attempt(self, page: _Page, rec: dict[str, Any], started: float, exc: Exception) -> None:
+    def _failed_attempt(self, page: _Page, started: float, exc: Exception) -> None:
         """A request that got no answer: a timeout (the request's deadline, or httpx's) or a connection error."""
         elapsed = monotonic() - started
-        rec["elapsed_ms"] = round(elapsed * 1000, 1)
+        page.attempt["elapsed_ms"] = round(elapsed * 1000, 1)
         if isinstance(exc, _DeadlineExceeded):
             error, kind = str(exc), "timeout"
         elif isinstance(exc, httpx.TimeoutException):
             error, kind = f"timeout: {type(exc).__name__}", "timeout"
         else:
             error, kind = f"{type(exc).__name__}: {exc}", "connection"
-        page.failed(rec, self.redact(error), kind)
-        if self.politeness.observe(elapsed, ok=False):
-            rec["pause_after_s"] = round(self.politeness.pause_s, 3)
-        self.log.info("%s page %d attempt %d: %s", self.day, page.entry.page_no, rec["attempt"], page.entry.error)
+        page.failed(self.redact(error), kind)
+        self._observe(page, elapsed, ok=False)
+        self.log.info(
+            "%s page %d attempt %d: %s", self.day, page.entry.page_no, page.attempt["attempt"], page.entry.error
+        )
+
+    def _observe(self, page: _Page, elapsed: float, ok: bool) -> None:
+        """The politeness adapts to the answer; a pause it starts is recorded on the attempt."""
+        if self.politeness.observe(elapsed, ok):
+            page.attempt["pause_after_s"] = round(self.politeness.pause_s, 3)
 
     def _answered_by(self, headers: Any) -> None:
         """The registry the server serves, from its first answer: another one than the folder holds is refused
@@ -766,8 +755,9 @@ class _DayFetch:
             if self.held is not None:
                 require_same(self.source_id, *self.held)
 
-    def _backoff(self, attempt: int) -> float:
-        return backoff_s(attempt, self.config.backoff_base_s, self.config.backoff_max_s, self.rng)
+    def _backoff(self, page: _Page) -> float:
+        """The wait before asking `page` again, after the attempts made so far."""
+        return backoff_s(len(page.entry.attempts), self.config.backoff_base_s, self.config.backoff_max_s, self.rng)
 
     # -- the verdict ----------------------------------------------------------------------------
 
@@ -1014,9 +1004,7 @@ def replay_archive(raw_dir: Path, day: date | str, log: FetchLog | None = None) 
     rebuild` replays). Raises ArchiveCorrupt when there is no published archive or it is damaged, and
     FetchInProgress while a fetch of the day runs."""
     archive = DayArchive(Path(raw_dir), as_date(day))
-    with archive.locked():
-        archive.recover()
-        manifest = archive.published_manifest()
+    with archive.opened() as manifest:
         if manifest is None:
             raise ArchiveCorrupt(f"{archive.day_dir}: 보관된 수집본(manifest.json)이 없습니다 / no published archive")
         return _replay(archive, manifest, log or module_log)

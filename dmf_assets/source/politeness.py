@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from types import ModuleType
 
 from dmf_assets.source.endpoint import Endpoint
 
@@ -23,17 +24,7 @@ LOCAL_SLOWDOWN_STEP_S = 0.1
 LOCAL_SPACING_CAP_S = 1.0
 
 
-class Clock:
-    """The fetch's time: seconds on a monotonic clock, and waiting them out."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-class FakeClock(Clock):
+class FakeClock:
     """Tests: time that moves only when someone waits — a wait passes at once and moves the clock by exactly that
     much, so spacing, pauses, backoffs and Retry-After are exact and cost no time, whatever the machine's load."""
 
@@ -51,7 +42,8 @@ class FakeClock(Clock):
             self.now += max(seconds, 0.0)
 
 
-_clock = Clock()
+#: the fetch's time — seconds on a monotonic clock, and waiting them out: the `time` module's, or a test's FakeClock
+_clock: FakeClock | ModuleType = time
 
 
 def monotonic() -> float:

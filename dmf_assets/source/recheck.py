@@ -122,10 +122,8 @@ def _answered(
     """The archived answers, and — with a `client` — the others asked now (`_ask`)."""
     archive = DayArchive(raw_dir, day)
     store = _RecheckStore(archive)
-    with archive.locked():
-        archive.recover()
+    with archive.opened() as published:
         store.recover()
-        published = archive.published_manifest()
         legacy = published is not None and published.schema_version < RECHECK_SINCE_SCHEMA
         filed = store.filed()
         answers: dict[str, Answer] = {}
