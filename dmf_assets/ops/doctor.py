@@ -180,10 +180,10 @@ def _problem_check(
             problems.append((f"{ko}: 확인 불가 ({first_line(exc)})", f"{en}: cannot check"))
             details[query_name] = {"error": first_line(exc)}
             continue
-        details[query_name] = {"count": n, "sample": [str(s) for s in (sample or [])]}
+        sample = [str(s) for s in (sample or [])]
+        details[query_name] = {"count": n, "sample": sample}
         if n:
-            shown = ", ".join(str(s) for s in (sample or []))
-            problems.append((f"{ko} {n}건 (예: {shown})", f"{en}: {n} (e.g. {shown})"))
+            problems.append((f"{ko} {n}건 (예: {', '.join(sample)})", f"{en}: {n} (e.g. {', '.join(sample)})"))
     if problems:
         return check(FAIL, "; ".join(p[0] for p in problems), "; ".join(p[1] for p in problems), details)
     return check(OK, ok_ko, ok_en, details)
