@@ -22,7 +22,6 @@ from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
 from dmf_assets.ops.instance import open_instance
 
 if TYPE_CHECKING:
-
     from dmf_assets.notify import Alert, Notifier
     from dmf_assets.ops.common import ProjectPaths
     from dmf_assets.settings import Settings
