@@ -589,9 +589,9 @@ def _sizes_check(paths: ProjectPaths) -> Check:
         "logs": path_size(paths.logs_dir),
         "dagster_logs": path_size(paths.dagster_storage),
     }
-    oldest_raw = raw_days[0] if raw_days else "-"
+    oldest_raw = raw_days[0] if raw_days else None
     ko = (
-        f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw}) · "
+        f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw or '-'}) · "
         f"리포트 {human_size(sizes['reports'])} ({len(workbooks)}개) · 백업 {human_size(sizes['backups'])} "
         f"({len(backups)}개) · 스테이징 {human_size(sizes['staging'])} · 로그 "
         f"{human_size(sizes['logs'] + sizes['dagster_logs'])}"
@@ -603,7 +603,7 @@ def _sizes_check(paths: ProjectPaths) -> Check:
     details = {
         "bytes": sizes,
         "raw_days": len(raw_days),
-        "oldest_raw_day": raw_days[0] if raw_days else None,
+        "oldest_raw_day": oldest_raw,
         "workbooks": len(workbooks),
         "backups": len(backups),
     }
