@@ -158,23 +158,18 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _text_out(path: str | None, *, bom: bool = True) -> Iterator[TextIO]:
-    """The file at `path`, written whole or not at all (UTF-8; with a BOM for csv, so Excel reads Hangul), or
-    standard output."""
-    from dmf_assets.fsutil import atomic_output
-
-    if not path:
-        yield sys.stdout
-        return
-    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8-sig" if bom else "utf-8", newline="") as fh:
-        yield fh
-
-
 def _write_rows(path: str | None, header: Sequence[str] | None, rows: Iterable[Any]) -> None:
     """`--format jsonl` (no header: each row a JSON object, one a line) or `--format csv` (the header, then the
-    rows) to the --out file or standard output."""
-    with _text_out(path, bom=header is not None) as target:
+    rows) to standard output or the --out file, written whole or not at all (UTF-8; with a BOM for csv, so
+    Excel reads Hangul)."""
+    from dmf_assets.fsutil import atomic_output
+
+    with contextlib.ExitStack() as stack:
+        target: TextIO = sys.stdout
+        if path:
+            tmp = stack.enter_context(atomic_output(path))
+            encoding = "utf-8" if header is None else "utf-8-sig"
+            target = stack.enter_context(open(tmp, "w", encoding=encoding, newline=""))
         if header is None:
             target.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
         else:

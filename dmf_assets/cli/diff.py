@@ -172,15 +172,11 @@ def _print_table(
     )
     from dmf_assets.report.sentences import change_lines
 
-    c, w = result.counts, COUNT_LABEL_KO
-    changed = substantive_changes(c["CHANGED"], c["NUMBER_ASSIGNED"], c["NUMBER_CHANGED"])
-    print(
-        f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | {w['NEW']} {c['NEW']:,} · {w['CHANGED']} {changed:,} · "
-        f"{w['WITHDRAWN']} {c['WITHDRAWN']:,} · {w['NUMBER_ASSIGNED']} {c['NUMBER_ASSIGNED']:,} · "
-        f"{w['NUMBER_CHANGED']} {c['NUMBER_CHANGED']:,} · {w['REAPPEARED']} {c['REAPPEARED']:,} · "
-        f"{w['COSMETIC']} {c['COSMETIC']:,} (별도)",
-        file=out,
-    )
+    c = result.counts
+    counts = {**c, "CHANGED": substantive_changes(c["CHANGED"], c["NUMBER_ASSIGNED"], c["NUMBER_CHANGED"])}
+    kinds = ("NEW", "CHANGED", "WITHDRAWN", "NUMBER_ASSIGNED", "NUMBER_CHANGED", "REAPPEARED", "COSMETIC")
+    figures = " · ".join(f"{COUNT_LABEL_KO[k]} {counts[k]:,}" for k in kinds)
+    print(f"이전 {old_rows:,}건 → 새 {new_rows:,}건 | {figures} (별도)", file=out)
     shown = [e for e in events if include_cosmetic or not e.is_cosmetic]
     if not shown:
         print("변경 없음 (no changes)", file=out)

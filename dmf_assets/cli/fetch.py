@@ -57,13 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
         raise UserError(why)
     s = project_settings()
-    overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", "")}
-    if args.base_url:
-        overrides["base_url"] = args.base_url
-    if args.num_of_rows:
-        overrides["num_of_rows"] = args.num_of_rows
-    if args.raw_dir:
-        overrides["raw_dir"] = str(args.raw_dir)
+    given = {"base_url": args.base_url, "num_of_rows": args.num_of_rows, "raw_dir": args.raw_dir and str(args.raw_dir)}
+    overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", ""), **{k: v for k, v in given.items() if v}}
     with said_in_one_line(SourceError, ValueError):
         config = mfds_client_from_settings(s, **overrides)
         endpoint = resolve_endpoint(config.base_url)

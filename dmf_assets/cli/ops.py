@@ -177,6 +177,7 @@ def _backup(args: argparse.Namespace) -> int:
 
 def _restore(args: argparse.Namespace) -> int:
     from dmf_assets.ops.backup import restore_database
+    from dmf_assets.orchestration.rebuild import archived_days
 
     paths, result = _on_backups(args, restore_database)
     for path, why in result.skipped:
@@ -186,8 +187,8 @@ def _restore(args: argparse.Namespace) -> int:
         f"({result.backup.taken_at:%Y-%m-%d %H:%M} KST, 실행 기록 {result.runs}일, 마지막 반영일 {result.last_accepted or '없음'})"
     )
     _kept_aside(result.kept_aside)
-    later = _archived_after(paths.raw_dir, result.last_accepted)
-    if later:
+    first = result.last_accepted + timedelta(days=1) if result.last_accepted else None
+    if later := archived_days(paths.raw_dir, first=first):
         print(
             f"  백업 뒤의 날 {len(later)}일은 원본 보관({later[0]} ~ {later[-1]})에 있습니다: dmf backfill --start {later[0]} "
             f"--end {later[-1]} 로 다시 처리하세요 / re-run the days after the backup from their archives"
@@ -199,12 +200,6 @@ def _kept_aside(path: Path | None) -> None:
     """Where `dmf restore` and `dmf rebuild` left the database file they replaced."""
     if path:
         print(f"  바뀌기 전 파일은 {path}에 남겨 두었습니다 (필요 없으면 지우세요) / the replaced file is kept there")
-
-
-def _archived_after(raw_dir: Path, day: date | None) -> list[date]:
-    from dmf_assets.orchestration.rebuild import archived_days
-
-    return archived_days(raw_dir, first=day + timedelta(days=1) if day else None)
 
 
 def _rebuild(args: argparse.Namespace) -> int:

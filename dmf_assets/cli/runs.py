@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # for annotations only: each command imports what it needs wh
 
 EXIT_REJECTED = 3
 EXIT_FAILED = 1
-#: a day without a judged run has no `DayStatus`: these are its words (a judged day says `DayStatus.word_ko`)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,10 +96,12 @@ def project_settings(config: str | None = None) -> Settings:
     return load_settings(config)
 
 
-def use_project_instance() -> Path:
-    """DAGSTER_HOME = the project's dagster_home/ (with its pools and run queue), unless set already."""
+def _prepare() -> tuple[Settings, Path]:
+    """The settings (after .env), and DAGSTER_HOME: the project's dagster_home/ (with its pools and run queue),
+    unless set already."""
     from dmf_assets.settings import PROJECT_ROOT
 
+    settings = project_settings()
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
@@ -108,11 +109,7 @@ def use_project_instance() -> Path:
             f"DAGSTER_HOME={home}에 dagster.yaml이 없습니다 — 프로젝트의 dagster_home/dagster.yaml을 복사하세요. "
             "(no dagster.yaml in DAGSTER_HOME)"
         )
-    return home
-
-
-def _prepare() -> tuple[Settings, Path]:
-    return project_settings(), use_project_instance()
+    return settings, home
 
 
 def _check_days(*days: date) -> None:
@@ -162,15 +159,6 @@ class _StderrWithoutEventLogEchoes:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
-
-
-@contextlib.contextmanager
-def _days_running() -> Iterator[None]:
-    stderr, sys.stderr = sys.stderr, _StderrWithoutEventLogEchoes(sys.stderr)
-    try:
-        yield
-    finally:
-        sys.stderr = stderr
 
 
 # --- what the day became (read from the history database) -----------------------------------------
@@ -276,7 +264,6 @@ _COLUMNS = (
     ("번호", 4, ">"),
     ("번호변경", 8, ">"),
 )
-_COLUMN_HEADERS = tuple(header for header, _, _ in _COLUMNS)
 
 
 def _table_line(cells: Sequence[str]) -> str:
@@ -286,7 +273,7 @@ def _table_line(cells: Sequence[str]) -> str:
 def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
     rows = _summary_rows(settings, days)
     print()
-    print(_table_line(_COLUMN_HEADERS) + "  비고 / reason")
+    print(_table_line([header for header, _, _ in _COLUMNS]) + "  비고 / reason")
     print("-" * 100)
     for r in rows:
         status, k = r["status"], r["summary"]
@@ -473,7 +460,8 @@ def _run_days(settings: Settings, days: list[date], resources: dict[str, object]
     """The days one after another, in order; each day's line is printed as it ends."""
     from dmf_assets.runs import launch
 
-    with _days_running():
+    stderr, sys.stderr = sys.stderr, _StderrWithoutEventLogEchoes(sys.stderr)
+    try:
         return launch.run_days(
             days,
             instance=_instance(),
@@ -482,6 +470,8 @@ def _run_days(settings: Settings, days: list[date], resources: dict[str, object]
             run_config=launch.QUIET,
             progress=functools.partial(_progress, settings),
         )
+    finally:
+        sys.stderr = stderr
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -65,25 +65,15 @@ def project_paths(
     projects), else $DAGSTER_HOME, else the project's dagster_home/ (what `dmf ui` uses).
     """
     base = Path(root) if root else PROJECT_ROOT
-
-    def resolve(value: str | Path) -> Path:
-        return resolve_path(base, value)
-
-    p = settings.paths
     if dagster_home is None:
         dagster_home = (
             base / "dagster_home" if root else os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / "dagster_home"
         )
+    folders = ("raw_dir", "staging_dir", "reports_dir", "backups_dir", "logs_dir", "events_dir", "alerts_dir")
     return ProjectPaths(
         root=base,
-        database=resolve(database) if database else resolve(p.database),
-        raw_dir=resolve(p.raw_dir),
-        staging_dir=resolve(p.staging_dir),
-        reports_dir=resolve(p.reports_dir),
-        backups_dir=resolve(p.backups_dir),
-        logs_dir=resolve(p.logs_dir),
-        events_dir=resolve(p.events_dir),
-        alerts_dir=resolve(p.alerts_dir),
+        database=resolve_path(base, database or settings.paths.database),
+        **{name: resolve_path(base, getattr(settings.paths, name)) for name in folders},
         dagster_home=Path(dagster_home),
     )
 

@@ -180,10 +180,10 @@ def _problem_check(
             problems.append((f"{ko}: 확인 불가 ({first_line(exc)})", f"{en}: cannot check"))
             details[query_name] = {"error": first_line(exc)}
             continue
-        details[query_name] = {"count": n, "sample": [str(s) for s in (sample or [])]}
+        sample = [str(s) for s in (sample or [])]
+        details[query_name] = {"count": n, "sample": sample}
         if n:
-            shown = ", ".join(str(s) for s in (sample or []))
-            problems.append((f"{ko} {n}건 (예: {shown})", f"{en}: {n} (e.g. {shown})"))
+            problems.append((f"{ko} {n}건 (예: {', '.join(sample)})", f"{en}: {n} (e.g. {', '.join(sample)})"))
     if problems:
         return check(FAIL, "; ".join(p[0] for p in problems), "; ".join(p[1] for p in problems), details)
     return check(OK, ok_ko, ok_en, details)
@@ -589,9 +589,9 @@ def _sizes_check(paths: ProjectPaths) -> Check:
         "logs": path_size(paths.logs_dir),
         "dagster_logs": path_size(paths.dagster_storage),
     }
-    oldest_raw = raw_days[0] if raw_days else "-"
+    oldest_raw = raw_days[0] if raw_days else None
     ko = (
-        f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw}) · "
+        f"DB {human_size(db)} · 원본 {human_size(sizes['raw'])} ({len(raw_days)}일, 가장 오래된 {oldest_raw or '-'}) · "
         f"리포트 {human_size(sizes['reports'])} ({len(workbooks)}개) · 백업 {human_size(sizes['backups'])} "
         f"({len(backups)}개) · 스테이징 {human_size(sizes['staging'])} · 로그 "
         f"{human_size(sizes['logs'] + sizes['dagster_logs'])}"
@@ -603,7 +603,7 @@ def _sizes_check(paths: ProjectPaths) -> Check:
     details = {
         "bytes": sizes,
         "raw_days": len(raw_days),
-        "oldest_raw_day": raw_days[0] if raw_days else None,
+        "oldest_raw_day": oldest_raw,
         "workbooks": len(workbooks),
         "backups": len(backups),
     }

@@ -124,11 +124,6 @@ def protected_cutoff(today: date, keep_days: int, last_accepted: date | None) ->
     return min(cutoff, last_accepted) if last_accepted else cutoff
 
 
-def _effective_keep_days(today: date, keep_days: int, last_accepted: date | None) -> int:
-    """The keep_days to hand to the existing prune helpers so their cutoff honours the last accepted day."""
-    return (today - protected_cutoff(today, keep_days, last_accepted)).days
-
-
 # --- raw archive ---------------------------------------------------------------------------------
 
 
@@ -158,7 +153,7 @@ def prune_raw(raw_dir: Path, cutoff: date, *, dry_run: bool = False) -> tuple[li
     for d in sorted(set(per_day) | set(locks)):
         entries = sorted(per_day.get(d, []))
         if dry_run:
-            removed += [Removal("raw", e, path_size(e)) for e in [*entries, *([locks[d]] if d in locks else [])]]
+            removed += [_removal("raw", e, dry_run) for e in [*entries, *([locks[d]] if d in locks else [])]]
             continue
         archive = DayArchive(raw_dir, d)
         try:
@@ -195,10 +190,9 @@ def _newest_mtime(folder: Path) -> float:
     )
 
 
-def _prune_staging(staging_dir: Path, keep_days: int, today: date, dry_run: bool, notes: list[str]) -> list[Removal]:
-    """Delete staging day folders (data/staging/YYYY-MM-DD/, the day store of the asset graph) older than
-    keep_days — the raw archive can rebuild them. `dry_run`: list, delete nothing."""
-    cutoff = today - timedelta(days=keep_days)
+def _prune_staging(staging_dir: Path, cutoff: date, dry_run: bool, notes: list[str]) -> list[Removal]:
+    """Delete staging day folders (data/staging/YYYY-MM-DD/, the day store of the asset graph) of days before
+    `cutoff` — the raw archive can rebuild them. `dry_run`: list, delete nothing."""
     candidates = [
         folder
         for folder in sorted(Path(staging_dir).glob("????-??-??"))
@@ -322,12 +316,11 @@ def prune(
         removed, notes = prune_raw(paths.raw_dir, raw_cutoff, dry_run=dry_run)
         report.removed += removed
         report.notes += notes
-        report.removed += _prune_staging(
-            paths.staging_dir, _effective_keep_days(today, retention.staging_days, last), today, dry_run, report.notes
-        )
-        report.removed += _prune_reports(
-            paths.reports_dir, _effective_keep_days(today, retention.reports_days, last), today, dry_run
-        )
+        staging_cutoff = protected_cutoff(today, retention.staging_days, last)
+        report.removed += _prune_staging(paths.staging_dir, staging_cutoff, dry_run, report.notes)
+        # prune_reports counts days back from today: the days back to the protected cutoff
+        reports_keep_days = (today - protected_cutoff(today, retention.reports_days, last)).days
+        report.removed += _prune_reports(paths.reports_dir, reports_keep_days, today, dry_run)
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
     leftovers = prune_temp_files([f for f in paths.written_folders if f != paths.backups_dir], dry_run=dry_run)
     report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups

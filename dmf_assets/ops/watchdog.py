@@ -22,8 +22,6 @@ from dmf_assets.ops.doctor import FAIL, OK, WARN, Check
 from dmf_assets.ops.instance import open_instance
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from dmf_assets.notify import Alert, Notifier
     from dmf_assets.ops.common import ProjectPaths
     from dmf_assets.settings import Settings
@@ -46,10 +44,7 @@ def expected_day(now: datetime) -> date:
 
 
 def daemon_check(
-    dagster_home: Path | None,
-    now: datetime,
-    stale_minutes: float = DEFAULT_STALE_MINUTES,
-    required: tuple[str, ...] = REQUIRED_DAEMONS,
+    dagster_home: Path | None, now: datetime, stale_minutes: float = DEFAULT_STALE_MINUTES
 ) -> tuple[Check, Alert | None]:
     """(check, the alert it calls for or None). FAIL when a required daemon's newest heartbeat is missing
     or old — a `daemon_down` alert; FAIL too when the instance cannot be read — a `watchdog_error` alert,
@@ -71,7 +66,7 @@ def daemon_check(
         failed = check(FAIL, ko, f"cannot read the Dagster instance: {reason}", {"dagster_home": str(dagster_home)})
         return failed, notify.WatchdogError(day=day, dagster_home=str(dagster_home), error=reason)
     ages: dict[str, float | None] = {}
-    for daemon in required:
+    for daemon in REQUIRED_DAEMONS:
         beat = beats.get(daemon)
         ages[daemon] = None if beat is None else (now.timestamp() - beat.timestamp) / 60.0
     newest = max((b.timestamp for b in beats.values()), default=None)
@@ -175,28 +170,18 @@ def delivery_check(notifier: Notifier, *, days: int = 7) -> Check:
     return check(OK, f"발송 실패 없음 ({names})", "every message delivered")
 
 
-def watch(
-    settings: Settings,
-    paths: ProjectPaths,
-    *,
-    now: datetime | None = None,
-    alert: bool = True,
-    stale_minutes: float = DEFAULT_STALE_MINUTES,
-    clock: Callable[[], datetime] | None = None,
-) -> WatchdogResult:
-    """Run the watchdog checks; with `alert`, raise the alerts, release held mails whose hold ended and
-    re-send what is due. `paths`: an `ops.common.ProjectPaths`. Never raises for a delivery problem."""
+def watch(settings: Settings, paths: ProjectPaths, *, now: datetime | None = None) -> WatchdogResult:
+    """Run the watchdog checks, raise the alerts, release held mails whose hold ended and re-send what is due.
+    Never raises for a delivery problem."""
     from dmf_assets import notify
 
     now = now or now_kst()
     # the timer's unit allows 300 s; sending (alerts + re-sends) gets at most 120 s of it
-    notifier = notify.Notifier(settings, paths.alerts_dir, budget_s=120.0, clock=clock or now_kst)
+    notifier = notify.Notifier(settings, paths.alerts_dir, budget_s=120.0, clock=now_kst)
     result = WatchdogResult([])
-    daemon, daemon_alert = daemon_check(paths.dagster_home, now, stale_minutes)
+    daemon, daemon_alert = daemon_check(paths.dagster_home, now)
     report, overdue = report_check(paths.reports_dir, now, settings.alerts.overdue_at)
     result.checks += [daemon, report]
-    if not alert:
-        return result
     if overdue is not None and daemon_alert is not None and daemon_alert.kind == notify.DaemonDown.kind:
         overdue = replace(overdue, daemon_down=True)
     for a in (daemon_alert, overdue):
