@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from dmf_assets.cli.arguments import day, file_in_existing_folder, out_file, said_in_one_line, seconds
 from dmf_assets.domain.model import FIELD_LABEL_KO
 from dmf_assets.errors import UserError
+from dmf_assets.korean import josa
 
 if TYPE_CHECKING:  # imported by the handlers themselves: `dmf --help` stays instant
     import duckdb
@@ -383,7 +384,11 @@ def _asof(args: argparse.Namespace) -> int:
     _out_fits_the_format(args)
     with _connect(args) as (settings, conn), said_in_one_line(NoHistory):
         accepted, frame = registry_asof(conn, args.date)
-    note = "" if accepted == args.date else f" (요청일 {args.date}은 반영되지 않은 날 — 그 전 마지막 반영일)"
+    note = (
+        ""
+        if accepted == args.date
+        else f" (요청일 {josa(str(args.date), '은/는')} 반영되지 않은 날 — 그 전 마지막 반영일)"
+    )
     print(f"{accepted} 정상 수집분 기준 등록 {frame.height:,}건{note}", file=sys.stderr)
     if args.format == "xlsx":
         from dmf_assets.analyst.sheets import write_registry_workbook

@@ -52,6 +52,7 @@ from dmf_assets.ops.common import (
     read_every_table,
     read_only_database,
 )
+from dmf_assets.ops.retention import PRUNED_TEMP_AGE_S
 from dmf_assets.report.retention import dated_workbooks
 from dmf_assets.source.archive import newest_archived_day
 from dmf_assets.source.identity import folder_source
@@ -564,12 +565,13 @@ def _temp_files_check(paths: ProjectPaths) -> Check:
             stale.append((p, st.st_size))
     if not stale:
         return check(OK, "남은 임시 파일 없음", "no leaked temporary files", {"count": 0})
-    total = sum(size for _, size in stale)
+    total, hours = sum(size for _, size in stale), PRUNED_TEMP_AGE_S // 3600
     shown = ", ".join(str(p) for p, _ in stale[:3]) + (" …" if len(stale) > 3 else "")
     return check(
         WARN,
-        f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 지웁니다",
-        f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them",
+        f"중단된 쓰기가 남긴 임시 파일 {len(stale)}개 ({human_size(total)}): {shown} — `dmf prune`이 만든 지 "
+        f"{hours}시간이 지난 것을 지웁니다",
+        f"{len(stale)} leaked temporary file(s), {human_size(total)} — `dmf prune` removes them once {hours} hours old",
         {"count": len(stale), "bytes": total, "files": [str(p) for p, _ in stale]},
     )
 

@@ -43,7 +43,8 @@ _RAW_LOCK = re.compile(rf"^\.{_DAY}\.lock$")
 _REQUESTS_FILE = re.compile(rf"^{_DAY}\.json$")
 #: Dagster run ids are UUIDs; only those folders under DAGSTER_HOME/storage are compute logs of a run
 _RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_STALE_TMP_S = 24 * 3600  # a temporary file this old belongs to a crashed writer
+#: a temporary file this old belongs to a crashed writer: `dmf prune` removes it (`dmf doctor` says so)
+PRUNED_TEMP_AGE_S = 24 * 3600
 _STAGING_IN_USE_S = 6 * 3600  # an old day's staging written this recently belongs to a running backfill
 
 
@@ -236,7 +237,7 @@ def prune_temp_files(folders: Iterable[str | Path], *, dry_run: bool = False, ki
     removed = []
     for tmp in leaked_temp_files(*map(Path, folders)):
         with contextlib.suppress(FileNotFoundError):
-            if time.time() - tmp.stat().st_mtime > _STALE_TMP_S:  # the real clock: mtimes are real
+            if time.time() - tmp.stat().st_mtime > PRUNED_TEMP_AGE_S:  # the real clock: mtimes are real
                 removed.append(_removal(kind, tmp, dry_run))
     return removed
 

@@ -199,6 +199,12 @@ def test_asof_a_rejected_day_is_the_last_accepted_day_before_it(emulated, capsys
     code, out, err = run_cli(capsys, "asof", REJECTED.isoformat(), "--format", "jsonl", "--database", str(emulated))
     assert code == 0 and "2026-10-05" in err and "반영되지 않은 날" in err
     assert {r["asof_day"] for r in jsonl(out)} == {"2026-10-05"}
+    # the particle follows the date as it is read: 2026-10-09 (…구) takes 「는」, 2026-10-06 (…육) 「은」
+    assert "(요청일 2026-10-06은 반영되지 않은 날" in err
+    code, _, err = run_cli(capsys, "asof", "2026-10-09", "--format", "jsonl", "--database", str(emulated))
+    assert (
+        code == 0 and err.startswith("2026-10-08 정상 수집분 기준") and "(요청일 2026-10-09는 반영되지 않은 날" in err
+    )
 
 
 def test_asof_values_follow_the_day(edited, capsys, tmp_path):

@@ -192,3 +192,23 @@ def test_prune_command(tmp_path, capsys):
     assert cli.main(["prune", "--root", str(tmp_path), "--today", TODAY.isoformat()]) == 0
     out = capsys.readouterr().out
     assert f"삭제함: [raw] {old} (2.0 KB)" in out and not old.exists()
+
+
+def test_doctor_says_when_prune_removes_a_leaked_temporary_file(tmp_path):
+    """`dmf doctor` notices a crashed writer's temporary file after an hour; `dmf prune` removes it only after a day
+    (a slow writer may still own a younger one). Doctor's line said prune removes it — even when prune would not."""
+    from dmf_assets.ops.doctor import _temp_files_check
+    from dmf_assets.ops.retention import prune_temp_files
+
+    paths = project_paths(load_settings(), tmp_path)
+    leak = paths.reports_dir / ".DMF_리포트_2026-12-01.xlsx.tmp"
+    leak.parent.mkdir(parents=True)
+    leak.write_bytes(b"x" * 1000)
+    for hours_old, pruned in ((3, False), (25, True)):
+        os.utime(leak, (time.time() - hours_old * 3600,) * 2)
+        check = _temp_files_check(paths)
+        assert check.status == "WARN" and str(leak) in check.message_ko
+        assert check.message_ko.endswith("`dmf prune`이 만든 지 24시간이 지난 것을 지웁니다"), check.message_ko
+        assert check.message_en.endswith("`dmf prune` removes them once 24 hours old")
+        removed = prune_temp_files(paths.written_folders, dry_run=True)
+        assert [r.path for r in removed] == ([leak] if pruned else []), hours_old
