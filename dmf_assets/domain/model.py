@@ -128,11 +128,6 @@ def event_label(event_type: str, *, number_changed: bool = False, number_assigne
     return EVENT_LABEL_KO.get(event_type, event_type)
 
 
-def renumbering_text(before: str | None, after: str | None) -> str:
-    """「등록번호 변경 A → B」: one registration, its published number corrected (docs/DOMAIN.md §4)."""
-    return f"{NUMBER_CHANGED_LABEL_KO} {before} → {after}"
-
-
 def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | list[str]) -> str:
     """「등록번호 변경 가능성: A ↔ B, C」 — a disappearance and a new registration alike in everything but the
     number, not paired because the pairing was not unique (docs/DOMAIN.md §4)."""
@@ -142,10 +137,11 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
 def event_title(
     event_type: str, permit_no: str | None, *, number_changed: bool, previous: str | None, number_assigned: bool = False
 ) -> str:
-    """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering (A: its `previous` number),
-    else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」, 「등록번호 부여」."""
+    """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering — one registration, its
+    published number corrected (docs/DOMAIN.md §4; A: its `previous` number) — else `event_label`'s 「신규」, 「변경」,
+    「목록에서 삭제」, 「등록번호 부여」."""
     if number_changed:
-        return renumbering_text(previous, permit_no)
+        return f"{NUMBER_CHANGED_LABEL_KO} {previous} → {permit_no}"
     return event_label(event_type, number_assigned=number_assigned)
 
 
