@@ -23,7 +23,7 @@ Change rows are sorted (key, field order, before, after) so identical runs store
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,7 +43,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
-from dmf_assets.domain.text import Kind, company_key_expr, text_key_expr
+from dmf_assets.domain.text import Kind, company_key_expr, match_key, text_key_expr
 
 #: fields scored when matching inside duplicate groups / pending registrations; all equal (every field but
 #: the number) when pairing a re-numbered registration
@@ -599,9 +599,8 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
     )
 
 
-def _apply_watchlist(
-    events: pl.DataFrame, watchlist: Watchlist | None, key_of: Callable[[str, Kind], str | None]
-) -> pl.DataFrame:
+def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None) -> pl.DataFrame:
+    """Each pattern matched against the normalizer's key of its own kind (`match_key`)."""
     watchlist = watchlist or Watchlist()
     reasons = []
     lists: tuple[tuple[str, str, tuple[str, ...], Kind], ...] = (
@@ -612,7 +611,7 @@ def _apply_watchlist(
     )
     for label, column, patterns, kind in lists:
         for pattern in patterns:
-            needle = key_of(pattern, kind)
+            needle = match_key(pattern, kind)
             if needle:
                 reasons.append(
                     pl.when(pl.col(f"_w_{column}").fill_null("").str.contains(needle, literal=True)).then(
@@ -661,9 +660,7 @@ def diff_snapshots(
     del pairs  # a million rows at 1 M; nothing below needs them
     events = _with_unmatched(changed, new_left, base_left, candidates, previously_seen)
     events = _attach_summary(events, base, new)
-    from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
-
-    events = _apply_watchlist(events, watchlist, match_key)
+    events = _apply_watchlist(events, watchlist)
     events = _in_order(events.drop([c for c in events.columns if c.startswith("_")]))
     return DiffResult(events=events, changes=changes, counts=_counts(events, base.height))
 
