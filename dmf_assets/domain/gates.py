@@ -654,11 +654,6 @@ GATES = GateRegistry((TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN))
 GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
 
 
-def gate_title(number: int) -> str:
-    """'게이트 2 완전성(completeness)' — how every message names a gate."""
-    return GATES[number].title
-
-
 def not_evaluated(gate: Gate, reason: str) -> GateOutcome:
     return GateOutcome(gate.number, None, None, None, "평가하지 않음", "-", reason, entry=gate)
 

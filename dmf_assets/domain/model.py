@@ -66,14 +66,6 @@ class Severity(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-str
     INFO = "INFO"
     COSMETIC = "COSMETIC"
 
-    @property
-    def rank(self) -> int:
-        return SEVERITY_RANK[self.value]
-
-    @property
-    def label_ko(self) -> str:
-        return SEVERITY_LABEL_KO[self.value]
-
 
 SEVERITY_RANK: dict[str, int] = {"CRITICAL": 4, "HIGH": 3, "MEDIUM": 2, "INFO": 1, "COSMETIC": 0}
 SEVERITY_LABEL_KO: dict[str, str] = {
