@@ -24,7 +24,7 @@ from typing import Literal, get_args
 
 import polars as pl
 
-from dmf_assets.domain.countries import canonical_country
+from dmf_assets.domain.countries import COUNTRY_VARIANTS, canonical_country
 
 Kind = Literal["text", "company", "country", "permit", "date"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -268,8 +268,6 @@ class CountryField:
 
 @lru_cache(maxsize=1)
 def _alias_by_text_key() -> dict[str, str]:
-    from dmf_assets.domain.countries import COUNTRY_VARIANTS
-
     table: dict[str, str] = {}
     for canonical, variants in COUNTRY_VARIANTS.items():
         for spelling in (canonical, *variants):
