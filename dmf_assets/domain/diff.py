@@ -336,7 +336,7 @@ def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFra
     more on either side is ambiguous: each of its rows names the other side's numbers as candidates. Only the
     few unmatched rows are grouped — one group_by, no pairwise comparison."""
     empty = (
-        pl.DataFrame(schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8}),
+        _pairs_frame([], "renumbered"),
         pl.DataFrame(schema={"_side": pl.Utf8, "dmf_key": pl.Utf8, "renumber_candidates": pl.List(pl.Utf8)}),
     )
     left = [
