@@ -514,18 +514,19 @@ def gate_churn(
     counts: Mapping[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()
 ) -> GateOutcome:
     threshold = gates.churn_max_ratio
-    changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
-    ratio = changed / max(population, 1)
+    new, changed, withdrawn, assigned, renumbered = (
+        counts.get(k, 0) for k in ("NEW", "CHANGED", "WITHDRAWN", "NUMBER_ASSIGNED", "NUMBER_CHANGED")
+    )
+    ratio = (new + changed + withdrawn) / max(population, 1)
     # the churn counts a number event as a change; the text names it apart, as every headline does
-    assigned, renumbered = counts.get("NUMBER_ASSIGNED", 0), counts.get("NUMBER_CHANGED", 0)
     w = COUNT_LABEL_KO
     return _ratio_within(
         CHURN,
         ratio,
         threshold,
-        f"{w['NEW']} {counts.get('NEW', 0):,} · "
-        f"{w['CHANGED']} {substantive_changes(counts.get('CHANGED'), assigned, renumbered):,} · "
-        f"{w['WITHDRAWN']} {counts.get('WITHDRAWN', 0):,}"
+        f"{w['NEW']} {new:,} · "
+        f"{w['CHANGED']} {substantive_changes(changed, assigned, renumbered):,} · "
+        f"{w['WITHDRAWN']} {withdrawn:,}"
         + (f" · {w['NUMBER_ASSIGNED']} {assigned:,}" if assigned else "")
         + (f" · {w['NUMBER_CHANGED']} {renumbered:,}" if renumbered else "")
         + f" / {population:,}건 ({_pct(ratio)})",
