@@ -693,24 +693,19 @@ def _with_unmatched(
         is_reappearance=pl.lit(False),
         severity=pl.lit("CRITICAL"),
     )
-    plain = {
-        "is_cosmetic": pl.lit(False),
-        "number_assigned": pl.lit(False),
-        "number_changed": pl.lit(False),
-        "is_transfer": pl.lit(False),
-        "is_rename": pl.lit(False),
-        "changed_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
-        "cosmetic_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
-    }
-    no_candidates = pl.lit([], dtype=pl.List(pl.Utf8))
+    no_strings = pl.lit([], dtype=pl.List(pl.Utf8))
+    # a NEW or WITHDRAWN event has no flag and no field change
+    plain = dict.fromkeys(
+        ("is_cosmetic", "number_assigned", "number_changed", "is_transfer", "is_rename"), pl.lit(False)
+    ) | dict.fromkeys(("changed_fields", "cosmetic_fields"), no_strings)
     columns = sorted([*changed.columns, "renumber_candidates"])
     return pl.concat(
         [
-            changed.with_columns(renumber_candidates=no_candidates).select(columns),
+            changed.with_columns(renumber_candidates=no_strings).select(columns),
             *(
                 rows.with_columns(**plain)
                 .join(candidates.filter(pl.col("_side") == side).drop("_side"), on="dmf_key", how="left")
-                .with_columns(pl.col("renumber_candidates").fill_null(no_candidates))
+                .with_columns(pl.col("renumber_candidates").fill_null(no_strings))
                 .select(columns)
                 for side, rows in (("n", new_rows), ("b", withdrawn))
             ),

@@ -760,10 +760,11 @@ def _counted(name: str, rows: pl.DataFrame, expect: Expectation, *columns: str, 
     return _metric(name, n, expected, meets(n), f"{n:,}건{note}", samples)
 
 
-def _row_metrics(frame: pl.DataFrame, day: date, quality: QualityThresholds) -> list[QualityMetric]:
-    """The metrics that count rows of the snapshot."""
+def _row_metrics(
+    frame: pl.DataFrame, numbered: pl.DataFrame, day: date, quality: QualityThresholds
+) -> list[QualityMetric]:
+    """The metrics that count rows of the snapshot (`numbered`: its rows with a number)."""
     issued = pl.col("issue_date")
-    numbered = frame.filter(pl.col("permit_no").is_not_null())
     return [
         _counted(
             "unknown_groups",
@@ -852,7 +853,7 @@ def quality_metrics(
             new_substance <= quality.new_substance_max_ratio,
             _pct(new_substance),
         ),
-        *_row_metrics(frame, day, quality),
+        *_row_metrics(frame, numbered, day, quality),
         _metric(
             "schema_drift",
             len(fetch.unexpected_fields) + len(fetch.missing_fields),
