@@ -23,7 +23,7 @@ Change rows are sorted (key, field order, before, after) so identical runs store
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,7 +43,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
-from dmf_assets.domain.text import Kind, company_key_expr, text_key_expr
+from dmf_assets.domain.text import Kind, company_key_expr, match_key, text_key_expr
 
 #: fields scored when matching inside duplicate groups / pending registrations; all equal (every field but
 #: the number) when pairing a re-numbered registration
@@ -336,7 +336,7 @@ def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFra
     more on either side is ambiguous: each of its rows names the other side's numbers as candidates. Only the
     few unmatched rows are grouped — one group_by, no pairwise comparison."""
     empty = (
-        pl.DataFrame(schema={"base_dmf_key": pl.Utf8, "dmf_key": pl.Utf8, "match": pl.Utf8}),
+        _pairs_frame([], "renumbered"),
         pl.DataFrame(schema={"_side": pl.Utf8, "dmf_key": pl.Utf8, "renumber_candidates": pl.List(pl.Utf8)}),
     )
     left = [
@@ -599,9 +599,8 @@ def _attach_summary(events: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame)
     )
 
 
-def _apply_watchlist(
-    events: pl.DataFrame, watchlist: Watchlist | None, key_of: Callable[[str, Kind], str | None]
-) -> pl.DataFrame:
+def _apply_watchlist(events: pl.DataFrame, watchlist: Watchlist | None) -> pl.DataFrame:
+    """Each pattern matched against the normalizer's key of its own kind (`match_key`)."""
     watchlist = watchlist or Watchlist()
     reasons = []
     lists: tuple[tuple[str, str, tuple[str, ...], Kind], ...] = (
@@ -612,7 +611,7 @@ def _apply_watchlist(
     )
     for label, column, patterns, kind in lists:
         for pattern in patterns:
-            needle = key_of(pattern, kind)
+            needle = match_key(pattern, kind)
             if needle:
                 reasons.append(
                     pl.when(pl.col(f"_w_{column}").fill_null("").str.contains(needle, literal=True)).then(
@@ -661,9 +660,7 @@ def diff_snapshots(
     del pairs  # a million rows at 1 M; nothing below needs them
     events = _with_unmatched(changed, new_left, base_left, candidates, previously_seen)
     events = _attach_summary(events, base, new)
-    from dmf_assets.domain.text import match_key  # the normalizer's key rule, applied to patterns
-
-    events = _apply_watchlist(events, watchlist, match_key)
+    events = _apply_watchlist(events, watchlist)
     events = _in_order(events.drop([c for c in events.columns if c.startswith("_")]))
     return DiffResult(events=events, changes=changes, counts=_counts(events, base.height))
 
@@ -696,24 +693,19 @@ def _with_unmatched(
         is_reappearance=pl.lit(False),
         severity=pl.lit("CRITICAL"),
     )
-    plain = {
-        "is_cosmetic": pl.lit(False),
-        "number_assigned": pl.lit(False),
-        "number_changed": pl.lit(False),
-        "is_transfer": pl.lit(False),
-        "is_rename": pl.lit(False),
-        "changed_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
-        "cosmetic_fields": pl.lit([], dtype=pl.List(pl.Utf8)),
-    }
-    no_candidates = pl.lit([], dtype=pl.List(pl.Utf8))
+    no_strings = pl.lit([], dtype=pl.List(pl.Utf8))
+    # a NEW or WITHDRAWN event has no flag and no field change
+    plain = dict.fromkeys(
+        ("is_cosmetic", "number_assigned", "number_changed", "is_transfer", "is_rename"), pl.lit(False)
+    ) | dict.fromkeys(("changed_fields", "cosmetic_fields"), no_strings)
     columns = sorted([*changed.columns, "renumber_candidates"])
     return pl.concat(
         [
-            changed.with_columns(renumber_candidates=no_candidates).select(columns),
+            changed.with_columns(renumber_candidates=no_strings).select(columns),
             *(
                 rows.with_columns(**plain)
                 .join(candidates.filter(pl.col("_side") == side).drop("_side"), on="dmf_key", how="left")
-                .with_columns(pl.col("renumber_candidates").fill_null(no_candidates))
+                .with_columns(pl.col("renumber_candidates").fill_null(no_strings))
                 .select(columns)
                 for side, rows in (("n", new_rows), ("b", withdrawn))
             ),

@@ -514,18 +514,19 @@ def gate_churn(
     counts: Mapping[str, int], population: int, gates: GateThresholds, samples: tuple[dict, ...] = ()
 ) -> GateOutcome:
     threshold = gates.churn_max_ratio
-    changed = counts.get("NEW", 0) + counts.get("CHANGED", 0) + counts.get("WITHDRAWN", 0)
-    ratio = changed / max(population, 1)
+    new, changed, withdrawn, assigned, renumbered = (
+        counts.get(k, 0) for k in ("NEW", "CHANGED", "WITHDRAWN", "NUMBER_ASSIGNED", "NUMBER_CHANGED")
+    )
+    ratio = (new + changed + withdrawn) / max(population, 1)
     # the churn counts a number event as a change; the text names it apart, as every headline does
-    assigned, renumbered = counts.get("NUMBER_ASSIGNED", 0), counts.get("NUMBER_CHANGED", 0)
     w = COUNT_LABEL_KO
     return _ratio_within(
         CHURN,
         ratio,
         threshold,
-        f"{w['NEW']} {counts.get('NEW', 0):,} · "
-        f"{w['CHANGED']} {substantive_changes(counts.get('CHANGED'), assigned, renumbered):,} · "
-        f"{w['WITHDRAWN']} {counts.get('WITHDRAWN', 0):,}"
+        f"{w['NEW']} {new:,} · "
+        f"{w['CHANGED']} {substantive_changes(changed, assigned, renumbered):,} · "
+        f"{w['WITHDRAWN']} {withdrawn:,}"
         + (f" · {w['NUMBER_ASSIGNED']} {assigned:,}" if assigned else "")
         + (f" · {w['NUMBER_CHANGED']} {renumbered:,}" if renumbered else "")
         + f" / {population:,}건 ({_pct(ratio)})",
@@ -654,11 +655,6 @@ GATES = GateRegistry((TRANSPORT, COMPLETENESS, DROP, NULLS, DUPLICATES, CHURN))
 GATE_BY_NUMBER: dict[int, Gate] = {g.number: g for g in GATES}
 
 
-def gate_title(number: int) -> str:
-    """'게이트 2 완전성(completeness)' — how every message names a gate."""
-    return GATES[number].title
-
-
 def not_evaluated(gate: Gate, reason: str) -> GateOutcome:
     return GateOutcome(gate.number, None, None, None, "평가하지 않음", "-", reason, entry=gate)
 
@@ -764,10 +760,11 @@ def _counted(name: str, rows: pl.DataFrame, expect: Expectation, *columns: str, 
     return _metric(name, n, expected, meets(n), f"{n:,}건{note}", samples)
 
 
-def _row_metrics(frame: pl.DataFrame, day: date, quality: QualityThresholds) -> list[QualityMetric]:
-    """The metrics that count rows of the snapshot."""
+def _row_metrics(
+    frame: pl.DataFrame, numbered: pl.DataFrame, day: date, quality: QualityThresholds
+) -> list[QualityMetric]:
+    """The metrics that count rows of the snapshot (`numbered`: its rows with a number)."""
     issued = pl.col("issue_date")
-    numbered = frame.filter(pl.col("permit_no").is_not_null())
     return [
         _counted(
             "unknown_groups",
@@ -856,7 +853,7 @@ def quality_metrics(
             new_substance <= quality.new_substance_max_ratio,
             _pct(new_substance),
         ),
-        *_row_metrics(frame, day, quality),
+        *_row_metrics(frame, numbered, day, quality),
         _metric(
             "schema_drift",
             len(fetch.unexpected_fields) + len(fetch.missing_fields),

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from dmf_assets.domain.text import display_expr
+from dmf_assets.domain.text import display_expr, one_value_frame
 
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
@@ -87,10 +87,9 @@ def with_ingredient_base(frame: FrameT, display: str, base: str, micronized: str
 @lru_cache(maxsize=65536)
 def ingredient_base(s: str | None) -> tuple[str | None, bool]:
     """(base name, is_micronized) of one raw ingredient value; (None, False) when blank."""
-    if s is not None and not isinstance(s, str):
-        raise TypeError(f"expected str or None, got {type(s).__name__}")
-    if s is None:
+    frame = one_value_frame(s)
+    if frame is None:
         return None, False
-    frame = pl.DataFrame({"v": [s]}, schema={"v": pl.String}).select(display_expr(pl.col("v")).alias("d"))
-    base, micronized = with_ingredient_base(frame, "d", "b", "m").select("b", "m").row(0)
+    displayed = frame.select(display_expr(pl.col("v")).alias("d"))
+    base, micronized = with_ingredient_base(displayed, "d", "b", "m").select("b", "m").row(0)
     return base, bool(micronized)

@@ -48,13 +48,13 @@ def _md5_16(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.Series:
     digests: list[bytes] = []
     if joined.len() <= PYTHON_HASH_ROWS:  # a few rows: no pyarrow import (≈0.1 s), same bytes
         digests = [md5(text.encode()).digest() for text in joined.to_list()]
-        return pl.Series(digests, dtype=pl.Binary).bin.encode("hex").str.slice(0, 16)
-    for chunk in _arrow_chunks(joined):
-        _, offsets_buf, data_buf = chunk.buffers()
-        offsets = memoryview(offsets_buf).cast("q")[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
-        data = memoryview(b"" if data_buf is None else data_buf)  # None: only empty strings (or no rows)
-        # the UTF-8 bytes of each value, read in place from the Arrow buffer (no Python string per row)
-        digests += [md5(data[a:b]).digest() for a, b in pairwise(offsets)]
+    else:
+        for chunk in _arrow_chunks(joined):
+            _, offsets_buf, data_buf = chunk.buffers()
+            offsets = memoryview(offsets_buf).cast("q")[chunk.offset : chunk.offset + len(chunk) + 1].tolist()
+            data = memoryview(b"" if data_buf is None else data_buf)  # None: only empty strings (or no rows)
+            # the UTF-8 bytes of each value, read in place from the Arrow buffer (no Python string per row)
+            digests += [md5(data[a:b]).digest() for a, b in pairwise(offsets)]
     # (a Binary series from the list: building it from Arrow would import pyarrow.compute, ≈0.1 s)
     return pl.Series(digests, dtype=pl.Binary).bin.encode("hex").str.slice(0, 16)
 

@@ -66,14 +66,6 @@ class Severity(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-str
     INFO = "INFO"
     COSMETIC = "COSMETIC"
 
-    @property
-    def rank(self) -> int:
-        return SEVERITY_RANK[self.value]
-
-    @property
-    def label_ko(self) -> str:
-        return SEVERITY_LABEL_KO[self.value]
-
 
 SEVERITY_RANK: dict[str, int] = {"CRITICAL": 4, "HIGH": 3, "MEDIUM": 2, "INFO": 1, "COSMETIC": 0}
 SEVERITY_LABEL_KO: dict[str, str] = {
@@ -128,11 +120,6 @@ def event_label(event_type: str, *, number_changed: bool = False, number_assigne
     return EVENT_LABEL_KO.get(event_type, event_type)
 
 
-def renumbering_text(before: str | None, after: str | None) -> str:
-    """「등록번호 변경 A → B」: one registration, its published number corrected (docs/DOMAIN.md §4)."""
-    return f"{NUMBER_CHANGED_LABEL_KO} {before} → {after}"
-
-
 def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | list[str]) -> str:
     """「등록번호 변경 가능성: A ↔ B, C」 — a disappearance and a new registration alike in everything but the
     number, not paired because the pairing was not unique (docs/DOMAIN.md §4)."""
@@ -142,10 +129,11 @@ def possible_renumbering_text(number: str | None, candidates: tuple[str, ...] | 
 def event_title(
     event_type: str, permit_no: str | None, *, number_changed: bool, previous: str | None, number_assigned: bool = False
 ) -> str:
-    """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering (A: its `previous` number),
-    else `event_label`'s 「신규」, 「변경」, 「목록에서 삭제」, 「등록번호 부여」."""
+    """The event's name as people read it: 「등록번호 변경 A → B」 for a re-numbering — one registration, its
+    published number corrected (docs/DOMAIN.md §4; A: its `previous` number) — else `event_label`'s 「신규」, 「변경」,
+    「목록에서 삭제」, 「등록번호 부여」."""
     if number_changed:
-        return renumbering_text(previous, permit_no)
+        return f"{NUMBER_CHANGED_LABEL_KO} {previous} → {permit_no}"
     return event_label(event_type, number_assigned=number_assigned)
 
 

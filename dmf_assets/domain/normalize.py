@@ -406,11 +406,8 @@ def normalize_taking(holder: list[pl.DataFrame], *, full: bool = True) -> pl.Dat
     del frame  # the raw values are all derived now
     out = pl.concat(columns, how="horizontal")
     out = (_quality_columns(out) if full else out).with_columns(
-        pl.col("country_list").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-        pl.col("unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-        pl.col("is_micronized").fill_null(False),
-        pl.col("issue_date_invalid").fill_null(False),
-        pl.col("bizrno_valid").fill_null(False),
+        pl.col("country_list", "unresolved_countries").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("is_micronized", "issue_date_invalid", "bizrno_valid").fill_null(False),
         *([pl.col("permit_fmt").fill_null("missing")] if full else []),
     )
     out = out.with_columns(pl.col("country_list").list.len().cast(pl.Int32).alias("site_count"))

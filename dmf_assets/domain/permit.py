@@ -18,7 +18,7 @@ from typing import TypeVar
 import polars as pl
 
 from dmf_assets.domain.model import PERMIT_GROUPS
-from dmf_assets.domain.text import iso_date_expr, permit_no_expr
+from dmf_assets.domain.text import iso_date_expr, one_value_frame, permit_no_expr
 
 FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
@@ -132,9 +132,7 @@ class PermitParts:
 @lru_cache(maxsize=65536)
 def parse_permit(s: str | None) -> PermitParts:
     """Parse one raw DMF_PERMIT_NO value. Never raises on string content."""
-    if s is not None and not isinstance(s, str):
-        raise TypeError(f"expected str or None, got {type(s).__name__}")
-    if s is None:
+    frame = one_value_frame(s)
+    if frame is None:
         return PermitParts(None, "missing")
-    frame = with_permit_columns(pl.DataFrame({"v": [s]}, schema={"v": pl.String}), "v")
-    return PermitParts(*frame.select(PERMIT_COLUMNS).row(0))
+    return PermitParts(*with_permit_columns(frame, "v").select(PERMIT_COLUMNS).row(0))

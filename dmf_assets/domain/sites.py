@@ -27,11 +27,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import polars as pl
 
+from dmf_assets.domain.model import SPEC_SIZES
 from dmf_assets.domain.text import (
     LATIN_LEGAL_ABBREVIATIONS,
     LATIN_LEGAL_TOKEN,
@@ -295,7 +296,7 @@ def split_sites(names: str | None, addresses: str | None, countries: str | None)
 
 
 def sites_as_dicts(split: SiteSplit) -> list[dict[str, str | None]]:
-    return [{"name": s.name, "address": s.address, "country": s.country, "role": s.role} for s in split.sites]
+    return [asdict(s) for s in split.sites]
 
 
 # --- site-level changes (docs/DOMAIN.md §5: a site added or removed is never cosmetic) -----------------
@@ -381,8 +382,6 @@ def oversize_expr() -> pl.Expr:
     MNFCTR_PLACE (2000) hold every site of a registration joined with ',', so four sites of 45
     characters legitimately make 180. Those two fields count only when longer than spec × sites.
     """
-    from dmf_assets.domain.model import SPEC_SIZES
-
     sites = pl.col("site_count").clip(lower_bound=1)
     within = pl.all_horizontal(
         [

@@ -20,14 +20,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, get_args
 
 import polars as pl
 
-from dmf_assets.domain.countries import canonical_country
+from dmf_assets.domain.countries import COUNTRY_VARIANTS, canonical_country
 
 Kind = Literal["text", "company", "country", "permit", "date"]
-KINDS: tuple[str, ...] = ("text", "company", "country", "permit", "date")
+KINDS: tuple[str, ...] = get_args(Kind)
 
 # --- display ---------------------------------------------------------------------------------------
 
@@ -268,8 +268,6 @@ class CountryField:
 
 @lru_cache(maxsize=1)
 def _alias_by_text_key() -> dict[str, str]:
-    from dmf_assets.domain.countries import COUNTRY_VARIANTS
-
     table: dict[str, str] = {}
     for canonical, variants in COUNTRY_VARIANTS.items():
         for spelling in (canonical, *variants):
@@ -316,8 +314,14 @@ def parse_country_display(display: str | None) -> CountryField:
 # --- scalar helpers (same expressions, one value) --------------------------------------------------
 
 
-def _evaluate(build: Callable[[pl.Expr], pl.Expr], value: str) -> str | None:
-    frame = pl.DataFrame({"v": [value]}, schema={"v": pl.String})
+def one_value_frame(value: object) -> pl.DataFrame | None:
+    """`value` as a one-row frame (column `v`) for a scalar helper to evaluate a frame rule on; None for None."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected str or None, got {type(value).__name__}")
+    return None if value is None else pl.DataFrame({"v": [value]}, schema={"v": pl.String})
+
+
+def _evaluate(build: Callable[[pl.Expr], pl.Expr], frame: pl.DataFrame) -> str | None:
     return frame.select(build(pl.col("v")).alias("out")).item()
 
 
@@ -333,28 +337,25 @@ def _scalar_expr(kind: str, layer: str) -> Callable[[pl.Expr], pl.Expr]:
     return lambda v: text_key_expr(display_expr(v))
 
 
-def _check(value: object, kind: str) -> None:
+def _scalar_frame(value: object, kind: str) -> pl.DataFrame | None:
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"expected str or None, got {type(value).__name__}")
+    return one_value_frame(value)
 
 
 @lru_cache(maxsize=65536)
 def display_text(s: str | None, kind: Kind = "text") -> str | None:
     """Display value of one field value ('permit' -> normalized number, 'date' -> ISO or None)."""
-    _check(s, kind)
-    if s is None:
-        return None
-    return _evaluate(_scalar_expr(kind, "display"), s)
+    frame = _scalar_frame(s, kind)
+    return None if frame is None else _evaluate(_scalar_expr(kind, "display"), frame)
 
 
 @lru_cache(maxsize=65536)
 def match_key(s: str | None, kind: Kind = "text") -> str | None:
     """Matching key of one field value; equal keys = the same meaning (docs/DOMAIN.md §3)."""
-    _check(s, kind)
-    if s is None:
+    frame = _scalar_frame(s, kind)
+    if frame is None:
         return None
     if kind == "country":
         return parse_country_display(display_text(s, "country")).key
-    return _evaluate(_scalar_expr(kind, "key"), s)
+    return _evaluate(_scalar_expr(kind, "key"), frame)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, dataclass_transform
 
 from dmf_assets.clock import KST
-from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, Rejection, gate_title
+from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, GATES, Rejection
 from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType, field_labels
 from dmf_assets.korean import josa
 from dmf_assets.links import workbook_link
@@ -326,7 +326,7 @@ class Rejected(Alert, kind=DayStatus.REJECTED.value, label="수집 거부"):
 
     def parts(self, ctx: MessageContext) -> Parts:
         r, day = self.rejection, self.day
-        title = gate_title(r.gate)
+        title = GATES[r.gate].title
         what = (
             f"{day} 수집 결과가 {title}에서 거부되었습니다(rejected). 이 날의 변경은 반영되지 않았고, "
             + _base_sentence(r.base_day)
@@ -488,7 +488,7 @@ class RejectedStreak(Alert, kind="rejected_streak", label="연속 수집 거부"
             f"긴급 / ESCALATION: {n}일 연속 수집이 거부되었습니다({', '.join(d.isoformat() for d in self.days)}). "
             + since
         )
-        why = "거부 사유: " + "; ".join(f"{d} {gate_title(g)}" for d, g in zip(self.days, self.gates, strict=True))
+        why = "거부 사유: " + "; ".join(f"{d} {GATES[g].title}" for d, g in zip(self.days, self.gates, strict=True))
         todo = (
             "오늘 담당자가 직접 확인해야 합니다(action required today). "
             f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
