@@ -28,6 +28,7 @@ from dmf_assets.domain.text import (
     parse_country_display,
     permit_no_series,
     text_key_expr,
+    without_lone_surrogates,
 )
 
 #: dtype of every output column (NORMALIZED_COLUMNS gives the order and the meaning)
@@ -67,16 +68,6 @@ def _to_text(value: object) -> str | None:
     else:
         text = json.dumps(value, ensure_ascii=False, default=str)
     return without_lone_surrogates(text)
-
-
-def without_lone_surrogates(text: str) -> str:
-    """`text` as UTF-8 can hold it: lone surrogates from a broken JSON escape (`\\ud800`) become U+FFFD, so they
-    stay visible instead of failing every later encode."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def items_to_frame(items: Iterable[Mapping[str, object]]) -> pl.DataFrame:

@@ -315,10 +315,21 @@ def parse_country_display(display: str | None) -> CountryField:
 
 
 def one_value_frame(value: object) -> pl.DataFrame | None:
-    """`value` as a one-row frame (column `v`) for a scalar helper to evaluate a frame rule on; None for None."""
+    """`value` as a one-row frame (column `v`) for a scalar helper to evaluate a frame rule on; None for None.
+    A lone surrogate (an undecodable byte of a command-line argument) becomes U+FFFD, as in a fetched row."""
     if value is not None and not isinstance(value, str):
         raise TypeError(f"expected str or None, got {type(value).__name__}")
-    return None if value is None else pl.DataFrame({"v": [value]}, schema={"v": pl.String})
+    return None if value is None else pl.DataFrame({"v": [without_lone_surrogates(value)]}, schema={"v": pl.String})
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` as UTF-8 can hold it: lone surrogates from a broken JSON escape (`\\ud800`) become U+FFFD, so they
+    stay visible instead of failing every later encode."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _evaluate(build: Callable[[pl.Expr], pl.Expr], frame: pl.DataFrame) -> str | None:

@@ -120,7 +120,7 @@ def text_frame(items: list[RawItem]) -> pl.DataFrame:
     try:
         return pl.DataFrame(columns, schema=schema)
     except UnicodeEncodeError:  # lone surrogates from a broken JSON escape: U+FFFD, as items_to_frame writes them
-        from dmf_assets.domain.normalize import without_lone_surrogates
+        from dmf_assets.domain.text import without_lone_surrogates
 
         shown = {k: [v if v is None else without_lone_surrogates(v) for v in column] for k, column in columns.items()}
         return pl.DataFrame(shown, schema=schema)

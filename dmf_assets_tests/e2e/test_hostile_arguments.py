@@ -75,7 +75,7 @@ HOSTILE: dict[str | tuple[str, str], tuple[str, ...]] = {
     "--ingredient": ("",),
     "--applicant": ("",),
     "--manufacturer": ("",),
-    "key": ("",),
+    "key": ("", "\udcff"),  # a byte that is not UTF-8 (`dmf history $'\xff'`): Python hands it on as a lone surrogate
     "old": ("/nonexistent/x.json", "{dir}", "{empty}", "{deep}"),
     "new": ("/nonexistent/x.json", "{dir}", "{empty}", "{deep}"),
 }
