@@ -439,8 +439,13 @@ def gate_recheck(v: RecheckVerdict) -> GateOutcome:
 
 def gate_drop(f: FetchFacts, base: BaseFacts, gates: GateThresholds) -> GateOutcome:
     threshold = gates.drop_max_ratio
-    if base.day is None or not base.total_count:
+    if base.day is None:
         return _without_base(DROP, threshold, "첫 수집일이므로 감소율을 비교하지 않습니다.")
+    if not base.total_count:  # a base without its run's record (an old history), or an empty old dump (`dmf diff`)
+        count = "가 0건이어서" if base.total_count == 0 else "를 알 수 없어"
+        return _without_base(
+            DROP, threshold, f"기준일 {base.day.isoformat()}의 등록 건수{count} 감소율을 비교하지 않습니다."
+        )
     current = f.total_count if f.total_count is not None else f.rows_after_dedup
     drop = max(0.0, (base.total_count - current) / base.total_count)
     return _ratio_within(

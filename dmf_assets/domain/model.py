@@ -191,8 +191,8 @@ class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
 
     @classmethod
     def of_value(cls, value: str | None) -> DayStatus:
-        """The member stored as `value` (None: no run recorded — NOT_RUN)."""
-        return cls.NOT_RUN if value is None else next(member for member in cls if member.value == value)
+        """The member stored as `value` (None: no run recorded — NOT_RUN); ValueError names an unknown one."""
+        return cls.NOT_RUN if value is None else cls(value)
 
     @classmethod
     def of_run(cls, status: str, events: int) -> DayStatus:

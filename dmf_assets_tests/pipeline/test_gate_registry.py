@@ -113,6 +113,21 @@ def test_drop_against_a_base_judges_the_recorded_counts():
     )
 
 
+def test_drop_says_why_it_did_not_compare():
+    """Only a day without a base is the first day; a base whose count is missing or zero is named as such."""
+    thresholds, today = Gates(), FetchFacts(True, total_count=100, rows_after_dedup=100)
+    details = {
+        base: (outcome.passed, outcome.detail)
+        for base in (BaseFacts(), BaseFacts(day=date(2026, 10, 1)), BaseFacts(day=date(2026, 10, 1), total_count=0))
+        for outcome in [gate_drop(today, base, thresholds)]
+    }
+    assert list(details.values()) == [
+        (True, "첫 수집일이므로 감소율을 비교하지 않습니다."),
+        (True, "기준일 2026-10-01의 등록 건수를 알 수 없어 감소율을 비교하지 않습니다."),
+        (True, "기준일 2026-10-01의 등록 건수가 0건이어서 감소율을 비교하지 않습니다."),
+    ]
+
+
 def test_rejection_reason_names_the_gate_with_its_evidence():
     g = GateOutcome(DROP.number, False, 0.2, 0.05, "100건 → 80건 (20.00 % 감소)", "≤ 5.00 %", "20건이 사라졌습니다.")
     assert rejection_reason(g) == "3번 감소율 게이트 실패: 100건 → 80건 (20.00 % 감소) — 20건이 사라졌습니다."

@@ -13,6 +13,7 @@ import pytest
 
 from dmf_assets.domain.diff import diff_snapshots
 from dmf_assets.domain.gates import BaseFacts, GateOutcome
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.emulator.registry import RegistrySimulator
 from dmf_assets.orchestration import commit as day_commit
@@ -289,3 +290,10 @@ def test_a_snapshot_fingerprint_is_the_one_earlier_runs_stored(snapshots):
         schema=dict.fromkeys(("dmf_key", "content_hash"), pl.String),
     )
     assert history.frame_fingerprint(with_null) == hashlib.sha256(b"None\x1fx\nB\x1fNone\n").hexdigest()[:32]
+
+
+def test_a_stored_day_status_is_read_back_as_its_member_and_an_unknown_one_is_named():
+    assert DayStatus.of_value(None) is DayStatus.NOT_RUN
+    assert all(DayStatus.of_value(status.value) is status for status in DayStatus)
+    with pytest.raises(ValueError, match="'bogus' is not a valid DayStatus"):  # was a bare StopIteration
+        DayStatus.of_value("bogus")
