@@ -192,7 +192,12 @@ class DayStatus(str, Enum):  # noqa: UP042 - StrEnum would change str() and f-st
     @classmethod
     def of_value(cls, value: str | None) -> DayStatus:
         """The member stored as `value` (None: no run recorded — NOT_RUN); ValueError names an unknown one."""
-        return cls.NOT_RUN if value is None else cls(value)
+        if value is None:
+            return cls.NOT_RUN
+        for member in cls:
+            if member.value == value:
+                return member
+        raise ValueError(f"{value!r} is not a valid DayStatus")
 
     @classmethod
     def of_run(cls, status: str, events: int) -> DayStatus:
