@@ -103,16 +103,20 @@ def day_summary(conn: duckdb.DuckDBPyConnection, day: date, products: Sequence[P
     """The figures of one judged day (report/summary.py), read from the database: its `runs` row and its stored
     events. None for a day that was never run or is still being judged. What the CLI's per-day line and the
     Dagster metadata read; the day's report builds its own `summary` with the same function."""
-    run = history.run_row(conn, day)
-    if run is None or run["status"] == DayStatus.PENDING.value:
-        return None
-    return _summary(conn, run, _day_event_rows(conn, run, products))
+    run = _judged_run(conn, day)
+    return None if run is None else _summary(conn, run, _day_event_rows(conn, run, products))
 
 
 def day_event_rows(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[EventRow, ...]:
     """The day's stored events as report rows (none on a rejected or unjudged day)."""
+    run = _judged_run(conn, day)
+    return () if run is None else _day_event_rows(conn, run, ())
+
+
+def _judged_run(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
+    """The day's `runs` row, None for a day never run or still being judged."""
     run = history.run_row(conn, day)
-    return _day_event_rows(conn, run, ()) if run is not None and run["status"] != DayStatus.PENDING.value else ()
+    return None if run is None or run["status"] == DayStatus.PENDING.value else run
 
 
 def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequence[Product]) -> tuple[EventRow, ...]:
@@ -210,18 +214,13 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
 
     rate_all, x_all, _ = estimate(rows)
     rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
-    size = fetch_population(conn, day)
+    size = reports.population_on_or_before(conn, history.day_id(day))  # the latest accepted day's registry
     per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731 - a one-line helper, read where it is used
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
     text = change_rate_text(
         per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR, burst=burst
     )
     return ChangeRate(rate_14, rate_all, per_day(rate_14), per_day(rate_all), x_14, x_all, burst, text)
-
-
-def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
-    """Registry size of the latest accepted day on or before `day`."""
-    return reports.population_on_or_before(conn, history.day_id(day))
 
 
 #: where a day's rows came from (runs.source: the endpoint kind, or a replay of the raw archive), for 메타
@@ -313,8 +312,8 @@ def build_day_report(
 ) -> DayReport:
     from dmf_assets.storage.registry import registry_asof
 
-    run = history.run_row(conn, day)
-    if run is None or run["status"] == DayStatus.PENDING.value:
+    run = _judged_run(conn, day)
+    if run is None:
         raise DayNotReady(
             f"{day}: 아직 판정·반영되지 않은 날짜입니다 (snapshot_diff 미실행). Run snapshot_diff for this day first."
         )
