@@ -6,9 +6,7 @@ What it guarantees:
 * every sheet's first row is a status banner — on a rejected day a red "수집 실패 — 비교 기준은 여전히
   YYYY-MM-DD입니다" — and the event sheets then say the day's changes were not applied instead of showing
   an empty table that reads as "no changes";
-* text that came from the source is always stored as a literal string (never a formula, error or
-  number), with XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit
-  respected (marked "…(잘림)");
+* text that came from the source is stored by `cells`' safety rules (never a formula);
 * the file is written atomically (temp file in the same folder + `os.replace`), and the 최신 copy is
   only refreshed by a day at least as new as the one it holds (a backfill never replaces it).
 """
@@ -759,34 +757,31 @@ def _quality_sheet(report: DayReport) -> TableSheet:
         + (f" ({', '.join(g.label_ko for g in failed)})" if failed else "")
         + f" · 품질 지표 {len(report.quality)}개 중 경고 {len(warned)}개. 게이트 실패 시 그날 수집분은 반영되지 않습니다."
     )
-    rows: list[dict] = []
-    for g in report.gates:
-        verdict = _verdict(g.passed)
-        rows.append(
-            {
-                "kind": "수용 게이트",
-                "number": g.number,
-                "item": f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
-                "result": GATE_VERDICT_KO[verdict],
-                "observed": g.observed,
-                "threshold": g.threshold,
-                "detail": g.detail,
-                "_verdict": verdict,
-            }
+    # a row per gate, then per metric: its cells in the columns' order, then its colour (`_verdict`)
+    checks = [
+        (
+            "수용 게이트",
+            g.number,
+            f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
+            GATE_VERDICT_KO[_verdict(g.passed)],
         )
-    for i, q in enumerate(report.quality, 1):
-        rows.append(
-            {
-                "kind": "품질 지표",
-                "number": i,
-                "item": q.label_ko,
-                "result": "정상" if q.ok else "경고",
-                "observed": q.value,
-                "threshold": q.expected,
-                "detail": q.detail,
-                "_verdict": "ok" if q.ok else "warn",
-            }
+        + (g.observed, g.threshold, g.detail, _verdict(g.passed))
+        for g in report.gates
+    ]
+    checks += [
+        (
+            "품질 지표",
+            i,
+            q.label_ko,
+            "정상" if q.ok else "경고",
+            q.value,
+            q.expected,
+            q.detail,
+            "ok" if q.ok else "warn",
         )
+        for i, q in enumerate(report.quality, 1)
+    ]
+    rows = [dict(zip((*(c.key for c in cols), "_verdict"), check, strict=True)) for check in checks]
     title = f"수집 품질 · {report.day.isoformat()}"
     return TableSheet(SHEET_QUALITY, title, note, cols, rows, colours(verdict=4), empty="게이트·품질 지표 자료 없음")
 
