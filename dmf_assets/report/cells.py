@@ -477,14 +477,14 @@ def text_lines(text: str, width: float) -> int:
     return lines
 
 
-def _row_height(lines: int, line_pt: float = _LINE_PT) -> float | None:
+def _row_height(lines: int) -> float | None:
     # Neither LibreOffice nor every Excel build re-measures wrapped rows of a generated file, so
     # set the height; otherwise multi-line cells overprint the rows below.
-    return min(_MAX_ROW_PT, lines * line_pt + 3) if lines > 1 else None
+    return min(_MAX_ROW_PT, lines * _LINE_PT + 3) if lines > 1 else None
 
 
-def fit_row_height(ws: Worksheet, row: int, lines: int, line_pt: float = _LINE_PT) -> None:
-    height = _row_height(lines, line_pt)
+def fit_row_height(ws: Worksheet, row: int, lines: int) -> None:
+    height = _row_height(lines)
     if height is not None:
         ws.row_dimensions[row].height = height
 
@@ -496,7 +496,6 @@ def write_table(
     rows: Sequence[dict] | pl.DataFrame,
     *,
     row_hook: RowHook | None = None,
-    autofilter: bool = True,
     set_widths: bool = True,
     sparse: bool = False,
 ) -> int:
@@ -532,8 +531,7 @@ def write_table(
             fit_row_height(ws, r, lines)
         if row_hook is not None:
             row_hook(ws, r, row)
-    if autofilter:
-        ws.auto_filter.ref = f"A{top}:{get_column_letter(len(cols))}{max(r, top)}"
+    ws.auto_filter.ref = f"A{top}:{get_column_letter(len(cols))}{max(r, top)}"
     return r
 
 

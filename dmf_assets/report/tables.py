@@ -219,11 +219,9 @@ def save_workbook(wb: Workbook, path: Path) -> Path:
     return path
 
 
-def write_tables_workbook(
-    path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str, status: DayStatus = DayStatus.ACCEPTED
-) -> Path:
+def write_tables_workbook(path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), written atomically."""
-    return save_workbook(tables_workbook(Look(banner, status, doc_title), sheets, doc_title), path)
+    return save_workbook(tables_workbook(Look(banner, DayStatus.ACCEPTED, doc_title), sheets, doc_title), path)
 
 
 #: the 요약 grid (its tables' first columns line up with it)
