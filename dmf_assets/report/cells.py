@@ -1,9 +1,7 @@
-"""How values become cells: the text safety rules, the typed cell writers, tables and row heights.
-
-Text from the source is always stored as a literal string (never a formula, error or number), with
-XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit respected (marked
-"…(잘림)"). A long hook-free table body is rendered straight as sheet XML (`xlsx_body`), column by column
-as a polars frame (the 9k-row 전체현황), instead of cell by cell; both paths read back the same.
+"""How values become cells: the text safety rules (`store_text`: text from the source is always a literal string,
+never a formula, error or number), the typed cell writers, tables and row heights. A long hook-free table body is
+rendered straight as sheet XML (`xlsx_body`), column by column as a polars frame (the 9k-row 전체현황), instead of
+cell by cell; both paths read back the same.
 """
 
 from __future__ import annotations
