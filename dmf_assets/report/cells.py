@@ -189,8 +189,8 @@ def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT
     return put_cell(ws, row, col, cell_value("text", value, style))
 
 
-def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT) -> Cell:
-    return put_cell(ws, row, col, cell_value("int", value, style))
+def put_int(ws: Worksheet, row: int, col: int, value: int | None) -> Cell:
+    return put_cell(ws, row, col, cell_value("int", value))
 
 
 def _as_date(value: Any) -> date | None:

@@ -152,10 +152,10 @@ NEW_WITHDRAWN_COLUMNS = columns(
 )
 
 
-def new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
+def new_withdrawn_rows(report: DayReport) -> list[dict]:
     chosen = [e for e in report.events if e.event_type in ("NEW", "WITHDRAWN")]
     chosen.sort(key=lambda e: (e.event_type != "NEW", -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
-    return [event_row(e, base_url) for e in chosen]
+    return [event_row(e, report.source_url) for e in chosen]
 
 
 RECENT_COLUMNS = columns(

@@ -621,7 +621,7 @@ def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
             f"{EVENT_KIND_LABEL_KO['NEW']} {k.new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {k.withdrawn:,}건 — 등록 전체 정보. "
             f"비교 기준 {day_text(report.comparison_base)}."
         )
-    rows = new_withdrawn_rows(report, report.source_url)
+    rows = new_withdrawn_rows(report)
     return TableSheet(SHEET_NEW_WITHDRAWN, title, note, NEW_WITHDRAWN_COLUMNS, rows, colours(severity=2), empty=None)
 
 
