@@ -248,8 +248,7 @@ class _Summary(Page):
     def status(self) -> None:
         report, ws = self.report, self.ws
         self.section("수집 상태")
-        self.label("보고일")
-        put_date(ws, self.row, 2, report.day)
+        self.fact("보고일", report.day)
         self.label("상태")
         paint(
             self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT),
