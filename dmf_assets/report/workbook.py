@@ -166,10 +166,6 @@ class WorkbookResult:
 # --- report-wide texts ---------------------------------------------------------------------------
 
 
-def _base_day(report: DayReport) -> date | None:
-    return report.last_accepted_day or report.comparison_base
-
-
 def banner_text(report: DayReport) -> str:
     """The first row of every sheet: the day's verdict, then any active warning."""
     return _banner_core(report) + (f" · ⚠ 경고: {'; '.join(report.warnings)}" if report.warnings else "")
@@ -180,7 +176,7 @@ def _banner_core(report: DayReport) -> str:
     size = f"{k.registry_size:,}건" if k.registry_size is not None else "미상"
     if report.status is DayStatus.REJECTED:
         reason = k.rejection_text  # the team's words, from the day's figures
-        base = _base_day(report)
+        base = report.last_accepted_day
         if base is None:
             return f"수집 실패 — 아직 정상 수집된 비교 기준일이 없습니다 (사유: {reason})"
         return f"수집 실패 — 비교 기준은 여전히 {base.isoformat()}입니다. {reason}"
@@ -313,7 +309,7 @@ class _Summary(Page):
         self.label(KPI_LABELS["registry_size"])
         put_int(ws, self.row, 2, k.shown_registry_size)
         if rejected:
-            size_note = f"마지막 정상 수집일 {day_text(_base_day(report))}의 등록 (이 날 받은 목록은 반영하지 않음)"
+            size_note = f"마지막 정상 수집일 {day_text(report.last_accepted_day)}의 등록 (이 날 받은 목록은 반영하지 않음)"
         else:
             size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
         self.merged_text(3, size_note, style=st.TEXT)
@@ -509,7 +505,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
 
 def _notice(sheet: TableSheet, report: DayReport) -> TableSheet:
     """A sheet of a rejected day's changes: a red sentence that they were not applied, never an empty table."""
-    base = _base_day(report)
+    base = report.last_accepted_day
     text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
     if base is not None:
         text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
@@ -558,7 +554,7 @@ def _ledger_sheet(report: DayReport, recent_rows: list[dict]) -> TableSheet:
         for key in {row["dmf_key"], row.get("base_dmf_key")} - {None}:
             at, n = first_row.get(key, (i, 0))
             first_row[key] = (at, n + 1)
-    day = _base_day(report)
+    day = report.last_accepted_day
     rows = ledger_frame(report.ledger) if report.ledger.height else pl.DataFrame()
     if rows.height:
         links = [
@@ -697,7 +693,7 @@ def _aggregate_sheet(report: DayReport, aggregate: Aggregate) -> TableSheet:
         headers={"label": aggregate.label_ko},
         kinds={"label": WRAP},
     )
-    base = _base_day(report)
+    base = report.last_accepted_day
     size = report.summary.shown_registry_size
     if report.is_rejected:
         note = f"마지막 정상 수집일 {day_text(base)} 기준 현황 (오늘 수집분 미반영)."
