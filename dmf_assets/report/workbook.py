@@ -309,7 +309,9 @@ class _Summary(Page):
         self.label(KPI_LABELS["registry_size"])
         put_int(ws, self.row, 2, k.shown_registry_size)
         if rejected:
-            size_note = f"마지막 정상 수집일 {day_text(report.last_accepted_day)}의 등록 (이 날 받은 목록은 반영하지 않음)"
+            size_note = (
+                f"마지막 정상 수집일 {day_text(report.last_accepted_day)}의 등록 (이 날 받은 목록은 반영하지 않음)"
+            )
         else:
             size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
         self.merged_text(3, size_note, style=st.TEXT)
