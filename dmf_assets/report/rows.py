@@ -49,10 +49,6 @@ FLAG_LABELS: dict[str, str] = {flag: label for flag, (label, _) in FLAGS.items()
 # --- event texts ---------------------------------------------------------------------------------
 
 
-def flags_text(ev: EventRow) -> str | None:
-    return ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None
-
-
 def _change_summary(ev: EventRow) -> str | None:
     lines = change_lines(ev.changes)
     if ev.cosmetic_fields:
@@ -112,7 +108,7 @@ def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
         "countries": ev.countries,
         "changed_fields": ", ".join(field_label(f) for f in ev.changed_fields) or None,
         "change_summary": _change_summary(ev),
-        "flags": flags_text(ev),
+        "flags": ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None,
         "watch_reasons": "\n".join(ev.watch_reasons) or None,
         "issue_date": ev.issue_date,
         "target_class": ev.target_class,
@@ -208,7 +204,7 @@ _FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
 
 def site_kind(c: FieldChangeRow) -> str:
     """「제조소 추가」 | 「제조소 삭제」 | 「제조소 변경」 — the label of a site row (the line's head)."""
-    return describe_site_change(c.before, c.after).split(":", 1)[0]  # 제조소 추가 | 제조소 삭제 | 제조소 변경
+    return describe_site_change(c.before, c.after).split(":", 1)[0]
 
 
 def field_rows(report: DayReport) -> list[dict]:
