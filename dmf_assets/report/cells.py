@@ -105,11 +105,6 @@ def _style_array(ws: Worksheet, name: str) -> StyleArray:
     return arr
 
 
-def _set_style(cell: Cell, name: str) -> None:
-    """`cell.style = name`, but fast (see `_style_array`)."""
-    cell._style = copy.copy(_style_array(cell.parent, name))
-
-
 class CellValue(NamedTuple):
     """What one cell holds: its named style, its value (None: an empty, styled cell), whether the value
     is text (already `store_text`-safe), and a link (external `url`, or an internal `location`)."""
@@ -167,7 +162,7 @@ def cell_value(kind: str, value: Any, style: str | None = None) -> CellValue:
 
 def put_cell(ws: Worksheet, row: int, col: int, c: CellValue) -> Cell:
     cell = ws.cell(row=row, column=col)
-    _set_style(cell, c.style)
+    cell._style = copy.copy(_style_array(ws, c.style))  # `cell.style = c.style`, but fast
     if c.value is not None and c.is_text:
         # Set the stored value directly: store_text already replaced what XML forbids, so openpyxl's own
         # per-cell check (a regex scan, ~1 s over the 9k-row ledger) is redundant; and openpyxl would infer
