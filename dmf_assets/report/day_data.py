@@ -122,8 +122,7 @@ def _judged_run(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
 def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequence[Product]) -> tuple[EventRow, ...]:
     if run["status"] == DayStatus.REJECTED.value:
         return ()
-    events = _events_frame(*reports.day_events(conn, run["day_id"]))
-    return _event_rows(events, products) if not events.is_empty() else ()
+    return _event_rows(_events_frame(*reports.day_events(conn, run["day_id"])), products)
 
 
 def _stored_counts_problem(run: dict, summary: DaySummary) -> str | None:
@@ -150,7 +149,7 @@ _DAYS = {"day": "day_id", "base_day": "base_day_id", "gone_since": "gone_since_d
 _AS_STORED = tuple(f.name for f in fields(EventRow) if f.name not in {*_LISTS, *_DAYS, "changes", "product_hits"})
 
 
-def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
+def _event_rows(frame: pl.DataFrame, products: Sequence[Product]) -> tuple[EventRow, ...]:
     from dmf_assets.report.products import product_hits
 
     dicts = list(frame.iter_rows(named=True))
@@ -353,7 +352,7 @@ def build_day_report(
         generated_at=now_kst().replace(microsecond=0),
         # 전체현황: the registry of the last accepted day
         ledger=registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame(),
-        recent_events=_event_rows(recent, products) if not recent.is_empty() else (),
+        recent_events=_event_rows(recent, products),
         recent_days=RECENT_DAYS,
         recent_counts=DayCounts.of(recent_start, day, recent_statuses, started),
         warnings=(*warnings, *([products_problem] if products_problem else [])),
@@ -497,8 +496,8 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     products = load_products(settings.products.resolve())  # the CLI reports a broken list as a `dmf:` error
     params = [history.day_id(start), history.day_id(end)]
     frame = recent_events_frame(conn, start, end)
-    rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
-    event_rows = _event_rows(frame, products) if rows else ()
+    rows = list(frame.iter_rows(named=True))
+    event_rows = _event_rows(frame, products)
     # oldest first, in stored order within a day
     paired = sorted(zip(rows, event_rows, strict=False), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
 
