@@ -20,7 +20,7 @@ from dmf_assets.domain.model import (
     missing,
 )
 from dmf_assets.domain.sites import describe_site_change
-from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns, drop
+from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, HistoryPoint, sorted_events
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
 from dmf_assets.report.sentences import (
@@ -380,7 +380,7 @@ LEDGER_COLUMNS = columns(
     kinds={"address": TEXT},
 )
 #: the ledger as exported (`dmf asof`, the web page's search): without its links into the daily workbook's 이력
-EXPORT_COLUMNS = drop(LEDGER_COLUMNS, "events_link")
+EXPORT_COLUMNS = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
 
 
 def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:
