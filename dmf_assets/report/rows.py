@@ -22,7 +22,7 @@ from dmf_assets.domain.model import (
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, HistoryPoint, sorted_events
-from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
+from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.sentences import (
     NUMBER_ASSIGNED_DEFINITION,
     NUMBER_CHANGED_DEFINITION,
@@ -116,7 +116,7 @@ def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
         "address": ev.address,
         "dmf_key": ev.dmf_key,
         "base_dmf_key": ev.base_dmf_key,
-        "link": nedrug_link(ev, base_url or SOURCE_BASE_FALLBACK),
+        "link": nedrug_search(ev.ingredient, ev.ingredient_base, base_url or SOURCE_BASE_FALLBACK),
         "_severity_code": ev.severity,
         "_watch": ev.watchlist_hit,
         "product_hits": "\n".join(ev.product_hits) or None,
