@@ -185,13 +185,10 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
     ]
 
 
-def build_period_workbook(period: PeriodReport) -> Workbook:
-    """The period review workbook in memory (see report.model.PeriodReport)."""
+def write_period_workbook(period: PeriodReport, path: Path) -> Path:
+    """The period review workbook (see report.model.PeriodReport), written atomically."""
     header = f"DMF 기간 리포트 {period.start}~{period.end}"
     status = DayStatus.REJECTED if period.accepted_days == 0 else DayStatus.ACCEPTED
     look = Look(_period_banner(period), status, header)
-    return tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
-
-
-def write_period_workbook(period: PeriodReport, path: Path) -> Path:
-    return save_workbook(build_period_workbook(period), path)
+    wb = tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
+    return save_workbook(wb, path)
