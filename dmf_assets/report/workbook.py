@@ -260,25 +260,23 @@ class _Summary(Page):
             put_date(ws, self.row, 2, day) if day is not None else put_text(ws, self.row, 2, missing)
         self.label("생성 시각 (KST)")
         put_datetime(ws, self.row, 2, report.generated_at)
-        extra: list[tuple[str, str, bool]] = []
-        if report.gap_days > 1:
-            extra.append(
-                (
-                    "비교 범위",
-                    f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
-                    f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다",
-                    False,
-                )
-            )
-        if report.change_rate is not None:
-            extra.append(("변경률", report.change_rate.text_ko, report.change_rate.burst))
-        if report.warnings:
-            extra.append(("경고", "\n".join(report.warnings), True))
-        for name, text, alarm in extra:
+
+        def line(name: str, text: str, alarm: bool = False) -> None:
             self.label(name)
             cell = self.merged_text(2, text)
             if alarm:
                 paint(cell, st.verdict_style("warn"))
+
+        if report.gap_days > 1:
+            line(
+                "비교 범위",
+                f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
+                f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다",
+            )
+        if report.change_rate is not None:
+            line("변경률", report.change_rate.text_ko, report.change_rate.burst)
+        if report.warnings:
+            line("경고", "\n".join(report.warnings), alarm=True)
 
     def top_events(self) -> None:
         """The day's events as the sentences the morning mail has (accepted days only)."""
