@@ -1,9 +1,7 @@
-"""How values become cells: the text safety rules, the typed cell writers, tables and row heights.
-
-Text from the source is always stored as a literal string (never a formula, error or number), with
-XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit respected (marked
-"…(잘림)"). A long hook-free table body is rendered straight as sheet XML (`xlsx_body`), column by column
-as a polars frame (the 9k-row 전체현황), instead of cell by cell; both paths read back the same.
+"""How values become cells: the text safety rules (`store_text`: text from the source is always a literal string,
+never a formula, error or number), the typed cell writers, tables and row heights. A long hook-free table body is
+rendered straight as sheet XML (`xlsx_body`), column by column as a polars frame (the 9k-row 전체현황), instead of
+cell by cell; both paths read back the same.
 """
 
 from __future__ import annotations
@@ -107,11 +105,6 @@ def _style_array(ws: Worksheet, name: str) -> StyleArray:
     return arr
 
 
-def _set_style(cell: Cell, name: str) -> None:
-    """`cell.style = name`, but fast (see `_style_array`)."""
-    cell._style = copy.copy(_style_array(cell.parent, name))
-
-
 class CellValue(NamedTuple):
     """What one cell holds: its named style, its value (None: an empty, styled cell), whether the value
     is text (already `store_text`-safe), and a link (external `url`, or an internal `location`)."""
@@ -169,7 +162,7 @@ def cell_value(kind: str, value: Any, style: str | None = None) -> CellValue:
 
 def put_cell(ws: Worksheet, row: int, col: int, c: CellValue) -> Cell:
     cell = ws.cell(row=row, column=col)
-    _set_style(cell, c.style)
+    cell._style = copy.copy(_style_array(ws, c.style))  # `cell.style = c.style`, but fast
     if c.value is not None and c.is_text:
         # Set the stored value directly: store_text already replaced what XML forbids, so openpyxl's own
         # per-cell check (a regex scan, ~1 s over the 9k-row ledger) is redundant; and openpyxl would infer
@@ -191,8 +184,8 @@ def put_text(ws: Worksheet, row: int, col: int, value: Any, style: str = st.TEXT
     return put_cell(ws, row, col, cell_value("text", value, style))
 
 
-def put_int(ws: Worksheet, row: int, col: int, value: int | None, style: str = st.INT) -> Cell:
-    return put_cell(ws, row, col, cell_value("int", value, style))
+def put_int(ws: Worksheet, row: int, col: int, value: int | None) -> Cell:
+    return put_cell(ws, row, col, cell_value("int", value))
 
 
 def _as_date(value: Any) -> date | None:
@@ -477,14 +470,14 @@ def text_lines(text: str, width: float) -> int:
     return lines
 
 
-def _row_height(lines: int, line_pt: float = _LINE_PT) -> float | None:
+def _row_height(lines: int) -> float | None:
     # Neither LibreOffice nor every Excel build re-measures wrapped rows of a generated file, so
     # set the height; otherwise multi-line cells overprint the rows below.
-    return min(_MAX_ROW_PT, lines * line_pt + 3) if lines > 1 else None
+    return min(_MAX_ROW_PT, lines * _LINE_PT + 3) if lines > 1 else None
 
 
-def fit_row_height(ws: Worksheet, row: int, lines: int, line_pt: float = _LINE_PT) -> None:
-    height = _row_height(lines, line_pt)
+def fit_row_height(ws: Worksheet, row: int, lines: int) -> None:
+    height = _row_height(lines)
     if height is not None:
         ws.row_dimensions[row].height = height
 
@@ -496,7 +489,6 @@ def write_table(
     rows: Sequence[dict] | pl.DataFrame,
     *,
     row_hook: RowHook | None = None,
-    autofilter: bool = True,
     set_widths: bool = True,
     sparse: bool = False,
 ) -> int:
@@ -532,8 +524,7 @@ def write_table(
             fit_row_height(ws, r, lines)
         if row_hook is not None:
             row_hook(ws, r, row)
-    if autofilter:
-        ws.auto_filter.ref = f"A{top}:{get_column_letter(len(cols))}{max(r, top)}"
+    ws.auto_filter.ref = f"A{top}:{get_column_letter(len(cols))}{max(r, top)}"
     return r
 
 

@@ -126,8 +126,3 @@ def columns(
         kind = kinds.get(key, kind)
         out.append(Col(key, headers.get(key, header), width, TEXT if kind == HIDDEN else kind, kind == HIDDEN))
     return tuple(out)
-
-
-def drop(cols: tuple[Col, ...], *keys: str) -> tuple[Col, ...]:
-    """`cols` without the columns of `keys`."""
-    return tuple(c for c in cols if c.key not in keys)

@@ -103,23 +103,26 @@ def day_summary(conn: duckdb.DuckDBPyConnection, day: date, products: Sequence[P
     """The figures of one judged day (report/summary.py), read from the database: its `runs` row and its stored
     events. None for a day that was never run or is still being judged. What the CLI's per-day line and the
     Dagster metadata read; the day's report builds its own `summary` with the same function."""
-    run = history.run_row(conn, day)
-    if run is None or run["status"] == DayStatus.PENDING.value:
-        return None
-    return _summary(conn, run, _day_event_rows(conn, run, products))
+    run = _judged_run(conn, day)
+    return None if run is None else _summary(conn, run, _day_event_rows(conn, run, products))
 
 
 def day_event_rows(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[EventRow, ...]:
     """The day's stored events as report rows (none on a rejected or unjudged day)."""
+    run = _judged_run(conn, day)
+    return () if run is None else _day_event_rows(conn, run, ())
+
+
+def _judged_run(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
+    """The day's `runs` row, None for a day never run or still being judged."""
     run = history.run_row(conn, day)
-    return _day_event_rows(conn, run, ()) if run is not None and run["status"] != DayStatus.PENDING.value else ()
+    return None if run is None or run["status"] == DayStatus.PENDING.value else run
 
 
 def _day_event_rows(conn: duckdb.DuckDBPyConnection, run: dict, products: Sequence[Product]) -> tuple[EventRow, ...]:
     if run["status"] == DayStatus.REJECTED.value:
         return ()
-    events = _events_frame(*reports.day_events(conn, run["day_id"]))
-    return _event_rows(events, products) if not events.is_empty() else ()
+    return _event_rows(_events_frame(*reports.day_events(conn, run["day_id"])), products)
 
 
 def _stored_counts_problem(run: dict, summary: DaySummary) -> str | None:
@@ -146,7 +149,7 @@ _DAYS = {"day": "day_id", "base_day": "base_day_id", "gone_since": "gone_since_d
 _AS_STORED = tuple(f.name for f in fields(EventRow) if f.name not in {*_LISTS, *_DAYS, "changes", "product_hits"})
 
 
-def _event_rows(frame: pl.DataFrame, products: Sequence[Product] = ()) -> tuple[EventRow, ...]:
+def _event_rows(frame: pl.DataFrame, products: Sequence[Product]) -> tuple[EventRow, ...]:
     from dmf_assets.report.products import product_hits
 
     dicts = list(frame.iter_rows(named=True))
@@ -210,18 +213,13 @@ def change_rate(conn: duckdb.DuckDBPyConnection, day: date, *, window_days: int 
 
     rate_all, x_all, _ = estimate(rows)
     rate_14, x_14, _ = estimate([r for r in rows if r[0] >= start])
-    size = fetch_population(conn, day)
+    size = reports.population_on_or_before(conn, history.day_id(day))  # the latest accepted day's registry
     per_day = lambda rate: None if rate is None or size is None else rate * size  # noqa: E731 - a one-line helper, read where it is used
     burst = bool(rate_14 is not None and rate_all and rate_14 >= BURST_FACTOR * rate_all)
     text = change_rate_text(
         per_day(rate_14), per_day(rate_all), window_days=window_days, burst_factor=BURST_FACTOR, burst=burst
     )
     return ChangeRate(rate_14, rate_all, per_day(rate_14), per_day(rate_all), x_14, x_all, burst, text)
-
-
-def fetch_population(conn: duckdb.DuckDBPyConnection, day: date) -> int | None:
-    """Registry size of the latest accepted day on or before `day`."""
-    return reports.population_on_or_before(conn, history.day_id(day))
 
 
 #: where a day's rows came from (runs.source: the endpoint kind, or a replay of the raw archive), for 메타
@@ -313,8 +311,8 @@ def build_day_report(
 ) -> DayReport:
     from dmf_assets.storage.registry import registry_asof
 
-    run = history.run_row(conn, day)
-    if run is None or run["status"] == DayStatus.PENDING.value:
+    run = _judged_run(conn, day)
+    if run is None:
         raise DayNotReady(
             f"{day}: 아직 판정·반영되지 않은 날짜입니다 (snapshot_diff 미실행). Run snapshot_diff for this day first."
         )
@@ -354,7 +352,7 @@ def build_day_report(
         generated_at=now_kst().replace(microsecond=0),
         # 전체현황: the registry of the last accepted day
         ledger=registry_asof(conn, last_accepted)[1] if last_accepted is not None else pl.DataFrame(),
-        recent_events=_event_rows(recent, products) if not recent.is_empty() else (),
+        recent_events=_event_rows(recent, products),
         recent_days=RECENT_DAYS,
         recent_counts=DayCounts.of(recent_start, day, recent_statuses, started),
         warnings=(*warnings, *([products_problem] if products_problem else [])),
@@ -498,8 +496,8 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     products = load_products(settings.products.resolve())  # the CLI reports a broken list as a `dmf:` error
     params = [history.day_id(start), history.day_id(end)]
     frame = recent_events_frame(conn, start, end)
-    rows = list(frame.iter_rows(named=True)) if not frame.is_empty() else []
-    event_rows = _event_rows(frame, products) if rows else ()
+    rows = list(frame.iter_rows(named=True))
+    event_rows = _event_rows(frame, products)
     # oldest first, in stored order within a day
     paired = sorted(zip(rows, event_rows, strict=False), key=lambda p: (p[0]["day_id"], p[0]["event_id"]))
 

@@ -12,7 +12,6 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dmf_assets.domain.gates import GATES
 from dmf_assets.domain.model import (
     COMPARED_FIELDS,
-    COUNT_LABEL_KO,
     EVENT_LABEL_KO,
     FIELD_LABEL_KO,
     SEVERITY_LABEL_KO,
@@ -28,8 +27,6 @@ from dmf_assets.report.rows import FLAG_LABELS, FLAGS
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
     LOCAL_CONFIG_FILE,
-    NUMBER_ASSIGNED_DEFINITION,
-    NUMBER_CHANGED_DEFINITION,
     WITHDRAWN_DEFINITION,
     products_hint,
 )
@@ -63,6 +60,8 @@ NOTES: tuple[str, ...] = (
     f"의약품안전나라 '{NEDRUG_LINK_TEXT}' 링크는 등록 한 건이 아니라 원료의약품 등록 현황에서 그 등록의 성분명을 검색합니다 — 등록번호로 바로 여는 공개 주소를 확인할 수 없어서입니다. 결과 목록에서 등록번호를 찾으십시오.",
     "원문 텍스트는 모두 문자열로 저장되며 수식으로 해석되지 않습니다. XML에 쓸 수 없는 제어 문자는 U+FFFD(�)로 바꾸고, 32,767자를 넘는 값은 잘라 '…(잘림)'으로 표시합니다.",
 )
+#: (word, definition) of the two number events, counted apart from 변경
+NUMBER_DEFINITIONS = (FLAGS["number_assigned"], FLAGS["number_changed"])
 META_COLUMNS = columns({"kind": 14, "item": 30, "value": 100})
 _SEVERITY_AT_2 = colours(severity=2)
 
@@ -113,14 +112,8 @@ def day_meta_sheet(report: DayReport) -> TableSheet:
         {"kind": "심각도", "item": f"{SEVERITY_LABEL_KO[s]} ({s})", "value": text, "_severity_code": s}
         for s, text in SEVERITY_DEFINITIONS.items()
     ]
-    rows += meta_rows("이벤트", ((f"{EVENT_LABEL_KO[t]} ({t})", text) for t, text in EVENT_DEFINITIONS.items()))
-    rows += meta_rows(
-        "이벤트",
-        [
-            (COUNT_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
-            (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
-        ],
-    )
+    events = [(f"{EVENT_LABEL_KO[t]} ({t})", text) for t, text in EVENT_DEFINITIONS.items()]
+    rows += meta_rows("이벤트", [*events, *NUMBER_DEFINITIONS])
     rows += meta_rows("표시", FLAGS.values())
     rows += meta_rows(
         "항목", ((f"{FIELD_LABEL_KO[name]} ({name})", _field_definition(name)) for name in COMPARED_FIELDS)

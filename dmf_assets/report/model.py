@@ -287,15 +287,10 @@ class ChangeRate:
 @dataclass(frozen=True)
 class DayReport:
     """One day's workbook. Its figures are `summary` (report/summary.py), the one `DaySummary` every sheet, the
-    xlsx_report metadata, the mail and the webhook read; the day, status and comparison base are said once
-    there too — the fields here must agree with it (checked)."""
+    xlsx_report metadata, the mail and the webhook read; the day, status and comparison base are read there too."""
 
-    day: date
-    status: DayStatus
-    status_reason: str  # Korean sentence in analyst words: why rejected / "변경 없음" / baseline explanation
-    comparison_base: date | None  # the latest accepted day before `day` (None on the baseline day)
-    last_accepted_day: date | None  # equals `day` when accepted; the base when rejected
     summary: DaySummary
+    status_reason: str  # Korean sentence in analyst words: why rejected / "변경 없음" / baseline explanation
     events: tuple[EventRow, ...] = ()  # every event incl. cosmetic (the writer filters per sheet)
     history: tuple[HistoryPoint, ...] = ()  # last N days for the chart, ascending
     by_ingredient: tuple[AggregateRow, ...] = ()  # active registry of last_accepted_day
@@ -320,26 +315,26 @@ class DayReport:
 
     @classmethod
     def of(cls, summary: DaySummary, status_reason: str, **rest: Any) -> DayReport:
-        """The report of `summary`'s day: its day, status and comparison base are the summary's."""
-        return cls(
-            summary.day,
-            summary.status,
-            status_reason,
-            summary.comparison_base,
-            summary.last_accepted_day,
-            summary,
-            **rest,
-        )
+        """The report of `summary`'s day."""
+        return cls(summary, status_reason, **rest)
 
-    def __post_init__(self) -> None:
-        s = self.summary
-        if (s.day, s.status, s.comparison_base, s.last_accepted_day) != (
-            self.day,
-            self.status,
-            self.comparison_base,
-            self.last_accepted_day,
-        ):
-            raise ValueError(f"the report of {self.day} and its summary disagree: {s}")
+    @property
+    def day(self) -> date:
+        return self.summary.day
+
+    @property
+    def status(self) -> DayStatus:
+        return self.summary.status
+
+    @property
+    def comparison_base(self) -> date | None:
+        """The latest accepted day before `day` (None on the baseline day)."""
+        return self.summary.comparison_base
+
+    @property
+    def last_accepted_day(self) -> date | None:
+        """`day` when accepted; the base when rejected."""
+        return self.summary.last_accepted_day
 
     @property
     def is_rejected(self) -> bool:

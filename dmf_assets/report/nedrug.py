@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlencode
 
-from dmf_assets.report.model import EventRow
-
 #: 의약품안전나라 DMF list (원료의약품 등록 현황) search. `searchIngrKorName` is the ingredient filter
 #: used by public scrapers of this page; no by-number parameter could be verified, so each link
 #: searches the registration's ingredient and the permit number is found in that short list.
@@ -15,11 +13,6 @@ NEDRUG_INGREDIENT_PARAM = "searchIngrKorName"
 _MAX_URL = 2000  # Excel refuses to follow hyperlinks longer than ~2,079 characters
 #: the cell text of every such link: it says what the link does (a search, not the registration's page)
 NEDRUG_LINK_TEXT = "성분 검색"
-
-
-def nedrug_link(ev: EventRow, base_url: str) -> tuple[str, str]:
-    """(cell text, URL) of the 의약품안전나라 DMF search for one registration."""
-    return nedrug_search(ev.ingredient, ev.ingredient_base, base_url)
 
 
 def nedrug_search(ingredient: str | None, ingredient_base: str | None, base_url: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from openpyxl import Workbook
 from dmf_assets.domain.model import COUNT_LABEL_KO, SEVERITY_LABEL_KO, SEVERITY_RANK, DayStatus
 from dmf_assets.report.cells import write_table
 from dmf_assets.report.columns import columns
-from dmf_assets.report.meta import meta_rows, meta_sheet
+from dmf_assets.report.meta import NUMBER_DEFINITIONS, meta_rows, meta_sheet
 from dmf_assets.report.model import NET_LABEL_KO, NET_TYPES, NetChange, PeriodReport
 from dmf_assets.report.rows import (
     DAY_COLUMNS,
@@ -23,8 +23,6 @@ from dmf_assets.report.rows import (
 )
 from dmf_assets.report.sentences import (
     CHANGED_DEFINITION,
-    NUMBER_ASSIGNED_DEFINITION,
-    NUMBER_CHANGED_DEFINITION,
     change_lines,
     summary_sentences,
 )
@@ -152,14 +150,7 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
     span = f"{period.start} ~ {period.end}"
     events = sorted(period.events, key=lambda e: (e.day, -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
     meta = [
-        *meta_rows(
-            "건수",
-            [
-                ("변경", CHANGED_DEFINITION),
-                (COUNT_LABEL_KO["NUMBER_ASSIGNED"], NUMBER_ASSIGNED_DEFINITION),
-                (COUNT_LABEL_KO["NUMBER_CHANGED"], NUMBER_CHANGED_DEFINITION),
-            ],
-        ),
+        *meta_rows("건수", [("변경", CHANGED_DEFINITION), *NUMBER_DEFINITIONS]),
         *meta_rows("순변경", NET_TYPES.values()),
         *meta_rows("제품 목록", ((f"제품 {i}", p) for i, p in enumerate(period.products, 1))),
     ]
@@ -194,13 +185,10 @@ def _sheets(period: PeriodReport) -> list[TableSheet]:
     ]
 
 
-def build_period_workbook(period: PeriodReport) -> Workbook:
-    """The period review workbook in memory (see report.model.PeriodReport)."""
+def write_period_workbook(period: PeriodReport, path: Path) -> Path:
+    """The period review workbook (see report.model.PeriodReport), written atomically."""
     header = f"DMF 기간 리포트 {period.start}~{period.end}"
     status = DayStatus.REJECTED if period.accepted_days == 0 else DayStatus.ACCEPTED
     look = Look(_period_banner(period), status, header)
-    return tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
-
-
-def write_period_workbook(period: PeriodReport, path: Path) -> Path:
-    return save_workbook(build_period_workbook(period), path)
+    wb = tables_workbook(look, _sheets(period), header, page=lambda wb: _summary_page(wb, look, period))
+    return save_workbook(wb, path)

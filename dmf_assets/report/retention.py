@@ -60,12 +60,9 @@ def dated_workbooks(reports_dir: Path) -> list[tuple[date, Path]]:
 
 
 def prune_reports(reports_dir: Path, keep_days: int, today: date, *, dry_run: bool = False) -> list[Path]:
-    """Delete dated workbooks older than `keep_days` before `today`; return the deleted paths.
-
-    Never deletes the 최신 copy nor the newest dated workbook, and nothing that does not match
-    `DMF_리포트_YYYY-MM-DD.xlsx`. A file that cannot be deleted is logged and skipped.
-    `dry_run`: return what would be deleted, delete nothing.
-    """
+    """Delete dated workbooks older than `keep_days` before `today` (by the module's rules); return the deleted
+    paths. A file that cannot be deleted is logged and skipped. `dry_run`: return what would be deleted, delete
+    nothing."""
     if keep_days < 0:
         raise ValueError(f"keep_days must be >= 0, got {keep_days}")
     workbooks = dated_workbooks(Path(reports_dir))

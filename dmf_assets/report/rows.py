@@ -20,9 +20,9 @@ from dmf_assets.domain.model import (
     missing,
 )
 from dmf_assets.domain.sites import describe_site_change
-from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns, drop
+from dmf_assets.report.columns import COLUMN_LABELS, TEXT, columns
 from dmf_assets.report.model import DayReport, EventRow, FieldChangeRow, HistoryPoint, sorted_events
-from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_link
+from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.sentences import (
     NUMBER_ASSIGNED_DEFINITION,
     NUMBER_CHANGED_DEFINITION,
@@ -47,10 +47,6 @@ FLAG_LABELS: dict[str, str] = {flag: label for flag, (label, _) in FLAGS.items()
 
 
 # --- event texts ---------------------------------------------------------------------------------
-
-
-def flags_text(ev: EventRow) -> str | None:
-    return ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None
 
 
 def _change_summary(ev: EventRow) -> str | None:
@@ -112,7 +108,7 @@ def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
         "countries": ev.countries,
         "changed_fields": ", ".join(field_label(f) for f in ev.changed_fields) or None,
         "change_summary": _change_summary(ev),
-        "flags": flags_text(ev),
+        "flags": ", ".join(label for attr, label in FLAG_LABELS.items() if getattr(ev, attr)) or None,
         "watch_reasons": "\n".join(ev.watch_reasons) or None,
         "issue_date": ev.issue_date,
         "target_class": ev.target_class,
@@ -120,7 +116,7 @@ def event_row(ev: EventRow, base_url: str = SOURCE_BASE_FALLBACK) -> dict:
         "address": ev.address,
         "dmf_key": ev.dmf_key,
         "base_dmf_key": ev.base_dmf_key,
-        "link": nedrug_link(ev, base_url or SOURCE_BASE_FALLBACK),
+        "link": nedrug_search(ev.ingredient, ev.ingredient_base, base_url or SOURCE_BASE_FALLBACK),
         "_severity_code": ev.severity,
         "_watch": ev.watchlist_hit,
         "product_hits": "\n".join(ev.product_hits) or None,
@@ -152,10 +148,10 @@ NEW_WITHDRAWN_COLUMNS = columns(
 )
 
 
-def new_withdrawn_rows(report: DayReport, base_url: str) -> list[dict]:
+def new_withdrawn_rows(report: DayReport) -> list[dict]:
     chosen = [e for e in report.events if e.event_type in ("NEW", "WITHDRAWN")]
     chosen.sort(key=lambda e: (e.event_type != "NEW", -SEVERITY_RANK.get(e.severity, -1), e.dmf_key))
-    return [event_row(e, base_url) for e in chosen]
+    return [event_row(e, report.source_url) for e in chosen]
 
 
 RECENT_COLUMNS = columns(
@@ -208,7 +204,7 @@ _FIELD_ORDER = {name: i for i, name in enumerate(COMPARED_FIELDS)}
 
 def site_kind(c: FieldChangeRow) -> str:
     """「제조소 추가」 | 「제조소 삭제」 | 「제조소 변경」 — the label of a site row (the line's head)."""
-    return describe_site_change(c.before, c.after).split(":", 1)[0]  # 제조소 추가 | 제조소 삭제 | 제조소 변경
+    return describe_site_change(c.before, c.after).split(":", 1)[0]
 
 
 def field_rows(report: DayReport) -> list[dict]:
@@ -384,7 +380,7 @@ LEDGER_COLUMNS = columns(
     kinds={"address": TEXT},
 )
 #: the ledger as exported (`dmf asof`, the web page's search): without its links into the daily workbook's 이력
-EXPORT_COLUMNS = drop(LEDGER_COLUMNS, "events_link")
+EXPORT_COLUMNS = tuple(c for c in LEDGER_COLUMNS if c.key != "events_link")
 
 
 def ledger_frame(registry: pl.DataFrame) -> pl.DataFrame:

@@ -6,6 +6,8 @@ handful of style records (fast to write, small file, consistent look on every sh
 
 from __future__ import annotations
 
+from typing import Any
+
 from openpyxl import Workbook
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Side
 
@@ -70,31 +72,30 @@ PLAIN = "dmf_plain"
 
 def _named_styles() -> list[NamedStyle]:
     top = Alignment(vertical="top")
+
+    def grid(name: str, alignment: Alignment = top, **kw: Any) -> NamedStyle:
+        """A table cell in the grid, in the house font unless `kw` names another."""
+        kw.setdefault("font", font())
+        return NamedStyle(name, alignment=alignment, border=_GRID_BORDER, **kw)
+
     return [
-        NamedStyle(TEXT, font=font(), alignment=top, border=_GRID_BORDER),
-        NamedStyle(TEXT_WRAP, font=font(), alignment=Alignment(vertical="top", wrap_text=True), border=_GRID_BORDER),
-        NamedStyle(INT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_INT),
-        NamedStyle(PCT, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_PCT),
-        NamedStyle(
-            DATE,
-            font=font(),
-            alignment=Alignment(vertical="top", horizontal="center"),
-            border=_GRID_BORDER,
-            number_format=FMT_DATE,
-        ),
-        NamedStyle(DATETIME, font=font(), alignment=top, border=_GRID_BORDER, number_format=FMT_DATETIME),
-        NamedStyle(
+        grid(TEXT),
+        grid(TEXT_WRAP, Alignment(vertical="top", wrap_text=True)),
+        grid(INT, number_format=FMT_INT),
+        grid(PCT, number_format=FMT_PCT),
+        grid(DATE, Alignment(vertical="top", horizontal="center"), number_format=FMT_DATE),
+        grid(DATETIME, number_format=FMT_DATETIME),
+        grid(
             HEADER,
+            Alignment(horizontal="center", vertical="center", wrap_text=True),
             font=font(bold=True, color=WHITE),
             fill=solid(NAVY),
-            alignment=Alignment(horizontal="center", vertical="center", wrap_text=True),
-            border=_GRID_BORDER,
         ),
-        NamedStyle(LINK, font=font(color="0563C1", underline="single"), alignment=top, border=_GRID_BORDER),
+        grid(LINK, font=font(color="0563C1", underline="single")),
         NamedStyle(TITLE, font=font(size=16, bold=True, color=NAVY), alignment=Alignment(vertical="center")),
         NamedStyle(SUBTITLE, font=font(size=10, color="404040"), alignment=Alignment(vertical="center")),
         NamedStyle(NOTE, font=font(italic=True, color="595959"), alignment=Alignment(vertical="top", wrap_text=False)),
-        NamedStyle(LABEL, font=font(bold=True), alignment=top, border=_GRID_BORDER, fill=solid("F2F2F2")),
+        grid(LABEL, font=font(bold=True), fill=solid("F2F2F2")),
         NamedStyle(SECTION, font=font(size=12, bold=True, color=NAVY), alignment=Alignment(vertical="bottom")),
         NamedStyle(PLAIN, font=font(), alignment=top),
     ]

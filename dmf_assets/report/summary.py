@@ -4,38 +4,14 @@ Issue 31: the sheets, the mail, the CLI and the Dagster UI each counted for them
 「제조소별 (9곳, 9건)」 on a day of 7 events; 요약 「심각 1」 beside 변경 이벤트 「심각 2」; 필드 변경 counting a 번호
 부여 among its 「실질 변경」 rows). Now one frozen value holds them, built once per day:
 
-* from the database — `report.day_data.day_summary(conn, day, products=())` (the day's stored events and its
-  `runs` row; None for a day never judged). The CLI's per-day line and the events / snapshot_diff metadata
-  read it this way;
-* inside the day's report — `DayReport.summary` (built by `day_data.build_day_report` with the same function);
-  every workbook sheet, the xlsx_report metadata and the workbook mail / webhook read this one;
+* from the database — `report.day_data.day_summary(conn, day, products=())` (None for a day never judged): the
+  CLI's per-day line and the events / snapshot_diff metadata;
+* inside the day's report — `DayReport.summary`: every workbook sheet, the xlsx_report metadata, the workbook mail
+  and webhook;
 * in memory — `summarize(day, status, events, …)`, the pure function both of the above call.
 
-What a message reads (the API; every count is an `int`, never None):
-
-====================  ==========================================================================
-`counts_text`         「신규 2 · 변경 1 · 삭제 0」 (+ 「 · 번호 부여 1」, 「 · 번호 변경 1」 when there was one) — the headline
-`new` `changed`       신규, 변경 (실질 변경: neither cosmetic nor a number event), 목록에서 삭제, 번호 부여,
-`withdrawn`           번호 변경 (a re-numbered registration: one event, never a 삭제 and a 신규)
-`number_assigned`
-`number_changed`
-`cosmetic`            표기 변경 (shown apart, never in the headline)
-`headline_events`     every event but the cosmetic ones = new + changed + withdrawn + number_assigned + number_changed
-`by_severity`         headline events per severity (CRITICAL … INFO), withdrawals included; sums to
-                      `headline_events`; `severity_text` says it: 「심각 2 · 높음 1 · 보통 0 · 정보 4」
-`applicants`          companies with a headline event: applicants, manufacturers (one per site)
-`manufacturers`
-`field_rows`          rows of 필드 변경 per `change_kind` (SUBSTANTIVE / NUMBER_ASSIGNED / NUMBER_CHANGED / COSMETIC)
-`registry_size`       registrations of the day's accepted snapshot — None on a rejected day
-`received`            rows the source sent that day (also, and above all, on a rejected day), and the
-`total_count`         size it announced (totalCount)
-`base_registry_size`  registrations of the comparison base
-`shown_registry_size` the registry the sheets list: the day's, or the base's on a rejected day
-`sizes_text`          「받은 목록 9,197건 · 원천이 밝힌 전체 9,217건 · 비교 기준일 2026-11-20 등록 9,217건」 — the
-                      sizes apart, never one for the other
-`rejection_text`      a rejected day in analyst words (the gate's Korean name and the sizes); the technical
-                      reason (observed value, threshold, config key) is the engineer's alert, not the team's
-====================  ==========================================================================
+Every count is an `int`, never None; the sizes are None when unknown. The texts (`counts_text`, `sizes_text`,
+`rejection_text`, `severity_text`) are the one way each is said.
 """
 
 from __future__ import annotations
@@ -132,7 +108,7 @@ class DaySummary:
     total_count: int | None = None  # the size the source announced that day
     rejected_gate: int | None = None  # the gate that refused the day
     by_kind: Mapping[str, int] = field(default_factory=dict)  # EVENT_KIND_LABEL_KO key -> events
-    by_severity: Mapping[str, int] = field(default_factory=dict)  # headline events per severity
+    by_severity: Mapping[str, int] = field(default_factory=dict)  # headline events per severity (sums to them)
     by_kind_severity: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (kind, severity) -> events
     reappeared: int = 0  # NEW events of registrations that had left the list before (counted in `new`)
     applicants: int = 0  # applicants with a headline event
@@ -141,7 +117,8 @@ class DaySummary:
     watchlist_hits: int = 0  # headline events matching the watchlist
     product_hits: int = 0  # headline events touching the team's products
 
-    # -- the headline figures: each its kind's count (변경 is 실질 변경: neither cosmetic nor a number event) --
+    # -- the headline figures: each its kind's count (변경 is 실질 변경: neither cosmetic nor a number event; a
+    # re-numbered registration is one 번호 변경, never a 삭제 and a 신규) --
     new = _Figure()
     changed = _Figure()
     withdrawn = _Figure()
@@ -205,7 +182,8 @@ class DaySummary:
     @property
     def rejection_text(self) -> str:
         """Why a rejected day was not applied, as the team reads it: 「완전성 검사에서 거부되어 이 날 받은 목록을
-        반영하지 않았습니다 (받은 목록 9,197건 · …).」 Empty for a day that was not rejected."""
+        반영하지 않았습니다 (받은 목록 9,197건 · …).」 Empty for a day that was not rejected. The technical reason
+        (observed value, threshold, config key) is the engineer's alert, not the team's."""
         if not self.is_rejected:
             return ""
         gate = GATE_BY_NUMBER.get(self.rejected_gate or 0)

@@ -219,11 +219,9 @@ def save_workbook(wb: Workbook, path: Path) -> Path:
     return path
 
 
-def write_tables_workbook(
-    path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str, status: DayStatus = DayStatus.ACCEPTED
-) -> Path:
+def write_tables_workbook(path: Path, sheets: Sequence[TableSheet], *, banner: str, doc_title: str) -> Path:
     """A workbook of table sheets (same styles, banner and print setup as the daily one), written atomically."""
-    return save_workbook(tables_workbook(Look(banner, status, doc_title), sheets, doc_title), path)
+    return save_workbook(tables_workbook(Look(banner, DayStatus.ACCEPTED, doc_title), sheets, doc_title), path)
 
 
 #: the 요약 grid (its tables' first columns line up with it)
@@ -237,7 +235,7 @@ class Page:
     def __init__(self, wb: Workbook, look: Look, title: str, note: str) -> None:
         self.ws = frame_sheet(wb, replace(look, tab=True), SHEET_SUMMARY, SUMMARY_WIDTHS, title, note)
         keep_in_view(self.ws, "A4")
-        self.widths, self.row = SUMMARY_WIDTHS, 3
+        self.row = 3
 
     def section(self, text: str) -> None:
         self.row += 2
@@ -249,11 +247,11 @@ class Page:
         put_text(self.ws, self.row, 1, text, st.LABEL)
 
     def merged_text(self, col: int, text: str | None, last_col: int | None = None, style: str = st.TEXT_WRAP) -> Cell:
-        last_col = last_col or len(self.widths)
+        last_col = last_col or len(SUMMARY_WIDTHS)
         cell = put_text(self.ws, self.row, col, text, style)
         merge_cells(self.ws, self.row, col, last_col)
         if style == st.TEXT_WRAP:  # a text that does not wrap stays one line high
-            fit_row_height(self.ws, self.row, text_lines(text or "", sum(self.widths[col - 1 : last_col])))
+            fit_row_height(self.ws, self.row, text_lines(text or "", sum(SUMMARY_WIDTHS[col - 1 : last_col])))
         return cell
 
     def header(self, headers: Sequence[tuple[int, str]], merges: Sequence[tuple[int, int]] = ()) -> None:

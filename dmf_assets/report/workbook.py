@@ -6,9 +6,7 @@ What it guarantees:
 * every sheet's first row is a status banner — on a rejected day a red "수집 실패 — 비교 기준은 여전히
   YYYY-MM-DD입니다" — and the event sheets then say the day's changes were not applied instead of showing
   an empty table that reads as "no changes";
-* text that came from the source is always stored as a literal string (never a formula, error or
-  number), with XML-illegal characters replaced by U+FFFD and Excel's 32,767-character cell limit
-  respected (marked "…(잘림)");
+* text that came from the source is stored by `cells`' safety rules (never a formula);
 * the file is written atomically (temp file in the same folder + `os.replace`), and the 최신 copy is
   only refreshed by a day at least as new as the one it holds (a backfill never replaces it).
 """
@@ -168,10 +166,6 @@ class WorkbookResult:
 # --- report-wide texts ---------------------------------------------------------------------------
 
 
-def _base_day(report: DayReport) -> date | None:
-    return report.last_accepted_day or report.comparison_base
-
-
 def banner_text(report: DayReport) -> str:
     """The first row of every sheet: the day's verdict, then any active warning."""
     return _banner_core(report) + (f" · ⚠ 경고: {'; '.join(report.warnings)}" if report.warnings else "")
@@ -182,7 +176,7 @@ def _banner_core(report: DayReport) -> str:
     size = f"{k.registry_size:,}건" if k.registry_size is not None else "미상"
     if report.status is DayStatus.REJECTED:
         reason = k.rejection_text  # the team's words, from the day's figures
-        base = _base_day(report)
+        base = report.last_accepted_day
         if base is None:
             return f"수집 실패 — 아직 정상 수집된 비교 기준일이 없습니다 (사유: {reason})"
         return f"수집 실패 — 비교 기준은 여전히 {base.isoformat()}입니다. {reason}"
@@ -250,8 +244,7 @@ class _Summary(Page):
     def status(self) -> None:
         report, ws = self.report, self.ws
         self.section("수집 상태")
-        self.label("보고일")
-        put_date(ws, self.row, 2, report.day)
+        self.fact("보고일", report.day)
         self.label("상태")
         paint(
             self.merged_text(2, report.status.label_ko, last_col=5, style=st.TEXT),
@@ -267,25 +260,23 @@ class _Summary(Page):
             put_date(ws, self.row, 2, day) if day is not None else put_text(ws, self.row, 2, missing)
         self.label("생성 시각 (KST)")
         put_datetime(ws, self.row, 2, report.generated_at)
-        extra: list[tuple[str, str, bool]] = []
-        if report.gap_days > 1:
-            extra.append(
-                (
-                    "비교 범위",
-                    f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
-                    f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다",
-                    False,
-                )
-            )
-        if report.change_rate is not None:
-            extra.append(("변경률", report.change_rate.text_ko, report.change_rate.burst))
-        if report.warnings:
-            extra.append(("경고", "\n".join(report.warnings), True))
-        for name, text, alarm in extra:
+
+        def line(name: str, text: str, alarm: bool = False) -> None:
             self.label(name)
             cell = self.merged_text(2, text)
             if alarm:
                 paint(cell, st.verdict_style("warn"))
+
+        if report.gap_days > 1:
+            line(
+                "비교 범위",
+                f"{report.gap_days}일치 변경 — {day_text(report.comparison_base)} 이후 "
+                f"{report.gap_days - 1}일은 반영되지 않아(수집 실패 또는 미수집) 오늘 비교에 모두 포함됩니다",
+            )
+        if report.change_rate is not None:
+            line("변경률", report.change_rate.text_ko, report.change_rate.burst)
+        if report.warnings:
+            line("경고", "\n".join(report.warnings), alarm=True)
 
     def top_events(self) -> None:
         """The day's events as the sentences the morning mail has (accepted days only)."""
@@ -316,7 +307,9 @@ class _Summary(Page):
         self.label(KPI_LABELS["registry_size"])
         put_int(ws, self.row, 2, k.shown_registry_size)
         if rejected:
-            size_note = f"마지막 정상 수집일 {day_text(_base_day(report))}의 등록 (이 날 받은 목록은 반영하지 않음)"
+            size_note = (
+                f"마지막 정상 수집일 {day_text(report.last_accepted_day)}의 등록 (이 날 받은 목록은 반영하지 않음)"
+            )
         else:
             size_note = f"{report.day.isoformat()} 정상 수집분 기준 (현재 공개된 등록 전체)"
         self.merged_text(3, size_note, style=st.TEXT)
@@ -512,7 +505,7 @@ def _history_chart(ws: Worksheet, top: int, last: int, marker_col: int, anchor: 
 
 def _notice(sheet: TableSheet, report: DayReport) -> TableSheet:
     """A sheet of a rejected day's changes: a red sentence that they were not applied, never an empty table."""
-    base = _base_day(report)
+    base = report.last_accepted_day
     text = f"{NOT_REFLECTED} — 수집분이 수용 게이트를 통과하지 못해 비교 결과를 기록하지 않았습니다."
     if base is not None:
         text += f" 마지막 정상 수집일 {base.isoformat()}의 리포트를 참고하십시오."
@@ -561,7 +554,7 @@ def _ledger_sheet(report: DayReport, recent_rows: list[dict]) -> TableSheet:
         for key in {row["dmf_key"], row.get("base_dmf_key")} - {None}:
             at, n = first_row.get(key, (i, 0))
             first_row[key] = (at, n + 1)
-    day = _base_day(report)
+    day = report.last_accepted_day
     rows = ledger_frame(report.ledger) if report.ledger.height else pl.DataFrame()
     if rows.height:
         links = [
@@ -623,7 +616,7 @@ def _new_withdrawn_sheet(report: DayReport) -> TableSheet:
             f"{EVENT_KIND_LABEL_KO['NEW']} {k.new:,}건, {WITHDRAWN_FIRST_MENTION_KO} {k.withdrawn:,}건 — 등록 전체 정보. "
             f"비교 기준 {day_text(report.comparison_base)}."
         )
-    rows = new_withdrawn_rows(report, report.source_url)
+    rows = new_withdrawn_rows(report)
     return TableSheet(SHEET_NEW_WITHDRAWN, title, note, NEW_WITHDRAWN_COLUMNS, rows, colours(severity=2), empty=None)
 
 
@@ -700,7 +693,7 @@ def _aggregate_sheet(report: DayReport, aggregate: Aggregate) -> TableSheet:
         headers={"label": aggregate.label_ko},
         kinds={"label": WRAP},
     )
-    base = _base_day(report)
+    base = report.last_accepted_day
     size = report.summary.shown_registry_size
     if report.is_rejected:
         note = f"마지막 정상 수집일 {day_text(base)} 기준 현황 (오늘 수집분 미반영)."
@@ -759,34 +752,31 @@ def _quality_sheet(report: DayReport) -> TableSheet:
         + (f" ({', '.join(g.label_ko for g in failed)})" if failed else "")
         + f" · 품질 지표 {len(report.quality)}개 중 경고 {len(warned)}개. 게이트 실패 시 그날 수집분은 반영되지 않습니다."
     )
-    rows: list[dict] = []
-    for g in report.gates:
-        verdict = _verdict(g.passed)
-        rows.append(
-            {
-                "kind": "수용 게이트",
-                "number": g.number,
-                "item": f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
-                "result": GATE_VERDICT_KO[verdict],
-                "observed": g.observed,
-                "threshold": g.threshold,
-                "detail": g.detail,
-                "_verdict": verdict,
-            }
+    # a row per gate, then per metric: its cells in the columns' order, then its colour (`_verdict`)
+    checks = [
+        (
+            "수용 게이트",
+            g.number,
+            f"{g.label_ko} ({GATE_BY_NUMBER[g.number].label_en})",
+            GATE_VERDICT_KO[_verdict(g.passed)],
         )
-    for i, q in enumerate(report.quality, 1):
-        rows.append(
-            {
-                "kind": "품질 지표",
-                "number": i,
-                "item": q.label_ko,
-                "result": "정상" if q.ok else "경고",
-                "observed": q.value,
-                "threshold": q.expected,
-                "detail": q.detail,
-                "_verdict": "ok" if q.ok else "warn",
-            }
+        + (g.observed, g.threshold, g.detail, _verdict(g.passed))
+        for g in report.gates
+    ]
+    checks += [
+        (
+            "품질 지표",
+            i,
+            q.label_ko,
+            "정상" if q.ok else "경고",
+            q.value,
+            q.expected,
+            q.detail,
+            "ok" if q.ok else "warn",
         )
+        for i, q in enumerate(report.quality, 1)
+    ]
+    rows = [dict(zip((*(c.key for c in cols), "_verdict"), check, strict=True)) for check in checks]
     title = f"수집 품질 · {report.day.isoformat()}"
     return TableSheet(SHEET_QUALITY, title, note, cols, rows, colours(verdict=4), empty="게이트·품질 지표 자료 없음")
 

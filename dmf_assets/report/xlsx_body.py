@@ -57,10 +57,6 @@ _AFTER_HYPERLINKS = (
 _ATTR_ENTITIES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#9;"}
 
 
-def xml_attr(text: str) -> str:
-    return xml_escape(text, _ATTR_ENTITIES)
-
-
 def _number(value: float | int) -> str:
     return f"{value:.16g}"
 
@@ -129,7 +125,8 @@ class BodyWriter:
     def link(self, r: int, col: int, location: str, display: str) -> None:
         ref = f"{self._letters[col - 1]}{r}"
         self.body.links.append(
-            f'<hyperlink ref="{ref}" location="{xml_attr(location)}" display="{xml_attr(display)}"/>'
+            f'<hyperlink ref="{ref}" location="{xml_escape(location, _ATTR_ENTITIES)}" '
+            f'display="{xml_escape(display, _ATTR_ENTITIES)}"/>'
         )
 
     def add_rows(self, first: int, rows: list[str]) -> None:
