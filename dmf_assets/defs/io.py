@@ -74,10 +74,9 @@ def _decode(cls: type, fields: dict[str, Any], frames: dict[str, pl.DataFrame]) 
             kwargs[name] = date.fromisoformat(kwargs[name]) if kwargs[name] else None
     if "facts" in kwargs:
         kwargs["facts"] = FetchFacts(**_tuples(kwargs["facts"]))
-    if "quality" in kwargs:
-        kwargs["quality"] = [QualityMetric(**_tuples(q)) for q in kwargs["quality"]]
-    if "gates" in kwargs:
-        kwargs["gates"] = [GateOutcome(**_tuples(g)) for g in kwargs["gates"]]
+    for name, record in (("quality", QualityMetric), ("gates", GateOutcome)):
+        if name in kwargs:
+            kwargs[name] = [record(**_tuples(x)) for x in kwargs[name]]
     return cls(**kwargs)
 
 
