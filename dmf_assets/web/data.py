@@ -227,9 +227,8 @@ class SearchQuery:
 
     @property
     def is_empty(self) -> bool:
-        return (
-            not (self.q or self.country or self.applicant or self.target_class or self.issued_from or self.issued_to)
-            and not self.cohort
+        return not any(
+            (self.q, self.country, self.applicant, self.target_class, self.issued_from, self.issued_to, self.cohort)
         )
 
 
