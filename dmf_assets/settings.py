@@ -643,10 +643,8 @@ def _in_file_order(problems: Iterable[Problem]) -> list[Problem]:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read the defaults, then the local override (or the file named by `path` or DMF_CONFIG).
-
-    Raises `ConfigError` (one message naming file, line, key and what is allowed) for anything wrong.
-    """
+    """Read the defaults, then the local override (or the file named by `path` or DMF_CONFIG); anything wrong is
+    one `ConfigError`."""
     files: list[tuple[Path, dict[str, Any], str]] = []
     if DEFAULT_CONFIG.exists():
         files.append((DEFAULT_CONFIG, *_read_toml(DEFAULT_CONFIG, why="defaults")))

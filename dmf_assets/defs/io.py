@@ -81,11 +81,8 @@ def _decode(cls: type, fields: dict[str, Any], frames: dict[str, pl.DataFrame]) 
 
 
 class DayStoreIOManager(dg.ConfigurableIOManager):
-    """Stores a day's value per asset and partition, as ONE Parquet file: the frame, with the other
-    fields as JSON in the file's metadata — one atomic replace, so a value is never half old, half new.
-
-    `staging_dir`: the settings' paths.staging_dir, resolved against the project root (`build_resources`).
-    """
+    """A day's value per asset and partition as ONE Parquet file: the frame, with the other fields as JSON in the
+    file's metadata — one atomic replace. `staging_dir`: paths.staging_dir, resolved by `build_resources`."""
 
     staging_dir: str
 
