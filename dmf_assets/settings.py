@@ -332,9 +332,7 @@ class Products(_Section):
     file: str = ""  # empty = no product list; relative to the project root
 
     def resolve(self) -> Path | None:
-        if not self.file:
-            return None
-        return resolve_path(PROJECT_ROOT, self.file)
+        return resolve_path(PROJECT_ROOT, self.file) if self.file else None
 
 
 class Diff(_Section):
@@ -419,27 +417,23 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'. ]+?)\s*=")
 
 
 def _find_line(text: str, loc: tuple[str, ...]) -> int | None:
-    """The line where `loc` (section…, key) is written, else where its nearest parent is (inline tables)."""
-    while loc:
-        if line := _find_exact_line(text, loc):
-            return line
-        loc = loc[:-1]
-    return None
-
-
-def _find_exact_line(text: str, loc: tuple[str, ...]) -> int | None:
+    """The line where `loc` (section…, key) is first written, else where its nearest parent is (inline tables)."""
+    written: dict[tuple[str, ...], int] = {}
     header: tuple[str, ...] = ()
     for n, line in enumerate(text.splitlines(), 1):
         if m := _HEADER.match(line):
-            header = tuple(part.strip().strip("\"'") for part in m[1].split("."))
-            if header == loc:
-                return n
-            continue
-        if m := _KEY.match(line):
-            key = tuple(part.strip().strip("\"'") for part in m[1].split("."))
-            if header + key == loc:
-                return n
-    return None
+            header = _dotted(m[1])
+            written.setdefault(header, n)
+        elif m := _KEY.match(line):
+            written.setdefault(header + _dotted(m[1]), n)
+    while loc and loc not in written:
+        loc = loc[:-1]
+    return written.get(loc)
+
+
+def _dotted(name: str) -> tuple[str, ...]:
+    """A TOML header's or key's dotted parts, unquoted."""
+    return tuple(part.strip().strip("\"'") for part in name.split("."))
 
 
 def _has(data: dict[str, Any], loc: tuple[str, ...]) -> bool:
@@ -540,11 +534,11 @@ def _explain(err: ErrorDetails) -> tuple[tuple[str, ...], str]:
         close = difflib.get_close_matches(name, known, n=1)
         guess = f" — {josa(repr(close[0]), '을/를')} 뜻했나요? / did you mean '{close[0]}'?" if close else ""
         what = (
-            ("알 수 없는 섹션 / unknown section", f"[{name}]")
+            f"알 수 없는 섹션 / unknown section [{name}]"
             if isinstance(value, dict)
-            else ("알 수 없는 키 / unknown key", name)
+            else f"알 수 없는 키 / unknown key {name}"
         )
-        return loc, f"{what[0]} {what[1]}{guess}; 허용 / allowed: {', '.join(known)}"
+        return loc, f"{what}{guess}; 허용 / allowed: {', '.join(known)}"
     shown = f"{name} = {_toml_value(_without_path(value) if isinstance(value, str) else value)}"
     allowed = _allowed(info) if info is not None else ""
     if (
@@ -649,10 +643,8 @@ def _in_file_order(problems: Iterable[Problem]) -> list[Problem]:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Read the defaults, then the local override (or the file named by `path` or DMF_CONFIG).
-
-    Raises `ConfigError` (one message naming file, line, key and what is allowed) for anything wrong.
-    """
+    """Read the defaults, then the local override (or the file named by `path` or DMF_CONFIG); anything wrong is
+    one `ConfigError`."""
     files: list[tuple[Path, dict[str, Any], str]] = []
     if DEFAULT_CONFIG.exists():
         files.append((DEFAULT_CONFIG, *_read_toml(DEFAULT_CONFIG, why="defaults")))

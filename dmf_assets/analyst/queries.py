@@ -270,17 +270,13 @@ def registration_history(
         )
         for e in events_raw
     )
-    spans = _listed_spans(conn, record_ids, version_no, _number_links(conn, record_ids))
-    return RegistrationHistory(tuple(record_ids), tuple(versions), events, spans)
-
-
-def _number_links(conn: duckdb.DuckDBPyConnection, record_ids: list[int]) -> dict[tuple[str, date], tuple[str, bool]]:
-    """(key, day) -> (the key it continued as that day, re-numbered?) for the registrations that received their
-    number or were listed under another number."""
-    return {
+    # (key, day) -> (the key it continued as that day, re-numbered?): a number received, or listed under another
+    links = {
         (key, history.to_date(day)): (to, renumbered)
         for key, to, day, renumbered in storage.number_links(conn, record_ids)
     }
+    spans = _listed_spans(conn, record_ids, version_no, links)
+    return RegistrationHistory(tuple(record_ids), tuple(versions), events, spans)
 
 
 def _listed_spans(

@@ -88,7 +88,7 @@ from dmf_assets.source.identity import SourceMismatch
 from dmf_assets.source.recheck import RecheckAnswers
 
 
-def _day(context: dg.AssetExecutionContext) -> date:
+def _day(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> date:
     return date.fromisoformat(context.partition_key)
 
 
@@ -700,7 +700,7 @@ ON_TIME_CHECK = "report_by_0900_kst"
 def report_by_0900_kst(context: dg.AssetCheckExecutionContext, workspace: DmfWorkspace) -> dg.AssetCheckResult:
     from dmf_assets.report.retention import dated_workbook_name
 
-    day = date.fromisoformat(context.partition_key)
+    day = _day(context)
     path = workspace.path("reports_dir") / dated_workbook_name(day)
     return dg.AssetCheckResult(
         passed=path.exists(),

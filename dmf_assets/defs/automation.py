@@ -80,7 +80,7 @@ def _overdue_evaluation(
         severity=dg.AssetCheckSeverity.ERROR,
         description=f"{day} 리포트가 {settings.alerts.overdue_at:%H:%M}(KST)까지 만들어지지 않았습니다 — 오늘 실행과 게이트를 확인하세요. "
         f"The report for {day} is overdue.",
-        metadata={"checked_at_kst": now.astimezone(KST).isoformat(timespec="seconds")},
+        metadata={"checked_at_kst": local.isoformat(timespec="seconds")},
     )
 
 

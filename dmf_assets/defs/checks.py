@@ -108,28 +108,21 @@ def quality_spec() -> dg.AssetCheckSpec:
     )
 
 
-def _metric_phrase(label: str, name: str, m: QualityMetric) -> str:
-    return f"{label}({name}): {m.detail} (기대 {m.expected})"
-
-
 def quality_result(metrics: list[QualityMetric]) -> dg.AssetCheckResult:
     """The day's quality metrics as one WARN check: passed only if every metric is as expected; the
     description and the metadata name each failing metric, and the table holds all of them."""
     by_name = {m.name: m for m in metrics}
     evaluated = [(name, label, by_name[name]) for name, label in QUALITY_METRICS if name in by_name]
     failing = [(name, label, m) for name, label, m in evaluated if not m.ok]
-    mark = {True: "✅ 정상", False: "⚠️ 경고"}
-    rows = []
-    for name, label in QUALITY_METRICS:
-        m = by_name.get(name)
-        rows.append(
-            [name, label, "—", "—", "— 미평가", "평가하지 않음 (not evaluated)"]
-            if m is None
-            else [name, label, m.value, m.expected, mark[bool(m.ok)], m.detail]
-        )
+    rows = [
+        [name, label, "—", "—", "— 미평가", "평가하지 않음 (not evaluated)"]
+        if (m := by_name.get(name)) is None
+        else [name, label, m.value, m.expected, "✅ 정상" if m.ok else "⚠️ 경고", m.detail]
+        for name, label in QUALITY_METRICS
+    ]
     if failing:
         description = f"품질 경고 {len(failing)}건 / {len(QUALITY_METRICS)} — " + "; ".join(
-            _metric_phrase(label, name, m) for name, label, m in failing
+            f"{label}({name}): {m.detail} (기대 {m.expected})" for name, label, m in failing
         )
     else:
         n = len(evaluated)

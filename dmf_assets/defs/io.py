@@ -74,19 +74,15 @@ def _decode(cls: type, fields: dict[str, Any], frames: dict[str, pl.DataFrame]) 
             kwargs[name] = date.fromisoformat(kwargs[name]) if kwargs[name] else None
     if "facts" in kwargs:
         kwargs["facts"] = FetchFacts(**_tuples(kwargs["facts"]))
-    if "quality" in kwargs:
-        kwargs["quality"] = [QualityMetric(**_tuples(q)) for q in kwargs["quality"]]
-    if "gates" in kwargs:
-        kwargs["gates"] = [GateOutcome(**_tuples(g)) for g in kwargs["gates"]]
+    for name, record in (("quality", QualityMetric), ("gates", GateOutcome)):
+        if name in kwargs:
+            kwargs[name] = [record(**_tuples(x)) for x in kwargs[name]]
     return cls(**kwargs)
 
 
 class DayStoreIOManager(dg.ConfigurableIOManager):
-    """Stores a day's value per asset and partition, as ONE Parquet file: the frame, with the other
-    fields as JSON in the file's metadata — one atomic replace, so a value is never half old, half new.
-
-    `staging_dir`: the settings' paths.staging_dir, resolved against the project root (`build_resources`).
-    """
+    """A day's value per asset and partition as ONE Parquet file: the frame, with the other fields as JSON in the
+    file's metadata — one atomic replace. `staging_dir`: paths.staging_dir, resolved by `build_resources`."""
 
     staging_dir: str
 

@@ -66,12 +66,8 @@ class HistoryDatabase(DuckDBResource):
 
 
 class DmfWorkspace(dg.ConfigurableResource):
-    """Where the project's files live and which settings apply: read once per run (or sensor tick).
-
-    A run (or a tick) initialises its resources anew, so raising a gate threshold in
-    config/dmf.local.toml and re-running a day needs no restart of the UI — settings are per run,
-    not per process.
-    """
+    """Where the project's files live and which settings apply: read once per run (or sensor tick), not per
+    process — a raised gate threshold needs no restart of the UI."""
 
     root: str = str(PROJECT_ROOT)
     config_file: str = ""  # empty: config/dmf.toml + config/dmf.local.toml (or $DMF_CONFIG)

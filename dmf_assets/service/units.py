@@ -148,7 +148,7 @@ def render_units(o: UnitOptions) -> dict[str, str]:
     # the webserver and the daemon start side by side: a new DAGSTER_HOME's storage is created by one of them
     # first, the other waits its turn (dmf_assets/ops/instance.py)
     instance = f"{_q(o.venv_bin / 'python')} -m dmf_assets.ops.instance"
-    units = {
+    return {
         "dmf-dagster-webserver.service": _unit_section(o, "DMF Watch — Dagster UI (dagster-webserver)")
         + _service_section(
             o, f"{_q(o.venv_bin / 'dagster-webserver')} -w {workspace} -h {o.web_host} -p {o.web_port}", pre=instance
@@ -170,8 +170,7 @@ def render_units(o: UnitOptions) -> dict[str, str]:
             kind="oneshot",
             restart=False,
             extra=("SuccessExitStatus=1 2", "TimeoutStartSec=300", "Nice=10"),
-        )
-        + "",
+        ),
         "dmf-watchdog.timer": "\n".join(
             [
                 MARKER,
@@ -191,7 +190,6 @@ def render_units(o: UnitOptions) -> dict[str, str]:
         )
         + _install_section(o, timer=True),
     }
-    return units
 
 
 def unit_dir(user_mode: bool, home: Path | None = None) -> Path:

@@ -18,6 +18,7 @@ service key: a failure is a sentence for the team, the details go to the termina
 from __future__ import annotations
 
 import csv
+import functools
 import hmac
 import io
 import tempfile
@@ -38,6 +39,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dmf_assets import links
 from dmf_assets.clock import today_kst
 from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.keys import SYNTHETIC_PREFIX
@@ -195,11 +197,6 @@ def search_query(request: Request) -> data.SearchQuery:
         sort=sort,
         page=page,
     )
-
-
-def href(path: str, params: dict[str, str] | None = None) -> str:
-    """A link inside the page (relative to the host: it works behind any address)."""
-    return path + (f"?{urlencode(params, quote_via=quote)}" if params else "")
 
 
 def registration_href(key: str) -> str:
@@ -378,7 +375,9 @@ def _templates() -> Jinja2Templates:
     )
     env.filters["num"] = lambda n: f"{n:,}" if isinstance(n, int) else ("" if n is None else n)
     env.globals.update(
-        href=href,
+        href=functools.partial(
+            links.link, ""
+        ),  # a link inside the page: relative to the host, it works behind any address
         registration_href=registration_href,
         KEY=shown_key,
         SEARCH_HINT=field_labels(*data.SEARCHED_FIELDS, sep=", "),

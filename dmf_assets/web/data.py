@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -227,9 +227,8 @@ class SearchQuery:
 
     @property
     def is_empty(self) -> bool:
-        return (
-            not (self.q or self.country or self.applicant or self.target_class or self.issued_from or self.issued_to)
-            and not self.cohort
+        return not any(
+            (self.q, self.country, self.applicant, self.target_class, self.issued_from, self.issued_to, self.cohort)
         )
 
 
@@ -327,7 +326,7 @@ class Registration:
     last_listed: date | None
     derived: tuple[tuple[str, str], ...] = ()  # (permit_no, applicant) of grants whose original this is
     cohort_size: int = 0
-    keys: tuple[str, ...] = field(default_factory=tuple)
+    keys: tuple[str, ...] = ()
 
 
 def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry | None) -> Registration | None:
