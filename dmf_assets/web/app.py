@@ -297,8 +297,9 @@ def day_page(site: Site, request: Request) -> Response:
 
 
 def days(site: Site, request: Request) -> Response:
+    today = today_kst()  # read once: a request at midnight keeps one day's calendar under that day's key
     return site.page(
-        request, "days.html", cal=site.reader.read(("days", today_kst()), lambda conn: data.calendar(conn, today_kst()))
+        request, "days.html", cal=site.reader.read(("days", today), lambda conn: data.calendar(conn, today))
     )
 
 

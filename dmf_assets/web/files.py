@@ -54,7 +54,11 @@ def requested_name(raw_name: bytes) -> str | tuple[int, str]:
     if _BAD_PERCENT.search(raw_name):
         return HTTPStatus.BAD_REQUEST, "잘못된 퍼센트 인코딩 / bad percent-encoding"
     try:
-        name = unquote(raw_name.decode("ascii"), errors="strict")
+        ascii_name = raw_name.decode("ascii")
+    except UnicodeDecodeError:  # a request line carries only ASCII: other characters arrive percent-encoded
+        return HTTPStatus.BAD_REQUEST, "퍼센트 인코딩되지 않은 경로 / path not percent-encoded"
+    try:
+        name = unquote(ascii_name, errors="strict")
     except UnicodeDecodeError:
         return HTTPStatus.BAD_REQUEST, "UTF-8이 아닌 경로 / path is not UTF-8"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in name):

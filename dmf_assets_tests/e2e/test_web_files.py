@@ -19,7 +19,7 @@ import pytest
 
 from dmf_assets.errors import UserError
 from dmf_assets.settings import PROJECT_ROOT
-from dmf_assets.web.files import XLSX, check_reports_dir, is_report_name
+from dmf_assets.web.files import XLSX, check_reports_dir, is_report_name, requested_name
 from dmf_assets.web.server import bind
 from dmf_assets_tests.web_support import JumpingLoop, raw_get, serving
 
@@ -128,6 +128,10 @@ def test_malformed_and_traversing_paths_get_4xx_and_the_server_lives_on(reports,
             r = httpx.request(method, f"{base}/reports/{quote(DAY)}", content=b"x", timeout=10)
             assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
         assert httpx.get(f"{base}/reports/{quote(DAY)}", timeout=10).status_code == 200  # still serving
+        assert b"path is not UTF-8" in raw_get(port, b"/reports/%ff%fe")[1]  # the refusal says why
+    # raw UTF-8 in the request line: the HTTP server refuses it first; should one pass it on, it is named as such
+    assert requested_name("한.xlsx".encode()) == (400, "퍼센트 인코딩되지 않은 경로 / path not percent-encoded")
+    assert requested_name(b"%ed%95%9c.xlsx") == "한.xlsx"
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
 
