@@ -77,6 +77,10 @@ def _unit_dir(args: argparse.Namespace) -> Path:
     return args.unit_dir or unit_dir(args.user)
 
 
+#: characters systemd reads as specifiers (%), variables ($) or quoting (" \\) in the units' paths
+_NOT_IN_A_UNIT = frozenset('%$"\\')
+
+
 def _install(args: argparse.Namespace) -> int:
     from dmf_assets.fsutil import atomic_write_text
     from dmf_assets.service.units import FORMER_UNITS, default_options, install_commands, render_units
@@ -95,6 +99,12 @@ def _install(args: argparse.Namespace) -> int:
         web_port=args.web_port,
         watchdog_every_minutes=args.watchdog_minutes,
     )
+    for folder in (root, options.venv_bin):
+        if odd := sorted({c for c in str(folder) if c in _NOT_IN_A_UNIT or not c.isprintable()}):
+            raise UserError(
+                f"{josa(str(folder), '은/는')} systemd 유닛에 그대로 쓸 수 없는 문자({' '.join(map(repr, odd))})를 담고 "
+                f"있습니다 — 이런 문자가 없는 폴더로 옮긴 뒤 설치하세요 / a systemd unit cannot hold this path as it is"
+            )
     for tool in ("dagster-webserver", "dagster-daemon", "dmf"):
         if not (options.venv_bin / tool).exists():
             raise UserError(

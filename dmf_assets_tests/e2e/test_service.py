@@ -133,6 +133,18 @@ def test_install_refuses_a_folder_that_is_not_the_project(tmp_path, capsys):
     assert "workspace.yaml" in capsys.readouterr().err
 
 
+def test_install_refuses_a_project_path_a_unit_cannot_hold(tmp_path, capsys):
+    """`%` is a systemd specifier, `$` a variable and `"` ends the quoting: such a path would be a broken unit."""
+    project = tmp_path / 'dmf "x" 100%'
+    project.mkdir()
+    (project / "workspace.yaml").write_text("load_from: []\n", encoding="utf-8")
+    target = tmp_path / "units"
+    assert main(["service", "install", "--user", "--root", str(project), "--unit-dir", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmf: ") and err.count("\n") == 1 and "systemd 유닛에 그대로 쓸 수 없는 문자('\"' '%')" in err
+    assert not target.exists()
+
+
 def test_install_over_an_earlier_version_replaces_the_download_server_with_the_page(tmp_path, capsys):
     target = tmp_path / "units"
     target.mkdir()
