@@ -23,9 +23,7 @@ def latest_run(conn: duckdb.DuckDBPyConnection) -> tuple | None:
 
 def problem_count(conn: duckdb.DuckDBPyConnection, name: str) -> tuple:
     """(count, sample) of one consistency statement `ops.<name>` (raises duckdb.Error when it cannot run)."""
-    row = fetch_one(conn, query(f"ops.{name}"))
-    assert row is not None  # an aggregate: always one row
-    return row
+    return one_row(conn, query(f"ops.{name}"))  # an aggregate: always one row
 
 
 def unfinished_days(conn: duckdb.DuckDBPyConnection) -> list[tuple]:
