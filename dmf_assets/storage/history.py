@@ -185,11 +185,6 @@ def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
     return dict_rows(conn.execute(query("history.gate_rows"), [day_id(day)]))
 
 
-def recorded_counts(run: Mapping) -> dict[str, int]:
-    """The diff's counts as a day's run row recorded them."""
-    return {count: run[column] or 0 for column, count in COUNT_COLUMNS.items()}
-
-
 def recorded_evidence(conn: duckdb.DuckDBPyConnection, run: Mapping) -> Evidence:
     """What an accepted day's gates that need the base are judged on, as its run row recorded it: its fetch
     figures, its counts, and the comparison base it names (that base's own run row)."""
@@ -199,7 +194,7 @@ def recorded_evidence(conn: duckdb.DuckDBPyConnection, run: Mapping) -> Evidence
     return Evidence(
         FetchFacts.recorded(run["total_count"], run["rows_received"]),
         base,
-        counts=recorded_counts(run),
+        counts={count: run[column] or 0 for column, count in COUNT_COLUMNS.items()},
         population=run["population"] or 0,
     )
 
