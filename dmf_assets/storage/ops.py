@@ -12,8 +12,7 @@ from dmf_assets.storage.db import fetch_one, one_row, query
 
 def last_accepted_day_id(conn: duckdb.DuckDBPyConnection) -> int | None:
     """day_id (YYYYMMDD) of the last accepted day, or None."""
-    row = fetch_one(conn, query("ops.last_accepted_day"))
-    return row[0] if row else None
+    return one_row(conn, query("ops.last_accepted_day"))[0]  # max(): one row, NULL when none
 
 
 def latest_run(conn: duckdb.DuckDBPyConnection) -> tuple | None:
