@@ -120,8 +120,12 @@ class DayState:
 
     @property
     def retries(self) -> int:
-        """Same-morning retries launched for the day so far."""
-        return _retries(self.runs)
+        """Same-morning retries launched for the day so far: its run records tagged "<day>#<n>"."""
+        return sum(
+            1
+            for r in self.runs
+            if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#")
+        )
 
     @property
     def rejection(self) -> tuple[Latest, Rejection] | None:
@@ -227,15 +231,6 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
         for day in sorted(_run_days(run), reverse=True):
             seen.setdefault(day, None)
     return list(seen)
-
-
-def _retries(records: Iterable[dg.RunRecord]) -> int:
-    """How many of a day's run records are its same-morning retries (tag "<day>#<n>")."""
-    return sum(
-        1
-        for r in records
-        if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#")
-    )
 
 
 def is_bulk(tags: Mapping[str, str]) -> bool:

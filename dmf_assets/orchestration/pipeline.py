@@ -277,17 +277,6 @@ def carry_forward(conn: duckdb.DuckDBPyConnection, day: date, *, registry: GateR
     return DayOutcome.carried(day, base.day, stored_failure["gate_no"], run.get("reason"))
 
 
-def _judged_run(conn: duckdb.DuckDBPyConnection, judged: JudgedDay) -> dict:
-    """The day's run row as its judgement recorded it; the frame handed on must be the one judged."""
-    run = history.run_row(conn, judged.day)
-    if run is None:
-        raise NotJudged(
-            f"{judged.day}: 이력 DB에 이 날짜의 판정이 없습니다 — integrity_verdict를 먼저 실행하세요. "
-            "No verdict for this day in the history database; materialize integrity_verdict first."
-        )
-    return run
-
-
 def diff_and_commit(
     conn: duckdb.DuckDBPyConnection,
     judged: JudgedDay,
@@ -311,7 +300,12 @@ def diff_and_commit(
     """
     started = time.monotonic()
     day, rules = judged.day, commit.Rules.of(settings, registry)
-    run = _judged_run(conn, judged)
+    run = history.run_row(conn, day)  # as the day's judgement recorded it
+    if run is None:
+        raise NotJudged(
+            f"{day}: 이력 DB에 이 날짜의 판정이 없습니다 — integrity_verdict를 먼저 실행하세요. "
+            "No verdict for this day in the history database; materialize integrity_verdict first."
+        )
     base = history.comparison_base(conn, day)
     stored_failure = _stored_failure(conn, day, registry)  # the database's verdict, as the latest judgement stored it
     if not judged.passed or stored_failure is not None:

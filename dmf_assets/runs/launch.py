@@ -28,7 +28,7 @@ import dagster as dg
 from dmf_assets.defs.automation import WATCH_SENSOR, dmf_daily_job, run_tags
 from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.fsutil import refused_write_in_texts
-from dmf_assets.orchestration.followups import CHAIN, TIMED_OUT_TAG
+from dmf_assets.orchestration.followups import CHAIN, RETRY_TAG, TIMED_OUT_TAG
 from dmf_assets.orchestration.verdict import rejecting_steps
 
 #: Dagster's step-by-step log stays in the instance (the UI shows it); the terminal gets the
@@ -287,7 +287,7 @@ def follow_up(
         for event in getattr(outcome, "asset_events", None) or []:
             instance.report_runless_asset_event(event)
         requests = [r for r in (getattr(outcome, "run_requests", None) or []) if r.run_key not in done]
-        requests = [r for r in requests if not r.tags.get("dmf/retry")]  # later, by the daemon
+        requests = [r for r in requests if not r.tags.get(RETRY_TAG)]  # a retry: later, by the daemon
         if not requests:
             break
         for request in requests:

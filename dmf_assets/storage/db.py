@@ -130,11 +130,6 @@ def write_refusal(database: Path) -> str | None:
     return None
 
 
-def _read_only(exc: duckdb.Error, database: Path) -> DatabaseReadOnly | None:
-    text = first_line(exc)
-    return DatabaseReadOnly(database, text) if any(sign in text for sign in _READ_ONLY_SIGNS) else None
-
-
 class DatabaseDiskFull(OSError):
     """A write to the history database found no space left; DuckDB rolled the transaction back."""
 
@@ -146,15 +141,6 @@ class DatabaseDiskFull(OSError):
             f"디스크 공간이 부족합니다 (No space left on device): {self.filename} — 공간을 확보한 뒤 다시 실행하세요 "
             "(`dmf doctor`, `dmf prune`); 이력 DB는 바뀌지 않았습니다 / free some space and run again"
         )
-
-
-def _disk_full(exc: duckdb.Error, database: Path) -> DatabaseDiskFull | None:
-    """DuckDB says "Could not write file "<path>": No space left on device" (the path is its WAL or the file)."""
-    text = str(exc)
-    if "No space left on device" not in text:
-        return None
-    quoted = re.search(r'"([^"]+)"', text)
-    return DatabaseDiskFull(quoted[1] if quoted else str(database))
 
 
 @dataclass(frozen=True)
@@ -431,10 +417,6 @@ def _interrupts_kept() -> Iterator[None]:
         raise
 
 
-def _damaged(exc: duckdb.Error) -> bool:
-    return any(sign in str(exc) for sign in _DAMAGE_SIGNS)
-
-
 @contextlib.contextmanager
 def _file_errors(path: Path, *, writing: bool = True) -> Iterator[None]:
     """A DuckDB error that says something about the file raised as the error this module raises for it — no space
@@ -442,9 +424,16 @@ def _file_errors(path: Path, *, writing: bool = True) -> Iterator[None]:
     try:
         yield
     except duckdb.Error as exc:
-        problem: Exception | None = (_disk_full(exc, path) or _read_only(exc, path)) if writing else None
-        if problem is None and _damaged(exc):
-            problem = DatabaseDamaged(path, first_line(exc))
+        text, first = str(exc), first_line(exc)
+        problem: Exception | None = None
+        if writing and "No space left on device" in text:
+            # DuckDB says "Could not write file "<path>": No space left on device" (the path is its WAL or the file)
+            quoted = re.search(r'"([^"]+)"', text)
+            problem = DatabaseDiskFull(quoted[1] if quoted else str(path))
+        elif writing and any(sign in first for sign in _READ_ONLY_SIGNS):
+            problem = DatabaseReadOnly(path, first)
+        elif any(sign in text for sign in _DAMAGE_SIGNS):
+            problem = DatabaseDamaged(path, first)
         if problem is not None:
             raise problem from exc
         raise

@@ -185,11 +185,6 @@ def gate_rows(conn: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
     return dict_rows(conn.execute(query("history.gate_rows"), [day_id(day)]))
 
 
-def recorded_counts(run: Mapping) -> dict[str, int]:
-    """The diff's counts as a day's run row recorded them."""
-    return {count: run[column] or 0 for column, count in COUNT_COLUMNS.items()}
-
-
 def recorded_evidence(conn: duckdb.DuckDBPyConnection, run: Mapping) -> Evidence:
     """What an accepted day's gates that need the base are judged on, as its run row recorded it: its fetch
     figures, its counts, and the comparison base it names (that base's own run row)."""
@@ -199,7 +194,7 @@ def recorded_evidence(conn: duckdb.DuckDBPyConnection, run: Mapping) -> Evidence
     return Evidence(
         FetchFacts.recorded(run["total_count"], run["rows_received"]),
         base,
-        counts=recorded_counts(run),
+        counts={count: run[column] or 0 for column, count in COUNT_COLUMNS.items()},
         population=run["population"] or 0,
     )
 
@@ -347,6 +342,35 @@ def _counts_params(counts: Mapping[str, int]) -> list[int]:
     return [counts.get(count, 0) for count in COUNT_COLUMNS.values()]
 
 
+def _set_outcome(
+    conn: duckdb.DuckDBPyConnection,
+    d: int,
+    status: DayStatus,
+    base: BaseFacts,
+    population: int | None,
+    counts: Mapping[str, int],
+    *,
+    started: float,
+    run_id: str | None,
+    rejected_by: GateOutcome | None = None,
+) -> None:
+    """The day's run row after its commit, or its rejection `rejected_by` a gate."""
+    conn.execute(
+        query("history.set_run_outcome"),
+        [
+            status.value,
+            None if rejected_by is None else rejected_by.number,
+            None if rejected_by is None else rejection_reason(rejected_by),
+            day_id(base.day) if base.day else None,
+            population,
+            *_counts_params(counts),
+            time.monotonic() - started,
+            run_id,
+            d,
+        ],
+    )
+
+
 @dataclass(frozen=True)
 class Judgement:
     """What the verdict before the diff records of a day: the fetch and where it came from, the snapshot judged,
@@ -429,21 +453,7 @@ def write_rejection(
     d = day_id(day)
     base = comparison_base(conn, day) if base is None else base
     _delete_day_history(conn, d)
-    reason = rejection_reason(gate)
-    conn.execute(
-        query("history.set_run_outcome"),
-        [
-            DayStatus.REJECTED.value,
-            gate.number,
-            reason,
-            day_id(base.day) if base.day else None,
-            None,
-            *_counts_params({}),
-            time.monotonic() - started,
-            run_id,
-            d,
-        ],
-    )
+    _set_outcome(conn, d, DayStatus.REJECTED, base, None, {}, started=started, run_id=run_id, rejected_by=gate)
     return base
 
 
@@ -468,20 +478,7 @@ def write_accepted(
     crash_point("history_write")  # crash-safety tests: half a day must never be visible
     if base.day is not None:
         _insert_events(conn, d, day_id(base.day), diff)
-    conn.execute(
-        query("history.set_run_outcome"),
-        [
-            status.value,
-            None,
-            None,
-            day_id(base.day) if base.day else None,
-            keyed.height,
-            *_counts_params(diff.counts),
-            time.monotonic() - started,
-            run_id,
-            d,
-        ],
-    )
+    _set_outcome(conn, d, status, base, keyed.height, diff.counts, started=started, run_id=run_id)
     return status
 
 

@@ -12,8 +12,7 @@ from dmf_assets.storage.db import fetch_one, one_row, query
 
 def last_accepted_day_id(conn: duckdb.DuckDBPyConnection) -> int | None:
     """day_id (YYYYMMDD) of the last accepted day, or None."""
-    row = fetch_one(conn, query("ops.last_accepted_day"))
-    return row[0] if row else None
+    return one_row(conn, query("ops.last_accepted_day"))[0]  # max(): one row, NULL when none
 
 
 def latest_run(conn: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -23,9 +22,7 @@ def latest_run(conn: duckdb.DuckDBPyConnection) -> tuple | None:
 
 def problem_count(conn: duckdb.DuckDBPyConnection, name: str) -> tuple:
     """(count, sample) of one consistency statement `ops.<name>` (raises duckdb.Error when it cannot run)."""
-    row = fetch_one(conn, query(f"ops.{name}"))
-    assert row is not None  # an aggregate: always one row
-    return row
+    return one_row(conn, query(f"ops.{name}"))  # an aggregate: always one row
 
 
 def unfinished_days(conn: duckdb.DuckDBPyConnection) -> list[tuple]:

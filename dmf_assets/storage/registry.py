@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.storage import history
-from dmf_assets.storage.db import fetch_one, query
+from dmf_assets.storage.db import fetch_one, one_row, query
 
 
 class NoHistory(LookupError):
@@ -25,8 +25,7 @@ def accepted_day_on_or_before(conn: duckdb.DuckDBPyConnection, day: date) -> dat
 
 
 def first_accepted_day(conn: duckdb.DuckDBPyConnection) -> date | None:
-    row = fetch_one(conn, query("analyst.first_accepted_day"))
-    return history.to_date(row[0]) if row and row[0] is not None else None
+    return history.to_date(one_row(conn, query("analyst.first_accepted_day"))[0])  # min(): one row, NULL when none
 
 
 def registry_asof(conn: duckdb.DuckDBPyConnection, day: date) -> tuple[date, pl.DataFrame]:

@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from dmf_assets.storage.db import fetch_one, one_row, query
+from dmf_assets.storage.db import dict_rows, fetch_one, one_row, query
 
 
 def day_events(conn: duckdb.DuckDBPyConnection, day_id: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -32,9 +32,7 @@ def recent_events(conn: duckdb.DuckDBPyConnection, start_id: int, end_id: int) -
 
 def aggregate_rows(conn: duckdb.DuckDBPyConnection, name: str, day_id: int) -> list[dict[str, Any]]:
     """The rows of the aggregate statement `report.<name>`, by column name (label, registrations and its counts)."""
-    cursor = conn.execute(query(f"report.{name}"), [day_id])
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return dict_rows(conn.execute(query(f"report.{name}"), [day_id]))
 
 
 def rate_runs(conn: duckdb.DuckDBPyConnection, day_id: int) -> list[tuple]:

@@ -14,9 +14,6 @@ WHERE status IN ('accepted', 'baseline') AND day_id > ?
 ORDER BY day_id
 LIMIT 1;
 
--- name: accepted_days_after
-SELECT day_id FROM runs WHERE status IN ('accepted', 'baseline') AND day_id > ? ORDER BY day_id;
-
 -- name: load_snapshot
 SELECT r.dmf_key, v.*
 FROM snapshots s
