@@ -23,7 +23,7 @@ Change rows are sorted (key, field order, before, after) so identical runs store
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -171,8 +171,15 @@ def _similarity(a: Mapping, b: Mapping) -> float:
     return sum(1 for k in SIMILARITY_KEYS if a.get(k) == b.get(k)) / len(SIMILARITY_KEYS)
 
 
-def _greedy_match(base_rows: list[dict], new_rows: list[dict], *, min_score: float) -> list[tuple[str, str]]:
-    """Content-identical pairs first, then best-similarity pairs above `min_score`, deterministic."""
+def _greedy_match(
+    base_rows: list[dict],
+    new_rows: list[dict],
+    *,
+    min_score: float,
+    compatible: Callable[[dict, dict], bool] | None = None,
+) -> list[tuple[str, str]]:
+    """Content-identical pairs first, then best-similarity pairs above `min_score` (among the `compatible` ones),
+    deterministic."""
     pairs: list[tuple[str, str]] = []
     free_base = sorted(base_rows, key=lambda r: r["dmf_key"])
     free_new = sorted(new_rows, key=lambda r: r["dmf_key"])
@@ -183,7 +190,12 @@ def _greedy_match(base_rows: list[dict], new_rows: list[dict], *, min_score: flo
             free_base.remove(b)
             free_new.remove(twin)
     scored = sorted(
-        ((-_similarity(b, n), b["dmf_key"], n["dmf_key"]) for b in free_base for n in free_new),
+        (
+            (-_similarity(b, n), b["dmf_key"], n["dmf_key"])
+            for b in free_base
+            for n in free_new
+            if compatible is None or compatible(b, n)
+        ),
     )
     used_b: set[str] = set()
     used_n: set[str] = set()
@@ -374,9 +386,15 @@ def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFra
     return pairs, candidates
 
 
+def _same_applicant(b: Mapping, n: Mapping) -> bool:
+    """The same applicant by BIZRNO or by name: a BIZRNO filled in, corrected or transferred (same name) on a row
+    without a number is still its registration — its synthetic key changes with the BIZRNO, so only this finds it."""
+    return b["applicant_identity"] == n["applicant_identity"] or b["applicant_key"] == n["applicant_key"]
+
+
 def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tuple[str, str]]:
     """Same ingredient and applicant, then the most similar record (more than half the fields)."""
-    on = ["ingredient_key", "applicant_identity"]
+    on = ["ingredient_key"]
     candidates = base_rows.join(new_rows.select(on).unique(), on=on, how="semi")
     if not candidates.height:
         return []
@@ -386,7 +404,7 @@ def _pending_match(base_rows: pl.DataFrame, new_rows: pl.DataFrame) -> list[tupl
     for gk, b_rows in base_groups.items():
         n_rows = new_groups.get(gk)
         if n_rows is not None:
-            pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5)
+            pairs += _greedy_match(b_rows.to_dicts(), n_rows.to_dicts(), min_score=0.5, compatible=_same_applicant)
     return pairs
 
 

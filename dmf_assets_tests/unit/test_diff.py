@@ -135,6 +135,25 @@ def test_number_assignment_is_one_changed_event(base_items):
     assert not any(x.event_type is EventType.WITHDRAWN for x in events)
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "changed"),
+    [
+        ({"DMF_PERMIT_NO": None, "BIZRNO": ""}, {}, {"permit_no", "bizrno"}),  # number and BIZRNO arrive together
+        ({"DMF_PERMIT_NO": None, "BIZRNO": ""}, {"DMF_PERMIT_NO": None}, {"bizrno"}),  # the BIZRNO filled in
+        ({"DMF_PERMIT_NO": None}, {"DMF_PERMIT_NO": None, "BIZRNO": "1338124994"}, {"bizrno"}),  # same name, new BIZRNO
+        ({}, {"DMF_PERMIT_NO": "", "BIZRNO": ""}, {"permit_no", "bizrno"}),  # number and BIZRNO lost together
+    ],
+)
+def test_a_registration_without_a_number_is_followed_when_its_bizrno_changes(base_items, before, after, changed):
+    """Its synthetic key holds the applicant by BIZRNO when valid, by name otherwise: a BIZRNO filled in or changed
+    (same applicant name) changed the key, and the registration came out WITHDRAWN (CRITICAL) and NEW."""
+    old, new = copy.deepcopy(base_items), copy.deepcopy(base_items)
+    old[1].update(before)
+    new[1].update(after)
+    (e,) = events_of(old, new)
+    assert e.event_type is EventType.CHANGED and set(e.changed_fields) == changed, e
+
+
 # --- a published number corrected (issue 30, docs/DOMAIN.md §4) -------------------------------------
 
 
