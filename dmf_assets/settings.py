@@ -629,6 +629,13 @@ def _cross_checks(s: Settings) -> dict[tuple[str, ...], str]:
             )
         elif name != "database" and p.exists() and not p.is_dir():
             out["paths", name] = f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"
+    logs = s.paths.resolve("logs_dir").resolve()
+    held = [PROJECT_ROOT] + [s.paths.resolve(name) for name in Paths.model_fields if name != "logs_dir"]
+    if inside := next((p for p in held if p.resolve() == logs or logs in p.resolve().parents), None):
+        out["paths", "logs_dir"] = (
+            f"logs_dir가 {josa(str(inside), '을/를')} 담고 있습니다 — 오래된 로그를 지울 때 함께 지워지므로 로그만 두는 "
+            f"폴더를 쓰세요 / logs_dir must hold logs only: old files in it are deleted, and it holds {inside}"
+        )
     products = s.products.resolve()
     if products is not None and not products.is_file():
         out["products", "file"] = (

@@ -39,6 +39,14 @@ class ProjectPaths:
         """Where Dagster's local compute-log manager keeps per-run stdout/stderr."""
         return self.dagster_home / "storage"
 
+    def not_logs(self) -> Path | None:
+        """What `logs_dir` holds that is not logs — the project, the database or another data folder (or is one
+        of them) — which a sweep of old log files by age would delete; None when it holds only itself."""
+        logs = self.logs_dir.resolve()
+        others = [self.root, self.database, self.raw_dir, self.staging_dir, self.reports_dir, self.backups_dir]
+        others += [self.events_dir, self.alerts_dir, self.dagster_home]
+        return next((p for p in others if p.resolve() == logs or logs in p.resolve().parents), None)
+
     @property
     def written_folders(self) -> tuple[Path, ...]:
         """Where the product writes files (through a temporary file a killed writer may leave behind)."""

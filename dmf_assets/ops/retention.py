@@ -28,6 +28,7 @@ import duckdb
 from dmf_assets.clock import now_kst
 from dmf_assets.errors import first_line
 from dmf_assets.fsutil import leaked_temp_files
+from dmf_assets.korean import josa
 from dmf_assets.ops.backup import list_backups
 from dmf_assets.ops.common import ProjectPaths, human_size, last_accepted_day, path_size, read_only_database
 from dmf_assets.report.retention import dated_workbooks, prune_reports
@@ -325,6 +326,12 @@ def prune(
     report.removed += prune_backups(paths.backups_dir, retention.backups_days, now, dry_run=dry_run)
     leftovers = prune_temp_files([f for f in paths.written_folders if f != paths.backups_dir], dry_run=dry_run)
     report.removed += [r for r in leftovers if r.path.parent != paths.backups_dir]  # counted by prune_backups
-    report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
+    if (held := paths.not_logs()) is None:
+        report.removed += prune_logs(paths.logs_dir, retention.logs_days, now, dry_run=dry_run)
+    else:  # a sweep by age would take the data with the logs
+        report.notes.append(
+            f"로그는 정리하지 않았습니다: logs_dir({paths.logs_dir})에 {josa(str(held), '이/가')} 들어 있습니다 — "
+            f"logs_dir를 로그만 두는 폴더로 바꾸세요 / logs not pruned: logs_dir holds {held}"
+        )
     report.removed += prune_dagster_logs(paths.dagster_storage, retention.logs_days, now, dry_run=dry_run)
     return report

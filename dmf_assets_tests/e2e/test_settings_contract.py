@@ -232,6 +232,8 @@ def test_new_sections_have_the_documented_defaults():
         ("[alerts.email]\nstarttls = 1\n", "must be true or false"),
         ('[paths]\nreports_dir = ""\n', "an empty path"),
         ('[paths]\nreports_dir = "config/dmf.toml"\n', "must be a folder"),
+        ('[paths]\nlogs_dir = "data"\n', "logs_dir must hold logs only: old files in it are deleted, and it holds"),
+        ('[paths]\nlogs_dir = "."\n', "logs_dir must hold logs only"),  # the project itself
         ('[emulator.faults]\n"2026-11-18" = "no_such_fault"\n', "unknown fault kind"),
     ],
 )

@@ -182,6 +182,26 @@ def test_logs_and_dagster_compute_logs(tmp_path):
     assert new_log.exists() and not (logs / "a").exists() and (storage / new_run).exists() and not_a_run.exists()
 
 
+def test_a_logs_dir_holding_data_is_not_swept(tmp_path):
+    """Old log files go by age alone: a logs_dir that holds the database, the archives or the backups (the settings
+    refuse one; a root given to `dmf prune` can still make one) is left alone, and the report says why."""
+    from dataclasses import replace
+
+    make_history(tmp_path, {TODAY: "accepted"})
+    old_day = raw_day(tmp_path, TODAY)  # the last accepted day's archive
+    for path in (tmp_path / "data" / "dmf.duckdb", old_day):
+        for f in [path, *path.rglob("*")]:
+            os.utime(f, (NOW.timestamp() - 400 * 86400,) * 2)
+    paths = replace(_paths(tmp_path), logs_dir=tmp_path / "data")
+    report = prune(paths, RETENTION, now=NOW)
+    assert not [r for r in report.removed if r.kind == "log"]
+    assert (tmp_path / "data" / "dmf.duckdb").exists() and old_day.exists()
+    assert any(
+        n.startswith("로그는 정리하지 않았습니다") and n.endswith(f"logs_dir holds {paths.database}")
+        for n in report.notes
+    )
+
+
 def test_prune_command(tmp_path, capsys):
     make_history(tmp_path, {TODAY - timedelta(days=1): "accepted"})
     old = raw_day(tmp_path, TODAY - timedelta(days=200))
