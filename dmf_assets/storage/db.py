@@ -498,12 +498,15 @@ def replace_database(new: Path, database: Path, reason: str) -> Path | None:
     aside first, then `new` is renamed over it."""
     if new.with_name(new.name + ".wal").exists():
         raise RuntimeError(f"{new} still has a WAL: it was not closed cleanly")  # the caller's bug, not the user's
-    aside = None
+    aside, stamp = None, f"before-{reason}-{now_kst():%Y%m%d-%H%M%S}"
+    wal = database.with_name(database.name + ".wal")
     if database.exists():
-        aside = _link_aside(database, f"{database.name}.before-{reason}-{now_kst():%Y%m%d-%H%M%S}")
-        wal = database.with_name(database.name + ".wal")
+        aside = _link_aside(database, f"{database.name}.{stamp}")
         if wal.exists():  # it belongs to the old file: replayed onto the new one, it would damage it
             os.replace(wal, aside.with_name(aside.name + ".wal"))
+    elif wal.exists():  # the WAL of a database file that is gone: kept aside too, never replayed onto the new one
+        _link_aside(wal, f"{wal.name}.{stamp}")
+        wal.unlink()
     os.replace(new, database)
     fsync_dir(database.parent)
     return aside

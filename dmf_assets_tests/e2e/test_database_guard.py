@@ -147,3 +147,23 @@ def test_two_replacements_in_one_second_keep_both_files_they_replaced(tmp_path):
     ]
     assert [p.read_bytes() for p in kept[1:]] == [b"version 1", b"version 2"]
     assert database.read_bytes() == b"version 3"
+
+
+def test_a_replacement_keeps_aside_the_wal_of_a_database_file_that_is_gone(tmp_path):
+    """The database file was lost but its WAL stayed: `dmf restore` / `dmf rebuild` put the new file in place, and
+    DuckDB replayed the old WAL onto it (the restored history came back empty, or would not open)."""
+    database = tmp_path / "dmf.duckdb"
+    with open_database(database, purpose="test") as conn:
+        conn.execute("INSERT INTO runs (day_id, status) VALUES (20261201, 'pending')")
+    new = tmp_path / "dmf.duckdb.restore"
+    database.rename(new)  # a clean, closed database to put in place
+    orphan = database.with_name("dmf.duckdb.wal")
+    orphan.write_bytes(b"the WAL of a file that is gone")
+    with frozen_at(datetime(2026, 12, 6, 9, 0, tzinfo=KST)):
+        assert replace_database(new, database, "restore") is None  # no database file to keep
+    assert not orphan.exists()
+    assert (
+        tmp_path / "dmf.duckdb.wal.before-restore-20261206-090000"
+    ).read_bytes() == b"the WAL of a file that is gone"
+    with open_database(database, purpose="test") as conn:
+        assert conn.execute("SELECT day_id FROM runs").fetchall() == [(20261201,)]
