@@ -145,3 +145,10 @@ def _listen_host(text: str) -> str:
 
 
 listen_host = _checked(_listen_host)
+
+
+#: `--fault` of `dmf run / backfill / fetch` against another source than the in-process emulator
+FAULT_NEEDS_THE_EMULATOR = (
+    "--fault는 프로세스 안의 에뮬레이터(base_url = emulator://local)에서만 쓸 수 있습니다 / --fault works only with the "
+    "in-process emulator (base URL emulator://local); for a loopback server pass --fault to `dmf emulator serve`"
+)

@@ -7,7 +7,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from dmf_assets.cli.arguments import day, out_folder, said_in_one_line, whole
+from dmf_assets.cli.arguments import FAULT_NEEDS_THE_EMULATOR, day, out_folder, said_in_one_line, whole
 
 if TYPE_CHECKING:  # imported by the handler itself: `dmf --help` stays instant
     from dmf_assets.source.fetch import FetchResult
@@ -64,10 +64,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint = resolve_endpoint(config.base_url)
         if args.fault:
             if endpoint.kind != "emulator":
-                raise UserError(
-                    "--fault works only with the in-process emulator (base URL emulator://local); "
-                    "for a loopback server pass --fault to `dmf emulator serve`"
-                )
+                raise UserError(FAULT_NEEDS_THE_EMULATOR)
             assert isinstance(config, EmulatorMfdsClient)  # client_class: the emulator twin for emulator://
             plan = FaultPlan.parse(config.emulator_faults).merged(FaultPlan.from_cli(args.fault))
             config = mfds_client_from_settings(s, **overrides, emulator_faults=plan.to_config())

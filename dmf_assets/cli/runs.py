@@ -22,7 +22,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dmf_assets.cli.arguments import day, listen_host, port, whole
+from dmf_assets.cli.arguments import FAULT_NEEDS_THE_EMULATOR, day, listen_host, port, whole
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.errors import UserError
 from dmf_assets.korean import josa, pad, shorten
@@ -497,6 +497,10 @@ def _days_with_faults(args: argparse.Namespace, first: date, last: date, *, trig
     _check_clock(settings)
     _check_days(first, last)
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    from dmf_assets.source.endpoint import resolve_endpoint
+
+    if args.fault and resolve_endpoint(settings.source.base_url).kind != "emulator":
+        raise UserError(FAULT_NEEDS_THE_EMULATOR)  # a plan nobody would apply
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days, resources)
     reports = _run_days(settings, days, resources, trigger=trigger)

@@ -397,3 +397,17 @@ def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
     while time.monotonic() < deadline and any(_alive(p) for p in tree):
         time.sleep(0.2)
     assert not [p for p in tree if _alive(p)]
+
+
+@pytest.mark.parametrize(
+    "command", [("run", "--date", "2026-11-02"), ("backfill", "--start", "2026-11-02", "--end", "2026-11-03")]
+)
+def test_a_fault_for_a_source_other_than_the_in_process_emulator_is_refused(tmp_path, command):
+    """Against a loopback `dmf emulator serve` (or the real API) the plan would reach no one: the day ran whole and
+    the fault was silently ignored. Refused before anything runs, as `dmf fetch` refuses it."""
+    base_url = f"http://127.0.0.1:{free_port()}/1471000/MdcDmfInfoService01"  # nobody needs to answer
+    env = _project(tmp_path, f'[source]\nbase_url = "{base_url}"\n')
+    result = _dmf(env, *command, "--fault", "2026-11-02=page_missing_rows")
+    assert result.returncode == 2 and result.stdout == "", (result.stdout, result.stderr)
+    assert result.stderr.startswith("dmf: --fault는 프로세스 안의 에뮬레이터(base_url = emulator://local)에서만")
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "data" / "raw").exists()
