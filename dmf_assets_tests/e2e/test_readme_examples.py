@@ -59,3 +59,17 @@ def test_every_analyst_example_of_the_readme_answers_on_the_demo(tmp_path):
             assert len((work / out).read_text(encoding="utf-8-sig").splitlines()) >= 2, (args, said)
         else:
             assert said.strip(), args
+
+
+def test_every_settings_example_of_the_readme_is_accepted(tmp_path):
+    """A reader copies them into config/dmf.local.toml: the one for mail and chat named `[report]
+    public_base_url`, a key the settings refuse since it moved to `[web]`."""
+    from dmf_assets.settings import load_settings
+
+    text = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", text, re.S)
+    assert len(blocks) >= 2, "the README's settings examples are gone"
+    for n, block in enumerate(blocks):
+        config = tmp_path / f"example-{n}.toml"
+        config.write_text(block, encoding="utf-8")
+        load_settings(config)  # a refused example raises ConfigError, naming the key
