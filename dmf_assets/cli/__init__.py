@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import warnings
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from dmf_assets.errors import UserError, causes
@@ -174,6 +175,15 @@ def _interrupted() -> int:
     return 130
 
 
+def _read_dotenv(root: str | Path | None) -> None:
+    """The project's .env (its --root's, when given), as the services read it (systemd's EnvironmentFile): every
+    command sees the same DMF_CONFIG, secrets and tokens; the real environment wins."""
+    from dmf_assets.cli.runs import load_dotenv
+    from dmf_assets.settings import PROJECT_ROOT
+
+    load_dotenv((Path(root).resolve() if root else PROJECT_ROOT) / ".env")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         from dmf_assets.settings import ConfigError
@@ -192,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()  # command modules may read the settings while importing
         args = parser.parse_args(argv)
         args.argv = list(sys.argv[1:] if argv is None else argv)  # a command that runs its work in a child repeats it
+        _read_dotenv(getattr(args, "root", None))
         handler = getattr(args, "handler", None)
         if handler is None:
             parser.print_help()

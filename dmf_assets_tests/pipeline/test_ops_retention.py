@@ -232,3 +232,15 @@ def test_doctor_says_when_prune_removes_a_leaked_temporary_file(tmp_path):
         assert check.message_en.endswith("`dmf prune` removes them once 24 hours old")
         removed = prune_temp_files(paths.written_folders, dry_run=True)
         assert [r.path for r in removed] == ([leak] if pruned else []), hours_old
+
+
+def test_prune_reads_the_settings_the_projects_env_names(tmp_path, monkeypatch, capsys):
+    """A DMF_CONFIG kept in the project's .env (the services' EnvironmentFile) was read by `dmf run` and `doctor`
+    but not by `prune`, `backup` or the analysts' commands: from a shell they acted on other settings."""
+    monkeypatch.delenv("DMF_CONFIG", raising=False)  # and put back as it was: .env sets it in this process
+    make_history(tmp_path, {TODAY: "accepted"})
+    old = raw_day(tmp_path, TODAY - timedelta(days=10))  # kept by the default 180 days, not by 5
+    (tmp_path / "short.toml").write_text("[retention]\nraw_days = 5\n", encoding="utf-8")
+    (tmp_path / ".env").write_text(f"DMF_CONFIG={tmp_path / 'short.toml'}\n", encoding="utf-8")
+    assert cli.main(["prune", "--root", str(tmp_path), "--today", TODAY.isoformat(), "--dry-run"]) == 0
+    assert f"삭제 예정 (dry run): [raw] {old}" in capsys.readouterr().out
