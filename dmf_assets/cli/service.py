@@ -84,12 +84,18 @@ _NOT_IN_A_UNIT = frozenset('%$"\\')
 def _install(args: argparse.Namespace) -> int:
     from dmf_assets.fsutil import atomic_write_text
     from dmf_assets.service.units import FORMER_UNITS, default_options, install_commands, render_units
-    from dmf_assets.settings import PROJECT_ROOT
+    from dmf_assets.settings import PROJECT_ROOT, load_settings
 
     root = args.root.resolve() if args.root else PROJECT_ROOT
     if not (root / "workspace.yaml").is_file():
         raise UserError(
             f"{root}에 workspace.yaml이 없습니다 — 프로젝트 폴더를 --root로 지정하세요 / not a DMF Watch project: {root}"
+        )
+    page_port = load_settings().web.port  # `dmf web`, the page's unit, listens there
+    if args.web_port == page_port:
+        raise UserError(
+            f"Dagster UI 포트와 조회 페이지 포트([web] port)가 같습니다 ({page_port}) / the UI port must differ from "
+            f"the page's: dmf service install --web-port {3000 if page_port != 3000 else 3001}"
         )
     options = default_options(
         root,

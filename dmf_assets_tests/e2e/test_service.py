@@ -145,6 +145,18 @@ def test_install_refuses_a_project_path_a_unit_cannot_hold(tmp_path, capsys):
     assert not target.exists()
 
 
+def test_install_refuses_a_ui_port_that_is_the_pages(tmp_path, capsys):
+    """The Dagster UI's unit and the page's unit (`dmf web`, on [web] port 8765) would fight for one port, and one
+    of them would restart for ever; `dmf ui` refuses the same pair."""
+    target = tmp_path / "units"
+    assert main(["service", "install", "--user", "--web-port", "8765", "--unit-dir", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("dmf: Dagster UI 포트와 조회 페이지 포트([web] port)가 같습니다 (8765)") and err.count("\n") == 1
+    )
+    assert not target.exists()
+
+
 def test_install_over_an_earlier_version_replaces_the_download_server_with_the_page(tmp_path, capsys):
     target = tmp_path / "units"
     target.mkdir()
