@@ -301,6 +301,7 @@ def _req_int(value: Any, name: str) -> int:
         raise MalformedPage(f"{name} is not a number: {value!r}")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise MalformedPage(f"{name} missing or not a number: {value!r}")
+    # ASCII digits only: str.isdigit() also takes 「²」 and other digits int() refuses (a traceback, not a bad page)
+    if isinstance(value, str) and (text := value.strip()).isascii() and text.isdigit() and len(text) <= 18:
+        return int(text)
+    raise MalformedPage(f"{name} missing or not a number: {value!r}"[:300])

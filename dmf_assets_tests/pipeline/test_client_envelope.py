@@ -144,6 +144,10 @@ def test_non_00_result_codes():
         b'{"response": {"header": {"resultCode": "00"}, "body": {"items": []}}}',  # no totalCount
         b'{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": 1, "items": [1, 2]}}}',
         b"\xff\xfe{not utf-8",
+        # digits str.isdigit() takes but int() does not: a ValueError traceback stopped the whole fetch
+        '{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": "²", "items": []}}}'.encode(),
+        '{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": "١٢", "items": []}}}'.encode(),
+        b'{"response": {"header": {"resultCode": "00"}, "body": {"totalCount": "' + b"9" * 5000 + b'", "items": []}}}',
     ],
 )
 def test_malformed_bodies(body):
