@@ -448,17 +448,18 @@ class Overdue(Alert, kind="overdue", label="리포트 지연", level=CRITICAL):
 
 
 class WatchlistHit(Alert, kind="watchlist_hit", label="관심목록 해당"):
-    hits: tuple[str, ...]  # the events as marked sentences
+    hits: tuple[str, ...]  # the events as marked sentences (alike events of one applicant share one)
+    events: int  # how many events they are: the figure the day's mail and workbook give
 
     def __post_init__(self) -> None:
         if not self.hits:
             raise ValueError("a watchlist alert needs its hits")
 
     def parts(self, ctx: MessageContext) -> Parts:
-        n = len(self.hits)
+        n = self.events
         what = f"{self.day} 관심목록(watchlist)에 해당하는 이벤트가 {n:,}건 있습니다."
         shown = "\n".join(f"  {i}. {h}" for i, h in enumerate(self.hits[:20], 1))
-        more = f"\n  … 외 {n - 20:,}건은 리포트에 있습니다." if n > 20 else ""
+        more = f"\n  … 외 {len(self.hits) - 20:,}줄은 리포트에 있습니다." if len(self.hits) > 20 else ""
         fields = field_labels("ingredient", "applicant", "manufacturer", "countries")
         why = f"[watchlist] 패턴({fields})과 일치하는 이벤트:\n{shown}{more}"
         todo = (
@@ -533,14 +534,16 @@ class SlowRun(Alert, kind="slow_run", label="느린 실행"):
 
 class WithdrawalShare(Alert, kind="withdrawal_share", label="대량 목록 삭제", level=CRITICAL):
     withdrawn: int
-    registry_size: int
+    registry_size: int  # the registry they left: the comparison base's (`DaySummary.withdrawal_share`)
     threshold: float
 
     def parts(self, ctx: MessageContext) -> Parts:
         share = self.withdrawn / self.registry_size
+        # as many decimals as it takes for "above" to read true (2.04 % against 2 %: 「2.04 %」, not 「2.0 %」)
+        digits = next((n for n in (1, 2, 3) if f"{share * 100:.{n}f}" != f"{self.threshold * 100:.{n}f}"), 3)
         what = (
             f"{self.day}에 반영된 결과에서 목록에서 삭제된 등록(withdrawn)이 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
-            f"{_pct(share)}입니다(기준 {_pct(self.threshold)} 초과)."
+            f"{share * 100:.{digits}f} %입니다(기준 {_pct(self.threshold)} 초과)."
         )
         why = (
             "모든 게이트는 통과했지만 목록에서 삭제(취하 등)는 드물어야 합니다. 원천이 목록 일부만 돌려주면 "
@@ -945,13 +948,16 @@ def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Al
     out: list[Alert] = []
     k = d.summary
     if d.status is not DayStatus.REJECTED and d.watch_hits:
-        out.append(WatchlistHit(day=d.day, hits=d.watch_hits, run_id=d.run_id))
-    if d.status is DayStatus.ACCEPTED and k.registry_size and k.withdrawn / k.registry_size > withdrawal_share_max:
+        out.append(
+            WatchlistHit(day=d.day, hits=d.watch_hits, events=k.watchlist_hits or len(d.watch_hits), run_id=d.run_id)
+        )
+    share = k.withdrawal_share
+    if d.status is DayStatus.ACCEPTED and share is not None and share > withdrawal_share_max:
         out.append(
             WithdrawalShare(
                 day=d.day,
                 withdrawn=k.withdrawn,
-                registry_size=k.registry_size,
+                registry_size=k.base_registry_size or k.registry_size or 0,  # the share's registry (never 0 here)
                 threshold=withdrawal_share_max,
                 run_id=d.run_id,
             )

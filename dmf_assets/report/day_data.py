@@ -259,9 +259,8 @@ def _warnings(
     """The banner's warnings — active quality warnings, a large withdrawal share (where the alert warns too,
     docs/DOMAIN.md §9), a λ̂ burst — and the withdrawal share of an accepted day."""
     warnings = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
-    share = None
-    if summary.status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED) and summary.base_registry_size:
-        share = summary.withdrawn / summary.base_registry_size
+    share = summary.withdrawal_share
+    if share is not None:
         share_max = settings.alerts.withdrawal_share_max
         if share > share_max:
             warnings.append(f"목록에서 삭제 비율 {share * 100:.1f} % (> {share_max * 100:g} %) — 원천 확인 필요")

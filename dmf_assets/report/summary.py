@@ -156,6 +156,14 @@ class DaySummary:
         return f" ({self.gap_days}일치 변경)" if self.gap_days > 1 else ""
 
     @property
+    def withdrawal_share(self) -> float | None:
+        """The withdrawals as a share of the registry they left (the base's; the day's when the base's size is
+        unknown), on a day whose diff was committed — what the workbook's banner and the alert both judge."""
+        size = self.base_registry_size or self.registry_size
+        committed = self.status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED)
+        return self.withdrawn / size if committed and size else None
+
+    @property
     def shown_registry_size(self) -> int | None:
         """The registry the sheets list (전체현황, the aggregates): the day's, or the base's on a rejected day."""
         return self.base_registry_size if self.is_rejected else self.registry_size

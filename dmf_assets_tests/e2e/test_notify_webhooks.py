@@ -127,7 +127,7 @@ def test_slack_and_teams_payload_shapes_through_a_real_receiver(tmp_path):
             tmp_path / "alerts", webhooks=[f"slack+{hook.url('/slack')}", f"teams+{hook.url('/teams')}"]
         )
         hit = "★ [높음] (주)파마피아가 메트포르민염산염(20261127-1 · 제조소 Zhejiang Huahai, 중국)을 신규 등록했습니다."
-        outcome = notifier.send_alert(notify.WatchlistHit(day=DAY, hits=(hit,)))
+        outcome = notifier.send_alert(notify.WatchlistHit(day=DAY, hits=(hit,), events=1))
         posts = {p["path"]: p["json"] for p in (hook.next(), hook.next())}
     assert outcome.state == "delivered" and sorted(c.kind for c in notifier.channels) == ["slack", "teams"]
     slack = posts["/slack"]

@@ -12,7 +12,7 @@ from dmf_assets import notify
 from dmf_assets.domain.gates import GATES, Rejection
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.korean import josa, particle, shorten
-from dmf_assets.notify.messages import NoRetry, RetryOutlook
+from dmf_assets.notify.messages import NoRetry, RetryOutlook, alerts_for_day, report_subject
 from dmf_assets.report.model import DayReport, FieldChangeRow, GateRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
 from dmf_assets.report.summary import summarize
@@ -47,7 +47,7 @@ def every_alert() -> list[notify.Alert]:
         notify.RunFailed(day=DAY, step="xlsx_report", error="OSError: read-only", retry=OUTLOOKS[2]),
         notify.Overdue(day=DAY, expected_at=time(9), workbook="reports/DMF_리포트_2026-11-27.xlsx", latest_report=BASE),
         notify.Overdue(day=DAY, expected_at=time(9), workbook="reports/x.xlsx", latest_report=None, daemon_down=True),
-        notify.WatchlistHit(day=DAY, hits=("★ [높음] (주)파마피아가 메트포르민을 신규 등록했습니다.",)),
+        notify.WatchlistHit(day=DAY, hits=("★ [높음] (주)파마피아가 메트포르민을 신규 등록했습니다.",), events=1),
         notify.RejectedStreak(day=DAY, days=(date(2026, 11, 25), BASE, DAY), gates=(2, 2, 3), base=date(2026, 11, 24)),
         notify.RequestCap(day=DAY, cap=300),
         notify.SlowRun(day=DAY, seconds=95.0, median_s=30.0, samples=14, factor=3.0),
@@ -437,3 +437,41 @@ def test_no_open_particle_is_left_in_any_text_the_product_builds():
         if any(p in line for p in open_particles)
     ]
     assert len(files) > 100 and not found, found
+
+
+def test_the_watchlist_alert_counts_the_events_the_mail_counts():
+    """Four new registrations of one watched applicant read as one sentence: the alert said 「1건」 where the mail
+    and the workbook said 4."""
+    new = tuple(
+        event_row("NEW", f"20261126-{i}", f"성분{i}", "(주)파마피아", severity="HIGH", watchlist_hit=True)
+        for i in range(4)
+    )
+    summary = summarize(DAY, DayStatus.ACCEPTED, new, comparison_base=BASE, registry_size=9_204)
+    delivery = notify.ReportDelivery.from_day_report(DayReport.of(summary, "", events=new), None)
+    (alert,) = alerts_for_day(delivery, withdrawal_share_max=0.02)
+    message = notify.compose_alert(alert, notify.MessageContext(emulator=True))
+    assert len(alert.hits) == 1 and report_subject(delivery).endswith("· 관심목록 4")
+    assert message.subject.endswith("관심목록 해당 4건 (watchlist hit)") and "이벤트가 4건 있습니다" in message.text()
+
+
+def test_the_withdrawal_share_is_judged_once_for_the_workbook_and_the_alert():
+    """184 of the 9,200 registrations of the base gone (9,016 left): 2.0 % of the base, which the workbook judged
+    within 2 %, and 2.04 % of the day's registry, which the alert judged above it — and wrote 「2.0 % … 2.0 % 초과」."""
+    gone = tuple(event_row("WITHDRAWN", f"2019-{i}", "성분", "대신무약(주)", severity="CRITICAL") for i in range(185))
+    summary = summarize(
+        DAY, DayStatus.ACCEPTED, gone, comparison_base=BASE, registry_size=9_015, base_registry_size=9_200
+    )
+    assert summary.withdrawal_share == pytest.approx(185 / 9_200)  # what the workbook's banner reads
+    delivery = notify.ReportDelivery.from_day_report(DayReport.of(summary, "", events=gone), None)
+    (alert,) = alerts_for_day(delivery, withdrawal_share_max=0.02)
+    text = notify.compose_alert(alert, notify.MessageContext(emulator=True)).text()
+    assert "185건으로 등록 9,200건의 2.01 %입니다(기준 2.0 % 초과)" in text, text
+    summary = summarize(DAY, DayStatus.ACCEPTED, gone[:184], comparison_base=BASE, base_registry_size=9_200)
+    # exactly 2.0 % of the base: neither warns
+    assert summary.withdrawal_share == pytest.approx(0.02)
+    assert (
+        alerts_for_day(
+            notify.ReportDelivery.from_day_report(DayReport.of(summary, ""), None), withdrawal_share_max=0.02
+        )
+        == []
+    )
