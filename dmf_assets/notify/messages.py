@@ -22,7 +22,7 @@ from typing import Any, ClassVar, dataclass_transform
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, GATES, Rejection
 from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType, field_labels
-from dmf_assets.korean import josa
+from dmf_assets.korean import josa, particle
 from dmf_assets.links import workbook_link
 from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
 from dmf_assets.report.sentences import Sentence, summary_sentences
@@ -65,6 +65,11 @@ def _when(value: datetime) -> str:
 
 def _rerun(day: date) -> str:
     return f"`dmf run --date {day.isoformat()}`"
+
+
+def _rerun_by(day: date) -> str:
+    """「`dmf run --date …`로/으로」: the particle follows the date as it is read (…-30 으로, …-29 로)."""
+    return _rerun(day) + particle(day.isoformat(), "으로/로")
 
 
 # --- the message ----------------------------------------------------------------------------------
@@ -340,7 +345,7 @@ class Rejected(Alert, kind=DayStatus.REJECTED.value, label="수집 거부"):
                 )
             else:
                 todo = (
-                    f"{self.retry.sentence(ctx)} 원천이 회복되면 {_rerun(day)}로 다시 실행하세요. 그대로 두어도 다음 "
+                    f"{self.retry.sentence(ctx)} 원천이 회복되면 {_rerun_by(day)} 다시 실행하세요. 그대로 두어도 다음 "
                     f"정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다. {ctx.source_advice()}"
                 )
         else:
@@ -348,7 +353,7 @@ class Rejected(Alert, kind=DayStatus.REJECTED.value, label="수집 거부"):
             todo = (
                 f"이 게이트는 자동 재시도하지 않습니다 — 사람이 판단합니다(not retried: a human decides). "
                 f"{r.spec.check_ko} 확인하세요: {_gate_where(r.gate)} 실제 변경이라면 {ctx.config_file}의 [gates] "
-                f"{josa(str(key), '을/를')} 관측값보다 크게 적고 {_rerun(day)}로 다시 실행하세요."
+                f"{josa(str(key), '을/를')} 관측값보다 크게 적고 {_rerun_by(day)} 다시 실행하세요."
             )
         facts = [
             ("게이트 / gate", title),
@@ -391,7 +396,7 @@ class RetriesExhausted(Alert, kind="retries_exhausted", label="재시도 종료"
         else:
             why = f"마지막 시도의 오류: {self.error}"
         todo = (
-            f"원천이 회복되면 {_rerun(day)}로 직접 다시 실행하세요. 그대로 두어도 다음 정상 수집일의 비교가 그 사이의 "
+            f"원천이 회복되면 {_rerun_by(day)} 직접 다시 실행하세요. 그대로 두어도 다음 정상 수집일의 비교가 그 사이의 "
             f"변경을 모두 포함합니다. {ctx.source_advice()}"
         )
         return Parts(
@@ -416,7 +421,7 @@ class RunFailed(Alert, kind="run_failed", label="실행 실패", level=CRITICAL)
         else:
             retry = "" if self.retry.why_not is NoRetry.NOT_TRANSIENT else self.retry.sentence(ctx) + " "
             todo = (
-                f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun(day)}로 다시 실행하세요. "
+                f"{retry}Dagster UI에서 이 run의 로그를 확인하고 원인을 고친 뒤 {_rerun_by(day)} 다시 실행하세요. "
                 "`dmf doctor`가 설치 상태를 점검합니다."
             )
         facts = (("단계 / step", self.step),)
@@ -442,7 +447,7 @@ class Overdue(Alert, kind="overdue", label="리포트 지연", level=CRITICAL):
         todo = (
             "06:00 수집이 실행되었는지 Dagster UI의 Runs에서 확인하세요. 데몬이 멈췄다면 "
             "`systemctl --user status dmf-dagster-daemon`으로 확인해 다시 시작하고, "
-            f"{_rerun(day)}로 이 날을 직접 실행하세요. `dmf doctor`가 설치 상태를 점검합니다."
+            f"{_rerun_by(day)} 이 날을 직접 실행하세요. `dmf doctor`가 설치 상태를 점검합니다."
         )
         return Parts(f"{day} 리포트 지연 (report overdue, {at})", what, why, todo, (("기한 / deadline", at),))
 
@@ -494,7 +499,7 @@ class RejectedStreak(Alert, kind="rejected_streak", label="연속 수집 거부"
             "오늘 담당자가 직접 확인해야 합니다(action required today). "
             f"{ctx.source_advice()} `dmf doctor`로 설치 상태를 점검하세요. {_gate_where(self.gates[-1])} "
             f"실제 대량 변경이면 {ctx.config_file}의 [gates] 기준을 조정한 뒤 거부된 날들을 "
-            f"`dmf backfill --start {self.days[0]} --end {self.days[-1]}`로 다시 실행하세요."
+            f"`dmf backfill --start {self.days[0]} --end {self.days[-1]}`{particle(str(self.days[-1]), '으로/로')} 다시 실행하세요."
         )
         return Parts(
             f"{self.day} — {n}일 연속 수집 거부 (escalation)", what, why, todo, (("연속 거부 / in a row", _n(n)),)
@@ -552,7 +557,7 @@ class WithdrawalShare(Alert, kind="withdrawal_share", label="대량 목록 삭�
         todo = (
             f"리포트의 {sheet_ref(SHEET_NEW_WITHDRAWN)}에서 몇 건을 의약품안전나라(nedrug.mfds.go.kr)에서 직접 확인하세요. "
             f"허위 삭제라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
-            f"{_rerun(self.day)}로 다시 실행해 거부되게 하세요."
+            f"{_rerun_by(self.day)} 다시 실행해 거부되게 하세요."
         )
         return Parts(
             f"{self.day} 대량 목록 삭제 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo
@@ -569,7 +574,7 @@ class RunTimeout(Alert, kind="run_timeout", label="실행 시간 초과", level=
         todo = (
             self.retry.sentence(ctx)
             if self.retry.planned
-            else f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {_rerun(self.day)}로 다시 실행하세요."
+            else f"Dagster UI에서 run 로그의 마지막 단계를 확인하고 {_rerun_by(self.day)} 다시 실행하세요."
         )
         todo += f" 한도는 {ctx.config_file}의 [runs] max_minutes입니다."
         return Parts(f"{self.day} 실행 시간 초과로 중지 (run time limit exceeded)", what, why, todo)
@@ -591,7 +596,7 @@ class DaemonDown(Alert, kind="daemon_down", label="Dagster 데몬 정지", level
         todo = (
             "`systemctl --user status dmf-dagster-daemon`과 `journalctl --user -u dmf-dagster-daemon -n 100`으로 확인하고 "
             "`systemctl --user restart dmf-dagster-daemon`으로 다시 시작하세요(시스템 설치면 --user 없이 sudo로). "
-            f"오늘 리포트가 없으면 {_rerun(self.day)}로 직접 실행하세요."
+            f"오늘 리포트가 없으면 {_rerun_by(self.day)} 직접 실행하세요."
         )
         return Parts(f"{self.day} Dagster 데몬 정지 (daemon heartbeat missing)", what, why, todo)
 

@@ -54,6 +54,7 @@ from dmf_assets.domain.model import (
     missing,
 )
 from dmf_assets.domain.sites import describe_site_change
+from dmf_assets.korean import josa
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
@@ -164,7 +165,9 @@ def _day(text: str, what: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise Problem(400, "날짜 형식이 아닙니다", f"{what}은 2026-11-30처럼 YYYY-MM-DD로 입력하십시오.") from None
+        raise Problem(
+            400, "날짜 형식이 아닙니다", f"{josa(what, '은/는')} 2026-11-30처럼 YYYY-MM-DD로 입력하십시오."
+        ) from None
 
 
 def _optional_day(request: Request, name: str, what: str) -> date | None:
@@ -375,6 +378,7 @@ def _templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     env.filters["num"] = lambda n: f"{n:,}" if isinstance(n, int) else ("" if n is None else n)
+    env.filters["josa"] = lambda value, pair: josa(str(value), pair)  # 「{{ day | josa('은/는') }}」
     env.globals.update(
         href=functools.partial(
             links.link, ""

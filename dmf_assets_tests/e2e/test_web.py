@@ -30,6 +30,7 @@ from openpyxl import load_workbook
 from dmf_assets.domain.gates import GATE_BY_NUMBER
 from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, NUMBER_ASSIGNED_LABEL_KO, DayStatus
 from dmf_assets.domain.text import match_key
+from dmf_assets.korean import particle
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import database_lock, lock_path, read_only_database
@@ -211,6 +212,11 @@ def test_search_ignores_spacing_legal_forms_case_and_punctuation(web):
 def test_as_of_a_rejected_day_searches_the_registry_of_the_day_before(project, web):
     page = _get(f"{web}/search", params={"as_of": str(REJECTED), "q": "아세트아미노펜"}).text
     assert f"{REJECTED - timedelta(days=1)} 정상 수집분 기준" in page and "반영되지 않은 날" in page
+    # the particle follows the date as it is read: 「…-21은」, 「…-29는」
+    assert f"(요청한 {REJECTED}{particle(str(REJECTED), '은/는')} 반영되지 않은 날이라" in page
+    later = next(END + timedelta(days=n) for n in range(1, 11) if str(END + timedelta(days=n))[-1] in "2459")
+    page = _get(f"{web}/search", params={"as_of": str(later), "q": "아세트아미노펜"}).text
+    assert f"{END} 정상 수집분 기준 (요청한 {later}는 반영되지 않은 날이라" in page
     before = _get(f"{web}/search", params={"as_of": "2026-10-01"})
     assert before.status_code == 404 and "정상 수집된 날이 없습니다" in before.text
 
@@ -301,6 +307,7 @@ def test_the_rejected_day_shows_the_gate_its_observed_value_and_samples(project,
     assert f'class="accepted"><a href="/day/{END}"' in calendar
     assert f"{DayStatus.REJECTED.word_ko} 1일" in calendar and f"{DayStatus.ACCEPTED.word_ko} 8일" in calendar
     assert _get(f"{web}/day/2026-02-30").status_code == 400
+    assert "날짜는 2026-11-30처럼 YYYY-MM-DD로 입력하십시오." in _get(f"{web}/day/abc").text  # not 「날짜은」
 
 
 # --- files and who may look --------------------------------------------------------------------------

@@ -475,3 +475,18 @@ def test_the_withdrawal_share_is_judged_once_for_the_workbook_and_the_alert():
         )
         == []
     )
+
+
+@pytest.mark.parametrize(
+    ("day", "said"),
+    [(date(2026, 11, 30), "`dmf run --date 2026-11-30`으로"), (date(2026, 11, 29), "`dmf run --date 2026-11-29`로")],
+)
+def test_the_command_to_re_run_takes_the_particle_of_its_date(day, said):
+    """「…-30`로」 read 「삼십로」: the particle after the command follows the date it ends with."""
+    rejection = Rejection(2, "수신 8,893건 / totalCount 9,213건", "수신 건수 = totalCount", "320건 누락", None)
+    alert = notify.Rejected(
+        day=day, rejection=rejection, retry=RetryOutlook(attempt=1, of=3, why_not=NoRetry.NOT_TRANSIENT)
+    )
+    text = notify.compose_alert(alert, notify.MessageContext(emulator=True)).text()
+    rerun = f"`dmf run --date {day}`{particle(str(day), '으로/로')} 다시 실행하세요"
+    assert rerun in text and said in rerun, text
