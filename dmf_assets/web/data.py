@@ -126,6 +126,7 @@ class Home:
     rejected_day: date | None
     rejected_reason: str | None
     rejected_gate: str | None
+    rejected_covered: bool = True  # an accepted day came before it: a later comparison covers its changes
 
 
 def headline_figures(summary: DaySummary) -> tuple[tuple[str, int], ...]:
@@ -155,8 +156,13 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     rejected_run = history.run_row(conn, rejected) if rejected else None
     gate = GATE_BY_NUMBER.get(rejected_run["rejected_gate"]) if rejected_run else None
     last_status = last_run["status"] if last_run else None
+    # the team's words for why (the gate's observed value is on the day's page)
+    why = gate.reader_ko if gate else rejected_run["reason"] if rejected_run else None
+    covered = rejected_run is None or rejected_run["base_day_id"] is not None
     if latest is None:
-        return Home(latest, None, (), 0, (), (), last_day, last_status, rejected, None, None)
+        return Home(
+            latest, None, (), 0, (), (), last_day, last_status, rejected, why, gate.title if gate else None, covered
+        )
     run = history.run_row(conn, latest)
     assert run is not None  # the day was just found in runs
     summary = day_summary(conn, latest)
@@ -181,9 +187,9 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         last_day=last_day,
         last_status=last_status,
         rejected_day=rejected,
-        # the team's words for why (the gate's observed value is on the day's page)
-        rejected_reason=gate.reader_ko if gate else rejected_run["reason"] if rejected_run else None,
+        rejected_reason=why,
         rejected_gate=gate.title if gate else None,
+        rejected_covered=covered,
     )
 
 
@@ -375,12 +381,14 @@ class Day:
     day: date
     status: str | None  # the runs row's status; None: no run that day
     report: DayReport | None  # None while not judged and committed (or never run)
+    covered: bool = True  # not run: an accepted day came before it, so a later comparison covers its changes
 
 
 def day_page(conn: duckdb.DuckDBPyConnection, day: date, settings: Settings) -> Day:
     run = history.run_row(conn, day)
     if run is None:
-        return Day(day, None, None)
+        first = registry.first_accepted_day(conn)
+        return Day(day, None, None, covered=first is not None and first < day)
     try:
         report = build_day_report(conn, day, settings)
     except DayNotReady:

@@ -490,3 +490,24 @@ def test_the_command_to_re_run_takes_the_particle_of_its_date(day, said):
     text = notify.compose_alert(alert, notify.MessageContext(emulator=True)).text()
     rerun = f"`dmf run --date {day}`{particle(str(day), '으로/로')} 다시 실행하세요"
     assert rerun in text and said in rerun, text
+
+
+@pytest.mark.parametrize("base", [None, date(2026, 11, 28)])
+def test_a_rejected_day_says_what_leaving_it_alone_does(base):
+    """Before any accepted day there is no comparison to cover the gap: the next accepted day is the baseline. The
+    alerts promised 「다음 정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다」 all the same."""
+    day = date(2026, 11, 30)
+    rejection = Rejection(2, "수신 8,893건 / totalCount 9,213건", "수신 건수 = totalCount", "320건 누락", base)
+    alerts = (
+        notify.Rejected(
+            day=day, rejection=rejection, retry=RetryOutlook(attempt=1, of=3, why_not=NoRetry.NOT_TRANSIENT)
+        ),
+        notify.RetriesExhausted(day=day, attempts=3, why_stopped=NoRetry.USED, rejection=rejection),
+    )
+    covered, baseline = (
+        "다음 정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다",
+        "다음 정상 수집일이 비교 없이 기준일이 됩니다",
+    )
+    for alert in alerts:
+        text = notify.compose_alert(alert, notify.MessageContext(emulator=True)).text()
+        assert (covered in text, baseline in text) == ((False, True) if base is None else (True, False)), text
