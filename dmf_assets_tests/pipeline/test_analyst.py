@@ -378,3 +378,15 @@ def test_asof_shows_the_first_seen_day_of_a_registration_that_got_its_number_lat
         (row,) = [r for r in jsonl(out) if r["dmf_key"] == key]
         assert row["first_seen"] == published_on, (asked, key)
         assert all(r["first_seen"] is not None for r in jsonl(out))
+
+
+def test_period_report_says_why_a_day_was_rejected_in_the_teams_words(emulated, capsys, tmp_path):
+    """The period's 요약 listed the rejected day with the engineer's line (「2번 완전성 게이트 실패: 수신 … / totalCount
+    …」) where the day's own workbook gives the team's sentence."""
+    from dmf_assets.domain.gates import GATE_BY_NUMBER
+
+    out_file = tmp_path / "week.xlsx"
+    code, _, _ = run_cli(capsys, *_report("2026-10-02", "2026-10-08", out_file), "--database", str(emulated))
+    cells = [str(c) for row in load_workbook(out_file)["요약"].iter_rows(values_only=True) for c in row if c]
+    assert GATE_BY_NUMBER[2].reader_ko in cells
+    assert code == 0 and not [c for c in cells if "totalCount" in c or "게이트" in c], cells

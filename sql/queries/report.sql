@@ -95,7 +95,7 @@ SELECT population FROM runs WHERE status IN ('accepted', 'baseline') AND day_id 
 
 -- name: period_runs
 -- the days' figures are history_points'
-SELECT day_id, status, base_day_id, reason
+SELECT day_id, status, base_day_id, reason, rejected_gate
 FROM runs
 WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
