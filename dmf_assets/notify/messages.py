@@ -317,12 +317,17 @@ def _base_sentence(base: date | None) -> str:
     return f"비교 기준일(comparison base)은 {base.isoformat()} 그대로입니다."
 
 
+_COVERED_LATER = "그대로 두어도 다음 정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다."
+
+
 def _left_alone(base: date | None) -> str:
     """What happens to the day's changes if nobody re-runs it: the next accepted day compares with the base —
     unless there is none yet, and the next accepted day is the baseline, with no events."""
-    if base is None:
-        return "그대로 두면 다음 정상 수집일이 비교 없이 기준일이 됩니다(아직 반영된 날이 없음)."
-    return "그대로 두어도 다음 정상 수집일의 비교가 그 사이의 변경을 모두 포함합니다."
+    return (
+        _COVERED_LATER
+        if base is not None
+        else "그대로 두면 다음 정상 수집일이 비교 없이 기준일이 됩니다(아직 반영된 날이 없음)."
+    )
 
 
 def _gate_where(gate: int) -> str:
@@ -403,8 +408,8 @@ class RetriesExhausted(Alert, kind="retries_exhausted", label="재시도 종료"
             why = f"마지막 시도: {self.rejection.sentence}"
         else:
             why = f"마지막 시도의 오류: {self.error}"
-        # a failed fetch says nothing of the base: the sentence of the days that have one
-        left_alone = _left_alone(self.rejection.base_day if self.rejection is not None else date.min)
+        # a failed fetch does not say its base: the sentence of the days that have one
+        left_alone = _left_alone(self.rejection.base_day) if self.rejection is not None else _COVERED_LATER
         todo = f"원천이 회복되면 {_rerun_by(day)} 직접 다시 실행하세요. {left_alone} {ctx.source_advice()}"
         return Parts(
             f"{day} 자동 재시도 종료 (retries exhausted) — 수집 실패",
