@@ -236,8 +236,6 @@ def _day_line(row: dict) -> str:
     if summary.is_rejected:
         return f"{summary.status.word_ko} — {shorten(row.get('reason') or '', 90)}"
     size = f"{summary.registry_size:,}" if summary.registry_size is not None else "-"
-    if summary.status is DayStatus.BASELINE:  # compared with nothing: no counts, as every other surface says it
-        return f"{summary.status.word_ko} · 등록 {size} · 첫 수집일 — 변경 건수 없음"
     return f"{summary.status.word_ko} · 등록 {size} · {summary.counts_text} · 표기 {summary.cosmetic:,}"
 
 
@@ -286,10 +284,10 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
         if status is DayStatus.ACCEPTED and r.get("rederived_at"):
             note = "이후 처리로 이벤트 재계산됨"
         size = k.registry_size if k is not None else None
-        # a rejected, unjudged or baseline day compared nothing: "-", as the workbook leaves it blank, never a 0
+        # a rejected or unjudged day compared nothing: "-", as the workbook leaves it blank, never a 0
         figures = (
             tuple(map(str, (k.new, k.changed, k.cosmetic, k.withdrawn, k.number_assigned, k.number_changed)))
-            if k is not None and not k.is_rejected and status is not DayStatus.BASELINE
+            if k is not None and not k.is_rejected
             else ("-",) * 6
         )
         cells = (r["day"].isoformat(), _status_word(r), f"{size:,}" if size else "-", *figures)
