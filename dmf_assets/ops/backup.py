@@ -70,8 +70,15 @@ def backup_time(name: str) -> datetime | None:
 
 
 def list_backups(backups_dir: Path) -> list[BackupFile]:
-    """Every backup file in `backups_dir` (daily and before-migration copies), oldest first."""
-    return [BackupFile(path, taken) for taken, path in dated_files(backups_dir, backup_time)]
+    """Every backup file in `backups_dir` (daily and before-migration copies), oldest first — within one second in
+    the order `_target` named them (`…-053000.duckdb`, then `…-053000-2.duckdb`; by name 「-2」 came first)."""
+    found = [BackupFile(path, taken) for taken, path in dated_files(backups_dir, backup_time)]
+    return sorted(found, key=lambda b: (b.taken_at, _nth_in_its_second(b.path.name)))
+
+
+def _nth_in_its_second(name: str) -> int:
+    found = re.search(r"-\d{6}-(\d+)\.duckdb$", name)
+    return int(found[1]) if found else 1
 
 
 def _target(backups_dir: Path, stem: str, now: datetime) -> Path:

@@ -244,3 +244,17 @@ def test_prune_reads_the_settings_the_projects_env_names(tmp_path, monkeypatch, 
     (tmp_path / ".env").write_text(f"DMF_CONFIG={tmp_path / 'short.toml'}\n", encoding="utf-8")
     assert cli.main(["prune", "--root", str(tmp_path), "--today", TODAY.isoformat(), "--dry-run"]) == 0
     assert f"삭제 예정 (dry run): [raw] {old}" in capsys.readouterr().out
+
+
+def test_two_backups_of_one_second_are_ordered_as_they_were_taken(tmp_path):
+    """The second backup of a second is named `…-053000-2.duckdb`; by name it sorted before the first, so restore
+    and prune took the older copy for the newest."""
+    from dmf_assets.ops.backup import list_backups
+
+    for name in ("dmf-2026-10-08-053000-2.duckdb", "dmf-2026-10-08-053000.duckdb", "dmf-2026-10-08-053000-10.duckdb"):
+        aged_file(tmp_path / name, 10)
+    assert [b.path.name for b in list_backups(tmp_path)] == [
+        "dmf-2026-10-08-053000.duckdb",
+        "dmf-2026-10-08-053000-2.duckdb",
+        "dmf-2026-10-08-053000-10.duckdb",
+    ]
