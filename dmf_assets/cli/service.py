@@ -91,6 +91,11 @@ def _install(args: argparse.Namespace) -> int:
         raise UserError(
             f"{root}에 workspace.yaml이 없습니다 — 프로젝트 폴더를 --root로 지정하세요 / not a DMF Watch project: {root}"
         )
+    if args.user and args.run_as:  # a user unit runs as its user: User= would be refused by systemd
+        raise UserError(
+            "--run-as는 시스템 유닛에만 쓸 수 있습니다 — 사용자 유닛(--user)은 설치한 사용자로 실행됩니다 / --run-as is for "
+            "system units only: drop --user, or --run-as"
+        )
     page_port = load_settings().web.port  # `dmf web`, the page's unit, listens there
     if args.web_port == page_port:
         raise UserError(

@@ -145,6 +145,15 @@ def test_install_refuses_a_project_path_a_unit_cannot_hold(tmp_path, capsys):
     assert not target.exists()
 
 
+def test_install_refuses_an_account_for_user_units(tmp_path, capsys):
+    """A user unit runs as the user who installs it: `--run-as` was dropped without a word."""
+    target = tmp_path / "units"
+    assert main(["service", "install", "--user", "--run-as", "root", "--unit-dir", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dmf: --run-as는 시스템 유닛에만 쓸 수 있습니다") and err.count("\n") == 1
+    assert not target.exists()
+
+
 def test_install_refuses_a_ui_port_that_is_the_pages(tmp_path, capsys):
     """The Dagster UI's unit and the page's unit (`dmf web`, on [web] port 8765) would fight for one port, and one
     of them would restart for ever; `dmf ui` refuses the same pair."""
