@@ -24,7 +24,14 @@ from dmf_assets.domain.gates import CHURN, DROP, GATE_BY_NUMBER, GATES, Rejectio
 from dmf_assets.domain.model import COUNT_LABEL_KO, EVENT_LABEL_KO, DayStatus, EventType, field_labels
 from dmf_assets.korean import josa, particle
 from dmf_assets.links import workbook_link
-from dmf_assets.report.model import SHEET_EVENTS, SHEET_NEW_WITHDRAWN, SHEET_QUALITY, SHEET_SUMMARY, sheet_ref
+from dmf_assets.report.model import (
+    SHEET_EVENTS,
+    SHEET_NEW_WITHDRAWN,
+    SHEET_QUALITY,
+    SHEET_SUMMARY,
+    ReadsItsSummary,
+    sheet_ref,
+)
 from dmf_assets.report.sentences import Sentence, summary_sentences
 from dmf_assets.report.summary import HEADLINE_KINDS, OPTIONAL_KINDS, DaySummary
 
@@ -699,7 +706,7 @@ def report_digest(report: Any) -> str:
 
 
 @dataclass(frozen=True)
-class ReportDelivery:
+class ReportDelivery(ReadsItsSummary):
     """One day's workbook and what its mail says — every figure the mail and the webhook show comes from here,
     read from the `DayReport` xlsx_report has in hand (`from_day_report`, the one place)."""
 
@@ -713,14 +720,6 @@ class ReportDelivery:
     retry_attempt: int = 0  # accepted on this same-morning retry (0: not a retry run)
     retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
-
-    @property
-    def day(self) -> date:
-        return self.summary.day
-
-    @property
-    def status(self) -> DayStatus:
-        return self.summary.status
 
     @property
     def base(self) -> str | None:
@@ -974,7 +973,7 @@ def alerts_for_day(d: ReportDelivery, *, withdrawal_share_max: float) -> list[Al
             WithdrawalShare(
                 day=d.day,
                 withdrawn=k.withdrawn,
-                registry_size=k.base_registry_size or k.registry_size or 0,  # the share's registry (never 0 here)
+                registry_size=k.withdrawal_registry_size or 0,  # never 0 here: the share needs a size
                 threshold=withdrawal_share_max,
                 run_id=d.run_id,
             )

@@ -255,9 +255,9 @@ def _status_reason(summary: DaySummary) -> str:
 
 def _warnings(
     summary: DaySummary, quality: Sequence[QualityRow], rate: ChangeRate | None, settings: Settings
-) -> tuple[list[str], float | None]:
+) -> list[str]:
     """The banner's warnings — active quality warnings, a large withdrawal share (where the alert warns too,
-    docs/DOMAIN.md §9), a λ̂ burst — and the withdrawal share of an accepted day."""
+    docs/DOMAIN.md §9), a λ̂ burst."""
     warnings = [f"{q.label_ko} {q.value}" for q in quality if not q.ok]
     share = summary.withdrawal_share
     if share is not None:
@@ -268,7 +268,7 @@ def _warnings(
         warnings.append(
             f"변경 급증 — 최근 {RATE_WINDOW_DAYS}일 하루 평균 변경이 평소(전체 기간)의 {BURST_FACTOR:g}배 이상"
         )
-    return warnings, share
+    return warnings
 
 
 def _run_info(conn: duckdb.DuckDBPyConnection, run: dict, summary: DaySummary) -> dict[str, object]:
@@ -326,7 +326,7 @@ def build_day_report(
     )
     gates, gate_problems = _gates(conn, day, settings)
     rate = change_rate(conn, last_accepted) if last_accepted else None
-    warnings, withdrawal_share = _warnings(summary, quality, rate, settings)
+    warnings = _warnings(summary, quality, rate, settings)
     info = _run_info(conn, run, summary)
     if gate_problems:
         info["게이트 저장값"] = "; ".join(gate_problems) + " — 리포트는 runs 기준으로 다시 계산한 값을 표시합니다"
@@ -356,7 +356,6 @@ def build_day_report(
         recent_counts=DayCounts.of(recent_start, day, recent_statuses, started),
         warnings=(*warnings, *([products_problem] if products_problem else [])),
         change_rate=rate,
-        withdrawal_share=withdrawal_share,
         products=tuple(p.label for p in products),
         products_configured=bool(settings.products.file),
     )

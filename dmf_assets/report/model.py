@@ -284,8 +284,33 @@ class ChangeRate:
     text_ko: str = ""
 
 
+class ReadsItsSummary:
+    """What a record built on one day's `summary` (the day's report, its mail) says of the day: its summary's
+    day, status and comparison base, said once there."""
+
+    summary: DaySummary
+
+    @property
+    def day(self) -> date:
+        return self.summary.day
+
+    @property
+    def status(self) -> DayStatus:
+        return self.summary.status
+
+    @property
+    def comparison_base(self) -> date | None:
+        """The latest accepted day before `day` (None on the baseline day)."""
+        return self.summary.comparison_base
+
+    @property
+    def last_accepted_day(self) -> date | None:
+        """`day` when accepted; the base when rejected."""
+        return self.summary.last_accepted_day
+
+
 @dataclass(frozen=True)
-class DayReport:
+class DayReport(ReadsItsSummary):
     """One day's workbook. Its figures are `summary` (report/summary.py), the one `DaySummary` every sheet, the
     xlsx_report metadata, the mail and the webhook read; the day, status and comparison base are read there too."""
 
@@ -309,7 +334,6 @@ class DayReport:
     recent_counts: DayCounts | None = None  # 이력: how the days of its window were processed
     warnings: tuple[str, ...] = ()  # active quality / share warnings, shown in the banner
     change_rate: ChangeRate | None = None
-    withdrawal_share: float | None = None  # withdrawn / base population (accepted days)
     products: tuple[str, ...] = ()  # labels of the configured products (empty = no product list)
     products_configured: bool = False  # `[products] file` is set (an empty or broken list is still configured)
 
@@ -319,22 +343,8 @@ class DayReport:
         return cls(summary, status_reason, **rest)
 
     @property
-    def day(self) -> date:
-        return self.summary.day
-
-    @property
-    def status(self) -> DayStatus:
-        return self.summary.status
-
-    @property
-    def comparison_base(self) -> date | None:
-        """The latest accepted day before `day` (None on the baseline day)."""
-        return self.summary.comparison_base
-
-    @property
-    def last_accepted_day(self) -> date | None:
-        """`day` when accepted; the base when rejected."""
-        return self.summary.last_accepted_day
+    def withdrawal_share(self) -> float | None:
+        return self.summary.withdrawal_share
 
     @property
     def is_rejected(self) -> bool:

@@ -97,7 +97,8 @@ class _Figure:
 
 @dataclass(frozen=True)
 class DaySummary:
-    """Every figure of one day (see the module's table). Frozen: it is made once and read everywhere."""
+    """Every figure of one day (the module docstring says who builds and reads it). Frozen: it is made once and
+    read everywhere."""
 
     day: date
     status: DayStatus
@@ -156,10 +157,15 @@ class DaySummary:
         return f" ({self.gap_days}일치 변경)" if self.gap_days > 1 else ""
 
     @property
+    def withdrawal_registry_size(self) -> int | None:
+        """The registry the withdrawals left: the base's, the day's when the base's size is unknown."""
+        return self.base_registry_size or self.registry_size
+
+    @property
     def withdrawal_share(self) -> float | None:
-        """The withdrawals as a share of the registry they left (the base's; the day's when the base's size is
-        unknown), on a day whose diff was committed — what the workbook's banner and the alert both judge."""
-        size = self.base_registry_size or self.registry_size
+        """The withdrawals as a share of `withdrawal_registry_size`, on a day whose diff was committed — what the
+        workbook's banner and the alert both judge."""
+        size = self.withdrawal_registry_size
         committed = self.status in (DayStatus.ACCEPTED, DayStatus.UNCHANGED)
         return self.withdrawn / size if committed and size else None
 
