@@ -565,9 +565,10 @@ class WithdrawalShare(Alert, kind="withdrawal_share", label="대량 목록 삭�
         share = self.withdrawn / self.registry_size
         # as many decimals as it takes for "above" to read true (2.04 % against 2 %: 「2.04 %」, not 「2.0 %」)
         digits = next((n for n in (1, 2, 3) if f"{share * 100:.{n}f}" != f"{self.threshold * 100:.{n}f}"), 3)
+        shown = f"{share * 100:.{digits}f} %"
         what = (
             f"{self.day}에 반영된 결과에서 목록에서 삭제된 등록(withdrawn)이 {self.withdrawn:,}건으로 등록 {self.registry_size:,}건의 "
-            f"{share * 100:.{digits}f} %입니다(기준 {_pct(self.threshold)} 초과)."
+            f"{shown}입니다(기준 {_pct(self.threshold)} 초과)."
         )
         why = (
             "모든 게이트는 통과했지만 목록에서 삭제(취하 등)는 드물어야 합니다. 원천이 목록 일부만 돌려주면 "
@@ -578,9 +579,7 @@ class WithdrawalShare(Alert, kind="withdrawal_share", label="대량 목록 삭�
             f"허위 삭제라면 {ctx.config_file}의 [gates] {DROP.setting}나 {CHURN.setting}를 낮추고 이 날을 "
             f"{_rerun_by(self.day)} 다시 실행해 거부되게 하세요."
         )
-        return Parts(
-            f"{self.day} 대량 목록 삭제 {_pct(share)} (withdrawals above {_pct(self.threshold)})", what, why, todo
-        )
+        return Parts(f"{self.day} 대량 목록 삭제 {shown} (withdrawals above {_pct(self.threshold)})", what, why, todo)
 
 
 class RunTimeout(Alert, kind="run_timeout", label="실행 시간 초과", level=CRITICAL):

@@ -464,8 +464,9 @@ def test_the_withdrawal_share_is_judged_once_for_the_workbook_and_the_alert():
     assert summary.withdrawal_share == pytest.approx(185 / 9_200)  # what the workbook's banner reads
     delivery = notify.ReportDelivery.from_day_report(DayReport.of(summary, "", events=gone), None)
     (alert,) = alerts_for_day(delivery, withdrawal_share_max=0.02)
-    text = notify.compose_alert(alert, notify.MessageContext(emulator=True)).text()
-    assert "185건으로 등록 9,200건의 2.01 %입니다(기준 2.0 % 초과)" in text, text
+    message = notify.compose_alert(alert, notify.MessageContext(emulator=True))
+    assert "185건으로 등록 9,200건의 2.01 %입니다(기준 2.0 % 초과)" in message.text(), message.text()
+    assert message.subject.endswith("대량 목록 삭제 2.01 % (withdrawals above 2.0 %)"), message.subject  # the same
     summary = summarize(DAY, DayStatus.ACCEPTED, gone[:184], comparison_base=BASE, base_registry_size=9_200)
     # exactly 2.0 % of the base: neither warns
     assert summary.withdrawal_share == pytest.approx(0.02)
