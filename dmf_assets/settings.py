@@ -50,6 +50,12 @@ def resolve_path(root: str | Path, value: str | Path) -> Path:
     return p if p.is_absolute() else Path(root) / p
 
 
+def first_inside(folder: Path, paths: Iterable[Path]) -> Path | None:
+    """The first of `paths` that `folder` is or holds — what a sweep of `folder` would reach (the logs' prune)."""
+    folder = folder.resolve()
+    return next((p for p in paths if p.resolve() == folder or folder in p.resolve().parents), None)
+
+
 # --- value rules (each raises ValueError("한국어 / English")) --------------------------------------
 
 
@@ -629,9 +635,8 @@ def _cross_checks(s: Settings) -> dict[tuple[str, ...], str]:
             )
         elif name != "database" and p.exists() and not p.is_dir():
             out["paths", name] = f"{written} 폴더가 아닙니다 / must be a folder, but {p} is a file"
-    logs = s.paths.resolve("logs_dir").resolve()
-    held = [PROJECT_ROOT] + [s.paths.resolve(name) for name in Paths.model_fields if name != "logs_dir"]
-    if inside := next((p for p in held if p.resolve() == logs or logs in p.resolve().parents), None):
+    others = [PROJECT_ROOT] + [s.paths.resolve(name) for name in Paths.model_fields if name != "logs_dir"]
+    if inside := first_inside(s.paths.resolve("logs_dir"), others):
         out["paths", "logs_dir"] = (
             f"logs_dir가 {josa(str(inside), '을/를')} 담고 있습니다 — 오래된 로그를 지울 때 함께 지워지므로 로그만 두는 "
             f"폴더를 쓰세요 / logs_dir must hold logs only: old files in it are deleted, and it holds {inside}"

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from dmf_assets.errors import first_line
-from dmf_assets.settings import PROJECT_ROOT, Settings, resolve_path
+from dmf_assets.settings import PROJECT_ROOT, Settings, first_inside, resolve_path
 from dmf_assets.storage import ops as ops_storage
 from dmf_assets.storage.db import database_lock, lock_path
 from dmf_assets.storage.history import to_date
@@ -42,10 +42,8 @@ class ProjectPaths:
     def not_logs(self) -> Path | None:
         """What `logs_dir` holds that is not logs — the project, the database or another data folder (or is one
         of them) — which a sweep of old log files by age would delete; None when it holds only itself."""
-        logs = self.logs_dir.resolve()
         others = [self.root, self.database, self.raw_dir, self.staging_dir, self.reports_dir, self.backups_dir]
-        others += [self.events_dir, self.alerts_dir, self.dagster_home]
-        return next((p for p in others if p.resolve() == logs or logs in p.resolve().parents), None)
+        return first_inside(self.logs_dir, [*others, self.events_dir, self.alerts_dir, self.dagster_home])
 
     @property
     def written_folders(self) -> tuple[Path, ...]:
