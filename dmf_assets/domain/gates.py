@@ -673,6 +673,13 @@ def rejection_reason(g: GateOutcome) -> str:
     return f"{g.number}번 {g.label_ko} 게이트 실패: {g.observed} — {g.detail}"
 
 
+def reason_for_the_team(gate: int | None, recorded: str | None) -> str | None:
+    """Why a day was refused, as the team reads it: its gate's reader sentence (no gate number, no observed value),
+    else the reason its run row `recorded` (a gate this registry does not know)."""
+    entry = GATE_BY_NUMBER.get(gate) if gate is not None else None
+    return entry.reader_ko if entry is not None else recorded
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why a day was refused: the gate that failed, what it saw against what it allows, and the base

@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.clock import now_kst
-from dmf_assets.domain.gates import GATE_BY_NUMBER, GATES
+from dmf_assets.domain.gates import GATES, reason_for_the_team
 from dmf_assets.domain.model import (
     ACCEPTED_STATUSES,
     COMPARED_FIELDS,
@@ -502,11 +502,11 @@ def build_period_report(conn: duckdb.DuckDBPyConnection, start: date, end: date,
     net = _net(paired)
     runs = reports.period_runs(conn, *params)
     days = _history_points(conn, start, end)
-    # the team's words for why (as the day's own workbook says it), not the engineer's line with the observed value
+    # as the day's own workbook says it, not the engineer's line with the observed value
     reasons = {
-        history.to_date(r[0]): GATE_BY_NUMBER[r[4]].reader_ko if r[4] in GATE_BY_NUMBER else r[3]
+        history.to_date(r[0]): why
         for r in runs
-        if r[1] == DayStatus.REJECTED.value and (r[3] or r[4] in GATE_BY_NUMBER)
+        if r[1] == DayStatus.REJECTED.value and (why := reason_for_the_team(r[4], r[3]))
     }
     first_accepted = next((r for r in runs if r[1] in ACCEPTED_STATUSES), None)
     warnings = []

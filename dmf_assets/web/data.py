@@ -28,7 +28,7 @@ import polars as pl
 
 from dmf_assets.analyst import queries as analyst
 from dmf_assets.domain.countries import canonical_country
-from dmf_assets.domain.gates import GATE_BY_NUMBER
+from dmf_assets.domain.gates import GATE_BY_NUMBER, reason_for_the_team
 from dmf_assets.domain.model import EVENT_LABEL_KO, FIELD_LABEL_KO, DayStatus
 from dmf_assets.domain.text import company_key_expr, display_expr, match_key
 from dmf_assets.report.day_data import DayNotReady, build_day_report, day_summary
@@ -154,15 +154,14 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     last_run = history.run_row(conn, last_day) if last_day else None
     rejected = storage.last_day_with_status(conn, (DayStatus.REJECTED.value,))
     rejected_run = history.run_row(conn, rejected) if rejected else None
-    gate = GATE_BY_NUMBER.get(rejected_run["rejected_gate"]) if rejected_run else None
     last_status = last_run["status"] if last_run else None
-    # the team's words for why (the gate's observed value is on the day's page)
-    why = gate.reader_ko if gate else rejected_run["reason"] if rejected_run else None
-    covered = rejected_run is None or rejected_run["base_day_id"] is not None
+    gate = GATE_BY_NUMBER.get(rejected_run["rejected_gate"]) if rejected_run else None
+    title = gate.title if gate else None
+    # the rejected day in the team's words (the gate's observed value is on the day's page)
+    why = reason_for_the_team(rejected_run["rejected_gate"], rejected_run["reason"]) if rejected_run else None
+    covered = rejected_run is None or rejected_run["base_day_id"] is not None  # an accepted day came before it
     if latest is None:
-        return Home(
-            latest, None, (), 0, (), (), last_day, last_status, rejected, why, gate.title if gate else None, covered
-        )
+        return Home(latest, None, (), 0, (), (), last_day, last_status, rejected, why, title, covered)
     run = history.run_row(conn, latest)
     assert run is not None  # the day was just found in runs
     summary = day_summary(conn, latest)
@@ -188,7 +187,7 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
         last_status=last_status,
         rejected_day=rejected,
         rejected_reason=why,
-        rejected_gate=gate.title if gate else None,
+        rejected_gate=title,
         rejected_covered=covered,
     )
 
