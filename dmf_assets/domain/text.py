@@ -364,9 +364,7 @@ def display_text(s: str | None, kind: Kind = "text") -> str | None:
 @lru_cache(maxsize=65536)
 def match_key(s: str | None, kind: Kind = "text") -> str | None:
     """Matching key of one field value; equal keys = the same meaning (docs/DOMAIN.md §3)."""
+    if kind == "country":  # from its display value (display_text checks `s`)
+        return None if s is None else parse_country_display(display_text(s, "country")).key
     frame = _scalar_frame(s, kind)
-    if frame is None:
-        return None
-    if kind == "country":
-        return parse_country_display(display_text(s, "country")).key
-    return _evaluate(_scalar_expr(kind, "key"), frame)
+    return None if frame is None else _evaluate(_scalar_expr(kind, "key"), frame)
