@@ -493,12 +493,12 @@ def _backfill(args: argparse.Namespace) -> int:
 
 def _days_with_faults(args: argparse.Namespace, first: date, last: date, *, trigger: str) -> int:
     """`dmf run` (one day) and `dmf backfill`: the days `first`…`last` with the --fault plan, then the summary."""
+    from dmf_assets.source.endpoint import resolve_endpoint
+
     settings, _ = _prepare()  # a bad config is refused before Dagster is even imported (≈0.2 s, not 1.2 s)
     _check_clock(settings)
     _check_days(first, last)
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    from dmf_assets.source.endpoint import resolve_endpoint
-
     if args.fault and resolve_endpoint(settings.source.base_url).kind != "emulator":
         raise UserError(FAULT_NEEDS_THE_EMULATOR)  # a plan nobody would apply
     resources = _resources(settings, _faults(args.fault))

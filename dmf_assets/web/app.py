@@ -380,9 +380,8 @@ def _templates() -> Jinja2Templates:
     env.filters["num"] = lambda n: f"{n:,}" if isinstance(n, int) else ("" if n is None else n)
     env.filters["josa"] = lambda value, pair: josa(str(value), pair)  # 「{{ day | josa('은/는') }}」
     env.globals.update(
-        href=functools.partial(
-            links.link, ""
-        ),  # a link inside the page: relative to the host, it works behind any address
+        # a link inside the page: relative to the host, it works behind any address
+        href=functools.partial(links.link, ""),
         registration_href=registration_href,
         KEY=shown_key,
         SEARCH_HINT=field_labels(*data.SEARCHED_FIELDS, sep=", "),
