@@ -176,12 +176,19 @@ def _interrupted() -> int:
 
 
 def _read_dotenv(root: str | Path | None) -> None:
-    """The project's .env (its --root's, when given), as the services read it (systemd's EnvironmentFile): every
-    command sees the same DMF_CONFIG, secrets and tokens; the real environment wins."""
-    from dmf_assets.cli.runs import load_dotenv
+    """KEY=VALUE lines of the project's .env (its --root's, when given), as `dagster dev` and the services read
+    them (systemd's EnvironmentFile): every command sees the same DMF_CONFIG, secrets (MFDS_SERVICE_KEY,
+    DMF_SMTP_PASSWORD, the instance's database password) and page token. The real environment wins."""
     from dmf_assets.settings import PROJECT_ROOT
 
-    load_dotenv((Path(root).resolve() if root else PROJECT_ROOT) / ".env")
+    path = (Path(root).resolve() if root else PROJECT_ROOT) / ".env"
+    if not path.exists():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
 
 
 def main(argv: list[str] | None = None) -> int:

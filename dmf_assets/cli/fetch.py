@@ -43,11 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dmf_assets.cli.runs import project_settings
     from dmf_assets.clock import outside_run_days, today_kst
     from dmf_assets.emulator.client import EmulatorMfdsClient, mfds_client_from_settings
     from dmf_assets.emulator.faults import FaultPlan
     from dmf_assets.errors import UserError
+    from dmf_assets.settings import load_settings
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.errors import SourceError
     from dmf_assets.source.fetch import fetch_day
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     day = args.date or today_kst()
     if why := outside_run_days(day):  # the same days `dmf run` takes: no archive of a day no run can be for
         raise UserError(why)
-    s = project_settings()
+    s = load_settings()
     given = {"base_url": args.base_url, "num_of_rows": args.num_of_rows, "raw_dir": args.raw_dir and str(args.raw_dir)}
     overrides: dict = {"service_key": os.environ.get("MFDS_SERVICE_KEY", ""), **{k: v for k, v in given.items() if v}}
     with said_in_one_line(SourceError, ValueError):

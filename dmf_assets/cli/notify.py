@@ -44,10 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _notifier(args: argparse.Namespace) -> Notifier:
-    from dmf_assets.cli.runs import project_settings
     from dmf_assets.notify import Notifier
+    from dmf_assets.settings import load_settings
 
-    settings = project_settings(args.config)
+    settings = load_settings(args.config)
     # these commands print every message's line themselves, on stdout: the notifier's log records of the same
     # lines must not reach the terminal a second time (through Python's handler of last resort, on stderr)
     notices = logging.getLogger("dmf_assets.notify")

@@ -109,18 +109,14 @@ def _now(day: date | None) -> datetime:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from dmf_assets.cli.runs import load_dotenv
     from dmf_assets.notify import Notifier
     from dmf_assets.ops.doctor import Thresholds, run_doctor
     from dmf_assets.ops.watchdog import delivery_check, watch
-    from dmf_assets.settings import PROJECT_ROOT
     from dmf_assets.source.endpoint import resolve_endpoint
     from dmf_assets.source.identity import ask_source, configured_source
 
     if args.stale_fail_days < args.stale_warn_days:
         raise UserError("--stale-fail-days는 --stale-warn-days 이상이어야 합니다")
-    # the environment `dagster dev` and `dmf` run in: .env may hold the instance's database password
-    load_dotenv(Path(args.root).resolve() / ".env" if args.root else PROJECT_ROOT / ".env")
     settings, paths = _paths(args)
     thresholds = Thresholds(
         stale_warn_days=args.stale_warn_days, stale_fail_days=args.stale_fail_days, lock_wait_s=args.lock_wait

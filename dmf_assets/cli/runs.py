@@ -76,32 +76,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 # --- set-up shared by the commands ---------------------------------------------------------------
 
 
-def load_dotenv(path: Path) -> None:
-    """KEY=VALUE lines from .env (as `dagster dev` does); never overrides the real environment."""
-    if not path.exists():
-        return
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.partition("=")
-            os.environ.setdefault(key.strip(), value.strip().strip("'\""))
-
-
-def project_settings(config: str | None = None) -> Settings:
-    """The settings, after the project's .env: the secrets (MFDS_SERVICE_KEY, DMF_SMTP_PASSWORD) as `dagster dev`
-    reads them. A bad config is one clean message (ConfigError → exit 2)."""
+def _prepare() -> tuple[Settings, Path]:
+    """The settings, and DAGSTER_HOME: the project's dagster_home/ (with its pools and run queue), unless set
+    already."""
     from dmf_assets.settings import PROJECT_ROOT, load_settings
 
-    load_dotenv(PROJECT_ROOT / ".env")
-    return load_settings(config)
-
-
-def _prepare() -> tuple[Settings, Path]:
-    """The settings (after .env), and DAGSTER_HOME: the project's dagster_home/ (with its pools and run queue),
-    unless set already."""
-    from dmf_assets.settings import PROJECT_ROOT
-
-    settings = project_settings()
+    settings = load_settings()
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / "dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():
