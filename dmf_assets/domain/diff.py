@@ -17,7 +17,9 @@ Matching, in order — each step only sees what earlier steps left unmatched:
 A pair differs per field: equal matching keys with different display values = COSMETIC — except for
 the manufacturer / address / country fields when the number of sites changed: a site added in a
 country already listed leaves the country *set* alone, but it is never a re-typing. Such pairs also
-get one `sites` row per added / removed / changed site (CRITICAL), e.g. "제조소 추가: Name (중국)".
+get one `sites` row per added / removed / changed site (CRITICAL), e.g. "제조소 추가: Name (중국)". The
+same sites (equal name, address and country keys) listed in another order are COSMETIC: nothing changed
+at any site.
 Change rows are sorted (key, field order, before, after) so identical runs store identical rows.
 """
 
@@ -43,7 +45,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.normalize import site_columns
 from dmf_assets.domain.sites import KeyedSite, site_changes, site_label
-from dmf_assets.domain.text import Kind, company_key_expr, match_key, text_key_expr
+from dmf_assets.domain.text import Kind, bizrno_valid_expr, company_key_expr, match_key, text_key_expr
 
 #: fields scored when matching inside duplicate groups / pending registrations; all equal (every field but
 #: the number) when pairing a re-numbered registration
@@ -432,13 +434,13 @@ def _pairs_frame(pairs: list[tuple[str, str]], kind: str) -> pl.DataFrame:
 _FIELD_ORDER: dict[str, int] = {name: i for i, name in enumerate([*FIELD_COLUMNS, SITES_FIELD])}
 
 
-def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
-    """`sites` change rows of the pairs whose manufacturer/address/countries changed (CHANGE_SCHEMA)."""
+def _site_rows(joined: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`sites` change rows of the pairs whose manufacturer/address/countries changed (CHANGE_SCHEMA), and
+    the pairs (dmf_key, base_dmf_key) whose sites are the same ones listed in another order."""
     cand = _site_candidates(joined)
-    return pl.DataFrame(
-        _site_changes(cand) if cand.height else [],
-        schema={"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8, "before": pl.Utf8, "after": pl.Utf8},
-    ).select(
+    rows, reordered = _site_changes(cand) if cand.height else ([], [])
+    pair_schema = {"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8}
+    return pl.DataFrame(rows, schema={**pair_schema, "before": pl.Utf8, "after": pl.Utf8}).select(
         "dmf_key",
         "base_dmf_key",
         pl.lit(SITES_FIELD).alias("field"),
@@ -446,7 +448,7 @@ def _site_rows(joined: pl.DataFrame) -> pl.DataFrame:
         "after",
         pl.lit(False).alias("is_cosmetic"),
         pl.lit(Severity.CRITICAL.value).alias("severity"),
-    )
+    ), pl.DataFrame(reordered, schema=pair_schema, orient="row")
 
 
 def _site_candidates(joined: pl.DataFrame) -> pl.DataFrame:
@@ -478,8 +480,9 @@ def _site_candidates(joined: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _site_changes(cand: pl.DataFrame) -> list[dict]:
-    """One row per added / removed / changed site of each candidate pair; only the count when a split failed."""
+def _site_changes(cand: pl.DataFrame) -> tuple[list[dict], list[tuple[str, str]]]:
+    """One row per added / removed / changed site of each candidate pair (only the count when a split
+    failed), and the pairs whose sites all match by their keys: the same sites, listed in another order."""
     # matching keys of every site name/address, computed once with the normalizer's own rules
     flat = (
         pl.concat([cand.select(pl.col(c).alias("s")).explode("s").unnest("s") for c in ("b.sites", "n.sites")])
@@ -500,16 +503,20 @@ def _site_changes(cand: pl.DataFrame) -> list[dict]:
         ]
 
     rows: list[dict] = []
+    reordered: list[tuple[str, str]] = []
     for r in cand.iter_rows(named=True):
         pair = {"dmf_key": r["dmf_key"], "base_dmf_key": r["base_dmf_key"]}
         if r["b.sites_split_ok"] and r["n.sites_split_ok"]:
-            for ch in site_changes(keyed(r["b.sites"]), keyed(r["n.sites"])):
+            changes = site_changes(keyed(r["b.sites"]), keyed(r["n.sites"]))
+            if not changes:
+                reordered.append((r["dmf_key"], r["base_dmf_key"]))
+            for ch in changes:
                 detail = ch.kind == "changed"
                 rows.append({**pair, "before": site_label(ch.before, detail), "after": site_label(ch.after, detail)})
         elif r["b.site_count"] != r["n.site_count"]:
             # the split could not be trusted: say only how many sites there are
             rows.append({**pair, "before": f"제조소 {r['b.site_count']}곳", "after": f"제조소 {r['n.site_count']}곳"})
-    return rows
+    return rows, reordered
 
 
 def _sort_changes(changes: pl.DataFrame) -> pl.DataFrame:
@@ -535,6 +542,13 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
         right_on="b.dmf_key",
     ).join(new.select("dmf_key", *n_cols).rename({c: f"n.{c}" for c in n_cols}), on="dmf_key")
 
+    site_rows, reordered = _site_rows(joined)
+    joined = joined.join(
+        reordered.with_columns(_reordered=pl.lit(True)),
+        on=["dmf_key", "base_dmf_key"],
+        how="left",
+        maintain_order="left",
+    ).with_columns(pl.col("_reordered").fill_null(False))
     sites_differ = ~pl.col("b.site_count").eq_missing(pl.col("n.site_count"))
     renumbered = (
         pl.col("b.permit_no").is_not_null()
@@ -545,8 +559,9 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
     for name, (display, key) in FIELD_COLUMNS.items():
         display_changed = ~pl.col(f"b.{display}").eq_missing(pl.col(f"n.{display}"))
         key_changed = ~pl.col(f"b.{key}").eq_missing(pl.col(f"n.{key}"))
-        if name in SITE_FIELDS:  # a different number of sites is never a re-typing
-            key_changed = key_changed | sites_differ
+        if name in SITE_FIELDS:
+            # a different number of sites is never a re-typing; the same sites in another order always is
+            key_changed = (key_changed | sites_differ) & ~pl.col("_reordered")
         severity = pl.lit(COMPARED_FIELDS[name].value)
         if name == "permit_no":  # a published number corrected, not one received (docs/DOMAIN.md §4)
             severity = pl.when(renumbered).then(pl.lit(RENUMBERED_SEVERITY.value)).otherwise(severity)
@@ -561,7 +576,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
                 pl.when(key_changed).then(severity).otherwise(pl.lit(Severity.COSMETIC.value)).alias("severity"),
             )
         )
-    change_frames.append(_site_rows(joined))
+    change_frames.append(site_rows)
     changes = _sort_changes(pl.concat(change_frames).cast(CHANGE_SCHEMA))  # type: ignore[arg-type]  # polars' own alias is private
 
     rank = pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int8)
@@ -576,9 +591,14 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
         "base_dmf_key",
         number_assigned=pl.col("b.permit_no").is_null() & pl.col("n.permit_no").is_not_null(),
         number_changed=renumbered,
+        # an invalid BIZRNO made valid (or the reverse) under the same name is a correction (docs/DOMAIN.md §4)
         is_transfer=pl.col("b.bizrno").is_not_null()
         & pl.col("n.bizrno").is_not_null()
-        & (pl.col("b.bizrno") != pl.col("n.bizrno")),
+        & (pl.col("b.bizrno") != pl.col("n.bizrno"))
+        & ~(
+            ~(bizrno_valid_expr(pl.col("b.bizrno")) & bizrno_valid_expr(pl.col("n.bizrno")))
+            & pl.col("b.applicant_key").eq_missing(pl.col("n.applicant_key"))
+        ),
         is_rename=pl.col("b.bizrno").is_not_null()
         & pl.col("b.bizrno").eq_missing(pl.col("n.bizrno"))
         & ~pl.col("b.applicant_key").eq_missing(pl.col("n.applicant_key")),

@@ -3,7 +3,7 @@
 permit_no_raw (audit) -> permit_no (normalized) -> dmf_key (unique within one snapshot):
 - a number seen once is its own key;
 - duplicate numbers get `#2`, `#3` … in a content-determined order (never fetch order), so a page
-  reshuffle cannot relabel them; the diff matches duplicate groups group-to-group anyway;
+  reshuffle cannot relabel them (a longer separator on a day that lists a number holding `#`); the diff matches duplicate groups group-to-group anyway;
 - a missing number gets `SYN-<hash of ingredient key, applicant (BIZRNO if valid), manufacturer key,
   issue date>`; cosmetic re-typings keep it, because it is built from matching keys.
 
@@ -173,8 +173,18 @@ def with_snapshot_keys(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         dmf_key=pl.when(pl.col("dup_rank") == 1)
         .then(pl.col("group_key"))
-        .otherwise(pl.col("group_key") + pl.lit("#") + pl.col("dup_rank").cast(pl.Utf8))
+        .otherwise(pl.col("group_key") + pl.lit(_duplicate_separator(frame)) + pl.col("dup_rank").cast(pl.Utf8))
     )
+
+
+def _duplicate_separator(frame: pl.DataFrame) -> str:
+    """`#` — or, on a day listing a number that holds `#` itself ("X#2"), one `#` more than its longest
+    run: then no "<number><separator><rank>" can equal a listed number or another row's key."""
+    keys = frame.get_column("group_key")
+    if not keys.str.contains("#", literal=True).any():
+        return "#"
+    longest = keys.str.extract_all("#+").list.eval(pl.element().str.len_chars()).list.max().max()
+    return "#" * (int(longest) + 1)  # type: ignore[arg-type]  # a count, since some key holds '#'
 
 
 def assign_keys(normalized: pl.DataFrame) -> pl.DataFrame:

@@ -439,3 +439,86 @@ def test_change_rows_have_one_order_whatever_the_input_order(base_items):
         random.Random(seed).shuffle(shuffled)
         runs.append(diff_snapshots(base_frame, build_snapshot(shuffled)).changes.rows())
     assert runs[0] and all(r == runs[0] for r in runs)
+
+
+def _sites_of(items, permit) -> tuple[list[str], list[str], list[str]]:
+    """The row's names, addresses and countries, one per site, as the split found them."""
+    row = build_snapshot([items[_row(items, permit)]]).row(0, named=True)
+    assert row["sites_split_ok"]
+    names = [f"[{s['role']}]{s['name']}" if s["role"] else s["name"] for s in row["sites"]]
+    places = [f"[{s['role']}]{s['address']}" if s["role"] else s["address"] for s in row["sites"]]
+    return names, places, [s["country"] for s in row["sites"]]
+
+
+@pytest.mark.parametrize("permit", ["20210626-211-J-1002", "20200722-93-E-160-09"])
+def test_the_same_sites_listed_in_another_order_are_cosmetic(base_items, permit):
+    """Nothing changed at any site: no CRITICAL 제조소명 변경, no site rows, nothing in the headline."""
+    names, places, countries = _sites_of(base_items, permit)
+    new = copy.deepcopy(base_items)
+    i = _row(new, permit)
+    new[i].update(
+        MNFCTR_NAME=",".join(reversed(names)),
+        MNFCTR_PLACE=",".join(reversed(places)),
+        MANUF_COUNTRY_CODE_NM=",".join(reversed(countries)),
+    )
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    (ev,) = diff.to_events()
+    assert ev.is_cosmetic and ev.severity is Severity.COSMETIC and ev.changed_fields == ()
+    assert set(ev.cosmetic_fields) == {"manufacturer", "address", "countries"}
+    sites, _ = _site_rows(diff, permit)
+    assert sites == [] and diff.counts["substantive"] == 0
+
+
+def test_names_swapped_over_the_same_addresses_are_two_changed_sites(base_items):
+    """Another order of the names only pairs each manufacturer with the other's address: a real change."""
+    permit = "20210626-211-J-1002"
+    names, _, _ = _sites_of(base_items, permit)
+    new = copy.deepcopy(base_items)
+    new[_row(new, permit)]["MNFCTR_NAME"] = ",".join(reversed(names))
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    (ev,) = diff.to_events()
+    assert ev.severity is Severity.CRITICAL and ev.changed_fields == ("manufacturer",)
+    sites, _ = _site_rows(diff, permit)
+    assert len(sites) == 2
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "name", "transfer"),
+    [
+        ("433860017", "4338600179", None, False),  # the 9-digit quirk corrected, same applicant
+        ("4338600179", "433860017", None, False),  # the reverse: a digit lost, same applicant
+        ("433860017", "1234567890", "(주)파마피아", True),  # an invalid number, then another applicant's
+        ("4338600179", "1234567890", None, True),  # two valid numbers: a transfer even under the same name
+    ],
+)
+def test_a_corrected_bizrno_is_not_called_a_transfer(base_items, before, after, name, transfer):
+    old, new = copy.deepcopy(base_items), copy.deepcopy(base_items)
+    old[2]["BIZRNO"], new[2]["BIZRNO"] = before, after
+    if name:
+        new[2]["ENTP_NAME"] = name
+    e = only(events_of(old, new), EventType.CHANGED)
+    assert e.is_transfer is transfer and "bizrno" in e.changed_fields and e.severity is Severity.HIGH
+
+
+def test_a_number_holding_a_hash_never_shares_a_key_with_a_duplicate(base_items):
+    """'X#2' as listed and the second row of a duplicated 'X' once both had the key 'X#2': the withdrawal of
+    one was lost and a change of it was wired to the other row."""
+    number = base_items[9]["DMF_PERMIT_NO"]
+    twin = dict(base_items[9], MNFCTR_NAME="Other Manufacturer S.p.A.", MANUF_COUNTRY_CODE_NM="이탈리아")
+    hashed = dict(base_items[10], DMF_PERMIT_NO=f"{number}#2")
+    old = [*copy.deepcopy(base_items), twin, hashed]
+    snap = build_snapshot(old)
+    assert snap["dmf_key"].n_unique() == snap.height
+    assert f"{number}#2" in snap["dmf_key"].to_list() and f"{number}##2" in snap["dmf_key"].to_list()
+    # the listed 'X#2' leaves: one WITHDRAWN of it, the duplicate group untouched
+    w = only(events_of(old, old[:-1]), EventType.WITHDRAWN)
+    assert w.dmf_key == w.permit_no == f"{number}#2"
+    # the duplicate leaves instead: one WITHDRAWN of the group's second row, 'X#2' as listed untouched
+    w = only(events_of(old, [*old[:-2], hashed]), EventType.WITHDRAWN)
+    assert w.permit_no == number and w.dmf_key in (number, f"{number}##2")
+
+
+def test_days_without_a_hash_in_any_number_keep_the_plain_separator(base_items):
+    twin = dict(base_items[9], MNFCTR_NAME="Other Manufacturer S.p.A.")
+    keys = build_snapshot([*base_items, twin])["dmf_key"].to_list()
+    assert base_items[9]["DMF_PERMIT_NO"] + "#2" in keys and not any("##" in k for k in keys)
