@@ -330,8 +330,8 @@ def diff_and_commit(
         requests = 0
     else:
         recheck_gate, requests = _recheck_gate(diff, base_frame, judged.keyed, recheck)
-        if recheck_gate is not None:
-            out = reject(recheck_gate, before)
+        if recheck_gate is not None:  # stored with every gate judged before it, as the outcome lists them
+            out = reject(recheck_gate, gates)
         else:
             out = commit.commit_day(conn, day, judged.keyed, diff, base=base, gates=gates, run_id=run_id, rules=rules)
     return replace(

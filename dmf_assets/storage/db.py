@@ -605,9 +605,9 @@ def read_only_database(path: str | Path, *, wait_s: float = 2.0) -> Iterator[duc
 
     The lock beside the database is taken shared — readers do not wait for each other, a writer waits until
     the last one is done — and waited for at most `wait_s`, then `DatabaseBusy` (a run is writing: say so,
-    rather than hang). Nothing is created or migrated: `FileNotFoundError` when there is no database yet,
-    `DatabaseOutdated` when migrations are pending (the next run applies them), `DatabaseDamaged` for a
-    file DuckDB cannot read. Open it per question and close it at once: an open connection blocks writers.
+    rather than hang). No database is created or migrated (only the lock file, when it is missing):
+    `FileNotFoundError` when there is no database yet, `DatabaseOutdated` when migrations are pending (the
+    next run applies them), `DatabaseDamaged` for a file DuckDB cannot read. Open it per question and close it at once: an open connection blocks writers.
     """
     path = Path(path)
     if not path.is_file():

@@ -53,6 +53,19 @@ def _metadata(ws, asset: str, day: date) -> dict:
     return {k: getattr(v, "value", v) for k, v in records[0].asset_materialization.metadata.items()}
 
 
+def _checks_of_the_day_run(ws, day: date) -> dict[str, bool]:
+    """The asset checks of the day's latest run started by `dmf` (not a follow-up the sensor launched): name -> passed."""
+    import dagster as dg
+
+    runs = ws.instance.get_runs(
+        dg.RunsFilter(tags={"dagster/partition": day.isoformat(), "dmf/trigger": "cli"}), limit=1
+    )
+    evaluations = ws.instance.all_logs(runs[0].run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+    return {
+        e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data.passed for e in evaluations
+    }
+
+
 def test_a_field_renamed_on_one_page_rejects_the_day_with_no_events(tmp_path):
     rows = fixture_rows()
     app = EmulatorApp(StaticItemSource(rows), faults={D2.isoformat(): "field_renamed_on_page"})
@@ -93,6 +106,13 @@ def test_the_registry_changing_during_the_fetch_never_withdraws_a_listed_registr
             sql = "SELECT samples FROM gate_results WHERE gate_no = 2 AND day_id = ?"
             samples = json.loads(conn.execute(sql, [history.day_id(D2)]).fetchone()[0])
         assert [s["permit_no"] for s in samples] == [skipped["DMF_PERMIT_NO"]]
+        # the churn gate was judged on the diff before the re-check refused the day: the UI's check and the
+        # stored row (what the workbook shows) both say it passed, never one "passed" and one "not judged"
+        with ws.connect() as conn:
+            stored = {r["gate_no"]: r["passed"] for r in history.gate_rows(conn, D2)}
+        assert stored[2] is False and stored[6] is True, stored
+        checks = _checks_of_the_day_run(ws, D2)
+        assert checks["gate_6_churn"] is True, checks
 
         # the same morning's retry fetches again: the registry stays changed now, so the fetch is consistent
         launch.run_day(D2, instance=ws.instance, resources=ws.resources, extra_tags={REFETCH_TAG: "true"})
