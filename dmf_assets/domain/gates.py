@@ -384,7 +384,7 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
             samples,
         )
     passed = f.rows_after_dedup == f.total_count and f.total_count > 0
-    note = f" (페이지 간 반복된 동일 행 {f.duplicate_rows_dropped:,}건 제외)" if f.duplicate_rows_dropped else ""
+    note = f" (반복된 동일 행 {f.duplicate_rows_dropped:,}건 제외)" if f.duplicate_rows_dropped else ""
     gap = f.rows_after_dedup - f.total_count
     if passed:
         detail = "전체 목록을 빠짐없이 받았습니다."
@@ -536,8 +536,9 @@ def gate_churn(
         + (f" · {w['NUMBER_CHANGED']} {renumbered:,}" if renumbered else "")
         + f" / {population:,}건 ({_pct(ratio)})",
         "변동이 허용 범위 안입니다.",
-        "하루 변동이 비정상적으로 큽니다 — 원천 데이터 이상으로 보고 거부합니다. 실제 대규모 변경이면 "
-        "config의 gates.churn_max_ratio를 높여 이 날짜를 다시 실행하세요.",
+        # read by the team too (the workbook's gate table, the page): no setting named here — the check's rule does
+        "하루 변동이 비정상적으로 큽니다 — 원천 데이터 이상으로 보고 거부합니다. 실제 대규모 변경이면 담당 "
+        "엔지니어가 기준을 조정해 이 날짜를 다시 처리합니다.",
         samples,
     )
 

@@ -1,6 +1,7 @@
 """One day's rows -> the keyed snapshot the diff compares (pure: no DB, no network).
 
-raw rows -> drop identical rows repeated across pages (a paging artifact, docs/DOMAIN.md §6 gate 2) ->
+raw rows -> drop identical rows received twice (a paging artifact, docs/DOMAIN.md §6 gate 2; the fetch counts
+the same rows for gate 2) ->
 normalize (display values, matching keys) -> keys and hashes.
 """
 

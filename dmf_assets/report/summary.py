@@ -105,7 +105,7 @@ class DaySummary:
     comparison_base: date | None = None
     registry_size: int | None = None  # the day's accepted snapshot; None on a rejected day
     base_registry_size: int | None = None  # the comparison base's snapshot
-    received: int | None = None  # rows the source sent that day (after removing rows repeated across pages)
+    received: int | None = None  # rows the source sent that day (after removing identical rows received twice)
     total_count: int | None = None  # the size the source announced that day
     rejected_gate: int | None = None  # the gate that refused the day
     by_kind: Mapping[str, int] = field(default_factory=dict)  # EVENT_KIND_LABEL_KO key -> events

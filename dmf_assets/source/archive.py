@@ -63,6 +63,7 @@ class PageEntry:
     file: str | None = None  # page-0001.json.gz: the body as received (scrubbed of the key), gzip'd
     sha256: str | None = None  # of that body
     bytes: int | None = None  # its size
+    charset: str | None = None  # the one its Content-Type named, when not UTF-8: the body is read back with it
     reused: bool = False  # taken from an earlier, interrupted fetch (no request for it)
     error: str | None = None
     error_type: str | None = None  # timeout | connection | http_status | gateway | api_result | malformed | shape
@@ -79,9 +80,11 @@ class PageEntry:
         return self.status == "ok"
 
     @property
-    def fmt(self) -> str | None:
-        """The body's format as its file name says, for the parser ("json"; None: the body says)."""
-        return "json" if self.file is not None and ".json." in self.file else None
+    def read_as(self) -> str | None:
+        """What the parser is told of the archived body in place of the Content-Type it came with: "json" as its
+        file name says (None: the body says), and the charset the answer named (UTF-8 when none)."""
+        fmt = "json" if self.file is not None and ".json." in self.file else None
+        return fmt if self.charset is None else f"{fmt or ''}; charset={self.charset}"
 
 
 #: the manifest's keys written once the fetch has stopped (a running manifest has none of them)
@@ -181,7 +184,7 @@ def read_pages(
     for entry in entries:
         try:
             body = read_page(directory, entry) if entry.ok else b""
-            parsed = None if entry.nodata or not entry.ok else parse(body, entry.fmt)
+            parsed = None if entry.nodata or not entry.ok else parse(body, entry.read_as)
         except SourceError as exc:
             yield ArchivedPage(entry, error=exc)
         else:
@@ -196,7 +199,9 @@ def read_page(directory: Path, entry: PageEntry) -> bytes:
         data = gzip.decompress((directory / entry.file).read_bytes())
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise ArchiveCorrupt(f"{directory.name}/{entry.file}: unreadable ({exc})") from None
-    if entry.sha256 is not None and sha256_hex(data) != entry.sha256:
+    if entry.sha256 is None:  # every page received ok is archived with its hash: a body nobody can vouch for
+        raise ArchiveCorrupt(f"{directory.name}/{entry.file}: the manifest records no sha256 for it")
+    if sha256_hex(data) != entry.sha256:
         raise ArchiveCorrupt(f"{directory.name}/{entry.file}: sha256 does not match the manifest")
     return data
 

@@ -6,7 +6,7 @@
 - an archived day directory (data/raw/YYYY-MM-DD/ with manifest.json and gzip'd pages).
 
 `Dump.frame` holds the rows as received, in columns (the nine API fields as String columns; other keys are not
-kept, normalization ignores them). Identical rows repeated across pages are kept: `snapshot.drop_repeated_rows`
+kept, normalization ignores them). Identical rows received twice are kept: `snapshot.drop_repeated_rows`
 removes them, and gate 2 counts them. Items JSON is streamed in blocks cut between two items, each parsed by
 polars' JSON reader straight into columns, so a 1 M-row dump never becomes a million Python dicts. A block the
 fast reader cannot prove it reads exactly (numbers, booleans, nested values, surrogate escapes, anything unusual)

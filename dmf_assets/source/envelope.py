@@ -146,9 +146,14 @@ def body_format(body: bytes, content_type: str | None = None) -> str:
 # --- decoding ------------------------------------------------------------------------------------
 
 
-def _decode(body: bytes, content_type: str | None) -> str:
+def named_charset(content_type: str | None) -> str | None:
+    """The charset a Content-Type names when it is not UTF-8 (what the archive must remember to read the body)."""
     m = _CHARSET.search(content_type or "")
-    charset = m.group(1) if m else "utf-8"
+    return None if m is None or m.group(1).lower().replace("-", "").replace("_", "") == "utf8" else m.group(1)
+
+
+def _decode(body: bytes, content_type: str | None) -> str:
+    charset = named_charset(content_type) or "utf-8"
     try:
         text = body.decode(charset)
     except LookupError:

@@ -48,7 +48,7 @@ from dmf_assets.source.archive import (
     sha256_hex,
 )
 from dmf_assets.source.endpoint import Endpoint, resolve_endpoint
-from dmf_assets.source.envelope import Page, body_format, parse_page
+from dmf_assets.source.envelope import Page, body_format, named_charset, parse_page
 from dmf_assets.source.errors import (
     ApiResultError,
     ArchiveCorrupt,
@@ -222,26 +222,26 @@ class _Page:
 
 
 def _assemble(pages: list[_Page]) -> _Rows:
-    """Concatenate ok pages in page order; drop rows identical to a row of an EARLIER page (a row
-    repeated across pages by offset paging), keeping the first. Returns (items, received, dropped)."""
+    """Concatenate ok pages in page order; drop rows identical in the nine API fields to an earlier row
+    (a row repeated by offset paging), keeping the first. Returns (items, received, dropped).
+
+    The rule is the snapshot's own (`snapshot.drop_repeated_rows`: absent = null, other fields ignored), on
+    this page as on earlier ones: gate 2 must count the rows the day will hold. A row served twice on one
+    page in place of another counted once more than the snapshot kept, and the day passed one row short."""
     seen: set[tuple] = set()
     items: list[Row] = []
     received = dropped = 0
     for page in sorted(pages, key=lambda p: p.entry.page_no):
         if not page.entry.ok:
             continue
-        this_page: list[tuple] = []
         for row in page.items:
             received += 1
-            # a parsed item's values are all str or None (envelope._text): its sorted (field, value)
-            # pairs identify it exactly, at a third of the cost of a sorted-keys JSON text
-            ident = tuple(sorted(row.items()))
+            ident = tuple(row.get(name) for name in API_FIELDS)  # values are str or None (envelope._text)
             if ident in seen:
                 dropped += 1
                 continue
             items.append(row)
-            this_page.append(ident)
-        seen.update(this_page)
+            seen.add(ident)
     return items, received, dropped
 
 
@@ -650,7 +650,9 @@ class _DayFetch:
         rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
         # Archive before parsing: whatever came back is kept, even if it cannot be read.
         name = self.archive.write_page(no, body, body_format(body, headers.get("content-type")))
-        page.update(file=name, sha256=rec["sha256"], bytes=len(body))
+        page.update(
+            file=name, sha256=rec["sha256"], bytes=len(body), charset=named_charset(headers.get("content-type"))
+        )
         self._observe(page, elapsed, status == 200)
         return body, undecodable
 
@@ -994,6 +996,14 @@ def _replay(archive: DayArchive, manifest: Manifest, log: FetchLog) -> FetchResu
         raise ArchiveCorrupt(
             f"{directory.name}: archived pages give {result.rows_received}/{result.rows_after_dedup} rows, "
             f"manifest says {recorded[0]}/{recorded[1]}"
+        )
+    # gate 2 reads the manifest's totalCount: the archived bodies must say the same (a page and its count
+    # removed from the manifest would otherwise prove a list one registration short complete)
+    said = {p.entry.total_count or 0 for p in pages if p.entry.ok and not p.entry.nodata}
+    if result.total_count is not None and said - {result.total_count}:
+        raise ArchiveCorrupt(
+            f"{directory.name}: archived pages say totalCount {', '.join(map(str, sorted(said)))}, "
+            f"manifest says {result.total_count}"
         )
     log.info("%s: replayed from archive (%s, %d rows)", archive.day, manifest.status, result.rows_after_dedup)
     return dataclasses.replace(result, elapsed_s=monotonic() - t0)

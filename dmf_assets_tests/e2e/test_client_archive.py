@@ -3,6 +3,7 @@ the Dagster resource and `dmf fetch`."""
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 from datetime import datetime
@@ -21,7 +22,7 @@ from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.source.archive import DayArchive
 from dmf_assets.source.client import MfdsClient
 from dmf_assets.source.errors import ArchiveCorrupt, FetchInProgress, PastDateUnavailable, RequestCapExceeded
-from dmf_assets.source.fetch import fetch_day
+from dmf_assets.source.fetch import fetch_day, replay_archive
 from dmf_assets.source.politeness import fake_clock
 from dmf_assets_tests.client_support import (
     FAKE_KEY,
@@ -323,3 +324,43 @@ def test_damaged_archive_is_fetched_again_or_refused(tmp_path, caplog):
     page.write_bytes(page.read_bytes()[:-40] + b"x" * 40)
     with pytest.raises(ArchiveCorrupt):  # the real API cannot serve it again: refuse loudly, never a partial day
         fetch_day(real, "2025-03-03", http_client=httpx.Client(transport=_NoNetwork()))
+
+
+def _lie(directory: Path, change) -> None:
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    change(directory, manifest)
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def _drop_last_page(directory: Path, manifest: dict) -> None:
+    """The last page and its count taken out, the totals made to agree: a list one page short, 'complete'."""
+    last = manifest["pages"].pop()
+    (directory / last["file"]).unlink()
+    rows = manifest["totals"]["rows_received"] - last["rows"]
+    manifest["totals"].update(rows_received=rows, rows_after_dedup=rows, total_count=rows)
+
+
+def _edit_a_page_unhashed(directory: Path, manifest: dict) -> None:
+    """A page's body edited after the fetch and its hash removed, so nothing would compare it."""
+    page = manifest["pages"][1]
+    body = json.loads(gzip.decompress((directory / page["file"]).read_bytes()))
+    body["response"]["body"]["items"][0]["MNFCTR_NAME"] = "EDITED AFTER THE FETCH Ltd."
+    (directory / page["file"]).write_bytes(gzip.compress(json.dumps(body, ensure_ascii=False).encode()))
+    page["sha256"] = None
+
+
+@pytest.mark.parametrize(
+    ("lie", "says"),
+    [(_drop_last_page, "archived pages say totalCount 2500, manifest says 2000"), (_edit_a_page_unhashed, "no sha256")],
+)
+def test_a_manifest_the_archived_bodies_contradict_is_never_replayed(tmp_path, lie, says):
+    """What the replay (`dmf rebuild`, a past day of the real API) trusts of the manifest is checked against the
+    pages themselves: the counts gate 2 reads and every body's hash."""
+    cfg = _cfg("emulator://local", tmp_path)
+    good = fetch_day(
+        cfg, FAULT_DAY, http_client=httpx.Client(transport=EmulatorTransport(EmulatorApp(small_source(2_500))))
+    )
+    assert good.status == "complete"
+    _lie(Path(good.archive_dir), lie)
+    with pytest.raises(ArchiveCorrupt, match=says):
+        replay_archive(tmp_path, FAULT_DAY)

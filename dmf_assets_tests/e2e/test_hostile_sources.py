@@ -12,12 +12,13 @@ import httpx
 import pytest
 
 from dmf_assets.domain.gates import gate_completeness
-from dmf_assets.emulator.app import EmulatorApp, StaticItemSource
+from dmf_assets.domain.snapshot import build_snapshot
+from dmf_assets.emulator.app import AppResponse, EmulatorApp, StaticItemSource
 from dmf_assets.emulator.client import mfds_client
 from dmf_assets.emulator.server import EmulatorServer
 from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.orchestration import pipeline
-from dmf_assets.source.dumps import load_dump
+from dmf_assets.source.dumps import DumpError, load_dump
 from dmf_assets.source.envelope import Page
 from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES, fetch_day, page_shape_problem, replay_archive
 from dmf_assets_tests.client_support import FAKE_KEY, FAKE_KEY_ENCODED, FAULT_DAY, fixture_rows, small_source
@@ -217,3 +218,54 @@ def test_dmf_run_rejects_a_day_whose_page_is_mislabelled_gzip_exit_3_no_tracebac
     assert "Traceback" not in out.stdout + out.stderr and "zlib.error" not in out.stdout + out.stderr
     archived = tmp_path / "data" / "raw" / ISO / "page-0002.json.gz"
     assert json.loads(gzip.decompress(archived.read_bytes()))["response"]["body"]["pageNo"] == 2
+
+
+def test_a_row_served_twice_on_one_page_in_place_of_another_is_one_row_short(tmp_path):
+    """Gate 2 counts the rows the snapshot keeps: a page serving one row twice (another never served) was
+    'complete, 151/151' while the stored day held 150 — the lost row came back the next day as a false NEW."""
+    rows = fixture_rows()
+
+    def doubled(page_no, answer):
+        if page_no != 2:
+            return answer
+        doc = json_body(answer)
+        items = doc["response"]["body"]["items"]
+        items[5] = dict(items[4])  # the 56th registration is never served: the 55th twice instead
+        return with_body(answer, json.dumps(doc, ensure_ascii=False).encode())
+
+    res, _ = _fetch(_hostile(doubled, rows), tmp_path)
+    fetched = pipeline.fetched(res, 0.0)
+    outcome = gate_completeness(fetched.facts)
+    assert (res.rows_received, res.rows_after_dedup, res.total_count) == (151, 150, 151)
+    assert outcome.passed is False and outcome.observed == "수신 150건 / totalCount 151건 (반복된 동일 행 1건 제외)"
+    assert res.status == "incomplete" and build_snapshot(fetched.items).height == res.rows_after_dedup
+    # `dmf diff` refuses the same archive as the day was refused (it counted the snapshot's rows already)
+    with pytest.raises(DumpError, match="incomplete"):
+        load_dump(Path(res.archive_dir))
+
+
+def test_a_body_in_the_charset_its_answer_names_is_read_back_alike_from_the_archive(tmp_path):
+    """The fetch read an EUC-KR body with the charset its Content-Type named, but the archive kept no Content-Type:
+    the replay (`dmf rebuild`) and `dmf diff` read it as UTF-8 — 'recorded ok but unreadable', for ever."""
+    rows = [r for r in fixture_rows() if all(_euc_kr_can_write(v) for v in r.values())]
+
+    def euc_kr(page_no, answer):
+        headers = tuple((k, v) for k, v in answer.headers if k.lower() != "content-type")
+        body = answer.body.decode("utf-8").encode("euc-kr")
+        return AppResponse(answer.status, (*headers, ("Content-Type", "application/json;charset=EUC-KR")), body)
+
+    res, _ = _fetch(_hostile(euc_kr, rows), tmp_path)
+    assert res.status == "complete" and res.rows_after_dedup == len(rows)
+    assert {r["INGR_KOR_NAME"] for r in res.items} == {r["INGR_KOR_NAME"] for r in rows}
+    again = replay_archive(tmp_path / "raw", FAULT_DAY)
+    assert again.items == res.items
+    dump = load_dump(Path(res.archive_dir))
+    assert dump.frame["INGR_KOR_NAME"].to_list() == [r["INGR_KOR_NAME"] for r in res.items]
+
+
+def _euc_kr_can_write(value: str | None) -> bool:
+    try:
+        (value or "").encode("euc-kr")
+    except UnicodeEncodeError:
+        return False
+    return True

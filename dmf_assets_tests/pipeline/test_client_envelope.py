@@ -168,6 +168,8 @@ def test_retry_after_seconds_and_http_date():
     assert parse_retry_after(format_datetime(now + timedelta(seconds=42), usegmt=True), now) == 42.0
     assert parse_retry_after(format_datetime(now - timedelta(seconds=5), usegmt=True), now) == 0.0
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    # digits of other scripts are no number of seconds (float("²") raised, and the whole fetch stopped)
+    assert parse_retry_after("²") is None and parse_retry_after("１２") is None and parse_retry_after("٣") is None
 
 
 def test_politeness_policy_for_the_real_host():
