@@ -385,8 +385,8 @@ def _diff_and_commit(
     diffed is a failed step saying what to run."""
     day = _day(context)
 
-    def recheck(queries: list[Query]) -> RecheckAnswers:  # the would-be withdrawals, asked of the source again
-        return mfds.recheck(day, queries, log=context.log)
+    def recheck(asked: date, queries: list[Query]) -> RecheckAnswers:  # would-be withdrawals, asked again
+        return mfds.recheck(asked, queries, log=context.log)
 
     with duckdb.get_connection() as conn:  # one transaction, under the database lock
         try:

@@ -10,8 +10,9 @@ and `storage.history` writes the outcome.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -29,25 +30,35 @@ from dmf_assets.domain.gates import (
     GateRegistry,
     GateThresholds,
     first_failure,
+    gate_recheck,
     rejection_reason,
 )
 from dmf_assets.domain.model import DayStatus
+from dmf_assets.domain.recheck import Query, judge_recheck, plan_recheck
 from dmf_assets.settings import Settings
+from dmf_assets.source.recheck import RecheckAnswers
 from dmf_assets.storage import history
+
+#: asks the source about a day's would-be withdrawals (`MfdsClient.recheck`, or the day's archive alone)
+Recheck = Callable[[date, list[Query]], RecheckAnswers]
+
+log = logging.getLogger("dmf")
 
 
 @dataclass(frozen=True)
 class Rules:
-    """What a day is judged and diffed by: the gate registry, its thresholds and the watchlist. Without
-    thresholds, a re-derived day is diffed again but its gates are not judged again (storage tests)."""
+    """What a day is judged and diffed by: the gate registry, its thresholds, the watchlist and who confirms
+    withdrawals. Without thresholds, a re-derived day is diffed again but its gates are not judged again, and
+    without `recheck` its withdrawals are not asked again (storage tests)."""
 
     thresholds: GateThresholds | None = None
     watchlist: Watchlist | None = None
     registry: GateRegistry = GATES
+    recheck: Recheck | None = None
 
     @classmethod
-    def of(cls, settings: Settings, registry: GateRegistry = GATES) -> Rules:
-        return cls(settings.gates, Watchlist.of(settings.watchlist), registry)
+    def of(cls, settings: Settings, registry: GateRegistry = GATES, recheck: Recheck | None = None) -> Rules:
+        return cls(settings.gates, Watchlist.of(settings.watchlist), registry, recheck)
 
 
 @dataclass(frozen=True)
@@ -97,12 +108,43 @@ def diff_evidence(
     )
 
 
+def recheck_gate(
+    day: date, diff: DiffResult, base_frame: pl.DataFrame | None, snapshot: pl.DataFrame, recheck: Recheck | None
+) -> tuple[GateOutcome | None, int]:
+    """Gate 2 once more, on the withdrawals the day's diff found: each is asked of the source again
+    (`domain.recheck`). Returns (the failed gate, or None when every one is confirmed or there is none; the
+    requests it took)."""
+    if recheck is None or base_frame is None:
+        return None, 0
+    gone = diff.events.filter(pl.col("event_type") == "WITHDRAWN")["dmf_key"].to_list()
+    if not gone:
+        return None, 0
+    withdrawn = base_frame.filter(pl.col("dmf_key").is_in(gone))
+    plan = plan_recheck(withdrawn)
+    got = recheck(day, list(plan.queries))
+    if got.legacy and all(a.items is None for a in got.answers.values()):
+        # archived before withdrawals were re-checked, and the source cannot be asked now: accepted as it was then
+        return None, got.requests
+    verdict = judge_recheck(snapshot, withdrawn.height, plan, got.answers)
+    log.info(
+        "%s recheck: %d withdrawal(s), %d question(s), %d request(s): %s",
+        day,
+        verdict.withdrawals,
+        verdict.queries,
+        got.requests,
+        "confirmed" if verdict.confirmed else f"{len(verdict.listed)} listed, {len(verdict.unconfirmed)} unconfirmed",
+    )
+    return (None if verdict.confirmed else gate_recheck(verdict)), got.requests
+
+
 def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> date | None:
     """Recompute the events of the next accepted day after `day` against its (new) base.
 
     The gates that need the base are judged again against the new base and stored, so the day's gate rows
-    never contradict its comparison base; should one now fail, that day is rejected (its history removed)
-    and the day after it is re-derived in turn.
+    never contradict its comparison base, and every withdrawal the new diff finds is confirmed with the source
+    (gate 2, as at a commit: a registration the day's fetch lost that the new base lists must never become a
+    WITHDRAWN); should one now fail, that day is rejected (its history removed) and the day after it is
+    re-derived in turn.
     """
     nxt = history.next_accepted_after(conn, day)
     if nxt is None:
@@ -117,8 +159,11 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> 
             raise RuntimeError(f"{nxt}: accepted day without a run row")
         fetch = FetchFacts.recorded(run["total_count"], run["rows_received"])
         gates = rules.registry.judge(diff_evidence(fetch, base, base_frame, new_frame, diff), rules.thresholds, ON_BASE)
+        if (failed := first_failure(gates)) is None:
+            failed, _ = recheck_gate(nxt, diff, base_frame, new_frame, rules.recheck)
+            gates = gates if failed is None else [*gates, failed]
         history.write_gates(conn, nxt, gates)
-        if (failed := first_failure(gates)) is not None:
+        if failed is not None:
             _reject(conn, nxt, failed, None, time.monotonic(), rules, base)
             return nxt
     history.write_rederived(conn, nxt, by=day, base=base, diff=diff)

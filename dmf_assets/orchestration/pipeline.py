@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
@@ -23,7 +22,7 @@ import duckdb
 import polars as pl
 
 from dmf_assets.clock import require_not_behind
-from dmf_assets.domain.diff import DiffResult, diff_snapshots
+from dmf_assets.domain.diff import diff_snapshots
 from dmf_assets.domain.gates import (
     BEFORE_DIFF,
     DROP,
@@ -36,14 +35,12 @@ from dmf_assets.domain.gates import (
     Needs,
     QualityMetric,
     first_failure,
-    gate_recheck,
     gates_text,
     page_samples,
     quality_metrics,
     staleness_metric,
 )
 from dmf_assets.domain.model import API_FIELDS
-from dmf_assets.domain.recheck import Query, judge_recheck, plan_recheck
 from dmf_assets.domain.snapshot import build_snapshot
 from dmf_assets.korean import josa
 from dmf_assets.orchestration import commit
@@ -52,11 +49,7 @@ from dmf_assets.settings import Settings
 from dmf_assets.source.envelope import text_frame
 from dmf_assets.source.fetch import FetchResult
 from dmf_assets.source.identity import require_same
-from dmf_assets.source.recheck import RecheckAnswers
 from dmf_assets.storage import history
-
-#: asks the source about would-be withdrawals (`MfdsClient.recheck` bound to the day, or the archive alone)
-Recheck = Callable[[list[Query]], RecheckAnswers]
 
 log = logging.getLogger("dmf")
 
@@ -283,7 +276,7 @@ def diff_and_commit(
     settings: Settings,
     run_id: str | None = None,
     *,
-    recheck: Recheck | None = None,
+    recheck: commit.Recheck | None = None,
     registry: GateRegistry = GATES,
 ) -> DayOutcome:
     """Diff the judged snapshot against the latest accepted day; commit it only if every gate passes.
@@ -291,7 +284,8 @@ def diff_and_commit(
     The gates that need the base are judged against the base the day is really compared with — another day
     may have been committed since the judgement: those that read the snapshot before the diff, the others on
     the diff — and stored with the day. `recheck` confirms every would-be WITHDRAWN with the source before the
-    day is committed (gate 2 once more, `_recheck_gate`); None: no source to ask (unit tests).
+    day is committed (gate 2 once more, `commit.recheck_gate`) — and those a re-derived later day gains; None: no
+    source to ask (unit tests).
 
     Two verdicts must agree before anything is committed: the one carried by `judged` and the one in
     the database (a later judgement of the same day may have rejected it since). And the frame must be
@@ -299,7 +293,7 @@ def diff_and_commit(
     `NotTheJudgedFrame` and nothing is written.
     """
     started = time.monotonic()
-    day, rules = judged.day, commit.Rules.of(settings, registry)
+    day, rules = judged.day, commit.Rules.of(settings, registry, recheck)
     run = history.run_row(conn, day)  # as the day's judgement recorded it
     if run is None:
         raise NotJudged(
@@ -329,7 +323,7 @@ def diff_and_commit(
         out = reject(failed, gates)
         requests = 0
     else:
-        recheck_gate, requests = _recheck_gate(diff, base_frame, judged.keyed, recheck)
+        recheck_gate, requests = commit.recheck_gate(day, diff, base_frame, judged.keyed, recheck)
         if recheck_gate is not None:  # stored with every gate judged before it, as the outcome lists them
             out = reject(recheck_gate, gates)
         else:
@@ -342,30 +336,3 @@ def diff_and_commit(
         seconds=time.monotonic() - started,
         recheck_requests=requests,
     )
-
-
-def _recheck_gate(
-    diff: DiffResult, base_frame: pl.DataFrame | None, snapshot: pl.DataFrame, recheck: Recheck | None
-) -> tuple[GateOutcome | None, int]:
-    """Gate 2 once more, on the withdrawals the diff found: each is asked of the source again (`domain.recheck`).
-    Returns (the failed gate, or None when every one is confirmed or there is none; the requests it took)."""
-    if recheck is None or base_frame is None:
-        return None, 0
-    gone = diff.events.filter(pl.col("event_type") == "WITHDRAWN")["dmf_key"].to_list()
-    if not gone:
-        return None, 0
-    withdrawn = base_frame.filter(pl.col("dmf_key").is_in(gone))
-    plan = plan_recheck(withdrawn)
-    got = recheck(list(plan.queries))
-    if got.legacy and all(a.items is None for a in got.answers.values()):
-        # archived before withdrawals were re-checked, and the source cannot be asked now: accepted as it was then
-        return None, got.requests
-    verdict = judge_recheck(snapshot, withdrawn.height, plan, got.answers)
-    log.info(
-        "recheck: %d withdrawal(s), %d question(s), %d request(s): %s",
-        verdict.withdrawals,
-        verdict.queries,
-        got.requests,
-        "confirmed" if verdict.confirmed else f"{len(verdict.listed)} listed, {len(verdict.unconfirmed)} unconfirmed",
-    )
-    return (None if verdict.confirmed else gate_recheck(verdict)), got.requests

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -129,9 +130,7 @@ def _replay(conn: duckdb.DuckDBPyConnection, raw_dir: Path, day: date, settings:
     if not judged.passed:
         return pipeline.carry_forward(conn, day)
     # the withdrawals are confirmed by the answers archived with the day, as the run that committed it saw them
-    return pipeline.diff_and_commit(
-        conn, judged, settings, recheck=lambda queries: replay_recheck(raw_dir, day, queries)
-    )
+    return pipeline.diff_and_commit(conn, judged, settings, recheck=partial(replay_recheck, raw_dir))
 
 
 def rebuild_history(

@@ -55,7 +55,7 @@ def thirty_days(tmp_path_factory) -> Path:
         for day in order:
             judged = pipeline.judge(conn, pipeline.normalize(pipeline.collect(client, day), settings), settings)
             if judged.passed:  # its withdrawals confirmed with the source, as snapshot_diff does
-                pipeline.diff_and_commit(conn, judged, settings, recheck=lambda qs, day=day: client.recheck(day, qs))
+                pipeline.diff_and_commit(conn, judged, settings, recheck=client.recheck)
     return root
 
 

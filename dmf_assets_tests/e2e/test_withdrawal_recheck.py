@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import date
+from datetime import date, timedelta
 
 import polars as pl
 import pytest
@@ -144,6 +144,48 @@ def test_the_registry_changing_during_the_fetch_never_withdraws_a_listed_registr
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     manifest_path.write_text(json.dumps({**manifest, "schema_version": 1}), encoding="utf-8")
     assert rebuild_history(load_settings(), **kwargs).compared
+
+
+class _ListedByDay:
+    """A registry that lists other rows on some days (the ItemSource protocol)."""
+
+    def __init__(self, rows: list[dict], by_day: dict[date, list[dict]]) -> None:
+        self.rows, self.by_day = rows, by_day
+
+    def items(self, day: date) -> list[dict]:
+        return [dict(r) for r in self.by_day.get(day, self.rows)]
+
+
+def test_a_withdrawal_a_backfilled_day_brings_to_a_later_day_is_confirmed_with_the_source_first(tmp_path):
+    """Days committed out of order: L's fetch lost a registration while the source shifted, but against its
+    base O (which did not list it yet) nothing looked withdrawn. Backfilling D (which lists it) re-derives L
+    against D: the registration became a CRITICAL WITHDRAWN nobody had asked the source about, though the
+    source lists it. Now the re-derivation asks, as the commit does, and refuses L by gate 2."""
+    rows = fixture_rows()
+    fault = F.parse_fault("registry_shift:after_page=5")
+    skipped = rows[5 * PER_PAGE]  # L's fetch never serves it (it crosses the cursor), the source still lists it
+    first = D1 - timedelta(days=1)
+    source = _ListedByDay(rows, {first: [r for r in rows if r is not skipped]})  # O: not listed yet
+    app = EmulatorApp(source, faults={D2.isoformat(): fault.spec()})
+    with EmulatorServer(app=app, emit=lambda line: None) as server:
+        ws = make_workspace(tmp_path, base_url=server.base_url, num_of_rows=PER_PAGE, records_in_memory=True)
+        launch.run_days([first, D2], instance=ws.instance, resources=ws.resources)
+        assert runs_by_day(ws)[D2]["status"] == "accepted"  # against O, nothing is missing
+        launch.run_day(D1, instance=ws.instance, resources=ws.resources)  # the backfill: D lists it
+        runs = runs_by_day(ws)
+        assert runs[D1]["status"] == "accepted" and ("NEW", skipped["DMF_PERMIT_NO"]) in _events(ws, D1)
+        assert runs[D2]["status"] == "rejected" and runs[D2]["rejected_gate"] == 2, runs[D2]
+        assert runs[D2]["base_day_id"] == history.day_id(D1)
+        assert not [e for e in _events(ws, D2) if e[0] == "WITHDRAWN"]
+        with ws.connect() as conn:
+            stored = {r["gate_no"]: r for r in history.gate_rows(conn, D2)}
+        assert stored[2]["passed"] is False and skipped["DMF_PERMIT_NO"] in stored[2]["samples"]
+    # the answer is archived with L: `dmf rebuild`, in date order and with no source, says the same history
+    raw = tmp_path / "data" / "raw"
+    assert (raw / D2.isoformat() / RECHECK_DIR / "manifest.json").is_file()
+    kwargs = {"database": ws.database, "raw_dir": raw, "backups_dir": tmp_path / "data" / "backups"}
+    rebuilt = rebuild_history(load_settings(), **kwargs)
+    assert [d.status for d in rebuilt.days] == ["baseline", "accepted", "rejected"]
 
 
 def test_extra_requests_on_emulator_days_without_and_with_a_withdrawal(tmp_path):
