@@ -27,12 +27,10 @@ from openpyxl.worksheet.worksheet import Worksheet
 from dmf_assets.clock import KST  # the one declaration of Korean time
 from dmf_assets.report import styles as st
 from dmf_assets.report import xlsx_body
-from dmf_assets.report.columns import Col
+from dmf_assets.report.columns import FORMULA_TRIGGERS, Col
 
 EXCEL_MAX_CHARS = 32_767
 TRUNCATION_MARK = "…(잘림)"
-#: First characters that make Excel/LibreOffice (or a CSV re-import) treat text as a formula.
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
 # --- text safety ---------------------------------------------------------------------------------

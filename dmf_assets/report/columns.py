@@ -15,6 +15,14 @@ from dmf_assets.domain.model import COUNT_LABEL_KO, FIELD_LABEL_KO
 TEXT, WRAP, INT, PCT, DATE, LINK, SHEETLINK = "text", "wrap", "int", "pct", "date", "link", "sheetlink"
 #: text kept for filters and the audit trail, not shown to the reader (an internal key)
 HIDDEN = "hidden"
+#: First characters that make Excel/LibreOffice (or a CSV re-import) treat text as a formula.
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A value as a CSV cell that a spreadsheet opens as the text it is: registry text starting like a formula
+    ('=HYPERLINK(…)') gets an apostrophe before it, as the workbooks write such text as text."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS) else value
 
 
 @dataclass(frozen=True)

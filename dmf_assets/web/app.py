@@ -55,6 +55,7 @@ from dmf_assets.domain.model import (
 )
 from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.korean import josa
+from dmf_assets.report.columns import csv_cell
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
@@ -241,7 +242,7 @@ def export(site: Site, request: Request) -> Response:
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow([c.header for c in data.EXPORT_COLUMNS])
-        writer.writerows(frame.iter_rows())
+        writer.writerows([csv_cell(v) for v in row] for row in frame.iter_rows())
         body = ("\ufeff" + out.getvalue()).encode("utf-8")  # the BOM: Excel reads the Hangul
         return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
     from dmf_assets.analyst.sheets import write_registry_workbook

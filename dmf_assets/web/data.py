@@ -15,6 +15,7 @@ manufacturers.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
@@ -341,7 +342,13 @@ def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry 
         return None
     hist = analyst.registration_history(conn, ids)
     latest = latest_accepted(conn)
-    listed = [s for s in hist.spans if s.version_no is not None]
+    # a number asked as such also finds the other rows listed under it ('…#2': other registrations): what the page
+    # calls this registration is the one that number names, never a sibling that was listed last
+    asked = analyst.normalize_key(key)
+    siblings = re.compile(re.escape(asked) + r"#+[0-9]+") if "#" not in asked else None
+    listed = [
+        s for s in hist.spans if s.version_no is not None and not (siblings and siblings.fullmatch(s.dmf_key))
+    ] or [s for s in hist.spans if s.version_no is not None]
     last = max(listed, key=lambda s: s.last_day, default=None)
     versions: dict[tuple[str, int | None], analyst.HistoryVersion] = {
         (v.dmf_key, v.version_no): v for v in hist.versions

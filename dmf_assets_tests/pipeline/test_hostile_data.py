@@ -9,12 +9,15 @@ quotes, a right-to-left override and an emoji. Day 1 is a clean baseline; day 2 
 - the quality metrics count the oversize field and the U+FFFD text;
 - the workbook has no formula anywhere (no cell of type "f", no `<f>` in any sheet XML) and shows the
   formula-like texts as literal text in the events and field-change sheets;
-- the events asset's JSON Lines keep the values.
+- the events asset's JSON Lines keep the values;
+- the team page's CSV export writes formula-like text behind an apostrophe, as text.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import re
 import zipfile
@@ -22,6 +25,7 @@ from datetime import date
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import polars as pl
 import pytest
 from openpyxl import load_workbook
@@ -34,6 +38,7 @@ from dmf_assets.report.workbook import SHEET_EVENTS, SHEET_FIELDS
 from dmf_assets.runs import launch
 from dmf_assets.storage import history
 from dmf_assets_tests.graph_support import make_workspace
+from dmf_assets_tests.web_support import serving
 
 pytestmark = pytest.mark.slow
 
@@ -233,3 +238,17 @@ def test_events_jsonl_keeps_the_values(hostile_run):
         after = {c["field"]: c["after"] for c in event["changes"]}
         for field, raw in payload.items():
             assert after[FIELD_NAME[field]] == display_text(raw), (field, raw[:60])
+
+
+def test_the_pages_csv_export_opens_formula_like_text_as_text(hostile_run):
+    """The page's CSV is for Excel (it carries a BOM for the Hangul): a registry value such as
+    '=HYPERLINK(…)' went out as it is, and Excel would run it as a formula. The workbooks mark such text."""
+    ws, _, _ = hostile_run
+    with serving(ws.root / "reports", ws.database) as (base, _):
+        answer = httpx.get(f"{base}/search.csv", timeout=60)
+    assert answer.status_code == 200
+    cells = [c for row in csv.reader(io.StringIO(answer.content.decode("utf-8-sig"))) for c in row]
+    assert len(cells) > 9000
+    assert not [c for c in cells if c.startswith(FORMULA_TRIGGERS) and not re.fullmatch(r"-?[0-9.]+", c)]
+    # the values themselves, readable, behind the apostrophe (a manufacturer is shown with its country)
+    assert "'+SUM(A1)" in cells and any(c.startswith(f"'{FORMULA_LIKE[0]}") for c in cells)

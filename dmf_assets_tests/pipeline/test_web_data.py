@@ -3,12 +3,16 @@ later comparison covers a day's changes, so the page must not promise one."""
 
 from __future__ import annotations
 
+import re
 from datetime import date
+
+import httpx
 
 from dmf_assets.settings import load_settings
 from dmf_assets.storage.db import open_database
 from dmf_assets.web import data
 from dmf_assets_tests.histories import build_emulated_history
+from dmf_assets_tests.web_support import serving
 
 FIRST, SECOND, THIRD = date(2026, 11, 30), date(2026, 12, 1), date(2026, 12, 2)
 
@@ -27,3 +31,51 @@ def test_a_first_day_rejected_is_not_said_to_be_covered_by_a_later_comparison(tm
         # a day not run before the first accepted day: its changes are in the baseline, not covered by a comparison
         assert not data.day_page(conn, date(2026, 11, 29), settings).covered
         assert data.day_page(conn, date(2026, 12, 5), settings).covered  # after it: the next comparison covers it
+
+
+def test_each_row_of_a_duplicated_number_opens_its_own_registration(tmp_path):
+    """Two registrations listed under one number ('X' and 'X#2'): the page of 'X' showed whichever was listed
+    last, so the search row of one opened the other's heading and current values."""
+    database = build_emulated_history(tmp_path / "dmf.duckdb", [SECOND])
+    with open_database(database, purpose="test") as conn:
+        rows = conn.execute(
+            "SELECT r.dmf_key, r.permit_no, v.applicant, v.manufacturer FROM records r "
+            "JOIN record_versions v ON v.record_id = r.record_id WHERE r.permit_no IN "
+            "(SELECT permit_no FROM records WHERE dmf_key LIKE '%#2') ORDER BY r.dmf_key"
+        ).fetchall()
+        groups: dict[str, list[tuple]] = {}
+        for key, number, applicant, manufacturer in rows:
+            groups.setdefault(number, []).append((key, (applicant, manufacturer)))
+        assert len(groups) >= 3, "the emulated registry lists some numbers twice"
+        for members in groups.values():
+            assert len({content for _, content in members}) == len(members)  # told apart by their content
+            for key, (applicant, manufacturer) in members:
+                reg = data.registration(conn, key, None)
+                assert reg is not None, key
+                assert (reg.current["applicant"], reg.current["manufacturer"]) == (applicant, manufacturer), key
+    # and the search page's rows link to them: each row's link opens the page of that row's registration
+    (tmp_path / "reports").mkdir()
+    number, members = next(iter(groups.items()))
+    with serving(tmp_path / "reports", database) as (base, _):
+        page = httpx.get(f"{base}/search", params={"q": number}, timeout=30).text
+        found = re.findall(r'<a href="(/dmf/[^"]+)">([^<]*)</a></td>\s*<td>[^<]*</td>\s*<td>([^<]*)</td>', page)
+        rows_shown = [(link, applicant) for link, shown, applicant in found if shown == number]  # not its grants
+        assert len(rows_shown) == len(members)
+        current = {}
+        for link, applicant in rows_shown:
+            opened = httpx.get(base + link, timeout=30).text
+            current[link] = opened.split("<h2>현재 내용</h2>", 1)[1].split("<h2", 1)[0]
+            assert f"<td>{applicant}</td>" in current[link], (link, applicant)
+        assert len(set(current.values())) == len(members)  # two rows, two registrations
+
+
+def test_the_first_and_last_dates_there_are_have_a_day_page(tmp_path):
+    """Its 「전날 / 다음 날」 links were computed past the calendar's ends: a 500 for /day/9999-12-31."""
+    database = build_emulated_history(tmp_path / "dmf.duckdb", [SECOND])
+    (tmp_path / "reports").mkdir()
+    with serving(tmp_path / "reports", database) as (base, _):
+        last = httpx.get(f"{base}/day/9999-12-31", timeout=30)
+        first = httpx.get(f"{base}/day/0001-01-01", timeout=30)
+    assert (last.status_code, first.status_code) == (200, 200)
+    assert "다음 날" not in last.text and "/day/9999-12-30" in last.text
+    assert "전날" not in first.text and "/day/0001-01-02" in first.text
