@@ -252,8 +252,20 @@ def _parse_xml(text: str) -> tuple[Page, list[RawItem]]:
     items: list[RawItem] = []
     if items_el is not None:
         # One element per field; a null field is omitted from the XML, empty text is "".
-        items = [{child.tag: child.text or "" for child in item} for item in items_el.findall("item")]
+        items = [_xml_item(item) for item in items_el.findall("item")]
     return _page("xml", code, msg, body.findtext, "item_list" if items else "empty", True), items
+
+
+def _xml_item(item: ET.Element) -> RawItem:
+    """An item's fields. A field holding markup (`…<br/>…`, whose text after it `.text` would drop) or given twice
+    (the last would win) is not a value this reader can take whole: the page is malformed, never read short."""
+    fields: RawItem = {}
+    for child in item:
+        if len(child) or child.tag in fields:
+            what = "holds markup" if len(child) else "is given twice"
+            raise MalformedPage(f"item field <{child.tag}> {what}: its value cannot be read whole")
+        fields[child.tag] = child.text or ""
+    return fields
 
 
 def _result(code_value: Any, msg: str) -> tuple[str, str]:

@@ -106,6 +106,25 @@ def test_xml_success_body_from_the_emulator_matches_json():
 
 
 @pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        ("<MNFCTR_PLACE>Plot 7, Genome Valley<br/>Hyderabad, India</MNFCTR_PLACE>", "holds markup"),
+        ("<MNFCTR_NAME>Hetero Labs</MNFCTR_NAME><MNFCTR_NAME>Hetero Drugs</MNFCTR_NAME>", "is given twice"),
+    ],
+)
+def test_an_xml_value_it_cannot_read_whole_is_a_malformed_page(field, says):
+    """Read with `.text`, a value with markup kept only what came before it and a repeated field kept the last:
+    a CRITICAL address or manufacturer change reported for data that did not change."""
+    xml = (
+        "<response><header><resultCode>00</resultCode><resultMsg>NORMAL SERVICE.</resultMsg></header><body>"
+        f"<items><item><DMF_PERMIT_NO>20110531-71-B-317-05</DMF_PERMIT_NO>{field}</item></items>"
+        "<numOfRows>10</numOfRows><pageNo>1</pageNo><totalCount>1</totalCount></body></response>"
+    ).encode()
+    with pytest.raises(MalformedPage, match=says):
+        parse_page(xml, "text/xml")
+
+
+@pytest.mark.parametrize(
     "body, auth, code",
     [
         (KEY_ERROR_XML, "SERVICE_KEY_IS_NOT_REGISTERED_ERROR", "30"),
