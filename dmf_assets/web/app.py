@@ -22,6 +22,7 @@ import functools
 import hmac
 import io
 import tempfile
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -156,7 +157,8 @@ class Site:
 
 
 def _text(request: Request, name: str) -> str:
-    value = request.query_params.get(name, "").strip()
+    # control characters (a NUL typed as %00) are no search text, and never go back into the page
+    value = "".join(ch for ch in request.query_params.get(name, "") if unicodedata.category(ch) != "Cc").strip()
     if len(value) > MAX_TEXT:
         raise Problem(400, "검색어가 너무 깁니다", f"{MAX_TEXT}자 이내로 입력하십시오.")
     return value
@@ -297,6 +299,7 @@ def day_page(site: Site, request: Request) -> Response:
         change_lines=change_lines,
         sample_table=sample_table,
         headline=data.headline_figures,
+        future=day > today_kst(),  # asked now, never cached with the day's view
     )
 
 

@@ -4,7 +4,7 @@ later comparison covers a day's changes, so the page must not promise one."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 
 import httpx
 
@@ -79,3 +79,16 @@ def test_the_first_and_last_dates_there_are_have_a_day_page(tmp_path):
     assert (last.status_code, first.status_code) == (200, 200)
     assert "다음 날" not in last.text and "/day/9999-12-30" in last.text
     assert "전날" not in first.text and "/day/0001-01-02" in first.text
+
+
+def test_a_day_still_to_come_and_a_nul_in_a_query_read_as_what_they_are(tmp_path):
+    """A future day was 「수집하지 않았습니다」 as if it had been missed; %00 went back into the title and the box."""
+    database = build_emulated_history(tmp_path / "dmf.duckdb", [SECOND])
+    (tmp_path / "reports").mkdir()
+    with serving(tmp_path / "reports", database) as (base, _):
+        future = httpx.get(f"{base}/day/9999-01-01", timeout=30).text
+        past = httpx.get(f"{base}/day/{SECOND - timedelta(days=1)}", timeout=30).text
+        nul = httpx.get(f"{base}/search", params={"q": "아세트\x00아미노펜"}, timeout=30)
+    assert "아직 오지 않은 날입니다" in future and "수집하지 않았습니다" not in future
+    assert "수집하지 않았습니다" in past and "아직 오지 않은" not in past
+    assert nul.status_code == 200 and "\x00" not in nul.text and 'value="아세트아미노펜"' in nul.text
