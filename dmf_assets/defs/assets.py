@@ -92,7 +92,9 @@ def _day(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> d
     return date.fromisoformat(context.partition_key)
 
 
-def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection) -> Iterator[dg.AssetObservation]:
+def _reject(
+    context: dg.AssetExecutionContext, asset: str, rejection: Rejection, rederived: tuple[date, ...] = ()
+) -> Iterator[dg.AssetObservation]:
     """A rejected day, said once: the observation that carries the typed rejection (what the UI's run log
     and the asset's events show, and what the sensor and the alerts read). No value follows, and the
     gate's failed blocking check — already yielded — makes Dagster fail the step: a red partition,
@@ -103,6 +105,8 @@ def _reject(context: dg.AssetExecutionContext, asset: str, rejection: Rejection)
     )
     metadata = verdict.rejection_metadata(rejection, next_step)
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
+    if rederived:  # the later days this rejection recomputed: the sensor writes their events and workbooks again
+        metadata |= verdict.rederived_metadata(rederived)
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
     # the reason where the on-call engineer first sees the run: the Runs list and the run's header
     context.instance.add_run_tags(context.run_id, {verdict.REJECTED_TAG: verdict.rejection_tag(rejection)})
@@ -267,7 +271,9 @@ def verdict_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
         )
         if (failed := first_failure(judged.gates)) is not None:
             discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
-            yield from _reject(context, "integrity_verdict", Rejection.of(failed, judged.base_day))
+            yield from _reject(
+                context, "integrity_verdict", Rejection.of(failed, judged.base_day), judged.rederived_days
+            )
 
     return integrity_verdict
 
@@ -344,12 +350,13 @@ def _diff_outcome(
             f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
             f"({out.seconds:.2f}초)"
         )
-    if out.rederived_day:
-        context.log.info(f"{out.day}: 다음 정상 수집일 {out.rederived_day}의 이벤트를 새 기준으로 다시 계산했습니다.")
+    if out.rederived_days:
+        days = ", ".join(map(str, out.rederived_days))
+        context.log.info(f"{out.day}: 다음 정상 수집일 {days}의 이벤트를 새 기준으로 다시 계산했습니다.")
     if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
         yield from _after_diff_results(out, after)
         rejection = Rejection.of(out.failed_gate, out.base_day)
-        yield from _reject(context, "snapshot_diff", rejection)
+        yield from _reject(context, "snapshot_diff", rejection, out.rederived_days)
         if not out.failed_gate.gate.after_diff:
             # no check of this step failed, so none stops it: the red partition needs the step to fail
             raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
@@ -359,7 +366,7 @@ def _diff_outcome(
         "status": summary.status.label_ko_en,
         "comparison_base": base,
         **_figures(summary),
-        "rederived_day": str(out.rederived_day) if out.rederived_day else "",
+        **verdict.rederived_metadata(out.rederived_days),
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
         "recheck_requests": out.recheck_requests,
     }

@@ -74,11 +74,18 @@ class DayOutcome:
     failed_gate: GateOutcome | None = None  # the gate that refused the day here
     rejected_gate: int | None = None
     reason: str | None = None  # a rejected day: the reason its run row records (`gates.rejection_reason`)
-    rederived_day: date | None = None  # the next accepted day whose events were recomputed
+    #: the days whose history this one changed: the next accepted day, recomputed against it — and, when that day is
+    #: now refused, the day recomputed after it in turn (each needs its events and workbook written again)
+    rederived_days: tuple[date, ...] = ()
     carried_forward: bool = False  # rejected already by its verdict: nothing to diff
     diff: DiffResult | None = None
     seconds: float = 0.0
     recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
+
+    @property
+    def rederived_day(self) -> date | None:
+        """The next accepted day whose events were recomputed (the first of `rederived_days`)."""
+        return self.rederived_days[0] if self.rederived_days else None
 
     @classmethod
     def carried(
@@ -137,8 +144,14 @@ def recheck_gate(
     return (None if verdict.confirmed else gate_recheck(verdict)), got.requests
 
 
-def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> date | None:
-    """Recompute the events of the next accepted day after `day` against its (new) base.
+def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> tuple[date, ...]:
+    """Recompute the events of the next accepted day after `day` against its (new) base (`_rederive`)."""
+    nxt = history.next_accepted_after(conn, day)
+    return () if nxt is None else _rederive(conn, nxt, day, rules)
+
+
+def _rederive(conn: duckdb.DuckDBPyConnection, nxt: date, day: date, rules: Rules) -> tuple[date, ...]:
+    """Recompute the events of accepted day `nxt` against its base, after the commit or rejection of `day`.
 
     The gates that need the base are judged again against the new base and stored, so the day's gate rows
     never contradict its comparison base, and every withdrawal the new diff finds is confirmed with the source
@@ -146,9 +159,6 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> 
     WITHDRAWN); should one now fail, that day is rejected (its history removed) and the day after it is
     re-derived in turn.
     """
-    nxt = history.next_accepted_after(conn, day)
-    if nxt is None:
-        return None
     base = history.comparison_base(conn, nxt)
     new_frame = history.load_snapshot(conn, nxt)
     base_frame, seen = history.load_base(conn, base)
@@ -164,14 +174,21 @@ def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> 
             gates = gates if failed is None else [*gates, failed]
         history.write_gates(conn, nxt, gates)
         if failed is not None:
-            _reject(conn, nxt, failed, None, time.monotonic(), rules, base)
-            return nxt
+            return (nxt, *_reject(conn, nxt, failed, None, time.monotonic(), rules, base).rederived_days)
     history.write_rederived(conn, nxt, by=day, base=base, diff=diff)
-    return nxt
+    return (nxt,)
 
 
-def _finish(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> date | None:
+def _finish(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> tuple[date, ...]:
+    """The days after `day` recomputed now that it was committed or refused: the next accepted day (its base
+    moved), then each later one whose NEW events it may turn into reappearances or back (what accepted days
+    before a day's base listed decides that) — so the history ends as if the days had run in date order."""
     rederived = _rederive_next(conn, day, rules)
+    after = max(rederived, default=day)
+    for later in history.reappearance_candidates(conn, after=after, listed_on=day):
+        run = history.run_row(conn, later)  # a chain above may have refused it since
+        if later not in rederived and run is not None and DayStatus.of_value(run["status"]) is DayStatus.ACCEPTED:
+            rederived += _rederive(conn, later, day, rules)
     history.tidy_records(conn)
     return rederived
 
@@ -195,7 +212,7 @@ def _reject(
         failed_gate=gate,
         rejected_gate=gate.number,
         reason=rejection_reason(gate),
-        rederived_day=rederived,
+        rederived_days=rederived,
         seconds=time.monotonic() - started,
     )
 
@@ -266,7 +283,7 @@ def commit_day(
         rederived = _finish(conn, day, rules)
         seconds = time.monotonic() - started
         return DayOutcome(
-            day, status, base.day, dict(diff.counts), tuple(gates), rederived_day=rederived, seconds=seconds
+            day, status, base.day, dict(diff.counts), tuple(gates), rederived_days=rederived, seconds=seconds
         )
 
     return history.transaction(conn, work)

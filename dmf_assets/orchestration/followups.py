@@ -28,7 +28,7 @@ from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.orchestration.verdict import plain, rejection_of
+from dmf_assets.orchestration.verdict import plain, rederived_of, rejection_of
 from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
@@ -386,20 +386,21 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
             "retry",
             {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"},
         )
-    # 3. a day whose events were re-derived by the commit (or rejection) of an earlier day
+    # 3. the days whose events the commit or the rejection of an earlier day recomputed (by its verdict, or at
+    # its diff), each of a chain of them: their events and workbooks are written again
     for day, state in tick.states.items():
-        diffed = state.diffed
-        rederived = diffed.metadata.get("rederived_day") if diffed else None
-        if diffed is None or not rederived or rederived in busy or rederived in plans:
-            continue
-        report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
-        if _older(report, diffed):
-            plans[rederived] = Plan(
-                rederived,
-                ("events", "xlsx_report"),
-                f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
-                f"rederived:{rederived}:{diffed.storage_id}",
-                "refresh",
-                _quiet_after(state, diffed),
-            )
+        for record in (r for r in (state.judged, state.diffed) if r is not None):
+            for rederived in rederived_of(record.metadata):
+                if rederived in busy or rederived in plans:
+                    continue
+                report = latest_by_partition(instance, "xlsx_report", [rederived]).get(rederived)
+                if _older(report, record):
+                    plans[rederived] = Plan(
+                        rederived,
+                        ("events", "xlsx_report"),
+                        f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
+                        f"rederived:{rederived}:{record.storage_id}",
+                        "refresh",
+                        _quiet_after(state, record),
+                    )
     return [plans[d] for d in sorted(plans)]

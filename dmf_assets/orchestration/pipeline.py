@@ -89,6 +89,7 @@ class JudgedDay:
     quality: list[QualityMetric]
     base_day: date | None
     reason: str | None  # why the day was rejected (None = passed the gates before the diff)
+    rederived_days: tuple[date, ...] = ()  # recomputed by its rejection (`DayOutcome.rederived_days`)
 
     @property
     def passed(self) -> bool:
@@ -205,7 +206,9 @@ def judge(
     rejection = commit.record_judgement(
         conn, day, judgement, run_id=run_id, rules=commit.Rules.of(settings, registry), base=base
     )
-    return JudgedDay(day, facts, keyed, gates, quality, base.day, None if rejection is None else rejection.reason)
+    if rejection is None:
+        return JudgedDay(day, facts, keyed, gates, quality, base.day, None)
+    return JudgedDay(day, facts, keyed, gates, quality, base.day, rejection.reason, rejection.rederived_days)
 
 
 def _with_drop_samples(

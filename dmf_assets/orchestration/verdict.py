@@ -24,6 +24,9 @@ REASON = "사유 / reason"
 BASE = "비교 기준일 / comparison base"
 SAMPLES = "표본 행 / sample rows"
 WHAT_NEXT = "다음 / what happens next"
+#: the days whose events a day's commit or rejection recomputed, ISO dates joined by ", " (the sensor writes their
+#: events and workbooks again); "rederived_day" (one day) in records written before
+REDERIVED = "rederived_days"
 
 #: the run tag a rejected day's run carries: the Korean reason, in the Runs list beside the run
 REJECTED_TAG = "dmf/rejected"
@@ -45,6 +48,16 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
         BASE: r.base_day.isoformat() if r.base_day else NO_BASE,
         WHAT_NEXT: next_step,
     }
+
+
+def rederived_metadata(days: Iterable[date]) -> dict[str, str]:
+    return {REDERIVED: ", ".join(d.isoformat() for d in days)}
+
+
+def rederived_of(metadata: Mapping[str, Any]) -> list[str]:
+    """The re-derived days a record's plain metadata names (ISO dates)."""
+    text = metadata.get(REDERIVED) or metadata.get("rederived_day") or ""
+    return [d.strip() for d in str(text).split(",") if d.strip()]
 
 
 def rejection_tag(r: Rejection) -> str:

@@ -160,6 +160,13 @@ def missing_from_base(conn: duckdb.DuckDBPyConnection, base_day: date, keys: lis
         conn.unregister("present_keys")
 
 
+def reappearance_candidates(conn: duckdb.DuckDBPyConnection, *, after: date, listed_on: date) -> list[date]:
+    """Accepted days after `after` whose NEW events are read as reappearances by what accepted days before their
+    base listed — which the commit or the rejection of `listed_on` may have changed (`sql/queries/history.sql`)."""
+    rows = conn.execute(query("history.reappearance_candidates"), [day_id(after), day_id(listed_on)]).fetchall()
+    return [to_date(r[0]) for r in rows]
+
+
 def run_row(conn: duckdb.DuckDBPyConnection, day: date) -> dict | None:
     rows = dict_rows(conn.execute(query("history.run_row"), [day_id(day)]))
     return rows[0] if rows else None

@@ -326,3 +326,23 @@ def test_overdue_is_recorded_on_the_expected_partition_after_0900_kst(tmp_path, 
     assert _overdue_evaluation(ws.instance, after + timedelta(minutes=5), settings) is None  # recorded once
     # a day whose report exists is never overdue (the backfill of an old day never looks "late")
     assert _overdue_evaluation(ws.instance, datetime(2026, 10, 5, 9, 30, tzinfo=KST), settings) is None
+
+
+def test_a_rejection_that_recomputes_a_later_day_writes_that_days_events_and_workbook_again(tmp_path, after_d1):
+    """D2 re-run and now refused (at its verdict) re-derives D3 against D1 in the history; D3's events file and
+    workbook still said 'compared with D2' — only a day committed at its diff told the sensor what it had recomputed."""
+    d3 = D2 + timedelta(days=1)
+    ws, _ = _ws(tmp_path, after_d1)
+    for day in (D2, d3):
+        assert launch.run_day(day, instance=ws.instance, resources=ws.resources).success
+    events_file = ws.root / "data" / "events" / f"{d3.isoformat()}.jsonl"
+    workbook = ws.root / "reports" / f"DMF_리포트_{d3.isoformat()}.xlsx"
+    assert {json.loads(line)["comparison_base"] for line in events_file.read_text().splitlines()} == {str(D2)}
+    written = workbook.stat().st_mtime_ns
+    ws.instance.dispose()
+    again = make_workspace(ws.root, {D2.isoformat(): "page_missing_rows"}, reuse=True)
+    launch.run_day(D2, instance=again.instance, resources=again.resources, extra_tags={followups.REFETCH_TAG: "true"})
+    runs = runs_by_day(again)
+    assert runs[D2]["status"] == "rejected" and runs[d3]["base_day_id"] == int(D1.strftime("%Y%m%d"))
+    assert {json.loads(line)["comparison_base"] for line in events_file.read_text().splitlines()} == {str(D1)}
+    assert workbook.stat().st_mtime_ns > written

@@ -297,3 +297,33 @@ def test_a_stored_day_status_is_read_back_as_its_member_and_an_unknown_one_is_na
     assert all(DayStatus.of_value(status.value) is status for status in DayStatus)
     with pytest.raises(ValueError, match="'bogus' is not a valid DayStatus"):  # was a bare StopIteration
         DayStatus.of_value("bogus")
+
+
+def test_a_day_committed_before_two_later_ones_turns_the_later_return_into_a_reappearance(tmp_path):
+    """20230804-160-I-537-09(A) is listed on 09-01, gone on 09-02 and back on 09-16. Committed 09-05, 09-16, then
+    09-01: 09-05 was re-derived (its WITHDRAWN), but 09-16 kept 'NEW, INFO, not a reappearance' — its base did not
+    move, though what was listed before its base did. The history must end as the date order leaves it."""
+    sim = RegistrySimulator()
+    days = [date(2026, 9, 1), date(2026, 9, 5), date(2026, 9, 16)]
+    snaps = {d: build_snapshot(sim.items(d)) for d in days}
+    contents = []
+    for order in (days, [days[1], days[2], days[0]]):
+        with open_database(tmp_path / f"{order[0]}.duckdb", purpose="test") as conn:
+            for day in order:
+                commit(conn, day, snaps)
+            contents.append(history.history_content(conn))
+            back = conn.execute(
+                "SELECT severity, is_reappearance FROM events WHERE day_id = ? AND permit_no = ?",
+                [history.day_id(days[2]), "20230804-160-I-537-09(A)"],
+            ).fetchall()
+            assert back == [("HIGH", True)], (order, back)
+    assert contents[0] == contents[1]
+    # and back again: 09-01 refused on a re-run, 09-16's return is a plain NEW once more, as in date order
+    with open_database(tmp_path / f"{days[1]}.duckdb", purpose="test") as conn:
+        gate = GateOutcome(2, False, 1.0, 2.0, "1 / 2", "수신 건수 = totalCount", "누락")
+        day_commit.reject_day(conn, days[0], gate)
+        back = conn.execute(
+            "SELECT severity, is_reappearance FROM events WHERE day_id = ? AND permit_no = ?",
+            [history.day_id(days[2]), "20230804-160-I-537-09(A)"],
+        ).fetchall()
+    assert back == [("INFO", False)]

@@ -14,6 +14,17 @@ WHERE status IN ('accepted', 'baseline') AND day_id > ?
 ORDER BY day_id
 LIMIT 1;
 
+-- name: reappearance_candidates
+-- accepted days after the first ? whose NEW events may read otherwise now that the day of the second ? was
+-- committed or refused: a NEW of a number (or synthetic key) that day lists, or a NEW that is a reappearance
+SELECT DISTINCT e.day_id
+FROM events e JOIN runs r ON r.day_id = e.day_id
+WHERE e.day_id > ? AND r.status = 'accepted' AND e.event_type = 'NEW'
+  AND (e.is_reappearance OR coalesce(e.permit_no, e.dmf_key) IN (
+      SELECT coalesce(v.permit_no, 'SYN-' || left(v.syn_basis_hash, 12))
+      FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id WHERE s.day_id = ?))
+ORDER BY 1;
+
 -- name: load_snapshot
 SELECT r.dmf_key, v.*
 FROM snapshots s
