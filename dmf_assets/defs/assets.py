@@ -107,6 +107,9 @@ def _reject(
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
     if rederived:  # the later days this rejection recomputed: the sensor writes their events and workbooks again
         metadata |= verdict.rederived_metadata(rederived)
+        context.log.info(
+            f"{context.partition_key}: 뒤의 정상 수집일 {', '.join(map(str, rederived))}의 이벤트를 다시 계산했습니다."
+        )
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
     # the reason where the on-call engineer first sees the run: the Runs list and the run's header
     context.instance.add_run_tags(context.run_id, {verdict.REJECTED_TAG: verdict.rejection_tag(rejection)})
@@ -352,7 +355,7 @@ def _diff_outcome(
         )
     if out.rederived_days:
         days = ", ".join(map(str, out.rederived_days))
-        context.log.info(f"{out.day}: 다음 정상 수집일 {days}의 이벤트를 새 기준으로 다시 계산했습니다.")
+        context.log.info(f"{out.day}: 뒤의 정상 수집일 {days}의 이벤트를 새 기준으로 다시 계산했습니다.")
     if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
         yield from _after_diff_results(out, after)
         rejection = Rejection.of(out.failed_gate, out.base_day)

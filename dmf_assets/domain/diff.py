@@ -436,10 +436,16 @@ _FIELD_ORDER: dict[str, int] = {name: i for i, name in enumerate([*FIELD_COLUMNS
 
 def _site_rows(joined: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`sites` change rows of the pairs whose manufacturer/address/countries changed (CHANGE_SCHEMA), and
-    the pairs (dmf_key, base_dmf_key) whose sites are the same ones listed in another order."""
+    `joined` with `_reordered`: true for the pairs whose sites are the same ones, listed in another order."""
     cand = _site_candidates(joined)
     rows, reordered = _site_changes(cand) if cand.height else ([], [])
     pair_schema = {"dmf_key": pl.Utf8, "base_dmf_key": pl.Utf8}
+    flagged = joined.join(
+        pl.DataFrame(reordered, schema=pair_schema, orient="row").with_columns(_reordered=pl.lit(True)),
+        on=["dmf_key", "base_dmf_key"],
+        how="left",
+        maintain_order="left",
+    ).with_columns(pl.col("_reordered").fill_null(False))
     return pl.DataFrame(rows, schema={**pair_schema, "before": pl.Utf8, "after": pl.Utf8}).select(
         "dmf_key",
         "base_dmf_key",
@@ -448,7 +454,7 @@ def _site_rows(joined: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         "after",
         pl.lit(False).alias("is_cosmetic"),
         pl.lit(Severity.CRITICAL.value).alias("severity"),
-    ), pl.DataFrame(reordered, schema=pair_schema, orient="row")
+    ), flagged
 
 
 def _site_candidates(joined: pl.DataFrame) -> pl.DataFrame:
@@ -542,13 +548,7 @@ def _compare_pairs(base: pl.DataFrame, new: pl.DataFrame, pairs: pl.DataFrame) -
         right_on="b.dmf_key",
     ).join(new.select("dmf_key", *n_cols).rename({c: f"n.{c}" for c in n_cols}), on="dmf_key")
 
-    site_rows, reordered = _site_rows(joined)
-    joined = joined.join(
-        reordered.with_columns(_reordered=pl.lit(True)),
-        on=["dmf_key", "base_dmf_key"],
-        how="left",
-        maintain_order="left",
-    ).with_columns(pl.col("_reordered").fill_null(False))
+    site_rows, joined = _site_rows(joined)
     sites_differ = ~pl.col("b.site_count").eq_missing(pl.col("n.site_count"))
     renumbered = (
         pl.col("b.permit_no").is_not_null()

@@ -3,7 +3,8 @@
 permit_no_raw (audit) -> permit_no (normalized) -> dmf_key (unique within one snapshot):
 - a number seen once is its own key;
 - duplicate numbers get `#2`, `#3` … in a content-determined order (never fetch order), so a page
-  reshuffle cannot relabel them (a longer separator on a day that lists a number holding `#`); the diff matches duplicate groups group-to-group anyway;
+  reshuffle cannot relabel them (a longer separator on a day that lists a number holding `#`); the diff
+  matches duplicate groups group-to-group anyway;
 - a missing number gets `SYN-<hash of ingredient key, applicant (BIZRNO if valid), manufacturer key,
   issue date>`; cosmetic re-typings keep it, because it is built from matching keys.
 
