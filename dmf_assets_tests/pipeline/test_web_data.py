@@ -92,3 +92,16 @@ def test_a_day_still_to_come_and_a_nul_in_a_query_read_as_what_they_are(tmp_path
     assert "아직 오지 않은 날입니다" in future and "수집하지 않았습니다" not in future
     assert "수집하지 않았습니다" in past and "아직 오지 않은" not in past
     assert nul.status_code == 200 and "\x00" not in nul.text and 'value="아세트아미노펜"' in nul.text
+
+
+def test_a_first_day_rejected_shows_no_blank_figure_and_no_base_that_is_not_there(tmp_path):
+    """Before any accepted day its page said 「등록 수 (비교 기준일의 목록)」 with no figure, 「비교 기준이 그대로」
+    of a base that does not exist, and the home 「마지막 정상 수집일(없음) 그대로」."""
+    database = build_emulated_history(tmp_path / "dmf.duckdb", [FIRST], rejected=(FIRST,))
+    (tmp_path / "reports").mkdir()
+    with serving(tmp_path / "reports", database) as (base, _):
+        day = httpx.get(f"{base}/day/{FIRST}", timeout=30).text
+        home = httpx.get(f"{base}/", timeout=30).text
+    assert "비교 기준일의 목록" not in day and "비교 기준이 그대로" not in day
+    assert "없음 — 이 날보다 앞서 반영된 날이 없습니다" in day
+    assert "(없음) 그대로" not in home and "반영된 날이 아직 없어 보여 드릴 등록 현황이 없습니다" in home
