@@ -34,12 +34,14 @@ import polars as pl
 from dmf_assets import links, notify
 from dmf_assets.clock import ClockBehind, now_kst
 from dmf_assets.defs.checks import (
+    RECHECK_CHECK,
     gate_result,
     gate_specs,
     gates_md,
     md_table,
     quality_result,
     quality_spec,
+    recheck_spec,
     samples_md,
     warn_spec,
 )
@@ -52,10 +54,12 @@ from dmf_assets.domain.gates import (
     GATES,
     STALENESS,
     Gate,
+    GateOutcome,
     GateRegistry,
     Needs,
     Rejection,
     first_failure,
+    gate_recheck_nothing_to_ask,
     gates_labelled,
     gates_text,
     not_evaluated,
@@ -308,7 +312,7 @@ def diff_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
                 description=_diff_description(registry.needing(BEFORE_DIFF), after),
             )
         ],
-        check_specs=gate_specs("snapshot_diff", registry),
+        check_specs=[*gate_specs("snapshot_diff", registry), recheck_spec()],
         can_subset=True,
         pool="duckdb",
     )
@@ -360,7 +364,8 @@ def _diff_outcome(
         yield from _after_diff_results(out, after)
         rejection = Rejection.of(out.failed_gate, out.base_day)
         yield from _reject(context, "snapshot_diff", rejection, out.rederived_days)
-        if not out.failed_gate.gate.after_diff:
+        refused_by_a_check = out.failed_gate.gate.after_diff or (out.recheck is not None and not out.recheck.passed)
+        if not refused_by_a_check:
             # no check of this step failed, so none stops it: the red partition needs the step to fail
             raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
         return
@@ -433,11 +438,26 @@ def _diff_and_commit(
 
 
 def _after_diff_results(out: DayOutcome, after: tuple[Gate, ...]) -> Iterator[dg.AssetCheckResult]:
-    """The checks of the gates judged on the diff; those a gate before them refused are not evaluated (a WARN)."""
+    """The checks of the gates judged on the diff, and gate 2's once more on its withdrawals; those a gate before
+    them refused are not evaluated (a WARN)."""
     judged = {g.number: g for g in out.gates}
     for gate in after:
         reason = f"게이트 {out.rejected_gate}에서 거부되어 {josa(gate.label_ko, '은/는')} 평가하지 않았습니다."
         yield gate_result(judged.get(gate.number) or not_evaluated(gate, reason), "snapshot_diff")
+    yield gate_result(_recheck_outcome(out), "snapshot_diff", RECHECK_CHECK)
+
+
+def _recheck_outcome(out: DayOutcome) -> GateOutcome:
+    """Gate 2 on the day's withdrawals as its check shows it: as judged, or why it was not asked."""
+    if out.recheck is not None:
+        return out.recheck
+    if out.failed_gate is not None:
+        reason = f"게이트 {out.rejected_gate}에서 거부되어 목록에서 삭제될 후보를 원천에 다시 묻지 않았습니다."
+    elif out.base_day is None:  # the baseline: nothing is compared, so nothing can have left the list
+        return gate_recheck_nothing_to_ask()
+    else:
+        reason = "이 날의 보관본은 삭제 후보를 원천에 다시 묻기 전에 받은 것이어서 그때처럼 반영했습니다."
+    return not_evaluated(COMPLETENESS, reason)
 
 
 snapshot_diff = diff_asset()

@@ -13,7 +13,16 @@ from collections.abc import Sequence
 import dagster as dg
 
 from dmf_assets.defs.partitions import daily_partitions
-from dmf_assets.domain.gates import GATES, QUALITY_LABELS, Gate, GateOutcome, GateRegistry, QualityMetric
+from dmf_assets.domain.gates import (
+    COMPLETENESS,
+    GATES,
+    QUALITY_LABELS,
+    RECHECK_RULE,
+    Gate,
+    GateOutcome,
+    GateRegistry,
+    QualityMetric,
+)
 from dmf_assets.report.rows import sample_table
 
 # Partitioned check specs are what make a day's verdict visible on its partition; Dagster 1.13 marks
@@ -42,6 +51,22 @@ def gate_spec(g: Gate) -> dg.AssetCheckSpec:
 def gate_specs(asset: str, registry: GateRegistry = GATES) -> list[dg.AssetCheckSpec]:
     """The blocking checks of every gate of `registry` judged on `asset`, in gate order."""
     return [gate_spec(g) for g in registry if g.asset == asset]
+
+
+#: gate 2 judged again on snapshot_diff, on the day's would-be withdrawals (`commit.recheck_gate`): its own check, so
+#: a day it refuses is a failed check on that day's partition, like any gate's
+RECHECK_CHECK = f"{COMPLETENESS.check_name}_recheck"
+
+
+def recheck_spec() -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        RECHECK_CHECK,
+        asset="snapshot_diff",
+        blocking=True,
+        partitions_def=daily_partitions,
+        description=f"게이트 {COMPLETENESS.number} (차단, 비교 뒤 한 번 더) — {RECHECK_RULE}. 원천이 아직 싣고 있는 "
+        "등록이 수집본에 없거나 확인하지 못하면 그날은 거부되고 비교 기준일은 그대로입니다.",
+    )
 
 
 def warn_spec(name: str, asset: str, description: str) -> dg.AssetCheckSpec:
@@ -76,12 +101,12 @@ def gates_md(gates: list[GateOutcome]) -> str:
     )
 
 
-def gate_result(g: GateOutcome, asset: str) -> dg.AssetCheckResult:
-    """One gate's verdict. A gate not evaluated (the day was already rejected) is a WARN, so it does not
-    block the rejected day's own report."""
+def gate_result(g: GateOutcome, asset: str, check_name: str | None = None) -> dg.AssetCheckResult:
+    """One gate's verdict (on its own check, or `check_name`). A gate not evaluated (the day was already rejected)
+    is a WARN, so it does not block the rejected day's own report."""
     return dg.AssetCheckResult(
         asset_key=asset,
-        check_name=g.gate.check_name,
+        check_name=check_name or g.gate.check_name,
         passed=g.passed is not False,
         severity=dg.AssetCheckSeverity.ERROR if g.passed is not None else dg.AssetCheckSeverity.WARN,
         description=f"{g.label_ko}: {g.observed} (기준 {g.threshold}) — {g.detail}",

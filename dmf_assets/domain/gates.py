@@ -431,9 +431,26 @@ def gate_recheck(v: RecheckVerdict) -> GateOutcome:
         float(listed + unconfirmed),
         0.0,
         observed,
-        "삭제 후보마다 원천에 다시 물어 목록에 없음을 확인",
+        RECHECK_RULE,
         detail,
         (*v.listed, *v.unconfirmed)[:10],
+    )
+
+
+#: the rule of gate 2 judged again after the diff, as its check and its rows state it
+RECHECK_RULE = "삭제 후보마다 원천에 다시 물어 목록에 없음을 확인"
+
+
+def gate_recheck_nothing_to_ask() -> GateOutcome:
+    """Gate 2 after the diff on a day with no would-be withdrawal: nothing to ask the source again."""
+    return GateOutcome(
+        COMPLETENESS.number,
+        True,
+        0.0,
+        0.0,
+        "삭제 후보 0건",
+        RECHECK_RULE,
+        "목록에서 삭제될 후보가 없어 다시 물을 것이 없습니다.",
     )
 
 

@@ -31,6 +31,7 @@ from dmf_assets.domain.gates import (
     GateThresholds,
     first_failure,
     gate_recheck,
+    gate_recheck_nothing_to_ask,
     rejection_reason,
 )
 from dmf_assets.domain.model import DayStatus
@@ -81,6 +82,8 @@ class DayOutcome:
     diff: DiffResult | None = None
     seconds: float = 0.0
     recheck_requests: int = 0  # requests sent to confirm the day's withdrawals (0: none, or all archived)
+    #: gate 2 judged again on the diff's withdrawals (`recheck_gate`): passed, failed, or None — not judged
+    recheck: GateOutcome | None = None
 
     @property
     def rederived_day(self) -> date | None:
@@ -119,13 +122,13 @@ def recheck_gate(
     day: date, diff: DiffResult, base_frame: pl.DataFrame | None, snapshot: pl.DataFrame, recheck: Recheck | None
 ) -> tuple[GateOutcome | None, int]:
     """Gate 2 once more, on the withdrawals the day's diff found: each is asked of the source again
-    (`domain.recheck`). Returns (the failed gate, or None when every one is confirmed or there is none; the
-    requests it took)."""
+    (`domain.recheck`). Returns (its outcome — None when there is no source to ask, or an archive from before
+    withdrawals were asked; the requests it took)."""
     if recheck is None or base_frame is None:
         return None, 0
     gone = diff.events.filter(pl.col("event_type") == "WITHDRAWN")["dmf_key"].to_list()
     if not gone:
-        return None, 0
+        return gate_recheck_nothing_to_ask(), 0
     withdrawn = base_frame.filter(pl.col("dmf_key").is_in(gone))
     plan = plan_recheck(withdrawn)
     got = recheck(day, list(plan.queries))
@@ -141,7 +144,7 @@ def recheck_gate(
         got.requests,
         "confirmed" if verdict.confirmed else f"{len(verdict.listed)} listed, {len(verdict.unconfirmed)} unconfirmed",
     )
-    return (None if verdict.confirmed else gate_recheck(verdict)), got.requests
+    return gate_recheck(verdict), got.requests
 
 
 def _rederive_next(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> tuple[date, ...]:
@@ -170,7 +173,8 @@ def _rederive(conn: duckdb.DuckDBPyConnection, nxt: date, day: date, rules: Rule
         fetch = FetchFacts.recorded(run["total_count"], run["rows_received"])
         gates = rules.registry.judge(diff_evidence(fetch, base, base_frame, new_frame, diff), rules.thresholds, ON_BASE)
         if (failed := first_failure(gates)) is None:
-            failed, _ = recheck_gate(nxt, diff, base_frame, new_frame, rules.recheck)
+            confirmed, _ = recheck_gate(nxt, diff, base_frame, new_frame, rules.recheck)
+            failed = confirmed if confirmed is not None and not confirmed.passed else None
             gates = gates if failed is None else [*gates, failed]
         history.write_gates(conn, nxt, gates)
         if failed is not None:

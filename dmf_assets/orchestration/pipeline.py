@@ -322,13 +322,13 @@ def diff_and_commit(
     diff = diff_snapshots(base_frame, judged.keyed, previously_seen=seen, watchlist=rules.watchlist)
     evidence = commit.diff_evidence(judged.facts, base, base_frame, judged.keyed, diff)
     gates = [*before, *registry.judge(evidence, settings.gates, (Needs.DIFF,))]
+    confirmed, requests = None, 0
     if (failed := first_failure(gates)) is not None:
         out = reject(failed, gates)
-        requests = 0
     else:
-        recheck_gate, requests = commit.recheck_gate(day, diff, base_frame, judged.keyed, recheck)
-        if recheck_gate is not None:  # stored with every gate judged before it, as the outcome lists them
-            out = reject(recheck_gate, gates)
+        confirmed, requests = commit.recheck_gate(day, diff, base_frame, judged.keyed, recheck)
+        if confirmed is not None and not confirmed.passed:  # stored with every gate judged before it
+            out = reject(confirmed, gates)
         else:
             out = commit.commit_day(conn, day, judged.keyed, diff, base=base, gates=gates, run_id=run_id, rules=rules)
     return replace(
@@ -338,4 +338,5 @@ def diff_and_commit(
         diff=diff,
         seconds=time.monotonic() - started,
         recheck_requests=requests,
+        recheck=confirmed,
     )

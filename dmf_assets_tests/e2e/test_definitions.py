@@ -43,6 +43,7 @@ def test_graph_shape_checks_and_pools():
         ("integrity_verdict", "gate_4_nulls"),
         ("integrity_verdict", "gate_5_duplicates"),
         ("snapshot_diff", "gate_6_churn"),
+        ("snapshot_diff", "gate_2_completeness_recheck"),  # gate 2 once more, on the diff's withdrawals
     }
     # every asset that touches the DuckDB file is in the single-slot pool
     for key in ("integrity_verdict", "snapshot_diff", "events", "xlsx_report"):

@@ -113,6 +113,8 @@ def test_the_registry_changing_during_the_fetch_never_withdraws_a_listed_registr
         assert stored[2] is False and stored[6] is True, stored
         checks = _checks_of_the_day_run(ws, D2)
         assert checks["gate_6_churn"] is True, checks
+        # and the refusal is a failed check on the day's partition, like any gate's (it was a failed step only)
+        assert checks["gate_2_completeness_recheck"] is False, checks
 
         # the same morning's retry fetches again: the registry stays changed now, so the fetch is consistent
         launch.run_day(D2, instance=ws.instance, resources=ws.resources, extra_tags={REFETCH_TAG: "true"})
@@ -121,6 +123,7 @@ def test_the_registry_changing_during_the_fetch_never_withdraws_a_listed_registr
         assert _events(ws, D2) == [("NEW", shifted[-1]["DMF_PERMIT_NO"]), ("WITHDRAWN", deleted["DMF_PERMIT_NO"])]
         assert len(app.requests) - asked == 8 + 1  # the real withdrawal, confirmed with one question
         assert _metadata(ws, "snapshot_diff", D2)["recheck_requests"] == 1
+        assert _checks_of_the_day_run(ws, D2)["gate_2_completeness_recheck"] is True  # confirmed, so passed
 
     # the answers are archived with the day: a rebuild says the same with no source at all (the server is gone)
     raw = tmp_path / "data" / "raw"
