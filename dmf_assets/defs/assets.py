@@ -59,7 +59,6 @@ from dmf_assets.domain.gates import (
     Needs,
     Rejection,
     first_failure,
-    gate_recheck_nothing_to_ask,
     gates_labelled,
     gates_text,
     not_evaluated,
@@ -453,8 +452,6 @@ def _recheck_outcome(out: DayOutcome) -> GateOutcome:
         return out.recheck
     if out.failed_gate is not None:
         reason = f"게이트 {out.rejected_gate}에서 거부되어 목록에서 삭제될 후보를 원천에 다시 묻지 않았습니다."
-    elif out.base_day is None:  # the baseline: nothing is compared, so nothing can have left the list
-        return gate_recheck_nothing_to_ask()
     else:
         reason = "이 날의 보관본은 삭제 후보를 원천에 다시 묻기 전에 받은 것이어서 그때처럼 반영했습니다."
     return not_evaluated(COMPLETENESS, reason)

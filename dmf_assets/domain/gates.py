@@ -408,6 +408,10 @@ def gate_completeness(f: FetchFacts, samples: tuple[dict, ...] = ()) -> GateOutc
     )
 
 
+#: the rule of gate 2 judged again after the diff, as its check and its rows state it
+RECHECK_RULE = "삭제 후보마다 원천에 다시 물어 목록에 없음을 확인"
+
+
 def gate_recheck(v: RecheckVerdict) -> GateOutcome:
     """Gate 2 judged again after the diff, on its would-be withdrawals asked of the source once more
     (`domain.recheck`): a snapshot that lacks a registration the source still lists is incomplete, and a
@@ -435,10 +439,6 @@ def gate_recheck(v: RecheckVerdict) -> GateOutcome:
         detail,
         (*v.listed, *v.unconfirmed)[:10],
     )
-
-
-#: the rule of gate 2 judged again after the diff, as its check and its rows state it
-RECHECK_RULE = "삭제 후보마다 원천에 다시 물어 목록에 없음을 확인"
 
 
 def gate_recheck_nothing_to_ask() -> GateOutcome:

@@ -124,10 +124,10 @@ def recheck_gate(
     """Gate 2 once more, on the withdrawals the day's diff found: each is asked of the source again
     (`domain.recheck`). Returns (its outcome — None when there is no source to ask, or an archive from before
     withdrawals were asked; the requests it took)."""
-    if recheck is None or base_frame is None:
+    if recheck is None:
         return None, 0
     gone = diff.events.filter(pl.col("event_type") == "WITHDRAWN")["dmf_key"].to_list()
-    if not gone:
+    if base_frame is None or not gone:  # the baseline has no base, and no withdrawal
         return gate_recheck_nothing_to_ask(), 0
     withdrawn = base_frame.filter(pl.col("dmf_key").is_in(gone))
     plan = plan_recheck(withdrawn)

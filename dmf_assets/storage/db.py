@@ -607,7 +607,8 @@ def read_only_database(path: str | Path, *, wait_s: float = 2.0) -> Iterator[duc
     the last one is done — and waited for at most `wait_s`, then `DatabaseBusy` (a run is writing: say so,
     rather than hang). No database is created or migrated (only the lock file, when it is missing):
     `FileNotFoundError` when there is no database yet, `DatabaseOutdated` when migrations are pending (the
-    next run applies them), `DatabaseDamaged` for a file DuckDB cannot read. Open it per question and close it at once: an open connection blocks writers.
+    next run applies them), `DatabaseDamaged` for a file DuckDB cannot read. Open it per question and close it
+    at once: an open connection blocks writers.
     """
     path = Path(path)
     if not path.is_file():
