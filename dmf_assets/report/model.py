@@ -68,7 +68,7 @@ class Aggregate:
     label_ko: str
     title: str
     counts: tuple[str, ...]
-    search: str
+    group_search: str
     note: str = ""
 
 
@@ -79,7 +79,7 @@ AGGREGATES: tuple[Aggregate, ...] = (
         "성분 (기준명)",
         "성분별 등록 현황",
         ("manufacturers", "applicants", "countries"),
-        "q",
+        "ingredient_base",
         "염·수화물·미분화 표기를 뗀 기준명으로 묶었습니다.",
     ),
     Aggregate(
@@ -88,7 +88,7 @@ AGGREGATES: tuple[Aggregate, ...] = (
         FIELD_LABEL_KO["applicant"],
         f"업체({FIELD_LABEL_KO['applicant']})별 등록 현황",
         ("ingredients", "manufacturers", "countries"),
-        "applicant",
+        "applicant_group",
     ),
     Aggregate(
         "by_country",
@@ -259,6 +259,7 @@ class DayCounts:
 class AggregateRow:
     label: str  # ingredient base / applicant / country
     registrations: int
+    group_key: str | None = None  # what the row counts by (the web page's search for its registrations)
     manufacturers: int = 0
     applicants: int = 0
     countries: int = 0

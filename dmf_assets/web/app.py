@@ -196,12 +196,13 @@ def search_query(request: Request) -> data.SearchQuery:
         country=_text(request, "country"),
         applicant=_text(request, "applicant"),
         target_class=target,
-        issued_from=_optional_day(request, "from", "발급일자 시작"),
-        issued_to=_optional_day(request, "to", "발급일자 끝"),
+        issued_from=_optional_day(request, data.PARAM_NAMES["issued_from"], "발급일자 시작"),
+        issued_to=_optional_day(request, data.PARAM_NAMES["issued_to"], "발급일자 끝"),
         cohort=_text(request, "cohort"),
         as_of=_optional_day(request, "as_of", "기준일"),
         sort=sort,
         page=page,
+        **{field: _text(request, data.PARAM_NAMES[field]) for field in data.GROUP_FIELDS},
     )
 
 
@@ -249,7 +250,7 @@ def export(site: Site, request: Request) -> Response:
         return Response(body, media_type="text/csv; charset=utf-8", headers=_attachment(f"{stem}.csv"))
     from dmf_assets.analyst.sheets import write_registry_workbook
 
-    what = sq.q or "전체"
+    what = " · ".join(filter(None, (sq.q, *data.scope(registry, sq)))) or "전체"
     with tempfile.TemporaryDirectory(prefix="dmf-web-") as folder:
         path = write_registry_workbook(
             Path(folder) / "export.xlsx",
@@ -389,6 +390,8 @@ def _templates() -> Jinja2Templates:
         registration_href=registration_href,
         KEY=shown_key,
         SEARCH_HINT=field_labels(*data.SEARCHED_FIELDS, sep=", "),
+        GROUP_FIELDS=data.GROUP_FIELDS,
+        PARAM_NAMES=data.PARAM_NAMES,
         FIELD=FIELD_LABEL_KO,
         COLUMN=COLUMN_LABEL,
         EVENT=event_label,  # an event's own name: 「등록번호 변경」 and 「등록번호 부여」 apart from 「변경」

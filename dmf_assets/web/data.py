@@ -106,7 +106,7 @@ def latest_accepted(conn: duckdb.DuckDBPyConnection) -> date | None:
 class Ranked:
     label: str
     registrations: int
-    query: dict[str, str]  # the search that lists them
+    query: dict[str, str] | None  # the search that lists exactly them (None: a row of registrations without the value)
 
 
 class Top(NamedTuple):
@@ -138,14 +138,31 @@ def headline_figures(summary: DaySummary) -> tuple[tuple[str, int], ...]:
     )
 
 
+def _site_keys(sites: pl.DataFrame) -> pl.DataFrame:
+    """(record_id, name, key): each site's name with its company matching key — how the page tells manufacturers
+    apart, in the home's counts and in the search for one manufacturer's registrations alike."""
+    keyed = sites.with_columns(key=company_key_expr(display_expr(pl.col("name"))))
+    return keyed.filter(pl.col("key").is_not_null())
+
+
 def _manufacturers(sites: pl.DataFrame) -> pl.DataFrame:
-    """(label, registrations) per manufacturer, told apart by the company matching key of each site's name."""
-    keyed = sites.with_columns(key=company_key_expr(display_expr(pl.col("name")))).filter(pl.col("key").is_not_null())
+    """(key, label, registrations) per manufacturer, told apart by the company matching key of each site's name."""
     return (
-        keyed.group_by("key")
+        _site_keys(sites)
+        .group_by("key")
         .agg(label=pl.col("name").mode().sort().first(), registrations=pl.col("record_id").n_unique())
         .sort(["registrations", "label"], descending=[True, False])
     )
+
+
+def _top(title: str, rows: list[tuple[str, int, str | None]], field: str) -> Top:
+    """The first TOP_N (label, registrations, group key) rows, each with the search for exactly its registrations."""
+
+    def search(key: str | None) -> dict[str, str] | None:
+        group: dict[str, Any] = {field: key}
+        return SearchQuery(**group).params() if key else None
+
+    return Top(title, tuple(Ranked(label, n, search(key)) for label, n, key in rows[:TOP_N]))
 
 
 def home(conn: duckdb.DuckDBPyConnection) -> Home:
@@ -168,22 +185,25 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     summary = day_summary(conn, latest)
     assert summary is not None  # an accepted day has its figures
     d = history.day_id(latest)
-    manufacturers = _manufacturers(storage.day_site_names(conn, latest)).select("label", "registrations").rows()
-    # each list, and the search that lists a row's registrations (the manufacturers' after the applicants')
+    manufacturers = _manufacturers(storage.day_site_names(conn, latest)).select("label", "registrations", "key").rows()
+    # each list, and the search that lists exactly a row's registrations, by what the row counts by (the
+    # manufacturers' after the applicants')
     ranked = [
-        (a.label_ko, [(r["label"], r["registrations"]) for r in reports.aggregate_rows(conn, a.statement, d)], a.search)
+        (
+            a.label_ko,
+            [(r["label"], r["registrations"], r["group_key"]) for r in reports.aggregate_rows(conn, a.statement, d)],
+            a.group_search,
+        )
         for a in AGGREGATES
     ]
-    ranked.insert(2, (MANUFACTURER, manufacturers, "q"))
+    ranked.insert(2, (MANUFACTURER, manufacturers, "manufacturer_key"))
     return Home(
         latest=latest,
         base_day=history.to_date(run["base_day_id"]),
         figures=headline_figures(summary),
         cosmetic=summary.cosmetic,
         totals=(("등록", run["population"] or 0), *((label, len(rows)) for label, rows, _ in ranked[1:])),
-        tops=tuple(
-            Top(label, tuple(Ranked(r[0], r[1], {param: r[0]}) for r in rows[:TOP_N])) for label, rows, param in ranked
-        ),
+        tops=tuple(_top(label, rows, field) for label, rows, field in ranked),
         last_day=last_day,
         last_status=last_status,
         rejected_day=rejected,
@@ -206,9 +226,19 @@ SORTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
 }
 
 
-#: the form's names of the fields it names otherwise, and the values a link leaves out
-_PARAM_NAMES = {"issued_from": "from", "issued_to": "to"}
+#: the query string's names of the fields it names otherwise, and the values a link leaves out
+PARAM_NAMES = {
+    "issued_from": "from",
+    "issued_to": "to",
+    "ingredient_base": "ingredient",
+    "applicant_group": "applicant_id",
+    "manufacturer_key": "manufacturer",
+}
 _PARAM_DEFAULTS: dict[str, object] = {"sort": "permit", "page": 1}
+
+
+#: the fields that limit a search to one row of the home's lists (as that row counts)
+GROUP_FIELDS = ("ingredient_base", "applicant_group", "manufacturer_key")
 
 
 @dataclass(frozen=True)
@@ -225,17 +255,24 @@ class SearchQuery:
     as_of: date | None = None
     sort: str = "permit"
     page: int = 1
+    # one row of the home's lists, exactly as it counts (a link carries them; the form keeps them)
+    ingredient_base: str = ""  # this 기준명
+    applicant_group: str = ""  # this applicant: its 사업자등록번호, else its matching key
+    manufacturer_key: str = ""  # a site of this manufacturer (its company matching key)
 
     def params(self, **changes: object) -> dict[str, str]:
         """The query string of this search (with `changes`), empty and default values left out."""
-        values = {_PARAM_NAMES.get(k, k): v for k, v in {**asdict(self), **changes}.items()}
+        values = {PARAM_NAMES.get(k, k): v for k, v in {**asdict(self), **changes}.items()}
         return {k: str(v) for k, v in values.items() if v not in ("", None) and _PARAM_DEFAULTS.get(k) != v}
 
     @property
     def is_empty(self) -> bool:
-        return not any(
-            (self.q, self.country, self.applicant, self.target_class, self.issued_from, self.issued_to, self.cohort)
-        )
+        filters = (self.q, self.country, self.applicant, self.target_class, self.issued_from, self.issued_to)
+        return not any((*filters, self.cohort, *self.groups))
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return tuple(getattr(self, field) for field in GROUP_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -250,9 +287,47 @@ class Registry:
 def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
     """The registry as accepted on `day` (None: the latest accepted day). Raises registry.NoHistory."""
     accepted, frame = registry.registry_asof(conn, day or LAST_DAY)
-    frame = frame.with_columns(permit_compact=pl.col("permit_no").str.replace_all(analyst.NOT_COMPACT, ""))
+    frame = frame.with_columns(
+        permit_compact=pl.col("permit_no").str.replace_all(analyst.NOT_COMPACT, ""),
+        applicant_group=pl.coalesce("bizrno", "applicant_key"),  # as the applicants are counted (report.by_applicant)
+    )
+    makers = _site_keys(_site_names(frame)).group_by("record_id").agg(manufacturer_keys=pl.col("key").unique())
+    frame = frame.join(makers, on="record_id", how="left")
     countries = frame.select(pl.col("country_list").explode().drop_nulls().unique().sort()).to_series().to_list()
     return Registry(accepted, frame, tuple(countries))
+
+
+def _site_names(frame: pl.DataFrame) -> pl.DataFrame:
+    """(record_id, name): the manufacturers of each registration as the home counts them — each site's name, the
+    whole field when no site was split out (sql/queries/web.sql's day_site_names, on the registry frame)."""
+    return frame.select(
+        "record_id",
+        name=pl.when(pl.col("sites").list.len() > 0)
+        .then(pl.col("sites").list.eval(pl.element().struct.field("name")))
+        .otherwise(pl.concat_list("manufacturer")),
+    ).explode("name")
+
+
+def _most_common(names: pl.Series) -> str | None:
+    """The spelling a group is named by, as the home's lists name it (the most common one, the first of a tie)."""
+    names = names.drop_nulls()
+    return names.mode().sort().first() if names.len() else None  # type: ignore[return-value]
+
+
+def scope(registry_: Registry, sq: SearchQuery) -> tuple[str, ...]:
+    """The rows of the home's lists a search is limited to, as those lists name them (「성분 (기준명) 이부프로펜」)."""
+    frame, said = registry_.frame, []
+    if sq.ingredient_base:
+        title = next(a.label_ko for a in AGGREGATES if a.group_search == "ingredient_base")
+        said.append(f"{title} {sq.ingredient_base}")
+    if sq.applicant_group:
+        names = frame.filter(pl.col("applicant_group") == sq.applicant_group)["applicant"]
+        said.append(f"{FIELD_LABEL_KO['applicant']} {_most_common(names) or sq.applicant_group}")
+    if sq.manufacturer_key:
+        holding = frame.filter(pl.col("manufacturer_keys").list.contains(sq.manufacturer_key).fill_null(False))
+        names = _site_keys(_site_names(holding)).filter(pl.col("key") == sq.manufacturer_key)["name"]
+        said.append(f"{MANUFACTURER} {_most_common(names) or sq.manufacturer_key}")
+    return tuple(said)
 
 
 #: the text fields the search box finds by their company key (`matching`: column `<field>_key`)
@@ -291,6 +366,12 @@ def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
         conditions.append(pl.col("issue_date") <= sq.issued_to.isoformat())
     if sq.cohort:
         conditions.append(pl.col("cohort") == sq.cohort)
+    if sq.ingredient_base:
+        conditions.append(pl.col("ingredient_base") == sq.ingredient_base)
+    if sq.applicant_group:
+        conditions.append(pl.col("applicant_group") == sq.applicant_group)
+    if sq.manufacturer_key:
+        conditions.append(pl.col("manufacturer_keys").list.contains(sq.manufacturer_key).fill_null(False))
     found = frame.filter(pl.all_horizontal(conditions)) if conditions else frame
     _, columns, descending = SORTS[sq.sort]
     return found.sort(list(columns), descending=descending, nulls_last=True)
@@ -304,6 +385,7 @@ class SearchResult:
     page: int
     pages: int
     countries: tuple[str, ...]
+    scope: tuple[str, ...] = ()  # the rows of the home's lists the search is limited to (`scope`)
 
 
 def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
@@ -311,7 +393,9 @@ def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
     pages = max(1, -(-found.height // PAGE_SIZE))
     page = min(sq.page, pages)
     shown = ledger_frame(found.slice((page - 1) * PAGE_SIZE, PAGE_SIZE))
-    return SearchResult(registry_.day, found.height, tuple(shown.to_dicts()), page, pages, registry_.countries)
+    return SearchResult(
+        registry_.day, found.height, tuple(shown.to_dicts()), page, pages, registry_.countries, scope(registry_, sq)
+    )
 
 
 def export_frame(registry_: Registry, sq: SearchQuery) -> pl.DataFrame:

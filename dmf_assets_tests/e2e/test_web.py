@@ -209,6 +209,45 @@ def test_search_ignores_spacing_legal_forms_case_and_punctuation(web):
     assert {r["등록번호"] for r in exact} <= cells
 
 
+def _top_rows(page: str) -> list[tuple[str, str, str, int]]:
+    """(list title, row label, the row's link, its count) of every row of the home's top lists."""
+    rows = []
+    for table in re.findall(r"<table[^>]*>(.*?)</table>", page, re.S):
+        title = re.search(r"<tr><th>([^<]+)</th><th class=\"n\">등록</th></tr>", table)
+        for href, label, n in re.findall(
+            r'<tr><td><a href="([^"]+)">([^<]+)</a></td><td class="n">([\d,]+)</td></tr>', table
+        ):
+            rows.append((title[1] if title else "", html.unescape(label), html.unescape(href), int(n.replace(",", ""))))
+    return rows
+
+
+def test_every_row_of_the_home_lists_links_to_exactly_the_registrations_it_counts(web):
+    """A count on the home and the list behind its link are one figure: 「디클로페낙 247」 opens 247 registrations,
+    not every registration that mentions the word (a search of the box finds 「아세클로페낙」's combinations too)."""
+    rows = _top_rows(_get(f"{web}/").text)
+    titles = {title for title, *_ in rows}
+    assert titles == {"성분 (기준명)", FIELD_LABEL_KO["applicant"], "제조소", FIELD_LABEL_KO["countries"]}, titles
+    assert len(rows) == 40
+    for title, label, href, n in rows:
+        page = _get(f"{web}{href}").text
+        assert f"<strong>{n:,}건</strong>" in page, (title, label, href, re.findall(r"<strong>[^<]*</strong>", page))
+        seen = _visible(page)
+        if title != FIELD_LABEL_KO["countries"]:  # a country is the form's own filter, shown selected
+            assert f"{title} {label}의 등록만" in " ".join(seen.split()), (title, label)
+            # the export says what it holds, and holds the same registrations
+            assert len(_csv(_get(f"{web}/search.csv", params=dict(httpx.URL(href).params)))) == n
+        # the form keeps the limit when the search is refined; 「이 조건 풀기」 lifts it
+        for name, value in httpx.URL(href).params.items():
+            if name != "country":
+                assert f'<input type="hidden" name="{name}" value="{html.escape(value)}">' in page
+        lifted = re.search(r'<a href="([^"]+)">이 조건 풀기</a>', page)
+        if title != FIELD_LABEL_KO["countries"]:
+            assert lifted and html.unescape(lifted[1]) == "/search", lifted
+    # a limit no registration has lists none, and says which
+    nothing = _get(f"{web}/search", params={"manufacturer": "없는업체"}).text
+    assert "<strong>0건</strong>" in nothing and "제조소 없는업체의 등록만" in " ".join(_visible(nothing).split())
+
+
 def test_as_of_a_rejected_day_searches_the_registry_of_the_day_before(project, web):
     page = _get(f"{web}/search", params={"as_of": str(REJECTED), "q": "아세트아미노펜"}).text
     assert f"{REJECTED - timedelta(days=1)} 정상 수집분 기준" in page and "반영되지 않은 날" in page

@@ -11,18 +11,21 @@ WHERE day_id BETWEEN ? AND ?
 ORDER BY day_id;
 
 -- name: by_ingredient
+-- group_key: what a row counts by, for the web page's search that lists exactly those registrations
 SELECT coalesce(v.ingredient_base, '(성분명 없음)') AS label,
+       v.ingredient_base AS group_key,
        count(*) AS registrations,
        count(DISTINCT v.manufacturer_key) AS manufacturers,
        count(DISTINCT coalesce(v.bizrno, v.applicant_key)) AS applicants,
        count(DISTINCT v.countries_key) AS countries
 FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id
 WHERE s.day_id = ?
-GROUP BY 1
+GROUP BY v.ingredient_base
 ORDER BY registrations DESC, label;
 
 -- name: by_applicant
 SELECT mode(v.applicant) AS label,
+       coalesce(v.bizrno, v.applicant_key) AS group_key,
        count(*) AS registrations,
        count(DISTINCT v.manufacturer_key) AS manufacturers,
        count(DISTINCT v.ingredient_base) AS ingredients,
@@ -34,6 +37,7 @@ ORDER BY registrations DESC, label;
 
 -- name: by_country
 SELECT c.country AS label,
+       c.country AS group_key,
        count(DISTINCT c.record_id) AS registrations,
        count(DISTINCT c.manufacturer_key) AS manufacturers,
        count(DISTINCT c.applicant) AS applicants,
