@@ -246,7 +246,7 @@ def _match(base: pl.DataFrame, new: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     if pending := _pending_pairs(b_left, n_left):
         matched, b_left, n_left = _take(matched, b_left, n_left, _with_hashes(_pairs_frame(pending, "pending"), b, n))
     # 4. numbered registrations listed under another number
-    renumbered, candidates = _renumbering(b_left, n_left)
+    renumbered, candidates = _renumbering(b_left, n_left, base, new)
     if renumbered.height:
         matched, b_left, n_left = _take(matched, b_left, n_left, _with_hashes(renumbered, b, n))
     return matched, b_left, n_left, candidates
@@ -341,28 +341,66 @@ def _pending_pairs(b_left: pl.DataFrame, n_left: pl.DataFrame) -> list[tuple[str
     return pending_pairs
 
 
-def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+#: the display values and the matching keys of the fields that list the sites, in the sites' order
+_SITE_DISPLAYS: tuple[str, ...] = tuple(FIELD_COLUMNS[f][0] for f in SITE_FIELDS)
+_SITE_KEYS: tuple[str, ...] = tuple(FIELD_COLUMNS[f][1] for f in SITE_FIELDS)
+#: what a re-numbered registration keeps: every field's key but the number's, its sites as a set (`_site_sets`)
+_RENUMBER_KEYS: tuple[str, ...] = (*(k for k in SIMILARITY_KEYS if k not in _SITE_KEYS), "_sites")
+
+
+def _site_sets(rows: pl.DataFrame, displays: pl.DataFrame) -> pl.DataFrame:
+    """`rows` with `_sites`: their sites as a set — each site's name, address and country keys, sorted — so the same
+    sites listed in another order are equal (as the comparison finds them, docs/DOMAIN.md §5); the fields' own keys,
+    in order, for a row whose sites could not be split. `displays`: the side's rows with their display values."""
+    shown = displays.join(rows.select("dmf_key"), on="dmf_key", how="semi").select("dmf_key", *_SITE_DISPLAYS)
+    split = shown.select("dmf_key").hstack(site_columns(shown))
+    sets = (
+        split.filter("sites_split_ok")
+        .explode("sites")
+        .unnest("sites")
+        .group_by("dmf_key")
+        .agg(
+            _set=pl.concat_str(
+                [company_key_expr(pl.col("name")), text_key_expr(pl.col("address")), pl.col("country")],
+                separator="\x1e",
+                ignore_nulls=True,
+            )
+            .sort()
+            .str.join("\x1f")
+        )
+    )
+    in_order = pl.concat_str([pl.col(k).fill_null("") for k in _SITE_KEYS], separator="\x1e")
+    return rows.join(sets, on="dmf_key", how="left").with_columns(
+        _sites=pl.coalesce("_set", pl.lit("\x1d") + in_order)  # a split set never equals the fields' own keys
+    )
+
+
+def _renumbering(
+    b_left: pl.DataFrame, n_left: pl.DataFrame, base: pl.DataFrame, new: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(pairs re-numbered, possible re-numberings by side "b"/"n") among the numbered rows left on both sides
     (docs/DOMAIN.md §4).
 
     Rows are grouped by the matching keys of every field but the number (equal keys: cosmetic differences
-    allowed, nulls equal). A group with one row on each side is one registration re-numbered; a group with
+    allowed, nulls equal; the sites as a set, so a registration re-numbered with its sites listed in another
+    order is still one). A group with one row on each side is one registration re-numbered; a group with
     more on either side is ambiguous: each of its rows names the other side's numbers as candidates. Only the
     few unmatched rows are grouped — one group_by, no pairwise comparison."""
     empty = (
         _pairs_frame([], "renumbered"),
         pl.DataFrame(schema={"_side": pl.Utf8, "dmf_key": pl.Utf8, "renumber_candidates": pl.List(pl.Utf8)}),
     )
-    left = [
-        side.filter(~pl.col("is_synthetic")).select("dmf_key", "group_key", *SIMILARITY_KEYS, _side=pl.lit(name))
-        for name, side in (("b", b_left), ("n", n_left))
-    ]
+    left = [side.filter(~pl.col("is_synthetic")) for side in (b_left, n_left)]
     if not (left[0].height and left[1].height):
         return empty
+    left = [
+        _site_sets(side, displays).select("dmf_key", "group_key", *_RENUMBER_KEYS, _side=pl.lit(name))
+        for name, side, displays in (("b", left[0], base), ("n", left[1], new))
+    ]
     is_base = pl.col("_side") == "b"
     groups = (
         pl.concat(left, how="vertical_relaxed")  # a base read back from the history may type a column otherwise
-        .group_by(SIMILARITY_KEYS)
+        .group_by(_RENUMBER_KEYS)
         .agg(
             b_keys=pl.col("dmf_key").filter(is_base).sort(),
             n_keys=pl.col("dmf_key").filter(~is_base).sort(),
@@ -370,7 +408,7 @@ def _renumbering(b_left: pl.DataFrame, n_left: pl.DataFrame) -> tuple[pl.DataFra
             n_numbers=pl.col("group_key").filter(~is_base).unique().sort(),
         )
         .filter((pl.col("b_keys").list.len() > 0) & (pl.col("n_keys").list.len() > 0))
-        .drop(SIMILARITY_KEYS)
+        .drop(_RENUMBER_KEYS)
     )
     if not groups.height:
         return empty
@@ -470,9 +508,9 @@ def _site_candidates(joined: pl.DataFrame) -> pl.DataFrame:
     for side in ("b", "n"):
         if f"{side}.sites" not in cand.columns:  # a comparison-only snapshot: the candidates' sites only
             cand = cand.hstack(
-                site_columns(
-                    cand.select(pl.col(f"{side}.{c}").alias(c) for c in ("manufacturer", "address", "countries"))
-                ).rename(lambda c, side=side: f"{side}.{c}")  # type: ignore[misc]  # polars types the mapper as one argument
+                site_columns(cand.select(pl.col(f"{side}.{c}").alias(c) for c in _SITE_DISPLAYS)).rename(
+                    lambda c, side=side: f"{side}.{c}"  # type: ignore[misc]  # polars types the mapper as one argument
+                )
             )
     return cand.select(
         "dmf_key",

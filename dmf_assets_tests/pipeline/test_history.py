@@ -140,6 +140,33 @@ def test_a_renumbering_committed_in_any_order_ends_like_date_order(tmp_path, ren
         assert reappeared == (True, "HIGH")
 
 
+def test_a_renumbering_with_its_sites_in_another_order_against_the_stored_base_is_one_event(tmp_path, real_items):
+    """The base read back from the history (no split sites stored for the comparison): a registration re-numbered
+    and listing its two sites in the other order is still one — a number change, nothing withdrawn."""
+    permit, renumbered = "20210626-211-J-1002", "20261201-211-J-1077"
+    (site_row,) = build_snapshot([i for i in real_items if i["DMF_PERMIT_NO"].strip() == permit]).iter_rows(named=True)
+    assert site_row["sites_split_ok"] and site_row["site_count"] == 2
+    sites = list(reversed(site_row["sites"]))
+    moved = [
+        dict(
+            i,
+            DMF_PERMIT_NO=renumbered,
+            MNFCTR_NAME=",".join(s["name"] for s in sites),
+            MNFCTR_PLACE=",".join(s["address"] for s in sites),
+            MANUF_COUNTRY_CODE_NM=",".join(s["country"] for s in sites),
+        )
+        if i["DMF_PERMIT_NO"].strip() == permit
+        else i
+        for i in real_items
+    ]
+    days = {DAYS[0]: build_snapshot(real_items), DAYS[1]: build_snapshot(moved)}
+    with open_database(tmp_path / "h.duckdb") as conn:
+        for d in DAYS[:2]:
+            commit(conn, d, days)
+        events = [(e[3], e[5], e[6], e[7], e[9], e[10]) for e in event_table(conn)]
+    assert events == [("CHANGED", renumbered, permit, False, True, ["permit_no"])]
+
+
 def test_rejecting_an_accepted_day_removes_it_and_rederives_the_next(tmp_path, snapshots):
     with open_database(tmp_path / "h.duckdb") as conn:
         for d in DAYS[:4]:

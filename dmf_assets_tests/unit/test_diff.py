@@ -469,6 +469,28 @@ def test_the_same_sites_listed_in_another_order_are_cosmetic(base_items, permit)
     assert sites == [] and diff.counts["substantive"] == 0
 
 
+def test_a_renumbering_that_also_lists_the_sites_in_another_order_is_one_event(base_items):
+    """Re-numbered and the same sites listed in another order the same day: still one registration (a number
+    change, its site fields cosmetic) — never a CRITICAL withdrawal plus a NEW one."""
+    permit = "20210626-211-J-1002"
+    names, places, countries = _sites_of(base_items, permit)
+    new = copy.deepcopy(base_items)
+    new[_row(new, permit)].update(
+        DMF_PERMIT_NO="20261201-211-J-1077",
+        MNFCTR_NAME=",".join(reversed(names)),
+        MNFCTR_PLACE=",".join(reversed(places)),
+        MANUF_COUNTRY_CODE_NM=",".join(reversed(countries)),
+    )
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    (ev,) = diff.to_events()
+    assert ev.event_type is EventType.CHANGED and ev.number_changed, ev
+    assert (ev.base_dmf_key, ev.dmf_key) == (permit, "20261201-211-J-1077")
+    assert ev.changed_fields == ("permit_no",) and ev.severity is Severity.MEDIUM
+    assert set(ev.cosmetic_fields) == {"manufacturer", "address", "countries"}
+    assert _site_rows(diff, "20261201-211-J-1077")[0] == []
+    assert (diff.counts["NEW"], diff.counts["WITHDRAWN"], diff.counts["NUMBER_CHANGED"]) == (0, 0, 1)
+
+
 def test_names_swapped_over_the_same_addresses_are_two_changed_sites(base_items):
     """Another order of the names only pairs each manufacturer with the other's address: a real change."""
     permit = "20210626-211-J-1002"
