@@ -38,7 +38,7 @@ SCHEDULE_TRIGGER = "schedule"
 def run_tags(trigger: str, settings: Settings) -> dict[str, str]:
     """Tags every run the product launches carries: who started it, and the whole-run time limit
     (enforced by Dagster's run monitoring; `[runs] max_minutes`)."""
-    return {"dmf/trigger": trigger, "dagster/max_runtime": str(settings.runs.max_minutes * 60)}
+    return {followups.TRIGGER_TAG: trigger, "dagster/max_runtime": str(settings.runs.max_minutes * 60)}
 
 
 @daily_schedule(
@@ -64,7 +64,7 @@ def _overdue_evaluation(
     if followups.latest_by_partition(instance, "xlsx_report", [day]).get(day) is not None:
         return None
     runs = followups.runs_by_day(instance, [day])[day]
-    if not any(r.dagster_run.tags.get("dmf/trigger") == SCHEDULE_TRIGGER for r in runs):
+    if not any(r.dagster_run.tags.get(followups.TRIGGER_TAG) == SCHEDULE_TRIGGER for r in runs):
         return None
     check = dg.AssetCheckKey(dg.AssetKey("xlsx_report"), ON_TIME_CHECK)
     # the sensor's own records are the runless check evaluations (a run's planned or passed check does not

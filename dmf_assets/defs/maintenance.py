@@ -16,6 +16,7 @@ from dmf_assets.defs.resources import DmfWorkspace
 from dmf_assets.ops import backup as ops_backup
 from dmf_assets.ops import retention
 from dmf_assets.ops.common import ProjectPaths, human_size, project_paths
+from dmf_assets.orchestration.followups import TRIGGER_TAG
 
 
 def _paths(context: dg.OpExecutionContext, workspace: DmfWorkspace) -> ProjectPaths:
@@ -87,4 +88,4 @@ def dmf_maintenance_job() -> None:
 )
 def daily_maintenance(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     day = scheduled_day(context)
-    return dg.RunRequest(run_key=f"maintenance:{day.isoformat()}", tags={"dmf/trigger": "schedule"})
+    return dg.RunRequest(run_key=f"maintenance:{day.isoformat()}", tags={TRIGGER_TAG: "schedule"})

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TypeVar
 
 import polars as pl
 
-from dmf_assets.domain.text import display_expr, one_value_frame
-
-FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
-
+from dmf_assets.domain.text import FrameT, display_expr, one_value_frame
 
 #: salt, hydrate and cation suffixes (Korean pharmacopoeia spellings seen in the registry)
 SALT_SUFFIXES: tuple[str, ...] = (

@@ -13,15 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TypeVar
 
 import polars as pl
 
 from dmf_assets.domain.model import PERMIT_GROUPS
-from dmf_assets.domain.text import iso_date_expr, one_value_frame, permit_no_expr
-
-FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
-
+from dmf_assets.domain.text import FrameT, iso_date_expr, one_value_frame, permit_no_expr
 
 STANDARD_RE = (
     r"^(?<date>[0-9]{8})-(?<ingr>[0-9]+)-(?<group>[A-Z]{1,2})-(?<serial>[0-9]+)"

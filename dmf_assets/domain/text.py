@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 import polars as pl
 
@@ -312,6 +312,10 @@ def parse_country_display(display: str | None) -> CountryField:
 
 
 # --- scalar helpers (same expressions, one value) --------------------------------------------------
+
+
+#: a rule written once for an eager frame and a lazy one (the normalizer's and a scalar helper's)
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
 
 
 def one_value_frame(value: object) -> pl.DataFrame | None:

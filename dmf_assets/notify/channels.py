@@ -42,9 +42,9 @@ import httpx
 
 from dmf_assets.clock import now_kst
 from dmf_assets.notify.messages import CRITICAL, FOOTER, INFO, REPORT, TEST, WARNING, Audience, Message
+from dmf_assets.report.output import XLSX
 from dmf_assets.settings import SMTP_PASSWORD_ENV, WEBHOOK_PREFIXES, AlertEmail, Settings
 
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 USER_AGENT = "DMF-Watch-notify/1"
 WEBHOOK_TIMEOUT_S = 10.0
 _URL = re.compile(r"https?://\S+")

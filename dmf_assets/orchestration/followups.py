@@ -33,6 +33,8 @@ from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
 CHAIN = ("raw_pages", "normalized_records", "integrity_verdict", "snapshot_diff", "events", "xlsx_report")
+#: run tag: what started the run ("schedule", "sensor-complete", "cli-backfill", …)
+TRIGGER_TAG = "dmf/trigger"
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
 #: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
 REFETCH_TAG = "dmf/refetch"
@@ -235,7 +237,7 @@ def recent_days(instance: dg.DagsterInstance, limit: int = 200) -> list[str]:
 
 def is_bulk(tags: Mapping[str, str]) -> bool:
     """A run that backfills old days (a UI or CLI backfill, the demo) or follows one: it tells no one."""
-    return "dagster/backfill" in tags or tags.get("dmf/trigger") in BULK_TRIGGERS or tags.get(QUIET_TAG) == "true"
+    return "dagster/backfill" in tags or tags.get(TRIGGER_TAG) in BULK_TRIGGERS or tags.get(QUIET_TAG) == "true"
 
 
 def _quiet_after(state: DayState, record: Latest) -> dict[str, str]:

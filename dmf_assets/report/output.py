@@ -10,6 +10,9 @@ from dmf_assets.errors import UserError
 from dmf_assets.faultpoints import crash_point
 from dmf_assets.fsutil import atomic_output
 
+#: a workbook's media type, wherever one is sent (a mail's attachment, the web page's download)
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
 
 class WorkbookError(UserError):
     """The workbook could not be written (folder not writable, disk full, …): a one-line message."""

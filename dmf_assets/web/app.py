@@ -58,6 +58,7 @@ from dmf_assets.domain.sites import describe_site_change
 from dmf_assets.korean import josa
 from dmf_assets.report.columns import csv_cell
 from dmf_assets.report.nedrug import SOURCE_BASE_FALLBACK, nedrug_search
+from dmf_assets.report.output import XLSX
 from dmf_assets.report.retention import LATEST_NAME, dated_workbook_name
 from dmf_assets.report.rows import FLAG_LABELS, LEDGER_COLUMNS, change_lines, sample_table, sorted_events
 from dmf_assets.report.sentences import summary_sentences
@@ -66,7 +67,7 @@ from dmf_assets.settings import Settings
 from dmf_assets.storage.db import DatabaseBusy, DatabaseDamaged, DatabaseOutdated
 from dmf_assets.storage.registry import NoHistory
 from dmf_assets.web import data
-from dmf_assets.web.files import XLSX, is_report_name, listed_workbooks, requested_name, servable
+from dmf_assets.web.files import is_report_name, listed_workbooks, requested_name, servable
 from dmf_assets.web.server import DEADLINE_EXTENSION, log
 
 TOKEN_COOKIE = "dmf_web_token"

@@ -24,7 +24,6 @@ from dmf_assets.clock import KST
 from dmf_assets.errors import UserError
 from dmf_assets.settings import PROJECT_ROOT
 
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _DAY = r"\d{4}-\d{2}-\d{2}"
 #: the file names the product writes into reports/ (report/workbook.py and the period report)
 REPORT_NAME = re.compile(rf"^DMF_(?:리포트_(?:{_DAY}|최신)|기간리포트_{_DAY}_{_DAY})\.xlsx$")

@@ -31,10 +31,10 @@ from urllib.parse import quote, unquote
 import httpx
 import pytest
 
+from dmf_assets.report.output import XLSX
 from dmf_assets.settings import PROJECT_ROOT
 from dmf_assets.storage import history
 from dmf_assets.storage.db import open_database
-from dmf_assets.web.files import XLSX
 from dmf_assets_tests.notify_servers import email_config, free_port
 from dmf_assets_tests.web_support import serving
 

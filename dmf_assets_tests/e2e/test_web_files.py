@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 from dmf_assets.errors import UserError
+from dmf_assets.report.output import XLSX
 from dmf_assets.settings import PROJECT_ROOT
-from dmf_assets.web.files import XLSX, check_reports_dir, is_report_name, requested_name
+from dmf_assets.web.files import check_reports_dir, is_report_name, requested_name
 from dmf_assets.web.server import bind
 from dmf_assets_tests.web_support import JumpingLoop, raw_get, serving
 
