@@ -169,6 +169,8 @@ def test_home_shows_the_latest_accepted_day_with_the_database_figures(project, w
     assert tiles["등록"] == [registrations] and registrations == run["population"]
     assert tiles["신청인"] == [applicants] and tiles["제조국"] == [countries] and tiles["제조소"] == [manufacturers]
     assert manufacturers < len({n for n in names if n})  # spellings of one company counted once
+    # and the page says how it counts them, as counted above (applicants by 사업자등록번호, else by name)
+    assert "신청인은 사업자등록번호로(번호가 없으면 이름으로), 제조소는 이름으로 셉니다." in _visible(page)
     assert tiles[EVENT_LABEL_KO["NEW"]] == [run["new"]]
     assert tiles[EVENT_LABEL_KO["CHANGED"]] == [run["changed"] - run["assigned"]]  # 실질 변경, as the workbook
     assert tiles[EVENT_LABEL_KO["WITHDRAWN"]] == [run["withdrawn"]]
