@@ -96,7 +96,11 @@ def _day(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> d
 
 
 def _reject(
-    context: dg.AssetExecutionContext, asset: str, rejection: Rejection, rederived: tuple[date, ...] = ()
+    context: dg.AssetExecutionContext,
+    asset: str,
+    rejection: Rejection,
+    rederived: tuple[date, ...] = (),
+    rejudge: tuple[date, ...] = (),
 ) -> Iterator[dg.AssetObservation]:
     """A rejected day, said once: the observation that carries the typed rejection (what the UI's run log
     and the asset's events show, and what the sensor and the alerts read). No value follows, and the
@@ -108,15 +112,25 @@ def _reject(
     )
     metadata = verdict.rejection_metadata(rejection, next_step)
     metadata[verdict.SAMPLES] = dg.MetadataValue.md(samples_md(rejection.samples))
-    if rederived:  # the later days this rejection recomputed: the sensor writes their events and workbooks again
-        metadata |= verdict.rederived_metadata(rederived)
-        context.log.info(
-            f"{context.partition_key}: 뒤의 정상 수집일 {', '.join(map(str, rederived))}의 이벤트를 다시 계산했습니다."
-        )
+    if rederived or rejudge:  # the later days this rejection recomputed or moved: the sensor follows them up
+        metadata |= verdict.rederived_metadata(rederived, rejudge)
+    _say_later_days(context, rederived, rejudge)
     context.log.warning(f"{context.partition_key} 거부 — {rejection.sentence}")
     # the reason where the on-call engineer first sees the run: the Runs list and the run's header
     context.instance.add_run_tags(context.run_id, {verdict.REJECTED_TAG: verdict.rejection_tag(rejection)})
     yield dg.AssetObservation(asset_key=asset, partition=context.partition_key, metadata=metadata)
+
+
+def _say_later_days(context: dg.AssetExecutionContext, rederived: tuple[date, ...], rejudge: tuple[date, ...]) -> None:
+    if rederived:
+        days = ", ".join(map(str, rederived))
+        context.log.info(f"{context.partition_key}: 뒤의 정상 수집일 {days}의 이벤트를 새 기준으로 다시 계산했습니다.")
+    if rejudge:
+        days = ", ".join(map(str, rejudge))
+        context.log.info(
+            f"{context.partition_key}: 뒤에 거부된 {days}의 비교 기준이 바뀌었습니다 — 센서의 후속 실행이 그 날의 "
+            "수집분을 새 기준으로 다시 판정합니다."
+        )
 
 
 # --- raw_pages -----------------------------------------------------------------------------------
@@ -277,9 +291,8 @@ def verdict_asset(registry: GateRegistry = GATES) -> dg.AssetsDefinition:
         )
         if (failed := first_failure(judged.gates)) is not None:
             discard_value(workspace.path("staging_dir"), "integrity_verdict", context.partition_key)
-            yield from _reject(
-                context, "integrity_verdict", Rejection.of(failed, judged.base_day), judged.rederived_days
-            )
+            rejection = Rejection.of(failed, judged.base_day)
+            yield from _reject(context, "integrity_verdict", rejection, judged.rederived_days, judged.rejudge_days)
 
     return integrity_verdict
 
@@ -356,24 +369,22 @@ def _diff_outcome(
             f"{out.day}: {summary.status.label_ko_en} (기준일 {base}) {summary.counts_text} · 표기 {summary.cosmetic} "
             f"({out.seconds:.2f}초)"
         )
-    if out.rederived_days:
-        days = ", ".join(map(str, out.rederived_days))
-        context.log.info(f"{out.day}: 뒤의 정상 수집일 {days}의 이벤트를 새 기준으로 다시 계산했습니다.")
     if out.failed_gate is not None:  # refused here: by a gate on the diff, by one on a moved base, or gate 2
         yield from _after_diff_results(out, after)
         rejection = Rejection.of(out.failed_gate, out.base_day)
-        yield from _reject(context, "snapshot_diff", rejection, out.rederived_days)
+        yield from _reject(context, "snapshot_diff", rejection, out.rederived_days, out.rejudge_days)
         refused_by_a_check = out.failed_gate.gate.after_diff or (out.recheck is not None and not out.recheck.passed)
         if not refused_by_a_check:
             # no check of this step failed, so none stops it: the red partition needs the step to fail
             raise dg.Failure(description=f"{out.day} 거부 — {rejection.sentence}", allow_retries=False)
         return
     assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
+    _say_later_days(context, out.rederived_days, out.rejudge_days)
     metadata: dict[str, Any] = {
         "status": summary.status.label_ko_en,
         "comparison_base": base,
         **_figures(summary),
-        **verdict.rederived_metadata(out.rederived_days),
+        **verdict.rederived_metadata(out.rederived_days, out.rejudge_days),
         "diff_seconds": dg.MetadataValue.float(round(out.seconds, 3)),
         "recheck_requests": out.recheck_requests,
     }

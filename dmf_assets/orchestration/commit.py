@@ -78,6 +78,9 @@ class DayOutcome:
     #: the days whose history this one changed: the next accepted day, recomputed against it — and, when that day is
     #: now refused, the day recomputed after it in turn (each needs its events and workbook written again)
     rederived_days: tuple[date, ...] = ()
+    #: the later days refused against another base than they have now (`history.rejected_on_a_moved_base`): their
+    #: archives are judged again by a run of their own, as if the days had run in date order
+    rejudge_days: tuple[date, ...] = ()
     carried_forward: bool = False  # rejected already by its verdict: nothing to diff
     diff: DiffResult | None = None
     seconds: float = 0.0
@@ -217,8 +220,16 @@ def _reject(
         rejected_gate=gate.number,
         reason=rejection_reason(gate),
         rederived_days=rederived,
+        rejudge_days=_to_rejudge(conn, day, rules),
         seconds=time.monotonic() - started,
     )
+
+
+def _to_rejudge(conn: duckdb.DuckDBPyConnection, day: date, rules: Rules) -> tuple[date, ...]:
+    """The later days a gate that reads the base refused against another base than `day`'s commit or rejection
+    gives them now (their snapshots are not kept: only a run of their own can judge their archives again)."""
+    on_base = [g.number for g in rules.registry if g.needs in ON_BASE]
+    return history.rejected_on_a_moved_base(conn, day, on_base)
 
 
 def record_judgement(
@@ -287,7 +298,14 @@ def commit_day(
         rederived = _finish(conn, day, rules)
         seconds = time.monotonic() - started
         return DayOutcome(
-            day, status, base.day, dict(diff.counts), tuple(gates), rederived_days=rederived, seconds=seconds
+            day,
+            status,
+            base.day,
+            dict(diff.counts),
+            tuple(gates),
+            rederived_days=rederived,
+            rejudge_days=_to_rejudge(conn, day, rules),
+            seconds=seconds,
         )
 
     return history.transaction(conn, work)

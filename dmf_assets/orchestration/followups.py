@@ -28,7 +28,7 @@ from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
 from dmf_assets.notify.messages import NoRetry, RetryOutlook
-from dmf_assets.orchestration.verdict import plain, rederived_of, rejection_of
+from dmf_assets.orchestration.verdict import plain, rederived_of, rejection_of, rejudge_of
 from dmf_assets.settings import Settings
 
 #: the daily asset chain in graph order — the one list of it (schedule, sensor, retries, `dmf run`)
@@ -75,7 +75,7 @@ class Plan:
     assets: tuple[str, ...]
     reason: str
     run_key: str
-    kind: str  # complete | refresh | retry
+    kind: str  # complete | refresh | retry | rejudge
     tags: dict = field(default_factory=dict)
 
 
@@ -128,6 +128,11 @@ class DayState:
             for r in self.runs
             if r.dagster_run.tags.get(RETRY_TAG, "").startswith(f"{r.dagster_run.tags.get('dagster/partition')}#")
         )
+
+    @property
+    def judgement(self) -> Latest | None:
+        """The day's latest verdict, before the diff or on it."""
+        return _newest(self.judged, self.diffed)
 
     @property
     def rejection(self) -> tuple[Latest, Rejection] | None:
@@ -403,6 +408,20 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
                         f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
                         f"rederived:{rederived}:{record.storage_id}",
                         "refresh",
+                        _quiet_after(state, record),
+                    )
+            # 4. the rejected days whose comparison base it moved: judged again, their archives replayed
+            for rejudge in rejudge_of(record.metadata):
+                if rejudge in busy or rejudge in plans:
+                    continue
+                judged = (tick.states.get(rejudge) or day_states(instance, [rejudge])[rejudge]).judgement
+                if _older(judged, record):
+                    plans[rejudge] = Plan(
+                        rejudge,
+                        CHAIN,
+                        f"{day} 처리로 비교 기준이 바뀌어 이 날을 다시 판정합니다",
+                        f"rejudge:{rejudge}:{record.storage_id}",
+                        "rejudge",
                         _quiet_after(state, record),
                     )
     return [plans[d] for d in sorted(plans)]

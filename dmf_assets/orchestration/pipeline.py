@@ -90,6 +90,7 @@ class JudgedDay:
     base_day: date | None
     reason: str | None  # why the day was rejected (None = passed the gates before the diff)
     rederived_days: tuple[date, ...] = ()  # recomputed by its rejection (`DayOutcome.rederived_days`)
+    rejudge_days: tuple[date, ...] = ()  # to be judged again after its rejection (`DayOutcome.rejudge_days`)
 
     @property
     def passed(self) -> bool:
@@ -208,7 +209,9 @@ def judge(
     )
     if rejection is None:
         return JudgedDay(day, facts, keyed, gates, quality, base.day, None)
-    return JudgedDay(day, facts, keyed, gates, quality, base.day, rejection.reason, rejection.rederived_days)
+    return JudgedDay(
+        day, facts, keyed, gates, quality, base.day, rejection.reason, rejection.rederived_days, rejection.rejudge_days
+    )
 
 
 def _with_drop_samples(

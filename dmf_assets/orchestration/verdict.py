@@ -27,6 +27,9 @@ WHAT_NEXT = "다음 / what happens next"
 #: the days whose events a day's commit or rejection recomputed, ISO dates joined by ", " (the sensor writes their
 #: events and workbooks again); "rederived_day" (one day) in records written before
 REDERIVED = "rederived_days"
+#: the later rejected days whose comparison base a day's commit or rejection moved, ISO dates joined by ", " (the
+#: sensor runs each again: its archive judged against the base it has now)
+REJUDGE = "rejudge_days"
 
 #: the run tag a rejected day's run carries: the Korean reason, in the Runs list beside the run
 REJECTED_TAG = "dmf/rejected"
@@ -50,14 +53,24 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
     }
 
 
-def rederived_metadata(days: Iterable[date]) -> dict[str, str]:
-    return {REDERIVED: ", ".join(d.isoformat() for d in days)}
+def rederived_metadata(days: Iterable[date], rejudge: Iterable[date] = ()) -> dict[str, str]:
+    """The days a commit or rejection recomputed, and those it leaves to be judged again (when there are any)."""
+    again = ", ".join(d.isoformat() for d in rejudge)
+    return {REDERIVED: ", ".join(d.isoformat() for d in days), **({REJUDGE: again} if again else {})}
+
+
+def _days(text: object) -> list[str]:
+    return [d.strip() for d in str(text or "").split(",") if d.strip()]
 
 
 def rederived_of(metadata: Mapping[str, Any]) -> list[str]:
     """The re-derived days a record's plain metadata names (ISO dates)."""
-    text = metadata.get(REDERIVED) or metadata.get("rederived_day") or ""
-    return [d.strip() for d in str(text).split(",") if d.strip()]
+    return _days(metadata.get(REDERIVED) or metadata.get("rederived_day"))
+
+
+def rejudge_of(metadata: Mapping[str, Any]) -> list[str]:
+    """The rejected days a record's plain metadata leaves to be judged again (ISO dates)."""
+    return _days(metadata.get(REJUDGE))
 
 
 def rejection_tag(r: Rejection) -> str:

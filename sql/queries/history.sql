@@ -14,6 +14,15 @@ WHERE status IN ('accepted', 'baseline') AND day_id > ?
 ORDER BY day_id
 LIMIT 1;
 
+-- name: rejected_until_next_accepted
+-- the rejected days after ? up to the next accepted day after it (their comparison base is the accepted day
+-- before ?, or ? itself), with the gate that refused them and the base they were judged against
+SELECT day_id, rejected_gate, base_day_id
+FROM runs
+WHERE status = 'rejected' AND day_id > ?
+  AND day_id < coalesce((SELECT min(day_id) FROM runs WHERE status IN ('accepted', 'baseline') AND day_id > ?), 99999999)
+ORDER BY day_id;
+
 -- name: reappearance_candidates
 -- accepted days after the first ? whose NEW events may read otherwise now that the day of the second ? was
 -- committed or refused: a NEW of a number (or synthetic key) that day lists, or a NEW that is a reappearance
