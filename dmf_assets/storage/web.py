@@ -25,6 +25,6 @@ def processed_span(conn: duckdb.DuckDBPyConnection) -> tuple[date, date] | None:
     return None if first is None else (history.to_date(first), history.to_date(last))
 
 
-def day_site_names(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
-    """(record_id, name): every site of every registration listed on an accepted `day`."""
-    return conn.sql(query("web.day_site_names"), params=[history.day_id(day)]).pl()
+def day_sites(conn: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """(record_id, sites, manufacturer) of every registration listed on an accepted `day`."""
+    return conn.sql(query("web.day_sites"), params=[history.day_id(day)]).pl()

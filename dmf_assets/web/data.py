@@ -185,7 +185,8 @@ def home(conn: duckdb.DuckDBPyConnection) -> Home:
     summary = day_summary(conn, latest)
     assert summary is not None  # an accepted day has its figures
     d = history.day_id(latest)
-    manufacturers = _manufacturers(storage.day_site_names(conn, latest)).select("label", "registrations", "key").rows()
+    sites = _site_names(storage.day_sites(conn, latest))
+    manufacturers = _manufacturers(sites).select("label", "registrations", "key").rows()
     # each list, and the search that lists exactly a row's registrations, by what the row counts by (the
     # manufacturers' after the applicants')
     ranked = [
@@ -298,8 +299,8 @@ def registry_of(conn: duckdb.DuckDBPyConnection, day: date | None) -> Registry:
 
 
 def _site_names(frame: pl.DataFrame) -> pl.DataFrame:
-    """(record_id, name): the manufacturers of each registration as the home counts them — each site's name, the
-    whole field when no site was split out (sql/queries/web.sql's day_site_names, on the registry frame)."""
+    """(record_id, name): the manufacturers of each registration as the page counts them — each site's name, the
+    whole field when no site was split out — from its `sites` and `manufacturer` (the home's day, the registry)."""
     return frame.select(
         "record_id",
         name=pl.when(pl.col("sites").list.len() > 0)

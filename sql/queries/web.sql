@@ -9,10 +9,9 @@ SELECT day_id FROM runs WHERE list_contains(?::VARCHAR[], status) ORDER BY day_i
 -- the first and last day any run recorded
 SELECT min(day_id), max(day_id) FROM runs;
 
--- name: day_site_names
--- one row per site of every registration listed on an accepted day: its name (the whole manufacturer field
--- when no site was split out), for counting manufacturers by their matching key
-SELECT s.record_id,
-       unnest(CASE WHEN len(v.sites) > 0 THEN list_transform(v.sites, lambda x: x.name) ELSE [v.manufacturer] END) AS name
+-- name: day_sites
+-- every registration listed on an accepted day with its sites and its manufacturer field, for counting
+-- manufacturers (web/data.py names them: each site's name, the whole field when no site was split out)
+SELECT s.record_id, v.sites, v.manufacturer
 FROM snapshots s JOIN record_versions v ON v.version_id = s.version_id
 WHERE s.day_id = ?;
