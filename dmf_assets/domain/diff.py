@@ -361,9 +361,11 @@ def _site_sets(rows: pl.DataFrame, displays: pl.DataFrame) -> pl.DataFrame:
         .group_by("dmf_key")
         .agg(
             _set=pl.concat_str(
-                [company_key_expr(pl.col("name")), text_key_expr(pl.col("address")), pl.col("country")],
+                [
+                    part.fill_null("")  # a part missing stays in its place: never read as the next one
+                    for part in (company_key_expr(pl.col("name")), text_key_expr(pl.col("address")), pl.col("country"))
+                ],
                 separator="\x1e",
-                ignore_nulls=True,
             )
             .sort()
             .str.join("\x1f")

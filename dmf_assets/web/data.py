@@ -275,6 +275,10 @@ class SearchQuery:
     def groups(self) -> tuple[str, ...]:
         return tuple(getattr(self, field) for field in GROUP_FIELDS)
 
+    def ungrouped(self) -> dict[str, str]:
+        """The query string of this search without its row of the home's lists (the link that lifts it)."""
+        return self.params(page="", **dict.fromkeys(GROUP_FIELDS, ""))
+
 
 @dataclass(frozen=True)
 class Registry:
