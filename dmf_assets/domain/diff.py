@@ -348,6 +348,12 @@ _SITE_KEYS: tuple[str, ...] = tuple(FIELD_COLUMNS[f][1] for f in SITE_FIELDS)
 _RENUMBER_KEYS: tuple[str, ...] = (*(k for k in SIMILARITY_KEYS if k not in _SITE_KEYS), "_sites")
 
 
+def _site_keys() -> dict[str, pl.Expr]:
+    """A site's matching keys, by which the comparison tells sites apart (with its country): its name's company key
+    (`nk`) and its address's text key (`ak`) — of a frame with the sites' `name` and `address`."""
+    return {"nk": company_key_expr(pl.col("name")), "ak": text_key_expr(pl.col("address"))}
+
+
 def _site_sets(rows: pl.DataFrame, displays: pl.DataFrame) -> pl.DataFrame:
     """`rows` with `_sites`: their sites as a set — each site's name, address and country keys, sorted — so the same
     sites listed in another order are equal (as the comparison finds them, docs/DOMAIN.md §5); the fields' own keys,
@@ -363,7 +369,7 @@ def _site_sets(rows: pl.DataFrame, displays: pl.DataFrame) -> pl.DataFrame:
             _set=pl.concat_str(
                 [
                     part.fill_null("")  # a part missing stays in its place: never read as the next one
-                    for part in (company_key_expr(pl.col("name")), text_key_expr(pl.col("address")), pl.col("country"))
+                    for part in (*_site_keys().values(), pl.col("country"))
                 ],
                 separator="\x1e",
             )
@@ -536,10 +542,7 @@ def _site_changes(cand: pl.DataFrame) -> tuple[list[dict], list[tuple[str, str]]
         .unique()
     )
     keys = {
-        (r["name"], r["address"]): (r["nk"], r["ak"])
-        for r in flat.with_columns(nk=company_key_expr(pl.col("name")), ak=text_key_expr(pl.col("address"))).iter_rows(
-            named=True
-        )
+        (r["name"], r["address"]): (r["nk"], r["ak"]) for r in flat.with_columns(**_site_keys()).iter_rows(named=True)
     }
 
     def keyed(sites: list[dict] | None) -> list[KeyedSite]:

@@ -148,8 +148,8 @@ def load_base(conn: duckdb.DuckDBPyConnection, base: BaseFacts) -> tuple[pl.Data
 def rejected_on_a_moved_base(conn: duckdb.DuckDBPyConnection, day: date, gates: Collection[int]) -> tuple[date, ...]:
     """The days after `day` (up to the next accepted one) refused by one of `gates` against another base than they
     would be compared with now — `day` was committed or refused since: judged again, they may pass."""
-    d = day_id(day)
-    rows = conn.execute(query("history.rejected_until_next_accepted"), [d, d]).fetchall()
+    nxt = next_accepted_after(conn, day)
+    rows = conn.execute(query("history.rejected_between"), [day_id(day), day_id(nxt or date.max)]).fetchall()
     now = comparison_base(conn, to_date(rows[0][0])).day if rows else None  # one base for all of them
     base_id = day_id(now) if now else None
     return tuple(to_date(r[0]) for r in rows if r[1] in gates and r[2] != base_id)

@@ -14,13 +14,11 @@ WHERE status IN ('accepted', 'baseline') AND day_id > ?
 ORDER BY day_id
 LIMIT 1;
 
--- name: rejected_until_next_accepted
--- the rejected days after ? up to the next accepted day after it (their comparison base is the accepted day
--- before ?, or ? itself), with the gate that refused them and the base they were judged against
+-- name: rejected_between
+-- the rejected days strictly between two days, with the gate that refused them and the base they were judged against
 SELECT day_id, rejected_gate, base_day_id
 FROM runs
-WHERE status = 'rejected' AND day_id > ?
-  AND day_id < coalesce((SELECT min(day_id) FROM runs WHERE status IN ('accepted', 'baseline') AND day_id > ?), 99999999)
+WHERE status = 'rejected' AND day_id > ? AND day_id < ?
 ORDER BY day_id;
 
 -- name: reappearance_candidates
