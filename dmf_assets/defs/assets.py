@@ -681,13 +681,14 @@ def _deliver(
     alerts the day raises by itself. A backfill of old days, or the sensor's follow-up of one, fills no inbox:
     it sends only the correction (정정) of a mail that went out and now reads differently. Returns what the UI
     shows of the delivery."""
-    day, now = context.partition_key, now_kst()
+    day, now, redone = context.partition_key, now_kst(), followups.redone_of(context.run.tags)
     notifier = notify.Notifier(
         settings, workspace.path("alerts_dir"), budget_s=60, config_file=workspace.config_file or None
     )
     if followups.is_bulk(context.run.tags):
         correction, _ = notifier.deliver_day(
-            notify.ReportDelivery.from_day_report(report, path, run_id=context.run_id), corrections_only=True
+            notify.ReportDelivery.from_day_report(report, path, run_id=context.run_id, redone=redone),
+            corrections_only=True,
         )
         if correction is None:
             return {}
@@ -707,6 +708,7 @@ def _deliver(
         run_id=context.run_id,
         retry_attempt=0 if report.is_rejected else followups.retry_number(dict(context.run.tags)),
         retries_failed=state.retries if report.is_rejected and not held else 0,
+        redone=redone,
     )
     # the last retry starts before [retry] until and ends within [runs] max_minutes: the hold ends then at the latest
     hold_until = policy.window_end(day) + timedelta(minutes=settings.runs.max_minutes) if held else None

@@ -25,6 +25,7 @@ from dmf_assets.notify.messages import DeliveryGivenUp as DeliveryGivenUp
 from dmf_assets.notify.messages import MessageContext as MessageContext
 from dmf_assets.notify.messages import NoRetry as NoRetry
 from dmf_assets.notify.messages import Overdue as Overdue
+from dmf_assets.notify.messages import Redone as Redone
 from dmf_assets.notify.messages import Rejected as Rejected
 from dmf_assets.notify.messages import RejectedStreak as RejectedStreak
 from dmf_assets.notify.messages import Replaced as Replaced

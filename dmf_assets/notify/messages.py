@@ -704,6 +704,14 @@ def report_digest(report: Any) -> str:
     return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()[:32]
 
 
+class Redone(Enum):
+    """Why a day's result was worked out again since a mail about it went out — what a correction says happened."""
+
+    RERUN = "rerun"  #: the day was run again (from its archive, or fetched anew where none is complete)
+    REFETCHED = "refetched"  #: its list was asked of MFDS again (a same-morning retry)
+    RECOMPARED = "recompared"  #: another day was committed or refused since: this one compared again with its base
+
+
 @dataclass(frozen=True)
 class ReportDelivery(ReadsItsSummary):
     """One day's workbook and what its mail says — every figure the mail and the webhook show comes from here,
@@ -719,6 +727,7 @@ class ReportDelivery(ReadsItsSummary):
     retry_attempt: int = 0  # accepted on this same-morning retry (0: not a retry run)
     retries_failed: int = 0  # still rejected after this many same-morning retries (no more follow)
     run_id: str | None = None
+    redone: Redone = Redone.RERUN  # what a correction of this day's earlier mail says happened since
 
     @property
     def base(self) -> str | None:
@@ -734,6 +743,7 @@ class ReportDelivery(ReadsItsSummary):
         retry_attempt: int = 0,
         retries_failed: int = 0,
         run_id: str | None = None,
+        redone: Redone = Redone.RERUN,
         top: int = 10,
     ) -> ReportDelivery:
         sentences, total = summary_sentences(report.events, limit=top)
@@ -749,6 +759,7 @@ class ReportDelivery(ReadsItsSummary):
             retry_attempt,
             retries_failed,
             run_id,
+            redone,
         )
 
 
@@ -792,18 +803,30 @@ def retries_failed_note(n: int) -> str:
 
 
 def _correction_text(d: ReportDelivery, replaced: Replaced) -> str:
-    """What the correction says first: which mail it replaces, and what changed since, in the reader's words."""
+    """What the correction says first: which mail it replaces, and what happened since (`d.redone`: the list asked
+    for again, the day run again, or compared again because another day was processed), in the reader's words."""
     before = replaced.status is DayStatus.REJECTED
     now = d.status is DayStatus.REJECTED
+    against = f"{d.base} 기준으로 " if d.base else ""
+    done, done_but = {  # what happened, said before a result, and before a result that is not what was hoped
+        Redone.REFETCHED: ("이 날의 목록을 다시 받아", "이 날을 다시 수집했지만"),
+        Redone.RERUN: ("이 날을 다시 처리해", "이 날을 다시 처리했지만"),
+        Redone.RECOMPARED: (
+            f"다른 날이 처리되어 이 날을 {against}다시 비교해",
+            f"다른 날이 처리되어 이 날을 {against}다시 비교했지만",
+        ),
+    }[d.redone]
     if replaced.status is None:
         why = "그 뒤 이 날의 결과가 바뀌었습니다. 아래가 바로잡은 내용입니다."
     elif before and not now:
-        why = "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다. 아래가 이 날의 내용입니다."
+        why = f"그 뒤 {done} 정상으로 반영했습니다. 아래가 이 날의 내용입니다."
     elif now and not before:
         back = f"등록 현황은 {d.base} 기준으로 돌아갔습니다." if d.base else "반영된 날이 없는 상태로 돌아갔습니다."
-        why = f"그 뒤 이 날을 다시 수집했지만 반영하지 못해, 앞서 알린 이 날의 변경은 취소되었습니다. {back}"
+        why = f"그 뒤 {done_but} 반영하지 못해, 앞서 알린 이 날의 변경은 취소되었습니다. {back}"
     elif now:
-        why = "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다. 아래가 새 내용입니다."
+        why = f"그 뒤 {done_but} 이번에도 반영하지 못했습니다. 아래가 새 내용입니다."
+    elif d.redone is Redone.RECOMPARED:
+        why = f"그 뒤 {done} 내용이 바뀌었습니다. 아래가 바로잡은 내용입니다."
     else:
         why = "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다. 아래가 바로잡은 내용입니다."
     return f"이 메일은 {_when(replaced.sent_at)}에 보낸 「{replaced.subject}」 메일을 바로잡습니다. {why}"
@@ -828,7 +851,7 @@ def _rejected_sections(d: ReportDelivery) -> list[tuple[str, str]]:
             else "아직 반영된 날이 없어 비교할 현황도 없습니다."
         )
     )
-    todo = "따로 하실 일은 없습니다. 이 날을 다시 받아 반영하면 정정 메일을 보내 드립니다."
+    todo = "따로 하실 일은 없습니다. 나중에 이 날이 반영되면 정정 메일을 보내 드립니다."
     sections = [("무슨 일이 있었나", happened), ("무엇을 뜻하나", means), ("하실 일", todo)]
     if d.retries_failed:
         sections.append((RETRIES_FAILED_HEADING, retries_failed_note(d.retries_failed)))

@@ -27,7 +27,7 @@ import dagster as dg
 from dmf_assets.clock import KST
 from dmf_assets.domain.gates import Rejection
 from dmf_assets.korean import josa
-from dmf_assets.notify.messages import NoRetry, RetryOutlook
+from dmf_assets.notify.messages import NoRetry, Redone, RetryOutlook
 from dmf_assets.orchestration.verdict import plain, rederived_of, rejection_of, rejudge_of
 from dmf_assets.settings import Settings
 
@@ -38,6 +38,8 @@ TRIGGER_TAG = "dmf/trigger"
 RETRY_TAG = "dmf/retry"  # value: "<day>#<n>"
 #: run tag: ask the source again instead of replaying a complete archive (a same-morning retry)
 REFETCH_TAG = "dmf/refetch"
+#: run tag: what the run does again, as a correction of the day's earlier mail says it (a `notify.Redone` value)
+REDONE_TAG = "dmf/redone"
 #: run tag: the run follows one of a backfill of old days (or of the demo), so it mails nobody
 QUIET_TAG = "dmf/quiet"
 #: run tag of an in-process run (`dmf run`) stopped at its time limit, in seconds ([runs] max_minutes)
@@ -245,10 +247,32 @@ def is_bulk(tags: Mapping[str, str]) -> bool:
     return "dagster/backfill" in tags or tags.get(TRIGGER_TAG) in BULK_TRIGGERS or tags.get(QUIET_TAG) == "true"
 
 
+def _tags_of(state: DayState, record: Latest) -> Mapping[str, str]:
+    """The tags of the run that wrote `record` (none when its run record is gone)."""
+    run = next((r.dagster_run for r in state.runs if r.dagster_run.run_id == record.run_id), None)
+    return run.tags if run is not None else {}
+
+
 def _quiet_after(state: DayState, record: Latest) -> dict[str, str]:
     """The follow-up of a record written by a bulk run stays as quiet as that run."""
-    run = next((r.dagster_run for r in state.runs if r.dagster_run.run_id == record.run_id), None)
-    return {QUIET_TAG: "true"} if run is not None and is_bulk(run.tags) else {}
+    tags = _tags_of(state, record)
+    return {QUIET_TAG: "true"} if tags and is_bulk(tags) else {}
+
+
+def _redone_after(state: DayState, record: Latest) -> dict[str, str]:
+    """The follow-up that completes a stopped run says what that run did again (its `REDONE_TAG`)."""
+    redone = _tags_of(state, record).get(REDONE_TAG)
+    return {REDONE_TAG: redone} if redone else {}
+
+
+def redone_of(run_tags: Mapping[str, str]) -> Redone:
+    """What a run of a day does again, as a correction of the day's earlier mail says it: compares it again after
+    another day (the sensor's follow-ups of steps 3 and 4), asks MFDS again (a same-morning retry), or — any other
+    run, and a tag no release wrote — runs it again."""
+    try:
+        return Redone(run_tags.get(REDONE_TAG, Redone.RERUN.value))
+    except ValueError:
+        return Redone.RERUN
 
 
 def retry_number(run_tags: dict[str, str]) -> int:
@@ -377,7 +401,7 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
                 f"{day}: {josa(assets[0], '이/가')} 마지막 판정·처리를 아직 따라가지 않았습니다",
                 f"complete:{day}:{assets[0]}:{after.storage_id}",
                 "complete",
-                _quiet_after(state, after),
+                {**_quiet_after(state, after), **_redone_after(state, after)},
             )
             continue  # its tail (the "collection failed" workbook) comes before any retry
         # 2. a transient rejection or a failed fetch of today: fetch again later the same morning
@@ -391,7 +415,7 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
             f"일시적 실패 — 같은 아침의 재시도 {n}/{retry.attempts}",
             f"retry:{day}:{n}",
             "retry",
-            {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true"},
+            {RETRY_TAG: f"{day}#{n}", REFETCH_TAG: "true", REDONE_TAG: Redone.REFETCHED.value},
         )
     # 3. the days whose events the commit or the rejection of an earlier day recomputed (by its verdict, or at
     # its diff), each of a chain of them: their events and workbooks are written again
@@ -408,7 +432,7 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
                         f"{day} 처리로 이 날의 이벤트가 다시 계산되었습니다",
                         f"rederived:{rederived}:{record.storage_id}",
                         "refresh",
-                        _quiet_after(state, record),
+                        {REDONE_TAG: Redone.RECOMPARED.value, **_quiet_after(state, record)},
                     )
             # 4. the rejected days whose comparison base it moved: judged again, their archives replayed
             for rejudge in rejudge_of(record.metadata):
@@ -422,6 +446,6 @@ def plan_followups(instance: dg.DagsterInstance, tick: Tick) -> list[Plan]:
                         f"{day} 처리로 비교 기준이 바뀌어 이 날을 다시 판정합니다",
                         f"rejudge:{rejudge}:{record.storage_id}",
                         "rejudge",
-                        _quiet_after(state, record),
+                        {REDONE_TAG: Redone.RECOMPARED.value, **_quiet_after(state, record)},
                     )
     return [plans[d] for d in sorted(plans)]

@@ -128,8 +128,7 @@ def test_a_day_accepted_rerun_rejected_rerun_accepted_mails_the_team_three_times
     assert subjects[2].startswith(f"[DMF 정정] {day} — 신규 ") and len(subjects) == 3
     bodies = [m.get_body(("plain",)).get_content() for m in team]
     assert (
-        f"에 보낸 「{subjects[1]}」 메일을 바로잡습니다. 그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다."
-        in bodies[2]
+        f"에 보낸 「{subjects[1]}」 메일을 바로잡습니다. 그 뒤 이 날을 다시 처리해 정상으로 반영했습니다." in bodies[2]
     )
     for mail, body in zip(team, bodies, strict=True):  # the accepted and the rejected day, in the team's words
         assert_team_words(mail["Subject"])
@@ -138,6 +137,9 @@ def test_a_day_accepted_rerun_rejected_rerun_accepted_mails_the_team_three_times
     assert (
         "하루 사이 바뀐 등록이 너무 많았습니다" in bodies[1] and "앞서 알린 이 날의 변경은 취소되었습니다" in bodies[1]
     )
+    # the re-runs replayed the day's archive: nobody asked MFDS again, and the corrections do not say so
+    assert "그 뒤 이 날을 다시 처리했지만 반영하지 못해" in bodies[1]
+    assert not any("다시 받아" in body or "다시 수집" in body for body in bodies)
     assert re.search(r"받은 등록은 9,\d{3}건, 식약처가 알린 전체는 9,\d{3}건입니다", bodies[1])
     [alert] = [m for m in oncall if "수집 거부" in m["Subject"]]
     text = alert.get_body(("plain",)).get_content()

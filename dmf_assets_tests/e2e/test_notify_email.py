@@ -422,9 +422,11 @@ def test_the_raw_mail_names_its_attachment_for_outlook_and_has_an_html_alternati
 
 def test_accepted_then_rejected_then_accepted_is_three_mails_the_last_a_correction(tmp_path, workbook):
     """A mail is skipped only when it equals the LAST one sent: the inbox never ends on 수집 실패. The mail
-    server is down when the correction is made and comes back: it waits in the outbox and goes out."""
-    accepted = notify.ReportDelivery.from_day_report(_report(), workbook)
-    rejected = notify.ReportDelivery.from_day_report(_report(DayStatus.REJECTED), workbook)
+    server is down when the correction is made and comes back: it waits in the outbox and goes out. Each time the
+    day's list was asked of MFDS again (a retry), which the corrections say."""
+    again = notify.Redone.REFETCHED
+    accepted = notify.ReportDelivery.from_day_report(_report(), workbook, redone=again)
+    rejected = notify.ReportDelivery.from_day_report(_report(DayStatus.REJECTED), workbook, redone=again)
     port = free_port()
     notifier = notifier_for(tmp_path / "alerts", smtp_port=port, recipients=TEAM, oncall_recipients=ONCALL)
     with smtp_server(port=port) as smtp, frozen_at(T0):

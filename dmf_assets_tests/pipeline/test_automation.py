@@ -21,7 +21,7 @@ from dmf_assets.clock import KST
 from dmf_assets.defs.automation import SCHEDULE_TRIGGER, _overdue_evaluation, daily_0600_kst
 from dmf_assets.defs.partitions import daily_partitions
 from dmf_assets.defs.resources import DmfWorkspace
-from dmf_assets.notify.messages import NoRetry
+from dmf_assets.notify.messages import NoRetry, Redone
 from dmf_assets.orchestration import followups
 from dmf_assets.runs import launch
 from dmf_assets.settings import load_settings
@@ -256,9 +256,13 @@ def test_retries_stop_after_the_configured_attempts(tmp_path, today_rejected):
         later = _rejected_at(ws, TODAY) + timedelta(minutes=1, seconds=1)
         (plan,) = _plans(ws, later, retry=retry)
         assert plan.run_key == f"retry:{TODAY.isoformat()}:{n}"
+        assert followups.redone_of(plan.tags) is Redone.REFETCHED  # a correction would say MFDS was asked again
         with clocks_at(later):
             launch.execute_day(defs, ws.instance, plan.day, tags=plan.tags)
-            launch.follow_up(defs, ws.instance)  # the retried day's own workbook again
+            # the retried day's own workbook again, by a follow-up that says what the run it completes did
+            (complete,) = [p for p in _plans(ws, later, retry=retry) if p.kind == "complete"]
+            assert followups.redone_of(complete.tags) is Redone.REFETCHED
+            launch.follow_up(defs, ws.instance)
         assert _rejected_at(ws, TODAY) == later  # rejected again, when the retry ran
     after_the_next_interval = _rejected_at(ws, TODAY) + timedelta(minutes=2)
     assert after_the_next_interval.date() == TODAY  # still today: the answer is about retries, not the date

@@ -20,6 +20,8 @@ import pytest
 from openpyxl import load_workbook
 
 from dmf_assets.emulator.registry import RegistrySimulator
+from dmf_assets.notify.messages import Redone
+from dmf_assets.orchestration import followups
 from dmf_assets.report.workbook import workbook_day
 from dmf_assets.runs import launch
 from dmf_assets.storage import history
@@ -129,8 +131,11 @@ def test_days_committed_out_of_order_end_in_the_same_history(tmp_path, per_day, 
     assert _event_rows(ws) == _event_rows(per_day[0])
     for day in DAYS:
         assert (ws.root / "reports" / f"DMF_리포트_{day.isoformat()}.xlsx").exists()
-    # re-derived days got their workbook refreshed by the sensor's follow-up runs
+    # re-derived days got their workbook refreshed by the sensor's follow-up runs, which a correction of a day's
+    # earlier mail names as comparing it again (not asking MFDS again)
     assert sum(r.followups for r in reports) > len(EXPECTED_GATE)
+    refreshes = [r for r in ws.instance.get_runs() if r.tags.get(followups.TRIGGER_TAG) == "sensor-refresh"]
+    assert refreshes and all(followups.redone_of(r.tags) is Redone.RECOMPARED for r in refreshes)
 
 
 def test_workbook_events_table_reads_back_exactly_as_stored(per_day):

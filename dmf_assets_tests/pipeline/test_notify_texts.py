@@ -12,7 +12,7 @@ from dmf_assets import notify
 from dmf_assets.domain.gates import GATES, Rejection
 from dmf_assets.domain.model import DayStatus
 from dmf_assets.korean import josa, particle, shorten
-from dmf_assets.notify.messages import NoRetry, RetryOutlook, alerts_for_day, report_subject
+from dmf_assets.notify.messages import NoRetry, Redone, RetryOutlook, alerts_for_day, report_subject
 from dmf_assets.report.model import DayReport, FieldChangeRow, GateRow
 from dmf_assets.report.sentences import event_sentence, summary_sentences
 from dmf_assets.report.summary import summarize
@@ -308,7 +308,7 @@ def test_every_workbook_mail_speaks_to_the_team_in_analyst_words(case, tmp_path)
     if case == "accepted":
         assert "제조소명이 MSN Laboratories에서 Hetero Labs로" in text
     if case in ("rejected", "retries_failed"):
-        assert "따로 하실 일은 없습니다" in text and "정정 메일을 보내 드립니다" in text
+        assert "따로 하실 일은 없습니다. 나중에 이 날이 반영되면 정정 메일을 보내 드립니다." in text
 
 
 def test_a_rejected_days_mail_says_the_size_received_and_the_base_days_apart(tmp_path):
@@ -342,27 +342,63 @@ def test_the_engineers_rejection_alert_says_gate_observed_threshold_run_setting_
 
 
 @pytest.mark.parametrize(
-    "before, after, says",
+    "before, after, redone, says",
     [
-        ("rejected", "accepted", "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다"),
+        ("rejected", "accepted", Redone.REFETCHED, "그 뒤 이 날의 목록을 다시 받아 정상으로 반영했습니다"),
+        ("rejected", "accepted", Redone.RERUN, "그 뒤 이 날을 다시 처리해 정상으로 반영했습니다"),
+        (
+            "rejected",
+            "accepted",
+            Redone.RECOMPARED,
+            "그 뒤 다른 날이 처리되어 이 날을 2026-11-26 기준으로 다시 비교해 정상으로 반영했습니다",
+        ),
         (
             "accepted",
             "rejected",
-            "앞서 알린 이 날의 변경은 취소되었습니다. 등록 현황은 2026-11-26 기준으로 돌아갔습니다",
+            Redone.REFETCHED,
+            "그 뒤 이 날을 다시 수집했지만 반영하지 못해, 앞서 알린 이 날의 변경은 취소되었습니다. 등록 현황은 "
+            "2026-11-26 기준으로 돌아갔습니다",
         ),
-        ("accepted", "accepted", "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다"),
-        ("rejected", "rejected", "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다"),
+        ("accepted", "rejected", Redone.RERUN, "그 뒤 이 날을 다시 처리했지만 반영하지 못해, 앞서 알린 이 날의 변경은"),
+        (
+            "accepted",
+            "rejected",
+            Redone.RECOMPARED,
+            "그 뒤 다른 날이 처리되어 이 날을 2026-11-26 기준으로 다시 비교했지만 반영하지 못해, 앞서 알린",
+        ),
+        ("accepted", "accepted", Redone.REFETCHED, "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다"),
+        ("accepted", "accepted", Redone.RERUN, "그 뒤 이 날의 비교를 다시 계산해 내용이 바뀌었습니다"),
+        (
+            "accepted",
+            "accepted",
+            Redone.RECOMPARED,
+            "그 뒤 다른 날이 처리되어 이 날을 2026-11-26 기준으로 다시 비교해 내용이 바뀌었습니다",
+        ),
+        ("rejected", "rejected", Redone.REFETCHED, "그 뒤 이 날을 다시 수집했지만 이번에도 반영하지 못했습니다"),
+        ("rejected", "rejected", Redone.RERUN, "그 뒤 이 날을 다시 처리했지만 이번에도 반영하지 못했습니다"),
+        (
+            "rejected",
+            "rejected",
+            Redone.RECOMPARED,
+            "그 뒤 다른 날이 처리되어 이 날을 2026-11-26 기준으로 다시 비교했지만 이번에도 반영하지 못했습니다",
+        ),
     ],
 )
-def test_a_correction_names_the_mail_it_replaces_and_says_what_changed(before, after, says, tmp_path):
+def test_a_correction_names_the_mail_it_replaces_and_says_what_happened_since(before, after, redone, says, tmp_path):
+    """What happened since says how: the list asked for again, the day run again, or compared again because
+    another day was processed — never 「다시 받아」 for a day nobody asked MFDS for again."""
     old = notify.compose_report(_delivery(before, tmp_path / "w.xlsx"), CONTEXTS[0])
     replaced = notify.Replaced(old.subject, KST_NOON, DayStatus.of_value(before))
-    new = notify.compose_report(_delivery(after, tmp_path / "w.xlsx"), CONTEXTS[0], replaces=replaced)
+    d = replace(_delivery(after, tmp_path / "w.xlsx"), redone=redone)
+    new = notify.compose_report(d, CONTEXTS[0], replaces=replaced)
     assert new.subject.startswith("[DMF 정정] 2026-11-27 — ")
     heading, first = new.sections[0]
     assert heading == "정정"
     assert first.startswith(f"이 메일은 2026-11-27 06:30 KST에 보낸 「{old.subject}」 메일을 바로잡습니다. ")
     assert says in first
+    assert_team_words(first)
+    if redone is not Redone.REFETCHED:
+        assert "다시 받아" not in first and "다시 수집" not in first
 
 
 def test_the_digest_ignores_the_run_and_the_hour_it_was_written():
