@@ -381,7 +381,7 @@ def _diff_outcome(
     assert summary is not None  # a day not refused here was committed or carried forward: it has its figures
     _say_later_days(context, out.rederived_days, out.rejudge_days)
     metadata: dict[str, Any] = {
-        "status": summary.status.label_ko_en,
+        **verdict.committed_metadata(summary.status),
         "comparison_base": base,
         **_figures(summary),
         **verdict.rederived_metadata(out.rederived_days, out.rejudge_days),

@@ -19,23 +19,16 @@ from dmf_assets.domain.model import DayStatus
 from dmf_assets.orchestration.followups import (
     REQUEST_CAP_KEY,
     TIMED_OUT_TAG,
-    DayState,
     Tick,
     fetch_failed_at,
     retry_outlook,
 )
-from dmf_assets.orchestration.verdict import rejecting_steps
+from dmf_assets.orchestration.verdict import committed_of, rejecting_steps
 from dmf_assets.settings import Settings
 
 NOT_RETRIED = notify.RetryOutlook(attempt=1, of=1, why_not=notify.NoRetry.NOT_TRANSIENT)
 #: how many of the most recent days a tick raises alerts for
 ALERT_DAYS = 40
-
-
-def _committed(state: DayState) -> DayStatus | None:
-    """The status snapshot_diff's materialization states for an accepted day (its metadata says `label_ko_en`)."""
-    said = state.diffed.metadata.get("status") if state.diffed is not None else None
-    return next((s for s in DayStatus if s.is_accepted and s.label_ko_en == said), None)
 
 
 @dataclass(frozen=True)
@@ -98,7 +91,7 @@ def alerts_for_tick(instance: dg.DagsterInstance, tick: Tick, settings: Settings
                         day=d, attempts=state.retries, why_stopped=ended, rejection=rejection, run_id=record.run_id
                     )
                 )
-        elif (committed := _committed(state)) is not None:
+        elif state.diffed is not None and (committed := committed_of(state.diffed.metadata)) is not None:
             statuses[d] = committed
         latest = state.runs[:1]
         if latest and latest[0].dagster_run.status == dg.DagsterRunStatus.FAILURE:

@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 from dmf_assets.domain.gates import GATES, GateRegistry, Rejection
+from dmf_assets.domain.model import DayStatus
 from dmf_assets.korean import shorten
 
 VERDICT = "판정 / verdict"
@@ -30,6 +31,10 @@ REDERIVED = "rederived_days"
 #: the later rejected days whose comparison base a day's commit or rejection moved, ISO dates joined by ", " (the
 #: sensor runs each again: its archive judged against the base it has now)
 REJUDGE = "rejudge_days"
+
+#: a committed day's status, as snapshot_diff states it: its label for the person reading the UI, and its value for
+#: the sensor — a release may reword a label, and Dagster keeps the records of earlier releases (label only)
+STATUS, STATUS_VALUE = "status", "status_value"
 
 #: the run tag a rejected day's run carries: the Korean reason, in the Runs list beside the run
 REJECTED_TAG = "dmf/rejected"
@@ -51,6 +56,17 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
         BASE: r.base_day.isoformat() if r.base_day else NO_BASE,
         WHAT_NEXT: next_step,
     }
+
+
+def committed_metadata(status: DayStatus) -> dict[str, str]:
+    return {STATUS: status.label_ko_en, STATUS_VALUE: status.value}
+
+
+def committed_of(metadata: Mapping[str, Any]) -> DayStatus | None:
+    """The accepted status (accepted, unchanged, baseline) a snapshot_diff materialization states, else None."""
+    value, label = metadata.get(STATUS_VALUE), metadata.get(STATUS)
+    said = next((s for s in DayStatus if (s.value == value if value else s.label_ko_en == label)), None)
+    return said if said is not None and said.is_accepted else None
 
 
 def rederived_metadata(days: Iterable[date], rejudge: Iterable[date] = ()) -> dict[str, str]:
