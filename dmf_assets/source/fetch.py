@@ -74,6 +74,11 @@ NODATA = "03"  # resultCode NODATA_ERROR: no rows at this offset
 #: a clean page is logged as progress at most this often (the first page always; retries and failures always)
 PROGRESS_EVERY_S = 5.0
 FATAL_RESULT_CODES = frozenset({"20", "22", "30", "31", "32", "33"})  # key/quota/IP: retrying won't help
+#: the most bytes a page's body may have, as it arrives and once its Content-Encoding is undone. A page of 1,000 rows
+#: (the most `[source] num_of_rows` allows) is about 0.4 MB: a body 80 times that is no page of this registry, and
+#: reading on would only fill the memory (an endless stream, a compression bomb)
+MAX_PAGE_BYTES = 32 * 1024 * 1024
+_MAX_PAGE_MB = MAX_PAGE_BYTES // (1024 * 1024)
 
 Row = dict[str, str | None]
 #: a fetch's rows in page order, de-duplicated (`_assemble`): (items, received, dropped)
@@ -620,6 +625,9 @@ class _DayFetch:
                         if abandoned.is_set():
                             return
                         raw += chunk
+                        if len(raw) > MAX_PAGE_BYTES:  # `_receive` refuses it; what was read is archived
+                            del raw[MAX_PAGE_BYTES + 1 :]
+                            break
                     outcome["answer"] = (resp.status_code, resp.headers, bytes(raw))
             except BaseException as exc:  # noqa: BLE001 - raised again in the fetch's own thread
                 outcome["error"] = exc
@@ -642,9 +650,14 @@ class _DayFetch:
         elapsed = monotonic() - started
         self._answered_by(headers)
         try:
+            if len(raw) > MAX_PAGE_BYTES:  # `_send` stopped reading there
+                raise MalformedPage(
+                    f"본문이 너무 큽니다 — {_MAX_PAGE_MB} MB를 넘어 더 읽지 않았습니다(1,000행인 쪽도 약 0.4 MB) / the "
+                    f"body is over {_MAX_PAGE_MB} MB: reading stopped"
+                )
             body, undecodable = _decoded(raw, headers.get("content-encoding")), None
         except MalformedPage as exc:
-            body, undecodable = raw, exc  # archived as it was received
+            body, undecodable = raw[:MAX_PAGE_BYTES], exc  # archived as it was received (as far as it was read)
         body = self.redact.scrub_bytes(body)  # the one chokepoint: a server may echo the key
         rec = page.attempt
         rec.update(status=status, bytes=len(body), sha256=sha256_hex(body), elapsed_ms=round(elapsed * 1000, 1))
@@ -895,8 +908,18 @@ def _decoded(raw: bytes, content_encoding: str | None) -> bytes:
     content_encoding = (content_encoding or "").strip()
     if content_encoding.lower() in ("", "identity"):
         return raw
+    # fed to the decoder in pieces, so a compression bomb is stopped after at most one piece past the limit
+    pieces = (raw[i : i + 64 * 1024] for i in range(0, len(raw), 64 * 1024))
+    body = bytearray()
     try:
-        return httpx.Response(200, headers={"Content-Encoding": content_encoding}, content=raw).content
+        for part in httpx.Response(200, headers={"Content-Encoding": content_encoding}, content=pieces).iter_bytes():
+            body += part
+            if len(body) > MAX_PAGE_BYTES:
+                raise MalformedPage(
+                    f"본문의 압축을 풀면 {_MAX_PAGE_MB} MB를 넘어 더 풀지 않았습니다(1,000행인 쪽도 약 0.4 MB) / the "
+                    f"body decodes to over {_MAX_PAGE_MB} MB: decoding stopped"
+                )
+        return bytes(body)
     except httpx.DecodingError as exc:
         raise MalformedPage(
             f"본문을 풀 수 없습니다 — Content-Encoding {content_encoding}이라고 했지만 그렇게 압축된 본문이 아닙니다 "

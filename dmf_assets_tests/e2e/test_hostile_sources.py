@@ -20,7 +20,13 @@ from dmf_assets.emulator.transport import EmulatorTransport
 from dmf_assets.orchestration import pipeline
 from dmf_assets.source.dumps import DumpError, load_dump
 from dmf_assets.source.envelope import Page
-from dmf_assets.source.fetch import MANIFEST_EVERY_PAGES, fetch_day, page_shape_problem, replay_archive
+from dmf_assets.source.fetch import (
+    MANIFEST_EVERY_PAGES,
+    MAX_PAGE_BYTES,
+    fetch_day,
+    page_shape_problem,
+    replay_archive,
+)
 from dmf_assets_tests.client_support import FAKE_KEY, FAKE_KEY_ENCODED, FAULT_DAY, fixture_rows, small_source
 from dmf_assets_tests.hostile_sources import HostileApp, dripping_server, json_body, nodata, with_body
 from dmf_assets_tests.project_support import dmf, temp_project
@@ -73,6 +79,35 @@ def test_a_gzip_label_on_a_plain_body_is_a_failed_page_with_its_cause_archived_a
     # the verdict the gates read: gate 1 fails with the page and its cause
     facts = pipeline.facts_from_fetch(res)
     assert not facts.transport_ok and facts.pages_failed == 1
+
+
+def _padded_past_the_limit(answer: AppResponse, extra: int) -> bytes:
+    """The page's own JSON, valid, with whitespace after it up to `extra` bytes past the page size limit."""
+    return answer.body + b" " * (MAX_PAGE_BYTES + extra - len(answer.body))
+
+
+@pytest.mark.parametrize("encoding", ["identity", "gzip"])
+def test_a_body_past_the_page_size_limit_is_a_failed_page_read_no_further(encoding, tmp_path):
+    """A page padded to over MAX_PAGE_BYTES (32 MB; a page of 1,000 rows is about 0.4 MB) — as sent, or as a few
+    kilobytes of gzip that would decode to it — is not read or decoded further: a failed page that says so, never
+    the memory of an endless stream or a compression bomb."""
+
+    def huge(page_no, answer):
+        if page_no != 2:
+            return answer
+        padded = _padded_past_the_limit(answer, 5_000_000)
+        if encoding == "identity":
+            return with_body(answer, padded)
+        return with_body(answer, gzip.compress(padded, 1), ("Content-Encoding", "gzip"))
+
+    res, _ = _fetch(_hostile(huge), tmp_path, max_attempts=1)  # asking again would send the same
+    assert res.status == "failed" and [p.status for p in res.pages] == ["ok", "failed", "ok", "ok"]
+    page = res.pages[1]
+    said = "본문이 너무 큽니다 — 32 MB를 넘어" if encoding == "identity" else "압축을 풀면 32 MB를 넘어"
+    assert page.error_type == "malformed" and said in page.error, page.error
+    archived = gzip.decompress((Path(res.archive_dir) / page.file).read_bytes())
+    assert len(archived) <= MAX_PAGE_BYTES  # what was read, no more
+    assert not pipeline.facts_from_fetch(res).transport_ok  # gate 1 refuses the day, naming the page
 
 
 def test_a_lone_surrogate_in_a_value_is_a_failed_page_never_a_unicode_error(tmp_path):
