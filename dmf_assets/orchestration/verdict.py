@@ -59,6 +59,7 @@ def rejection_metadata(r: Rejection, next_step: str) -> dict[str, Any]:
 
 
 def committed_metadata(status: DayStatus) -> dict[str, str]:
+    """What snapshot_diff states of a day it committed (`committed_of` reads it back)."""
     return {STATUS: status.label_ko_en, STATUS_VALUE: status.value}
 
 
