@@ -17,6 +17,7 @@ import ipaddress
 import json
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -692,3 +693,19 @@ def load_settings(path: str | Path | None = None) -> Settings:
 @lru_cache(maxsize=1)
 def settings() -> Settings:
     return load_settings()
+
+
+def main() -> int:
+    """`python -m dmf_assets.settings`: read the configuration as every command does — 0, or 2 with its one message
+    (the watchdog unit's ExecStartPre: a configuration it cannot read fails the unit instead of passing as an exit
+    status the unit counts as "problems found and alerted")."""
+    try:
+        load_settings()
+    except ConfigError as exc:
+        print(f"dmf: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

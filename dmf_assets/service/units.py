@@ -162,7 +162,9 @@ def render_units(o: UnitOptions) -> dict[str, str]:
         "dmf-web.service": _unit_section(o, "DMF Watch — the team's page DMF 조회 and the workbook downloads")
         + _service_section(o, f"{dmf} web")
         + _install_section(o),
-        # oneshot, run by the timer; exit 1/2 mean "problems found and alerted", not a broken unit
+        # oneshot, run by the timer; exit 1/2 of the check mean "problems found and alerted", not a broken unit — so
+        # the configuration is read first (ExecStartPre, whose failure fails the unit whatever SuccessExitStatus says):
+        # a watchdog that cannot read it shows as a failed unit, not as one more round that found problems
         "dmf-watchdog.service": _unit_section(o, "DMF Watch — outside watchdog (dmf doctor --alert)")
         + _service_section(
             o,
@@ -170,6 +172,7 @@ def render_units(o: UnitOptions) -> dict[str, str]:
             kind="oneshot",
             restart=False,
             extra=("SuccessExitStatus=1 2", "TimeoutStartSec=300", "Nice=10"),
+            pre=f"{_q(o.venv_bin / 'python')} -m dmf_assets.settings",
         ),
         "dmf-watchdog.timer": "\n".join(
             [

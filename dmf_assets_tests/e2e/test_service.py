@@ -61,6 +61,7 @@ def test_install_user_units_and_print_the_systemctl_commands(tmp_path, capsys):
     watchdog = units["dmf-watchdog.service"]
     assert "Type=oneshot" in watchdog and f"ExecStart={VENV_BIN / 'dmf'} doctor --alert" in watchdog
     assert "Restart=" not in watchdog and "SuccessExitStatus=1 2" in watchdog
+    assert f"ExecStartPre={VENV_BIN / 'python'} -m dmf_assets.settings" in watchdog.splitlines()
     timer = units["dmf-watchdog.timer"]
     assert (
         "OnCalendar=*:0/10" in timer and "OnCalendar=*-*-* 09:01:00 Asia/Seoul" in timer and "Persistent=true" in timer
@@ -83,6 +84,31 @@ def test_units_pass_systemd_analyze_verify(tmp_path):
         )
         assert result.returncode == 0, result.stderr
         assert "dmf-" not in result.stderr, result.stderr  # no warning about our units
+
+
+def test_a_watchdog_that_cannot_read_its_configuration_fails_its_unit(tmp_path):
+    """`dmf doctor --alert` exits 2 for a FAIL it found and alerted, which the unit counts as success
+    (SuccessExitStatus=1 2) — and 2 for a configuration it cannot read. The unit reads the configuration first
+    (ExecStartPre, whose failure fails the unit): the command it runs, as systemd would run it, exits 2 with the
+    one message for a broken file and 0 for a good one."""
+    units = render_units(default_options(tmp_path, user_mode=True))
+    [pre] = [line for line in units["dmf-watchdog.service"].splitlines() if line.startswith("ExecStartPre=")]
+    command = shlex.split(pre.removeprefix("ExecStartPre="))
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[gates]\nchurn_max_ratio = 7\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMF_", "DAGSTER_"))}
+    for config, code in ((broken, 2), (None, 0)):
+        run_env = {**env, "DMF_CONFIG": str(config)} if config else env
+        result = subprocess.run(command, env=run_env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert result.returncode == code, result.stderr
+        assert result.stdout == ""
+        if config:
+            assert (
+                result.stderr.startswith("dmf: 설정 오류 / configuration error:") and "churn_max_ratio" in result.stderr
+            )
+            assert "Traceback" not in result.stderr
+        else:
+            assert result.stderr == ""
 
 
 def test_dry_run_prints_the_files_and_writes_nothing(tmp_path, capsys):
