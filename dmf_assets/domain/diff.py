@@ -357,9 +357,13 @@ def _site_keys() -> dict[str, pl.Expr]:
 def _site_sets(rows: pl.DataFrame, displays: pl.DataFrame) -> pl.DataFrame:
     """`rows` with `_sites`: their sites as a set — each site's name, address and country keys, sorted — so the same
     sites listed in another order are equal (as the comparison finds them, docs/DOMAIN.md §5); the fields' own keys,
-    in order, for a row whose sites could not be split. `displays`: the side's rows with their display values."""
-    shown = displays.join(rows.select("dmf_key"), on="dmf_key", how="semi").select("dmf_key", *_SITE_DISPLAYS)
-    split = shown.select("dmf_key").hstack(site_columns(shown))
+    in order, for a row whose sites could not be split. `displays`: the side's rows with their display values (and
+    the sites the normalizer split, but for a comparison-only snapshot, as `_site_candidates` finds them)."""
+    shown = displays.join(rows.select("dmf_key"), on="dmf_key", how="semi")
+    if "sites" in shown.columns:
+        split = shown.select("dmf_key", "sites", "sites_split_ok")
+    else:  # a comparison-only snapshot: the few rows' sites split here
+        split = shown.select("dmf_key").hstack(site_columns(shown.select(*_SITE_DISPLAYS)))
     sets = (
         split.filter("sites_split_ok")
         .explode("sites")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dmf_assets.domain.diff import Watchlist, diff_snapshots
 from dmf_assets.domain.model import EventType, Severity, possible_renumbering_text, substantive_changes
-from dmf_assets.domain.snapshot import build_snapshot, seen_markers
+from dmf_assets.domain.snapshot import build_snapshot, build_snapshot_pair_taking, seen_markers
 
 
 @pytest.fixture(scope="module")
@@ -481,14 +481,18 @@ def test_a_renumbering_that_also_lists_the_sites_in_another_order_is_one_event(b
         MNFCTR_PLACE=",".join(reversed(places)),
         MANUF_COUNTRY_CODE_NM=",".join(reversed(countries)),
     )
-    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
-    (ev,) = diff.to_events()
-    assert ev.event_type is EventType.CHANGED and ev.number_changed, ev
-    assert (ev.base_dmf_key, ev.dmf_key) == (permit, "20261201-211-J-1077")
-    assert ev.changed_fields == ("permit_no",) and ev.severity is Severity.MEDIUM
-    assert set(ev.cosmetic_fields) == {"manufacturer", "address", "countries"}
-    assert _site_rows(diff, "20261201-211-J-1077")[0] == []
-    assert (diff.counts["NEW"], diff.counts["WITHDRAWN"], diff.counts["NUMBER_CHANGED"]) == (0, 0, 1)
+    stored = (build_snapshot(base_items), build_snapshot(new))  # what a run compares (the sites split already)
+    compared = build_snapshot_pair_taking([pl.DataFrame(base_items), pl.DataFrame(new)])  # `dmf diff`'s (no sites)
+    assert "sites" in stored[1].columns and "sites" not in compared[1].columns
+    for before, after in (stored, compared):
+        diff = diff_snapshots(before, after)
+        (ev,) = diff.to_events()
+        assert ev.event_type is EventType.CHANGED and ev.number_changed, ev
+        assert (ev.base_dmf_key, ev.dmf_key) == (permit, "20261201-211-J-1077")
+        assert ev.changed_fields == ("permit_no",) and ev.severity is Severity.MEDIUM
+        assert set(ev.cosmetic_fields) == {"manufacturer", "address", "countries"}
+        assert _site_rows(diff, "20261201-211-J-1077")[0] == []
+        assert (diff.counts["NEW"], diff.counts["WITHDRAWN"], diff.counts["NUMBER_CHANGED"]) == (0, 0, 1)
 
 
 def test_names_swapped_over_the_same_addresses_are_two_changed_sites(base_items):
