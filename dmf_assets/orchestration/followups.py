@@ -255,8 +255,7 @@ def _tags_of(state: DayState, record: Latest) -> Mapping[str, str]:
 
 def _quiet_after(state: DayState, record: Latest) -> dict[str, str]:
     """The follow-up of a record written by a bulk run stays as quiet as that run."""
-    tags = _tags_of(state, record)
-    return {QUIET_TAG: "true"} if tags and is_bulk(tags) else {}
+    return {QUIET_TAG: "true"} if is_bulk(_tags_of(state, record)) else {}
 
 
 def _redone_after(state: DayState, record: Latest) -> dict[str, str]:
