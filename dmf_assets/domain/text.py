@@ -217,13 +217,14 @@ def permit_no_series(values: pl.Series) -> pl.Series:
 
 
 #: accepted issue-date shapes (after whitespace removal) -> their 8 digits. A shape that is not
-#: accepted is left as it was and then fails the 8-digit test. A trailing '.' is allowed in the
-#: Korean dotted style ("2020.01.05.").
+#: accepted is left as it was and then fails the 8-digit test.
 _DATE_SHAPES: tuple[str, ...] = (
     r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$",
-    r"^([0-9]{4})\.([0-9]{2})\.([0-9]{2})\.?$",
     r"^([0-9]{4})/([0-9]{2})/([0-9]{2})$",
 )
+#: the Korean dotted style, as Korean official documents write a date: a trailing '.' and a one-digit
+#: month or day ("2011. 6. 15.", "2020.01.05.") — the one shape whose parts are padded to two digits
+_DOTTED_DATE = r"^([0-9]{4})\.([0-9]{1,2})\.([0-9]{1,2})\.?$"
 #: 8 digits whose year is within 1900..2100
 _DIGITS8_IN_RANGE = r"^((?:19[0-9]{2}|20[0-9]{2}|2100)[0-9]{4})$"
 
@@ -235,11 +236,12 @@ def iso_date_expr(digits8: pl.Expr) -> pl.Expr:
 
 
 def issue_date_expr(value: pl.Expr) -> pl.Expr:
-    """Issue date in ISO form: YYYY-MM-DD, YYYY.MM.DD(.), YYYY/MM/DD or YYYYMMDD, stray spaces ignored."""
+    """Issue date in ISO form: YYYY-MM-DD, YYYY.M(M).D(D)(.), YYYY/MM/DD or YYYYMMDD, stray spaces ignored."""
     compact = display_expr(value).str.replace_all(r"\s", "")
     for shape in _DATE_SHAPES:
         compact = compact.str.replace(shape, "${1}${2}${3}")
-    return iso_date_expr(compact)
+    dotted = pl.concat_str(compact.str.extract(_DOTTED_DATE, part).str.zfill(2) for part in (1, 2, 3))
+    return iso_date_expr(pl.coalesce(dotted, compact))
 
 
 def bizrno_expr(value: pl.Expr) -> pl.Expr:

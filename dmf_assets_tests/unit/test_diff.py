@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 
 import polars as pl
 import pytest
@@ -65,6 +66,19 @@ def test_cosmetic_retyping_is_cosmetic(base_items):
         assert e.event_type is EventType.CHANGED and e.is_cosmetic and e.severity is Severity.COSMETIC
         assert e.changed_fields == () and len(e.cosmetic_fields) == 1
     assert {e.cosmetic_fields[0] for e in events} == {"applicant", "manufacturer", "countries"}
+
+
+def test_issue_dates_rewritten_in_the_korean_dotted_style_change_nothing(base_items):
+    """MFDS writing every issue date as Korean official documents do (「2011. 6. 15.」) is a re-typing of the whole
+    registry, not 9,000 changed dates: no event, and no row's issue date lost."""
+    new = copy.deepcopy(base_items)
+    for item in new:
+        year, month, day = item["DMF_PERMIT_DATE"].strip().split("-")
+        item["DMF_PERMIT_DATE"] = f"{year}. {int(month)}. {int(day)}."
+    assert [i for i in new if re.search(r"\. [1-9]\.", i["DMF_PERMIT_DATE"])]  # one-digit months and days among them
+    diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
+    assert diff.counts["substantive"] == 0 and not diff.changes.height
+    assert build_snapshot(new)["issue_date"].to_list() == build_snapshot(base_items)["issue_date"].to_list()
 
 
 @pytest.mark.parametrize(

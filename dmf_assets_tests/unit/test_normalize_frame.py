@@ -268,6 +268,7 @@ _FIELD_VALUES = st.one_of(
             "Avik Pharmaceutical Limited,Tianjin Co., Ltd",
             "A-1/7, India,No 19, China",
             "2010.04.02",
+            "2011. 6. 15.",
             "20100231",
             "433-86-00179",
             "수30-2-ND",
