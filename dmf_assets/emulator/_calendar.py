@@ -1,8 +1,10 @@
-"""Korean business days 2025–2027: MFDS publishes new registrations on working days only.
+"""Korean business days 2025–2030: MFDS publishes new registrations on working days only.
 
 The holiday list is hard-coded (lunar holidays 설날/추석, 부처님오신날 and substitute holidays do not
 follow a simple rule). Source: 관공서의 공휴일에 관한 규정 as applied for 2025–2027, including the
-2025-01-27 temporary holiday and the election days 2025-06-03 and 2026-06-03.
+2025-01-27 temporary holiday and the election days 2025-06-03 and 2026-06-03. 2028–2030 are that rule's
+holidays for the lunar dates as published, with the election days the election law sets (2028-04-12,
+2030-03-27, 2030-06-05); a temporary holiday declared later is not in it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 FIRST_DATE = date(2025, 1, 1)
-LAST_DATE = date(2027, 12, 31)
+LAST_DATE = date(2030, 12, 31)
 
 KOREAN_HOLIDAYS: dict[date, str] = {
     # 2025
@@ -75,6 +77,62 @@ KOREAN_HOLIDAYS: dict[date, str] = {
     date(2027, 10, 11): "한글날 대체공휴일",
     date(2027, 12, 25): "성탄절",
     date(2027, 12, 27): "성탄절 대체공휴일",
+    # 2028
+    date(2028, 1, 1): "신정",
+    date(2028, 1, 25): "설날 연휴",
+    date(2028, 1, 26): "설날",
+    date(2028, 1, 27): "설날 연휴",
+    date(2028, 3, 1): "삼일절",
+    date(2028, 4, 12): "제23대 국회의원 선거일",
+    date(2028, 5, 2): "부처님오신날",
+    date(2028, 5, 5): "어린이날",
+    date(2028, 6, 6): "현충일",
+    date(2028, 8, 15): "광복절",
+    date(2028, 10, 2): "추석 연휴",
+    date(2028, 10, 3): "추석·개천절",
+    date(2028, 10, 4): "추석 연휴",
+    date(2028, 10, 5): "대체공휴일",
+    date(2028, 10, 9): "한글날",
+    date(2028, 12, 25): "성탄절",
+    # 2029
+    date(2029, 1, 1): "신정",
+    date(2029, 2, 12): "설날 연휴",
+    date(2029, 2, 13): "설날",
+    date(2029, 2, 14): "설날 연휴",
+    date(2029, 3, 1): "삼일절",
+    date(2029, 5, 5): "어린이날",
+    date(2029, 5, 7): "어린이날 대체공휴일",
+    date(2029, 5, 20): "부처님오신날",
+    date(2029, 5, 21): "부처님오신날 대체공휴일",
+    date(2029, 6, 6): "현충일",
+    date(2029, 8, 15): "광복절",
+    date(2029, 9, 21): "추석 연휴",
+    date(2029, 9, 22): "추석",
+    date(2029, 9, 23): "추석 연휴",
+    date(2029, 9, 24): "추석 대체공휴일",
+    date(2029, 10, 3): "개천절",
+    date(2029, 10, 9): "한글날",
+    date(2029, 12, 25): "성탄절",
+    # 2030
+    date(2030, 1, 1): "신정",
+    date(2030, 2, 2): "설날 연휴",
+    date(2030, 2, 3): "설날",
+    date(2030, 2, 4): "설날 연휴",
+    date(2030, 2, 5): "설날 대체공휴일",
+    date(2030, 3, 1): "삼일절",
+    date(2030, 3, 27): "제22대 대통령 선거일",
+    date(2030, 5, 5): "어린이날",
+    date(2030, 5, 6): "어린이날 대체공휴일",
+    date(2030, 5, 9): "부처님오신날",
+    date(2030, 6, 5): "제10회 전국동시지방선거일",
+    date(2030, 6, 6): "현충일",
+    date(2030, 8, 15): "광복절",
+    date(2030, 9, 11): "추석 연휴",
+    date(2030, 9, 12): "추석",
+    date(2030, 9, 13): "추석 연휴",
+    date(2030, 10, 3): "개천절",
+    date(2030, 10, 9): "한글날",
+    date(2030, 12, 25): "성탄절",
 }
 
 

@@ -1,5 +1,5 @@
 """A per-user cache of the emulator's built history: the history is a pure function of the seed and
-of the emulator's code, and building it takes ≈0.5 s of CPU. Every process that serves emulator days
+of the emulator's code, and building it takes ≈1.3 s of CPU. Every process that serves emulator days
 pays that cost: a `dmf run`, each daemon run, each test subprocess. Reading the cached copy takes ≈0.03 s.
 
 The file lives under `$XDG_CACHE_HOME/dmf-watch/emulator/` (default `~/.cache/...`). Its name carries

@@ -1,6 +1,6 @@
 """The emulated MFDS DMF registry: any day's full list, its evolution, and the ground truth.
 
-`RegistrySimulator(seed)` builds, once per instance, a compact event log for 2025-01-01..2027-12-31:
+`RegistrySimulator(seed)` builds, once per instance, a compact event log for 2025-01-01..2030-12-31:
 an initial registry of ≈8,600 rows (the 151 real seed rows among them) and, day by day, new
 registrations on Korean business days, grant-derived copies, numbers assigned to registrations
 published without one, substantive changes, cosmetic re-typings, withdrawals and reappearances —
@@ -73,7 +73,10 @@ __all__ = ["FIRST_DATE", "LAST_DATE", "RegistrySimulator", "compare_rows"]
 SEED_DATE = date.fromisoformat(_vocab.SEED_OBSERVED_ON)
 INITIAL_SIZE = 8600
 #: registry size the simulation steers towards (docs/DOMAIN.md §2: 9,167 on 2026-10-08)
-SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (LAST_DATE, 9500))
+SIZE_PATH = ((FIRST_DATE, 8600), (date(2026, 10, 8), 9170), (date(2027, 12, 31), 9500), (LAST_DATE, 10400))
+#: the emulated history first ended here. The days after it were added later, built after it with generators
+#: of their own, so that every day up to it stays as the tests and the fault matrix know it
+FIRST_HISTORY_END = date(2027, 12, 31)
 #: Re-numberings (docs/DOMAIN.md §4): the registry lists a registration under a corrected number — a grant-style
 #: "(n)" number replaced by the registration's own standard number (the real case, seen between 2026-09-25 and
 #: 10-08), or a standard number's serial corrected; the two kinds alternate. Rare, as in the real registry
@@ -141,11 +144,11 @@ class _Counters:
 
 
 class _Timeline:
-    """Builds the whole 2025–2027 history for one seed (deterministic; under a second)."""
+    """Builds the whole 2025–2030 history for one seed (deterministic; ≈2 s, cached: `_timeline_cache`)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, last: date = LAST_DATE) -> None:
         self.rng = random.Random(seed)
-        self.ndays = (LAST_DATE - FIRST_DATE).days + 1
+        self.ndays = (last - FIRST_DATE).days + 1
         self.seed_lock = (SEED_DATE - FIRST_DATE).days
         self.entities: list[_Entity] = []
         self.logs: list[list[str]] = [[] for _ in range(self.ndays)]
@@ -157,7 +160,9 @@ class _Timeline:
         self._subst_cycle: list[str] = []
         self._build_initial()
         self._evolve()
-        self._renumber(random.Random(f"renumber-{seed}"))
+        end = (FIRST_HISTORY_END - FIRST_DATE).days
+        self._renumber(random.Random(f"renumber-{seed}"), FIRST_DATE, FIRST_HISTORY_END, horizon=end)
+        self._renumber(random.Random(f"renumber-{seed}-{FIRST_HISTORY_END}"), FIRST_HISTORY_END, last)
 
     # --- bookkeeping ----------------------------------------------------------------------------
     def _new_entity(self, day: int, row: Row | None, draft: Draft | None = None, **kw: bool) -> _Entity:
@@ -553,27 +558,33 @@ class _Timeline:
         return True
 
     # --- re-numberings ------------------------------------------------------------------------------
-    def _renumber(self, rng: random.Random) -> None:
-        """Re-number a registration on each planned day, after the rest of the history is built and with a
-        generator of its own: nothing else in the timeline moves."""
-        days: set[date] = {RENUMBER_ANCHOR}
-        d = add_business_days(FIRST_DATE, rng.randint(*RENUMBER_GAP))
-        while d <= LAST_DATE:
+    def _renumber(self, rng: random.Random, start: date, end: date, *, horizon: int | None = None) -> None:
+        """Re-number a registration on each planned day after `start` up to `end`, after the rest of the history
+        is built and with a generator of its own: nothing else in the timeline moves. `horizon` (a day index):
+        see only what the history held up to that day, as when it ended there."""
+        days: set[date] = {RENUMBER_ANCHOR} if start <= RENUMBER_ANCHOR <= end else set()
+        d = add_business_days(start, rng.randint(*RENUMBER_GAP))
+        while d <= end:
             days.add(d)
             d = add_business_days(d, rng.randint(*RENUMBER_GAP))
+        last = self.ndays - 1 if horizon is None else horizon
+        known = [e for e in self.entities if e.created <= last]
         owners: dict[str, set[int]] = {}  # every number ever listed -> the registrations listed under it
-        for e in self.entities:
-            for row in e.rows:
-                if row is not None and row[P] is not None:
+        for e in known:
+            for first, row in zip(e.starts, e.rows, strict=True):
+                if first <= last and row is not None and row[P] is not None:
                     owners.setdefault(_keys.permit_key(row[P]) or "", set()).add(e.eid)
         for i, d in enumerate(sorted(days)):
-            self._renumber_one(rng, d, "grant" if d == RENUMBER_ANCHOR or i % 2 == 0 else "serial", owners)
+            kind = "grant" if d == RENUMBER_ANCHOR or i % 2 == 0 else "serial"
+            self._renumber_one(rng, d, kind, owners, known, last)
 
-    def _renumber_one(self, rng: random.Random, d: date, kind: str, owners: dict[str, set[int]]) -> None:
+    def _renumber_one(
+        self, rng: random.Random, d: date, kind: str, owners: dict[str, set[int]], known: list[_Entity], last: int
+    ) -> None:
         di = (d - FIRST_DATE).days
-        lo, hi = di - RENUMBER_QUIET_DAYS, di + RENUMBER_QUIET_DAYS
+        lo, hi = di - RENUMBER_QUIET_DAYS, min(di + RENUMBER_QUIET_DAYS, last)
         for _ in range(3000):
-            e = self.entities[rng.randrange(len(self.entities))]
+            e = known[rng.randrange(len(known))]
             row = e.row_at(di)
             if e.is_seed or row is None or row[P] is None or row[DATE] is None or lo < 0:
                 continue

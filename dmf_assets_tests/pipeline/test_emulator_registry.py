@@ -153,16 +153,32 @@ def test_served_order_is_by_issue_date(observed):
 
 
 def test_out_of_range_and_bad_dates_are_clear_errors(sim):
-    with pytest.raises(ValueError, match=r"2025-01-01..2027-12-31"):
+    with pytest.raises(ValueError, match=r"2025-01-01..2030-12-31"):
         sim.items(date(2024, 12, 31))
-    with pytest.raises(ValueError, match=r"2025-01-01..2027-12-31"):
-        sim.items("2028-01-01")
+    with pytest.raises(ValueError, match=r"2025-01-01..2030-12-31"):
+        sim.items("2031-01-01")
     with pytest.raises(ValueError, match="YYYY-MM-DD"):
         sim.items("08/10/2026")
     with pytest.raises(ValueError, match="old < new"):
         sim.truth("2026-01-05", "2026-01-05")
     with pytest.raises(ValueError, match="outside"):
-        sim.day_log("2030-01-01")
+        sim.day_log("2031-01-01")
+
+
+def test_the_days_of_the_first_history_stay_as_they_were_when_it_was_extended():
+    """The emulated registry first ended on 2027-12-31; the years added after it are built after it, so every
+    day up to then is served as a history that ends there serves it: the same rows, the same changes, the same
+    re-numberings (the tests' and the fault matrix's days among them)."""
+    first = registry._Timeline(20250101, last=registry.FIRST_HISTORY_END)
+    extended = registry._Timeline(20250101)
+    assert extended.ndays > first.ndays
+    days = [*range(0, first.ndays, 17), *range(first.ndays - 45, first.ndays)]
+    for di in days:
+        rows = [(e.eid, e.row_at(di)) for e in first.entities if e.row_at(di) is not None]
+        assert [(e.eid, e.row_at(di)) for e in extended.entities if e.row_at(di) is not None] == rows, di
+        assert extended.logs[di] == first.logs[di], di
+    renumbered = [i for i, log in enumerate(extended.logs) if any(x.startswith("RENUMBERED") for x in log)]
+    assert any(i < first.ndays for i in renumbered) and any(i >= first.ndays for i in renumbered)
 
 
 def test_items_of_every_day_come_from_the_one_build(monkeypatch):
@@ -184,7 +200,8 @@ def test_registry_size_follows_the_real_growth(sim):
     assert all(8_500 <= n <= 10_500 for n in sizes.values()), sizes
     assert abs(len(sim.items(FIRST_DATE)) - 8_600) <= 100
     assert abs(len(sim.items(OBSERVED)) - 9_167) <= 150
-    assert abs(len(sim.items(LAST_DATE)) - 9_500) <= 200
+    assert abs(len(sim.items(date(2027, 12, 31))) - 9_500) <= 200
+    assert abs(len(sim.items(LAST_DATE)) - 10_400) <= 200
 
 
 def test_applicants_are_heavy_tailed_with_the_real_top_seven(observed):
@@ -388,6 +405,9 @@ def test_holiday_calendar_matches_the_real_new_registrations(real_items):
             assert is_business_day(d), d
     assert date(2026, 9, 25) in KOREAN_HOLIDAYS and date(2025, 10, 8) in KOREAN_HOLIDAYS
     assert not is_business_day(date(2027, 2, 9)) and is_business_day(date(2027, 2, 10))
+    # 추석 on 개천절 in 2028, 추석 over a Sunday in 2029: the substitute day after
+    assert not is_business_day(date(2028, 10, 5)) and is_business_day(date(2028, 10, 6))
+    assert not is_business_day(date(2029, 9, 24)) and is_business_day(date(2029, 9, 25))
 
 
 def test_no_new_registration_on_weekends_or_holidays(sim):
@@ -562,7 +582,8 @@ def test_renumberings_are_rare_and_every_30_days_hold_one(sim):
     registrations in 13 days in the real dumps — so every 30-day window (the demo's) meets one after its
     baseline day, and one on 2026-10-07 (the fault matrix's faulty day, the analyst tests' week)."""
     days = _renumbering_days(sim)
-    assert 50 <= len(days) <= 100, len(days)
+    years = ((LAST_DATE - FIRST_DATE).days + 1) / 365.25
+    assert 16 * years <= len(days) <= 34 * years, len(days)
     assert date(2026, 10, 7) in days
     # (none in the first three weeks: a re-numbered registration was listed, untouched, three weeks before)
     assert days[0] < FIRST_DATE + timedelta(days=60)
