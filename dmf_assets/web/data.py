@@ -342,22 +342,43 @@ _KEYED_FIELDS = ("ingredient", "applicant", "manufacturer")
 SEARCHED_FIELDS = ("permit_no", *_KEYED_FIELDS, "countries")
 
 
-def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
-    """The registrations the search finds: the box over number, ingredient, applicant, manufacturer and country by their
-    matching keys (spacing, (주)/주식회사/㈜, case and punctuation do not matter), and the filters."""
-    conditions: list[pl.Expr] = []
+def _anywhere(text: str) -> pl.Expr:
+    """`text` in the number, ingredient, applicant or manufacturer by their matching keys, or as a country. The company
+    key is the text key without legal forms (or the text key when nothing else is left) — so "아세트 아미노펜 ㈜" looks
+    for what "아세트아미노펜" does, and "(주)삼오 제약" for "삼오제약"."""
+    key = match_key(text, "company")
+    either = [pl.col(f"{field}_key").str.contains(key, literal=True).fill_null(False) for field in _KEYED_FIELDS if key]
+    if compact := analyst.compact_key(text):
+        either.append(pl.col("permit_compact").str.contains(compact, literal=True).fill_null(False))
+    if country := canonical_country(text):
+        either.append(pl.col("country_list").list.contains(country).fill_null(False))
+    return pl.any_horizontal(either) if either else pl.lit(False)
+
+
+def box_words(text: str) -> tuple[str, ...]:
+    """The words of the box that say something on their own: a legal form or a dash typed apart is none."""
+    return tuple(word for word in text.split() if match_key(f"x {word}", "company") != "x")
+
+
+def matching(frame: pl.DataFrame, sq: SearchQuery) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The registrations the search finds, and the words the box was looked for by (none: as one phrase). The box is
+    looked for as typed, spacing aside (「이부 프로펜」 finds 이부프로펜); when nothing holds it so and it has several
+    words, each word anywhere in a registration (「인도 이부프로펜」: ibuprofen made in India). Then the filters."""
+    filters = _filters(sq)
+    words: tuple[str, ...] = ()
     if sq.q:
-        # the company key: the text key without legal forms (or the text key when nothing else is left) — so
-        # "아세트 아미노펜 ㈜" looks for what "아세트아미노펜" does, and "(주)삼오 제약" for "삼오제약"
-        key = match_key(sq.q, "company")
-        either = [
-            pl.col(f"{field}_key").str.contains(key, literal=True).fill_null(False) for field in _KEYED_FIELDS if key
-        ]
-        if compact := analyst.compact_key(sq.q):
-            either.append(pl.col("permit_compact").str.contains(compact, literal=True).fill_null(False))
-        if country := canonical_country(sq.q):
-            either.append(pl.col("country_list").list.contains(country).fill_null(False))
-        conditions.append(pl.any_horizontal(either) if either else pl.lit(False))
+        found = frame.filter(pl.all_horizontal([_anywhere(sq.q), *filters]))
+        if found.is_empty() and len(box_words(sq.q)) > 1:
+            words = box_words(sq.q)
+            found = frame.filter(pl.all_horizontal([*(_anywhere(word) for word in words), *filters]))
+    else:
+        found = frame.filter(pl.all_horizontal(filters)) if filters else frame
+    _, columns, descending = SORTS[sq.sort]
+    return found.sort(list(columns), descending=descending, nulls_last=True), words
+
+
+def _filters(sq: SearchQuery) -> list[pl.Expr]:
+    conditions: list[pl.Expr] = []
     if sq.country:
         conditions.append(pl.col("country_list").list.contains(sq.country).fill_null(False))
     if sq.applicant:
@@ -377,9 +398,7 @@ def matching(frame: pl.DataFrame, sq: SearchQuery) -> pl.DataFrame:
         conditions.append(pl.col("applicant_group") == sq.applicant_group)
     if sq.manufacturer_key:
         conditions.append(pl.col("manufacturer_keys").list.contains(sq.manufacturer_key).fill_null(False))
-    found = frame.filter(pl.all_horizontal(conditions)) if conditions else frame
-    _, columns, descending = SORTS[sq.sort]
-    return found.sort(list(columns), descending=descending, nulls_last=True)
+    return conditions
 
 
 @dataclass(frozen=True)
@@ -391,21 +410,29 @@ class SearchResult:
     pages: int
     countries: tuple[str, ...]
     scope: tuple[str, ...] = ()  # the rows of the home's lists the search is limited to (`scope`)
+    words: tuple[str, ...] = ()  # the box found nothing as one phrase: these words were looked for one by one
 
 
 def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
-    found = matching(registry_.frame, sq)
+    found, words = matching(registry_.frame, sq)
     pages = max(1, -(-found.height // PAGE_SIZE))
     page = min(sq.page, pages)
     shown = ledger_frame(found.slice((page - 1) * PAGE_SIZE, PAGE_SIZE))
     return SearchResult(
-        registry_.day, found.height, tuple(shown.to_dicts()), page, pages, registry_.countries, scope(registry_, sq)
+        registry_.day,
+        found.height,
+        tuple(shown.to_dicts()),
+        page,
+        pages,
+        registry_.countries,
+        scope(registry_, sq),
+        words,
     )
 
 
 def export_frame(registry_: Registry, sq: SearchQuery) -> pl.DataFrame:
     """Every registration the search finds, with the ledger's display columns (CSV and XLSX)."""
-    return ledger_frame(matching(registry_.frame, sq)).select([c.key for c in EXPORT_COLUMNS])
+    return ledger_frame(matching(registry_.frame, sq)[0]).select([c.key for c in EXPORT_COLUMNS])
 
 
 # --- /dmf/{key} ------------------------------------------------------------------------------------

@@ -211,6 +211,25 @@ def test_search_ignores_spacing_legal_forms_case_and_punctuation(web):
     assert {r["등록번호"] for r in exact} <= cells
 
 
+def test_words_no_registration_holds_as_one_phrase_are_looked_for_one_by_one(web):
+    """「인도 이부프로펜」 is no ingredient, applicant, maker or number: the box then looks for each word anywhere in a
+    registration — ibuprofen made in India — and says so; a phrase found as typed is never split."""
+    listed = _csv(_get(f"{web}/search.csv", params={"q": "이부프로펜"}))
+    ibuprofen = {r["등록번호"] for r in listed}
+    india = {r["등록번호"] for r in _csv(_get(f"{web}/search.csv", params={"q": "이부프로펜", "country": "인도"}))}
+    rows = _csv(_get(f"{web}/search.csv", params={"q": "인도 이부프로펜"}))
+    assert india and india <= {r["등록번호"] for r in rows} <= ibuprofen
+    assert all("인도" in " ".join(r.values()) for r in rows)
+    page = _get(f"{web}/search", params={"q": "인도 이부프로펜"}).text
+    assert f"<strong>{len(rows):,}건</strong>" in page
+    said = "「인도 이부프로펜」을 한 덩어리로 가진 등록이 없어, 낱말 「인도」·「이부프로펜」이 모두 들어 있는 등록을 찾았습니다."
+    assert said in page
+    spaced = _get(f"{web}/search", params={"q": "이부 프로펜"}).text
+    assert f"<strong>{len(listed):,}건</strong>" in spaced and "낱말" not in spaced
+    # a word that is only a legal form is no word to look for: 「인도 ㈜」 is 「인도」 alone, found as nothing
+    assert "낱말" not in _get(f"{web}/search", params={"q": "삼오 ㈜"}).text
+
+
 def _top_rows(page: str) -> list[tuple[str, str, str, int]]:
     """(list title, row label, the row's link, its count) of every row of the home's top lists."""
     rows = []
