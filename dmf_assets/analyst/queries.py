@@ -164,7 +164,7 @@ class HistoryEvent:
 @dataclass(frozen=True)
 class HistoryVersion:
     dmf_key: str
-    version_no: int  # 1, 2, … per registration, in the order first observed
+    version_no: int  # 1, 2, … per registration (across the numbers it was listed under), in the order first observed
     first_day: date | None
     last_day: date | None
     days_observed: int
@@ -241,12 +241,12 @@ def registration_history(
 ) -> RegistrationHistory:
     """Every version (with the accepted days it was seen), the spans in which it was listed or not, and
     every event of the registrations — the events observed in [start, end] when given."""
-    per_key: Counter[str] = Counter()
+    per_registration: Counter[int] = Counter()
     version_no: dict[int, int] = {}
     versions = []
     for v in storage.record_versions(conn, record_ids):
-        per_key[v["dmf_key"]] += 1
-        version_no[v["version_id"]] = n = per_key[v["dmf_key"]]
+        per_registration[v["registration_id"]] += 1
+        version_no[v["version_id"]] = n = per_registration[v["registration_id"]]
         values = {k: v[k] for k in _VERSION_VALUES} | {"sites": sites_text(v["sites"])}
         first, last = history.to_date(v["first_day"]), history.to_date(v["last_day"])
         versions.append(HistoryVersion(v["dmf_key"], n, first, last, v["days_observed"], values))

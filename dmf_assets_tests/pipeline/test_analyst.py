@@ -304,6 +304,8 @@ def test_history_follows_a_registration_that_received_its_number(emulated, capsy
     by_syn = jsonl(run_cli(capsys, "history", syn.lower(), "--format", "jsonl", "--database", str(emulated))[1])
     assert by_number == by_syn
     assert {v["dmf_key"] for v in by_number if v["kind"] == "version"} == {permit, syn}
+    numbered = [(v["dmf_key"], v["version_no"]) for v in by_number if v["kind"] == "version"]
+    assert [n for _, n in numbered] == list(range(1, len(numbered) + 1)) and numbered[0][0] == syn
     (assigned,) = [e for e in by_number if e["kind"] == "event" and "번호 부여" in e["flags"]]
     assert assigned["day"] == history.to_date(day).isoformat() and assigned["event_type"] == "CHANGED"
     assert not [e for e in by_number if e["kind"] == "event" and e["event_type"] == "WITHDRAWN"]
@@ -319,6 +321,8 @@ def test_history_by_the_old_and_by_the_new_number_is_one_history(renumbered, cap
     by_new = jsonl(run_cli(capsys, "history", NEW_NO, "--format", "jsonl", "--database", str(renumbered))[1])
     assert by_old == by_new
     assert {v["dmf_key"] for v in by_new if v["kind"] == "version"} == {OLD_NO, NEW_NO}
+    # one registration, its versions counted on across its numbers: the old number's is 1, the new number's 2
+    assert [(v["dmf_key"], v["version_no"]) for v in by_new if v["kind"] == "version"] == [(OLD_NO, 1), (NEW_NO, 2)]
     events = [e for e in by_new if e["kind"] == "event"]
     assert [(e["day"], e["event_type"], e["permit_no"]) for e in events] == [
         (R_DAYS[1].isoformat(), "CHANGED", NEW_NO),
@@ -336,6 +340,9 @@ def test_history_by_the_old_and_by_the_new_number_is_one_history(renumbered, cap
     returned = spans[(NEW_NO, R_DAYS[4].isoformat())]
     assert returned["reappeared"] and returned["gone_since"] == R_DAYS[3].isoformat()
     assert f"{R_DAYS[3]}부터 목록에 없다가 {R_DAYS[4]}에 다시 목록에 오름 (재등장)" in returned["text"]
+    assert returned["text"].startswith("버전 2: ") and spans[(OLD_NO, R_DAYS[0].isoformat())]["text"].startswith(
+        "버전 1: "
+    )
     # the table a person reads names the old number under the new one
     table = run_cli(capsys, "history", NEW_NO, "--database", str(renumbered))[1]
     assert (

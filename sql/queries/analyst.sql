@@ -29,12 +29,14 @@ WHERE (? = 'ingredient' AND contains(ingredient_key, ?))
    OR (? = 'manufacturer' AND contains(manufacturer_key, ?));
 
 -- name: record_versions
--- every distinct content of the registrations, with the accepted days it was observed on
-SELECT r.dmf_key, v.version_id, v.permit_no, v.ingredient, v.applicant, v.bizrno, v.manufacturer, v.address,
+-- every distinct content of the registrations, with the accepted days it was observed on (and the registration
+-- each belongs to: its numbers before and after a re-numbering, or before it received one, are one)
+SELECT g.registration_id, r.dmf_key, v.version_id, v.permit_no, v.ingredient, v.applicant, v.bizrno, v.manufacturer, v.address,
        v.countries, v.site_count, v.sites, v.issue_date, v.target_class, v.base_permit_no, v.cohort,
        min(s.day_id) AS first_day, max(s.day_id) AS last_day, count(s.day_id) AS days_observed
 FROM record_versions v
 JOIN records r ON r.record_id = v.record_id
+JOIN record_registrations g ON g.record_id = v.record_id
 LEFT JOIN snapshots s ON s.version_id = v.version_id
 WHERE v.record_id IN (SELECT unnest(?::INTEGER[]))
 GROUP BY ALL
