@@ -525,7 +525,7 @@ def gate_duplicates(frame: pl.DataFrame, gates: GateThresholds) -> GateOutcome:
         DUPLICATES,
         ratio,
         threshold,
-        f"중복 등록번호 초과분 {surplus:,}건 / {n:,}건 ({_pct(ratio)})",
+        f"중복 등록번호 초과분 {surplus:,}건 / 등록번호 있는 {n:,}건 ({_pct(ratio)})",  # the rows without one aside
         "중복 등록번호가 허용 범위 안입니다.",
         "같은 등록번호가 비정상적으로 많이 반복됩니다 — 페이지가 중복 제공되었을 수 있습니다.",
         tuple({"permit_no": r["permit_no"], "count": r["len"]} for r in dup_numbers.to_dicts()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tomllib
 from datetime import date
 
+import polars as pl
 import pytest
 
 from dmf_assets.defs.checks import gate_spec, gate_specs
@@ -25,6 +26,7 @@ from dmf_assets.domain.gates import (
     gate_churn,
     gate_churn_without_base,
     gate_drop,
+    gate_duplicates,
     rejection_reason,
 )
 from dmf_assets.emulator import faults as F
@@ -82,6 +84,14 @@ def test_the_gate_functions_answer_for_their_registry_entry():
     assert gate_drop(facts, base, thresholds).number == DROP.number
     assert gate_churn({}, 10, thresholds).number == gate_churn_without_base(thresholds).number == CHURN.number
     assert DROP.name == "drop" and CHURN.name == "churn" and CHURN.after_diff and not DROP.after_diff
+
+
+def test_duplicates_say_which_rows_they_are_counted_among():
+    """Gate 5 counts repeated numbers among the rows that have one: its figure names them, so it is not read
+    against the day's received rows (「수신 9,190건」 beside 「/ 9,188건」 read as two figures for one list)."""
+    frame = pl.DataFrame({"permit_no": ["A", "A", "B", "C", None, None]})
+    got = gate_duplicates(frame, Gates())
+    assert got.observed == "중복 등록번호 초과분 1건 / 등록번호 있는 4건 (25.00 %)" and not got.passed
 
 
 @pytest.mark.parametrize("population", [100, None])
