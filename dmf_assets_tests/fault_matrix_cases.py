@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import shutil
 import time
 import traceback
@@ -69,6 +70,7 @@ EXPECTED: dict[str, Expected] = {
     "timeouts": _accepted("timeouts"),
     "row_repeated": _accepted("dedup"),
     "hostile_text": _accepted("hostile"),  # not a transport fault: stored verbatim-but-safe
+    "dates_restyled": _accepted("restyled"),  # the same dates in another style: no issue date changed
     **{kind: _rejected(g.number) for g in GATES for kind in g.faults},
 }
 #: slowest first, so the two workers finish together
@@ -110,6 +112,28 @@ def _warm() -> None:
     from dmf_assets.emulator.client import default_simulator
 
     default_simulator(SEED).items(FAULT_DAY)  # build the registry's event log once per worker
+
+
+def _served_date_styles(raw_dir: Path, manifest) -> dict[str, int]:
+    """How the faulty day's archived pages wrote the issue dates: ISO (2011-06-15), the official style
+    (「2011. 6. 15.」) or otherwise (none, or another shape)."""
+    from dmf_assets.source.archive import read_page
+
+    styles = {"iso": 0, "official": 0, "other": 0}
+    for entry in manifest.pages if manifest else ():
+        if not entry.ok or entry.nodata:
+            continue
+        for value in re.findall(
+            rb'"DMF_PERMIT_DATE":\s*("[^"]*"|null)', read_page(raw_dir / FAULT_DAY.isoformat(), entry)
+        ):
+            text = value.decode().strip('"')
+            if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                styles["iso"] += 1
+            elif re.fullmatch(r"\d{4}\. [1-9]\d?\. [1-9]\d?\.", text):
+                styles["official"] += 1
+            else:
+                styles["other"] += 1
+    return styles
 
 
 def _score_day(conn, sim, day: date, base: date, seen: list[date], exclude: set[str]) -> dict:
@@ -208,6 +232,7 @@ def _run_kind(kind: str, base_dir: Path) -> dict:
         for p in (manifest.pages if manifest else ())
     ]
     out["hostile_numbers"] = sorted(hostile)
+    out["served_dates"] = _served_date_styles(ws.resources["mfds"].raw_path(), manifest)
     out["reports"] = [{"day": r.day, "success": r.success, "failure": r.failure} for r in reports]
     out["workbooks"] = {d.isoformat(): (root / "reports" / f"DMF_리포트_{d.isoformat()}.xlsx").exists() for d in DAYS}
     out["seconds"] = round(time.monotonic() - started, 1)
@@ -252,6 +277,10 @@ def _evidence_problems(kind: str, res: dict) -> list[str]:
             if got != sorted([n, "CHANGED"] for n in numbers):
                 problems.append(f"{day}: hostile rows' events {got}")
         return problems
+    if how == "restyled":  # every dated row was served in the official style; the scores show no date changed
+        styles = res["served_dates"]
+        ok = styles["iso"] == 0 and styles["official"] > 9_000
+        return [] if ok else [f"issue dates served as {styles}, not all in the official style"]
     return [f"no evidence rule for {kind}"]
 
 
@@ -340,6 +369,11 @@ def _observed(kind: str, res: dict) -> str:
         parts.append(
             f"악성 값 {len(res['hostile_numbers'])}행 변경 반영 후 다음 날 원복 / "
             f"{len(res['hostile_numbers'])} hostile rows CHANGED, changed back the next day"
+        )
+    if kind == "dates_restyled":
+        n = res["served_dates"]["official"]
+        parts.append(
+            f"발급일자 {n:,}건 모두 「2011. 6. 15.」 방식, 바뀐 날짜 없음 / {n:,} issue dates restyled, none changed"
         )
     parts.append(f"신규 NEW {run['new']} · 변경 CHANGED {run['changed']} · 삭제 WITHDRAWN {run['withdrawn']}")
     return ", ".join(parts)

@@ -189,6 +189,13 @@ FAULT_KINDS: dict[str, FaultKind] = {
             "not a transport fault: accepted, a few CHANGED events; values stored verbatim-but-safe "
             "(never formulas), counted by the quality metrics (oversize, U+FFFD)",
         ),
+        FaultKind(
+            "dates_restyled",
+            "모든 행의 발급일자를 공문서에 쓰는 방식으로 씀 (2011-06-15 → 「2011. 6. 15.」)",
+            "every issue date written the way Korean official documents write a date (2011-06-15 -> 「2011. 6. 15.」)",
+            "not a transport fault: accepted with the day's true events — the same dates in another style, no "
+            "issue date changed",
+        ),
     )
 }
 
@@ -408,7 +415,15 @@ def served_sequence(fault: Fault | None, day: str, rows: list[Row], num_of_rows:
     if kind == "hostile_text":
         hostile = hostile_rows(day, rows)
         return [{**r, **hostile[i]} if i in hostile else r for i, r in enumerate(rows)], len(rows)
+    if kind == "dates_restyled":
+        return [{**r, "DMF_PERMIT_DATE": official_style(r.get("DMF_PERMIT_DATE"))} for r in rows], len(rows)
     return rows, len(rows)
+
+
+def official_style(value: str | None) -> str | None:
+    """An ISO date as Korean official documents write it: 2011-06-15 -> 「2011. 6. 15.」 (anything else as it was)."""
+    found = re.fullmatch(r"\s*([0-9]{4})-([0-9]{2})-([0-9]{2})\s*", value or "")
+    return f"{found[1]}. {int(found[2])}. {int(found[3])}." if found else value
 
 
 #: 100 KB of address text: 50x MNFCTR_PLACE's spec size (2000), far beyond Excel's 32,767-char cell.

@@ -316,6 +316,15 @@ def check_hostile_text(res, man, reqs, rows, kind):
     assert any(r.get("MNFCTR_NAME") == F.HOSTILE_CONTROLS for r in res.items)
 
 
+def check_dates_restyled(res, man, reqs, rows, kind):
+    # every row served, each issue date in the official style and nothing else touched
+    assert res.status == "complete" and res.transport_ok and len(res.items) == len(rows)
+    assert res.items == [{**r, "DMF_PERMIT_DATE": F.official_style(r["DMF_PERMIT_DATE"])} for r in rows]
+    dated = [r for r in rows if re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["DMF_PERMIT_DATE"] or "")]
+    official = [r for r in res.items if re.fullmatch(r"\d{4}\. [1-9]\d?\. [1-9]\d?\.", r["DMF_PERMIT_DATE"] or "")]
+    assert len(official) == len(dated) > 1_000
+
+
 CASES = {
     "http_5xx_burst": ("http_5xx_burst", {}),
     "rate_limit_429": ("rate_limit_429", {}),
@@ -340,6 +349,7 @@ CASES = {
     "mass_disappearance": ("mass_disappearance", {}),
     "outage": ("outage", {}),
     "hostile_text": ("hostile_text", {}),
+    "dates_restyled": ("dates_restyled", {}),
 }
 
 
