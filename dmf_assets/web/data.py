@@ -368,8 +368,8 @@ def matching(frame: pl.DataFrame, sq: SearchQuery) -> tuple[pl.DataFrame, tuple[
     words: tuple[str, ...] = ()
     if sq.q:
         found = frame.filter(pl.all_horizontal([_anywhere(sq.q), *filters]))
-        if found.is_empty() and len(box_words(sq.q)) > 1:
-            words = box_words(sq.q)
+        if found.is_empty() and len(typed := box_words(sq.q)) > 1:
+            words = typed
             found = frame.filter(pl.all_horizontal([*(_anywhere(word) for word in words), *filters]))
     else:
         found = frame.filter(pl.all_horizontal(filters)) if filters else frame

@@ -226,8 +226,12 @@ def test_words_no_registration_holds_as_one_phrase_are_looked_for_one_by_one(web
     assert said in page
     spaced = _get(f"{web}/search", params={"q": "이부 프로펜"}).text
     assert f"<strong>{len(listed):,}건</strong>" in spaced and "낱말" not in spaced
-    # a word that is only a legal form is no word to look for: 「인도 ㈜」 is 「인도」 alone, found as nothing
+    # a word that is only a legal form is no word to look for: 「삼오 ㈜」 is the phrase 「삼오」 alone
     assert "낱말" not in _get(f"{web}/search", params={"q": "삼오 ㈜"}).text
+    # words that are nowhere together: said as such, never "found"
+    nowhere = _get(f"{web}/search", params={"q": "이부프로펜 zzzq"}).text
+    assert "<strong>0건</strong>" in nowhere
+    assert "낱말 「이부프로펜」·「zzzq」가 모두 들어 있는 등록을 찾아보았지만 없습니다." in nowhere
 
 
 def _top_rows(page: str) -> list[tuple[str, str, str, int]]:
