@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from dmf_assets.domain.diff import Watchlist, diff_snapshots
 from dmf_assets.domain.model import EventType, Severity, possible_renumbering_text, substantive_changes
 from dmf_assets.domain.snapshot import build_snapshot, build_snapshot_pair_taking, seen_markers
+from dmf_assets.emulator.faults import official_style
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +72,7 @@ def test_cosmetic_retyping_is_cosmetic(base_items):
 def test_issue_dates_rewritten_in_the_korean_dotted_style_change_nothing(base_items):
     """MFDS writing every issue date as Korean official documents do (「2011. 6. 15.」) is a re-typing of the whole
     registry, not 9,000 changed dates: no event, and no row's issue date lost."""
-    new = copy.deepcopy(base_items)
-    for item in new:
-        year, month, day = item["DMF_PERMIT_DATE"].strip().split("-")
-        item["DMF_PERMIT_DATE"] = f"{year}. {int(month)}. {int(day)}."
+    new = [{**item, "DMF_PERMIT_DATE": official_style(item["DMF_PERMIT_DATE"])} for item in base_items]
     assert [i for i in new if re.search(r"\. [1-9]\.", i["DMF_PERMIT_DATE"])]  # one-digit months and days among them
     diff = diff_snapshots(build_snapshot(base_items), build_snapshot(new))
     assert diff.counts["substantive"] == 0 and not diff.changes.height
