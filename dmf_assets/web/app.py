@@ -227,11 +227,20 @@ def home(site: Site, request: Request) -> Response:
 def search(site: Site, request: Request) -> Response:
     sq = search_query(request)
     result = data.search(site.registry_of(sq.as_of), sq)
+    # a number nothing is listed under (a grant of it may be: 「…-280-78(1)」): a number the registration had
+    # before, or one gone from the list, is still in the history — say what became of it, and link its page
+    typed = sq.q or ""
+    since = (
+        site.reader.read(("number", typed, result.day), lambda conn: data.number_in_history(conn, typed, result.day))
+        if typed and not result.number_listed and data.looks_like_a_number(typed)
+        else None
+    )
     return site.page(
         request,
         "search.html",
         sq=sq,
         result=result,
+        since=since,
         sorts={k: v[0] for k, v in data.SORTS.items()},
         target_classes=TARGET_CLASSES,
     )

@@ -411,10 +411,13 @@ class SearchResult:
     countries: tuple[str, ...]
     scope: tuple[str, ...] = ()  # the rows of the home's lists the search is limited to (`scope`)
     words: tuple[str, ...] = ()  # the box found nothing as one phrase: these words were looked for one by one
+    number_listed: bool = False  # a row found is listed under the number the box names (any spelling)
 
 
 def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
     found, words = matching(registry_.frame, sq)
+    asked = analyst.normalize_key(sq.q) if sq.q else None
+    listed = bool(asked) and not found.filter((pl.col("permit_no") == asked) | (pl.col("dmf_key") == asked)).is_empty()
     pages = max(1, -(-found.height // PAGE_SIZE))
     page = min(sq.page, pages)
     shown = ledger_frame(found.slice((page - 1) * PAGE_SIZE, PAGE_SIZE))
@@ -427,6 +430,7 @@ def search(registry_: Registry, sq: SearchQuery) -> SearchResult:
         registry_.countries,
         scope(registry_, sq),
         words,
+        listed,
     )
 
 
@@ -449,6 +453,27 @@ class Registration:
     derived: tuple[tuple[str, str], ...] = ()  # (permit_no, applicant) of grants whose original this is
     cohort_size: int = 0
     keys: tuple[str, ...] = ()
+
+
+def looks_like_a_number(text: str) -> bool:
+    """A registration number or key as people type one: four digits in a row (「20181108-31-C-280-78」, 「수30-90-ND」
+    has none: its registration is found by the box itself), or 'SYN-…'."""
+    return bool(re.search(r"[0-9]{4}", text)) or text.strip().upper().startswith(analyst.SYNTHETIC_PREFIX)
+
+
+def number_in_history(conn: duckdb.DuckDBPyConnection, text: str, day: date) -> str | None:
+    """What became of the registration a number names (any spelling, '…#2', 'SYN-…'), as its page's list of periods
+    says it last — 「2026-12-04부터 …-283-78로 이어짐 (등록번호 변경)」, 「목록에서 삭제: …」 — or None when the history
+    knows no such number, or lists it on `day` (the day searched) all the same."""
+    ids = analyst.find_records(conn, text)
+    if not ids:
+        return None
+    spans = analyst.registration_history(conn, ids).spans
+    asked = analyst.normalize_key(text)
+    own = [s for s in spans if s.dmf_key == asked] or list(spans)
+    if any(s.listed and s.first_day <= day <= s.last_day for s in own):
+        return None
+    return max(own, key=lambda s: s.last_day).text if own else None
 
 
 def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry | None) -> Registration | None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -232,6 +232,32 @@ def test_words_no_registration_holds_as_one_phrase_are_looked_for_one_by_one(web
     nowhere = _get(f"{web}/search", params={"q": "이부프로펜 zzzq"}).text
     assert "<strong>0건</strong>" in nowhere
     assert "낱말 「이부프로펜」·「zzzq」가 모두 들어 있는 등록을 찾아보았지만 없습니다." in nowhere
+
+
+def test_a_number_no_longer_listed_says_what_became_of_it(project, web):
+    """A number typed from an old document — the number a registration had before MFDS corrected it, or one gone
+    from the list — finds no registration listed under it; the page says what became of it, as the registration's
+    page does, and links that page. A listed number or one never seen says nothing of the kind."""
+    with read_only_database(project.database) as conn:
+        old, new, day_id = conn.execute(
+            "SELECT base_dmf_key, dmf_key, day_id FROM events WHERE number_changed ORDER BY event_id LIMIT 1"
+        ).fetchone()
+        gone, gone_day = conn.execute(
+            "SELECT e.permit_no, e.day_id FROM events e WHERE e.event_type = 'WITHDRAWN' AND e.permit_no IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM events l WHERE l.dmf_key = e.dmf_key AND l.day_id > e.day_id) "
+            "ORDER BY e.event_id LIMIT 1"
+        ).fetchone()
+    for number, what in (
+        (old, f"{history.to_date(day_id)}부터 {new}{particle(new, '으로/로')} 이어짐 (등록번호 변경)"),
+        (gone, f"목록에서 삭제: {history.to_date(gone_day)} ~ {END} 목록에 없음"),
+    ):
+        page = " ".join(_visible(_get(f"{web}/search", params={"q": number}).text).split())
+        said = f"「{number}」{particle(f'「{number}」', '은/는')} {END} 목록에 그 번호로는 없지만 등록 이력에 있는 번호입니다 — "
+        assert said + what in page, page[:2000]
+        link = re.search(r'<a href="([^"]+)">등록 이력 보기</a>', _get(f"{web}/search", params={"q": number}).text)
+        assert link and unquote(link[1]) == f"/dmf/{number}" and _get(f"{web}{link[1]}").status_code == 200
+    for number in (new, "99999999-1-A-1-01"):
+        assert "등록 이력에 있는 번호" not in _get(f"{web}/search", params={"q": number}).text
 
 
 def _top_rows(page: str) -> list[tuple[str, str, str, int]]:
