@@ -100,6 +100,21 @@ def _check_days(*days: date) -> None:
             raise UserError(why)
 
 
+def outside_the_emulator(first: date, last: date) -> str | None:
+    """Why the built-in emulator cannot serve the days `first`…`last` — it holds a registry for its own years
+    only — or None. Said before the run: at gate 1 the day would be rejected as a failing source, with advice to
+    wait for the source to recover, which never happens."""
+    from dmf_assets.emulator.registry import FIRST_DATE, LAST_DATE
+
+    outside = [d for d in (first, last) if not FIRST_DATE <= d <= LAST_DATE]
+    if not outside:
+        return None
+    return (
+        f"{outside[0]}: 내장 MFDS 에뮬레이터에는 {FIRST_DATE} ~ {LAST_DATE}의 목록만 있습니다 — 그 사이의 날짜로 "
+        f"실행하세요 / the built-in emulator holds the registry of {FIRST_DATE}..{LAST_DATE} only"
+    )
+
+
 def _faults(values: list[str]) -> dict[str, str]:
     from dmf_assets.emulator.faults import FaultPlan
 
@@ -479,12 +494,25 @@ def _days_with_faults(args: argparse.Namespace, first: date, last: date, *, trig
     _check_clock(settings)
     _check_days(first, last)
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    if args.fault and resolve_endpoint(settings.source.base_url).kind != "emulator":
+    endpoint = resolve_endpoint(settings.source.base_url)
+    if args.fault and not endpoint.in_process:
         raise UserError(FAULT_NEEDS_THE_EMULATOR)  # a plan nobody would apply
+    if endpoint.in_process and (why := outside_the_emulator(first, last)):
+        raise UserError(why)
     resources = _resources(settings, _faults(args.fault))
     _check_history(settings, days, resources)
     reports = _run_days(settings, days, resources, trigger=trigger)
     return _exit_code(settings, reports, _print_summary(settings, days))
+
+
+def demo_end(asked: date | None, today: date) -> tuple[date, bool]:
+    """The demo's last day: the one asked for, else today — or the emulator's last day once today is past it (the
+    README's first command keeps working), with True when it was moved there."""
+    from dmf_assets.emulator.registry import LAST_DATE
+
+    if asked is None and today > LAST_DATE:
+        return LAST_DATE, True
+    return asked or today, False
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -498,15 +526,19 @@ def _demo(args: argparse.Namespace) -> int:
     settings, home = _prepare()
     _check_clock(settings)
     n = args.days or settings.demo.days
-    end = args.end or today_kst()
+    end, moved = demo_end(args.end, today_kst())
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
+    if why := outside_the_emulator(days[0], days[-1]):
+        raise UserError(why)
     fault_day = end - timedelta(days=settings.demo.fault_days_ago)
     faults = {} if args.no_fault or fault_day < days[0] else {fault_day.isoformat(): settings.demo.fault_kind}
     resources = _resources(settings, faults, EMULATOR_URL)
     _check_history(settings, days, resources)
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
     print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
+    if moved:
+        print(f"  오늘({today_kst()})은 에뮬레이터의 목록 밖이라 그 마지막 날까지 실행합니다 (the emulator's last day)")
     if faults:
         ((fd, fk),) = faults.items()
         print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
