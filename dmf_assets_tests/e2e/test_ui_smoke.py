@@ -452,6 +452,8 @@ def test_repository_loads_with_assets_schedule_and_sensor(dagit):
     assert schedules["daily_0600_kst"]["executionTimezone"] == "Asia/Seoul"
     sensors = {s["name"]: s for s in repo["sensors"]}
     assert sensors["dmf_watch_sensor"]["minIntervalSeconds"] == SENSOR_INTERVAL_S  # the config reaches the daemon
+    # the UI opens on the product, not on Dagster's "join the community" dialog (the instance's `nux: enabled: false`)
+    assert dagit.gql("query { shouldShowNux }") == {"shouldShowNux": False}
 
 
 def test_the_workbook_is_downloaded_through_the_link_of_its_materialization(dagit):
