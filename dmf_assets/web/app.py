@@ -25,7 +25,7 @@ import tempfile
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -310,7 +310,9 @@ def day_page(site: Site, request: Request) -> Response:
         change_lines=change_lines,
         sample_table=sample_table,
         headline=data.headline_figures,
-        future=day > today_kst(),  # asked now, never cached with the day's view
+        # asked now, never cached with the day's view; no 「다음 날」 from today on: a day to come has no list yet
+        future=day > (today := today_kst()),
+        next_day=day + timedelta(days=1) if day < today else None,
     )
 
 

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 
 import httpx
 
+from dmf_assets.clock import today_kst
 from dmf_assets.settings import load_settings
 from dmf_assets.storage.db import open_database
 from dmf_assets.web import data
@@ -89,7 +90,14 @@ def test_a_day_still_to_come_and_a_nul_in_a_query_read_as_what_they_are(tmp_path
         future = httpx.get(f"{base}/day/9999-01-01", timeout=30).text
         past = httpx.get(f"{base}/day/{SECOND - timedelta(days=1)}", timeout=30).text
         nul = httpx.get(f"{base}/search", params={"q": "아세트\x00아미노펜"}, timeout=30)
+        today = today_kst()
+        today_page, yesterday_page = (
+            httpx.get(f"{base}/day/{d}", timeout=30).text for d in (today, today - timedelta(1))
+        )
     assert "아직 오지 않은 날입니다" in future and "수집하지 않았습니다" not in future
+    # 「다음 날」 leads up to today, never into the days to come (it went on, one empty day after another)
+    assert f'<a href="/day/{today}">다음 날 →</a>' in yesterday_page
+    assert "다음 날" not in today_page and "다음 날" not in future
     assert "수집하지 않았습니다" in past and "아직 오지 않은" not in past
     assert nul.status_code == 200 and "\x00" not in nul.text and 'value="아세트아미노펜"' in nul.text
 
