@@ -368,11 +368,12 @@ def test_a_registration_listed_without_a_number_is_shown_as_such_never_by_its_ke
         ).fetchone()
     hint = ", ".join(FIELD_LABEL_KO[f] for f in ("permit_no", "ingredient", "applicant", "manufacturer", "countries"))
     results = _get(f"{web}/search", params={"q": ingredient}).text
-    assert results.count(f'placeholder="{hint}"') == 2  # the top bar's box and the page's own
+    assert results.count(f'placeholder="{hint}"') == 1  # the page's own box: the top bar leaves its box out here
     number = FIELD_LABEL_KO["permit_no"]
     assert f'<a href="/dmf/{quote(key, safe="")}">({number} 없음)</a>' in results
     page = _get(f"{web}/dmf/{quote(key, safe='')}").text
     assert f'<span class="muted">· ({number} 없음)</span>' in page
+    assert page.count(f'placeholder="{hint}"') == 1  # the top bar's box, in the same words
     assert "SYN-" not in _visible(results) and "SYN-" not in _visible(page)
 
 
@@ -504,17 +505,20 @@ def test_in_a_browser_a_query_a_registration_and_a_workbook(project, web, tmp_pa
             page.goto(f"{web}/")
             assert page.title().startswith("오늘의 현황")
             page.screenshot(path=str(shots / "web_home.png"), full_page=True)
+            assert page.locator("input[type=search]").count() == 1  # the page's own box, not the header's beside it
             box = page.locator("main form.search input[name=q]")
             box.fill("  아세트  아미노펜 ㈜ ")
             box.press("Enter")
             page.wait_for_url("**/search?**")
             assert "찾음" in page.locator("main p.sub").inner_text()
+            assert page.locator("input[type=search]").count() == 1
             page.screenshot(path=str(shots / "web_search.png"), full_page=True)
             first = page.locator("main table a").first
             permit = first.inner_text()
             first.click()
             page.wait_for_url("**/dmf/**")
             assert permit in page.locator("h1").inner_text() and "현재 내용" in page.content()
+            assert page.locator("header input[type=search]").count() == 1  # other pages keep the header's box
             page.screenshot(path=str(shots / "web_registration.png"), full_page=True)
             page.goto(f"{web}/reports/")
             name = f"DMF_리포트_{END}.xlsx"
