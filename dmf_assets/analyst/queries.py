@@ -103,6 +103,13 @@ def sites_text(sites: Sequence[Mapping[str, str | None]] | None) -> str | None:
     return "\n".join(lines)
 
 
+def site_addresses(sites: Sequence[Mapping[str, str | None]] | None) -> tuple[str, ...]:
+    """Each site's address, in the sites' order, when the record has several sites and every one of them has an
+    address of its own (the split of MNFCTR_PLACE held); () otherwise — then the field is shown as MFDS wrote it."""
+    addresses = tuple(s.get("address") or "" for s in sites or ())
+    return addresses if len(addresses) > 1 and all(addresses) else ()
+
+
 @dataclass(frozen=True)
 class HistoryChange:
     field: str
@@ -169,6 +176,7 @@ class HistoryVersion:
     last_day: date | None
     days_observed: int
     values: dict = field(default_factory=dict)
+    addresses: tuple[str, ...] = ()  # per site (`site_addresses`)
 
 
 @dataclass(frozen=True)
@@ -249,7 +257,9 @@ def registration_history(
         version_no[v["version_id"]] = n = per_registration[v["registration_id"]]
         values = {k: v[k] for k in _VERSION_VALUES} | {"sites": sites_text(v["sites"])}
         first, last = history.to_date(v["first_day"]), history.to_date(v["last_day"])
-        versions.append(HistoryVersion(v["dmf_key"], n, first, last, v["days_observed"], values))
+        versions.append(
+            HistoryVersion(v["dmf_key"], n, first, last, v["days_observed"], values, site_addresses(v["sites"]))
+        )
     day_range = [history.day_id(start) if start else 0, history.day_id(end) if end else 99_991_231]
     events_raw = storage.record_events(conn, record_ids, *day_range)
     changes: dict[int, list[HistoryChange]] = {}

@@ -448,6 +448,7 @@ class Registration:
     history: analyst.RegistrationHistory
     latest: date | None  # the latest accepted day
     current: dict[str, Any]  # the values of the version listed last
+    addresses: tuple[str, ...]  # its sites' addresses, one per site (() when the field is shown as written)
     listed_now: bool
     last_listed: date | None
     derived: tuple[tuple[str, str], ...] = ()  # (permit_no, applicant) of grants whose original this is
@@ -495,7 +496,8 @@ def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry 
         (v.dmf_key, v.version_no): v for v in hist.versions
     }
     shown = versions.get((last.dmf_key, last.version_no)) if last else None
-    current = (shown or hist.versions[-1]).values if hist.versions else {}
+    version = shown or (hist.versions[-1] if hist.versions else None)
+    current = version.values if version else {}
     derived: tuple[tuple[str, str], ...] = ()
     cohort_size = 0
     if registry_ is not None:
@@ -512,6 +514,7 @@ def registration(conn: duckdb.DuckDBPyConnection, key: str, registry_: Registry 
         history=hist,
         latest=latest,
         current=current,
+        addresses=version.addresses if version else (),
         listed_now=bool(last and latest and last.last_day == latest),
         last_listed=last.last_day if last else None,
         derived=derived,

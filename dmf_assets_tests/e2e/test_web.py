@@ -336,6 +336,30 @@ def test_a_registration_lists_its_events_before_and_after(project, web):
     assert missing.status_code == 404 and "등록을 찾을 수 없습니다" in missing.text
 
 
+def test_a_registration_with_several_sites_gives_each_site_its_address(project, web):
+    """MFDS writes the sites' addresses as one field, joined with commas that the addresses have inside them too; the
+    page showed it so (「…, People's Republic of China,No. 78, Tianxin Road, …」). Now one numbered line a site, in the
+    order of the numbered sites above it — and a single site's address as written."""
+    with read_only_database(project.database) as conn:
+        permit, sites = conn.execute(
+            "SELECT r.dmf_key, v.sites FROM records r JOIN record_versions v ON v.version_id = r.current_version_id "
+            "WHERE r.status = 'active' AND NOT r.is_synthetic AND v.sites_split_ok AND v.site_count > 1 "
+            "AND v.address LIKE '%,%,%' ORDER BY r.record_id LIMIT 1"
+        ).fetchone()
+        single, address = conn.execute(
+            "SELECT r.dmf_key, v.address FROM records r JOIN record_versions v ON v.version_id = r.current_version_id "
+            "WHERE r.status = 'active' AND NOT r.is_synthetic AND v.site_count = 1 AND v.address LIKE '%,%' "
+            "ORDER BY r.record_id LIMIT 1"
+        ).fetchone()
+    page = _get(f"{web}/dmf/{quote(permit, safe='')}").text
+    row = page.split(f"<th>{FIELD_LABEL_KO['address']}</th>", 1)[1].split("</tr>", 1)[0]
+    lines = [html.unescape(line) for line in re.findall(r"(?:<td>)?([^<]+)<br>", row)]
+    assert lines == [f"{i}. {s['address']}" for i, s in enumerate(sites, 1)], row
+    page = _get(f"{web}/dmf/{quote(single, safe='')}").text
+    row = page.split(f"<th>{FIELD_LABEL_KO['address']}</th>", 1)[1].split("</tr>", 1)[0]
+    assert html.unescape(row) == f"<td>{address}</td>"
+
+
 def test_a_number_assignment_is_named_as_such_on_its_registration(project, web):
     """A registration that received its number shows that event under its own name, 「등록번호 부여」 — the name the
     workbook's 이벤트 column gives it and the headline counts apart from 변경 — not as a 「변경」."""
