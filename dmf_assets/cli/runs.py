@@ -526,7 +526,8 @@ def _demo(args: argparse.Namespace) -> int:
     settings, home = _prepare()
     _check_clock(settings)
     n = args.days or settings.demo.days
-    end, moved = demo_end(args.end, today_kst())
+    today = today_kst()
+    end, moved = demo_end(args.end, today)
     days = [end - timedelta(days=i) for i in range(n - 1, -1, -1)]
     _check_days(days[0], days[-1])
     if why := outside_the_emulator(days[0], days[-1]):
@@ -538,7 +539,7 @@ def _demo(args: argparse.Namespace) -> int:
     print("DMF Watch 데모 — 로컬 MFDS 에뮬레이터 (키·네트워크 불필요)")
     print(f"  기간 {days[0]} ~ {days[-1]} ({n}일), Dagster 인스턴스 {home}")
     if moved:
-        print(f"  오늘({today_kst()})은 에뮬레이터의 목록 밖이라 그 마지막 날까지 실행합니다 (the emulator's last day)")
+        print(f"  오늘({today})은 에뮬레이터의 목록 밖이라 그 마지막 날까지 실행합니다 (the emulator's last day)")
     if faults:
         ((fd, fk),) = faults.items()
         print(f"  고장 주입: {fd} = {fk} (그날은 게이트가 거부하고, 다음 날이 그 공백까지 포함해 비교합니다)")
