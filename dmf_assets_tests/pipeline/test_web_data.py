@@ -4,11 +4,11 @@ later comparison covers a day's changes, so the page must not promise one."""
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import httpx
 
-from dmf_assets.clock import today_kst
+from dmf_assets.clock import KST, frozen_at
 from dmf_assets.settings import load_settings
 from dmf_assets.storage.db import open_database
 from dmf_assets.web import data
@@ -90,10 +90,11 @@ def test_a_day_still_to_come_and_a_nul_in_a_query_read_as_what_they_are(tmp_path
         future = httpx.get(f"{base}/day/9999-01-01", timeout=30).text
         past = httpx.get(f"{base}/day/{SECOND - timedelta(days=1)}", timeout=30).text
         nul = httpx.get(f"{base}/search", params={"q": "아세트\x00아미노펜"}, timeout=30)
-        today = today_kst()
-        today_page, yesterday_page = (
-            httpx.get(f"{base}/day/{d}", timeout=30).text for d in (today, today - timedelta(1))
-        )
+        today = date(2026, 12, 7)
+        with frozen_at(datetime(2026, 12, 7, 10, 0, tzinfo=KST)):  # the page's clock (the server runs in this process)
+            today_page, yesterday_page = (
+                httpx.get(f"{base}/day/{d}", timeout=30).text for d in (today, today - timedelta(1))
+            )
     assert "아직 오지 않은 날입니다" in future and "수집하지 않았습니다" not in future
     # 「다음 날」 leads up to today, never into the days to come (it went on, one empty day after another)
     assert f'<a href="/day/{today}">다음 날 →</a>' in yesterday_page
