@@ -133,6 +133,14 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _role(pid: int) -> str:
+    """What a process of `dmf ui`'s tree is: the daemon and the webserver are "served" by the "code server"."""
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    if b"dagster._daemon" in cmdline or b"dagster_webserver" in cmdline:
+        return "served"
+    return "code server" if b"grpc" in cmdline or b"code-server" in cmdline else "other"
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
@@ -171,14 +179,26 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
         # the team's page and its workbook downloads, in the same process tree
         assert httpx.get(f"http://127.0.0.1:{web_port}/reports/", timeout=5).status_code == 200
-        first = time.monotonic()
+        role = {p: _role(p) for p in tree}
+        first, gone = time.monotonic(), {}  # pid -> seconds after the first signal it was first seen gone
+
+        def watch(seconds: float) -> None:
+            until = time.monotonic() + seconds
+            while time.monotonic() < until and len(gone) < len(tree):
+                gone.update({p: time.monotonic() - first for p in tree if p not in gone and not _alive(p)})
+                time.sleep(0.05)
+
         for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGHUP):
             proc.send_signal(sig)
-            time.sleep(1)
-        assert proc.wait(timeout=40) == 0
-        while time.monotonic() - first < 40 and any(_alive(p) for p in tree):
-            time.sleep(0.5)
+            watch(1)
+        watch(40 - (time.monotonic() - first))
+        assert proc.wait(timeout=10) == 0
         assert not [p for p in tree if _alive(p)], f"left after {time.monotonic() - first:.0f} s"
+        # the code server outlives the daemon and the webserver: a code server stopped under a sensor tick the
+        # daemon is still evaluating put that tick's traceback in the terminal (CI, stop 54)
+        served = [gone[p] for p in tree if role[p] == "served"]
+        serving = [gone[p] for p in tree if role[p] == "code server"]
+        assert len(served) == 2 and serving and max(served) < min(serving), (role, gone)
         # what the person who started it read in the terminal: the addresses, no Python warning nor traceback
         # (`dagster dev` advises `dg dev` as it starts, in a Python warning)
         printed = proc.communicate(timeout=10)[0]
