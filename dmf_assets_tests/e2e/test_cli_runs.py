@@ -151,7 +151,8 @@ def _alive(pid: int) -> bool:
 def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path):
     """A service manager's stop repeated (SIGTERM twice, 1 s apart), then a closed terminal (SIGHUP): the second
     signal used to cut the stop short (no SIGKILL fallback), leaving dagster dev, its code server, gRPC server,
-    webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal."""
+    webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal, the code
+    server last (after the daemon and the webserver it serves), and the terminal must show no traceback."""
     import signal
 
     import httpx
@@ -185,7 +186,8 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         def watch(seconds: float) -> None:
             until = time.monotonic() + seconds
             while time.monotonic() < until and len(gone) < len(tree):
-                gone.update({p: time.monotonic() - first for p in tree if p not in gone and not _alive(p)})
+                now = time.monotonic() - first  # one time a look: two processes seen gone together are a tie
+                gone.update({p: now for p in tree if p not in gone and not _alive(p)})
                 time.sleep(0.05)
 
         for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGHUP):
@@ -198,7 +200,7 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
         # daemon is still evaluating put that tick's traceback in the terminal (CI, stop 54)
         served = [gone[p] for p in tree if role[p] == "served"]
         serving = [gone[p] for p in tree if role[p] == "code server"]
-        assert len(served) == 2 and serving and max(served) < min(serving), (role, gone)
+        assert len(served) == 2 and serving and max(served) <= min(serving), (role, gone)
         # what the person who started it read in the terminal: the addresses, no Python warning nor traceback
         # (`dagster dev` advises `dg dev` as it starts, in a Python warning)
         printed = proc.communicate(timeout=10)[0]
