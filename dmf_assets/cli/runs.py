@@ -247,17 +247,18 @@ def _progress(settings: Settings, report: DayRun, seconds: float) -> None:
         )
 
 
-#: the summary table's columns: header, width in terminal columns (a Hangul syllable takes two), alignment
+#: the summary table's columns: header, width in terminal columns (a Hangul syllable takes two), alignment —
+#: the figures in the order of the day lines above the table and of its legend, 표기 (apart) last
 _COLUMNS = (
     ("날짜", 11, "<"),
     ("판정", 9, "<"),
     ("등록 수", 7, ">"),
     ("신규", 4, ">"),
     ("변경", 4, ">"),
-    ("표기", 4, ">"),
     ("삭제", 4, ">"),
     ("번호", 4, ">"),
     ("번호변경", 8, ">"),
+    ("표기", 4, ">"),
 )
 
 
@@ -281,7 +282,7 @@ def _print_summary(settings: Settings, days: list[date]) -> list[dict]:
         size = k.registry_size if k is not None else None
         # a rejected or unjudged day compared nothing: "-", as the workbook leaves it blank, never a 0
         figures = (
-            tuple(map(str, (k.new, k.changed, k.cosmetic, k.withdrawn, k.number_assigned, k.number_changed)))
+            tuple(map(str, (k.new, k.changed, k.withdrawn, k.number_assigned, k.number_changed, k.cosmetic)))
             if k is not None and not k.is_rejected
             else ("-",) * 6
         )

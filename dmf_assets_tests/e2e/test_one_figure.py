@@ -314,6 +314,17 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
         for m in re.finditer(r"^(\d{4}-\d{2}-\d{2})  (.*)$", backfill.stdout, re.M)
     }
     assert set(lines) == set(table) == set(DAYS)
+    # the table gives the figures in the order its day lines give them: a reader going from one to the other
+    # finds 표기 last in both
+    header = next(line for line in backfill.stdout.splitlines() if line.startswith("날짜 "))
+    columns = header.split("  비고")[0].replace("등록 수", "등록").split()[2:]
+    named = {"번호 부여": "번호", "번호 변경": "번호변경"}
+    for line in lines.values():
+        said = [
+            named.get(label, label)
+            for label in re.findall(r"(등록|신규|변경|삭제|번호 부여|번호 변경|표기) [\d,]+", line)
+        ]
+        assert said == [c for c in columns if c in said], (line, header)
     for day, s in backfill.summaries.items():
         if s.is_rejected:  # nothing was compared: its reason, and no figure, never a 0
             assert lines[day].startswith(f"{s.status.word_ko} — ")
@@ -322,7 +333,7 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
         assert lines[day].startswith(
             f"{s.status.word_ko} · 등록 {s.registry_size:,} · {s.counts_text} · 표기 {s.cosmetic}"
         )
-        # 날짜 판정 등록 수 신규 변경 표기 삭제 번호 번호변경, then the note (a status word may hold a space)
+        # 날짜 판정 등록 수 신규 변경 삭제 번호 번호변경 표기, then the note (a status word may hold a space)
         row = table[day]
         assert " ".join(row).startswith(s.status.word_ko)
         numbers = [int(v.replace(",", "")) for v in row if re.fullmatch(r"[\d,]+", v)]
@@ -330,10 +341,10 @@ def test_the_cli_line_and_table_say_the_summarys_figures(backfill):
             s.registry_size,
             s.new,
             s.changed,
-            s.cosmetic,
             s.withdrawn,
             s.number_assigned,
             s.number_changed,
+            s.cosmetic,
         ], row
 
 
