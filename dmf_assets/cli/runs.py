@@ -606,17 +606,19 @@ def _still_running(tree: dict[int, str]) -> list[int]:
     return [p for p, started in tree.items() if p in table and table[p][1] == started]
 
 
-def _stop_tree(proc: subprocess.Popen, grace_s: float = 25.0) -> None:
-    """Stop `dg dev` and everything it started (webserver, daemon, code server, runs). SIGTERM to `dg dev` alone
-    first: it stops the webserver and the daemon, then its code server. A SIGTERM to the whole group stopped the
-    code server under a sensor tick the daemon was still evaluating, whose traceback reached the terminal. What is
-    left after `grace_s` gets SIGTERM as a group, then SIGKILL — the group and any descendant that left it."""
-    tree = descendants(proc.pid)
+def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """Stop `dg dev` and everything it started (webserver, daemon, code server, runs) within `grace_s`. SIGTERM to
+    `dg dev` alone first: it stops the webserver and the daemon, then its code server. (A SIGTERM to the whole group
+    stopped the code server under a sensor tick the daemon was still evaluating, whose traceback reached the
+    terminal.) Then SIGTERM to what is left of the group (a run in progress), for the rest of `grace_s` but at
+    least 5 s; then SIGKILL — the group and any descendant that left it."""
+    tree, deadline = descendants(proc.pid), time.monotonic() + grace_s
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace_s)
-    _stop_group(proc.pid, 5.0, lambda: proc.poll() is None or bool(_still_running(tree)))
+        proc.wait(timeout=grace_s - 5.0)
+    left_s = max(5.0, deadline - time.monotonic())
+    _stop_group(proc.pid, left_s, lambda: proc.poll() is None or bool(_still_running(tree)))
     for pid in _still_running(tree):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
