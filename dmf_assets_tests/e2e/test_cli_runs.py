@@ -119,17 +119,20 @@ def test_a_wait_for_the_database_lock_is_visible(tmp_path):
 
 
 def _descendants(pid: int) -> set[int]:
+    """Every process below `pid`, from each process's parent in /proc/PID/stat (a thread's children too: a run
+    worker is spawned by a thread of the gRPC server, which /proc/PID/task/PID/children does not list)."""
+    parent = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parent[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError):
+            continue  # exited meanwhile
     out, todo = set(), [pid]
     while todo:
-        p = todo.pop()
-        try:
-            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
-        except OSError:
-            continue
-        for c in map(int, children):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
+        above = todo.pop()
+        below = {p for p, pp in parent.items() if pp == above and p not in out}
+        out |= below
+        todo.extend(below)
     return out
 
 
