@@ -138,7 +138,10 @@ def _descendants(pid: int) -> set[int]:
 
 def _role(pid: int) -> str:
     """What a process of `dmf ui`'s tree is: the daemon and the webserver are "served" by the "code server"."""
-    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "other"  # exited since the tree was listed
     if b"dagster._daemon" in cmdline or b"dagster_webserver" in cmdline:
         return "served"
     return "code server" if b"grpc" in cmdline or b"code-server" in cmdline else "other"
