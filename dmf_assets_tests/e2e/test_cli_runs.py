@@ -164,25 +164,9 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
 
     import httpx
 
-    env = _project(tmp_path)
-    port, web_port = free_port(), free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--web-port", str(web_port)],
-        env=env,
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-    def up() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    proc, port, web_port = _start_ui(tmp_path, subprocess.PIPE)
     try:
-        wait_until(up, proc, 180)
+        wait_until(lambda: _ui_answers(port), proc, 180)
         tree = _descendants(proc.pid)
         assert len(tree) >= 4  # dagster dev, its code server and gRPC server, the webserver and the daemon
         # the team's page and its workbook downloads, in the same process tree
@@ -226,15 +210,7 @@ def test_a_killed_dmf_ui_takes_dagster_with_it(tmp_path):
     """SIGKILL to `dmf ui` (an OOM kill, a service manager's last resort) cannot be handled: `dg dev`, in a session
     of its own, kept the Dagster UI, the daemon and their ports — the next `dmf ui` was refused for a port in use.
     Now `dg dev` gets SIGTERM when `dmf ui` dies, and the whole tree must be gone within 40 s."""
-    env = _project(tmp_path)
-    port, web_port = free_port(), free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--web-port", str(web_port)],
-        env=env,
-        cwd=PROJECT_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, port, _web_port = _start_ui(tmp_path, subprocess.DEVNULL)
     tree: set[int] = set()
     try:
         wait_until(lambda: _ui_answers(port), proc, 180)
@@ -251,6 +227,20 @@ def test_a_killed_dmf_ui_takes_dagster_with_it(tmp_path):
         for p in tree:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p, 9)
+
+
+def _start_ui(tmp_path: Path, output: int) -> tuple[subprocess.Popen, int, int]:
+    """`dmf ui` on a temp project and two free ports, its output (stdout and stderr together) to `output`."""
+    port, web_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dmf_assets", "ui", "--port", str(port), "--web-port", str(web_port)],
+        env=_project(tmp_path),
+        cwd=PROJECT_ROOT,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    return proc, port, web_port
 
 
 def _ui_answers(port: int) -> bool:
