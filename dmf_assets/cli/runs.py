@@ -625,20 +625,6 @@ def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
     proc.wait()
 
 
-#: `dg dev`'s launcher: SIGTERM to `dg dev` when `dmf ui` dies (Linux's parent-death signal, kept across the exec)
-#: — a SIGKILLed `dmf ui` (an OOM kill, a service manager's last resort) cannot stop its tree itself, and `dg dev`
-#: in a session of its own would keep the UI, the daemon and their ports. argv: the parent's pid, then dg's own
-_STOP_WITH_PARENT = """
-import ctypes, os, signal, sys
-prctl = getattr(ctypes.CDLL(None), "prctl", None)
-if prctl is not None:
-    prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    if os.getppid() != int(sys.argv[1]):
-        sys.exit(0)  # the parent died before the signal was set
-os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
-"""
-
-
 def _ui(args: argparse.Namespace) -> int:
     from dmf_assets.cli.web import start_web
     from dmf_assets.settings import PROJECT_ROOT
@@ -659,9 +645,6 @@ def _ui(args: argparse.Namespace) -> int:
     # (a Python warning, "… is superseded … Use 'dg dev' instead", in the terminal of whoever started the UI)
     cmd = [
         sys.executable,
-        "-c",
-        _STOP_WITH_PARENT,
-        str(os.getpid()),
         "-m",
         "dagster_dg_cli.cli",
         "dev",
