@@ -666,6 +666,12 @@ def _ui(args: argparse.Namespace) -> int:
     try:
         # dg dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
         proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
+        # and a watch that stops it should this process be killed outright (cli/ui_watch.py)
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "dmf_assets.cli.ui_watch", str(os.getpid()), str(proc.pid)],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             while not received and proc.poll() is None:
                 time.sleep(0.2)
@@ -673,6 +679,8 @@ def _ui(args: argparse.Namespace) -> int:
                 print("\n종료 중… (stopping)", flush=True)
         finally:
             _stop_tree(proc)
+            watch.terminate()
+            watch.wait()
     finally:
         web.stop()
     if received or proc.returncode == 0:

@@ -205,6 +205,35 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
             os.kill(p, signal.SIGKILL)
 
 
+def test_a_killed_dmf_ui_takes_dagster_with_it(tmp_path):
+    """SIGKILL to `dmf ui` (an out-of-memory kill, a service manager's last resort) cannot be handled: `dg dev`, in a
+    session of its own, kept the Dagster UI, the daemon and the code server running, and the next `dmf ui` was refused
+    for a port in use. Its watch (cli/ui_watch.py) stops them: every process of the tree gone within 40 s, the UI's
+    port free again."""
+    import signal
+    import socket
+
+    proc, port, _ = _start_ui(tmp_path, subprocess.DEVNULL)
+    tree: set[int] = set()
+    try:
+        wait_until(lambda: _ui_answers(port), proc, 180)
+        tree = _descendants(proc.pid)
+        assert {_role(p) for p in tree} >= {"served", "code server"}
+        proc.kill()
+        proc.wait(timeout=10)
+        until = time.monotonic() + 40
+        while time.monotonic() < until and any(_alive(p) for p in tree):
+            time.sleep(0.2)
+        assert not [p for p in tree if _alive(p)], [(p, _role(p)) for p in tree if _alive(p)]
+        with socket.socket() as probe:  # as the next `dmf ui` checks its port
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("127.0.0.1", port))
+    finally:
+        for p in tree:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
 def _start_ui(tmp_path: Path, output: int) -> tuple[subprocess.Popen, int, int]:
     """`dmf ui` on a temp project and two free ports, its output (stdout and stderr together) to `output`."""
     port, web_port = free_port(), free_port()
