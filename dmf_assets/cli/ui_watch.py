@@ -6,7 +6,9 @@ ports do not stay behind.
 for its parent to go away, then sends `dg dev` one SIGTERM — exactly one: a second one cuts `dagster dev`'s own stop
 short and leaves its webserver and daemon running (the parent-death signal tried before could come twice) — waits
 for it, then stops what is left of its process group (a run in progress): SIGTERM, then SIGKILL. When `dmf ui`
-stops normally it stops `dg dev` itself and ends this watch first. Standard library only: it starts in milliseconds.
+stops normally it stops `dg dev` itself, then ends this watch (killed in the middle of that stop, `dg dev` may get
+a second SIGTERM from here: the group's SIGTERM and SIGKILL that follow still leave nothing behind). Standard library
+only, so it starts in milliseconds; Linux (it reads /proc: elsewhere it ends at once and watches nothing).
 """
 
 from __future__ import annotations
