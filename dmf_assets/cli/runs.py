@@ -666,21 +666,23 @@ def _ui(args: argparse.Namespace) -> int:
     try:
         # dg dev in its own process group (it ignores SIGINT when started from a script): stopped as a group
         proc = subprocess.Popen(cmd, cwd=PROJECT_ROOT, start_new_session=True)
-        # and a watch that stops it should this process be killed outright (cli/ui_watch.py)
-        watch = subprocess.Popen(
-            [sys.executable, "-m", "dmf_assets.cli.ui_watch", str(os.getpid()), str(proc.pid)],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        watch: subprocess.Popen | None = None
         try:
+            # and a watch that stops it should this process be killed outright (cli/ui_watch.py)
+            watch = subprocess.Popen(
+                [sys.executable, "-m", "dmf_assets.cli.ui_watch", str(os.getpid()), str(proc.pid)],
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             while not received and proc.poll() is None:
                 time.sleep(0.2)
             if received:
                 print("\n종료 중… (stopping)", flush=True)
         finally:
             _stop_tree(proc)
-            watch.terminate()
-            watch.wait()
+            if watch is not None:
+                watch.terminate()
+                watch.wait()
     finally:
         web.stop()
     if received or proc.returncode == 0:
