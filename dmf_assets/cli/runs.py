@@ -575,18 +575,28 @@ def _ui_port_must_be_free(host: str, port: int) -> None:
         raise UserError(busy_port_text("Dagster UI", "Dagster UI", host, port, "dmf ui --port {port}")) from None
 
 
+def _stat(pid: int) -> tuple[str, int, str] | None:
+    """(state, parent pid, start time) of `pid` from /proc/PID/stat; None when it is gone (or not on Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), fields[19]  # the start time tells a reused pid apart
+
+
 def _process_table() -> dict[int, tuple[int, str]]:
     """pid -> (parent pid, start time) of every live process, from /proc (Linux; empty elsewhere)."""
     table = {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue  # exited meanwhile
-            if fields[0] != "Z":  # a zombie has exited already
-                table[int(entry)] = (int(fields[1]), fields[19])  # ppid, starttime (tells a reused pid apart)
+        if entry.isdigit() and (stat := _stat(int(entry))) and stat[0] != "Z":  # a zombie has exited already
+            table[int(entry)] = stat[1:]
     return table
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of `pid` while it runs (None once it has exited, a zombie included)."""
+    stat = _stat(pid)
+    return stat[2] if stat is not None and stat[0] != "Z" else None
 
 
 def descendants(pid: int) -> dict[int, str]:
@@ -606,23 +616,25 @@ def _still_running(tree: dict[int, str]) -> list[int]:
     return [p for p, started in tree.items() if p in table and table[p][1] == started]
 
 
-def _stop_tree(proc: subprocess.Popen, grace_s: float = 30.0) -> None:
-    """Stop `dg dev` and everything it started (webserver, daemon, code server, runs) within `grace_s`. SIGTERM to
-    `dg dev` alone first: it stops the webserver and the daemon, then its code server. (A SIGTERM to the whole group
-    stopped the code server under a sensor tick the daemon was still evaluating, whose traceback reached the
-    terminal.) Then SIGTERM to what is left of the group (a run in progress), for the rest of `grace_s` but at
-    least 5 s; then SIGKILL — the group and any descendant that left it."""
-    tree, deadline = descendants(proc.pid), time.monotonic() + grace_s
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=grace_s - 5.0)
-    left_s = max(5.0, deadline - time.monotonic())
-    _stop_group(proc.pid, left_s, lambda: proc.poll() is None or bool(_still_running(tree)))
-    for pid in _still_running(tree):
+def stop_tree(pid: int, exited: Callable[[], bool], grace_s: float = 30.0) -> None:
+    """Stop `dg dev` (`pid`, leader of its process group) and everything it started (webserver, daemon, code server,
+    runs) within `grace_s`; `exited` says whether `dg dev` has exited. SIGTERM to `dg dev` alone first: it stops the
+    webserver and the daemon, then its code server. (A SIGTERM to the whole group stopped the code server under a
+    sensor tick the daemon was still evaluating, whose traceback reached the terminal.) Then SIGTERM to what is left
+    of the group (a run in progress), for the rest of `grace_s` but at least 5 s; then SIGKILL — the group and any
+    descendant that left it. `dmf ui` stops its tree with it, and so does its watch when `dmf ui` was killed
+    (cli/ui_watch.py)."""
+    tree, deadline = descendants(pid), time.monotonic() + grace_s
+    if not exited():  # an exited, reaped pid may be another process's already
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    proc.wait()
+            os.kill(pid, signal.SIGTERM)
+    while not exited() and time.monotonic() < deadline - 5.0:
+        time.sleep(0.05)
+    left_s = max(5.0, deadline - time.monotonic())
+    _stop_group(pid, left_s, lambda: not exited() or bool(_still_running(tree)))
+    for descendant in _still_running(tree):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(descendant, signal.SIGKILL)
 
 
 def _ui(args: argparse.Namespace) -> int:
@@ -679,7 +691,8 @@ def _ui(args: argparse.Namespace) -> int:
             if received:
                 print("\n종료 중… (stopping)", flush=True)
         finally:
-            _stop_tree(proc)
+            stop_tree(proc.pid, lambda: proc.poll() is not None)
+            proc.wait()
             if watch is not None:
                 watch.terminate()
                 watch.wait()
