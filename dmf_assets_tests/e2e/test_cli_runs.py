@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -159,8 +161,6 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
     signal used to cut the stop short (no SIGKILL fallback), leaving dagster dev, its code server, gRPC server,
     webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal, the code
     server last (after the daemon and the webserver it serves), and the terminal must show no traceback."""
-    import signal
-
     import httpx
 
     proc, port, web_port = _start_ui(tmp_path, subprocess.PIPE)
@@ -210,9 +210,6 @@ def test_a_killed_dmf_ui_takes_dagster_with_it(tmp_path):
     session of its own, kept the Dagster UI, the daemon and the code server running, and the next `dmf ui` was refused
     for a port in use. Its watch (cli/ui_watch.py) stops them: every process of the tree gone within 40 s, the UI's
     port free again."""
-    import signal
-    import socket
-
     proc, port, _ = _start_ui(tmp_path, subprocess.DEVNULL)
     tree: set[int] = set()
     try:
@@ -261,8 +258,6 @@ def _interrupt_after_first_day(cmd: list[str], env: dict[str, str], *, kill: boo
     """Start `cmd` as a terminal does (a process group of its own), wait for its first day's line, then press
     Ctrl-C: SIGINT to the whole group (with `kill`: SIGKILL to the command's process alone). Returns (exit code,
     everything it printed, the tree it had then)."""
-    import signal
-
     proc = subprocess.Popen(
         cmd,
         env=env,
@@ -430,7 +425,6 @@ def test_a_ctrl_c_that_dagster_forgets_is_still_seen_by_the_run():
     (`capture_interrupts`): one pressed during the last step's log clean-up let `dmf backfill` run all its
     remaining days and exit 0. `execute_day` asks the signal's wake-up descriptor instead, which hears every
     SIGINT whatever the handler made of it; a run without one is not taken for interrupted."""
-    import signal
     import threading
 
     from dagster._utils.interrupts import capture_interrupts
@@ -452,8 +446,6 @@ def test_a_ctrl_c_that_dagster_forgets_is_still_seen_by_the_run():
 def test_a_killed_dmf_command_takes_its_work_with_it(tmp_path):
     """The work runs in a child of a session of its own (for Ctrl-C): SIGKILL to the command, which cannot be
     forwarded, must still stop that child and Dagster's helpers, as it stopped the one process of before."""
-    import signal
-
     cmd = [sys.executable, "-m", "dmf_assets", "backfill", "--start", "2026-10-01", "--end", "2026-10-12"]
     code, _output, tree = _interrupt_after_first_day(cmd, _project(tmp_path), kill=True)
     assert code == -signal.SIGKILL and tree
