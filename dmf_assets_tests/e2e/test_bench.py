@@ -16,6 +16,8 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 import pytest
@@ -57,9 +59,18 @@ def _previous_doc() -> dict:
     return doc
 
 
+class QuickRun(NamedTuple):
+    """One `dmf bench --quick`, shared by the module."""
+
+    proc: subprocess.CompletedProcess
+    out: Path  # the results folder
+    workdir: Path
+    seconds: float  # the process's life, on the monotonic clock
+
+
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    """`dmf bench --quick`: (its process, the results folder, its work folder, its seconds on the monotonic clock)."""
+def quick(tmp_path_factory) -> QuickRun:
+    """`dmf bench --quick`, run once."""
     tmp = tmp_path_factory.mktemp("bench")
     out = tmp / "results"
     out.mkdir()
@@ -70,15 +81,15 @@ def quick(tmp_path_factory):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     took_s = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc, out, tmp / "work", took_s
+    return QuickRun(proc, out, tmp / "work", took_s)
 
 
-def _doc(quick) -> dict:
-    return json.loads((quick[1] / "latest-quick.json").read_text(encoding="utf-8"))
+def _doc(quick: QuickRun) -> dict:
+    return json.loads((quick.out / "latest-quick.json").read_text(encoding="utf-8"))
 
 
 def test_results_written_twice_and_the_comparison_printed(quick):
-    proc, out, workdir, _ = quick
+    proc, out, workdir = quick.proc, quick.out, quick.workdir
     dated = [p for p in out.glob("*-quick.json") if p.name != "latest-quick.json"]
     assert len(dated) == 1
     assert dated[0].read_text(encoding="utf-8") == (out / "latest-quick.json").read_text(encoding="utf-8")
@@ -94,7 +105,7 @@ def test_results_written_twice_and_the_comparison_printed(quick):
 
 
 def test_comparison_shows_the_previous_file_beside_the_new_one_with_the_change(quick):
-    proc, *_ = quick
+    proc = quick.proc
     doc = _doc(quick)
     lines = {t.label: next(line for line in proc.stdout.splitlines() if line.startswith(t.label)) for t in run.TARGETS}
     for t in run.TARGETS:
@@ -125,7 +136,7 @@ def test_document_header_and_no_errors(quick):
     }
     # the whole run's time is within the process's life, on the same kind of clock (not the stamps: a machine's
     # wall clock may be stepped during the run — a VM's was by 4.5 s once, and the stamps disagreed with it)
-    assert 0 < doc["total_seconds"] <= round(quick[3], 1) + 0.05
+    assert 0 < doc["total_seconds"] <= round(quick.seconds, 1) + 0.05
     assert datetime.fromisoformat(doc["finished_at"]).utcoffset() == timedelta(hours=9)
     # … and contains every timed process it reports
     parts = [sum(m["all_wall_s"]) for m in doc["diff"].values()]
@@ -152,7 +163,7 @@ def test_diff_figures_are_whole_process(quick, size):
 
 
 def test_graph_figures_agree_with_the_project_they_ran_in(quick):
-    _, _, workdir, _ = quick
+    workdir = quick.workdir
     g = _doc(quick)["graph"]
     base, one = g["baseline_day"], g["one_day"]
     assert base["exit_code"] == 0 and base["status"] == "baseline"
@@ -222,7 +233,7 @@ def test_dagster_floor_is_the_products_graph_with_no_work(quick):
     # `dmf run` beside what Dagster alone costs for the same graph: the same assets, dependencies and checks
     # (read from the definitions), every step doing nothing; runs alternating with dmf run's, in an instance
     # of its own
-    _, _, workdir, _ = quick
+    workdir = quick.workdir
     g = _doc(quick)["graph"]
     one, floor = g["one_day"], g["floor"]
     assert floor["command"] == f"python bench/dagster_floor.py {workdir / 'graph_shape.json'} {run.GRAPH_DAY}"
