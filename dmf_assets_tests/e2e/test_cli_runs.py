@@ -10,9 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from dmf_assets.settings import PROJECT_ROOT
@@ -161,8 +163,6 @@ def test_dmf_ui_stops_its_whole_process_tree_however_many_signals_come(tmp_path)
     signal used to cut the stop short (no SIGKILL fallback), leaving dagster dev, its code server, gRPC server,
     webserver and daemon behind. Every process of the tree must be gone within 40 s of the first signal, the code
     server last (after the daemon and the webserver it serves), and the terminal must show no traceback."""
-    import httpx
-
     proc, port, web_port = _start_ui(tmp_path, subprocess.PIPE)
     try:
         wait_until(lambda: _ui_answers(port), proc, 180)
@@ -246,8 +246,6 @@ def _start_ui(tmp_path: Path, output: int) -> tuple[subprocess.Popen, int, int]:
 
 
 def _ui_answers(port: int) -> bool:
-    import httpx
-
     try:
         return httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=5).status_code == 200
     except httpx.TransportError:
@@ -425,8 +423,6 @@ def test_a_ctrl_c_that_dagster_forgets_is_still_seen_by_the_run():
     (`capture_interrupts`): one pressed during the last step's log clean-up let `dmf backfill` run all its
     remaining days and exit 0. `execute_day` asks the signal's wake-up descriptor instead, which hears every
     SIGINT whatever the handler made of it; a run without one is not taken for interrupted."""
-    import threading
-
     from dagster._utils.interrupts import capture_interrupts
 
     from dmf_assets.runs import launch
